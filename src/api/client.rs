@@ -1,0 +1,1 @@
+//! The HTTP client of the service.

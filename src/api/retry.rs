@@ -1,0 +1,1 @@
+//! Retries with backoff and the request permits.

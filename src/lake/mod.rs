@@ -1,0 +1,1 @@
+//! The lake: hive-partitioned Parquet with a transactional manifest.

@@ -1,0 +1,1 @@
+//! The simulator of the service: a deterministic synthetic market served over HTTP.

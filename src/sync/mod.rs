@@ -1,0 +1,1 @@
+//! Sync: incremental, resumable fetch of datasets into the lake.
