@@ -102,12 +102,15 @@ impl ClientConfig {
     /// `DEXLAKE_ALTCHAIN_SEGMENT` (both optional) taken from the environment. An empty variable
     /// counts as unset.
     pub fn from_env() -> Result<Self> {
-        let mut config = ClientConfig::default();
-        config.api_key = Some(env_var(ENV_API_KEY)?.ok_or_else(|| {
+        let api_key = env_var(ENV_API_KEY)?.ok_or_else(|| {
             Error::Config(format!(
                 "{ENV_API_KEY} is not set; the service needs an API key"
             ))
-        })?);
+        })?;
+        let mut config = ClientConfig {
+            api_key: Some(api_key),
+            ..ClientConfig::default()
+        };
         if let Some(url) = env_var(ENV_BASE_URL)? {
             config.base_url = url;
         }
@@ -766,6 +769,9 @@ fn excerpt(body: &[u8]) -> String {
     }
 }
 
+/// The `tokens` and `pools` members of one chunked call (`None` when the call has none).
+pub type ChunkMembers = (Option<Vec<String>>, Option<Vec<String>>);
+
 /// Splits address lists into the `(tokens, pools)` members of successive calls: call `i` gets
 /// the `i`-th chunk of each list (at most `max_tokens` and `max_pools` elements), so the number
 /// of calls is the larger of the two chunk counts. Concatenating the calls' answers in call
@@ -775,7 +781,7 @@ pub fn price_chunks(
     pools: &[String],
     max_tokens: usize,
     max_pools: usize,
-) -> Vec<(Option<Vec<String>>, Option<Vec<String>>)> {
+) -> Vec<ChunkMembers> {
     let mut token_chunks = tokens.chunks(max_tokens.max(1));
     let mut pool_chunks = pools.chunks(max_pools.max(1));
     let mut calls = Vec::new();
@@ -875,17 +881,17 @@ where
             Ok(page) => page,
             Err(e) => return Some((Err(e), state)),
         };
-        if !page.data.is_empty() {
-            if let Some(c) = page.next_cursor() {
-                if !state.seen.insert(c.to_owned()) {
-                    let error = Error::RepeatedCursor {
-                        operation: op.name(),
-                        cursor: c.to_owned(),
-                    };
-                    return Some((Err(error), state));
-                }
-                state.next = Some(Some(c.to_owned()));
+        if !page.data.is_empty()
+            && let Some(c) = page.next_cursor()
+        {
+            if !state.seen.insert(c.to_owned()) {
+                let error = Error::RepeatedCursor {
+                    operation: op.name(),
+                    cursor: c.to_owned(),
+                };
+                return Some((Err(error), state));
             }
+            state.next = Some(Some(c.to_owned()));
         }
         Some((Ok(page), state))
     })

@@ -475,10 +475,10 @@ impl SearchRequest {
         if let Some(s) = &self.sort {
             check_nonempty(op, "sort.field", &s.field)?;
         }
-        if let Some(labels) = &self.dynamic_labels {
-            if labels.keys().any(|name| name.trim().is_empty()) {
-                return Err(invalid(op, "dynamic_labels", "a label name is empty"));
-            }
+        if let Some(labels) = &self.dynamic_labels
+            && labels.keys().any(|name| name.trim().is_empty())
+        {
+            return Err(invalid(op, "dynamic_labels", "a label name is empty"));
         }
         check_optional(op, "cursor", &self.cursor)
     }
