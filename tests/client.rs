@@ -763,21 +763,28 @@ async fn retry_after_is_honoured() {
 }
 
 #[tokio::test]
-async fn unauthorized_is_not_retried() {
+async fn client_errors_are_not_retried() {
     bounded(10, async {
-        let server =
-            Server::start(|_, _| Reply::error(401, "Unauthorized: Invalid or missing API key"))
-                .await;
-        let client = server.client();
-        let err = client
-            .swaps(&SwapsRequest::for_wallet("W1"))
-            .await
-            .expect_err("401");
-        assert_eq!(err.api_status(), Some(ApiStatus::Unauthorized));
-        assert!(matches!(err, Error::Api { .. }), "{err:?}");
-        assert_eq!(server.count(), 1);
-        let m = client.metrics();
-        assert_eq!((m.requests, m.retries, m.failures), (1, 0, 1));
+        for status in [
+            ApiStatus::BadRequest,
+            ApiStatus::Unauthorized,
+            ApiStatus::Forbidden,
+        ] {
+            let code = status.code();
+            let text = status.documented_text().expect("documented status");
+            let server = Server::start(move |_, _| Reply::error(code, text)).await;
+            // Retries are on (the server's default client allows five).
+            let client = server.client();
+            let err = client
+                .swaps(&SwapsRequest::for_wallet("W1"))
+                .await
+                .expect_err("client error");
+            assert_eq!(err.api_status(), Some(status));
+            assert!(matches!(err, Error::Api { .. }), "{err:?}");
+            assert_eq!(server.count(), 1, "{code} was sent once");
+            let m = client.metrics();
+            assert_eq!((m.requests, m.retries, m.failures), (1, 0, 1));
+        }
     })
     .await;
 }

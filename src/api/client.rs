@@ -51,7 +51,9 @@ pub const API_KEY_HEADER: &str = "x-api-key";
 const EXCERPT_CHARS: usize = 200;
 
 /// Everything a [`Client`] needs: where, who, how long, how often.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// `Debug` shows whether an API key is set, never the key itself.
+#[derive(Clone, PartialEq)]
 pub struct ClientConfig {
     /// Base URL; every operation path is appended to it (a path prefix is kept).
     pub base_url: String,
@@ -102,7 +104,18 @@ impl ClientConfig {
     /// `DEXLAKE_ALTCHAIN_SEGMENT` (both optional) taken from the environment. An empty variable
     /// counts as unset.
     pub fn from_env() -> Result<Self> {
-        let api_key = env_var(ENV_API_KEY)?.ok_or_else(|| {
+        ClientConfig::from_lookup(env_var)
+    }
+
+    /// [`Self::from_env`] over any source of variables, so it can be tested without touching
+    /// the process environment.
+    fn from_lookup(get: impl Fn(&str) -> Result<Option<String>>) -> Result<Self> {
+        let set = |name: &str| -> Result<Option<String>> {
+            Ok(get(name)?
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty()))
+        };
+        let api_key = set(ENV_API_KEY)?.ok_or_else(|| {
             Error::Config(format!(
                 "{ENV_API_KEY} is not set; the service needs an API key"
             ))
@@ -111,10 +124,10 @@ impl ClientConfig {
             api_key: Some(api_key),
             ..ClientConfig::default()
         };
-        if let Some(url) = env_var(ENV_BASE_URL)? {
+        if let Some(url) = set(ENV_BASE_URL)? {
             config.base_url = url;
         }
-        if let Some(segment) = env_var(ENV_ALTCHAIN_SEGMENT)? {
+        if let Some(segment) = set(ENV_ALTCHAIN_SEGMENT)? {
             config.altchain_segment = segment;
         }
         Ok(config)
@@ -207,12 +220,27 @@ impl ClientConfig {
 
 fn env_var(name: &str) -> Result<Option<String>> {
     match std::env::var(name) {
-        Ok(v) if v.trim().is_empty() => Ok(None),
-        Ok(v) => Ok(Some(v.trim().to_owned())),
+        Ok(v) => Ok(Some(v)),
         Err(std::env::VarError::NotPresent) => Ok(None),
         Err(e @ std::env::VarError::NotUnicode(_)) => {
             Err(Error::Config(format!("environment variable {name}: {e}")))
         }
+    }
+}
+
+impl std::fmt::Debug for ClientConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientConfig")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("altchain_segment", &self.altchain_segment)
+            .field("timeout", &self.timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("user_agent", &self.user_agent)
+            .field("retry", &self.retry)
+            .field("rate_limit", &self.rate_limit)
+            .field("max_concurrency", &self.max_concurrency)
+            .finish()
     }
 }
 
@@ -660,8 +688,9 @@ impl Client {
                 return Err(failure.error);
             }
             if let Some(delay) = failure.retry_after {
-                // The service asked every request to hold back, not only this one.
-                self.inner.permits.pause_for(delay);
+                // The service asked every request to hold back, not only this one. No retry
+                // waits longer than `max_elapsed`, so neither does the pause.
+                self.inner.permits.pause_for(delay.min(retry.max_elapsed));
             }
             let elapsed = started.elapsed();
             let delay = retry.next_delay(retries, elapsed, failure.retry_after, &mut rand::rng());
@@ -942,12 +971,78 @@ mod tests {
         assert!(price_chunks(&[], &[], 1000, 1000).is_empty());
     }
 
+    proptest::proptest! {
+        #[test]
+        fn chunks_respect_bounds_and_rejoin_to_the_input(
+            n_tokens in 0usize..2600,
+            n_pools in 0usize..2600,
+            max_tokens in 1usize..1200,
+            max_pools in 1usize..1200,
+        ) {
+            let tokens = addresses("t", n_tokens);
+            let pools = addresses("p", n_pools);
+            let calls = price_chunks(&tokens, &pools, max_tokens, max_pools);
+            let expected_calls = n_tokens.div_ceil(max_tokens).max(n_pools.div_ceil(max_pools));
+            proptest::prop_assert_eq!(calls.len(), expected_calls);
+            for (t, p) in &calls {
+                // No call is empty or too large, and every member sent has an element.
+                proptest::prop_assert!(t.is_some() || p.is_some());
+                proptest::prop_assert!(t.as_ref().is_none_or(|t| !t.is_empty() && t.len() <= max_tokens));
+                proptest::prop_assert!(p.as_ref().is_none_or(|p| !p.is_empty() && p.len() <= max_pools));
+            }
+            let t: Vec<String> = calls.iter().filter_map(|c| c.0.clone()).flatten().collect();
+            let p: Vec<String> = calls.iter().filter_map(|c| c.1.clone()).flatten().collect();
+            proptest::prop_assert_eq!(t, tokens);
+            proptest::prop_assert_eq!(p, pools);
+        }
+    }
+
     #[test]
     fn excerpt_is_short_and_char_safe() {
         let long = "é".repeat(500);
         let e = excerpt(long.as_bytes());
         assert_eq!(e.chars().count(), EXCERPT_CHARS + 1);
         assert_eq!(excerpt(b"short"), "short");
+    }
+
+    #[test]
+    fn config_from_variables() {
+        let vars = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| -> Result<Option<String>> {
+                Ok(pairs
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| (*v).to_owned()))
+            }
+        };
+        let missing = ClientConfig::from_lookup(vars(&[(ENV_BASE_URL, "http://x")]));
+        assert!(matches!(missing, Err(Error::Config(m)) if m.contains(ENV_API_KEY)));
+        let blank = ClientConfig::from_lookup(vars(&[(ENV_API_KEY, "  ")]));
+        assert!(matches!(blank, Err(Error::Config(_))));
+
+        let only_key = ClientConfig::from_lookup(vars(&[(ENV_API_KEY, " k1 ")])).expect("key set");
+        assert_eq!(only_key.api_key.as_deref(), Some("k1"));
+        assert_eq!(only_key.base_url, DEFAULT_BASE_URL);
+        assert_eq!(only_key.altchain_segment, DEFAULT_ALTCHAIN_SEGMENT);
+
+        let all = ClientConfig::from_lookup(vars(&[
+            (ENV_API_KEY, "k2"),
+            (ENV_BASE_URL, "https://example.test/api"),
+            (ENV_ALTCHAIN_SEGMENT, "sol"),
+        ]))
+        .expect("all set");
+        assert_eq!(all.base_url, "https://example.test/api");
+        assert_eq!(all.altchain_segment, "sol");
+    }
+
+    #[test]
+    fn debug_never_shows_the_key() {
+        let config = ClientConfig::default().with_api_key("secret-value");
+        let shown = format!("{config:?}");
+        assert!(!shown.contains("secret-value"), "{shown}");
+        assert!(shown.contains("<redacted>"), "{shown}");
+        let client = Client::new(config).expect("valid configuration");
+        assert!(!format!("{client:?}").contains("secret-value"));
     }
 
     #[test]

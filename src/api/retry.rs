@@ -278,7 +278,11 @@ impl Permits {
     /// Holds back every permit until `delay` from now (used when the service sends
     /// `Retry-After`). An earlier pause that ends later is kept.
     pub fn pause_for(&self, delay: Duration) {
-        let until = Instant::now() + delay;
+        // A delay too long to represent cannot be waited out anyway; ignoring it leaves the
+        // caller's own retry bound in charge.
+        let Some(until) = Instant::now().checked_add(delay) else {
+            return;
+        };
         let mut gate = self.lock_gate();
         gate.paused_until = Some(gate.paused_until.map_or(until, |u| u.max(until)));
     }
