@@ -9,7 +9,7 @@
 //!
 //! * **Paths.** A dotted path (`metrics.5m.volume`) is a chain of object keys; a missing step or
 //!   a step through a non-object is *missing* ([`lookup`]).
-//! * **Filters** ([`matches`]). `$eq v` holds when the value has the type of `v` and equals it
+//! * **Filters** ([`matches()`]). `$eq v` holds when the value has the type of `v` and equals it
 //!   (integers and floats are one number type); missing and null never equal anything. `$ne` is
 //!   the negation of `$eq` and `$nin` of `$in`, so both match missing and null. `$gt`, `$gte`,
 //!   `$lt` and `$lte` hold only for numbers. Several clauses, or several operators on one path,
