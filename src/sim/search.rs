@@ -23,9 +23,10 @@
 //!   in the sort's direction, and, should two documents share a `token_address`, by their
 //!   position in the input, so that the order is strict and paging never skips a document.
 //! * **Cursor.** A keyset position: the sort field and direction, the last returned document's
-//!   sort value (type and null-ness included; numbers as their exact bit pattern) and its
-//!   `token_address`, as base64url of compact JSON. The next page starts after that position, so
-//!   a page boundary inside a run of nulls or ties resumes exactly where it stopped.
+//!   sort value (type and null-ness included; numbers as their exact bit pattern), its
+//!   `token_address` and its input position (the last tie-breaker), as base64url of compact
+//!   JSON. It is not an offset: the next page starts after that position, so a page boundary
+//!   inside a run of nulls or ties resumes exactly where it stopped.
 //! * **Text** ([`text_matches`]): see that function for the exact rules of the three modes.
 
 use std::borrow::Cow;
