@@ -95,7 +95,7 @@ impl Partition {
             .ok_or_else(|| bad("empty path".into()))?
             .parse()
             .map_err(|e: Error| bad(e.to_string()))?;
-        let expected = 3 + dataset.path_columns().len();
+        let expected = 4 + dataset.path_columns().len();
         if parts.len() != expected {
             return Err(bad(format!(
                 "expected {expected} path levels, found {}",

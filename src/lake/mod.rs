@@ -39,6 +39,7 @@ pub mod convert;
 pub mod docs;
 pub mod layout;
 pub mod manifest;
+pub mod sample;
 pub mod scan;
 pub mod schema;
 pub mod store;
