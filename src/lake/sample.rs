@@ -99,15 +99,15 @@ fn metadata(i: usize, rng: &mut ChaCha8Rng) -> TokenMetadata {
         last_trade_at: Some(start() + Duration::seconds(rng.random_range(0..86_400))),
         created_at: Some(start() - Duration::days(rng.random_range(1..400))),
         symbol: Some(format!("TK{i}")),
-        name: Some(if i % 3 == 0 {
+        name: Some(if i.is_multiple_of(3) {
             format!("Tökén «{i}» 🚀")
         } else {
             format!("Token {i}")
         }),
-        image: (i % 2 == 0).then(|| format!("https://img.example/{i}.png")),
-        verified: Some(i % 4 == 0),
+        image: (i.is_multiple_of(2)).then(|| format!("https://img.example/{i}.png")),
+        verified: Some(i.is_multiple_of(4)),
         creator_address: Some(addr("Crt", i)),
-        twitter: (i % 5 != 0).then(|| format!("@tok{i}")),
+        twitter: (!i.is_multiple_of(5)).then(|| format!("@tok{i}")),
         discord: None,
         website: Some(format!("https://tok{i}.example")),
         telegram: (i % 2 == 1).then(|| format!("https://t.me/tok{i}")),
