@@ -334,7 +334,7 @@ impl Lake {
     }
 
     /// A polars `LazyFrame` over the committed files of `dataset`, with the hive columns
-    /// `chain`, [`interval`] and `date`, so filters on them prune files and filters on the time
+    /// `chain`, `interval` (candles and price history) and `date`, so filters on them prune files and filters on the time
     /// column prune row groups.
     pub fn scan(&self, dataset: Dataset) -> Result<polars::prelude::LazyFrame> {
         scan::scan(self, &self.manifest()?, dataset)
