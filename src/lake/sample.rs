@@ -19,8 +19,9 @@ use crate::api::models::{
 };
 use arrow::record_batch::RecordBatch;
 
-/// A set of sample records of every dataset.
-#[derive(Debug, Clone, PartialEq)]
+/// A set of sample records of every dataset (serialised with the service's wire names, so
+/// other readers can compare the lake against the records).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Samples {
     /// Swaps over several days.
     pub swaps: Vec<Swap>,

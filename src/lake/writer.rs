@@ -284,6 +284,23 @@ pub fn encode_parquet(
     writer.into_inner().map_err(perr)
 }
 
+/// Sorts a record batch of one partition and encodes it as one Parquet file, exactly as a
+/// commit does (without the duplicate-key check against committed data).
+pub fn encode_records(
+    dataset: Dataset,
+    batch: &RecordBatch,
+    row_group_rows: usize,
+    zstd_level: i32,
+) -> Result<Vec<u8>> {
+    let sorted = sort_batch(dataset, batch)?;
+    encode_parquet(
+        dataset,
+        &to_file_batch(dataset, &sorted)?,
+        row_group_rows,
+        zstd_level,
+    )
+}
+
 /// Smallest and largest value of the dataset's time column.
 pub(crate) fn time_range(
     dataset: Dataset,

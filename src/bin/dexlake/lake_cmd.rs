@@ -38,6 +38,9 @@ pub struct FixtureLakeArgs {
     /// Seed of the sample records.
     #[arg(long, default_value_t = 7)]
     pub seed: u64,
+    /// Also write the sample records as JSON to this file.
+    #[arg(long)]
+    pub records: Option<PathBuf>,
 }
 
 pub fn schema(_global: &Global, args: SchemaArgs) -> anyhow::Result<ExitCode> {
@@ -122,6 +125,10 @@ pub fn fixture_lake(_global: &Global, args: FixtureLakeArgs) -> anyhow::Result<E
     let lake = Lake::open(&args.dir)
         .with_context(|| format!("opening the lake {}", args.dir.display()))?;
     let samples = Samples::generate(args.seed, args.rows);
+    if let Some(path) = &args.records {
+        let json = serde_json::to_vec(&samples)?;
+        std::fs::write(path, json).with_context(|| format!("writing {}", path.display()))?;
+    }
     let batches = samples.batches()?;
     let (first, second) = batches.split_at(batches.len() / 2);
     for part in [first, second] {
