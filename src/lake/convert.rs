@@ -587,3 +587,70 @@ pub fn portfolios_to_batch(
         ],
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lake::sample::Samples;
+    use arrow::array::{Array, AsArray};
+    use arrow::datatypes::Int64Type;
+
+    #[test]
+    fn every_batch_has_its_record_schema_and_one_row_per_record() {
+        let samples = Samples::generate(1, 40);
+        let mut rows: std::collections::BTreeMap<Dataset, u64> = Default::default();
+        for (dataset, batch) in samples.batches().expect("batches") {
+            assert_eq!(batch.schema(), record_schema(dataset), "{dataset}");
+            *rows.entry(dataset).or_default() += batch.num_rows() as u64;
+        }
+        assert_eq!(rows, samples.row_counts());
+    }
+
+    #[test]
+    fn absent_sections_are_null_and_unknown_windows_are_left_out() {
+        let samples = Samples::generate(2, 10);
+        let mut p = samples.alt_profiles[0].clone();
+        p.market = None;
+        p.metadata = None;
+        p.metrics.insert(
+            TimeWindow::Other("30d".into()),
+            samples.alt_profiles[0].metrics[&TimeWindow::D7].clone(),
+        );
+        p.metrics.remove(&TimeWindow::M1);
+        let b = alt_profiles_to_batch(&[p], samples.fetched_at).expect("batch");
+        assert!(b.column_by_name("market").expect("market").is_null(0));
+        assert!(b.column_by_name("metadata").expect("metadata").is_null(0));
+        let metrics = b.column_by_name("metrics").expect("metrics").as_struct();
+        assert_eq!(metrics.num_columns(), 6, "only the documented windows");
+        assert!(metrics.column_by_name("1m").expect("1m").is_null(0));
+        let week = metrics.column_by_name("7d").expect("7d").as_struct();
+        let trades = week
+            .column_by_name("trade_count")
+            .expect("trade_count")
+            .as_primitive::<Int64Type>();
+        assert_eq!(
+            Some(trades.value(0)),
+            samples.alt_profiles[0].metrics[&TimeWindow::D7].trade_count
+        );
+    }
+
+    #[test]
+    fn empty_pages_give_empty_batches() {
+        let t = Utc::now();
+        assert_eq!(swaps_to_batch(&[]).expect("swaps").num_rows(), 0);
+        assert_eq!(
+            portfolios_to_batch(&[], t).expect("portfolios").num_rows(),
+            0
+        );
+        assert_eq!(
+            alt_profiles_to_batch(&[], t).expect("profiles").num_rows(),
+            0
+        );
+        assert_eq!(
+            price_history_to_batch(1, 60, &[])
+                .expect("history")
+                .num_rows(),
+            0
+        );
+    }
+}

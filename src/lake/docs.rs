@@ -100,7 +100,11 @@ fn describe(dataset: Dataset, path: &str) -> Option<(&'static str, &'static str)
         (_, "post_token_balance_out") => ("tokens", "wallet balance of the token received, after"),
         (_, "usd_amount_in") => ("USD", "value paid in"),
         (_, "usd_amount_out") => ("USD", "value received"),
-        (_, "block_slot") => ("slot", "altchain slot of the event (null for EVM records)"),
+        (Swaps | Trades, "block_slot") => ("slot", "slot of the event"),
+        (_, "block_slot") => (
+            "slot",
+            "altchain slot of the latest swap (null for EVM records)",
+        ),
         (_, "block_number") => (
             "block",
             "EVM block of the latest swap (null for altchain records)",
@@ -299,7 +303,12 @@ pub fn column_docs(dataset: Dataset) -> Vec<ColumnDoc> {
 
 /// One line on how a dataset is laid out and keyed.
 pub fn dataset_summary(dataset: Dataset) -> String {
-    let mut levels = vec!["chain=<altchain|evm-<chain_id>>".to_owned()];
+    let chain = match dataset {
+        Dataset::PriceHistory => "chain=evm-<chain_id>",
+        d if d.has_chain_id() => "chain=<altchain|evm-<chain_id>>",
+        _ => "chain=altchain",
+    };
+    let mut levels = vec![chain.to_owned()];
     levels.extend(
         dataset
             .path_columns()

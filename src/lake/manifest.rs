@@ -183,3 +183,83 @@ pub fn recover(store: &dyn Store) -> Result<Recovery> {
     store.delete(JOURNAL_PATH)?;
     Ok(rec)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lake::store::LocalStore;
+
+    fn entry() -> FileEntry {
+        FileEntry {
+            dataset: Dataset::Swaps,
+            rows: 1,
+            bytes: 4,
+            min_time: DateTime::UNIX_EPOCH,
+            max_time: DateTime::UNIX_EPOCH,
+            schema_version: 1,
+        }
+    }
+
+    #[test]
+    fn an_uncommitted_commit_is_rolled_back() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = LocalStore::new(dir.path());
+        let kept = "swaps/chain=altchain/date=2024-01-01/part-a.parquet";
+        let added = "swaps/chain=altchain/date=2024-01-01/part-b.parquet";
+        let mut m = Manifest::load(&store).expect("empty manifest");
+        m.version = 1;
+        m.files.insert(kept.into(), entry());
+        m.store(&store).expect("manifest");
+        store.put(kept, b"PAR1").expect("put");
+        Journal {
+            version: 2,
+            add: vec![added.into()],
+            remove: vec![kept.into()],
+        }
+        .store(&store)
+        .expect("journal");
+        store.put(added, b"PAR1").expect("put");
+        store
+            .put(&temp_name(MANIFEST_PATH), b"{")
+            .expect("half manifest");
+
+        let rec = recover(&store).expect("recover");
+        assert_eq!(rec.rolled_back, vec![added.to_owned()]);
+        assert!(rec.finished.is_empty());
+        assert_eq!(store.head(added).expect("head"), None);
+        assert_eq!(
+            store.head(kept).expect("head"),
+            Some(4),
+            "committed file kept"
+        );
+        assert_eq!(store.head(JOURNAL_PATH).expect("head"), None);
+        assert!(recover(&store).expect("again").is_empty());
+    }
+
+    #[test]
+    fn a_committed_compaction_finishes_its_deletions() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = LocalStore::new(dir.path());
+        let old = "swaps/chain=altchain/date=2024-01-01/part-a.parquet";
+        let new = "swaps/chain=altchain/date=2024-01-01/part-c.parquet";
+        let mut m = Manifest::load(&store).expect("empty manifest");
+        m.version = 3;
+        m.files.insert(new.into(), entry());
+        m.store(&store).expect("manifest");
+        store.put(old, b"PAR1").expect("put");
+        store.put(new, b"PAR1").expect("put");
+        Journal {
+            version: 3,
+            add: vec![new.into()],
+            remove: vec![old.into()],
+        }
+        .store(&store)
+        .expect("journal");
+
+        let rec = recover(&store).expect("recover");
+        assert_eq!(rec.finished, vec![old.to_owned()]);
+        assert!(rec.rolled_back.is_empty());
+        assert_eq!(store.head(old).expect("head"), None);
+        assert_eq!(store.head(new).expect("head"), Some(4));
+    }
+}
