@@ -11,6 +11,14 @@
 //! Recovery (the next writer, or `verify`) reads the journal: if the manifest already holds the
 //! commit, it finishes step 4; otherwise it deletes the files the commit had added. Either way no
 //! file outside the manifest remains.
+//!
+//! [`Lake::scan`](super::Lake::scan) reads only committed files. Readers that glob the folders
+//! (DuckDB, polars, pyarrow) see a commit's new files from step 2 on, a moment before the
+//! commit point, and after a crash until the next writer, `verify` or `Lake::open` cleans up;
+//! they never see a partial file. A compaction's replaced files stay on disk between steps 3 and
+//! 4, so a glob reader racing a compaction can count those rows twice: compact when nothing
+//! else reads the lake. A `Lake::scan` planned before a compaction can fail to find a replaced
+//! file; scanning again reads the new manifest.
 
 use std::collections::BTreeMap;
 

@@ -79,10 +79,14 @@ impl Store for LocalStore {
             .parent()
             .expect("a path joined onto the lake root has a parent folder");
         if !dir.exists() {
+            // Each new folder's entry in its parent must be durable too, or the file could
+            // vanish with its folder after a crash.
+            let missing: Vec<&Path> = dir.ancestors().take_while(|a| !a.exists()).collect();
             fs::create_dir_all(dir).map_err(|e| Error::io("creating folder", dir, e))?;
-            // The new folder's own entry must be durable too, or the file could vanish with it.
-            if let Some(parent) = dir.parent() {
-                sync_dir(parent)?;
+            for created in missing.iter().rev() {
+                if let Some(parent) = created.parent() {
+                    sync_dir(parent)?;
+                }
             }
         }
         let mut f = File::create(&temp).map_err(|e| Error::io("creating", &temp, e))?;
