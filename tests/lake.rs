@@ -543,6 +543,24 @@ fn files_are_sorted_with_row_group_statistics_so_time_ranges_prune() {
             .collect();
         assert!(!want.is_empty());
         assert_eq!(got, want);
+
+        // A filter on the hive `date` column selects whole partitions.
+        let day = lo.date_naive();
+        let n = lake
+            .scan(Dataset::Swaps)
+            .expect("scan")
+            .filter(col("date").eq(lit(day)))
+            .select([col("id")])
+            .collect()
+            .expect("collect")
+            .height();
+        let want = samples
+            .swaps
+            .iter()
+            .filter(|s| s.block_time.date_naive() == day)
+            .count();
+        assert!(want > 0);
+        assert_eq!(n, want);
     });
 }
 

@@ -72,9 +72,19 @@ pub fn schema(_global: &Global, args: SchemaArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Fails unless `--lake` names an existing folder: checking a mistyped path must not create
+/// an empty lake there.
+fn existing_lake(global: &Global) -> anyhow::Result<Lake> {
+    anyhow::ensure!(
+        global.lake.is_dir(),
+        "no lake at {} (set --lake or DEXLAKE_LAKE)",
+        global.lake.display()
+    );
+    Lake::open(&global.lake).with_context(|| format!("opening the lake {}", global.lake.display()))
+}
+
 pub fn verify(global: &Global, _args: VerifyArgs) -> anyhow::Result<ExitCode> {
-    let lake = Lake::open(&global.lake)
-        .with_context(|| format!("opening the lake {}", global.lake.display()))?;
+    let lake = existing_lake(global)?;
     let report = lake.verify()?;
     let rec = &report.recovery;
     if !rec.is_empty() {
@@ -106,8 +116,7 @@ pub fn verify(global: &Global, _args: VerifyArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn compact(global: &Global, _args: CompactArgs) -> anyhow::Result<ExitCode> {
-    let lake = Lake::open(&global.lake)
-        .with_context(|| format!("opening the lake {}", global.lake.display()))?;
+    let lake = existing_lake(global)?;
     let report = lake.compact()?;
     println!(
         "compacted {} partitions: {} files replaced by {}",
