@@ -244,6 +244,77 @@ fn writing_the_same_records_twice_leaves_one_copy() {
 }
 
 #[test]
+fn a_revised_candle_replaces_the_committed_one() {
+    use dexlake::lake::sample::{CANDLE_INTERVAL, CANDLE_TOKEN};
+    bounded(120, || {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let lake = Lake::open(dir.path()).expect("open");
+        let samples = Samples::generate(5, 60);
+        let candles = samples.candles.clone();
+        let batch = |c: &[dexlake::api::models::Candle]| {
+            convert::candles_to_batch(Some(CANDLE_TOKEN), None, CANDLE_INTERVAL, c).expect("batch")
+        };
+        let first = write_all(&lake, &[(Dataset::Candles, batch(&candles))]);
+        assert_eq!(first.rows_added[&Dataset::Candles], candles.len() as u64);
+        let files = lake.manifest().expect("manifest").files;
+
+        // The same candles again: nothing is added and no file is rewritten.
+        let again = write_all(&lake, &[(Dataset::Candles, batch(&candles))]);
+        assert!(
+            again.rows_added.values().all(|n| *n == 0),
+            "{:?}",
+            again.rows_added
+        );
+        assert_eq!(again.files_added, 0);
+        assert_eq!(lake.manifest().expect("manifest").files, files);
+
+        // The newest candle was revised and one more arrived: the revision wins, one copy each.
+        let mut revised = candles[candles.len() - 1].clone();
+        revised.close += 1.5;
+        revised.high = revised.high.max(revised.close);
+        revised.count += 3;
+        let mut newer = revised.clone();
+        newer.timestamp += ChronoDuration::seconds(CANDLE_INTERVAL);
+        let s = write_all(
+            &lake,
+            &[(Dataset::Candles, batch(&[revised.clone(), newer]))],
+        );
+        assert_eq!(
+            s.rows_added[&Dataset::Candles],
+            1,
+            "only the new candle is new"
+        );
+        assert_eq!(
+            lake.row_count(Dataset::Candles).expect("rows"),
+            candles.len() as u64 + 1
+        );
+        let got = lake
+            .scan(Dataset::Candles)
+            .expect("scan")
+            .filter(
+                col("timestamp").eq(lit(revised.timestamp.timestamp_micros()).cast(
+                    DataType::Datetime(
+                        TimeUnit::Microseconds,
+                        Some(polars::prelude::TimeZone::UTC),
+                    ),
+                )),
+            )
+            .collect()
+            .expect("collect");
+        assert_eq!(got.height(), 1);
+        let close = got
+            .column("close")
+            .expect("close")
+            .f64()
+            .expect("f64")
+            .get(0);
+        assert_eq!(close, Some(revised.close));
+        let report = lake.verify().expect("verify");
+        assert!(report.is_ok(), "{:?}", report.problems);
+    });
+}
+
+#[test]
 fn state_commits_with_the_data_and_a_dropped_transaction_leaves_nothing() {
     bounded(60, || {
         let dir = tempfile::tempdir().expect("temp dir");

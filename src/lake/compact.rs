@@ -27,7 +27,7 @@ pub struct CompactReport {
 }
 
 /// Reads a whole data file.
-fn read_file(lake: &Lake, path: &str) -> Result<arrow::record_batch::RecordBatch> {
+pub(crate) fn read_file(lake: &Lake, path: &str) -> Result<arrow::record_batch::RecordBatch> {
     let location = lake.store().location(path);
     let perr = |source| Error::Parquet {
         path: location.clone(),

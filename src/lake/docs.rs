@@ -317,12 +317,17 @@ pub fn dataset_summary(dataset: Dataset) -> String {
     );
     levels.push("date=YYYY-MM-DD".into());
     format!(
-        "Path `{}/{}/part-<id>.parquet`; `date` is the UTC day of `{}`; files sorted by `{}`; natural key: partition + ({}).",
+        "Path `{}/{}/part-<id>.parquet`; `date` is the UTC day of `{}`; files sorted by `{}`; natural key: partition + ({}); {}.",
         dataset.name(),
         levels.join("/"),
         dataset.time_column(),
         dataset.time_column(),
-        dataset.key_columns().join(", ")
+        dataset.key_columns().join(", "),
+        if dataset.replaces_on_write() {
+            "a later write of a key replaces the record (the newest bars are revised until their interval closes)"
+        } else {
+            "a repeated key is dropped (the first write stays)"
+        }
     )
 }
 

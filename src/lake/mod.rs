@@ -114,7 +114,9 @@ impl Dataset {
     }
 
     /// The natural key within a partition: writing a record whose key is already committed in
-    /// its partition is a no-op. The partition (chain, interval, date) completes the key.
+    /// its partition is a no-op, or replaces it in datasets that
+    /// [replace on write](Self::replaces_on_write). The partition (chain, interval, date)
+    /// completes the key.
     pub fn key_columns(self) -> &'static [&'static str] {
         match self {
             Dataset::Swaps | Dataset::Trades => &["id"],
@@ -126,6 +128,13 @@ impl Dataset {
             Dataset::TokenProfiles => &["token_address", "fetched_at"],
             Dataset::Portfolios => &["wallet", "fetched_at"],
         }
+    }
+
+    /// Whether a later write of a key replaces the committed record. Candles and price-history
+    /// points are revised until their interval closes, so the newest write wins; swaps,
+    /// trades and snapshots never change, so the first write stays and repeats are dropped.
+    pub fn replaces_on_write(self) -> bool {
+        matches!(self, Dataset::Candles | Dataset::PriceHistory)
     }
 
     /// Record columns kept only in the hive path (between `chain=` and `date=`).
@@ -429,18 +438,17 @@ impl Transaction<'_> {
             state,
         } = self;
         let version = manifest.version + 1;
-        let files = writer::prepare_files(lake, &manifest, &staged, version)?;
-        let mut summary = CommitSummary::default();
-        for f in &files {
-            *summary.rows_added.entry(f.entry.dataset).or_default() += f.entry.rows;
-        }
-        summary.files_added = files.len();
-        if files.is_empty() && state.is_empty() {
+        let prepared = writer::prepare_files(lake, &manifest, &staged, version)?;
+        let summary = CommitSummary {
+            rows_added: prepared.rows_added,
+            files_added: prepared.files.len(),
+        };
+        if prepared.files.is_empty() && prepared.remove.is_empty() && state.is_empty() {
             return Ok(summary);
         }
         let mut next = manifest;
         next.state.extend(state);
-        writer::commit_files(lake, next, files, Vec::new())?;
+        writer::commit_files(lake, next, prepared.files, prepared.remove)?;
         Ok(summary)
     }
 }

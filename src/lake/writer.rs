@@ -364,15 +364,28 @@ pub(crate) fn encode_partition(
     Ok(out)
 }
 
-/// Turns the staged batches into encoded files: per partition, records whose key is already
-/// committed or staged earlier are dropped (the first occurrence wins), the rest are sorted.
+/// What a commit will change: files to add, files to drop, and the rows new to the lake.
+#[derive(Debug, Default)]
+pub struct Prepared {
+    /// Encoded files to add.
+    pub files: Vec<NewFile>,
+    /// Committed files to drop (rewritten without records a write replaced).
+    pub remove: Vec<String>,
+    /// Rows whose key was not in the lake before, per dataset.
+    pub rows_added: BTreeMap<Dataset, u64>,
+}
+
+/// Turns the staged batches into encoded files. Per partition, a record whose key is already
+/// committed or staged earlier is dropped (the first occurrence wins), except in datasets that
+/// [replace on write](Dataset::replaces_on_write): there the last occurrence wins, and a
+/// committed file holding a changed record is rewritten without it.
 pub fn prepare_files(
     lake: &Lake,
     manifest: &Manifest,
     staged: &BTreeMap<Dataset, Vec<RecordBatch>>,
     version: u64,
-) -> Result<Vec<NewFile>> {
-    let mut files = Vec::new();
+) -> Result<Prepared> {
+    let mut out = Prepared::default();
     let mut seq = 0;
     for (&dataset, batches) in staged {
         let Some(first) = batches.first() else {
@@ -384,17 +397,139 @@ pub fn prepare_files(
             let idx = arrow::array::UInt32Array::from(rows);
             let part =
                 take_record_batch(&all, &idx).map_err(arrow_err(format!("splitting {dataset}")))?;
-            let fresh = drop_known_keys(lake, manifest, &partition, &part)?;
+            let (fresh, added) = if dataset.replaces_on_write() {
+                let merged = replace_known_keys(lake, manifest, &partition, &part)?;
+                out.remove.extend(merged.remove);
+                (merged.batch, merged.added)
+            } else {
+                let fresh = drop_known_keys(lake, manifest, &partition, &part)?;
+                let n = fresh.num_rows() as u64;
+                (fresh, n)
+            };
+            if added > 0 {
+                *out.rows_added.entry(dataset).or_default() += added;
+            }
             if fresh.num_rows() == 0 {
                 continue;
             }
             let sorted = sort_batch(dataset, &fresh)?;
-            files.extend(encode_partition(
+            out.files.extend(encode_partition(
                 lake, &partition, &sorted, version, &mut seq,
             )?);
         }
     }
-    Ok(files)
+    Ok(out)
+}
+
+/// The outcome of merging a staged partition into a replace-on-write dataset.
+struct Replaced {
+    /// Rows to write (file schema): new and changed records, plus the untouched records of
+    /// rewritten files.
+    batch: RecordBatch,
+    /// Files to drop.
+    remove: Vec<String>,
+    /// Records whose key was not committed before.
+    added: u64,
+}
+
+/// Merges `part` into the committed files of its partition, the last write of a key winning.
+/// A record equal to the committed one changes nothing (no file is rewritten for it).
+fn replace_known_keys(
+    lake: &Lake,
+    manifest: &Manifest,
+    partition: &Partition,
+    part: &RecordBatch,
+) -> Result<Replaced> {
+    let dataset = partition.dataset;
+    let staged = to_file_batch(dataset, part)?;
+    let schema = staged.schema();
+    let keys = encode_keys(dataset, &staged)?;
+    // The last occurrence of a key within the write wins.
+    let mut index: std::collections::HashMap<&[u8], usize> = std::collections::HashMap::new();
+    for (i, k) in keys.iter().enumerate() {
+        index.insert(k.as_slice(), i);
+    }
+    let winners: HashSet<usize> = index.values().copied().collect();
+    let whole = |batch: &RecordBatch| -> Result<Vec<Vec<u8>>> {
+        let fields = batch
+            .columns()
+            .iter()
+            .map(|c| SortField::new(c.data_type().clone()))
+            .collect();
+        let conv = RowConverter::new(fields).map_err(arrow_err(format!("{dataset} rows")))?;
+        let rows = conv
+            .convert_columns(batch.columns())
+            .map_err(arrow_err(format!("{dataset} rows")))?;
+        Ok(rows.iter().map(|r| r.as_ref().to_vec()).collect())
+    };
+    let staged_rows = whole(&staged)?;
+
+    // `found[i]`: the staged record's key is committed; `same[i]`: with equal values, in the
+    // file `same_in[i]`.
+    let mut found = vec![false; staged.num_rows()];
+    let mut same_in: Vec<Option<usize>> = vec![None; staged.num_rows()];
+    let mut files: Vec<(String, RecordBatch, Vec<bool>)> = Vec::new();
+    let mut dirty: Vec<bool> = Vec::new();
+    let (lo, hi) = time_range(dataset, &staged)?;
+    let dir = format!("{}/", partition.dir());
+    for (path, entry) in manifest.files_of(dataset) {
+        if !path.starts_with(&dir) || entry.max_time < lo || entry.min_time > hi {
+            continue;
+        }
+        let committed = super::compact::read_file(lake, path)?;
+        let committed = RecordBatch::try_new(schema.clone(), committed.columns().to_vec())
+            .map_err(arrow_err(format!("{dataset} file {path}")))?;
+        let committed_keys = encode_keys(dataset, &committed)?;
+        let committed_rows = whole(&committed)?;
+        let file_no = files.len();
+        let mut keep = vec![true; committed.num_rows()];
+        let mut changed = false;
+        for (j, k) in committed_keys.iter().enumerate() {
+            if let Some(&i) = index.get(k.as_slice()) {
+                found[i] = true;
+                keep[j] = false;
+                if committed_rows[j] == staged_rows[i] {
+                    same_in[i] = Some(file_no);
+                } else {
+                    changed = true;
+                }
+            }
+        }
+        files.push((path.clone(), committed, keep));
+        dirty.push(changed);
+    }
+
+    let mut pieces = Vec::new();
+    let take: Vec<bool> = (0..staged.num_rows())
+        .map(|i| winners.contains(&i) && same_in[i].is_none_or(|f| dirty[f]))
+        .collect();
+    pieces.push(
+        arrow::compute::filter_record_batch(&staged, &arrow::array::BooleanArray::from(take))
+            .map_err(arrow_err(format!("selecting {dataset} records")))?,
+    );
+    let mut remove = Vec::new();
+    for ((path, committed, keep), changed) in files.into_iter().zip(dirty) {
+        if changed {
+            pieces.push(
+                arrow::compute::filter_record_batch(
+                    &committed,
+                    &arrow::array::BooleanArray::from(keep),
+                )
+                .map_err(arrow_err(format!("rewriting {path}")))?,
+            );
+            remove.push(path);
+        }
+    }
+    let batch =
+        concat_batches(&schema, &pieces).map_err(arrow_err(format!("merging {dataset}")))?;
+    let added = (0..staged.num_rows())
+        .filter(|&i| winners.contains(&i) && !found[i])
+        .count() as u64;
+    Ok(Replaced {
+        batch,
+        remove,
+        added,
+    })
 }
 
 /// Keeps the rows of `part` whose key is neither committed in the partition nor repeated
