@@ -513,8 +513,8 @@ fn token_stream(
     times.sort_by(f64::total_cmp);
 
     // Diffusion part of the log price: drift and volatility per token.
-    let sigma_day = rng.random_range(0.05..0.6);
-    let mu_day = rng.random_range(-0.08..0.08);
+    let sigma_day = rng.random_range(0.03..0.25);
+    let mu_day = rng.random_range(-0.03..0.03);
     let sigma_s = sigma_day / 86_400f64.sqrt();
     let mu_s = mu_day / 86_400.0;
     let mut diffusion = Vec::with_capacity(n);

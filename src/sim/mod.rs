@@ -23,6 +23,7 @@
 mod generate;
 mod market;
 pub mod reference;
+pub mod search;
 mod server;
 
 use std::fmt;

@@ -25,8 +25,8 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use crate::api::models::{
-    Candle, EvmTokenProfile, Market as MarketSection, PRICE_STATS_PERIOD_SECONDS, Portfolio,
-    PortfolioToken, PriceChanges, PricePoint, ROI_BUCKETS, TimeWindow, TokenMetadata,
+    AltTokenProfile, Candle, EvmTokenProfile, Market as MarketSection, PRICE_STATS_PERIOD_SECONDS,
+    Portfolio, PortfolioToken, PriceChanges, PricePoint, ROI_BUCKETS, TimeWindow, TokenMetadata,
     WindowMetrics,
 };
 
@@ -676,4 +676,96 @@ pub fn portfolio(chain: &Chain, wallet: Option<u32>) -> Portfolio {
         value: out.iter().map(|t| t.value).sum(),
         tokens: out,
     }
+}
+
+/// Trades in the last hour for a token to be labelled `hot`.
+pub const HOT_TRADES_1H: i64 = 20;
+/// USD volume in the last hour for a token to be labelled `trending` (with a rising volume).
+pub const TRENDING_VOLUME_1H: f64 = 10_000.0;
+/// Percent rise of the last hour's volume over the hour before for `trending`.
+pub const TRENDING_VOLUME_CHANGE_1H: f64 = 50.0;
+/// Holders for a token to be labelled `popular`.
+pub const POPULAR_HOLDERS: i64 = 25;
+/// Age below which a token is labelled `new`, seconds (three days).
+pub const NEW_AGE_SECONDS: i64 = 3 * 86_400;
+
+/// The static labels of a token and, per label, the rules that made it apply:
+/// - `new`: created less than three days before "now";
+/// - `hot`: at least [`HOT_TRADES_1H`] trades in the last hour;
+/// - `trending`: at least [`TRENDING_VOLUME_1H`] USD volume in the last hour, up more than
+///   [`TRENDING_VOLUME_CHANGE_1H`] percent on the hour before;
+/// - `popular`: at least [`POPULAR_HOLDERS`] holders.
+pub fn labels(
+    chain: &Chain,
+    token: u32,
+    market: &MarketSection,
+) -> (Vec<String>, BTreeMap<String, Vec<String>>) {
+    let list = chain.token_swaps(token);
+    let mut matched: Vec<(&str, Vec<String>)> = Vec::new();
+    let volume_1h = volume_between(chain, list, chain.now - 3_600, chain.now);
+    let previous_1h = volume_between(chain, list, chain.now - 7_200, chain.now - 3_600);
+    let change_1h = percent_change(volume_1h, previous_1h);
+    if volume_1h >= TRENDING_VOLUME_1H && change_1h > TRENDING_VOLUME_CHANGE_1H {
+        matched.push((
+            "trending",
+            vec![
+                format!("usd_volume_1h >= {TRENDING_VOLUME_1H}"),
+                format!("usd_volume_change_1h > {TRENDING_VOLUME_CHANGE_1H}"),
+            ],
+        ));
+    }
+    let trades_1h = (after(chain, list, chain.now) - after(chain, list, chain.now - 3_600)) as i64;
+    if trades_1h >= HOT_TRADES_1H {
+        matched.push(("hot", vec![format!("trade_count_1h >= {HOT_TRADES_1H}")]));
+    }
+    if chain.tokens[token as usize].created_at > chain.now - NEW_AGE_SECONDS {
+        matched.push(("new", vec!["created_at > now - 3d".to_owned()]));
+    }
+    if market.holders.unwrap_or(0) >= POPULAR_HOLDERS {
+        matched.push((
+            "popular",
+            vec![format!("market.holders >= {POPULAR_HOLDERS}")],
+        ));
+    }
+    let labels = matched.iter().map(|(l, _)| (*l).to_owned()).collect();
+    let rules = matched
+        .into_iter()
+        .map(|(l, r)| (l.to_owned(), r))
+        .collect();
+    (labels, rules)
+}
+
+/// The full search document of an altchain token: every section, every window, the static
+/// labels and their rules, and no dynamic labels (the search fills those per request).
+pub fn alt_profile(chain: &Chain, token: u32) -> AltTokenProfile {
+    let now = utc(chain.now);
+    let market = market_section(chain, token);
+    let (labels, matched_labels) = labels(chain, token, &market);
+    AltTokenProfile {
+        updated_at: now,
+        synced_at: now,
+        token_address: chain.tokens[token as usize].address.clone(),
+        labels: Some(labels),
+        matched_labels: Some(matched_labels),
+        dynamic_labels: Vec::new(),
+        metadata: Some(metadata(chain, token)),
+        market: Some(market),
+        metrics: all_windows()
+            .into_iter()
+            .filter_map(|w| {
+                let seconds = w.seconds()?;
+                Some((w, window_metrics(chain, token, seconds)))
+            })
+            .collect(),
+    }
+}
+
+/// The full search documents of every altchain token, as JSON, in token order.
+pub fn alt_profile_documents(chain: &Chain) -> Vec<serde_json::Value> {
+    (0..chain.tokens.len() as u32)
+        .map(|t| {
+            serde_json::to_value(alt_profile(chain, t))
+                .expect("a profile of finite numbers and strings converts to JSON")
+        })
+        .collect()
 }

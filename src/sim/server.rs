@@ -18,7 +18,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use super::market::{Chain, Market, mix, utc};
-use super::{DEMO_KEY, FREE_KEY, SimConfig, reference};
+use super::{DEMO_KEY, FREE_KEY, SimConfig, reference, search};
 use crate::api::models::{
     AltPrice, AltPriceStats, EvmPrice, EvmPriceStats, Page, PriceHistorySeries, TimeWindow,
 };
@@ -26,6 +26,7 @@ use crate::api::requests::{
     AltPricesRequest, CandlesRequest, EvmPricesRequest, GetProfileRequest, Operation,
     PortfolioRequest, PriceHistoryRequest, SwapsRequest, TradesRequest,
 };
+use crate::api::search::SearchRequest;
 use crate::error::{ApiStatus, Error, Result};
 
 /// Page size when a paged request has no `limit`.
@@ -74,6 +75,8 @@ struct State {
     faults: Mutex<ChaCha8Rng>,
     served: AtomicU64,
     stats: Mutex<BTreeMap<(&'static str, u16), u64>>,
+    /// Full search documents of the altchain tokens, built once at start.
+    profiles: Vec<serde_json::Value>,
 }
 
 /// A running simulator: an HTTP server on loopback over a generated [`Market`].
@@ -137,6 +140,13 @@ impl Simulator {
         let local = listener
             .local_addr()
             .map_err(|e| Error::io("reading the address of", config.addr.to_string(), e))?;
+        let docs_market = market.clone();
+        let profiles =
+            tokio::task::spawn_blocking(move || reference::alt_profile_documents(&docs_market.alt))
+                .await
+                .map_err(|e| {
+                    Error::Config(format!("building the profile documents failed: {e}"))
+                })?;
         let fault_seed = config
             .fault_seed
             .unwrap_or_else(|| mix(config.seed, 0xFA17));
@@ -149,6 +159,7 @@ impl Simulator {
             faults: Mutex::new(ChaCha8Rng::seed_from_u64(fault_seed)),
             served: AtomicU64::new(0),
             stats: Mutex::new(BTreeMap::new()),
+            profiles,
         });
         let mut router = Router::new();
         for op in Operation::ALL {
@@ -594,7 +605,13 @@ fn answer(state: &State, op: Operation, body: &[u8]) -> Result<Vec<u8>, Reject> 
             valid(req.validate())?;
             ok(&reference::portfolio(alt, alt.wallet_index(&req.wallet)))
         }
-        Operation::AltSearchProfiles => Err(Reject::bad()),
+        Operation::AltSearchProfiles => {
+            let req: SearchRequest = parse(body)?;
+            valid(req.validate())?;
+            let page =
+                search::search(&req, &state.profiles).map_err(|_language_error| Reject::bad())?;
+            ok(&page)
+        }
     }
 }
 
