@@ -9,6 +9,7 @@
 //! and plain arithmetic, so the same seed gives the same market to the byte.
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -16,8 +17,8 @@ use rayon::prelude::*;
 
 use super::Scale;
 use super::market::{
-    Behaviour, Chain, ChainKind, Market, PoolInfo, PosState, QuoteInfo, SwapRecord, TokenInfo,
-    WalletInfo, base58_string, hex_string, mix,
+    Behaviour, Chain, ChainKind, Market, PoolInfo, PosState, QuoteInfo, Store, StreamCache,
+    SwapRecord, TokenInfo, WalletInfo, base58_string, fill_quote, hex_string, mix,
 };
 
 /// The simulated "now": 2025-06-01T00:00:00Z, the end of every generated history.
@@ -49,6 +50,7 @@ fn sizes(scale: Scale) -> (ChainSize, ChainSize) {
 }
 
 /// Parameters that differ between chains.
+#[derive(Clone)]
 struct ChainParams {
     kind: ChainKind,
     /// Slot (or block number) at the start of the history.
@@ -107,10 +109,12 @@ fn params(kind: ChainKind) -> ChainParams {
 /// Generates the whole market.
 pub(crate) fn generate(seed: u64, scale: Scale) -> Market {
     let (alt_size, evm_size) = sizes(scale);
-    let alt = generate_chain(seed, &params(ChainKind::Alt), alt_size);
+    // The large market keeps compact indexes only and regenerates token streams on demand.
+    let lazy = scale == Scale::Large;
+    let alt = generate_chain(seed, &params(ChainKind::Alt), alt_size, lazy);
     let evm = [1, 8453]
         .into_iter()
-        .map(|id| generate_chain(seed, &params(ChainKind::Evm(id)), evm_size))
+        .map(|id| generate_chain(seed, &params(ChainKind::Evm(id)), evm_size, lazy))
         .collect();
     Market {
         seed,
@@ -157,7 +161,7 @@ fn address(kind: ChainKind, key: u64) -> String {
     }
 }
 
-fn generate_chain(seed: u64, p: &ChainParams, size: ChainSize) -> Chain {
+fn generate_chain(seed: u64, p: &ChainParams, size: ChainSize, lazy: bool) -> Chain {
     let ck = chain_key(p.kind);
     let start = NOW - HISTORY_SECONDS;
     let mut rng = rng_for(seed, &[ck, 1]);
@@ -291,55 +295,76 @@ fn generate_chain(seed: u64, p: &ChainParams, size: ChainSize) -> Chain {
         });
     }
 
-    // Each token's stream, independently and in parallel: the result does not depend on the
-    // number of threads because every stream has its own generator.
-    let streams: Vec<Vec<RawSwap>> = (0..tokens.len())
-        .into_par_iter()
-        .map(|t| {
-            token_stream(
-                seed,
-                ck,
-                p,
-                t as u32,
-                &tokens[t],
-                initial_prices[t],
-                &pools,
-                token_swaps[t],
-                start,
-                &native_prices,
-                &by_behaviour,
-            )
-        })
-        .collect();
+    let counts = token_swaps;
+    let mut offsets = Vec::with_capacity(tokens.len() + 1);
+    offsets.push(0u32);
+    for &n in &counts {
+        let last = *offsets.last().expect("offsets start with 0");
+        offsets.push(last + u32::try_from(n).expect("a chain has fewer than 2^32 swaps"));
+    }
+    let total = *offsets.last().expect("offsets start with 0") as usize;
+    let source = StreamSource {
+        seed,
+        ck,
+        params: p.clone(),
+        start,
+        initial_prices,
+        counts,
+        by_behaviour,
+        behaviour_of: wallets
+            .iter()
+            .map(|w| behaviour_index(w.behaviour) as u8)
+            .collect(),
+    };
 
-    // Merge into event order: (slot, token, sequence within the token).
-    let total: usize = streams.iter().map(Vec::len).sum();
-    let mut order: Vec<(i64, u32, u32)> = Vec::with_capacity(total);
-    for (t, s) in streams.iter().enumerate() {
-        for (k, r) in s.iter().enumerate() {
-            order.push((r.slot, t as u32, k as u32));
+    // Each token's stream, independently and in parallel: the result does not depend on the
+    // number of threads because every stream has its own generator. A lazy chain keeps only
+    // compact indexes and drops the streams chunk by chunk.
+    let mut slot_offsets = vec![0u32; total];
+    let mut by_pool: Vec<Vec<u32>> = vec![Vec::new(); pools.len()];
+    let mut flows: Vec<(u32, u32, u32, u8, f64)> = Vec::with_capacity(total);
+    let mut kept: Vec<Vec<SwapRecord>> = Vec::new();
+    let chunk = if lazy { 32 } else { tokens.len().max(1) };
+    for first_token in (0..tokens.len()).step_by(chunk) {
+        let last_token = (first_token + chunk).min(tokens.len());
+        let streams: Vec<Vec<SwapRecord>> = (first_token..last_token)
+            .into_par_iter()
+            .map(|t| token_stream(&source, t as u32, &tokens[t], &pools, &native_prices))
+            .collect();
+        for (t, stream) in (first_token..last_token).zip(streams) {
+            let base = offsets[t];
+            for (k, r) in stream.iter().enumerate() {
+                let index = base + k as u32;
+                let slot_offset = u32::try_from(r.slot - p.slot0)
+                    .expect("slots of the history lie within 2^32 of its first slot");
+                slot_offsets[index as usize] = slot_offset;
+                by_pool[r.pool as usize].push(index);
+                let delta = if r.buy {
+                    -r.quote_amount
+                } else {
+                    r.quote_amount
+                };
+                flows.push((slot_offset, index, r.wallet, r.quote, delta));
+            }
+            if !lazy {
+                kept.push(stream);
+            }
         }
     }
-    order.par_sort_unstable();
-    let mut swaps: Vec<SwapRecord> = order
-        .iter()
-        .map(|&(_, t, k)| streams[t as usize][k as usize].record)
-        .collect();
-    drop(streams);
+
+    // Event order of the chain: (slot, id); ids grow with the token and with the position in
+    // its stream, so this is also the order within each token.
+    flows.par_sort_unstable_by_key(|f| (f.0, f.1));
 
     // Quote balances: each wallet starts with enough of each quote token never to go below
     // zero, plus a seeded margin.
-    let mut flow: HashMap<(u32, u8), (f64, f64)> = HashMap::new();
-    for s in &swaps {
-        let e = flow.entry((s.wallet, s.quote)).or_insert((0.0, 0.0));
-        e.0 += if s.buy {
-            -s.quote_amount
-        } else {
-            s.quote_amount
-        };
+    let mut lowest: HashMap<(u32, u8), (f64, f64)> = HashMap::new();
+    for &(_, _, w, q, delta) in &flows {
+        let e = lowest.entry((w, q)).or_insert((0.0, 0.0));
+        e.0 += delta;
         e.1 = e.1.min(e.0);
     }
-    let mut balance: HashMap<(u32, u8), f64> = flow
+    let mut balance: HashMap<(u32, u8), f64> = lowest
         .iter()
         .map(|(&(w, q), &(_, min))| {
             let margin = (mix(seed ^ ck, (u64::from(w) << 8) | u64::from(q)) % 10_000) as f64
@@ -348,27 +373,39 @@ fn generate_chain(seed: u64, p: &ChainParams, size: ChainSize) -> Chain {
             ((w, q), -min + margin)
         })
         .collect();
-    for s in &mut swaps {
+    drop(lowest);
+    let mut pre_quote = vec![0.0f64; total];
+    let mut by_wallet: Vec<Vec<u32>> = vec![Vec::new(); wallets.len()];
+    for &(_, index, w, q, delta) in &flows {
         let b = balance
-            .get_mut(&(s.wallet, s.quote))
+            .get_mut(&(w, q))
             .expect("every (wallet, quote) pair of a swap has a balance from the flow pass");
-        s.pre_quote = *b;
-        *b += if s.buy {
-            -s.quote_amount
-        } else {
-            s.quote_amount
-        };
-        s.post_quote = *b;
+        pre_quote[index as usize] = *b;
+        *b += delta;
+        by_wallet[w as usize].push(index);
     }
+    drop(flows);
 
-    let mut by_token = vec![Vec::new(); tokens.len()];
-    let mut by_pool = vec![Vec::new(); pools.len()];
-    let mut by_wallet = vec![Vec::new(); wallets.len()];
-    for (i, s) in swaps.iter().enumerate() {
-        by_token[s.token as usize].push(i as u32);
-        by_pool[s.pool as usize].push(i as u32);
-        by_wallet[s.wallet as usize].push(i as u32);
-    }
+    let store = if lazy {
+        Store::Lazy {
+            source: Box::new(source),
+            cache: Mutex::new(StreamCache::new(LAZY_CACHE_RECORDS)),
+        }
+    } else {
+        Store::Memory(
+            kept.into_iter()
+                .enumerate()
+                .map(|(t, mut stream)| {
+                    let base = offsets[t] as usize;
+                    for (k, r) in stream.iter_mut().enumerate() {
+                        fill_quote(r, pre_quote[base + k]);
+                    }
+                    Arc::from(stream)
+                })
+                .collect(),
+        )
+    };
+
     Chain {
         kind: p.kind,
         token_by_address: tokens
@@ -390,15 +427,47 @@ fn generate_chain(seed: u64, p: &ChainParams, size: ChainSize) -> Chain {
         pools,
         wallets,
         quotes,
-        swaps,
         first_id: p.first_id,
         start,
         now: NOW,
+        slot0: p.slot0,
         native_prices,
-        by_token,
+        offsets,
+        slot_offsets,
+        pre_quote,
         by_pool,
         by_wallet,
+        store,
         hash_seed: mix(seed, ck),
+    }
+}
+
+/// Most swap records a lazy chain keeps in its cache of regenerated token streams (about
+/// 100 bytes each).
+pub(crate) const LAZY_CACHE_RECORDS: usize = 2_500_000;
+
+/// Everything needed to regenerate one token's stream of a chain.
+pub(crate) struct StreamSource {
+    seed: u64,
+    ck: u64,
+    params: ChainParams,
+    start: i64,
+    initial_prices: Vec<f64>,
+    counts: Vec<usize>,
+    by_behaviour: Vec<Vec<u32>>,
+    behaviour_of: Vec<u8>,
+}
+
+impl StreamSource {
+    /// Regenerates token `token`'s stream of `chain` (quote balances not filled).
+    pub(crate) fn stream(&self, chain: &Chain, token: u32) -> Vec<SwapRecord> {
+        token_stream(
+            self,
+            token,
+            &chain.tokens[token as usize],
+            &chain.pools,
+            &chain.native_prices,
+        )
     }
 }
 
@@ -408,11 +477,6 @@ fn capitalise(s: &str) -> String {
         Some(f) => f.to_uppercase().chain(c).collect(),
         None => String::new(),
     }
-}
-
-struct RawSwap {
-    slot: i64,
-    record: SwapRecord,
 }
 
 /// The holders of one token, per behaviour, with O(1) insert and remove.
@@ -469,21 +533,17 @@ fn pick(rng: &mut ChaCha8Rng, weights: &[f64]) -> Option<usize> {
     weights.iter().rposition(|&w| w > 0.0)
 }
 
-#[allow(clippy::too_many_arguments)]
 fn token_stream(
-    seed: u64,
-    ck: u64,
-    p: &ChainParams,
+    src: &StreamSource,
     token: u32,
     info: &TokenInfo,
-    initial_price: f64,
     pools: &[PoolInfo],
-    n: usize,
-    start: i64,
     native_prices: &[f64],
-    by_behaviour: &[Vec<u32>],
-) -> Vec<RawSwap> {
-    let mut rng = rng_for(seed, &[ck, 3, u64::from(token)]);
+) -> Vec<SwapRecord> {
+    let (p, start, by_behaviour) = (&src.params, src.start, &src.by_behaviour);
+    let n = src.counts[token as usize];
+    let initial_price = src.initial_prices[token as usize];
+    let mut rng = rng_for(src.seed, &[src.ck, 3, u64::from(token)]);
     let first = info.created_at.max(start) + rng.random_range(30..600);
     let span = (NOW - first) as f64;
 
@@ -670,7 +730,7 @@ fn token_stream(
         } else {
             (pre - amount_tokens, PosState::Trade)
         };
-        let b = behaviour_index(behaviour_of(by_behaviour, wallet));
+        let b = usize::from(src.behaviour_of[wallet as usize]);
         if post > 0.0 {
             balances.insert(wallet, post);
             holders.insert(b, wallet);
@@ -705,26 +765,23 @@ fn token_stream(
             1.0
         };
         let usd = amount_tokens * price;
-        out.push(RawSwap {
+        out.push(SwapRecord {
             slot,
-            record: SwapRecord {
-                slot,
-                time,
-                token,
-                pool: pool_choice,
-                wallet,
-                quote,
-                buy,
-                state,
-                token_amount: amount_tokens,
-                quote_amount: usd / quote_price,
-                token_price: price,
-                quote_price,
-                pre_token: pre,
-                post_token: post,
-                pre_quote: 0.0,
-                post_quote: 0.0,
-            },
+            time,
+            token,
+            pool: pool_choice,
+            wallet,
+            quote,
+            buy,
+            state,
+            token_amount: amount_tokens,
+            quote_amount: usd / quote_price,
+            token_price: price,
+            quote_price,
+            pre_token: pre,
+            post_token: post,
+            pre_quote: 0.0,
+            post_quote: 0.0,
         });
     }
     out
@@ -733,13 +790,4 @@ fn token_stream(
 /// Log-price impact of a trade of `usd`: a square-root law, capped.
 fn impact_of(usd: f64) -> f64 {
     (0.002 * (usd / 1_000.0).sqrt()).min(0.05)
-}
-
-fn behaviour_of(by_behaviour: &[Vec<u32>], wallet: u32) -> Behaviour {
-    for (b, list) in by_behaviour.iter().enumerate() {
-        if list.binary_search(&wallet).is_ok() {
-            return Behaviour::ALL[b];
-        }
-    }
-    unreachable!("every wallet belongs to one behaviour list")
 }

@@ -1,11 +1,13 @@
 //! The generated market: chains, tokens, pools, wallets and the swap stream, with indexes.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, TimeZone, Utc};
 use serde::Serialize;
 
 use super::Scale;
+use super::generate::StreamSource;
 use crate::api::models::{Direction, PositionState, Swap, SwapType, Trade};
 
 /// Which family a chain belongs to.
@@ -184,8 +186,109 @@ impl PosState {
     }
 }
 
+/// Where the swap records of a chain live.
+pub(crate) enum Store {
+    /// Every token's stream, generated once and kept.
+    Memory(Vec<Arc<[SwapRecord]>>),
+    /// Streams regenerated from the seed on demand, with a cache bounded in records.
+    Lazy {
+        /// Regenerates one token's stream.
+        source: Box<StreamSource>,
+        /// Recently used streams.
+        cache: Mutex<StreamCache>,
+    },
+}
+
+/// Recently used token streams, evicted least recently used first once they hold more than
+/// `budget` records.
+pub(crate) struct StreamCache {
+    streams: HashMap<u32, (Arc<[SwapRecord]>, u64)>,
+    records: usize,
+    budget: usize,
+    tick: u64,
+}
+
+impl StreamCache {
+    pub(crate) fn new(budget: usize) -> Self {
+        StreamCache {
+            streams: HashMap::new(),
+            records: 0,
+            budget,
+            tick: 0,
+        }
+    }
+
+    fn get(&mut self, token: u32) -> Option<Arc<[SwapRecord]>> {
+        self.tick += 1;
+        let tick = self.tick;
+        self.streams.get_mut(&token).map(|(s, used)| {
+            *used = tick;
+            s.clone()
+        })
+    }
+
+    fn insert(&mut self, token: u32, stream: Arc<[SwapRecord]>) {
+        self.tick += 1;
+        if let Some((old, _)) = self.streams.insert(token, (stream.clone(), self.tick)) {
+            self.records -= old.len();
+        }
+        self.records += stream.len();
+        while self.records > self.budget && self.streams.len() > 1 {
+            let oldest = self
+                .streams
+                .iter()
+                .filter(|(t, _)| **t != token)
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(t, _)| *t);
+            match oldest {
+                Some(t) => {
+                    if let Some((s, _)) = self.streams.remove(&t) {
+                        self.records -= s.len();
+                    }
+                }
+                None => break,
+            }
+        }
+    }
+}
+
+/// A list of swap indexes in event order: a token's contiguous range or an explicit list.
+#[derive(Debug, Clone, Copy)]
+pub enum IndexList<'a> {
+    /// Indexes `start..end`.
+    Range(u32, u32),
+    /// Explicit indexes.
+    Slice(&'a [u32]),
+}
+
+impl IndexList<'_> {
+    /// Number of swaps.
+    pub fn len(&self) -> usize {
+        match self {
+            IndexList::Range(a, b) => (b - a) as usize,
+            IndexList::Slice(s) => s.len(),
+        }
+    }
+
+    /// Whether the list is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The index at position `pos`.
+    pub fn get(&self, pos: usize) -> u32 {
+        match self {
+            IndexList::Range(a, _) => a + pos as u32,
+            IndexList::Slice(s) => s[pos],
+        }
+    }
+}
+
 /// One chain of the market with its swap stream and indexes.
-#[derive(Debug, Clone)]
+///
+/// Swaps are numbered token by token: token `t`'s swaps, in event order, have the indexes
+/// `offsets[t]..offsets[t + 1]`, and the swap at index `i` has id `first_id + i`. The event
+/// order of the whole chain is `(block_slot, id)`, which is also `(block_time, block_slot, id)`.
 pub struct Chain {
     /// Family and chain id.
     pub kind: ChainKind,
@@ -197,28 +300,44 @@ pub struct Chain {
     pub wallets: Vec<WalletInfo>,
     /// Quote tokens: index 0 is the wrapped native coin, index 1 the stablecoin.
     pub quotes: Vec<QuoteInfo>,
-    /// Every swap in event order (block time, slot, id); the swap at index `i` has id
-    /// `first_id + i`.
-    pub swaps: Vec<SwapRecord>,
-    /// Id of the first swap.
+    /// Id of the swap at index 0.
     pub first_id: i64,
     /// Start of the generated history, Unix seconds.
     pub start: i64,
     /// The simulated "now", Unix seconds.
     pub now: i64,
+    /// Slot (or block number) at `start`.
+    pub(crate) slot0: i64,
     /// Price of the native coin per minute from `start`, USD.
     pub(crate) native_prices: Vec<f64>,
-    /// Per token: indexes of its swaps, in event order.
-    pub(crate) by_token: Vec<Vec<u32>>,
+    /// Token `t`'s swaps are the indexes `offsets[t]..offsets[t + 1]`.
+    pub(crate) offsets: Vec<u32>,
+    /// Per swap index: its slot minus `slot0`.
+    pub(crate) slot_offsets: Vec<u32>,
+    /// Per swap index: the wallet's balance of the swap's quote token before it.
+    pub(crate) pre_quote: Vec<f64>,
     /// Per pool: indexes of its swaps, in event order.
     pub(crate) by_pool: Vec<Vec<u32>>,
     /// Per wallet: indexes of its swaps, in event order.
     pub(crate) by_wallet: Vec<Vec<u32>>,
+    pub(crate) store: Store,
     pub(crate) token_by_address: HashMap<String, u32>,
     pub(crate) pool_by_address: HashMap<String, u32>,
     pub(crate) wallet_by_address: HashMap<String, u32>,
     /// Seed the chain's hashes (transaction hashes, position addresses) derive from.
     pub(crate) hash_seed: u64,
+}
+
+impl std::fmt::Debug for Chain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Chain")
+            .field("kind", &self.kind)
+            .field("tokens", &self.tokens.len())
+            .field("pools", &self.pools.len())
+            .field("wallets", &self.wallets.len())
+            .field("swaps", &self.swap_count())
+            .finish()
+    }
 }
 
 /// Converts Unix seconds to a UTC time.
@@ -229,6 +348,11 @@ pub(crate) fn utc(secs: i64) -> DateTime<Utc> {
 }
 
 impl Chain {
+    /// Number of swaps.
+    pub fn swap_count(&self) -> usize {
+        self.slot_offsets.len()
+    }
+
     /// The id of the swap at `index`.
     pub fn swap_id(&self, index: u32) -> i64 {
         self.first_id + i64::from(index)
@@ -237,11 +361,24 @@ impl Chain {
     /// The index of the swap with `id`, if it exists.
     pub fn swap_index(&self, id: i64) -> Option<u32> {
         let i = id.checked_sub(self.first_id)?;
-        if i >= 0 && (i as usize) < self.swaps.len() {
+        if i >= 0 && (i as usize) < self.swap_count() {
             u32::try_from(i).ok()
         } else {
             None
         }
+    }
+
+    /// The event-order key `(block_slot, id)` of the swap at `index`.
+    pub fn key(&self, index: u32) -> (i64, i64) {
+        (
+            self.slot0 + i64::from(self.slot_offsets[index as usize]),
+            self.swap_id(index),
+        )
+    }
+
+    /// The token of the swap at `index`.
+    pub fn token_of(&self, index: u32) -> u32 {
+        (self.offsets.partition_point(|&o| o <= index) - 1) as u32
     }
 
     /// Index of a token by address.
@@ -260,18 +397,62 @@ impl Chain {
     }
 
     /// Indexes of a token's swaps, in event order.
-    pub fn token_swaps(&self, token: u32) -> &[u32] {
-        &self.by_token[token as usize]
+    pub fn token_swaps(&self, token: u32) -> IndexList<'_> {
+        IndexList::Range(
+            self.offsets[token as usize],
+            self.offsets[token as usize + 1],
+        )
     }
 
     /// Indexes of a pool's swaps, in event order.
-    pub fn pool_swaps(&self, pool: u32) -> &[u32] {
-        &self.by_pool[pool as usize]
+    pub fn pool_swaps(&self, pool: u32) -> IndexList<'_> {
+        IndexList::Slice(&self.by_pool[pool as usize])
     }
 
     /// Indexes of a wallet's swaps, in event order.
-    pub fn wallet_swaps(&self, wallet: u32) -> &[u32] {
-        &self.by_wallet[wallet as usize]
+    pub fn wallet_swaps(&self, wallet: u32) -> IndexList<'_> {
+        IndexList::Slice(&self.by_wallet[wallet as usize])
+    }
+
+    /// A token's swaps in event order (its swap at position `k` has index `offsets[t] + k`).
+    pub fn stream(&self, token: u32) -> Arc<[SwapRecord]> {
+        match &self.store {
+            Store::Memory(streams) => streams[token as usize].clone(),
+            Store::Lazy { source, cache } => {
+                if let Some(s) = cache
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .get(token)
+                {
+                    return s;
+                }
+                // Regenerated outside the lock: two requests may both regenerate a stream,
+                // which costs time but gives the same records.
+                let mut records = source.stream(self, token);
+                let first = self.offsets[token as usize] as usize;
+                for (k, r) in records.iter_mut().enumerate() {
+                    fill_quote(r, self.pre_quote[first + k]);
+                }
+                let stream: Arc<[SwapRecord]> = records.into();
+                cache
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .insert(token, stream.clone());
+                stream
+            }
+        }
+    }
+
+    /// The swap at `index`.
+    pub fn record(&self, index: u32) -> SwapRecord {
+        let t = self.token_of(index);
+        self.stream(t)[(index - self.offsets[t as usize]) as usize]
+    }
+
+    /// A pool's swaps in event order.
+    pub fn pool_records(&self, pool: u32) -> Vec<SwapRecord> {
+        let stream = self.stream(self.pools[pool as usize].token);
+        stream.iter().filter(|s| s.pool == pool).copied().collect()
     }
 
     /// Price of the native coin at Unix time `t`, USD (constant within each minute).
@@ -317,7 +498,7 @@ impl Chain {
 
     /// The swap at `index` as the wire model (interface 2.8).
     pub fn swap(&self, index: u32) -> Swap {
-        let s = &self.swaps[index as usize];
+        let s = self.record(index);
         let token = &self.tokens[s.token as usize].address;
         let quote = &self.quotes[s.quote as usize].address;
         let usd = s.usd();
@@ -374,7 +555,7 @@ impl Chain {
 
     /// The trade of the swap at `index`, from the wallet's side (interface 2.9).
     pub fn trade(&self, index: u32) -> Trade {
-        let s = &self.swaps[index as usize];
+        let s = self.record(index);
         let usd = s.usd();
         Trade {
             id: self.swap_id(index),
@@ -409,9 +590,14 @@ impl Chain {
         }
     }
 
+    /// Number of swaps of a token.
+    pub fn token_swap_count(&self, token: u32) -> usize {
+        self.token_swaps(token).len()
+    }
+
     fn catalog(&self) -> CatalogChain {
         let mut order: Vec<u32> = (0..self.tokens.len() as u32).collect();
-        order.sort_by_key(|&t| (std::cmp::Reverse(self.by_token[t as usize].len()), t));
+        order.sort_by_key(|&t| (std::cmp::Reverse(self.token_swap_count(t)), t));
         let tokens = order
             .iter()
             .map(|&t| {
@@ -436,7 +622,7 @@ impl Chain {
                         .iter()
                         .map(|&p| self.pools[p as usize].address.clone())
                         .collect(),
-                    swap_count: self.by_token[t as usize].len() as u64,
+                    swap_count: self.token_swap_count(t) as u64,
                 }
             })
             .collect();
@@ -476,8 +662,19 @@ impl Chain {
     }
 }
 
+/// Sets the quote balances of a record from the wallet's balance before it.
+pub(crate) fn fill_quote(r: &mut SwapRecord, pre_quote: f64) {
+    r.pre_quote = pre_quote;
+    r.post_quote = pre_quote
+        + if r.buy {
+            -r.quote_amount
+        } else {
+            r.quote_amount
+        };
+}
+
 /// The whole synthetic market.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Market {
     /// Seed it was generated from.
     pub seed: u64,

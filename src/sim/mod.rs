@@ -32,7 +32,7 @@ use std::str::FromStr;
 
 pub use market::{
     Behaviour, Catalog, CatalogChain, CatalogPool, CatalogToken, CatalogWallet, Chain, ChainKind,
-    Market, PoolInfo, QuoteInfo, SwapRecord, TokenInfo, WalletInfo,
+    IndexList, Market, PoolInfo, PosState, QuoteInfo, SwapRecord, TokenInfo, WalletInfo,
 };
 pub use server::{SimStats, Simulator};
 

@@ -23,6 +23,7 @@
 //!   [`window_metrics`].
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
 
 use crate::api::models::{
     AltTokenProfile, Candle, EvmTokenProfile, Market as MarketSection, PRICE_STATS_PERIOD_SECONDS,
@@ -40,34 +41,53 @@ pub fn align(t: i64, interval: i64) -> i64 {
     t.div_euclid(interval) * interval
 }
 
-/// Position of the first swap of `list` whose time is greater than `t`.
-fn after(chain: &Chain, list: &[u32], t: i64) -> usize {
-    list.partition_point(|&i| chain.swaps[i as usize].time <= t)
+/// Position of the first swap of `recs` whose time is greater than `t`.
+fn after(recs: &[SwapRecord], t: i64) -> usize {
+    recs.partition_point(|s| s.time <= t)
 }
 
-/// Position of the first swap of `list` whose time is at least `t`.
-fn at_or_after(chain: &Chain, list: &[u32], t: i64) -> usize {
-    list.partition_point(|&i| chain.swaps[i as usize].time < t)
+/// Position of the first swap of `recs` whose time is at least `t`.
+fn at_or_after(recs: &[SwapRecord], t: i64) -> usize {
+    recs.partition_point(|s| s.time < t)
+}
+
+/// Swaps in event order, shared with the chain's stream or filtered from it.
+pub enum Records {
+    /// A whole token stream.
+    Shared(Arc<[SwapRecord]>),
+    /// A filtered copy.
+    Owned(Vec<SwapRecord>),
+}
+
+impl std::ops::Deref for Records {
+    type Target = [SwapRecord];
+
+    fn deref(&self) -> &[SwapRecord] {
+        match self {
+            Records::Shared(s) => s,
+            Records::Owned(v) => v,
+        }
+    }
 }
 
 /// Swaps of a candle or history request: a token's, a pool's, or a pool's restricted to a
-/// token (empty when the pool trades another token).
-pub fn price_source(chain: &Chain, token: Option<u32>, pool: Option<u32>) -> Vec<u32> {
+/// token (none when the pool trades another token).
+pub fn price_source(chain: &Chain, token: Option<u32>, pool: Option<u32>) -> Records {
     match (token, pool) {
-        (Some(t), Some(p)) if chain.pools[p as usize].token == t => chain.pool_swaps(p).to_vec(),
-        (Some(_), Some(_)) => Vec::new(),
-        (Some(t), None) => chain.token_swaps(t).to_vec(),
-        (None, Some(p)) => chain.pool_swaps(p).to_vec(),
-        (None, None) => Vec::new(),
+        (Some(t), Some(p)) if chain.pools[p as usize].token == t => {
+            Records::Owned(chain.pool_records(p))
+        }
+        (Some(t), None) => Records::Shared(chain.stream(t)),
+        (None, Some(p)) => Records::Owned(chain.pool_records(p)),
+        _ => Records::Owned(Vec::new()),
     }
 }
 
 /// Builds the candles of consecutive swaps (in event order), skipping empty buckets.
-pub fn bucketize(chain: &Chain, swaps: &[u32], interval: i64) -> Vec<Candle> {
+pub fn bucketize(recs: &[SwapRecord], interval: i64) -> Vec<Candle> {
     let mut out: Vec<Candle> = Vec::new();
     let mut current: Option<i64> = None;
-    for &i in swaps {
-        let s = &chain.swaps[i as usize];
+    for s in recs {
         let b = align(s.time, interval);
         let p = s.token_price;
         if current == Some(b) {
@@ -95,22 +115,23 @@ pub fn bucketize(chain: &Chain, swaps: &[u32], interval: i64) -> Vec<Candle> {
     out
 }
 
-/// Candles of `list` (see the module documentation for the range rules).
+/// Candles of `recs` (see the module documentation for the range rules); `now` is the
+/// default of `to`.
 pub fn candles(
-    chain: &Chain,
-    list: &[u32],
+    recs: &[SwapRecord],
+    now: i64,
     interval: i64,
     from: Option<i64>,
     to: Option<i64>,
     count: Option<usize>,
 ) -> Vec<Candle> {
-    let to = to.unwrap_or(chain.now);
+    let to = to.unwrap_or(now);
     // Whole buckets: every swap of the bucket that contains `to` is included.
-    let hi = at_or_after(chain, list, align(to, interval) + interval);
+    let hi = at_or_after(recs, align(to, interval).saturating_add(interval));
     match from {
         Some(from) => {
-            let lo = at_or_after(chain, list, align(from, interval));
-            let mut out = bucketize(chain, &list[lo..hi.max(lo)], interval);
+            let lo = at_or_after(recs, align(from, interval));
+            let mut out = bucketize(&recs[lo..hi.max(lo)], interval);
             if let Some(n) = count {
                 out.truncate(n);
             }
@@ -123,7 +144,7 @@ pub fn candles(
             let mut buckets = 0usize;
             let mut last_bucket = None;
             while lo > 0 {
-                let b = align(chain.swaps[list[lo - 1] as usize].time, interval);
+                let b = align(recs[lo - 1].time, interval);
                 if last_bucket != Some(b) {
                     if buckets == n {
                         break;
@@ -133,7 +154,7 @@ pub fn candles(
                 }
                 lo -= 1;
             }
-            bucketize(chain, &list[lo..hi], interval)
+            bucketize(&recs[lo..hi], interval)
         }
     }
 }
@@ -147,27 +168,18 @@ pub fn history_points(from: i64, to: i64, interval: i64) -> i64 {
     }
 }
 
-/// Price history of `list` at `interval` from `from` to `to` (both Unix seconds).
-pub fn price_history(
-    chain: &Chain,
-    list: &[u32],
-    from: i64,
-    to: i64,
-    interval: i64,
-) -> Vec<PricePoint> {
+/// Price history of `recs` at `interval` from `from` to `to` (both Unix seconds).
+pub fn price_history(recs: &[SwapRecord], from: i64, to: i64, interval: i64) -> Vec<PricePoint> {
     let mut out = Vec::new();
-    let mut pos = at_or_after(chain, list, from);
-    let mut last_price = pos
-        .checked_sub(1)
-        .map(|p| chain.swaps[list[p] as usize].token_price);
+    let mut pos = at_or_after(recs, from);
+    let mut last_price = pos.checked_sub(1).map(|p| recs[p].token_price);
     let mut ts = from;
     while ts <= to {
         let end = ts.saturating_add(interval);
         let mut volume = 0.0;
-        while pos < list.len() && chain.swaps[list[pos] as usize].time < end {
-            let s = &chain.swaps[list[pos] as usize];
-            volume += s.usd();
-            last_price = Some(s.token_price);
+        while pos < recs.len() && recs[pos].time < end {
+            volume += recs[pos].usd();
+            last_price = Some(recs[pos].token_price);
             pos += 1;
         }
         if let Some(p) = last_price {
@@ -182,26 +194,18 @@ pub fn price_history(
     out
 }
 
-/// The latest swap of `list`, if any.
-pub fn latest<'a>(chain: &'a Chain, list: &[u32]) -> Option<(u32, &'a SwapRecord)> {
-    list.last().map(|&i| (i, &chain.swaps[i as usize]))
+/// USD volume of the swaps of `recs` with time in `(lo, hi]`.
+pub fn volume_between(recs: &[SwapRecord], lo: i64, hi: i64) -> f64 {
+    let a = after(recs, lo);
+    let b = after(recs, hi);
+    recs[a..b.max(a)].iter().map(SwapRecord::usd).sum()
 }
 
-/// USD volume of the swaps of `list` with time in `(lo, hi]`.
-pub fn volume_between(chain: &Chain, list: &[u32], lo: i64, hi: i64) -> f64 {
-    let a = after(chain, list, lo);
-    let b = after(chain, list, hi);
-    list[a..b.max(a)]
-        .iter()
-        .map(|&i| chain.swaps[i as usize].usd())
-        .sum()
-}
-
-/// Last price of `list` at or before `t`, else the first price.
-pub fn price_at_or_first(chain: &Chain, list: &[u32], t: i64) -> Option<f64> {
-    let p = after(chain, list, t);
-    let i = if p == 0 { *list.first()? } else { list[p - 1] };
-    Some(chain.swaps[i as usize].token_price)
+/// Last price of `recs` at or before `t`, else the first price.
+pub fn price_at_or_first(recs: &[SwapRecord], t: i64) -> Option<f64> {
+    let p = after(recs, t);
+    let s = if p == 0 { recs.first()? } else { &recs[p - 1] };
+    Some(s.token_price)
 }
 
 /// `100 × (a / b − 1)`, or 0 when `b` is 0.
@@ -209,15 +213,14 @@ pub fn percent_change(a: f64, b: f64) -> f64 {
     if b == 0.0 { 0.0 } else { 100.0 * (a / b - 1.0) }
 }
 
-/// Price changes and volumes of `list` for the seven stats periods, at the chain's "now".
-pub fn price_changes(chain: &Chain, list: &[u32]) -> PriceChanges {
-    let now = chain.now;
-    let latest_price = latest(chain, list).map_or(0.0, |(_, s)| s.token_price);
+/// Price changes and volumes of `recs` for the seven stats periods, at `now`.
+pub fn price_changes(recs: &[SwapRecord], now: i64) -> PriceChanges {
+    let latest_price = recs.last().map_or(0.0, |s| s.token_price);
     let mut values = [(0.0, 0.0, 0.0); 7];
     for (v, &p) in values.iter_mut().zip(PRICE_STATS_PERIOD_SECONDS.iter()) {
-        let base = price_at_or_first(chain, list, now - p).unwrap_or(0.0);
-        let volume = volume_between(chain, list, now - p, now);
-        let previous = volume_between(chain, list, now - 2 * p, now - p);
+        let base = price_at_or_first(recs, now - p).unwrap_or(0.0);
+        let volume = volume_between(recs, now - p, now);
+        let previous = volume_between(recs, now - 2 * p, now - p);
         *v = (
             percent_change(latest_price, base),
             volume,
@@ -227,12 +230,16 @@ pub fn price_changes(chain: &Chain, list: &[u32]) -> PriceChanges {
     PriceChanges::from_periods(&values)
 }
 
+/// The latest price of a token, USD (0 for a token without swaps).
+pub fn latest_price(chain: &Chain, token: u32) -> f64 {
+    chain.stream(token).last().map_or(0.0, |s| s.token_price)
+}
+
 /// Token balances of every holder of `token` at "now" (wallet index → balance), from the
 /// post-trade balance of each wallet's last swap of the token.
 pub fn holder_balances(chain: &Chain, token: u32) -> HashMap<u32, f64> {
     let mut last: HashMap<u32, f64> = HashMap::new();
-    for &i in chain.token_swaps(token) {
-        let s = &chain.swaps[i as usize];
+    for s in chain.stream(token).iter() {
         last.insert(s.wallet, s.post_token);
     }
     last.retain(|_, b| *b > 0.0);
@@ -248,7 +255,8 @@ pub fn holder_balances(chain: &Chain, token: u32) -> HashMap<u32, f64> {
 /// with a reserve and changes by the swaps against it).
 pub fn market_section(chain: &Chain, token: u32) -> MarketSection {
     let info = &chain.tokens[token as usize];
-    let price = latest(chain, chain.token_swaps(token)).map_or(0.0, |(_, s)| s.token_price);
+    let stream = chain.stream(token);
+    let price = stream.last().map_or(0.0, |s| s.token_price);
     let balances = holder_balances(chain, token);
     let mut amounts: Vec<f64> = balances.values().copied().collect();
     if info.dev_allocation > 0.0 {
@@ -259,8 +267,7 @@ pub fn market_section(chain: &Chain, token: u32) -> MarketSection {
     let mut liquidity = 0.0;
     for &p in &info.pools {
         let mut reserve = chain.pools[p as usize].initial_reserve;
-        for &i in chain.pool_swaps(p) {
-            let s = &chain.swaps[i as usize];
+        for s in stream.iter().filter(|s| s.pool == p) {
             reserve += if s.buy {
                 -s.token_amount
             } else {
@@ -286,7 +293,7 @@ pub fn market_section(chain: &Chain, token: u32) -> MarketSection {
 pub fn metadata(chain: &Chain, token: u32) -> TokenMetadata {
     let info = &chain.tokens[token as usize];
     TokenMetadata {
-        last_trade_at: latest(chain, chain.token_swaps(token)).map(|(_, s)| utc(s.time)),
+        last_trade_at: chain.stream(token).last().map(|s| utc(s.time)),
         created_at: Some(utc(info.created_at)),
         symbol: Some(info.symbol.clone()),
         name: Some(info.name.clone()),
@@ -382,11 +389,11 @@ struct WalletLedger {
 ///
 /// A ratio without a denominator, and a statistic of fewer than two values, is 0.
 pub fn window_metrics(chain: &Chain, token: u32, window_seconds: i64) -> WindowMetrics {
-    let list = chain.token_swaps(token);
-    let lo = after(chain, list, chain.now - window_seconds);
-    let hi = after(chain, list, chain.now);
-    let trades = &list[lo..hi.max(lo)];
-    let mark = latest(chain, list).map_or(0.0, |(_, s)| s.token_price);
+    let stream = chain.stream(token);
+    let lo = after(&stream, chain.now - window_seconds);
+    let hi = after(&stream, chain.now);
+    let trades = &stream[lo..hi.max(lo)];
+    let mark = stream.last().map_or(0.0, |s| s.token_price);
 
     let mut ledgers: HashMap<u32, WalletLedger> = HashMap::new();
     let mut first_seen: Vec<u32> = Vec::new();
@@ -404,8 +411,7 @@ pub fn window_metrics(chain: &Chain, token: u32, window_seconds: i64) -> WindowM
     let (mut hold_qt, mut hold_q) = (0.0, 0.0);
     let mut prices: Vec<f64> = Vec::with_capacity(trades.len());
 
-    for &i in trades {
-        let s = &chain.swaps[i as usize];
+    for s in trades {
         let usd = s.usd();
         prices.push(s.token_price);
         let ledger = ledgers.entry(s.wallet).or_insert_with(|| {
@@ -639,15 +645,16 @@ pub fn portfolio(chain: &Chain, wallet: Option<u32>) -> Portfolio {
     };
     let mut tokens: BTreeMap<u32, f64> = BTreeMap::new();
     let mut quotes: BTreeMap<u8, f64> = BTreeMap::new();
-    for &i in chain.wallet_swaps(wallet) {
-        let s = &chain.swaps[i as usize];
+    let list = chain.wallet_swaps(wallet);
+    for pos in 0..list.len() {
+        let s = chain.record(list.get(pos));
         tokens.insert(s.token, s.post_token);
         quotes.insert(s.quote, s.post_quote);
     }
     let mut out: Vec<PortfolioToken> = Vec::new();
     for (t, balance) in tokens {
         if balance > 0.0 {
-            let price = latest(chain, chain.token_swaps(t)).map_or(0.0, |(_, s)| s.token_price);
+            let price = latest_price(chain, t);
             out.push(PortfolioToken {
                 token: chain.tokens[t as usize].address.clone(),
                 balance,
@@ -700,10 +707,10 @@ pub fn labels(
     token: u32,
     market: &MarketSection,
 ) -> (Vec<String>, BTreeMap<String, Vec<String>>) {
-    let list = chain.token_swaps(token);
+    let stream = chain.stream(token);
     let mut matched: Vec<(&str, Vec<String>)> = Vec::new();
-    let volume_1h = volume_between(chain, list, chain.now - 3_600, chain.now);
-    let previous_1h = volume_between(chain, list, chain.now - 7_200, chain.now - 3_600);
+    let volume_1h = volume_between(&stream, chain.now - 3_600, chain.now);
+    let previous_1h = volume_between(&stream, chain.now - 7_200, chain.now - 3_600);
     let change_1h = percent_change(volume_1h, previous_1h);
     if volume_1h >= TRENDING_VOLUME_1H && change_1h > TRENDING_VOLUME_CHANGE_1H {
         matched.push((
@@ -714,7 +721,7 @@ pub fn labels(
             ],
         ));
     }
-    let trades_1h = (after(chain, list, chain.now) - after(chain, list, chain.now - 3_600)) as i64;
+    let trades_1h = (after(&stream, chain.now) - after(&stream, chain.now - 3_600)) as i64;
     if trades_1h >= HOT_TRADES_1H {
         matched.push(("hot", vec![format!("trade_count_1h >= {HOT_TRADES_1H}")]));
     }

@@ -17,7 +17,7 @@ use serde::de::DeserializeOwned;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use super::market::{Chain, Market, mix, utc};
+use super::market::{Chain, IndexList, Market, mix, utc};
 use super::{DEMO_KEY, FREE_KEY, SimConfig, reference, search};
 use crate::api::models::{
     AltPrice, AltPriceStats, EvmPrice, EvmPriceStats, Page, PriceHistorySeries, TimeWindow,
@@ -431,13 +431,7 @@ fn answer(state: &State, op: Operation, body: &[u8]) -> Result<Vec<u8>, Reject> 
                     out.push(PriceHistorySeries {
                         token_address: info.address.clone(),
                         pool_address: chain.pools[info.pools[0] as usize].address.clone(),
-                        prices: reference::price_history(
-                            chain,
-                            chain.token_swaps(ti),
-                            from,
-                            to,
-                            req.interval,
-                        ),
+                        prices: reference::price_history(&chain.stream(ti), from, to, req.interval),
                     });
                 }
             }
@@ -448,8 +442,7 @@ fn answer(state: &State, op: Operation, body: &[u8]) -> Result<Vec<u8>, Reject> 
                         token_address: chain.tokens[pool.token as usize].address.clone(),
                         pool_address: pool.address.clone(),
                         prices: reference::price_history(
-                            chain,
-                            chain.pool_swaps(pi),
+                            &chain.pool_records(pi),
                             from,
                             to,
                             req.interval,
@@ -468,7 +461,7 @@ fn answer(state: &State, op: Operation, body: &[u8]) -> Result<Vec<u8>, Reject> 
                 let out: Vec<EvmPrice> = lists
                     .iter()
                     .filter_map(|(token, list)| {
-                        let (_, s) = reference::latest(chain, list)?;
+                        let s = list.last()?;
                         Some(EvmPrice {
                             chain_id: req.chain_id,
                             token_address: chain.tokens[*token as usize].address.clone(),
@@ -484,12 +477,12 @@ fn answer(state: &State, op: Operation, body: &[u8]) -> Result<Vec<u8>, Reject> 
                 let out: Vec<EvmPriceStats> = lists
                     .iter()
                     .filter_map(|(token, list)| {
-                        let (_, s) = reference::latest(chain, list)?;
+                        let s = list.last()?;
                         Some(EvmPriceStats {
                             token_address: chain.tokens[*token as usize].address.clone(),
                             pool_address: chain.pools[s.pool as usize].address.clone(),
                             usd_price: s.token_price,
-                            changes: reference::price_changes(chain, list),
+                            changes: reference::price_changes(list, chain.now),
                             block_number: s.slot,
                             block_time: utc(s.time),
                         })
@@ -506,7 +499,7 @@ fn answer(state: &State, op: Operation, body: &[u8]) -> Result<Vec<u8>, Reject> 
                 let out: Vec<AltPrice> = lists
                     .iter()
                     .filter_map(|(token, list)| {
-                        let (_, s) = reference::latest(alt, list)?;
+                        let s = list.last()?;
                         Some(AltPrice {
                             token_address: alt.tokens[*token as usize].address.clone(),
                             pool_address: alt.pools[s.pool as usize].address.clone(),
@@ -521,12 +514,12 @@ fn answer(state: &State, op: Operation, body: &[u8]) -> Result<Vec<u8>, Reject> 
                 let out: Vec<AltPriceStats> = lists
                     .iter()
                     .filter_map(|(token, list)| {
-                        let (_, s) = reference::latest(alt, list)?;
+                        let s = list.last()?;
                         Some(AltPriceStats {
                             token_address: alt.tokens[*token as usize].address.clone(),
                             pool_address: alt.pools[s.pool as usize].address.clone(),
                             usd_price: s.token_price,
-                            changes: reference::price_changes(alt, list),
+                            changes: reference::price_changes(list, alt.now),
                             block_slot: s.slot,
                             block_time: utc(s.time),
                         })
@@ -558,8 +551,8 @@ fn answer(state: &State, op: Operation, body: &[u8]) -> Result<Vec<u8>, Reject> 
                 .map(|c| usize::try_from(c).map_err(|_| Reject::bad()))
                 .transpose()?;
             ok(&reference::candles(
-                alt,
                 &list,
+                alt.now,
                 req.interval,
                 req.from.map(time_secs),
                 req.to.map(time_secs),
@@ -615,22 +608,25 @@ fn answer(state: &State, op: Operation, body: &[u8]) -> Result<Vec<u8>, Reject> 
     }
 }
 
-/// The swap lists of a price request: one per known token, then one per known pool, each
+/// The swaps of a price request: one list per known token, then one per known pool, each
 /// with the token it prices. Unknown addresses are left out of the answer.
-fn price_lists<'a>(
-    chain: &'a Chain,
+fn price_lists(
+    chain: &Chain,
     tokens: &Option<Vec<String>>,
     pools: &Option<Vec<String>>,
-) -> Vec<(u32, &'a [u32])> {
+) -> Vec<(u32, reference::Records)> {
     let mut out = Vec::new();
     for t in tokens.iter().flatten() {
         if let Some(ti) = chain.token_index(t) {
-            out.push((ti, chain.token_swaps(ti)));
+            out.push((ti, reference::Records::Shared(chain.stream(ti))));
         }
     }
     for p in pools.iter().flatten() {
         if let Some(pi) = chain.pool_index(p) {
-            out.push((chain.pools[pi as usize].token, chain.pool_swaps(pi)));
+            out.push((
+                chain.pools[pi as usize].token,
+                reference::Records::Owned(chain.pool_records(pi)),
+            ));
         }
     }
     out
@@ -655,8 +651,8 @@ fn encode_cursor(slot: i64, id: i64) -> String {
     )
 }
 
-/// Decodes a cursor to the index of the swap it names; anything else is a 400.
-fn decode_cursor(chain: &Chain, cursor: &str) -> Result<u32, Reject> {
+/// Decodes a cursor to the key of the swap it names; anything else is a 400.
+fn decode_cursor(chain: &Chain, cursor: &str) -> Result<(i64, i64), Reject> {
     if cursor.len() != 32 || !cursor.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(Reject::bad());
     }
@@ -664,10 +660,11 @@ fn decode_cursor(chain: &Chain, cursor: &str) -> Result<u32, Reject> {
         u64::from_str_radix(&cursor[..16], 16).map_err(|_| Reject::bad())? ^ CURSOR_MASK_SLOT;
     let id = u64::from_str_radix(&cursor[16..], 16).map_err(|_| Reject::bad())? ^ CURSOR_MASK_ID;
     let index = chain.swap_index(id as i64).ok_or_else(Reject::bad)?;
-    if chain.swaps[index as usize].slot != slot as i64 {
+    let key = chain.key(index);
+    if key.0 != slot as i64 {
         return Err(Reject::bad());
     }
-    Ok(index)
+    Ok(key)
 }
 
 /// Pages through the swaps matching every given filter, newest first. The narrowest index
@@ -688,7 +685,7 @@ fn page_of(
         items: Vec::new(),
         cursor: None,
     };
-    let mut lists: Vec<&[u32]> = Vec::new();
+    let mut lists: Vec<IndexList<'_>> = Vec::new();
     let wallet = match wallet {
         Some(w) => match chain.wallet_index(w) {
             Some(i) => {
@@ -722,22 +719,46 @@ fn page_of(
     let Some(base) = lists.iter().min_by_key(|l| l.len()).copied() else {
         return Ok(empty);
     };
+    let single = lists.len() == 1;
     let matches = |i: u32| {
-        let s = &chain.swaps[i as usize];
-        wallet.is_none_or(|w| s.wallet == w)
-            && token.is_none_or(|t| s.token == t)
-            && pool.is_none_or(|p| s.pool == p)
+        if single {
+            return true;
+        }
+        if token.is_some_and(|t| chain.token_of(i) != t) {
+            return false;
+        }
+        if wallet.is_none() && pool.is_none() {
+            return true;
+        }
+        let s = chain.record(i);
+        wallet.is_none_or(|w| s.wallet == w) && pool.is_none_or(|p| s.pool == p)
     };
-    let count = if lists.len() == 1 {
+    let count = if single {
         base.len()
     } else {
-        base.iter().filter(|&&i| matches(i)).count()
+        (0..base.len())
+            .filter(|&pos| matches(base.get(pos)))
+            .count()
     };
-    let end = before.map_or(base.len(), |b| base.partition_point(|&i| i < b));
-    let mut items: Vec<u32> = base[..end]
-        .iter()
+    // The page ends before the first swap (in event order) at or after the cursor's.
+    let end = match before {
+        Some(key) => {
+            let (mut lo, mut hi) = (0usize, base.len());
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                if chain.key(base.get(mid)) < key {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            lo
+        }
+        None => base.len(),
+    };
+    let mut items: Vec<u32> = (0..end)
         .rev()
-        .copied()
+        .map(|pos| base.get(pos))
         .filter(|&i| matches(i))
         .take(limit + 1)
         .collect();
@@ -745,8 +766,8 @@ fn page_of(
     items.truncate(limit);
     let cursor = if more {
         items.last().map(|&i| {
-            let s = &chain.swaps[i as usize];
-            encode_cursor(s.slot, chain.swap_id(i))
+            let (slot, id) = chain.key(i);
+            encode_cursor(slot, id)
         })
     } else {
         None
