@@ -106,11 +106,15 @@ fn params(kind: ChainKind) -> ChainParams {
     }
 }
 
-/// Generates the whole market.
+/// Generates the whole market. The large market keeps compact indexes only and regenerates
+/// token streams on demand.
 pub(crate) fn generate(seed: u64, scale: Scale) -> Market {
+    generate_with(seed, scale, scale == Scale::Large)
+}
+
+/// Generates the market, keeping every stream (`lazy` false) or regenerating on demand.
+pub(crate) fn generate_with(seed: u64, scale: Scale, lazy: bool) -> Market {
     let (alt_size, evm_size) = sizes(scale);
-    // The large market keeps compact indexes only and regenerates token streams on demand.
-    let lazy = scale == Scale::Large;
     let alt = generate_chain(seed, &params(ChainKind::Alt), alt_size, lazy);
     let evm = [1, 8453]
         .into_iter()
@@ -790,4 +794,115 @@ fn token_stream(
 /// Log-price impact of a trade of `usd`: a square-root law, capped.
 fn impact_of(usd: f64) -> f64 {
     (0.002 * (usd / 1_000.0).sqrt()).min(0.05)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all_records(chain: &Chain) -> Vec<SwapRecord> {
+        (0..chain.swap_count() as u32)
+            .map(|i| chain.record(i))
+            .collect()
+    }
+
+    #[test]
+    fn the_same_seed_gives_the_same_market_and_another_seed_another() {
+        let a = generate(7, Scale::Tiny);
+        let b = generate(7, Scale::Tiny);
+        let c = generate(8, Scale::Tiny);
+        assert_eq!(all_records(&a.alt), all_records(&b.alt));
+        assert_eq!(a.alt.by_wallet, b.alt.by_wallet);
+        assert_ne!(all_records(&a.alt), all_records(&c.alt));
+    }
+
+    #[test]
+    fn lazy_chains_regenerate_exactly_the_kept_streams() {
+        let kept = generate_with(3, Scale::Tiny, false);
+        let lazy = generate_with(3, Scale::Tiny, true);
+        assert!(matches!(lazy.alt.store, Store::Lazy { .. }));
+        assert!(matches!(kept.alt.store, Store::Memory(_)));
+        for (k, l) in [(&kept.alt, &lazy.alt), (&kept.evm[0], &lazy.evm[0])] {
+            assert_eq!(all_records(k), all_records(l));
+            assert_eq!(k.by_pool, l.by_pool);
+            assert_eq!(k.by_wallet, l.by_wallet);
+            assert_eq!(k.slot_offsets, l.slot_offsets);
+        }
+    }
+
+    #[test]
+    fn streams_are_consistent_swap_by_swap() {
+        let m = generate(11, Scale::Tiny);
+        for chain in std::iter::once(&m.alt).chain(&m.evm) {
+            // Event order: (slot, id) strictly increasing along every wallet's list, and times
+            // never decrease with the slot.
+            for list in &chain.by_wallet {
+                let keys: Vec<(i64, i64)> = list.iter().map(|&i| chain.key(i)).collect();
+                assert!(keys.windows(2).all(|w| w[0] < w[1]));
+            }
+            let mut token_balance: HashMap<(u32, u32), f64> = HashMap::new();
+            let mut quote_balance: HashMap<(u32, u8), f64> = HashMap::new();
+            let mut all: Vec<u32> = (0..chain.swap_count() as u32).collect();
+            all.sort_by_key(|&i| chain.key(i));
+            let mut last_time = i64::MIN;
+            for i in all {
+                let s = chain.record(i);
+                assert!(s.time >= last_time && s.time <= chain.now && s.time >= chain.start);
+                last_time = s.time;
+                assert_eq!(chain.key(i).0, s.slot);
+                assert!(s.token_amount > 0.0 && s.token_price > 0.0 && s.quote_price > 0.0);
+                assert!((s.quote_amount * s.quote_price - s.usd()).abs() <= 1e-9 * s.usd());
+                let held = token_balance
+                    .get(&(s.wallet, s.token))
+                    .copied()
+                    .unwrap_or(0.0);
+                assert_eq!(s.pre_token, held);
+                assert!(s.post_token >= 0.0 && s.pre_quote >= 0.0 && s.post_quote >= 0.0);
+                let expected_state = if s.buy && held == 0.0 {
+                    PosState::Open
+                } else if !s.buy && s.post_token == 0.0 {
+                    PosState::Close
+                } else {
+                    PosState::Trade
+                };
+                assert_eq!(s.state, expected_state);
+                token_balance.insert((s.wallet, s.token), s.post_token);
+                if let Some(q) = quote_balance.get(&(s.wallet, s.quote)) {
+                    assert_eq!(s.pre_quote, *q);
+                }
+                quote_balance.insert((s.wallet, s.quote), s.post_quote);
+                assert_eq!(chain.pools[s.pool as usize].token, s.token);
+                assert_eq!(chain.pools[s.pool as usize].quote, s.quote);
+            }
+        }
+    }
+
+    #[test]
+    fn behaviours_differ_in_outcome() {
+        // Over the whole history, profitable wallets make money on their closed positions
+        // and losing wallets lose it.
+        let m = generate(5, Scale::Small);
+        let chain = &m.alt;
+        let mut realized: HashMap<Behaviour, f64> = HashMap::new();
+        for t in 0..chain.tokens.len() as u32 {
+            let mut cost: HashMap<u32, (f64, f64)> = HashMap::new();
+            for s in chain.stream(t).iter() {
+                let e = cost.entry(s.wallet).or_insert((0.0, 0.0));
+                if s.buy {
+                    e.0 += s.token_amount;
+                    e.1 += s.usd();
+                } else {
+                    let avg = e.1 / e.0;
+                    let pnl = s.usd() - avg * s.token_amount;
+                    e.1 -= avg * s.token_amount;
+                    e.0 -= s.token_amount;
+                    *realized
+                        .entry(chain.wallets[s.wallet as usize].behaviour)
+                        .or_insert(0.0) += pnl;
+                }
+            }
+        }
+        assert!(realized[&Behaviour::Profitable] > 0.0, "{realized:?}");
+        assert!(realized[&Behaviour::Losing] < 0.0, "{realized:?}");
+    }
 }
