@@ -904,6 +904,42 @@ async fn paging_returns_every_match_exactly_once_newest_first() {
             .collect();
         assert_eq!(combined.iter().map(key).collect::<Vec<_>>(), expected);
 
+        // A wallet's swaps span tokens and still come newest first, each once.
+        let busiest = &cat["altchain"]["wallets"][0];
+        let by_wallet = all_pages(
+            base,
+            SWAPS,
+            json!({"wallet": busiest["address"], "limit": 100}),
+        )
+        .await;
+        assert_eq!(
+            by_wallet.len() as u64,
+            busiest["swap_count"].as_u64().expect("count")
+        );
+        let keys: Vec<(i64, i64)> = by_wallet.iter().map(key).collect();
+        assert!(
+            keys.windows(2).all(|w| w[0] > w[1]),
+            "strictly newest first"
+        );
+        let tokens: HashSet<&str> = by_wallet
+            .iter()
+            .map(|s| {
+                if s["swap_type"] == json!("quote_token") {
+                    s["token_address_out"].as_str().expect("token")
+                } else {
+                    s["token_address_in"].as_str().expect("token")
+                }
+            })
+            .collect();
+        assert!(tokens.len() > 1, "the busiest wallet trades several tokens");
+        let wallet_trades = all_pages(
+            base,
+            TRADES,
+            json!({"wallet": busiest["address"], "limit": 100}),
+        )
+        .await;
+        assert_eq!(wallet_trades.iter().map(key).collect::<Vec<_>>(), keys);
+
         // An unknown address matches nothing, with no cursor.
         let none = call(base, SWAPS, json!({"wallet": "nobody"})).await;
         assert_eq!(none, json!({"count": 0, "cursor": null, "data": []}));

@@ -4,27 +4,71 @@
 //! and 8453) and the altchain, each with tokens, pools, wallets of different behaviours and a
 //! time-ordered stream of swaps ending at a fixed simulated "now". Every answer of the service
 //! (trades, candles, prices, stats, profiles, portfolios) is derived from those swaps by the plain
-//! row-by-row computations of [`reference`], which are the reference the analytics layer is
+//! row-by-row computations of [`reference`](mod@reference), which are the reference the analytics layer is
 //! tested against.
 //!
 //! [`Simulator::start`] serves the market over HTTP with the service's eleven operations, its
 //! keys ([`DEMO_KEY`], [`FREE_KEY`]), its error bodies, an optional per-key rate limit and
 //! injected faults.
 //!
-//! Decisions where the interface is silent are listed on the items that implement them; the
-//! main ones:
+//! # Example
+//!
+//! ```no_run
+//! # async fn demo() -> dexlake::Result<()> {
+//! use dexlake::sim::{Scale, SimConfig, Simulator};
+//!
+//! let sim = Simulator::start(SimConfig { seed: 7, scale: Scale::Tiny, ..SimConfig::default() })
+//!     .await?;
+//! let token = sim.market().catalog().altchain.tokens[0].address.clone();
+//! // POST {base_url}/v1/altchain/dex/swaps/get-swaps with `x-api-key: demo-key` and
+//! // {"token": token} now answers the newest swaps of the most active token.
+//! println!("{} serves {token}", sim.base_url());
+//! sim.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Scales
+//!
+//! | scale | altchain tokens / wallets / swaps | each EVM chain (1, 8453) |
+//! |---|---|---|
+//! | tiny | 10 / 60 / ~4,000 | 5 / 30 / ~1,000 |
+//! | small | 60 / 1,500 / ~50,000 | 20 / 300 / ~10,000 |
+//! | medium | 400 / 20,000 / ~1,000,000 | 100 / 3,000 / ~100,000 |
+//! | large | 3,000 / 150,000 / ~10,000,000 | 300 / 20,000 / ~1,000,000 |
+//!
+//! Tiny to medium keep every token's swap stream in memory. Large keeps only compact indexes
+//! (about 20 bytes per swap: the slot, the wallet's quote balance, the pool and wallet
+//! indexes) and regenerates a token's stream from `(seed, chain, token)` when it is asked
+//! for, with a cache bounded in records; the regenerated stream is identical to the one the
+//! indexes were built from.
+//!
+//! # Decisions where the interface is silent
+//!
 //! - Every swap trades one non-quote token against one quote token (the chain's wrapped native
-//!   coin or its USD stablecoin) and carries no fee, so `usd_amount_in == usd_amount_out` and a
-//!   trade's `usd_amount` is that same value. There is one trade per swap, with the swap's `id`.
-//! - Swaps and trades come newest first; cursors are opaque keysets on `(block_slot, id)`.
+//!   coin or its USD stablecoin, swap types `quote_token` and `token_quote`) and carries no
+//!   fee, so `usd_amount_in == usd_amount_out` and a trade's `usd_amount` is that same value.
+//!   There is one trade per swap, with the swap's `id`.
+//! - Ids are numbered token by token; the event order is `(block_slot, id)` (block times follow
+//!   the slots). Swaps and trades come newest first; cursors are opaque keysets on
+//!   `(block_slot, id)`; the last page has a null cursor; a page without `limit` has
+//!   [`server::DEFAULT_LIMIT`] items.
+//! - `position_state` is `open` for a buy from a zero balance, `close` for a sell to a zero
+//!   balance, `trade` otherwise.
+//! - Addresses the market does not know: left out of price, stats and history arrays; no
+//!   matches for swaps and trades; an empty portfolio; a 400 for EVM get-profile (the
+//!   interface has no 404).
 //! - A ratio without a denominator (profit factor without losses, a change against a zero
-//!   volume) is emitted as `0`, so every number is finite.
+//!   volume) is emitted as `0`, so every number is finite. Derived answers are defined in
+//!   [`reference`](mod@reference).
+//! - Errors: authentication (401), then the plan (403), then the rate limit and injected
+//!   faults (429, 500), then the body (400).
 
 mod generate;
 mod market;
 pub mod reference;
 pub mod search;
-mod server;
+pub mod server;
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -34,7 +78,7 @@ pub use market::{
     Behaviour, Catalog, CatalogChain, CatalogPool, CatalogToken, CatalogWallet, Chain, ChainKind,
     IndexList, Market, PoolInfo, PosState, QuoteInfo, SwapRecord, TokenInfo, WalletInfo,
 };
-pub use server::{SimStats, Simulator};
+pub use server::{DEFAULT_LIMIT, MAX_HISTORY_POINTS, SimStats, Simulator};
 
 /// The key of the plan that may call every operation.
 pub const DEMO_KEY: &str = "demo-key";
