@@ -299,7 +299,10 @@ fn generate_chain(seed: u64, p: &ChainParams, size: ChainSize, lazy: bool) -> Ch
         });
     }
 
-    let counts = token_swaps;
+    // The most active token takes up the rounding, so a chain has exactly its scale's swaps.
+    let mut counts = token_swaps;
+    let rounded: usize = counts.iter().sum();
+    counts[0] = (counts[0] + size.swaps).saturating_sub(rounded).max(20);
     let mut offsets = Vec::with_capacity(tokens.len() + 1);
     offsets.push(0u32);
     for &n in &counts {
