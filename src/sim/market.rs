@@ -813,20 +813,21 @@ pub(crate) fn mix(a: u64, b: u64) -> u64 {
 
 const BASE58: &[u8] = b"123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
 
-/// A base58 string of `len` characters derived from `key`.
+/// A base58 string of `len` characters derived from `key`: each character takes six bits of
+/// the hash scaled onto the alphabet (cheap enough to compute per served item).
 pub(crate) fn base58_string(key: u64, len: usize) -> String {
-    let mut out = String::with_capacity(len);
+    let mut out = Vec::with_capacity(len);
     let mut state = key;
     let mut word = 0u64;
     for i in 0..len {
-        if i % 8 == 0 {
+        if i % 10 == 0 {
             state = mix(state, i as u64);
             word = state;
         }
-        out.push(BASE58[(word % 58) as usize] as char);
-        word /= 58;
+        out.push(BASE58[(((word & 63) * 58) >> 6) as usize]);
+        word >>= 6;
     }
-    out
+    String::from_utf8(out).expect("the base58 alphabet is ASCII")
 }
 
 /// `0x` and `len` lowercase hex digits derived from `key`.

@@ -767,9 +767,13 @@ pub fn alt_profile(chain: &Chain, token: u32) -> AltTokenProfile {
     }
 }
 
-/// The full search documents of every altchain token, as JSON, in token order.
+/// The full search documents of every altchain token, as JSON, in token order (built in
+/// parallel; each document depends on its token only, so the result does not depend on the
+/// number of threads).
 pub fn alt_profile_documents(chain: &Chain) -> Vec<serde_json::Value> {
+    use rayon::prelude::*;
     (0..chain.tokens.len() as u32)
+        .into_par_iter()
         .map(|t| {
             serde_json::to_value(alt_profile(chain, t))
                 .expect("a profile of finite numbers and strings converts to JSON")
@@ -1064,6 +1068,38 @@ mod tests {
             "a younger token compares with its first price"
         );
         assert_eq!(c.usd_volume_30d, 70.0);
+    }
+
+    #[test]
+    fn every_profile_document_is_complete_and_finite() {
+        fn walk(v: &serde_json::Value, path: &str) {
+            match v {
+                serde_json::Value::Null => panic!("{path} is null"),
+                serde_json::Value::Number(n) => {
+                    assert!(n.as_f64().is_some_and(f64::is_finite), "{path}")
+                }
+                serde_json::Value::Object(m) => {
+                    m.iter().for_each(|(k, v)| walk(v, &format!("{path}.{k}")))
+                }
+                serde_json::Value::Array(a) => a.iter().for_each(|v| walk(v, path)),
+                _ => {}
+            }
+        }
+        let market = crate::sim::Market::generate(2, crate::sim::Scale::Tiny);
+        let docs = alt_profile_documents(&market.alt);
+        assert_eq!(docs.len(), market.alt.tokens.len());
+        for d in &docs {
+            walk(d, "profile");
+            assert_eq!(d["metrics"].as_object().map(|m| m.len()), Some(6));
+        }
+        // The most active tokens trade up to "now": their short windows are not empty.
+        assert!(docs[0]["metrics"]["1h"]["trade_count"].as_i64() > Some(0));
+        for chain in &market.evm {
+            for t in 0..chain.tokens.len() as u32 {
+                let p = evm_profile(chain, 1, t, true, &all_windows());
+                walk(&serde_json::to_value(p).expect("JSON"), "evm profile");
+            }
+        }
     }
 
     #[test]
