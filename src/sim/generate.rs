@@ -331,6 +331,10 @@ fn generate_chain(seed: u64, p: &ChainParams, size: ChainSize, lazy: bool) -> Ch
     let mut by_pool: Vec<Vec<u32>> = vec![Vec::new(); pools.len()];
     let mut flows: Vec<(u32, u32, u32, u8, f64)> = Vec::with_capacity(total);
     let mut kept: Vec<Vec<SwapRecord>> = Vec::new();
+    let mut final_tokens: Vec<Vec<(u32, f64)>> = vec![Vec::new(); wallets.len()];
+    let mut latest_by_token: Vec<Option<u32>> = vec![None; tokens.len()];
+    let mut latest_by_pool: Vec<Option<u32>> = vec![None; pools.len()];
+    let mut latest_records: HashMap<u32, SwapRecord> = HashMap::new();
     let chunk = if lazy { 32 } else { tokens.len().max(1) };
     for first_token in (0..tokens.len()).step_by(chunk) {
         let last_token = (first_token + chunk).min(tokens.len());
@@ -340,7 +344,22 @@ fn generate_chain(seed: u64, p: &ChainParams, size: ChainSize, lazy: bool) -> Ch
             .collect();
         for (t, stream) in (first_token..last_token).zip(streams) {
             let base = offsets[t];
+            // Each wallet's balance of the token after its last swap of it.
+            let mut last_balance: HashMap<u32, f64> = HashMap::new();
+            for r in &stream {
+                last_balance.insert(r.wallet, r.post_token);
+            }
+            let mut holders: Vec<(u32, f64)> =
+                last_balance.into_iter().filter(|(_, b)| *b > 0.0).collect();
+            holders.sort_by_key(|h| h.0);
+            for (w, b) in holders {
+                final_tokens[w as usize].push((t as u32, b));
+            }
+            if let Some(k) = stream.len().checked_sub(1) {
+                latest_by_token[t] = Some(base + k as u32);
+            }
             for (k, r) in stream.iter().enumerate() {
+                latest_by_pool[r.pool as usize] = Some(base + k as u32);
                 let index = base + k as u32;
                 let slot_offset = u32::try_from(r.slot - p.slot0)
                     .expect("slots of the history lie within 2^32 of its first slot");
@@ -352,6 +371,12 @@ fn generate_chain(seed: u64, p: &ChainParams, size: ChainSize, lazy: bool) -> Ch
                     r.quote_amount
                 };
                 flows.push((slot_offset, index, r.wallet, r.quote, delta));
+            }
+            for i in latest_by_token[t]
+                .iter()
+                .chain(token_pools_latest(&tokens[t], &latest_by_pool))
+            {
+                latest_records.insert(*i, stream[(*i - base) as usize]);
             }
             if !lazy {
                 kept.push(stream);
@@ -392,6 +417,20 @@ fn generate_chain(seed: u64, p: &ChainParams, size: ChainSize, lazy: bool) -> Ch
         by_wallet[w as usize].push(index);
     }
     drop(flows);
+    let mut final_quotes = vec![[0.0f64; 2]; wallets.len()];
+    for (&(w, q), &b) in &balance {
+        final_quotes[w as usize][q as usize] = b;
+    }
+    for (&i, r) in latest_records.iter_mut() {
+        fill_quote(r, pre_quote[i as usize]);
+    }
+    let latest_of = |list: &[Option<u32>]| -> Vec<Option<(u32, SwapRecord)>> {
+        list.iter()
+            .map(|i| i.map(|i| (i, latest_records[&i])))
+            .collect()
+    };
+    let latest_by_token = latest_of(&latest_by_token);
+    let latest_by_pool = latest_of(&latest_by_pool);
 
     let store = if lazy {
         Store::Lazy {
@@ -444,9 +483,24 @@ fn generate_chain(seed: u64, p: &ChainParams, size: ChainSize, lazy: bool) -> Ch
         pre_quote,
         by_pool,
         by_wallet,
+        final_tokens,
+        final_quotes,
+        latest_by_token,
+        latest_by_pool,
         store,
         hash_seed: mix(seed, ck),
     }
+}
+
+/// The latest swap index of each pool of a token, as far as they are known.
+fn token_pools_latest<'a>(
+    token: &'a TokenInfo,
+    latest_by_pool: &'a [Option<u32>],
+) -> impl Iterator<Item = &'a u32> + 'a {
+    token
+        .pools
+        .iter()
+        .filter_map(move |&p| latest_by_pool[p as usize].as_ref())
 }
 
 /// Most swap records a lazy chain keeps in its cache of regenerated token streams (about
@@ -830,6 +884,10 @@ mod tests {
             assert_eq!(k.by_pool, l.by_pool);
             assert_eq!(k.by_wallet, l.by_wallet);
             assert_eq!(k.slot_offsets, l.slot_offsets);
+            assert_eq!(k.final_tokens, l.final_tokens);
+            assert_eq!(k.final_quotes, l.final_quotes);
+            assert_eq!(k.latest_by_token, l.latest_by_token);
+            assert_eq!(k.latest_by_pool, l.latest_by_pool);
         }
     }
 
@@ -876,6 +934,30 @@ mod tests {
                 quote_balance.insert((s.wallet, s.quote), s.post_quote);
                 assert_eq!(chain.pools[s.pool as usize].token, s.token);
                 assert_eq!(chain.pools[s.pool as usize].quote, s.quote);
+            }
+            // The kept final balances and latest swaps are those of the streams.
+            for (w, list) in chain.final_tokens.iter().enumerate() {
+                let expected: Vec<(u32, f64)> = (0..chain.tokens.len() as u32)
+                    .filter_map(|t| {
+                        let b = token_balance.get(&(w as u32, t)).copied()?;
+                        (b > 0.0).then_some((t, b))
+                    })
+                    .collect();
+                assert_eq!(list, &expected);
+                for q in 0..2u8 {
+                    let b = quote_balance.get(&(w as u32, q)).copied().unwrap_or(0.0);
+                    assert_eq!(chain.final_quotes[w][q as usize], b);
+                }
+            }
+            for t in 0..chain.tokens.len() as u32 {
+                let last = chain.stream(t).last().copied();
+                assert_eq!(chain.latest_of_token(t), last);
+            }
+            for p in 0..chain.pools.len() as u32 {
+                assert_eq!(
+                    chain.latest_of_pool(p),
+                    chain.pool_records(p).last().copied()
+                );
             }
         }
     }

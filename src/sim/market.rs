@@ -320,6 +320,14 @@ pub struct Chain {
     pub(crate) by_pool: Vec<Vec<u32>>,
     /// Per wallet: indexes of its swaps, in event order.
     pub(crate) by_wallet: Vec<Vec<u32>>,
+    /// Per wallet: `(token, balance)` of every token it holds at "now", by token.
+    pub(crate) final_tokens: Vec<Vec<(u32, f64)>>,
+    /// Per wallet: its balance of each quote token at "now".
+    pub(crate) final_quotes: Vec<[f64; 2]>,
+    /// Per token: index and record of its latest swap.
+    pub(crate) latest_by_token: Vec<Option<(u32, SwapRecord)>>,
+    /// Per pool: index and record of its latest swap.
+    pub(crate) latest_by_pool: Vec<Option<(u32, SwapRecord)>>,
     pub(crate) store: Store,
     pub(crate) token_by_address: HashMap<String, u32>,
     pub(crate) pool_by_address: HashMap<String, u32>,
@@ -447,6 +455,25 @@ impl Chain {
     pub fn record(&self, index: u32) -> SwapRecord {
         let t = self.token_of(index);
         self.stream(t)[(index - self.offsets[t as usize]) as usize]
+    }
+
+    /// The latest swap of a token, if it has any.
+    pub fn latest_of_token(&self, token: u32) -> Option<SwapRecord> {
+        self.latest_by_token[token as usize].map(|(_, r)| r)
+    }
+
+    /// The latest swap of a pool, if it has any.
+    pub fn latest_of_pool(&self, pool: u32) -> Option<SwapRecord> {
+        self.latest_by_pool[pool as usize].map(|(_, r)| r)
+    }
+
+    /// A wallet's token balances at "now" (`(token, balance)`, positive, by token) and its
+    /// quote balances, without reading any stream.
+    pub fn final_balances(&self, wallet: u32) -> (&[(u32, f64)], [f64; 2]) {
+        (
+            &self.final_tokens[wallet as usize],
+            self.final_quotes[wallet as usize],
+        )
     }
 
     /// A pool's swaps in event order.

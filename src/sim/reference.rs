@@ -232,7 +232,7 @@ pub fn price_changes(recs: &[SwapRecord], now: i64) -> PriceChanges {
 
 /// The latest price of a token, USD (0 for a token without swaps).
 pub fn latest_price(chain: &Chain, token: u32) -> f64 {
-    chain.stream(token).last().map_or(0.0, |s| s.token_price)
+    chain.latest_of_token(token).map_or(0.0, |s| s.token_price)
 }
 
 /// Token balances of every holder of `token` at "now" (wallet index → balance), from the
@@ -633,7 +633,8 @@ pub fn evm_profile(
 }
 
 /// A wallet's portfolio at "now" (interface 2.10): every token and quote token with a positive
-/// balance (the post-trade balance of the wallet's last swap of it), at its latest price
+/// balance (the post-trade balance of the wallet's last swap of it, kept by the generator so
+/// that no stream is read), at its latest price
 /// (a token's last swap price; the native coin's price path; 1 for the stablecoin), largest
 /// value first. An unknown wallet has an empty portfolio.
 pub fn portfolio(chain: &Chain, wallet: Option<u32>) -> Portfolio {
@@ -643,14 +644,9 @@ pub fn portfolio(chain: &Chain, wallet: Option<u32>) -> Portfolio {
             tokens: Vec::new(),
         };
     };
-    let mut tokens: BTreeMap<u32, f64> = BTreeMap::new();
-    let mut quotes: BTreeMap<u8, f64> = BTreeMap::new();
-    let list = chain.wallet_swaps(wallet);
-    for pos in 0..list.len() {
-        let s = chain.record(list.get(pos));
-        tokens.insert(s.token, s.post_token);
-        quotes.insert(s.quote, s.post_quote);
-    }
+    let (tokens, quotes) = chain.final_balances(wallet);
+    let tokens = tokens.iter().copied();
+    let quotes = quotes.iter().enumerate().map(|(q, b)| (q as u8, *b));
     let mut out: Vec<PortfolioToken> = Vec::new();
     for (t, balance) in tokens {
         if balance > 0.0 {
@@ -881,6 +877,15 @@ mod tests {
                         .collect()
                 })
                 .collect(),
+            final_tokens: (0..wallets)
+                .map(|w| match held.get(&w) {
+                    Some(&b) if b > 0.0 => vec![(0, b)],
+                    _ => Vec::new(),
+                })
+                .collect(),
+            final_quotes: vec![[1e9, 0.0]; wallets as usize],
+            latest_by_token: vec![records.last().map(|r| (n - 1, *r))],
+            latest_by_pool: vec![records.last().map(|r| (n - 1, *r))],
             store: Store::Memory(vec![records.into()]),
             token_by_address: HashMap::new(),
             pool_by_address: HashMap::new(),

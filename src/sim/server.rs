@@ -468,24 +468,21 @@ fn answer(state: &State, op: Operation, body: &[u8]) -> Result<Vec<u8>, Reject> 
             let req: EvmPricesRequest = parse(body)?;
             valid(req.validate(op))?;
             let chain = evm_chain(market, req.chain_id)?;
-            let lists = price_lists(chain, &req.tokens, &req.pools);
             if op == Operation::EvmGetPrice {
-                let out: Vec<EvmPrice> = lists
-                    .iter()
-                    .filter_map(|(token, list)| {
-                        let s = list.last()?;
-                        Some(EvmPrice {
-                            chain_id: req.chain_id,
-                            token_address: chain.tokens[*token as usize].address.clone(),
-                            pool_address: chain.pools[s.pool as usize].address.clone(),
-                            usd_price: s.token_price,
-                            block_number: s.slot,
-                            block_time: utc(s.time),
-                        })
+                let out: Vec<EvmPrice> = latest_records(chain, &req.tokens, &req.pools)
+                    .into_iter()
+                    .map(|(token, s)| EvmPrice {
+                        chain_id: req.chain_id,
+                        token_address: chain.tokens[token as usize].address.clone(),
+                        pool_address: chain.pools[s.pool as usize].address.clone(),
+                        usd_price: s.token_price,
+                        block_number: s.slot,
+                        block_time: utc(s.time),
                     })
                     .collect();
                 ok(&out)
             } else {
+                let lists = price_lists(chain, &req.tokens, &req.pools);
                 let out: Vec<EvmPriceStats> = lists
                     .iter()
                     .filter_map(|(token, list)| {
@@ -506,23 +503,20 @@ fn answer(state: &State, op: Operation, body: &[u8]) -> Result<Vec<u8>, Reject> 
         Operation::AltGetPrice | Operation::AltGetPriceStats => {
             let req: AltPricesRequest = parse(body)?;
             valid(req.validate(op))?;
-            let lists = price_lists(alt, &req.tokens, &req.pools);
             if op == Operation::AltGetPrice {
-                let out: Vec<AltPrice> = lists
-                    .iter()
-                    .filter_map(|(token, list)| {
-                        let s = list.last()?;
-                        Some(AltPrice {
-                            token_address: alt.tokens[*token as usize].address.clone(),
-                            pool_address: alt.pools[s.pool as usize].address.clone(),
-                            usd_price: s.token_price,
-                            block_slot: s.slot,
-                            block_time: utc(s.time),
-                        })
+                let out: Vec<AltPrice> = latest_records(alt, &req.tokens, &req.pools)
+                    .into_iter()
+                    .map(|(token, s)| AltPrice {
+                        token_address: alt.tokens[token as usize].address.clone(),
+                        pool_address: alt.pools[s.pool as usize].address.clone(),
+                        usd_price: s.token_price,
+                        block_slot: s.slot,
+                        block_time: utc(s.time),
                     })
                     .collect();
                 ok(&out)
             } else {
+                let lists = price_lists(alt, &req.tokens, &req.pools);
                 let out: Vec<AltPriceStats> = lists
                     .iter()
                     .filter_map(|(token, list)| {
@@ -626,6 +620,30 @@ fn answer(state: &State, op: Operation, body: &[u8]) -> Result<Vec<u8>, Reject> 
             ok(&page)
         }
     }
+}
+
+/// The latest swap of each known token, then of each known pool, with the token it prices.
+/// Unknown addresses are left out of the answer.
+fn latest_records(
+    chain: &Chain,
+    tokens: &Option<Vec<String>>,
+    pools: &Option<Vec<String>>,
+) -> Vec<(u32, crate::sim::SwapRecord)> {
+    let mut out = Vec::new();
+    for t in tokens.iter().flatten() {
+        if let Some(s) = chain
+            .token_index(t)
+            .and_then(|ti| chain.latest_of_token(ti))
+        {
+            out.push((s.token, s));
+        }
+    }
+    for p in pools.iter().flatten() {
+        if let Some(s) = chain.pool_index(p).and_then(|pi| chain.latest_of_pool(pi)) {
+            out.push((s.token, s));
+        }
+    }
+    out
 }
 
 /// The swaps of a price request: one list per known token, then one per known pool, each
