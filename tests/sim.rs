@@ -760,7 +760,13 @@ async fn bad_requests_get_400_with_the_interfaces_text() {
         for (path, body) in &cases {
             let r = call_raw(base, path, Some(DEMO_KEY), body).await;
             assert_eq!((r.status, r.text.as_str()), (400, BAD), "{path} {body}");
+            let why = sim.last_rejection().expect("the rejection is recorded");
+            assert!(why.contains(" 400: "), "{why}");
         }
+        let r = call_raw(base, SWAPS, Some(DEMO_KEY), &json!({"token": token, "limit": 101}).to_string()).await;
+        assert_eq!(r.status, 400);
+        let why = sim.last_rejection().expect("the rejection is recorded");
+        assert!(why.starts_with("altchain.get-swaps 400") && why.contains("limit"), "{why}");
         sim.shutdown().await;
     })
     .await;

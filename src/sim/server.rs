@@ -78,6 +78,7 @@ struct State {
     faults: Mutex<ChaCha8Rng>,
     served: AtomicU64,
     stats: Mutex<BTreeMap<(&'static str, u16), u64>>,
+    last_rejection: Mutex<Option<String>>,
     /// Full search documents of the altchain tokens, built once at start.
     profiles: Vec<serde_json::Value>,
 }
@@ -162,6 +163,7 @@ impl Simulator {
             faults: Mutex::new(ChaCha8Rng::seed_from_u64(fault_seed)),
             served: AtomicU64::new(0),
             stats: Mutex::new(BTreeMap::new()),
+            last_rejection: Mutex::new(None),
             profiles,
         });
         let mut router = Router::new();
@@ -228,6 +230,16 @@ impl Simulator {
         out
     }
 
+    /// Why the latest rejected request was rejected (operation, status and reason), for
+    /// diagnosing a test: the response body itself only carries the interface's text.
+    pub fn last_rejection(&self) -> Option<String> {
+        self.state
+            .last_rejection
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
     /// Stops accepting connections, lets requests in flight finish, and waits for the server.
     pub async fn shutdown(mut self) {
         if let Some(tx) = self.shutdown.take() {
@@ -247,17 +259,28 @@ impl Drop for Simulator {
     }
 }
 
-/// A failed request: its status, and for 429 the `Retry-After` seconds.
+/// A failed request: its status, for 429 the `Retry-After` seconds, and why (kept for
+/// [`Simulator::last_rejection`]; the body only ever carries the interface's text).
 struct Reject {
     status: ApiStatus,
     retry_after: Option<u64>,
+    reason: String,
 }
 
 impl Reject {
-    fn bad() -> Self {
+    fn bad(reason: impl std::fmt::Display) -> Self {
         Reject {
             status: ApiStatus::BadRequest,
             retry_after: None,
+            reason: reason.to_string(),
+        }
+    }
+
+    fn status(status: ApiStatus, retry_after: Option<u64>, reason: &str) -> Self {
+        Reject {
+            status,
+            retry_after,
+            reason: reason.to_owned(),
         }
     }
 }
@@ -293,7 +316,18 @@ fn handle(state: &State, op: Operation, headers: &HeaderMap, body: &[u8]) -> Res
     let (status, response) = match admit(state, op, headers).and_then(|()| answer(state, op, body))
     {
         Ok(bytes) => (200, json_response(StatusCode::OK, bytes)),
-        Err(reject) => (reject.status.code(), error_response(&reject)),
+        Err(reject) => {
+            *state
+                .last_rejection
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(format!(
+                "{} {}: {}",
+                op.name(),
+                reject.status.code(),
+                reject.reason
+            ));
+            (reject.status.code(), error_response(&reject))
+        }
     };
     state.served.fetch_add(1, Ordering::Relaxed);
     *state
@@ -312,10 +346,11 @@ fn admit(state: &State, op: Operation, headers: &HeaderMap) -> Result<(), Reject
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
     if key != DEMO_KEY && key != FREE_KEY {
-        return Err(Reject {
-            status: ApiStatus::Unauthorized,
-            retry_after: None,
-        });
+        return Err(Reject::status(
+            ApiStatus::Unauthorized,
+            None,
+            "missing or unknown x-api-key",
+        ));
     }
     if key == FREE_KEY
         && matches!(
@@ -323,10 +358,11 @@ fn admit(state: &State, op: Operation, headers: &HeaderMap) -> Result<(), Reject
             Operation::AltSearchProfiles | Operation::AltGetPortfolio
         )
     {
-        return Err(Reject {
-            status: ApiStatus::Forbidden,
-            retry_after: None,
-        });
+        return Err(Reject::status(
+            ApiStatus::Forbidden,
+            None,
+            "the free plan has no search-profiles or get-portfolio",
+        ));
     }
     if let Some(rate) = state.rate_limit {
         let mut buckets = state
@@ -344,10 +380,11 @@ fn admit(state: &State, op: Operation, headers: &HeaderMap) -> Result<(), Reject
             b.tokens -= 1.0;
         } else {
             let wait = ((1.0 - b.tokens) / rate).ceil().max(1.0) as u64;
-            return Err(Reject {
-                status: ApiStatus::TooManyRequests,
-                retry_after: Some(wait),
-            });
+            return Err(Reject::status(
+                ApiStatus::TooManyRequests,
+                Some(wait),
+                "the key's rate limit is exhausted",
+            ));
         }
     }
     if state.fail_rate > 0.0 || state.throttle_rate > 0.0 {
@@ -357,23 +394,25 @@ fn admit(state: &State, op: Operation, headers: &HeaderMap) -> Result<(), Reject
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .random();
         if u < state.fail_rate {
-            return Err(Reject {
-                status: ApiStatus::InternalServerError,
-                retry_after: None,
-            });
+            return Err(Reject::status(
+                ApiStatus::InternalServerError,
+                None,
+                "injected failure",
+            ));
         }
         if u < state.fail_rate + state.throttle_rate {
-            return Err(Reject {
-                status: ApiStatus::TooManyRequests,
-                retry_after: Some(1),
-            });
+            return Err(Reject::status(
+                ApiStatus::TooManyRequests,
+                Some(1),
+                "injected throttling",
+            ));
         }
     }
     Ok(())
 }
 
 fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, Reject> {
-    serde_json::from_slice(body).map_err(|_parse_error| Reject::bad())
+    serde_json::from_slice(body).map_err(|e| Reject::bad(format!("body: {e}")))
 }
 
 fn ok<T: Serialize>(value: &T) -> Result<Vec<u8>, Reject> {
@@ -386,18 +425,21 @@ fn ok_sized<T: Serialize>(value: &T, capacity: usize) -> Result<Vec<u8>, Reject>
     let mut out = Vec::with_capacity(capacity);
     serde_json::to_writer(&mut out, value)
         .map(|()| out)
-        .map_err(|_serialise_error| Reject {
+        .map_err(|e| Reject {
             status: ApiStatus::InternalServerError,
             retry_after: None,
+            reason: format!("serialising the answer: {e}"),
         })
 }
 
 fn valid(r: Result<()>) -> Result<(), Reject> {
-    r.map_err(|_invalid| Reject::bad())
+    r.map_err(Reject::bad)
 }
 
 fn evm_chain(market: &Market, chain_id: i64) -> Result<&Chain, Reject> {
-    market.evm_chain(chain_id).ok_or_else(Reject::bad)
+    market
+        .evm_chain(chain_id)
+        .ok_or_else(|| Reject::bad(format!("unsupported chain_id {chain_id}")))
 }
 
 fn time_secs(t: chrono::DateTime<chrono::Utc>) -> i64 {
@@ -413,11 +455,13 @@ fn answer(state: &State, op: Operation, body: &[u8]) -> Result<Vec<u8>, Reject> 
             valid(req.validate())?;
             let chain = evm_chain(market, req.chain_id)?;
             // The interface has no 404: a token the chain does not know is a bad parameter.
-            let token = chain.token_index(&req.token).ok_or_else(Reject::bad)?;
+            let token = chain
+                .token_index(&req.token)
+                .ok_or_else(|| Reject::bad(format!("unknown token {:?}", req.token)))?;
             let options = req.options.unwrap_or_default();
             let windows: Vec<TimeWindow> = options.include_metrics.unwrap_or_default();
-            if windows.iter().any(|w| w.seconds().is_none()) {
-                return Err(Reject::bad());
+            if let Some(w) = windows.iter().find(|w| w.seconds().is_none()) {
+                return Err(Reject::bad(format!("unknown metrics window {w}")));
             }
             ok(&reference::evm_profile(
                 chain,
@@ -434,7 +478,9 @@ fn answer(state: &State, op: Operation, body: &[u8]) -> Result<Vec<u8>, Reject> 
             let from = time_secs(req.from);
             let to = req.to.map_or(chain.now, time_secs);
             if reference::history_points(from, to, req.interval) > MAX_HISTORY_POINTS {
-                return Err(Reject::bad());
+                return Err(Reject::bad(format!(
+                    "more than {MAX_HISTORY_POINTS} points per series"
+                )));
             }
             let mut out = Vec::new();
             for t in req.tokens.iter().flatten() {
@@ -554,7 +600,7 @@ fn answer(state: &State, op: Operation, body: &[u8]) -> Result<Vec<u8>, Reject> 
             let list = reference::price_source(alt, token, pool);
             let count = req
                 .count
-                .map(|c| usize::try_from(c).map_err(|_| Reject::bad()))
+                .map(|c| usize::try_from(c).map_err(|e| Reject::bad(format!("count {c}: {e}"))))
                 .transpose()?;
             ok(&reference::candles(
                 &list,
@@ -615,8 +661,7 @@ fn answer(state: &State, op: Operation, body: &[u8]) -> Result<Vec<u8>, Reject> 
         Operation::AltSearchProfiles => {
             let req: SearchRequest = parse(body)?;
             valid(req.validate())?;
-            let page =
-                search::search(&req, &state.profiles).map_err(|_language_error| Reject::bad())?;
+            let page = search::search(&req, &state.profiles).map_err(Reject::bad)?;
             ok(&page)
         }
     }
@@ -692,15 +737,18 @@ fn encode_cursor(slot: i64, id: i64) -> String {
 /// Decodes a cursor to the key of the swap it names; anything else is a 400.
 fn decode_cursor(chain: &Chain, cursor: &str) -> Result<(i64, i64), Reject> {
     if cursor.len() != 32 || !cursor.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(Reject::bad());
+        return Err(Reject::bad(
+            "the cursor is not one of this service's cursors",
+        ));
     }
-    let slot =
-        u64::from_str_radix(&cursor[..16], 16).map_err(|_| Reject::bad())? ^ CURSOR_MASK_SLOT;
-    let id = u64::from_str_radix(&cursor[16..], 16).map_err(|_| Reject::bad())? ^ CURSOR_MASK_ID;
-    let index = chain.swap_index(id as i64).ok_or_else(Reject::bad)?;
+    let slot = u64::from_str_radix(&cursor[..16], 16).map_err(Reject::bad)? ^ CURSOR_MASK_SLOT;
+    let id = u64::from_str_radix(&cursor[16..], 16).map_err(Reject::bad)? ^ CURSOR_MASK_ID;
+    let index = chain
+        .swap_index(id as i64)
+        .ok_or_else(|| Reject::bad("the cursor names no swap"))?;
     let key = chain.key(index);
     if key.0 != slot as i64 {
-        return Err(Reject::bad());
+        return Err(Reject::bad("the cursor's slot does not match its swap"));
     }
     Ok(key)
 }
