@@ -1319,3 +1319,65 @@ async fn the_command_prints_its_address_first_and_the_catalog() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn search_profiles_carry_consistent_labels_and_filters() {
+    bounded(async {
+        let sim = start(6).await;
+        let base = sim.base_url();
+        let now = sim.market().now().timestamp();
+        let all = call(
+            base,
+            SEARCH,
+            json!({
+                "limit": 100,
+                "options": {"include_metadata": true, "include_market": true, "include_labels": true},
+                "dynamic_labels": {"big": {"market.holders": {"$gte": 25}}},
+                "sort": {"field": "market.liquidity", "direction": "desc"}
+            }),
+        )
+        .await;
+        let docs = all["data"].as_array().expect("data");
+        assert_eq!(all["count"].as_u64(), Some(docs.len() as u64));
+        assert_eq!(docs.len(), sim.market().alt.tokens.len());
+        assert_eq!(all["cursor"], Value::Null);
+        let liquidity: Vec<f64> = docs.iter().map(|d| f(&d["market"]["liquidity"])).collect();
+        assert!(liquidity.windows(2).all(|w| w[0] >= w[1]), "sorted descending");
+        let mut holders_over_5 = 0;
+        for d in docs {
+            let labels: HashSet<&str> = d["labels"]
+                .as_array()
+                .expect("labels")
+                .iter()
+                .map(|l| l.as_str().expect("label"))
+                .collect();
+            let matched: HashSet<&str> = members(&d["matched_labels"]);
+            assert_eq!(labels, matched, "every label has its rules");
+            let holders = d["market"]["holders"].as_i64().expect("holders");
+            assert_eq!(labels.contains("popular"), holders >= 25);
+            let big = d["dynamic_labels"] == json!(["big"]);
+            assert_eq!(big, holders >= 25, "dynamic label on the same rule");
+            let created = secs(&d["metadata"]["created_at"]);
+            assert_eq!(labels.contains("new"), created > now - 3 * 86_400);
+            if holders > 5 {
+                holders_over_5 += 1;
+            }
+        }
+        let filtered = call(
+            base,
+            SEARCH,
+            json!({"filter": {"market.holders": {"$gt": 5}}, "limit": 1}),
+        )
+        .await;
+        assert_eq!(filtered["count"], json!(holders_over_5));
+        assert!(members(&filtered["data"][0]).is_subset(&HashSet::from([
+            "updated_at",
+            "synced_at",
+            "token_address",
+            "dynamic_labels",
+            "metrics"
+        ])));
+        sim.shutdown().await;
+    })
+    .await;
+}
