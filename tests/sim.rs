@@ -1381,3 +1381,41 @@ async fn search_profiles_carry_consistent_labels_and_filters() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_lazily_stored_market_answers_byte_for_byte_like_a_kept_one() {
+    bounded(async {
+        use std::sync::Arc;
+        let kept = Simulator::serve(
+            SimConfig::default(),
+            Arc::new(dexlake::sim::Market::generate(21, Scale::Tiny)),
+        )
+        .await
+        .expect("the simulator starts");
+        let lazy_market = dexlake::sim::Market::generate_lazy(21, Scale::Tiny);
+        assert!(lazy_market.is_lazy() && !kept.market().is_lazy());
+        let lazy = Simulator::serve(SimConfig::default(), Arc::new(lazy_market))
+            .await
+            .expect("the simulator starts");
+        let cat = catalog(&kept);
+        assert_eq!(cat, catalog(&lazy));
+        let mut bodies = valid_bodies(&cat);
+        let wallet = cat["altchain"]["wallets"][0]["address"].clone();
+        bodies.push((TRADES, json!({"wallet": wallet, "limit": 100})));
+        bodies.push((
+            SEARCH,
+            json!({"limit": 100, "options": {"include_market": true, "include_labels": true,
+                   "include_metadata": true, "include_metrics": ["1d", "5m"]}}),
+        ));
+        for (path, body) in bodies {
+            let body = body.to_string();
+            let a = call_raw(kept.base_url(), path, Some(DEMO_KEY), &body).await;
+            let b = call_raw(lazy.base_url(), path, Some(DEMO_KEY), &body).await;
+            assert_eq!(a.status, 200, "{path}");
+            assert_eq!(a.text, b.text, "{path}");
+        }
+        kept.shutdown().await;
+        lazy.shutdown().await;
+    })
+    .await;
+}

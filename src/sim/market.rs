@@ -720,9 +720,21 @@ impl Market {
         super::generate::generate(seed, scale)
     }
 
+    /// The same market as [`Market::generate`], stored the way the large scale is: compact
+    /// indexes, token streams regenerated on demand. For checking that both storages give
+    /// the same answers at a scale that generates quickly.
+    pub fn generate_lazy(seed: u64, scale: Scale) -> Market {
+        super::generate::generate_with(seed, scale, true)
+    }
+
     /// The simulated "now": the end of the generated history, the default of every `to`.
     pub fn now(&self) -> DateTime<Utc> {
         utc(self.now)
+    }
+
+    /// Whether token streams are regenerated on demand (the large scale) rather than kept.
+    pub fn is_lazy(&self) -> bool {
+        matches!(self.alt.store, Store::Lazy { .. })
     }
 
     /// The EVM chain with `chain_id`, if the market has it.

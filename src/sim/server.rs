@@ -79,6 +79,8 @@ struct State {
     served: AtomicU64,
     stats: Mutex<BTreeMap<(&'static str, u16), u64>>,
     last_rejection: Mutex<Option<String>>,
+    /// Whether requests are answered on the blocking pool (for lazily stored markets).
+    offload: bool,
     /// Full search documents of the altchain tokens, built once at start.
     profiles: Vec<serde_json::Value>,
 }
@@ -164,6 +166,7 @@ impl Simulator {
             served: AtomicU64::new(0),
             stats: Mutex::new(BTreeMap::new()),
             last_rejection: Mutex::new(None),
+            offload: market.is_lazy(),
             profiles,
         });
         let mut router = Router::new();
@@ -173,7 +176,22 @@ impl Simulator {
                 &op.path(&config.altchain_segment),
                 post(move |headers: HeaderMap, body: Bytes| {
                     let st = st.clone();
-                    async move { handle(&st, op, &headers, &body) }
+                    async move {
+                        if !st.offload {
+                            return handle(&st, op, &headers, &body);
+                        }
+                        // A lazy market may regenerate a token's stream (up to a second of
+                        // CPU) to answer: that runs on the blocking pool, not on a worker.
+                        let job =
+                            tokio::task::spawn_blocking(move || handle(&st, op, &headers, &body));
+                        job.await.unwrap_or_else(|e| {
+                            error_response(&Reject {
+                                status: ApiStatus::InternalServerError,
+                                retry_after: None,
+                                reason: format!("the request's task failed: {e}"),
+                            })
+                        })
+                    }
                 }),
             );
         }
