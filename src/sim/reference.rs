@@ -384,8 +384,8 @@ struct WalletLedger {
 ///   PnL; each `*_stability` = 1 / (1 + its volatility).
 /// - `sharpe_ratio` = mean(r) / std(r) and `sortino_ratio` = mean(r) / √mean(min(r, 0)²) over
 ///   the per-sell returns r = PnL / cost, risk-free 0, not annualised (one period per trade).
-/// - `max_drawdown`: the largest fall of the trade price from its running peak, percent
-///   (≤ 0).
+/// - `max_drawdown`: the largest fall, percent (≤ 0), of the equity curve that compounds the
+///   per-sell returns in event order from an initial capital of 1 (semantics §3).
 ///
 /// A ratio without a denominator, and a statistic of fewer than two values, is 0.
 pub fn window_metrics(chain: &Chain, token: u32, window_seconds: i64) -> WindowMetrics {
@@ -548,11 +548,13 @@ pub fn window_metrics(chain: &Chain, token: u32, window_seconds: i64) -> WindowM
     } else {
         ratio(mean(&returns), downside)
     };
-    let mut peak = f64::MIN;
-    let mut max_drawdown = 0.0f64;
-    for &p in &prices {
-        peak = peak.max(p);
-        max_drawdown = max_drawdown.min(100.0 * (p / peak - 1.0));
+    // Equity curve of the per-sell returns compounded from an initial capital of 1, which is
+    // the first peak (so a loss on the first sell counts).
+    let (mut equity, mut peak, mut max_drawdown) = (1.0f64, 1.0f64, 0.0f64);
+    for r in &returns {
+        equity *= 1.0 + r;
+        peak = peak.max(equity);
+        max_drawdown = max_drawdown.min(100.0 * (equity / peak - 1.0));
     }
 
     WindowMetrics {
@@ -1034,11 +1036,15 @@ mod tests {
             (Some(3), Some(2))
         );
         assert!(near(m.avg_wallet_winrate.expect("winrate"), 60.0));
-        // Price path 1, …, 1.01, 0.98, 1.03, 0.99, 1.02: the deepest fall is 1.03 → 0.99.
-        assert!(near(
-            m.max_drawdown.expect("drawdown"),
-            100.0 * (0.99 / 1.03 - 1.0)
-        ));
+        assert!(near(m.max_drawdown.expect("drawdown"), -2.0));
+        // r = [−0.10, 0.05, 0.02] has a drawdown of −10 %: the first loss counts.
+        let mut trades: Vec<(i64, u32, bool, f64, f64)> =
+            (0..3).map(|w| (t + w as i64, w, true, 1.0, 1.0)).collect();
+        for (w, x) in [-0.10, 0.05, 0.02].iter().enumerate() {
+            trades.push((t + 100 + w as i64, w as u32, false, 1.0, 1.0 + x));
+        }
+        let m = window_metrics(&one_token_chain(&trades), 0, 86_400);
+        assert!(near(m.max_drawdown.expect("drawdown"), -10.0));
     }
 
     #[test]
