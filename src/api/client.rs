@@ -1,1 +1,1067 @@
 //! The HTTP client of the service.
+//!
+//! [`Client`] sends the eleven operations as typed requests and decodes typed answers. Every
+//! request is checked against the interface's bounds before anything is sent; every HTTP attempt
+//! takes a permit from one [`Permits`] (concurrency and rate); failures that may pass when
+//! repeated (429, 5xx, connection errors, timeouts) are retried with jittered exponential backoff
+//! or after the service's `Retry-After`. On top of the single calls the client offers paging
+//! streams that follow the cursor, and chunked price calls that split address lists larger than
+//! one call allows.
+
+use std::collections::HashSet;
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
+
+use futures::stream::{self, Stream, StreamExt};
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::time::Instant;
+
+use super::models::Portfolio;
+use super::models::{
+    AltPrice, AltPriceStats, AltTokenProfile, Candle, EvmPrice, EvmPriceStats, EvmTokenProfile,
+    Page, PriceHistorySeries, Swap, Trade,
+};
+use super::requests::{
+    AltPricesRequest, CandlesRequest, EvmPricesRequest, GetProfileRequest, MAX_HISTORY_POOLS,
+    MAX_HISTORY_TOKENS, MAX_PRICE_ADDRESSES, Operation, PortfolioRequest, PriceHistoryRequest,
+    SwapsRequest, TradesRequest,
+};
+use super::retry::{Permits, RateLimit, RetryConfig, parse_retry_after};
+use super::search::SearchRequest;
+use crate::error::{ApiStatus, Error, Result};
+
+/// Base URL used when none is configured: the simulator's conventional loopback address.
+pub const DEFAULT_BASE_URL: &str = "http://127.0.0.1:8080";
+/// Path segment of the non-EVM family used when none is configured.
+pub const DEFAULT_ALTCHAIN_SEGMENT: &str = "altchain";
+/// Environment variable holding the API key.
+pub const ENV_API_KEY: &str = "DEXLAKE_API_KEY";
+/// Environment variable holding the base URL.
+pub const ENV_BASE_URL: &str = "DEXLAKE_BASE_URL";
+/// Environment variable holding the non-EVM path segment.
+pub const ENV_ALTCHAIN_SEGMENT: &str = "DEXLAKE_ALTCHAIN_SEGMENT";
+/// Name of the header that carries the API key.
+pub const API_KEY_HEADER: &str = "x-api-key";
+
+/// Characters of a response body kept in error messages.
+const EXCERPT_CHARS: usize = 200;
+
+/// Everything a [`Client`] needs: where, who, how long, how often.
+///
+/// `Debug` shows whether an API key is set, never the key itself.
+#[derive(Clone, PartialEq)]
+pub struct ClientConfig {
+    /// Base URL; every operation path is appended to it (a path prefix is kept).
+    pub base_url: String,
+    /// Value of the `x-api-key` header; without one the service answers 401.
+    pub api_key: Option<String>,
+    /// Path segment of the non-EVM family (`/v1/<segment>/...`).
+    pub altchain_segment: String,
+    /// Limit of one HTTP attempt, from connecting to the end of the body.
+    pub timeout: Duration,
+    /// Limit of establishing a connection.
+    pub connect_timeout: Duration,
+    /// `User-Agent` header.
+    pub user_agent: String,
+    /// How failed attempts are retried.
+    pub retry: RetryConfig,
+    /// Request rate limit; `None` sends as fast as the concurrency limit allows.
+    pub rate_limit: Option<RateLimit>,
+    /// Requests in flight at once.
+    pub max_concurrency: usize,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            base_url: DEFAULT_BASE_URL.to_owned(),
+            api_key: None,
+            altchain_segment: DEFAULT_ALTCHAIN_SEGMENT.to_owned(),
+            timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(10),
+            user_agent: concat!("dexlake/", env!("CARGO_PKG_VERSION")).to_owned(),
+            retry: RetryConfig::default(),
+            rate_limit: None,
+            max_concurrency: 8,
+        }
+    }
+}
+
+impl ClientConfig {
+    /// The default configuration with the given base URL.
+    pub fn new(base_url: impl Into<String>) -> Self {
+        ClientConfig {
+            base_url: base_url.into(),
+            ..ClientConfig::default()
+        }
+    }
+
+    /// The default configuration, with `DEXLAKE_API_KEY` (required), `DEXLAKE_BASE_URL` and
+    /// `DEXLAKE_ALTCHAIN_SEGMENT` (both optional) taken from the environment. An empty variable
+    /// counts as unset.
+    pub fn from_env() -> Result<Self> {
+        ClientConfig::from_lookup(env_var)
+    }
+
+    /// [`Self::from_env`] over any source of variables, so it can be tested without touching
+    /// the process environment.
+    fn from_lookup(get: impl Fn(&str) -> Result<Option<String>>) -> Result<Self> {
+        let set = |name: &str| -> Result<Option<String>> {
+            Ok(get(name)?
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty()))
+        };
+        let api_key = set(ENV_API_KEY)?.ok_or_else(|| {
+            Error::Config(format!(
+                "{ENV_API_KEY} is not set; the service needs an API key"
+            ))
+        })?;
+        let mut config = ClientConfig {
+            api_key: Some(api_key),
+            ..ClientConfig::default()
+        };
+        if let Some(url) = set(ENV_BASE_URL)? {
+            config.base_url = url;
+        }
+        if let Some(segment) = set(ENV_ALTCHAIN_SEGMENT)? {
+            config.altchain_segment = segment;
+        }
+        Ok(config)
+    }
+
+    /// Sets [`Self::base_url`].
+    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
+        self.base_url = base_url.into();
+        self
+    }
+
+    /// Sets [`Self::api_key`].
+    pub fn with_api_key(mut self, api_key: impl Into<String>) -> Self {
+        self.api_key = Some(api_key.into());
+        self
+    }
+
+    /// Sets [`Self::altchain_segment`].
+    pub fn with_altchain_segment(mut self, segment: impl Into<String>) -> Self {
+        self.altchain_segment = segment.into();
+        self
+    }
+
+    /// Sets [`Self::timeout`].
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Sets [`Self::connect_timeout`].
+    pub fn with_connect_timeout(mut self, connect_timeout: Duration) -> Self {
+        self.connect_timeout = connect_timeout;
+        self
+    }
+
+    /// Sets [`Self::user_agent`].
+    pub fn with_user_agent(mut self, user_agent: impl Into<String>) -> Self {
+        self.user_agent = user_agent.into();
+        self
+    }
+
+    /// Sets [`Self::retry`].
+    pub fn with_retry(mut self, retry: RetryConfig) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// Sets [`Self::rate_limit`].
+    pub fn with_rate_limit(mut self, rate_limit: Option<RateLimit>) -> Self {
+        self.rate_limit = rate_limit;
+        self
+    }
+
+    /// Sets [`Self::max_concurrency`].
+    pub fn with_max_concurrency(mut self, max_concurrency: usize) -> Self {
+        self.max_concurrency = max_concurrency;
+        self
+    }
+
+    /// The base URL checked and without a trailing slash.
+    fn checked_base_url(&self) -> Result<String> {
+        let parsed = url::Url::parse(&self.base_url).map_err(|e| {
+            Error::Config(format!("base_url {:?} is not a URL: {e}", self.base_url))
+        })?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(Error::Config(format!(
+                "base_url {:?} must use http or https",
+                self.base_url
+            )));
+        }
+        if parsed.query().is_some() || parsed.fragment().is_some() {
+            return Err(Error::Config(format!(
+                "base_url {:?} must not carry a query or fragment",
+                self.base_url
+            )));
+        }
+        Ok(self.base_url.trim_end_matches('/').to_owned())
+    }
+
+    fn check_segment(&self) -> Result<()> {
+        let s = &self.altchain_segment;
+        if s.is_empty() || s.contains(['/', '?', '#']) || s.trim() != s {
+            return Err(Error::Config(format!(
+                "altchain_segment {s:?} must be one non-empty path segment"
+            )));
+        }
+        Ok(())
+    }
+}
+
+fn env_var(name: &str) -> Result<Option<String>> {
+    match std::env::var(name) {
+        Ok(v) => Ok(Some(v)),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(e @ std::env::VarError::NotUnicode(_)) => {
+            Err(Error::Config(format!("environment variable {name}: {e}")))
+        }
+    }
+}
+
+impl std::fmt::Debug for ClientConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientConfig")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("altchain_segment", &self.altchain_segment)
+            .field("timeout", &self.timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("user_agent", &self.user_agent)
+            .field("retry", &self.retry)
+            .field("rate_limit", &self.rate_limit)
+            .field("max_concurrency", &self.max_concurrency)
+            .finish()
+    }
+}
+
+/// Counters of a client's traffic, as a snapshot.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClientMetrics {
+    /// HTTP attempts sent, retries included.
+    pub requests: u64,
+    /// Attempts that were retries.
+    pub retries: u64,
+    /// 429 answers seen.
+    pub throttled: u64,
+    /// Calls that ended in an error after reaching the network (retries exhausted included).
+    pub failures: u64,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    requests: AtomicU64,
+    retries: AtomicU64,
+    throttled: AtomicU64,
+    failures: AtomicU64,
+}
+
+impl Counters {
+    fn bump(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[derive(Debug)]
+struct Inner {
+    config: ClientConfig,
+    base_url: String,
+    http: reqwest::Client,
+    permits: Permits,
+    counters: Counters,
+}
+
+/// The typed async client of the service. Cloning is cheap; clones share the connection pool,
+/// the permits and the counters.
+///
+/// # Example
+///
+/// ```no_run
+/// use dexlake::api::client::{Client, ClientConfig};
+/// use dexlake::api::requests::{AltPricesRequest, SwapsRequest};
+/// use futures::TryStreamExt;
+///
+/// # async fn demo() -> dexlake::Result<()> {
+/// let client = Client::new(
+///     ClientConfig::new("http://127.0.0.1:8080").with_api_key("demo-key"),
+/// )?;
+///
+/// // One call.
+/// let prices = client
+///     .alt_prices(&AltPricesRequest::for_tokens(["So11111111111111111111111111111111111111112"]))
+///     .await?;
+/// println!("{} prices", prices.len());
+///
+/// // Every swap of a token, following the cursor page after page.
+/// let swaps: Vec<_> = client
+///     .swaps_stream(SwapsRequest::for_token("TokenAddress").limit(100))
+///     .try_collect()
+///     .await?;
+/// println!("{} swaps in {} requests", swaps.len(), client.metrics().requests);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+/// The service's error body.
+#[derive(serde::Deserialize)]
+struct ErrorBody {
+    error: String,
+}
+
+/// How one attempt ended, when it did not succeed.
+struct Failure {
+    error: Error,
+    /// Whether sending the same request again may succeed.
+    retryable: bool,
+    /// The service's `Retry-After`, if it sent one.
+    retry_after: Option<Duration>,
+}
+
+impl Client {
+    /// A client for the configuration; fails on a configuration that cannot work.
+    pub fn new(config: ClientConfig) -> Result<Client> {
+        let base_url = config.checked_base_url()?;
+        config.check_segment()?;
+        config.retry.validate()?;
+        let permits = Permits::new(config.rate_limit.as_ref(), config.max_concurrency)?;
+
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if let Some(key) = &config.api_key {
+            let mut value = HeaderValue::from_str(key).map_err(|e| {
+                Error::Config(format!(
+                    "api_key cannot be sent as an HTTP header value: {e}"
+                ))
+            })?;
+            value.set_sensitive(true);
+            headers.insert(API_KEY_HEADER, value);
+        }
+        let http = reqwest::Client::builder()
+            .default_headers(headers)
+            .user_agent(config.user_agent.clone())
+            .timeout(config.timeout)
+            .connect_timeout(config.connect_timeout)
+            .build()
+            .map_err(|e| Error::Config(format!("could not build the HTTP client: {e}")))?;
+        Ok(Client {
+            inner: Arc::new(Inner {
+                config,
+                base_url,
+                http,
+                permits,
+                counters: Counters::default(),
+            }),
+        })
+    }
+
+    /// A client configured from the environment (see [`ClientConfig::from_env`]).
+    pub fn from_env() -> Result<Client> {
+        Client::new(ClientConfig::from_env()?)
+    }
+
+    /// The configuration the client was built with.
+    pub fn config(&self) -> &ClientConfig {
+        &self.inner.config
+    }
+
+    /// A snapshot of the traffic counters.
+    pub fn metrics(&self) -> ClientMetrics {
+        let c = &self.inner.counters;
+        ClientMetrics {
+            requests: c.requests.load(Ordering::Relaxed),
+            retries: c.retries.load(Ordering::Relaxed),
+            throttled: c.throttled.load(Ordering::Relaxed),
+            failures: c.failures.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The permits every request of this client takes; share them to throttle other work
+    /// against the same service.
+    pub fn permits(&self) -> &Permits {
+        &self.inner.permits
+    }
+
+    /// The full URL of an operation.
+    pub fn url(&self, op: Operation) -> String {
+        format!(
+            "{}{}",
+            self.inner.base_url,
+            op.path(&self.inner.config.altchain_segment)
+        )
+    }
+
+    // ----- The eleven operations -----
+
+    /// EVM get-profile (4.1): the profile of one token.
+    pub async fn evm_profile(&self, req: &GetProfileRequest) -> Result<EvmTokenProfile> {
+        req.validate()?;
+        self.call(Operation::EvmGetProfile, req).await
+    }
+
+    /// EVM get-price-history (4.2): at most 100 tokens and 1000 pools; see
+    /// [`Self::evm_price_history_chunked`] for more.
+    pub async fn evm_price_history(
+        &self,
+        req: &PriceHistoryRequest,
+    ) -> Result<Vec<PriceHistorySeries>> {
+        req.validate()?;
+        self.call(Operation::EvmGetPriceHistory, req).await
+    }
+
+    /// EVM get-price-stats (4.3): at most 1000 tokens and 1000 pools.
+    pub async fn evm_price_stats(&self, req: &EvmPricesRequest) -> Result<Vec<EvmPriceStats>> {
+        req.validate(Operation::EvmGetPriceStats)?;
+        self.call(Operation::EvmGetPriceStats, req).await
+    }
+
+    /// EVM get-price (4.4): at most 1000 tokens and 1000 pools.
+    pub async fn evm_prices(&self, req: &EvmPricesRequest) -> Result<Vec<EvmPrice>> {
+        req.validate(Operation::EvmGetPrice)?;
+        self.call(Operation::EvmGetPrice, req).await
+    }
+
+    /// Altchain search-profiles (4.5): one page of results.
+    pub async fn search_profiles(&self, req: &SearchRequest) -> Result<Page<AltTokenProfile>> {
+        req.validate()?;
+        self.call(Operation::AltSearchProfiles, req).await
+    }
+
+    /// Altchain get-price-candles (4.6).
+    pub async fn candles(&self, req: &CandlesRequest) -> Result<Vec<Candle>> {
+        req.validate()?;
+        self.call(Operation::AltGetPriceCandles, req).await
+    }
+
+    /// Altchain get-swaps (4.7): one page of swaps, newest first.
+    pub async fn swaps(&self, req: &SwapsRequest) -> Result<Page<Swap>> {
+        req.validate()?;
+        self.call(Operation::AltGetSwaps, req).await
+    }
+
+    /// Altchain get-trades (4.8): one page of trades, newest first.
+    pub async fn trades(&self, req: &TradesRequest) -> Result<Page<Trade>> {
+        req.validate()?;
+        self.call(Operation::AltGetTrades, req).await
+    }
+
+    /// Altchain get-price-stats (4.9): at most 1000 tokens and 1000 pools.
+    pub async fn alt_price_stats(&self, req: &AltPricesRequest) -> Result<Vec<AltPriceStats>> {
+        req.validate(Operation::AltGetPriceStats)?;
+        self.call(Operation::AltGetPriceStats, req).await
+    }
+
+    /// Altchain get-price (4.10): at most 1000 tokens and 1000 pools.
+    pub async fn alt_prices(&self, req: &AltPricesRequest) -> Result<Vec<AltPrice>> {
+        req.validate(Operation::AltGetPrice)?;
+        self.call(Operation::AltGetPrice, req).await
+    }
+
+    /// Altchain get-portfolio (4.11).
+    pub async fn portfolio(&self, req: &PortfolioRequest) -> Result<Portfolio> {
+        req.validate()?;
+        self.call(Operation::AltGetPortfolio, req).await
+    }
+
+    // ----- Paging -----
+
+    /// Every page of get-swaps from the request's cursor on (see [`Self::search_pages`] for
+    /// when paging stops).
+    pub fn swap_pages(
+        &self,
+        req: SwapsRequest,
+    ) -> impl Stream<Item = Result<Page<Swap>>> + Send + 'static {
+        let client = self.clone();
+        let start = req.cursor.clone();
+        pages(Operation::AltGetSwaps, start, move |cursor| {
+            let client = client.clone();
+            let mut req = req.clone();
+            req.cursor = cursor;
+            async move { client.swaps(&req).await }
+        })
+    }
+
+    /// Every page of get-trades from the request's cursor on (see [`Self::search_pages`] for
+    /// when paging stops).
+    pub fn trade_pages(
+        &self,
+        req: TradesRequest,
+    ) -> impl Stream<Item = Result<Page<Trade>>> + Send + 'static {
+        let client = self.clone();
+        let start = req.cursor.clone();
+        pages(Operation::AltGetTrades, start, move |cursor| {
+            let client = client.clone();
+            let mut req = req.clone();
+            req.cursor = cursor;
+            async move { client.trades(&req).await }
+        })
+    }
+
+    /// Every page of search-profiles from the request's cursor on.
+    ///
+    /// Paging stops after a page whose cursor is missing, null or empty, or whose `data` is
+    /// empty; that last page is still yielded. A cursor seen before (the request's own
+    /// included) yields [`Error::RepeatedCursor`] in place of its page and ends the stream, as
+    /// does any other error.
+    pub fn search_pages(
+        &self,
+        req: SearchRequest,
+    ) -> impl Stream<Item = Result<Page<AltTokenProfile>>> + Send + 'static {
+        let client = self.clone();
+        let start = req.cursor.clone();
+        pages(Operation::AltSearchProfiles, start, move |cursor| {
+            let client = client.clone();
+            let mut req = req.clone();
+            req.cursor = cursor;
+            async move { client.search_profiles(&req).await }
+        })
+    }
+
+    /// Every swap of every page of [`Self::swap_pages`].
+    pub fn swaps_stream(
+        &self,
+        req: SwapsRequest,
+    ) -> impl Stream<Item = Result<Swap>> + Send + 'static {
+        items(self.swap_pages(req))
+    }
+
+    /// Every trade of every page of [`Self::trade_pages`].
+    pub fn trades_stream(
+        &self,
+        req: TradesRequest,
+    ) -> impl Stream<Item = Result<Trade>> + Send + 'static {
+        items(self.trade_pages(req))
+    }
+
+    /// Every profile of every page of [`Self::search_pages`].
+    pub fn search_stream(
+        &self,
+        req: SearchRequest,
+    ) -> impl Stream<Item = Result<AltTokenProfile>> + Send + 'static {
+        items(self.search_pages(req))
+    }
+
+    // ----- Chunking -----
+
+    /// EVM get-price over any number of tokens and pools: split into calls of at most 1000
+    /// tokens and 1000 pools, run concurrently under the permits, merged in input order (see
+    /// [`price_chunks`]). Every chunk is validated before any is sent.
+    pub async fn evm_prices_chunked(
+        &self,
+        chain_id: i64,
+        tokens: &[String],
+        pools: &[String],
+    ) -> Result<Vec<EvmPrice>> {
+        let requests = evm_price_requests(chain_id, tokens, pools, Operation::EvmGetPrice)?;
+        self.join_chunks(requests, |c, r| async move { c.evm_prices(&r).await })
+            .await
+    }
+
+    /// EVM get-price-stats over any number of tokens and pools, chunked like
+    /// [`Self::evm_prices_chunked`].
+    pub async fn evm_price_stats_chunked(
+        &self,
+        chain_id: i64,
+        tokens: &[String],
+        pools: &[String],
+    ) -> Result<Vec<EvmPriceStats>> {
+        let requests = evm_price_requests(chain_id, tokens, pools, Operation::EvmGetPriceStats)?;
+        self.join_chunks(requests, |c, r| async move { c.evm_price_stats(&r).await })
+            .await
+    }
+
+    /// Altchain get-price over any number of tokens and pools, chunked like
+    /// [`Self::evm_prices_chunked`].
+    pub async fn alt_prices_chunked(
+        &self,
+        tokens: &[String],
+        pools: &[String],
+    ) -> Result<Vec<AltPrice>> {
+        let requests = alt_price_requests(tokens, pools, Operation::AltGetPrice)?;
+        self.join_chunks(requests, |c, r| async move { c.alt_prices(&r).await })
+            .await
+    }
+
+    /// Altchain get-price-stats over any number of tokens and pools, chunked like
+    /// [`Self::evm_prices_chunked`].
+    pub async fn alt_price_stats_chunked(
+        &self,
+        tokens: &[String],
+        pools: &[String],
+    ) -> Result<Vec<AltPriceStats>> {
+        let requests = alt_price_requests(tokens, pools, Operation::AltGetPriceStats)?;
+        self.join_chunks(requests, |c, r| async move { c.alt_price_stats(&r).await })
+            .await
+    }
+
+    /// EVM get-price-history over any number of tokens and pools: split into calls of at most
+    /// 100 tokens and 1000 pools with the same range and interval, merged in input order.
+    pub async fn evm_price_history_chunked(
+        &self,
+        req: &PriceHistoryRequest,
+    ) -> Result<Vec<PriceHistorySeries>> {
+        let tokens = req.tokens.as_deref().unwrap_or_default();
+        let pools = req.pools.as_deref().unwrap_or_default();
+        let requests: Vec<PriceHistoryRequest> =
+            price_chunks(tokens, pools, MAX_HISTORY_TOKENS, MAX_HISTORY_POOLS)
+                .into_iter()
+                .map(|(tokens, pools)| PriceHistoryRequest {
+                    tokens,
+                    pools,
+                    ..req.clone()
+                })
+                .collect();
+        if requests.is_empty() {
+            // Nothing to split: let validation report the missing addresses.
+            req.validate()?;
+        }
+        for r in &requests {
+            r.validate()?;
+        }
+        self.join_chunks(
+            requests,
+            |c, r| async move { c.evm_price_history(&r).await },
+        )
+        .await
+    }
+
+    /// Runs one call per request concurrently (the permits bound how many are in flight) and
+    /// concatenates the answers in request order. The first error ends the whole call.
+    async fn join_chunks<R, T, F, Fut>(&self, requests: Vec<R>, call: F) -> Result<Vec<T>>
+    where
+        F: Fn(Client, R) -> Fut,
+        Fut: Future<Output = Result<Vec<T>>>,
+    {
+        let calls = requests.into_iter().map(|r| call(self.clone(), r));
+        let answers = futures::future::try_join_all(calls).await?;
+        Ok(answers.into_iter().flatten().collect())
+    }
+
+    // ----- Transport -----
+
+    /// Sends `body` to `op` with permits and retries, and decodes the answer.
+    async fn call<B, R>(&self, op: Operation, body: &B) -> Result<R>
+    where
+        B: Serialize + ?Sized,
+        R: DeserializeOwned,
+    {
+        let payload = serde_json::to_vec(body).map_err(|e| Error::InvalidRequest {
+            operation: op.name(),
+            member: "(body)".into(),
+            reason: format!("cannot be encoded as JSON: {e}"),
+        })?;
+        let url = self.url(op);
+        let result = self.call_with_retries(op, &url, payload).await;
+        if result.is_err() {
+            Counters::bump(&self.inner.counters.failures);
+        }
+        result
+    }
+
+    async fn call_with_retries<R: DeserializeOwned>(
+        &self,
+        op: Operation,
+        url: &str,
+        payload: Vec<u8>,
+    ) -> Result<R> {
+        let retry = &self.inner.config.retry;
+        let started = Instant::now();
+        let mut retries = 0u32;
+        loop {
+            let failure = match self.attempt(op, url, payload.clone()).await {
+                Ok(value) => return Ok(value),
+                Err(failure) => failure,
+            };
+            if !failure.retryable {
+                return Err(failure.error);
+            }
+            if let Some(delay) = failure.retry_after {
+                // The service asked every request to hold back, not only this one. No retry
+                // waits longer than `max_elapsed`, so neither does the pause.
+                self.inner.permits.pause_for(delay.min(retry.max_elapsed));
+            }
+            let elapsed = started.elapsed();
+            let delay = retry.next_delay(retries, elapsed, failure.retry_after, &mut rand::rng());
+            let Some(delay) = delay else {
+                if retry.max_retries == 0 {
+                    return Err(failure.error);
+                }
+                return Err(Error::RetriesExhausted {
+                    operation: op.name(),
+                    attempts: retries + 1,
+                    elapsed,
+                    source: Box::new(failure.error),
+                });
+            };
+            tokio::time::sleep(delay).await;
+            retries += 1;
+            Counters::bump(&self.inner.counters.retries);
+        }
+    }
+
+    /// One HTTP attempt under a permit.
+    async fn attempt<R: DeserializeOwned>(
+        &self,
+        op: Operation,
+        url: &str,
+        payload: Vec<u8>,
+    ) -> std::result::Result<R, Failure> {
+        let transport = |source: reqwest::Error| {
+            // Connection failures, timeouts and broken exchanges may pass on another attempt;
+            // errors in building the request or decoding the body will not.
+            let retryable = source.is_connect()
+                || source.is_timeout()
+                || source.is_request()
+                || source.is_body();
+            Failure {
+                error: Error::Transport {
+                    operation: op.name(),
+                    url: url.to_owned(),
+                    source,
+                },
+                retryable,
+                retry_after: None,
+            }
+        };
+
+        let _permit = self.inner.permits.acquire().await;
+        Counters::bump(&self.inner.counters.requests);
+        let response = self
+            .inner
+            .http
+            .post(url)
+            .body(payload)
+            .send()
+            .await
+            .map_err(transport)?;
+        let status = response.status();
+        let retry_after = response
+            .headers()
+            .get(RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| parse_retry_after(v, SystemTime::now()));
+        let body = response.bytes().await.map_err(transport)?;
+
+        if status.is_success() {
+            return serde_json::from_slice(&body).map_err(|source| Failure {
+                error: Error::Decode {
+                    operation: op.name(),
+                    excerpt: excerpt(&body),
+                    source,
+                },
+                retryable: false,
+                retry_after: None,
+            });
+        }
+
+        let status = ApiStatus::from_code(status.as_u16());
+        if status == ApiStatus::TooManyRequests {
+            Counters::bump(&self.inner.counters.throttled);
+        }
+        // A body that is not the documented `{"error": ...}` (a proxy's HTML page, say) is
+        // still worth showing, so its start stands in for the message.
+        let message = match serde_json::from_slice::<ErrorBody>(&body) {
+            Ok(b) => b.error,
+            Err(_) => excerpt(&body),
+        };
+        Err(Failure {
+            error: Error::Api {
+                operation: op.name(),
+                status,
+                message,
+                retry_after,
+            },
+            retryable: status.is_retryable(),
+            retry_after,
+        })
+    }
+}
+
+/// The start of a body, for error messages.
+fn excerpt(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    match text.char_indices().nth(EXCERPT_CHARS) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.into_owned(),
+    }
+}
+
+/// The `tokens` and `pools` members of one chunked call (`None` when the call has none).
+pub type ChunkMembers = (Option<Vec<String>>, Option<Vec<String>>);
+
+/// Splits address lists into the `(tokens, pools)` members of successive calls: call `i` gets
+/// the `i`-th chunk of each list (at most `max_tokens` and `max_pools` elements), so the number
+/// of calls is the larger of the two chunk counts. Concatenating the calls' answers in call
+/// order keeps the input order of each list. Empty lists give no calls.
+pub fn price_chunks(
+    tokens: &[String],
+    pools: &[String],
+    max_tokens: usize,
+    max_pools: usize,
+) -> Vec<ChunkMembers> {
+    let mut token_chunks = tokens.chunks(max_tokens.max(1));
+    let mut pool_chunks = pools.chunks(max_pools.max(1));
+    let mut calls = Vec::new();
+    loop {
+        let t = token_chunks.next().map(<[String]>::to_vec);
+        let p = pool_chunks.next().map(<[String]>::to_vec);
+        if t.is_none() && p.is_none() {
+            return calls;
+        }
+        calls.push((t, p));
+    }
+}
+
+fn evm_price_requests(
+    chain_id: i64,
+    tokens: &[String],
+    pools: &[String],
+    op: Operation,
+) -> Result<Vec<EvmPricesRequest>> {
+    let requests: Vec<EvmPricesRequest> =
+        price_chunks(tokens, pools, MAX_PRICE_ADDRESSES, MAX_PRICE_ADDRESSES)
+            .into_iter()
+            .map(|(tokens, pools)| EvmPricesRequest {
+                chain_id,
+                tokens,
+                pools,
+            })
+            .collect();
+    validate_all(
+        &requests,
+        || EvmPricesRequest {
+            chain_id,
+            tokens: None,
+            pools: None,
+        },
+        |r| r.validate(op),
+    )?;
+    Ok(requests)
+}
+
+fn alt_price_requests(
+    tokens: &[String],
+    pools: &[String],
+    op: Operation,
+) -> Result<Vec<AltPricesRequest>> {
+    let requests: Vec<AltPricesRequest> =
+        price_chunks(tokens, pools, MAX_PRICE_ADDRESSES, MAX_PRICE_ADDRESSES)
+            .into_iter()
+            .map(|(tokens, pools)| AltPricesRequest { tokens, pools })
+            .collect();
+    validate_all(&requests, AltPricesRequest::default, |r| r.validate(op))?;
+    Ok(requests)
+}
+
+/// Validates every chunk before any is sent; with no chunk at all, validates an empty request
+/// so the caller hears which member is missing.
+fn validate_all<R>(
+    requests: &[R],
+    empty: impl FnOnce() -> R,
+    validate: impl Fn(&R) -> Result<()>,
+) -> Result<()> {
+    if requests.is_empty() {
+        return validate(&empty());
+    }
+    requests.iter().try_for_each(validate)
+}
+
+/// Follows the cursor from `start`, fetching each page with `fetch`.
+fn pages<T, F, Fut>(
+    op: Operation,
+    start: Option<String>,
+    fetch: F,
+) -> impl Stream<Item = Result<Page<T>>> + Send + 'static
+where
+    T: Send + 'static,
+    F: Fn(Option<String>) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<Page<T>>> + Send + 'static,
+{
+    struct State<F> {
+        fetch: F,
+        /// The cursor of the next request; `None` once paging has ended.
+        next: Option<Option<String>>,
+        seen: HashSet<String>,
+    }
+    let mut seen = HashSet::new();
+    if let Some(c) = start.as_ref().filter(|c| !c.is_empty()) {
+        seen.insert(c.clone());
+    }
+    let state = State {
+        fetch,
+        next: Some(start),
+        seen,
+    };
+    stream::unfold(state, move |mut state| async move {
+        let cursor = state.next.take()?;
+        let page = match (state.fetch)(cursor).await {
+            Ok(page) => page,
+            Err(e) => return Some((Err(e), state)),
+        };
+        if !page.data.is_empty()
+            && let Some(c) = page.next_cursor()
+        {
+            if !state.seen.insert(c.to_owned()) {
+                let error = Error::RepeatedCursor {
+                    operation: op.name(),
+                    cursor: c.to_owned(),
+                };
+                return Some((Err(error), state));
+            }
+            state.next = Some(Some(c.to_owned()));
+        }
+        Some((Ok(page), state))
+    })
+}
+
+/// Flattens a page stream into its items; an error is passed on as one item.
+fn items<T: Send + 'static>(
+    pages: impl Stream<Item = Result<Page<T>>> + Send + 'static,
+) -> impl Stream<Item = Result<T>> + Send + 'static {
+    pages
+        .map(|page| {
+            let items: Vec<Result<T>> = match page {
+                Ok(page) => page.data.into_iter().map(Ok).collect(),
+                Err(e) => vec![Err(e)],
+            };
+            stream::iter(items)
+        })
+        .flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addresses(prefix: &str, n: usize) -> Vec<String> {
+        (0..n).map(|i| format!("{prefix}{i}")).collect()
+    }
+
+    #[test]
+    fn chunks_pair_lists_and_keep_order() {
+        let tokens = addresses("t", 2500);
+        let pools = addresses("p", 1200);
+        let calls = price_chunks(&tokens, &pools, 1000, 1000);
+        assert_eq!(calls.len(), 3);
+        let lens: Vec<(usize, usize)> = calls
+            .iter()
+            .map(|(t, p)| {
+                (
+                    t.as_ref().map_or(0, Vec::len),
+                    p.as_ref().map_or(0, Vec::len),
+                )
+            })
+            .collect();
+        assert_eq!(lens, vec![(1000, 1000), (1000, 200), (500, 0)]);
+        assert!(calls[2].1.is_none());
+        let rejoined: Vec<String> = calls.iter().filter_map(|c| c.0.clone()).flatten().collect();
+        assert_eq!(rejoined, tokens);
+        assert!(price_chunks(&[], &[], 1000, 1000).is_empty());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn chunks_respect_bounds_and_rejoin_to_the_input(
+            n_tokens in 0usize..2600,
+            n_pools in 0usize..2600,
+            max_tokens in 1usize..1200,
+            max_pools in 1usize..1200,
+        ) {
+            let tokens = addresses("t", n_tokens);
+            let pools = addresses("p", n_pools);
+            let calls = price_chunks(&tokens, &pools, max_tokens, max_pools);
+            let expected_calls = n_tokens.div_ceil(max_tokens).max(n_pools.div_ceil(max_pools));
+            proptest::prop_assert_eq!(calls.len(), expected_calls);
+            for (t, p) in &calls {
+                // No call is empty or too large, and every member sent has an element.
+                proptest::prop_assert!(t.is_some() || p.is_some());
+                proptest::prop_assert!(t.as_ref().is_none_or(|t| !t.is_empty() && t.len() <= max_tokens));
+                proptest::prop_assert!(p.as_ref().is_none_or(|p| !p.is_empty() && p.len() <= max_pools));
+            }
+            let t: Vec<String> = calls.iter().filter_map(|c| c.0.clone()).flatten().collect();
+            let p: Vec<String> = calls.iter().filter_map(|c| c.1.clone()).flatten().collect();
+            proptest::prop_assert_eq!(t, tokens);
+            proptest::prop_assert_eq!(p, pools);
+        }
+    }
+
+    #[test]
+    fn excerpt_is_short_and_char_safe() {
+        let long = "é".repeat(500);
+        let e = excerpt(long.as_bytes());
+        assert_eq!(e.chars().count(), EXCERPT_CHARS + 1);
+        assert_eq!(excerpt(b"short"), "short");
+    }
+
+    #[test]
+    fn config_from_variables() {
+        let vars = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| -> Result<Option<String>> {
+                Ok(pairs
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| (*v).to_owned()))
+            }
+        };
+        let missing = ClientConfig::from_lookup(vars(&[(ENV_BASE_URL, "http://x")]));
+        assert!(matches!(missing, Err(Error::Config(m)) if m.contains(ENV_API_KEY)));
+        let blank = ClientConfig::from_lookup(vars(&[(ENV_API_KEY, "  ")]));
+        assert!(matches!(blank, Err(Error::Config(_))));
+
+        let only_key = ClientConfig::from_lookup(vars(&[(ENV_API_KEY, " k1 ")])).expect("key set");
+        assert_eq!(only_key.api_key.as_deref(), Some("k1"));
+        assert_eq!(only_key.base_url, DEFAULT_BASE_URL);
+        assert_eq!(only_key.altchain_segment, DEFAULT_ALTCHAIN_SEGMENT);
+
+        let all = ClientConfig::from_lookup(vars(&[
+            (ENV_API_KEY, "k2"),
+            (ENV_BASE_URL, "https://example.test/api"),
+            (ENV_ALTCHAIN_SEGMENT, "sol"),
+        ]))
+        .expect("all set");
+        assert_eq!(all.base_url, "https://example.test/api");
+        assert_eq!(all.altchain_segment, "sol");
+    }
+
+    #[test]
+    fn debug_never_shows_the_key() {
+        let config = ClientConfig::default().with_api_key("secret-value");
+        let shown = format!("{config:?}");
+        assert!(!shown.contains("secret-value"), "{shown}");
+        assert!(shown.contains("<redacted>"), "{shown}");
+        let client = Client::new(config).expect("valid configuration");
+        assert!(!format!("{client:?}").contains("secret-value"));
+    }
+
+    #[test]
+    fn config_is_checked() {
+        let bad_url = Client::new(ClientConfig::new("not a url"));
+        assert!(matches!(bad_url, Err(Error::Config(_))));
+        let ftp = Client::new(ClientConfig::new("ftp://example.com"));
+        assert!(matches!(ftp, Err(Error::Config(_))));
+        let seg = Client::new(ClientConfig::default().with_altchain_segment("a/b"));
+        assert!(matches!(seg, Err(Error::Config(_))));
+        let key = Client::new(ClientConfig::default().with_api_key("line\nbreak"));
+        assert!(matches!(key, Err(Error::Config(_))));
+        let client = Client::new(
+            ClientConfig::new("http://127.0.0.1:9/prefix/").with_altchain_segment("sol"),
+        )
+        .expect("valid configuration");
+        assert_eq!(
+            client.url(Operation::AltGetSwaps),
+            "http://127.0.0.1:9/prefix/v1/sol/dex/swaps/get-swaps"
+        );
+    }
+}

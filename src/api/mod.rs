@@ -5,3 +5,7 @@ pub mod models;
 pub mod requests;
 pub mod retry;
 pub mod search;
+
+pub use client::{Client, ClientConfig, ClientMetrics};
+pub use requests::Operation;
+pub use retry::{Permits, RateLimit, RetryConfig};

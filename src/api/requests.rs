@@ -7,8 +7,8 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::models::TimeWindow;
-use super::search::SearchRequest;
+use super::models::{SortDirection, TimeWindow};
+use super::search::{Filter, SearchOptions, SearchRequest, Sort, TextQuery};
 use crate::error::{Error, Result};
 
 /// The eleven operations of the service.
@@ -160,6 +160,13 @@ fn check_nonempty(op: Operation, member: &str, v: &str) -> Result<()> {
         Err(invalid(op, member, "must not be empty"))
     } else {
         Ok(())
+    }
+}
+
+fn check_optional(op: Operation, member: &str, v: &Option<String>) -> Result<()> {
+    match v {
+        Some(v) => check_nonempty(op, member, v),
+        None => Ok(()),
     }
 }
 
@@ -398,6 +405,10 @@ impl SwapsRequest {
                 "one of `wallet`, `token` or `pool` is required",
             ));
         }
+        check_optional(op, "wallet", &self.wallet)?;
+        check_optional(op, "token", &self.token)?;
+        check_optional(op, "pool", &self.pool)?;
+        check_optional(op, "cursor", &self.cursor)?;
         check_limit(op, self.limit)
     }
 }
@@ -431,6 +442,9 @@ impl TradesRequest {
                 "one of `wallet` or `token` is required",
             ));
         }
+        check_optional(op, "wallet", &self.wallet)?;
+        check_optional(op, "token", &self.token)?;
+        check_optional(op, "cursor", &self.cursor)?;
         check_limit(op, self.limit)
     }
 }
@@ -461,7 +475,384 @@ impl SearchRequest {
         if let Some(s) = &self.sort {
             check_nonempty(op, "sort.field", &s.field)?;
         }
-        Ok(())
+        if let Some(labels) = &self.dynamic_labels
+            && labels.keys().any(|name| name.trim().is_empty())
+        {
+            return Err(invalid(op, "dynamic_labels", "a label name is empty"));
+        }
+        check_optional(op, "cursor", &self.cursor)
+    }
+}
+
+// ----- Builders -----
+//
+// Every request has constructors named after the member that selects what is asked for
+// (`for_token`, `for_wallet`, ...) and consuming setters named after the body members, so a
+// request reads like its JSON body: `SwapsRequest::for_token("…").limit(100)`. Setters do not
+// validate; the client validates the finished request before sending it.
+
+fn strings<I, S>(values: I) -> Vec<String>
+where
+    I: IntoIterator<Item = S>,
+    S: Into<String>,
+{
+    values.into_iter().map(Into::into).collect()
+}
+
+impl GetProfileRequest {
+    /// The profile of `token` on chain `chain_id`, with no optional section.
+    pub fn new(chain_id: i64, token: impl Into<String>) -> Self {
+        GetProfileRequest {
+            chain_id,
+            token: token.into(),
+            options: None,
+        }
+    }
+
+    /// Sets `options.include_metadata`.
+    pub fn include_metadata(mut self, include: bool) -> Self {
+        self.options
+            .get_or_insert_with(ProfileOptions::default)
+            .include_metadata = Some(include);
+        self
+    }
+
+    /// Sets `options.include_metrics`.
+    pub fn include_metrics(mut self, windows: impl IntoIterator<Item = TimeWindow>) -> Self {
+        self.options
+            .get_or_insert_with(ProfileOptions::default)
+            .include_metrics = Some(windows.into_iter().collect());
+        self
+    }
+}
+
+impl PriceHistoryRequest {
+    /// History of `tokens` on chain `chain_id` from `from`, one point every `interval` seconds.
+    pub fn for_tokens<I, S>(chain_id: i64, tokens: I, from: DateTime<Utc>, interval: i64) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        PriceHistoryRequest {
+            chain_id,
+            tokens: Some(strings(tokens)),
+            pools: None,
+            from,
+            to: None,
+            interval,
+        }
+    }
+
+    /// History of `pools` on chain `chain_id` from `from`, one point every `interval` seconds.
+    pub fn for_pools<I, S>(chain_id: i64, pools: I, from: DateTime<Utc>, interval: i64) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        PriceHistoryRequest {
+            chain_id,
+            tokens: None,
+            pools: Some(strings(pools)),
+            from,
+            to: None,
+            interval,
+        }
+    }
+
+    /// Sets `tokens`.
+    pub fn tokens<I: IntoIterator<Item = S>, S: Into<String>>(mut self, tokens: I) -> Self {
+        self.tokens = Some(strings(tokens));
+        self
+    }
+
+    /// Sets `pools`.
+    pub fn pools<I: IntoIterator<Item = S>, S: Into<String>>(mut self, pools: I) -> Self {
+        self.pools = Some(strings(pools));
+        self
+    }
+
+    /// Sets `to` (the service's default is now).
+    pub fn to(mut self, to: DateTime<Utc>) -> Self {
+        self.to = Some(to);
+        self
+    }
+}
+
+impl EvmPricesRequest {
+    /// Prices of `tokens` on chain `chain_id`.
+    pub fn for_tokens<I: IntoIterator<Item = S>, S: Into<String>>(
+        chain_id: i64,
+        tokens: I,
+    ) -> Self {
+        EvmPricesRequest {
+            chain_id,
+            tokens: Some(strings(tokens)),
+            pools: None,
+        }
+    }
+
+    /// Prices of `pools` on chain `chain_id`.
+    pub fn for_pools<I: IntoIterator<Item = S>, S: Into<String>>(chain_id: i64, pools: I) -> Self {
+        EvmPricesRequest {
+            chain_id,
+            tokens: None,
+            pools: Some(strings(pools)),
+        }
+    }
+
+    /// Sets `tokens`.
+    pub fn tokens<I: IntoIterator<Item = S>, S: Into<String>>(mut self, tokens: I) -> Self {
+        self.tokens = Some(strings(tokens));
+        self
+    }
+
+    /// Sets `pools`.
+    pub fn pools<I: IntoIterator<Item = S>, S: Into<String>>(mut self, pools: I) -> Self {
+        self.pools = Some(strings(pools));
+        self
+    }
+}
+
+impl AltPricesRequest {
+    /// Prices of `tokens`.
+    pub fn for_tokens<I: IntoIterator<Item = S>, S: Into<String>>(tokens: I) -> Self {
+        AltPricesRequest {
+            tokens: Some(strings(tokens)),
+            pools: None,
+        }
+    }
+
+    /// Prices of `pools`.
+    pub fn for_pools<I: IntoIterator<Item = S>, S: Into<String>>(pools: I) -> Self {
+        AltPricesRequest {
+            tokens: None,
+            pools: Some(strings(pools)),
+        }
+    }
+
+    /// Sets `tokens`.
+    pub fn tokens<I: IntoIterator<Item = S>, S: Into<String>>(mut self, tokens: I) -> Self {
+        self.tokens = Some(strings(tokens));
+        self
+    }
+
+    /// Sets `pools`.
+    pub fn pools<I: IntoIterator<Item = S>, S: Into<String>>(mut self, pools: I) -> Self {
+        self.pools = Some(strings(pools));
+        self
+    }
+}
+
+impl CandlesRequest {
+    /// Candles of `token`, `interval` seconds each, ending now.
+    pub fn for_token(token: impl Into<String>, interval: i64) -> Self {
+        CandlesRequest {
+            interval,
+            token: Some(token.into()),
+            pool: None,
+            from: None,
+            to: None,
+            count: None,
+        }
+    }
+
+    /// Candles of `pool`, `interval` seconds each, ending now.
+    pub fn for_pool(pool: impl Into<String>, interval: i64) -> Self {
+        CandlesRequest {
+            interval,
+            token: None,
+            pool: Some(pool.into()),
+            from: None,
+            to: None,
+            count: None,
+        }
+    }
+
+    /// Sets `token`.
+    pub fn token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(token.into());
+        self
+    }
+
+    /// Sets `pool`.
+    pub fn pool(mut self, pool: impl Into<String>) -> Self {
+        self.pool = Some(pool.into());
+        self
+    }
+
+    /// Sets `from`.
+    pub fn from(mut self, from: DateTime<Utc>) -> Self {
+        self.from = Some(from);
+        self
+    }
+
+    /// Sets `to`.
+    pub fn to(mut self, to: DateTime<Utc>) -> Self {
+        self.to = Some(to);
+        self
+    }
+
+    /// Sets `count`, the number of candles (only together with `from` or `to`).
+    pub fn count(mut self, count: i64) -> Self {
+        self.count = Some(count);
+        self
+    }
+}
+
+impl SwapsRequest {
+    /// Swaps of `wallet`.
+    pub fn for_wallet(wallet: impl Into<String>) -> Self {
+        SwapsRequest::default().wallet(wallet)
+    }
+
+    /// Swaps of `token`.
+    pub fn for_token(token: impl Into<String>) -> Self {
+        SwapsRequest::default().token(token)
+    }
+
+    /// Swaps in `pool`.
+    pub fn for_pool(pool: impl Into<String>) -> Self {
+        SwapsRequest::default().pool(pool)
+    }
+
+    /// Sets the `wallet` filter.
+    pub fn wallet(mut self, wallet: impl Into<String>) -> Self {
+        self.wallet = Some(wallet.into());
+        self
+    }
+
+    /// Sets the `token` filter.
+    pub fn token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(token.into());
+        self
+    }
+
+    /// Sets the `pool` filter.
+    pub fn pool(mut self, pool: impl Into<String>) -> Self {
+        self.pool = Some(pool.into());
+        self
+    }
+
+    /// Sets the page size `limit` (1 to 100).
+    pub fn limit(mut self, limit: u32) -> Self {
+        self.limit = Some(limit);
+        self
+    }
+
+    /// Sets the `cursor` to start from.
+    pub fn cursor(mut self, cursor: impl Into<String>) -> Self {
+        self.cursor = Some(cursor.into());
+        self
+    }
+}
+
+impl TradesRequest {
+    /// Trades of `wallet`.
+    pub fn for_wallet(wallet: impl Into<String>) -> Self {
+        TradesRequest::default().wallet(wallet)
+    }
+
+    /// Trades of `token`.
+    pub fn for_token(token: impl Into<String>) -> Self {
+        TradesRequest::default().token(token)
+    }
+
+    /// Sets the `wallet` filter.
+    pub fn wallet(mut self, wallet: impl Into<String>) -> Self {
+        self.wallet = Some(wallet.into());
+        self
+    }
+
+    /// Sets the `token` filter.
+    pub fn token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(token.into());
+        self
+    }
+
+    /// Sets the page size `limit` (1 to 100).
+    pub fn limit(mut self, limit: u32) -> Self {
+        self.limit = Some(limit);
+        self
+    }
+
+    /// Sets the `cursor` to start from.
+    pub fn cursor(mut self, cursor: impl Into<String>) -> Self {
+        self.cursor = Some(cursor.into());
+        self
+    }
+}
+
+impl PortfolioRequest {
+    /// The portfolio of `wallet`.
+    pub fn for_wallet(wallet: impl Into<String>) -> Self {
+        PortfolioRequest {
+            wallet: wallet.into(),
+        }
+    }
+}
+
+impl SearchRequest {
+    /// A search with no member set: every profile, in the service's default order.
+    pub fn new() -> Self {
+        SearchRequest::default()
+    }
+
+    /// Sets `query` to match `text` (case-insensitive substring) against the default fields.
+    pub fn text(mut self, text: impl Into<String>) -> Self {
+        self.query = Some(TextQuery {
+            text: text.into(),
+            fields: None,
+            fuzzy: None,
+            autocomplete: None,
+        });
+        self
+    }
+
+    /// Sets the whole `query`.
+    pub fn query(mut self, query: TextQuery) -> Self {
+        self.query = Some(query);
+        self
+    }
+
+    /// Sets `filter`.
+    pub fn filter(mut self, filter: Filter) -> Self {
+        self.filter = Some(filter);
+        self
+    }
+
+    /// Sets `options`.
+    pub fn options(mut self, options: SearchOptions) -> Self {
+        self.options = Some(options);
+        self
+    }
+
+    /// Sets `sort` to `field` in `direction`.
+    pub fn sort(mut self, field: impl Into<String>, direction: SortDirection) -> Self {
+        self.sort = Some(Sort {
+            field: field.into(),
+            direction,
+        });
+        self
+    }
+
+    /// Adds the dynamic label `name`, applied to profiles that satisfy `filter`.
+    pub fn dynamic_label(mut self, name: impl Into<String>, filter: Filter) -> Self {
+        self.dynamic_labels
+            .get_or_insert_with(Default::default)
+            .insert(name.into(), filter);
+        self
+    }
+
+    /// Sets the page size `limit` (1 to 100).
+    pub fn limit(mut self, limit: u32) -> Self {
+        self.limit = Some(limit);
+        self
+    }
+
+    /// Sets the `cursor` to start from.
+    pub fn cursor(mut self, cursor: impl Into<String>) -> Self {
+        self.cursor = Some(cursor.into());
+        self
     }
 }
 
