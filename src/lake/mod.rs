@@ -1,1 +1,446 @@
 //! The lake: hive-partitioned Parquet with a transactional manifest.
+//!
+//! Layout: `<lake>/<dataset>/chain=<altchain|evm-<chain_id>>/[interval=<seconds>/]date=YYYY-MM-DD/part-<id>.parquet`,
+//! with the lake's own files under `<lake>/_dexlake/` (see [`manifest`]). DuckDB's
+//! `read_parquet('<lake>/swaps/**/*.parquet', hive_partitioning = true)`, polars'
+//! `scan_parquet(..., hive_partitioning=True)` and `pyarrow.dataset(..., partitioning="hive")`
+//! read the folders as they are.
+//!
+//! ```no_run
+//! use dexlake::lake::{Dataset, Lake, convert};
+//! # fn demo(swaps: &[dexlake::api::models::Swap]) -> dexlake::Result<()> {
+//! let lake = Lake::open("./lake")?;
+//! let mut tx = lake.transaction()?;
+//! tx.write(Dataset::Swaps, convert::swaps_to_batch(swaps)?)?;
+//! tx.set_state("swaps/cursor", serde_json::json!("abc"));
+//! let summary = tx.commit()?;
+//! let frame = lake.scan(Dataset::Swaps)?; // a polars LazyFrame over the committed files
+//! # let _ = (summary, frame); Ok(()) }
+//! ```
+//!
+//! Invariant: a file is part of the lake exactly when the manifest lists it. Writes take the
+//! writer lock (`_dexlake/lock`), so two processes writing one lake serialise.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::fs::{File, OpenOptions, TryLockError};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arrow::record_batch::RecordBatch;
+use serde::{Deserialize, Serialize};
+
+use crate::{Error, Result};
+
+pub mod compact;
+pub mod convert;
+pub mod docs;
+pub mod layout;
+pub mod manifest;
+pub mod sample;
+pub mod scan;
+pub mod schema;
+pub mod store;
+pub mod verify;
+pub mod writer;
+
+pub use compact::CompactReport;
+pub use layout::{Chain, Partition};
+pub use manifest::{FileEntry, Manifest, Recovery};
+pub use store::{LocalStore, Store};
+pub use verify::{Problem, VerifyReport};
+
+/// The datasets of the lake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Dataset {
+    /// Altchain swaps (interface 2.8), by `block_time`.
+    Swaps,
+    /// Altchain trades (interface 2.9), by `block_time`.
+    Trades,
+    /// Altchain OHLCV candles (interface 2.7), by `timestamp`.
+    Candles,
+    /// EVM price history points (interface 2.7), by `timestamp`.
+    PriceHistory,
+    /// Latest-price snapshots of both families, by `fetched_at`.
+    Prices,
+    /// Price-stats snapshots of both families, by `fetched_at`.
+    PriceStats,
+    /// Token-profile snapshots of both families, by `fetched_at`.
+    TokenProfiles,
+    /// Wallet-portfolio snapshots (altchain), by `fetched_at`.
+    Portfolios,
+}
+
+impl Dataset {
+    /// Every dataset, in documentation order.
+    pub const ALL: [Dataset; 8] = [
+        Dataset::Swaps,
+        Dataset::Trades,
+        Dataset::Candles,
+        Dataset::PriceHistory,
+        Dataset::Prices,
+        Dataset::PriceStats,
+        Dataset::TokenProfiles,
+        Dataset::Portfolios,
+    ];
+
+    /// The dataset's folder name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Dataset::Swaps => "swaps",
+            Dataset::Trades => "trades",
+            Dataset::Candles => "candles",
+            Dataset::PriceHistory => "price_history",
+            Dataset::Prices => "prices",
+            Dataset::PriceStats => "price_stats",
+            Dataset::TokenProfiles => "token_profiles",
+            Dataset::Portfolios => "portfolios",
+        }
+    }
+
+    /// The column whose UTC day names the `date=` partition and which files are sorted by.
+    pub fn time_column(self) -> &'static str {
+        match self {
+            Dataset::Swaps | Dataset::Trades => "block_time",
+            Dataset::Candles | Dataset::PriceHistory => "timestamp",
+            Dataset::Prices
+            | Dataset::PriceStats
+            | Dataset::TokenProfiles
+            | Dataset::Portfolios => "fetched_at",
+        }
+    }
+
+    /// The natural key within a partition: writing a record whose key is already committed in
+    /// its partition is a no-op. The partition (chain, interval, date) completes the key.
+    pub fn key_columns(self) -> &'static [&'static str] {
+        match self {
+            Dataset::Swaps | Dataset::Trades => &["id"],
+            Dataset::Candles => &["token", "pool", "timestamp"],
+            Dataset::PriceHistory => &["token_address", "pool_address", "timestamp"],
+            Dataset::Prices | Dataset::PriceStats => {
+                &["token_address", "pool_address", "fetched_at"]
+            }
+            Dataset::TokenProfiles => &["token_address", "fetched_at"],
+            Dataset::Portfolios => &["wallet", "fetched_at"],
+        }
+    }
+
+    /// Record columns kept only in the hive path (between `chain=` and `date=`).
+    pub fn path_columns(self) -> &'static [&'static str] {
+        match self {
+            Dataset::Candles | Dataset::PriceHistory => &["interval"],
+            _ => &[],
+        }
+    }
+
+    /// Whether records carry `chain_id` (null for altchain records).
+    pub fn has_chain_id(self) -> bool {
+        matches!(
+            self,
+            Dataset::PriceHistory | Dataset::Prices | Dataset::PriceStats | Dataset::TokenProfiles
+        )
+    }
+}
+
+impl fmt::Display for Dataset {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Dataset {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        Dataset::ALL
+            .into_iter()
+            .find(|d| d.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Dataset::ALL.iter().map(|d| d.name()).collect();
+                Error::Config(format!(
+                    "unknown dataset {s:?}; expected one of {}",
+                    names.join(", ")
+                ))
+            })
+    }
+}
+
+/// Tuning of a [`Lake`]; the defaults suit a laptop.
+#[derive(Debug, Clone)]
+pub struct LakeOptions {
+    /// How long [`Lake::transaction`] waits for another writer before failing with
+    /// [`Error::LakeLocked`].
+    pub lock_timeout: Duration,
+    /// Rows per Parquet row group (chosen by measurement; see the crate's benchmarks).
+    pub row_group_rows: usize,
+    /// Largest number of rows written to one file; bigger partitions get several files.
+    pub max_rows_per_file: usize,
+    /// Files with fewer rows than this are merged by [`Lake::compact`].
+    pub compact_below_rows: usize,
+    /// zstd compression level of data files.
+    pub zstd_level: i32,
+}
+
+impl Default for LakeOptions {
+    fn default() -> Self {
+        LakeOptions {
+            lock_timeout: Duration::from_secs(10),
+            row_group_rows: writer::DEFAULT_ROW_GROUP_ROWS,
+            max_rows_per_file: 1 << 21,
+            compact_below_rows: writer::DEFAULT_ROW_GROUP_ROWS,
+            zstd_level: 3,
+        }
+    }
+}
+
+/// A lake rooted at a folder.
+#[derive(Debug, Clone)]
+pub struct Lake {
+    root: PathBuf,
+    store: Arc<dyn Store>,
+    options: LakeOptions,
+}
+
+/// What a commit added.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CommitSummary {
+    /// New rows per dataset (after dropping records whose key was already present).
+    pub rows_added: BTreeMap<Dataset, u64>,
+    /// Number of data files added.
+    pub files_added: usize,
+}
+
+impl Lake {
+    /// Opens the lake at `root` with default options, creating its folders if missing.
+    pub fn open(root: impl Into<PathBuf>) -> Result<Lake> {
+        Lake::open_with(root, LakeOptions::default())
+    }
+
+    /// Opens the lake at `root`, creating its folders and manifest if missing. When no writer
+    /// holds the lock, leftovers of an interrupted commit are cleaned up first.
+    pub fn open_with(root: impl Into<PathBuf>, options: LakeOptions) -> Result<Lake> {
+        let root: PathBuf = root.into();
+        let meta = root.join(manifest::META_DIR);
+        std::fs::create_dir_all(&meta).map_err(|e| Error::io("creating folder", &meta, e))?;
+        let root = root
+            .canonicalize()
+            .map_err(|e| Error::io("resolving", &root, e))?;
+        // Readers parse every `key=value` folder of a path as a hive column, so a root folder
+        // with `=` in its name would add bogus columns to every scan.
+        if let Some(c) = root
+            .components()
+            .find(|c| c.as_os_str().to_string_lossy().contains('='))
+        {
+            return Err(Error::Lake {
+                path: root.clone(),
+                message: format!(
+                    "the folder name {:?} contains `=`, which hive readers take for a partition column; choose another lake folder",
+                    c.as_os_str()
+                ),
+            });
+        }
+        let lake = Lake {
+            store: Arc::new(LocalStore::new(root.clone())),
+            root,
+            options,
+        };
+        if let Some(lock) = lake.try_lock()? {
+            manifest::recover(lake.store.as_ref())?;
+            if lake.store.head(manifest::MANIFEST_PATH)?.is_none() {
+                Manifest::load(lake.store.as_ref())?.store(lake.store.as_ref())?;
+            }
+            drop(lock);
+        }
+        Ok(lake)
+    }
+
+    /// The lake's root folder.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The options the lake was opened with.
+    pub fn options(&self) -> &LakeOptions {
+        &self.options
+    }
+
+    /// The file access of the lake.
+    pub fn store(&self) -> &dyn Store {
+        self.store.as_ref()
+    }
+
+    /// The committed manifest as of now.
+    pub fn manifest(&self) -> Result<Manifest> {
+        Manifest::load(self.store.as_ref())
+    }
+
+    fn open_lock_file(&self) -> Result<File> {
+        let path = self.store.location(manifest::LOCK_PATH);
+        OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| Error::io("opening the lock file", path, e))
+    }
+
+    /// Takes the writer lock if it is free right now.
+    fn try_lock(&self) -> Result<Option<File>> {
+        let f = self.open_lock_file()?;
+        match f.try_lock() {
+            Ok(()) => Ok(Some(f)),
+            Err(TryLockError::WouldBlock) => Ok(None),
+            Err(TryLockError::Error(e)) => Err(Error::io(
+                "locking",
+                self.store.location(manifest::LOCK_PATH),
+                e,
+            )),
+        }
+    }
+
+    /// Takes the writer lock, waiting up to [`LakeOptions::lock_timeout`].
+    pub(crate) fn lock(&self) -> Result<File> {
+        let start = Instant::now();
+        loop {
+            if let Some(f) = self.try_lock()? {
+                return Ok(f);
+            }
+            if start.elapsed() >= self.options.lock_timeout {
+                return Err(Error::LakeLocked {
+                    path: self.store.location(manifest::LOCK_PATH),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Starts a write transaction: takes the writer lock (waiting up to
+    /// [`LakeOptions::lock_timeout`], then [`Error::LakeLocked`]) and cleans up leftovers of an
+    /// interrupted commit.
+    pub fn transaction(&self) -> Result<Transaction<'_>> {
+        let lock = self.lock()?;
+        manifest::recover(self.store.as_ref())?;
+        let manifest = self.manifest()?;
+        Ok(Transaction {
+            lake: self,
+            _lock: lock,
+            manifest,
+            staged: BTreeMap::new(),
+            state: BTreeMap::new(),
+        })
+    }
+
+    /// A polars `LazyFrame` over the committed files of `dataset`, with the hive columns
+    /// `chain`, `interval` (candles and price history) and `date`, so filters on them prune files and filters on the time
+    /// column prune row groups.
+    pub fn scan(&self, dataset: Dataset) -> Result<polars::prelude::LazyFrame> {
+        scan::scan(self, &self.manifest()?, dataset)
+    }
+
+    /// A committed state value.
+    pub fn state(&self, key: &str) -> Result<Option<serde_json::Value>> {
+        Ok(self.manifest()?.state.get(key).cloned())
+    }
+
+    /// Every committed state value whose key starts with `prefix`.
+    pub fn states(&self, prefix: &str) -> Result<BTreeMap<String, serde_json::Value>> {
+        Ok(self
+            .manifest()?
+            .state
+            .into_iter()
+            .filter(|(k, _)| k.starts_with(prefix))
+            .collect())
+    }
+
+    /// Committed rows of a dataset.
+    pub fn row_count(&self, dataset: Dataset) -> Result<u64> {
+        Ok(self
+            .manifest()?
+            .files_of(dataset)
+            .map(|(_, e)| e.rows)
+            .sum())
+    }
+
+    /// Checks the lake against its manifest (takes the writer lock, so it sees no commit in
+    /// progress, and first cleans up after an interrupted one).
+    pub fn verify(&self) -> Result<VerifyReport> {
+        verify::verify(self)
+    }
+
+    /// Merges the small files of each partition into larger ones in one atomic commit.
+    pub fn compact(&self) -> Result<CompactReport> {
+        compact::compact(self)
+    }
+}
+
+/// A write transaction: staged batches and state become visible together at
+/// [`Transaction::commit`]; dropping it without committing discards them.
+pub struct Transaction<'a> {
+    lake: &'a Lake,
+    _lock: File,
+    manifest: Manifest,
+    staged: BTreeMap<Dataset, Vec<RecordBatch>>,
+    state: BTreeMap<String, serde_json::Value>,
+}
+
+impl fmt::Debug for Transaction<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Transaction")
+            .field("lake", &self.lake.root)
+            .field("base_version", &self.manifest.version)
+            .field(
+                "staged_rows",
+                &self
+                    .staged
+                    .iter()
+                    .map(|(d, b)| (*d, b.iter().map(|b| b.num_rows()).sum::<usize>()))
+                    .collect::<BTreeMap<_, _>>(),
+            )
+            .finish()
+    }
+}
+
+impl Transaction<'_> {
+    /// Stages a batch of `dataset` (with its [`schema::record_schema`]). Records whose natural
+    /// key is already committed, or staged earlier, are dropped at commit.
+    pub fn write(&mut self, dataset: Dataset, batch: RecordBatch) -> Result<()> {
+        writer::check_batch(dataset, &batch)?;
+        if batch.num_rows() > 0 {
+            self.staged.entry(dataset).or_default().push(batch);
+        }
+        Ok(())
+    }
+
+    /// Stages a state value, committed with the data.
+    pub fn set_state(&mut self, key: impl Into<String>, value: serde_json::Value) {
+        self.state.insert(key.into(), value);
+    }
+
+    /// Writes the staged data and makes it and the state visible atomically.
+    pub fn commit(self) -> Result<CommitSummary> {
+        let Transaction {
+            lake,
+            _lock,
+            manifest,
+            staged,
+            state,
+        } = self;
+        let version = manifest.version + 1;
+        let files = writer::prepare_files(lake, &manifest, &staged, version)?;
+        let mut summary = CommitSummary::default();
+        for f in &files {
+            *summary.rows_added.entry(f.entry.dataset).or_default() += f.entry.rows;
+        }
+        summary.files_added = files.len();
+        if files.is_empty() && state.is_empty() {
+            return Ok(summary);
+        }
+        let mut next = manifest;
+        next.state.extend(state);
+        writer::commit_files(lake, next, files, Vec::new())?;
+        Ok(summary)
+    }
+}

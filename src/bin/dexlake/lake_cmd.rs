@@ -1,8 +1,11 @@
-//! `dexlake schema`, `verify` and `compact`.
+//! `dexlake schema`, `verify`, `compact` and the hidden `fixture-lake`.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::Context;
 use clap::Args;
+use dexlake::lake::{Dataset, Lake, docs, sample::Samples};
 
 use crate::Global;
 
@@ -11,6 +14,9 @@ use crate::Global;
 pub struct SchemaArgs {
     /// Dataset name; all datasets when omitted.
     pub dataset: Option<String>,
+    /// Print the whole of docs/datasets.md instead.
+    #[arg(long)]
+    pub markdown: bool,
 }
 
 /// Arguments of `dexlake verify`.
@@ -21,14 +27,121 @@ pub struct VerifyArgs {}
 #[derive(Args, Debug)]
 pub struct CompactArgs {}
 
-pub fn schema(_global: &Global, _args: SchemaArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`dexlake schema` is not available yet")
+/// Arguments of `dexlake fixture-lake`.
+#[derive(Args, Debug)]
+pub struct FixtureLakeArgs {
+    /// Folder of the lake to write (created if missing).
+    pub dir: PathBuf,
+    /// Swaps and trades to write; the other datasets scale with it.
+    #[arg(long, default_value_t = 200)]
+    pub rows: usize,
+    /// Seed of the sample records.
+    #[arg(long, default_value_t = 7)]
+    pub seed: u64,
+    /// Also write the sample records as JSON to this file.
+    #[arg(long)]
+    pub records: Option<PathBuf>,
 }
 
-pub fn verify(_global: &Global, _args: VerifyArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`dexlake verify` is not available yet")
+pub fn schema(_global: &Global, args: SchemaArgs) -> anyhow::Result<ExitCode> {
+    if args.markdown {
+        print!("{}", docs::markdown());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let datasets = match args.dataset {
+        Some(name) => vec![name.parse::<Dataset>()?],
+        None => Dataset::ALL.to_vec(),
+    };
+    for (i, dataset) in datasets.into_iter().enumerate() {
+        if i > 0 {
+            println!();
+        }
+        println!("{dataset}");
+        println!("  {}", docs::dataset_summary(dataset));
+        let cols = docs::column_docs(dataset);
+        let wp = cols.iter().map(|c| c.path.len()).max().unwrap_or(0);
+        let wt = cols.iter().map(|c| c.type_name.len()).max().unwrap_or(0);
+        let wu = cols.iter().map(|c| c.unit.len()).max().unwrap_or(0);
+        for c in cols {
+            println!(
+                "  {:wp$}  {:wt$}  {:wu$}  {}",
+                c.path, c.type_name, c.unit, c.meaning
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
-pub fn compact(_global: &Global, _args: CompactArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`dexlake compact` is not available yet")
+pub fn verify(global: &Global, _args: VerifyArgs) -> anyhow::Result<ExitCode> {
+    let lake = Lake::open(&global.lake)
+        .with_context(|| format!("opening the lake {}", global.lake.display()))?;
+    let report = lake.verify()?;
+    let rec = &report.recovery;
+    if !rec.is_empty() {
+        println!(
+            "cleaned up an interrupted commit: {} uncommitted files, {} replaced files, {} temporary files",
+            rec.rolled_back.len(),
+            rec.finished.len(),
+            rec.temps.len()
+        );
+    }
+    let rows: u64 = report.rows.values().sum();
+    println!(
+        "manifest version {}: {} files, {} rows",
+        report.version, report.files_checked, rows
+    );
+    for (dataset, n) in &report.rows {
+        println!("  {dataset}: {n} rows");
+    }
+    if report.is_ok() {
+        println!("ok");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        for p in &report.problems {
+            println!("problem: {p}");
+        }
+        println!("{} problems", report.problems.len());
+        Ok(ExitCode::FAILURE)
+    }
+}
+
+pub fn compact(global: &Global, _args: CompactArgs) -> anyhow::Result<ExitCode> {
+    let lake = Lake::open(&global.lake)
+        .with_context(|| format!("opening the lake {}", global.lake.display()))?;
+    let report = lake.compact()?;
+    println!(
+        "compacted {} partitions: {} files replaced by {}",
+        report.partitions, report.files_removed, report.files_added
+    );
+    for (dataset, n) in &report.rows {
+        println!("  {dataset}: {n} rows rewritten");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes deterministic samples of every dataset through the real writer (in two commits, so
+/// partitions hold more than one file) and prints the row counts as JSON.
+pub fn fixture_lake(_global: &Global, args: FixtureLakeArgs) -> anyhow::Result<ExitCode> {
+    let lake = Lake::open(&args.dir)
+        .with_context(|| format!("opening the lake {}", args.dir.display()))?;
+    let samples = Samples::generate(args.seed, args.rows);
+    if let Some(path) = &args.records {
+        let json = serde_json::to_vec(&samples)?;
+        std::fs::write(path, json).with_context(|| format!("writing {}", path.display()))?;
+    }
+    let batches = samples.batches()?;
+    let (first, second) = batches.split_at(batches.len() / 2);
+    for part in [first, second] {
+        let mut tx = lake.transaction()?;
+        for (dataset, batch) in part {
+            tx.write(*dataset, batch.clone())?;
+        }
+        tx.commit()?;
+    }
+    let counts: serde_json::Map<String, serde_json::Value> = Dataset::ALL
+        .iter()
+        .map(|d| Ok((d.name().to_owned(), lake.row_count(*d)?.into())))
+        .collect::<dexlake::Result<_>>()?;
+    println!("{}", serde_json::Value::Object(counts));
+    Ok(ExitCode::SUCCESS)
 }

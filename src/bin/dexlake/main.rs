@@ -47,6 +47,9 @@ enum Command {
     Verify(lake_cmd::VerifyArgs),
     /// Merge small files of each partition into larger ones.
     Compact(lake_cmd::CompactArgs),
+    /// Write a small deterministic lake of every dataset (for the interop tests).
+    #[command(hide = true)]
+    FixtureLake(lake_cmd::FixtureLakeArgs),
 }
 
 fn main() -> ExitCode {
@@ -58,6 +61,7 @@ fn main() -> ExitCode {
         Command::Schema(args) => lake_cmd::schema(&cli.global, args),
         Command::Verify(args) => lake_cmd::verify(&cli.global, args),
         Command::Compact(args) => lake_cmd::compact(&cli.global, args),
+        Command::FixtureLake(args) => lake_cmd::fixture_lake(&cli.global, args),
     };
     match result {
         Ok(code) => code,

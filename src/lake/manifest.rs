@@ -1,0 +1,265 @@
+//! The manifest under `<lake>/_dexlake/`: which files are committed, plus the sync layer's
+//! bookkeeping. Replacing `manifest.json` (by an atomic rename) is the one moment files become
+//! part of the lake.
+//!
+//! A commit runs in this order, under the writer lock:
+//! 1. `journal.json` is written, naming the files the commit adds and removes;
+//! 2. each new data file is written to a hidden temporary name, synced and renamed into place;
+//! 3. `manifest.json` is replaced: the commit point;
+//! 4. files the commit removed (by compaction) are deleted, then the journal.
+//!
+//! Recovery (the next writer, or `verify`) reads the journal: if the manifest already holds the
+//! commit, it finishes step 4; otherwise it deletes the files the commit had added. Either way no
+//! file outside the manifest remains.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::Dataset;
+use super::store::{Store, temp_name};
+use crate::{Error, Result};
+
+/// Folder of the lake's own files; it never holds a `.parquet` file.
+pub const META_DIR: &str = "_dexlake";
+/// The manifest, relative to the lake root.
+pub const MANIFEST_PATH: &str = "_dexlake/manifest.json";
+/// The journal of the commit in progress, relative to the lake root.
+pub const JOURNAL_PATH: &str = "_dexlake/journal.json";
+/// The writer lock file, relative to the lake root.
+pub const LOCK_PATH: &str = "_dexlake/lock";
+/// Version of the manifest's own format.
+pub const MANIFEST_FORMAT_VERSION: u32 = 1;
+
+/// One committed data file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FileEntry {
+    /// The dataset the file belongs to.
+    pub dataset: Dataset,
+    /// Number of rows.
+    pub rows: u64,
+    /// Size in bytes.
+    pub bytes: u64,
+    /// Smallest value of the dataset's time column in the file.
+    pub min_time: DateTime<Utc>,
+    /// Largest value of the dataset's time column in the file.
+    pub max_time: DateTime<Utc>,
+    /// Schema version the file was written with.
+    pub schema_version: u32,
+}
+
+/// The committed state of the lake.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Format of this document.
+    pub format_version: u32,
+    /// Number of commits so far; 0 for an empty lake.
+    pub version: u64,
+    /// Time of the latest commit.
+    pub committed_at: Option<DateTime<Utc>>,
+    /// Committed data files by path relative to the lake root.
+    pub files: BTreeMap<String, FileEntry>,
+    /// Sync bookkeeping (cursors, covered ranges), committed with the data.
+    pub state: BTreeMap<String, serde_json::Value>,
+}
+
+impl Manifest {
+    /// Reads the manifest; a lake without one is empty.
+    pub fn load(store: &dyn Store) -> Result<Manifest> {
+        if store.head(MANIFEST_PATH)?.is_none() {
+            return Ok(Manifest {
+                format_version: MANIFEST_FORMAT_VERSION,
+                ..Manifest::default()
+            });
+        }
+        let bytes = store.get(MANIFEST_PATH)?;
+        let m: Manifest = serde_json::from_slice(&bytes).map_err(|e| Error::Lake {
+            path: store.location(MANIFEST_PATH),
+            message: format!("the manifest is not valid: {e}"),
+        })?;
+        if m.format_version != MANIFEST_FORMAT_VERSION {
+            return Err(Error::Lake {
+                path: store.location(MANIFEST_PATH),
+                message: format!(
+                    "manifest format {} is not supported (expected {MANIFEST_FORMAT_VERSION})",
+                    m.format_version
+                ),
+            });
+        }
+        Ok(m)
+    }
+
+    /// Writes the manifest atomically: the commit point.
+    pub fn store(&self, store: &dyn Store) -> Result<()> {
+        let bytes = serde_json::to_vec_pretty(self)
+            .expect("a manifest of strings, numbers and JSON values always serialises");
+        store.put(MANIFEST_PATH, &bytes)
+    }
+
+    /// Committed files of one dataset.
+    pub fn files_of(&self, dataset: Dataset) -> impl Iterator<Item = (&String, &FileEntry)> {
+        self.files.iter().filter(move |(_, e)| e.dataset == dataset)
+    }
+}
+
+/// The intent of a commit in progress.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Journal {
+    /// The manifest version the commit produces.
+    pub version: u64,
+    /// Data files the commit adds.
+    pub add: Vec<String>,
+    /// Data files the commit removes (compaction).
+    pub remove: Vec<String>,
+}
+
+impl Journal {
+    /// Writes the journal atomically.
+    pub fn store(&self, store: &dyn Store) -> Result<()> {
+        let bytes = serde_json::to_vec_pretty(self)
+            .expect("a journal of strings and numbers always serialises");
+        store.put(JOURNAL_PATH, &bytes)
+    }
+}
+
+/// What recovery did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Recovery {
+    /// Files of an interrupted, uncommitted commit that were deleted.
+    pub rolled_back: Vec<String>,
+    /// Files removed by a committed compaction whose deletion was finished.
+    pub finished: Vec<String>,
+    /// Temporary files deleted.
+    pub temps: Vec<String>,
+}
+
+impl Recovery {
+    /// Whether recovery had nothing to do.
+    pub fn is_empty(&self) -> bool {
+        self.rolled_back.is_empty() && self.finished.is_empty() && self.temps.is_empty()
+    }
+}
+
+fn delete_if_present(store: &dyn Store, path: &str, into: &mut Vec<String>) -> Result<()> {
+    if store.head(path)?.is_some() {
+        store.delete(path)?;
+        into.push(path.to_owned());
+    }
+    Ok(())
+}
+
+/// Cleans up after an interrupted commit. Must run under the writer lock.
+pub fn recover(store: &dyn Store) -> Result<Recovery> {
+    let mut rec = Recovery::default();
+    for meta in [MANIFEST_PATH, JOURNAL_PATH] {
+        delete_if_present(store, &temp_name(meta), &mut rec.temps)?;
+    }
+    if store.head(JOURNAL_PATH)?.is_none() {
+        return Ok(rec);
+    }
+    let bytes = store.get(JOURNAL_PATH)?;
+    let journal: Journal = serde_json::from_slice(&bytes).map_err(|e| Error::Lake {
+        path: store.location(JOURNAL_PATH),
+        message: format!("the commit journal is not valid: {e}"),
+    })?;
+    let manifest = Manifest::load(store)?;
+    for path in journal.add.iter().chain(&journal.remove) {
+        delete_if_present(store, &temp_name(path), &mut rec.temps)?;
+    }
+    if manifest.version >= journal.version {
+        for path in &journal.remove {
+            if !manifest.files.contains_key(path) {
+                delete_if_present(store, path, &mut rec.finished)?;
+            }
+        }
+    } else {
+        for path in &journal.add {
+            if !manifest.files.contains_key(path) {
+                delete_if_present(store, path, &mut rec.rolled_back)?;
+            }
+        }
+    }
+    store.delete(JOURNAL_PATH)?;
+    Ok(rec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lake::store::LocalStore;
+
+    fn entry() -> FileEntry {
+        FileEntry {
+            dataset: Dataset::Swaps,
+            rows: 1,
+            bytes: 4,
+            min_time: DateTime::UNIX_EPOCH,
+            max_time: DateTime::UNIX_EPOCH,
+            schema_version: 1,
+        }
+    }
+
+    #[test]
+    fn an_uncommitted_commit_is_rolled_back() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = LocalStore::new(dir.path());
+        let kept = "swaps/chain=altchain/date=2024-01-01/part-a.parquet";
+        let added = "swaps/chain=altchain/date=2024-01-01/part-b.parquet";
+        let mut m = Manifest::load(&store).expect("empty manifest");
+        m.version = 1;
+        m.files.insert(kept.into(), entry());
+        m.store(&store).expect("manifest");
+        store.put(kept, b"PAR1").expect("put");
+        Journal {
+            version: 2,
+            add: vec![added.into()],
+            remove: vec![kept.into()],
+        }
+        .store(&store)
+        .expect("journal");
+        store.put(added, b"PAR1").expect("put");
+        store
+            .put(&temp_name(MANIFEST_PATH), b"{")
+            .expect("half manifest");
+
+        let rec = recover(&store).expect("recover");
+        assert_eq!(rec.rolled_back, vec![added.to_owned()]);
+        assert!(rec.finished.is_empty());
+        assert_eq!(store.head(added).expect("head"), None);
+        assert_eq!(
+            store.head(kept).expect("head"),
+            Some(4),
+            "committed file kept"
+        );
+        assert_eq!(store.head(JOURNAL_PATH).expect("head"), None);
+        assert!(recover(&store).expect("again").is_empty());
+    }
+
+    #[test]
+    fn a_committed_compaction_finishes_its_deletions() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = LocalStore::new(dir.path());
+        let old = "swaps/chain=altchain/date=2024-01-01/part-a.parquet";
+        let new = "swaps/chain=altchain/date=2024-01-01/part-c.parquet";
+        let mut m = Manifest::load(&store).expect("empty manifest");
+        m.version = 3;
+        m.files.insert(new.into(), entry());
+        m.store(&store).expect("manifest");
+        store.put(old, b"PAR1").expect("put");
+        store.put(new, b"PAR1").expect("put");
+        Journal {
+            version: 3,
+            add: vec![new.into()],
+            remove: vec![old.into()],
+        }
+        .store(&store)
+        .expect("journal");
+
+        let rec = recover(&store).expect("recover");
+        assert_eq!(rec.finished, vec![old.to_owned()]);
+        assert!(rec.rolled_back.is_empty());
+        assert_eq!(store.head(old).expect("head"), None);
+        assert_eq!(store.head(new).expect("head"), Some(4));
+    }
+}

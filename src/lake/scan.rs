@@ -1,0 +1,96 @@
+//! polars `LazyFrame`s over the committed files of a dataset.
+//!
+//! Only files the manifest lists are scanned. The hive columns come from the paths with fixed
+//! types (`chain`: string, `interval`: Int64, `date`: Date), so polars prunes whole files on
+//! filters over them and row groups (by their statistics) on filters over the time column.
+//! Columns come in a fixed order: the file columns, then `chain`, `[interval]`, `date`.
+
+use std::io::Cursor;
+use std::sync::Arc;
+
+use arrow::record_batch::RecordBatch;
+use polars::prelude::*;
+
+use super::manifest::Manifest;
+use super::schema::{self, hive_columns};
+use super::writer::encode_parquet;
+use super::{Dataset, Lake};
+use crate::{Error, Result};
+
+fn hive_dtype(name: &str) -> DataType {
+    match name {
+        "interval" => DataType::Int64,
+        "date" => DataType::Date,
+        _ => DataType::String,
+    }
+}
+
+/// The polars schema of the hive columns of `dataset`.
+pub fn hive_schema(dataset: Dataset) -> Schema {
+    hive_columns(dataset)
+        .into_iter()
+        .map(|n| Field::new(n.into(), hive_dtype(n)))
+        .collect()
+}
+
+/// Names of the scanned columns, in order.
+pub fn scan_columns(dataset: Dataset) -> Vec<String> {
+    let mut cols: Vec<String> = schema::file_schema(dataset)
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
+    cols.extend(hive_columns(dataset).into_iter().map(str::to_owned));
+    cols
+}
+
+fn polars_err(dataset: Dataset) -> impl FnOnce(PolarsError) -> Error {
+    move |source| Error::Polars {
+        context: format!("scanning {dataset}"),
+        source,
+    }
+}
+
+/// An empty frame with the dataset's scan columns and types, read back from an empty Parquet
+/// file so the types are exactly those polars gives the real files.
+fn empty_frame(dataset: Dataset) -> Result<LazyFrame> {
+    let empty = RecordBatch::new_empty(schema::file_schema(dataset));
+    let bytes = encode_parquet(dataset, &empty, 1024, 1)?;
+    let mut df = ParquetReader::new(Cursor::new(bytes))
+        .finish()
+        .map_err(polars_err(dataset))?;
+    for name in hive_columns(dataset) {
+        df.with_column(Column::new_empty(name.into(), &hive_dtype(name)))
+            .map_err(polars_err(dataset))?;
+    }
+    Ok(df.lazy())
+}
+
+/// A lazy scan of the committed files of `dataset` as of `manifest`.
+pub fn scan(lake: &Lake, manifest: &Manifest, dataset: Dataset) -> Result<LazyFrame> {
+    let paths: Vec<PlRefPath> = manifest
+        .files_of(dataset)
+        .map(|(p, _)| PlRefPath::try_from_pathbuf(lake.store().location(p)))
+        .collect::<PolarsResult<_>>()
+        .map_err(polars_err(dataset))?;
+    let order: Vec<Expr> = scan_columns(dataset)
+        .into_iter()
+        .map(|c| col(c.as_str()))
+        .collect();
+    if paths.is_empty() {
+        return Ok(empty_frame(dataset)?.select(order));
+    }
+    let args = ScanArgsParquet {
+        hive_options: HiveOptions {
+            enabled: Some(true),
+            hive_start_idx: 0,
+            schema: Some(Arc::new(hive_schema(dataset))),
+            try_parse_dates: true,
+        },
+        glob: false,
+        ..ScanArgsParquet::default()
+    };
+    let lf = LazyFrame::scan_parquet_files(paths.into_iter().collect(), args)
+        .map_err(polars_err(dataset))?;
+    Ok(lf.select(order))
+}

@@ -1,0 +1,258 @@
+//! `verify`: the lake against its manifest.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+
+use bytes::Bytes;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+use super::layout::Partition;
+use super::manifest::{self, Recovery};
+use super::schema::{self, SCHEMA_VERSION, SCHEMA_VERSION_KEY};
+use super::writer::{encode_keys, read_key_batch};
+use super::{Dataset, Lake};
+use crate::Result;
+
+/// One thing wrong with the lake.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Problem {
+    /// A committed file does not exist.
+    MissingFile {
+        /// Path relative to the lake root.
+        path: String,
+    },
+    /// A committed file cannot be read as Parquet.
+    UnreadableFile {
+        /// Path relative to the lake root.
+        path: String,
+        /// The reader's error.
+        message: String,
+    },
+    /// A committed file holds another number of rows than the manifest says.
+    RowCountMismatch {
+        /// Path relative to the lake root.
+        path: String,
+        /// Rows per the manifest.
+        manifest: u64,
+        /// Rows in the file.
+        file: u64,
+    },
+    /// A file under a dataset folder (or a Parquet file under `_dexlake/`) that the manifest
+    /// does not list.
+    UntrackedFile {
+        /// Path relative to the lake root.
+        path: String,
+    },
+    /// A committed file whose path is not in the lake layout or names another dataset.
+    BadPath {
+        /// Path relative to the lake root.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A committed file whose schema or schema version differs from the dataset's.
+    SchemaMismatch {
+        /// Path relative to the lake root.
+        path: String,
+        /// What differs.
+        message: String,
+    },
+    /// Records of one partition sharing a natural key.
+    DuplicateKeys {
+        /// The partition folder.
+        partition: String,
+        /// Number of rows beyond the first of each key.
+        extra_rows: u64,
+    },
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Problem::MissingFile { path } => write!(f, "missing committed file {path}"),
+            Problem::UnreadableFile { path, message } => {
+                write!(f, "unreadable committed file {path}: {message}")
+            }
+            Problem::RowCountMismatch {
+                path,
+                manifest,
+                file,
+            } => write!(f, "{path} holds {file} rows, the manifest says {manifest}"),
+            Problem::UntrackedFile { path } => write!(f, "file not in the manifest: {path}"),
+            Problem::BadPath { path, message } => write!(f, "bad path {path}: {message}"),
+            Problem::SchemaMismatch { path, message } => {
+                write!(f, "schema mismatch in {path}: {message}")
+            }
+            Problem::DuplicateKeys {
+                partition,
+                extra_rows,
+            } => write!(f, "{extra_rows} duplicate-key rows in {partition}"),
+        }
+    }
+}
+
+/// What [`Lake::verify`] found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VerifyReport {
+    /// Manifest version checked.
+    pub version: u64,
+    /// Committed files checked.
+    pub files_checked: usize,
+    /// Committed rows checked, per dataset.
+    pub rows: BTreeMap<Dataset, u64>,
+    /// Cleanup done first, after an interrupted commit (not a problem).
+    pub recovery: Recovery,
+    /// Everything wrong; empty when the lake is sound.
+    pub problems: Vec<Problem>,
+}
+
+impl VerifyReport {
+    /// Whether the lake is sound.
+    pub fn is_ok(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+/// Checks one committed file's schema, version and row count; returns its rows.
+fn check_file(
+    lake: &Lake,
+    path: &str,
+    dataset: Dataset,
+    problems: &mut Vec<Problem>,
+) -> Option<u64> {
+    let data = match lake.store().get(path) {
+        Ok(d) => Bytes::from(d),
+        Err(e) => {
+            problems.push(Problem::UnreadableFile {
+                path: path.to_owned(),
+                message: e.to_string(),
+            });
+            return None;
+        }
+    };
+    let builder = match ParquetRecordBatchReaderBuilder::try_new(data) {
+        Ok(b) => b,
+        Err(e) => {
+            problems.push(Problem::UnreadableFile {
+                path: path.to_owned(),
+                message: e.to_string(),
+            });
+            return None;
+        }
+    };
+    let expected = schema::file_schema(dataset);
+    let got = builder.schema();
+    let same = got.fields().len() == expected.fields().len()
+        && got
+            .fields()
+            .iter()
+            .zip(expected.fields())
+            .all(|(g, e)| g.name() == e.name() && g.data_type() == e.data_type());
+    if !same {
+        problems.push(Problem::SchemaMismatch {
+            path: path.to_owned(),
+            message: format!(
+                "columns are {:?}",
+                got.fields().iter().map(|f| f.name()).collect::<Vec<_>>()
+            ),
+        });
+    }
+    let meta = builder.metadata().file_metadata();
+    let version = meta
+        .key_value_metadata()
+        .and_then(|kv| kv.iter().find(|k| k.key == SCHEMA_VERSION_KEY))
+        .and_then(|k| k.value.clone());
+    if version.as_deref() != Some(SCHEMA_VERSION.to_string().as_str()) {
+        problems.push(Problem::SchemaMismatch {
+            path: path.to_owned(),
+            message: format!("schema version {version:?}, expected {SCHEMA_VERSION}"),
+        });
+    }
+    u64::try_from(meta.num_rows()).ok()
+}
+
+/// Runs the checks of [`Lake::verify`].
+pub fn verify(lake: &Lake) -> Result<VerifyReport> {
+    let _lock = lake.lock()?;
+    let recovery = manifest::recover(lake.store())?;
+    let manifest = lake.manifest()?;
+    let mut report = VerifyReport {
+        version: manifest.version,
+        recovery,
+        ..VerifyReport::default()
+    };
+    let mut problems = Vec::new();
+
+    for dataset in Dataset::ALL {
+        for path in lake.store().list(dataset.name())? {
+            if !manifest.files.contains_key(&path) {
+                problems.push(Problem::UntrackedFile { path });
+            }
+        }
+    }
+    for path in lake.store().list(manifest::META_DIR)? {
+        if path.ends_with(".parquet") {
+            problems.push(Problem::UntrackedFile { path });
+        }
+    }
+
+    let mut keys_by_partition: HashMap<Partition, Vec<Vec<u8>>> = HashMap::new();
+    for (path, entry) in &manifest.files {
+        report.files_checked += 1;
+        *report.rows.entry(entry.dataset).or_default() += entry.rows;
+        let partition = match Partition::from_file_path(path) {
+            Ok(p) if p.dataset == entry.dataset => p,
+            Ok(p) => {
+                problems.push(Problem::BadPath {
+                    path: path.clone(),
+                    message: format!("in {} but recorded as {}", p.dataset, entry.dataset),
+                });
+                continue;
+            }
+            Err(e) => {
+                problems.push(Problem::BadPath {
+                    path: path.clone(),
+                    message: e.to_string(),
+                });
+                continue;
+            }
+        };
+        if lake.store().head(path)?.is_none() {
+            problems.push(Problem::MissingFile { path: path.clone() });
+            continue;
+        }
+        let Some(rows) = check_file(lake, path, entry.dataset, &mut problems) else {
+            continue;
+        };
+        if rows != entry.rows {
+            problems.push(Problem::RowCountMismatch {
+                path: path.clone(),
+                manifest: entry.rows,
+                file: rows,
+            });
+        }
+        match read_key_batch(lake, entry.dataset, path).and_then(|b| encode_keys(entry.dataset, &b))
+        {
+            Ok(keys) => keys_by_partition.entry(partition).or_default().extend(keys),
+            Err(e) => problems.push(Problem::UnreadableFile {
+                path: path.clone(),
+                message: e.to_string(),
+            }),
+        }
+    }
+    let mut partitions: Vec<(Partition, Vec<Vec<u8>>)> = keys_by_partition.into_iter().collect();
+    partitions.sort_by(|a, b| a.0.cmp(&b.0));
+    for (partition, mut keys) in partitions {
+        let n = keys.len();
+        keys.sort_unstable();
+        keys.dedup();
+        if keys.len() < n {
+            problems.push(Problem::DuplicateKeys {
+                partition: partition.dir(),
+                extra_rows: (n - keys.len()) as u64,
+            });
+        }
+    }
+    report.problems = problems;
+    Ok(report)
+}
