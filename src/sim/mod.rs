@@ -1,3 +1,129 @@
 //! The simulator of the service: a deterministic synthetic market served over HTTP.
+//!
+//! [`Market::generate`] builds a market from a seed and a [`Scale`]: EVM chains (`chain_id` 1
+//! and 8453) and the altchain, each with tokens, pools, wallets of different behaviours and a
+//! time-ordered stream of swaps ending at a fixed simulated "now". Every answer of the service
+//! (trades, candles, prices, stats, profiles, portfolios) is derived from those swaps by the plain
+//! row-by-row computations of [`reference`], which are the reference the analytics layer is
+//! tested against.
+//!
+//! [`Simulator::start`] serves the market over HTTP with the service's eleven operations, its
+//! keys ([`DEMO_KEY`], [`FREE_KEY`]), its error bodies, an optional per-key rate limit and
+//! injected faults.
+//!
+//! Decisions where the interface is silent are listed on the items that implement them; the
+//! main ones:
+//! - Every swap trades one non-quote token against one quote token (the chain's wrapped native
+//!   coin or its USD stablecoin) and carries no fee, so `usd_amount_in == usd_amount_out` and a
+//!   trade's `usd_amount` is that same value. There is one trade per swap, with the swap's `id`.
+//! - Swaps and trades come newest first; cursors are opaque keysets on `(block_slot, id)`.
+//! - A ratio without a denominator (profit factor without losses, a change against a zero
+//!   volume) is emitted as `0`, so every number is finite.
 
+mod generate;
+mod market;
+pub mod reference;
 pub mod search;
+mod server;
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::str::FromStr;
+
+pub use market::{
+    Behaviour, Catalog, CatalogChain, CatalogPool, CatalogToken, CatalogWallet, Chain, ChainKind,
+    IndexList, Market, PoolInfo, PosState, QuoteInfo, SwapRecord, TokenInfo, WalletInfo,
+};
+pub use server::{SimStats, Simulator};
+
+/// The key of the plan that may call every operation.
+pub const DEMO_KEY: &str = "demo-key";
+/// The key of a plan that gets 403 on search-profiles and get-portfolio.
+pub const FREE_KEY: &str = "free-key";
+
+/// Size of the generated market.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Scale {
+    /// A few thousand swaps: generated in well under a second, for tests.
+    #[default]
+    Tiny,
+    /// About 50,000 altchain swaps.
+    Small,
+    /// About a million altchain swaps.
+    Medium,
+    /// About ten million altchain swaps.
+    Large,
+}
+
+impl Scale {
+    /// Every scale, smallest first.
+    pub const ALL: [Scale; 4] = [Scale::Tiny, Scale::Small, Scale::Medium, Scale::Large];
+
+    /// The name used on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scale::Tiny => "tiny",
+            Scale::Small => "small",
+            Scale::Medium => "medium",
+            Scale::Large => "large",
+        }
+    }
+}
+
+impl fmt::Display for Scale {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Scale {
+    type Err = crate::Error;
+
+    fn from_str(s: &str) -> crate::Result<Self> {
+        Scale::ALL
+            .into_iter()
+            .find(|scale| scale.as_str().eq_ignore_ascii_case(s))
+            .ok_or_else(|| {
+                crate::Error::Config(format!(
+                    "unknown scale {s:?} (expected tiny, small, medium or large)"
+                ))
+            })
+    }
+}
+
+/// Configuration of a [`Simulator`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimConfig {
+    /// Address to bind; port 0 picks a free port. Default `127.0.0.1:0`.
+    pub addr: SocketAddr,
+    /// Seed of the market.
+    pub seed: u64,
+    /// Size of the market.
+    pub scale: Scale,
+    /// Path segment of the non-EVM family (`/v1/<segment>/...`). Default `altchain`.
+    pub altchain_segment: String,
+    /// Requests per second allowed per key (a token bucket with a burst of the same size);
+    /// `None` means unlimited.
+    pub rate_limit: Option<f64>,
+    /// Probability that a request is answered 500, to exercise retries.
+    pub fail_rate: f64,
+    /// Probability that a request is answered 429 with `Retry-After: 1`.
+    pub throttle_rate: f64,
+    /// Seed of the fault injection; `None` derives it from `seed`.
+    pub fault_seed: Option<u64>,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            seed: 0,
+            scale: Scale::Tiny,
+            altchain_segment: "altchain".to_owned(),
+            rate_limit: None,
+            fail_rate: 0.0,
+            throttle_rate: 0.0,
+            fault_seed: None,
+        }
+    }
+}

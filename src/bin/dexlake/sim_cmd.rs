@@ -1,15 +1,84 @@
-//! `dexlake sim`.
+//! `dexlake sim`: serve the built-in simulator of the service, or print its market.
 
+use std::io::Write;
+use std::net::SocketAddr;
 use std::process::ExitCode;
 
+use anyhow::Context;
 use clap::Args;
+use dexlake::sim::{Market, Scale, SimConfig, Simulator};
 
 use crate::Global;
 
 /// Arguments of `dexlake sim`.
 #[derive(Args, Debug)]
-pub struct SimArgs {}
+pub struct SimArgs {
+    /// Address to listen on; port 0 picks a free port.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    addr: SocketAddr,
+    /// Seed of the synthetic market.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Size of the market: tiny, small, medium or large.
+    #[arg(long, default_value = "tiny")]
+    scale: Scale,
+    /// Path segment of the non-EVM family.
+    #[arg(long, default_value = "altchain")]
+    altchain_segment: String,
+    /// Requests per second allowed per key (429 with Retry-After beyond it).
+    #[arg(long)]
+    rate_limit: Option<f64>,
+    /// Probability of answering a request with 500.
+    #[arg(long, default_value_t = 0.0)]
+    fail_rate: f64,
+    /// Probability of answering a request with 429.
+    #[arg(long, default_value_t = 0.0)]
+    throttle_rate: f64,
+    /// Seed of the injected faults (default: derived from --seed).
+    #[arg(long)]
+    fault_seed: Option<u64>,
+    /// Print the market (tokens, pools, wallets per chain, and "now") as JSON and exit.
+    #[arg(long)]
+    catalog: bool,
+}
 
-pub fn run(_global: &Global, _args: SimArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`dexlake sim` is not available yet")
+pub fn run(_global: &Global, args: SimArgs) -> anyhow::Result<ExitCode> {
+    if args.catalog {
+        let market = Market::generate(args.seed, args.scale);
+        let mut out = std::io::stdout().lock();
+        serde_json::to_writer_pretty(&mut out, &market.catalog()).context("writing the catalog")?;
+        writeln!(out).context("writing the catalog")?;
+        out.flush().context("writing the catalog")?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let config = SimConfig {
+        addr: args.addr,
+        seed: args.seed,
+        scale: args.scale,
+        altchain_segment: args.altchain_segment,
+        rate_limit: args.rate_limit,
+        fail_rate: args.fail_rate,
+        throttle_rate: args.throttle_rate,
+        fault_seed: args.fault_seed,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(async {
+        let sim = Simulator::start(config)
+            .await
+            .context("starting the simulator")?;
+        {
+            // The first line is the contract with scripts and tests: flush it at once.
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "listening on {}", sim.base_url()).context("writing to stdout")?;
+            out.flush().context("writing to stdout")?;
+        }
+        tokio::signal::ctrl_c()
+            .await
+            .context("waiting for Ctrl-C")?;
+        sim.shutdown().await;
+        Ok(ExitCode::SUCCESS)
+    })
 }

@@ -1,0 +1,908 @@
+//! Generation of the synthetic market from a seed.
+//!
+//! Each token's swap stream is generated independently from `(seed, chain, token)`: swap times
+//! (a background rate plus bursts), a price path (geometric Brownian motion with a per-token
+//! drift, plus a decaying price impact of each trade), and who trades (wallets of different
+//! behaviours, chosen with a look at where the price goes next, so that some wallets profit and
+//! some lose). The streams are then merged into one event order, ids are assigned, and a
+//! global pass fills the wallets' quote balances. Every step uses seeded ChaCha generators
+//! and plain arithmetic, so the same seed gives the same market to the byte.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
+
+use super::Scale;
+use super::market::{
+    Behaviour, Chain, ChainKind, Market, PoolInfo, PosState, QuoteInfo, Store, StreamCache,
+    SwapRecord, TokenInfo, WalletInfo, base58_string, fill_quote, hex_string, mix,
+};
+
+/// The simulated "now": 2025-06-01T00:00:00Z, the end of every generated history.
+pub(crate) const NOW: i64 = 1_748_736_000;
+/// Length of the generated history: 62 days, so that 30-day stats have a previous period.
+pub(crate) const HISTORY_SECONDS: i64 = 62 * 86_400;
+
+/// Sizes of one chain at one scale.
+#[derive(Debug, Clone, Copy)]
+struct ChainSize {
+    tokens: usize,
+    wallets: usize,
+    swaps: usize,
+}
+
+fn sizes(scale: Scale) -> (ChainSize, ChainSize) {
+    let (alt, evm) = match scale {
+        Scale::Tiny => ((10, 60, 4_000), (5, 30, 1_000)),
+        Scale::Small => ((60, 1_500, 50_000), (20, 300, 10_000)),
+        Scale::Medium => ((400, 20_000, 1_000_000), (100, 3_000, 100_000)),
+        Scale::Large => ((3_000, 150_000, 10_000_000), (300, 20_000, 1_000_000)),
+    };
+    let size = |(tokens, wallets, swaps)| ChainSize {
+        tokens,
+        wallets,
+        swaps,
+    };
+    (size(alt), size(evm))
+}
+
+/// Parameters that differ between chains.
+#[derive(Clone)]
+struct ChainParams {
+    kind: ChainKind,
+    /// Slot (or block number) at the start of the history.
+    slot0: i64,
+    /// Slots per second as a fraction `num / den`.
+    slots_num: i64,
+    slots_den: i64,
+    /// Native coin price at the start of the history, USD.
+    native_start: f64,
+    first_id: i64,
+    quotes: [(&'static str, &'static str, bool); 2],
+    protocols: [&'static str; 3],
+}
+
+fn params(kind: ChainKind) -> ChainParams {
+    match kind {
+        ChainKind::Alt => ChainParams {
+            kind,
+            slot0: 330_000_000,
+            // 2.5 slots per second (a slot every 400 ms).
+            slots_num: 5,
+            slots_den: 2,
+            native_start: 150.0,
+            first_id: 5_000_000_001,
+            quotes: [
+                ("WNAT", "Wrapped Native", true),
+                ("USDQ", "USD Quote", false),
+            ],
+            protocols: ["amm-v4", "clmm", "bonding-curve"],
+        },
+        ChainKind::Evm(1) => ChainParams {
+            kind,
+            slot0: 22_000_000,
+            // A block every 12 seconds.
+            slots_num: 1,
+            slots_den: 12,
+            native_start: 2_500.0,
+            first_id: 1_000_000_001,
+            quotes: [("WETH", "Wrapped Ether", true), ("USDC", "USD Coin", false)],
+            protocols: ["uniswap-v2", "uniswap-v3", "sushiswap"],
+        },
+        ChainKind::Evm(_) => ChainParams {
+            kind,
+            slot0: 30_000_000,
+            // A block every 2 seconds.
+            slots_num: 1,
+            slots_den: 2,
+            native_start: 2_500.0,
+            first_id: 2_000_000_001,
+            quotes: [("WETH", "Wrapped Ether", true), ("USDC", "USD Coin", false)],
+            protocols: ["uniswap-v3", "aerodrome", "baseswap"],
+        },
+    }
+}
+
+/// Generates the whole market. The large market keeps compact indexes only and regenerates
+/// token streams on demand.
+pub(crate) fn generate(seed: u64, scale: Scale) -> Market {
+    generate_with(seed, scale, scale == Scale::Large)
+}
+
+/// Generates the market, keeping every stream (`lazy` false) or regenerating on demand.
+pub(crate) fn generate_with(seed: u64, scale: Scale, lazy: bool) -> Market {
+    let (alt_size, evm_size) = sizes(scale);
+    let alt = generate_chain(seed, &params(ChainKind::Alt), alt_size, lazy);
+    let evm = [1, 8453]
+        .into_iter()
+        .map(|id| generate_chain(seed, &params(ChainKind::Evm(id)), evm_size, lazy))
+        .collect();
+    Market {
+        seed,
+        scale,
+        alt,
+        evm,
+        now: NOW,
+    }
+}
+
+fn chain_key(kind: ChainKind) -> u64 {
+    match kind {
+        ChainKind::Alt => 0xA17C_4A11,
+        ChainKind::Evm(id) => 0xE7E7_0000 ^ id as u64,
+    }
+}
+
+fn rng_for(seed: u64, parts: &[u64]) -> ChaCha8Rng {
+    let key = parts.iter().fold(seed, |acc, &p| mix(acc, p));
+    ChaCha8Rng::seed_from_u64(key)
+}
+
+/// A standard normal variate (Box–Muller), written out so that no distribution crate's
+/// algorithm choice can change the market.
+fn normal(rng: &mut ChaCha8Rng) -> f64 {
+    let u1: f64 = 1.0 - rng.random::<f64>();
+    let u2: f64 = rng.random::<f64>();
+    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+}
+
+const SYLLABLES: [&str; 24] = [
+    "ba", "ko", "zu", "mi", "ra", "te", "lo", "pe", "fi", "do", "na", "gu", "chi", "vo", "sa",
+    "ki", "mu", "ze", "po", "ly", "wa", "xe", "jo", "qu",
+];
+const NOUNS: [&str; 16] = [
+    "Cat", "Moon", "Frog", "Rocket", "Coin", "Dog", "Pepe", "Whale", "Panda", "Inu", "Fire",
+    "Gold", "Wave", "Byte", "Nova", "Orb",
+];
+
+fn address(kind: ChainKind, key: u64) -> String {
+    match kind {
+        ChainKind::Alt => base58_string(key, 44),
+        ChainKind::Evm(_) => hex_string(key, 40),
+    }
+}
+
+fn generate_chain(seed: u64, p: &ChainParams, size: ChainSize, lazy: bool) -> Chain {
+    let ck = chain_key(p.kind);
+    let start = NOW - HISTORY_SECONDS;
+    let mut rng = rng_for(seed, &[ck, 1]);
+
+    // Native coin price per minute: a gentle geometric Brownian motion.
+    let minutes = (HISTORY_SECONDS / 60 + 1) as usize;
+    let mut native_prices = Vec::with_capacity(minutes);
+    let mut log_p = p.native_start.ln();
+    let sigma_minute = 0.6 / (365.0f64 * 1440.0).sqrt();
+    for _ in 0..minutes {
+        native_prices.push(log_p.exp());
+        log_p += sigma_minute * normal(&mut rng);
+    }
+
+    let quotes: Vec<QuoteInfo> = p
+        .quotes
+        .iter()
+        .enumerate()
+        .map(|(i, &(symbol, name, native))| QuoteInfo {
+            address: address(p.kind, mix(seed ^ ck, 0x51_0000 + i as u64)),
+            symbol,
+            name,
+            native,
+        })
+        .collect();
+
+    // Wallets: behaviours in fixed proportions, shuffled by the seed.
+    let wallets: Vec<WalletInfo> = (0..size.wallets)
+        .map(|i| {
+            let u: f64 = rng.random();
+            let behaviour = match u {
+                u if u < 0.10 => Behaviour::Profitable,
+                u if u < 0.35 => Behaviour::Losing,
+                u if u < 0.45 => Behaviour::Sniper,
+                u if u < 0.70 => Behaviour::Holder,
+                _ => Behaviour::Bot,
+            };
+            WalletInfo {
+                address: address(p.kind, mix(seed ^ ck, 0x57_0000_0000 + i as u64)),
+                behaviour,
+            }
+        })
+        .collect();
+    let mut by_behaviour: HashMap<Behaviour, Vec<u32>> = HashMap::new();
+    for (i, w) in wallets.iter().enumerate() {
+        by_behaviour.entry(w.behaviour).or_default().push(i as u32);
+    }
+    let by_behaviour: Vec<Vec<u32>> = Behaviour::ALL
+        .iter()
+        .map(|b| by_behaviour.remove(b).unwrap_or_default())
+        .collect();
+
+    // Tokens and pools. Token 0 is the most active: activity follows a Zipf law.
+    let weights: Vec<f64> = (0..size.tokens)
+        .map(|i| 1.0 / ((i + 1) as f64).powf(1.1))
+        .collect();
+    let total_weight: f64 = weights.iter().sum();
+    let mut tokens = Vec::with_capacity(size.tokens);
+    let mut pools = Vec::new();
+    let mut token_swaps = Vec::with_capacity(size.tokens);
+    let mut initial_prices = Vec::with_capacity(size.tokens);
+    for (i, w) in weights.iter().enumerate() {
+        let mut trng = rng_for(seed, &[ck, 2, i as u64]);
+        let n = ((size.swaps as f64) * w / total_weight).round().max(20.0) as usize;
+        token_swaps.push(n);
+        let symbol: String = (0..trng.random_range(2..4))
+            .map(|_| SYLLABLES[trng.random_range(0..SYLLABLES.len())])
+            .collect::<String>()
+            .to_uppercase();
+        let name = format!(
+            "{} {}",
+            NOUNS[trng.random_range(0..NOUNS.len())],
+            capitalise(&symbol.to_lowercase())
+        );
+        // A quarter of the tokens start trading during the history; the rest before it.
+        let created_at = if trng.random::<f64>() < 0.25 && i > 0 {
+            start + trng.random_range(0..HISTORY_SECONDS - 3_600)
+        } else {
+            start - trng.random_range(86_400..300 * 86_400)
+        };
+        let address_key = mix(seed ^ ck, 0x70_0000_0000 + i as u64);
+        let token_address = address(p.kind, address_key);
+        let handle = symbol.to_lowercase();
+        let social = |trng: &mut ChaCha8Rng, pr: f64, v: String| {
+            if trng.random::<f64>() < pr {
+                Some(v)
+            } else {
+                None
+            }
+        };
+        // The supply follows from the starting price and a market cap between 5 million and
+        // 1 billion USD, so that trade sizes are a plausible share of it.
+        let initial_price = 10f64.powf(trng.random_range(-6.0..1.0));
+        initial_prices.push(initial_price);
+        let total_supply = 10f64.powf(trng.random_range(6.7..9.0)) / initial_price;
+        let circulating_supply = total_supply * trng.random_range(0.6..1.0);
+        let dev_allocation = circulating_supply * trng.random_range(0.0..0.08);
+        let n_pools = if trng.random::<f64>() < 0.3 { 2 } else { 1 };
+        let mut token_pools = Vec::with_capacity(n_pools);
+        for q in 0..n_pools {
+            let pool_index = pools.len() as u32;
+            token_pools.push(pool_index);
+            pools.push(PoolInfo {
+                address: address(p.kind, mix(address_key, 0x9001 + q as u64)),
+                token: i as u32,
+                quote: q as u8,
+                protocol: p.protocols[trng.random_range(0..p.protocols.len())],
+                initial_reserve: circulating_supply * trng.random_range(0.05..0.2),
+            });
+        }
+        tokens.push(TokenInfo {
+            symbol: symbol.clone(),
+            name,
+            created_at,
+            creator: address(p.kind, mix(address_key, 0xC4EA)),
+            image: social(
+                &mut trng,
+                0.9,
+                format!("https://images.example/{token_address}.png"),
+            ),
+            verified: trng.random::<f64>() < 0.3,
+            twitter: social(&mut trng, 0.7, format!("https://x.com/{handle}")),
+            discord: social(&mut trng, 0.3, format!("https://discord.gg/{handle}")),
+            website: social(&mut trng, 0.5, format!("https://{handle}.example")),
+            telegram: social(&mut trng, 0.5, format!("https://t.me/{handle}")),
+            address: token_address,
+            total_supply,
+            circulating_supply,
+            dev_allocation,
+            pools: token_pools,
+        });
+    }
+
+    let counts = token_swaps;
+    let mut offsets = Vec::with_capacity(tokens.len() + 1);
+    offsets.push(0u32);
+    for &n in &counts {
+        let last = *offsets.last().expect("offsets start with 0");
+        offsets.push(last + u32::try_from(n).expect("a chain has fewer than 2^32 swaps"));
+    }
+    let total = *offsets.last().expect("offsets start with 0") as usize;
+    let source = StreamSource {
+        seed,
+        ck,
+        params: p.clone(),
+        start,
+        initial_prices,
+        counts,
+        by_behaviour,
+        behaviour_of: wallets
+            .iter()
+            .map(|w| behaviour_index(w.behaviour) as u8)
+            .collect(),
+    };
+
+    // Each token's stream, independently and in parallel: the result does not depend on the
+    // number of threads because every stream has its own generator. A lazy chain keeps only
+    // compact indexes and drops the streams chunk by chunk.
+    let mut slot_offsets = vec![0u32; total];
+    let mut by_pool: Vec<Vec<u32>> = vec![Vec::new(); pools.len()];
+    let mut flows: Vec<(u32, u32, u32, u8, f64)> = Vec::with_capacity(total);
+    let mut kept: Vec<Vec<SwapRecord>> = Vec::new();
+    let chunk = if lazy { 32 } else { tokens.len().max(1) };
+    for first_token in (0..tokens.len()).step_by(chunk) {
+        let last_token = (first_token + chunk).min(tokens.len());
+        let streams: Vec<Vec<SwapRecord>> = (first_token..last_token)
+            .into_par_iter()
+            .map(|t| token_stream(&source, t as u32, &tokens[t], &pools, &native_prices))
+            .collect();
+        for (t, stream) in (first_token..last_token).zip(streams) {
+            let base = offsets[t];
+            for (k, r) in stream.iter().enumerate() {
+                let index = base + k as u32;
+                let slot_offset = u32::try_from(r.slot - p.slot0)
+                    .expect("slots of the history lie within 2^32 of its first slot");
+                slot_offsets[index as usize] = slot_offset;
+                by_pool[r.pool as usize].push(index);
+                let delta = if r.buy {
+                    -r.quote_amount
+                } else {
+                    r.quote_amount
+                };
+                flows.push((slot_offset, index, r.wallet, r.quote, delta));
+            }
+            if !lazy {
+                kept.push(stream);
+            }
+        }
+    }
+
+    // Event order of the chain: (slot, id); ids grow with the token and with the position in
+    // its stream, so this is also the order within each token.
+    flows.par_sort_unstable_by_key(|f| (f.0, f.1));
+
+    // Quote balances: each wallet starts with enough of each quote token never to go below
+    // zero, plus a seeded margin.
+    let mut lowest: HashMap<(u32, u8), (f64, f64)> = HashMap::new();
+    for &(_, _, w, q, delta) in &flows {
+        let e = lowest.entry((w, q)).or_insert((0.0, 0.0));
+        e.0 += delta;
+        e.1 = e.1.min(e.0);
+    }
+    let mut balance: HashMap<(u32, u8), f64> = lowest
+        .iter()
+        .map(|(&(w, q), &(_, min))| {
+            let margin = (mix(seed ^ ck, (u64::from(w) << 8) | u64::from(q)) % 10_000) as f64
+                / 1_000.0
+                * if q == 0 { 1.0 } else { 100.0 };
+            ((w, q), -min + margin)
+        })
+        .collect();
+    drop(lowest);
+    let mut pre_quote = vec![0.0f64; total];
+    let mut by_wallet: Vec<Vec<u32>> = vec![Vec::new(); wallets.len()];
+    for &(_, index, w, q, delta) in &flows {
+        let b = balance
+            .get_mut(&(w, q))
+            .expect("every (wallet, quote) pair of a swap has a balance from the flow pass");
+        pre_quote[index as usize] = *b;
+        *b += delta;
+        by_wallet[w as usize].push(index);
+    }
+    drop(flows);
+
+    let store = if lazy {
+        Store::Lazy {
+            source: Box::new(source),
+            cache: Mutex::new(StreamCache::new(LAZY_CACHE_RECORDS)),
+        }
+    } else {
+        Store::Memory(
+            kept.into_iter()
+                .enumerate()
+                .map(|(t, mut stream)| {
+                    let base = offsets[t] as usize;
+                    for (k, r) in stream.iter_mut().enumerate() {
+                        fill_quote(r, pre_quote[base + k]);
+                    }
+                    Arc::from(stream)
+                })
+                .collect(),
+        )
+    };
+
+    Chain {
+        kind: p.kind,
+        token_by_address: tokens
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.address.clone(), i as u32))
+            .collect(),
+        pool_by_address: pools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.address.clone(), i as u32))
+            .collect(),
+        wallet_by_address: wallets
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.address.clone(), i as u32))
+            .collect(),
+        tokens,
+        pools,
+        wallets,
+        quotes,
+        first_id: p.first_id,
+        start,
+        now: NOW,
+        slot0: p.slot0,
+        native_prices,
+        offsets,
+        slot_offsets,
+        pre_quote,
+        by_pool,
+        by_wallet,
+        store,
+        hash_seed: mix(seed, ck),
+    }
+}
+
+/// Most swap records a lazy chain keeps in its cache of regenerated token streams (about
+/// 100 bytes each).
+pub(crate) const LAZY_CACHE_RECORDS: usize = 2_500_000;
+
+/// Everything needed to regenerate one token's stream of a chain.
+pub(crate) struct StreamSource {
+    seed: u64,
+    ck: u64,
+    params: ChainParams,
+    start: i64,
+    initial_prices: Vec<f64>,
+    counts: Vec<usize>,
+    by_behaviour: Vec<Vec<u32>>,
+    behaviour_of: Vec<u8>,
+}
+
+impl StreamSource {
+    /// Regenerates token `token`'s stream of `chain` (quote balances not filled).
+    pub(crate) fn stream(&self, chain: &Chain, token: u32) -> Vec<SwapRecord> {
+        token_stream(
+            self,
+            token,
+            &chain.tokens[token as usize],
+            &chain.pools,
+            &chain.native_prices,
+        )
+    }
+}
+
+fn capitalise(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
+/// The holders of one token, per behaviour, with O(1) insert and remove.
+struct Holders {
+    lists: Vec<Vec<u32>>,
+    position: HashMap<u32, usize>,
+}
+
+impl Holders {
+    fn new() -> Self {
+        Holders {
+            lists: vec![Vec::new(); Behaviour::ALL.len()],
+            position: HashMap::new(),
+        }
+    }
+
+    fn insert(&mut self, b: usize, w: u32) {
+        if !self.position.contains_key(&w) {
+            self.position.insert(w, self.lists[b].len());
+            self.lists[b].push(w);
+        }
+    }
+
+    fn remove(&mut self, b: usize, w: u32) {
+        if let Some(i) = self.position.remove(&w) {
+            self.lists[b].swap_remove(i);
+            if let Some(&moved) = self.lists[b].get(i) {
+                self.position.insert(moved, i);
+            }
+        }
+    }
+}
+
+fn behaviour_index(b: Behaviour) -> usize {
+    Behaviour::ALL
+        .iter()
+        .position(|&x| x == b)
+        .expect("Behaviour::ALL lists every behaviour")
+}
+
+/// Picks an index by weight; `None` when every weight is zero.
+fn pick(rng: &mut ChaCha8Rng, weights: &[f64]) -> Option<usize> {
+    let total: f64 = weights.iter().sum();
+    if total <= 0.0 {
+        return None;
+    }
+    let mut x = rng.random::<f64>() * total;
+    for (i, &w) in weights.iter().enumerate() {
+        if x < w {
+            return Some(i);
+        }
+        x -= w;
+    }
+    weights.iter().rposition(|&w| w > 0.0)
+}
+
+fn token_stream(
+    src: &StreamSource,
+    token: u32,
+    info: &TokenInfo,
+    pools: &[PoolInfo],
+    native_prices: &[f64],
+) -> Vec<SwapRecord> {
+    let (p, start, by_behaviour) = (&src.params, src.start, &src.by_behaviour);
+    let n = src.counts[token as usize];
+    let initial_price = src.initial_prices[token as usize];
+    let mut rng = rng_for(src.seed, &[src.ck, 3, u64::from(token)]);
+    let first = info.created_at.max(start) + rng.random_range(30..600);
+    let span = (NOW - first) as f64;
+
+    // Times: 45 % background, 55 % in bursts; the most active tokens have a burst that runs
+    // up to "now", so the short windows have data.
+    let n_bursts = rng.random_range(2..8);
+    let mut bursts: Vec<(f64, f64)> = (0..n_bursts)
+        .map(|_| {
+            let center = rng.random::<f64>() * span;
+            let width = 600.0 * (rng.random::<f64>() * 4.0).exp();
+            (center, width)
+        })
+        .collect();
+    if token < 3 {
+        bursts.push((span - 900.0, 1_800.0));
+    }
+    let mut times: Vec<f64> = (0..n)
+        .map(|_| {
+            if rng.random::<f64>() < 0.45 {
+                rng.random::<f64>() * span
+            } else {
+                let (c, w) = bursts[rng.random_range(0..bursts.len())];
+                (c + w * normal(&mut rng)).clamp(0.0, span - 1.0)
+            }
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+
+    // Diffusion part of the log price: drift and volatility per token.
+    let sigma_day = rng.random_range(0.03..0.25);
+    let mu_day = rng.random_range(-0.03..0.03);
+    let sigma_s = sigma_day / 86_400f64.sqrt();
+    let mu_s = mu_day / 86_400.0;
+    let mut diffusion = Vec::with_capacity(n);
+    let mut x = initial_price.ln();
+    let mut prev_t = 0.0;
+    for &t in &times {
+        let dt = (t - prev_t).max(0.0);
+        x += (mu_s - 0.5 * sigma_s * sigma_s) * dt + sigma_s * dt.sqrt() * normal(&mut rng);
+        diffusion.push(x);
+        prev_t = t;
+    }
+
+    let early_swaps = (n / 50).max(5);
+    let mut holders = Holders::new();
+    let mut balances: HashMap<u32, f64> = HashMap::new();
+    let mut impact = 0.0f64;
+    let mut out = Vec::with_capacity(n);
+    let mut prev_slot_offset = 0i64;
+    prev_t = 0.0;
+    for k in 0..n {
+        let t = times[k];
+        let horizon = (k + 30).min(n - 1);
+        let future = diffusion[horizon] - diffusion[k];
+        impact *= (-(t - prev_t).max(0.0) / 600.0).exp();
+        prev_t = t;
+
+        let early = k < early_swaps;
+        let want_buy = rng.random::<f64>() < 0.52 + if future > 0.0 { 0.15 } else { -0.15 };
+        let sell_weights: Vec<f64> = Behaviour::ALL
+            .iter()
+            .enumerate()
+            .map(|(b, beh)| {
+                let w = match beh {
+                    Behaviour::Profitable => {
+                        if future < 0.0 {
+                            4.0
+                        } else {
+                            0.3
+                        }
+                    }
+                    Behaviour::Losing => {
+                        if future > 0.0 {
+                            3.0
+                        } else {
+                            0.7
+                        }
+                    }
+                    Behaviour::Sniper => 4.0,
+                    Behaviour::Holder => 0.15,
+                    Behaviour::Bot => 2.0,
+                };
+                w * holders.lists[b].len() as f64
+            })
+            .collect();
+        let sell_from = if want_buy {
+            None
+        } else {
+            pick(&mut rng, &sell_weights)
+        };
+
+        let (wallet, buy, amount_tokens, price);
+        match sell_from {
+            Some(b) => {
+                let list = &holders.lists[b];
+                let w = list[rng.random_range(0..list.len())];
+                let held = balances[&w];
+                let full_p = match Behaviour::ALL[b] {
+                    Behaviour::Sniper => 0.7,
+                    Behaviour::Profitable => 0.5,
+                    Behaviour::Losing => 0.4,
+                    Behaviour::Holder => 0.3,
+                    Behaviour::Bot => 0.6,
+                };
+                let amount = if rng.random::<f64>() < full_p {
+                    held
+                } else {
+                    held * rng.random_range(0.2..0.8)
+                };
+                let usd_guess = amount * (diffusion[k] + impact).exp();
+                impact -= impact_of(usd_guess);
+                price = (diffusion[k] + impact).exp();
+                wallet = w;
+                buy = false;
+                amount_tokens = amount;
+            }
+            None => {
+                let weights: Vec<f64> = Behaviour::ALL
+                    .iter()
+                    .enumerate()
+                    .map(|(b, beh)| {
+                        if by_behaviour[b].is_empty() {
+                            return 0.0;
+                        }
+                        match beh {
+                            Behaviour::Sniper => {
+                                if early {
+                                    8.0
+                                } else {
+                                    0.2
+                                }
+                            }
+                            Behaviour::Profitable => {
+                                if future > 0.0 {
+                                    3.0
+                                } else {
+                                    0.2
+                                }
+                            }
+                            Behaviour::Losing => {
+                                if future < 0.0 {
+                                    3.0
+                                } else {
+                                    0.5
+                                }
+                            }
+                            Behaviour::Holder => 1.5,
+                            Behaviour::Bot => 3.0,
+                        }
+                    })
+                    .collect();
+                let b = pick(&mut rng, &weights)
+                    .expect("the market has at least one wallet of some behaviour");
+                let list = &by_behaviour[b];
+                // Skewed within the behaviour: a few wallets trade much more than the rest.
+                let u: f64 = rng.random();
+                let w = list[((u * u * u) * list.len() as f64) as usize % list.len()];
+                let median = match Behaviour::ALL[b] {
+                    Behaviour::Bot => 50.0,
+                    Behaviour::Sniper => 500.0,
+                    Behaviour::Profitable => 1_500.0,
+                    Behaviour::Losing => 300.0,
+                    Behaviour::Holder => 800.0,
+                };
+                let usd = (median * (0.8 * normal(&mut rng)).exp()).min(median * 40.0);
+                impact += impact_of(usd);
+                price = (diffusion[k] + impact).exp();
+                wallet = w;
+                buy = true;
+                amount_tokens = usd / price;
+            }
+        }
+
+        let pre = balances.get(&wallet).copied().unwrap_or(0.0);
+        let (post, state) = if buy {
+            let state = if pre == 0.0 {
+                PosState::Open
+            } else {
+                PosState::Trade
+            };
+            (pre + amount_tokens, state)
+        } else if amount_tokens >= pre {
+            (0.0, PosState::Close)
+        } else {
+            (pre - amount_tokens, PosState::Trade)
+        };
+        let b = usize::from(src.behaviour_of[wallet as usize]);
+        if post > 0.0 {
+            balances.insert(wallet, post);
+            holders.insert(b, wallet);
+        } else {
+            balances.remove(&wallet);
+            holders.remove(b, wallet);
+        }
+
+        let pool_choice = if info.pools.len() > 1 && rng.random::<f64>() < 0.3 {
+            info.pools[1]
+        } else {
+            info.pools[0]
+        };
+        let quote = pools[pool_choice as usize].quote;
+        let abs_t = first + t as i64;
+        let slot_offset = ((abs_t - start) * p.slots_num) / p.slots_den
+            + if p.slots_num > p.slots_den {
+                rng.random_range(0..p.slots_num / p.slots_den)
+            } else {
+                0
+            };
+        // Slots never go backwards within a token, so the stream's order (which the balances
+        // above follow) is also its order in the merged event order.
+        let slot_offset = slot_offset.max(prev_slot_offset);
+        prev_slot_offset = slot_offset;
+        let slot = p.slot0 + slot_offset;
+        let time = start + (slot_offset * p.slots_den) / p.slots_num;
+        let minute = (((time - start).max(0)) / 60) as usize;
+        let quote_price = if quote == 0 {
+            native_prices[minute.min(native_prices.len() - 1)]
+        } else {
+            1.0
+        };
+        let usd = amount_tokens * price;
+        out.push(SwapRecord {
+            slot,
+            time,
+            token,
+            pool: pool_choice,
+            wallet,
+            quote,
+            buy,
+            state,
+            token_amount: amount_tokens,
+            quote_amount: usd / quote_price,
+            token_price: price,
+            quote_price,
+            pre_token: pre,
+            post_token: post,
+            pre_quote: 0.0,
+            post_quote: 0.0,
+        });
+    }
+    out
+}
+
+/// Log-price impact of a trade of `usd`: a square-root law, capped.
+fn impact_of(usd: f64) -> f64 {
+    (0.002 * (usd / 1_000.0).sqrt()).min(0.05)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all_records(chain: &Chain) -> Vec<SwapRecord> {
+        (0..chain.swap_count() as u32)
+            .map(|i| chain.record(i))
+            .collect()
+    }
+
+    #[test]
+    fn the_same_seed_gives_the_same_market_and_another_seed_another() {
+        let a = generate(7, Scale::Tiny);
+        let b = generate(7, Scale::Tiny);
+        let c = generate(8, Scale::Tiny);
+        assert_eq!(all_records(&a.alt), all_records(&b.alt));
+        assert_eq!(a.alt.by_wallet, b.alt.by_wallet);
+        assert_ne!(all_records(&a.alt), all_records(&c.alt));
+    }
+
+    #[test]
+    fn lazy_chains_regenerate_exactly_the_kept_streams() {
+        let kept = generate_with(3, Scale::Tiny, false);
+        let lazy = generate_with(3, Scale::Tiny, true);
+        assert!(matches!(lazy.alt.store, Store::Lazy { .. }));
+        assert!(matches!(kept.alt.store, Store::Memory(_)));
+        for (k, l) in [(&kept.alt, &lazy.alt), (&kept.evm[0], &lazy.evm[0])] {
+            assert_eq!(all_records(k), all_records(l));
+            assert_eq!(k.by_pool, l.by_pool);
+            assert_eq!(k.by_wallet, l.by_wallet);
+            assert_eq!(k.slot_offsets, l.slot_offsets);
+        }
+    }
+
+    #[test]
+    fn streams_are_consistent_swap_by_swap() {
+        let m = generate(11, Scale::Tiny);
+        for chain in std::iter::once(&m.alt).chain(&m.evm) {
+            // Event order: (slot, id) strictly increasing along every wallet's list, and times
+            // never decrease with the slot.
+            for list in &chain.by_wallet {
+                let keys: Vec<(i64, i64)> = list.iter().map(|&i| chain.key(i)).collect();
+                assert!(keys.windows(2).all(|w| w[0] < w[1]));
+            }
+            let mut token_balance: HashMap<(u32, u32), f64> = HashMap::new();
+            let mut quote_balance: HashMap<(u32, u8), f64> = HashMap::new();
+            let mut all: Vec<u32> = (0..chain.swap_count() as u32).collect();
+            all.sort_by_key(|&i| chain.key(i));
+            let mut last_time = i64::MIN;
+            for i in all {
+                let s = chain.record(i);
+                assert!(s.time >= last_time && s.time <= chain.now && s.time >= chain.start);
+                last_time = s.time;
+                assert_eq!(chain.key(i).0, s.slot);
+                assert!(s.token_amount > 0.0 && s.token_price > 0.0 && s.quote_price > 0.0);
+                assert!((s.quote_amount * s.quote_price - s.usd()).abs() <= 1e-9 * s.usd());
+                let held = token_balance
+                    .get(&(s.wallet, s.token))
+                    .copied()
+                    .unwrap_or(0.0);
+                assert_eq!(s.pre_token, held);
+                assert!(s.post_token >= 0.0 && s.pre_quote >= 0.0 && s.post_quote >= 0.0);
+                let expected_state = if s.buy && held == 0.0 {
+                    PosState::Open
+                } else if !s.buy && s.post_token == 0.0 {
+                    PosState::Close
+                } else {
+                    PosState::Trade
+                };
+                assert_eq!(s.state, expected_state);
+                token_balance.insert((s.wallet, s.token), s.post_token);
+                if let Some(q) = quote_balance.get(&(s.wallet, s.quote)) {
+                    assert_eq!(s.pre_quote, *q);
+                }
+                quote_balance.insert((s.wallet, s.quote), s.post_quote);
+                assert_eq!(chain.pools[s.pool as usize].token, s.token);
+                assert_eq!(chain.pools[s.pool as usize].quote, s.quote);
+            }
+        }
+    }
+
+    #[test]
+    fn behaviours_differ_in_outcome() {
+        // Over the whole history, profitable wallets make money on their closed positions
+        // and losing wallets lose it.
+        let m = generate(5, Scale::Small);
+        let chain = &m.alt;
+        let mut realized: HashMap<Behaviour, f64> = HashMap::new();
+        for t in 0..chain.tokens.len() as u32 {
+            let mut cost: HashMap<u32, (f64, f64)> = HashMap::new();
+            for s in chain.stream(t).iter() {
+                let e = cost.entry(s.wallet).or_insert((0.0, 0.0));
+                if s.buy {
+                    e.0 += s.token_amount;
+                    e.1 += s.usd();
+                } else {
+                    let avg = e.1 / e.0;
+                    let pnl = s.usd() - avg * s.token_amount;
+                    e.1 -= avg * s.token_amount;
+                    e.0 -= s.token_amount;
+                    *realized
+                        .entry(chain.wallets[s.wallet as usize].behaviour)
+                        .or_insert(0.0) += pnl;
+                }
+            }
+        }
+        assert!(realized[&Behaviour::Profitable] > 0.0, "{realized:?}");
+        assert!(realized[&Behaviour::Losing] < 0.0, "{realized:?}");
+    }
+}

@@ -1,0 +1,848 @@
+//! The generated market: chains, tokens, pools, wallets and the swap stream, with indexes.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+use chrono::{DateTime, TimeZone, Utc};
+use serde::Serialize;
+
+use super::Scale;
+use super::generate::StreamSource;
+use crate::api::models::{Direction, PositionState, Swap, SwapType, Trade};
+
+/// Which family a chain belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ChainKind {
+    /// The non-EVM chain family (`/v1/<altchain>/...`), with slots.
+    Alt,
+    /// An EVM chain with its numeric `chain_id`, with block numbers.
+    Evm(i64),
+}
+
+/// How a wallet trades; the generator uses it to pick who buys and who sells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Behaviour {
+    /// Tends to buy before rises and sell before falls.
+    Profitable,
+    /// Tends to buy before falls and sell before rises.
+    Losing,
+    /// Buys right after a token starts trading and sells soon after.
+    Sniper,
+    /// Buys and rarely sells.
+    Holder,
+    /// Many small trades on both sides.
+    Bot,
+}
+
+impl Behaviour {
+    /// Every behaviour, in a fixed order.
+    pub const ALL: [Behaviour; 5] = [
+        Behaviour::Profitable,
+        Behaviour::Losing,
+        Behaviour::Sniper,
+        Behaviour::Holder,
+        Behaviour::Bot,
+    ];
+}
+
+/// A tradable (non-quote) token.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TokenInfo {
+    /// Address.
+    pub address: String,
+    /// Ticker symbol.
+    pub symbol: String,
+    /// Display name.
+    pub name: String,
+    /// Creation time, Unix seconds.
+    pub created_at: i64,
+    /// Creator's address (not one of the trading wallets).
+    pub creator: String,
+    /// Image URL.
+    pub image: Option<String>,
+    /// Whether the token is verified.
+    pub verified: bool,
+    /// Twitter URL.
+    pub twitter: Option<String>,
+    /// Discord invite.
+    pub discord: Option<String>,
+    /// Website URL.
+    pub website: Option<String>,
+    /// Telegram link.
+    pub telegram: Option<String>,
+    /// Total supply, tokens.
+    pub total_supply: f64,
+    /// Circulating supply, tokens.
+    pub circulating_supply: f64,
+    /// Tokens held by the creator outside of any swap.
+    pub dev_allocation: f64,
+    /// Indexes of the token's pools in [`Chain::pools`].
+    pub pools: Vec<u32>,
+}
+
+/// A pool trading one token against one quote token.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PoolInfo {
+    /// Address.
+    pub address: String,
+    /// Index of the token in [`Chain::tokens`].
+    pub token: u32,
+    /// Index of the quote token in [`Chain::quotes`].
+    pub quote: u8,
+    /// DEX protocol name.
+    pub protocol: &'static str,
+    /// Token reserve of the pool before its first swap.
+    pub initial_reserve: f64,
+}
+
+/// A trading wallet.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WalletInfo {
+    /// Address.
+    pub address: String,
+    /// How it trades.
+    pub behaviour: Behaviour,
+}
+
+/// A quote token: the chain's wrapped native coin or its USD stablecoin.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuoteInfo {
+    /// Address.
+    pub address: String,
+    /// Ticker symbol.
+    pub symbol: &'static str,
+    /// Display name.
+    pub name: &'static str,
+    /// True for the wrapped native coin (priced by the native price path), false for the
+    /// stablecoin (always 1 USD).
+    pub native: bool,
+}
+
+/// One swap, stored compactly; [`Chain::swap`] and [`Chain::trade`] expand it to the wire
+/// models. The wallet either buys the token with the quote (`buy`) or sells it for the quote.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SwapRecord {
+    /// Slot (altchain) or block number (EVM).
+    pub slot: i64,
+    /// Block time, Unix seconds.
+    pub time: i64,
+    /// Index of the token.
+    pub token: u32,
+    /// Index of the pool.
+    pub pool: u32,
+    /// Index of the wallet.
+    pub wallet: u32,
+    /// Index of the quote token.
+    pub quote: u8,
+    /// True when the wallet bought the token (swap type `quote_token`).
+    pub buy: bool,
+    /// Place of the trade in the wallet's position in the token.
+    pub state: PosState,
+    /// Token amount.
+    pub token_amount: f64,
+    /// Quote amount.
+    pub quote_amount: f64,
+    /// Token price, USD.
+    pub token_price: f64,
+    /// Quote price, USD.
+    pub quote_price: f64,
+    /// Wallet's token balance before.
+    pub pre_token: f64,
+    /// Wallet's token balance after.
+    pub post_token: f64,
+    /// Wallet's quote balance before.
+    pub pre_quote: f64,
+    /// Wallet's quote balance after.
+    pub post_quote: f64,
+}
+
+impl SwapRecord {
+    /// USD value of the swap: token amount × token price (equal to the quote side, as swaps
+    /// carry no fee).
+    pub fn usd(&self) -> f64 {
+        self.token_amount * self.token_price
+    }
+}
+
+/// Position state of a trade, compactly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PosState {
+    /// The trade opened the position (balance was zero before a buy).
+    Open,
+    /// The trade changed an open position.
+    Trade,
+    /// The trade closed the position (balance is zero after a sell).
+    Close,
+}
+
+impl PosState {
+    fn model(self) -> PositionState {
+        match self {
+            PosState::Open => PositionState::Open,
+            PosState::Trade => PositionState::Trade,
+            PosState::Close => PositionState::Close,
+        }
+    }
+}
+
+/// Where the swap records of a chain live.
+pub(crate) enum Store {
+    /// Every token's stream, generated once and kept.
+    Memory(Vec<Arc<[SwapRecord]>>),
+    /// Streams regenerated from the seed on demand, with a cache bounded in records.
+    Lazy {
+        /// Regenerates one token's stream.
+        source: Box<StreamSource>,
+        /// Recently used streams.
+        cache: Mutex<StreamCache>,
+    },
+}
+
+/// Recently used token streams, evicted least recently used first once they hold more than
+/// `budget` records.
+pub(crate) struct StreamCache {
+    streams: HashMap<u32, (Arc<[SwapRecord]>, u64)>,
+    records: usize,
+    budget: usize,
+    tick: u64,
+}
+
+impl StreamCache {
+    pub(crate) fn new(budget: usize) -> Self {
+        StreamCache {
+            streams: HashMap::new(),
+            records: 0,
+            budget,
+            tick: 0,
+        }
+    }
+
+    fn get(&mut self, token: u32) -> Option<Arc<[SwapRecord]>> {
+        self.tick += 1;
+        let tick = self.tick;
+        self.streams.get_mut(&token).map(|(s, used)| {
+            *used = tick;
+            s.clone()
+        })
+    }
+
+    fn insert(&mut self, token: u32, stream: Arc<[SwapRecord]>) {
+        self.tick += 1;
+        if let Some((old, _)) = self.streams.insert(token, (stream.clone(), self.tick)) {
+            self.records -= old.len();
+        }
+        self.records += stream.len();
+        while self.records > self.budget && self.streams.len() > 1 {
+            let oldest = self
+                .streams
+                .iter()
+                .filter(|(t, _)| **t != token)
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(t, _)| *t);
+            match oldest {
+                Some(t) => {
+                    if let Some((s, _)) = self.streams.remove(&t) {
+                        self.records -= s.len();
+                    }
+                }
+                None => break,
+            }
+        }
+    }
+}
+
+/// A list of swap indexes in event order: a token's contiguous range or an explicit list.
+#[derive(Debug, Clone, Copy)]
+pub enum IndexList<'a> {
+    /// Indexes `start..end`.
+    Range(u32, u32),
+    /// Explicit indexes.
+    Slice(&'a [u32]),
+}
+
+impl IndexList<'_> {
+    /// Number of swaps.
+    pub fn len(&self) -> usize {
+        match self {
+            IndexList::Range(a, b) => (b - a) as usize,
+            IndexList::Slice(s) => s.len(),
+        }
+    }
+
+    /// Whether the list is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The index at position `pos`.
+    pub fn get(&self, pos: usize) -> u32 {
+        match self {
+            IndexList::Range(a, _) => a + pos as u32,
+            IndexList::Slice(s) => s[pos],
+        }
+    }
+}
+
+/// One chain of the market with its swap stream and indexes.
+///
+/// Swaps are numbered token by token: token `t`'s swaps, in event order, have the indexes
+/// `offsets[t]..offsets[t + 1]`, and the swap at index `i` has id `first_id + i`. The event
+/// order of the whole chain is `(block_slot, id)`, which is also `(block_time, block_slot, id)`.
+pub struct Chain {
+    /// Family and chain id.
+    pub kind: ChainKind,
+    /// Tradable tokens, most active first.
+    pub tokens: Vec<TokenInfo>,
+    /// Pools.
+    pub pools: Vec<PoolInfo>,
+    /// Trading wallets.
+    pub wallets: Vec<WalletInfo>,
+    /// Quote tokens: index 0 is the wrapped native coin, index 1 the stablecoin.
+    pub quotes: Vec<QuoteInfo>,
+    /// Id of the swap at index 0.
+    pub first_id: i64,
+    /// Start of the generated history, Unix seconds.
+    pub start: i64,
+    /// The simulated "now", Unix seconds.
+    pub now: i64,
+    /// Slot (or block number) at `start`.
+    pub(crate) slot0: i64,
+    /// Price of the native coin per minute from `start`, USD.
+    pub(crate) native_prices: Vec<f64>,
+    /// Token `t`'s swaps are the indexes `offsets[t]..offsets[t + 1]`.
+    pub(crate) offsets: Vec<u32>,
+    /// Per swap index: its slot minus `slot0`.
+    pub(crate) slot_offsets: Vec<u32>,
+    /// Per swap index: the wallet's balance of the swap's quote token before it.
+    pub(crate) pre_quote: Vec<f64>,
+    /// Per pool: indexes of its swaps, in event order.
+    pub(crate) by_pool: Vec<Vec<u32>>,
+    /// Per wallet: indexes of its swaps, in event order.
+    pub(crate) by_wallet: Vec<Vec<u32>>,
+    pub(crate) store: Store,
+    pub(crate) token_by_address: HashMap<String, u32>,
+    pub(crate) pool_by_address: HashMap<String, u32>,
+    pub(crate) wallet_by_address: HashMap<String, u32>,
+    /// Seed the chain's hashes (transaction hashes, position addresses) derive from.
+    pub(crate) hash_seed: u64,
+}
+
+impl std::fmt::Debug for Chain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Chain")
+            .field("kind", &self.kind)
+            .field("tokens", &self.tokens.len())
+            .field("pools", &self.pools.len())
+            .field("wallets", &self.wallets.len())
+            .field("swaps", &self.swap_count())
+            .finish()
+    }
+}
+
+/// Converts Unix seconds to a UTC time.
+pub(crate) fn utc(secs: i64) -> DateTime<Utc> {
+    Utc.timestamp_opt(secs, 0)
+        .single()
+        .expect("generated times lie within chrono's range")
+}
+
+impl Chain {
+    /// Number of swaps.
+    pub fn swap_count(&self) -> usize {
+        self.slot_offsets.len()
+    }
+
+    /// The id of the swap at `index`.
+    pub fn swap_id(&self, index: u32) -> i64 {
+        self.first_id + i64::from(index)
+    }
+
+    /// The index of the swap with `id`, if it exists.
+    pub fn swap_index(&self, id: i64) -> Option<u32> {
+        let i = id.checked_sub(self.first_id)?;
+        if i >= 0 && (i as usize) < self.swap_count() {
+            u32::try_from(i).ok()
+        } else {
+            None
+        }
+    }
+
+    /// The event-order key `(block_slot, id)` of the swap at `index`.
+    pub fn key(&self, index: u32) -> (i64, i64) {
+        (
+            self.slot0 + i64::from(self.slot_offsets[index as usize]),
+            self.swap_id(index),
+        )
+    }
+
+    /// The token of the swap at `index`.
+    pub fn token_of(&self, index: u32) -> u32 {
+        (self.offsets.partition_point(|&o| o <= index) - 1) as u32
+    }
+
+    /// Index of a token by address.
+    pub fn token_index(&self, address: &str) -> Option<u32> {
+        self.token_by_address.get(address).copied()
+    }
+
+    /// Index of a pool by address.
+    pub fn pool_index(&self, address: &str) -> Option<u32> {
+        self.pool_by_address.get(address).copied()
+    }
+
+    /// Index of a wallet by address.
+    pub fn wallet_index(&self, address: &str) -> Option<u32> {
+        self.wallet_by_address.get(address).copied()
+    }
+
+    /// Indexes of a token's swaps, in event order.
+    pub fn token_swaps(&self, token: u32) -> IndexList<'_> {
+        IndexList::Range(
+            self.offsets[token as usize],
+            self.offsets[token as usize + 1],
+        )
+    }
+
+    /// Indexes of a pool's swaps, in event order.
+    pub fn pool_swaps(&self, pool: u32) -> IndexList<'_> {
+        IndexList::Slice(&self.by_pool[pool as usize])
+    }
+
+    /// Indexes of a wallet's swaps, in event order.
+    pub fn wallet_swaps(&self, wallet: u32) -> IndexList<'_> {
+        IndexList::Slice(&self.by_wallet[wallet as usize])
+    }
+
+    /// A token's swaps in event order (its swap at position `k` has index `offsets[t] + k`).
+    pub fn stream(&self, token: u32) -> Arc<[SwapRecord]> {
+        match &self.store {
+            Store::Memory(streams) => streams[token as usize].clone(),
+            Store::Lazy { source, cache } => {
+                if let Some(s) = cache
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .get(token)
+                {
+                    return s;
+                }
+                // Regenerated outside the lock: two requests may both regenerate a stream,
+                // which costs time but gives the same records.
+                let mut records = source.stream(self, token);
+                let first = self.offsets[token as usize] as usize;
+                for (k, r) in records.iter_mut().enumerate() {
+                    fill_quote(r, self.pre_quote[first + k]);
+                }
+                let stream: Arc<[SwapRecord]> = records.into();
+                cache
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .insert(token, stream.clone());
+                stream
+            }
+        }
+    }
+
+    /// The swap at `index`.
+    pub fn record(&self, index: u32) -> SwapRecord {
+        let t = self.token_of(index);
+        self.stream(t)[(index - self.offsets[t as usize]) as usize]
+    }
+
+    /// A pool's swaps in event order.
+    pub fn pool_records(&self, pool: u32) -> Vec<SwapRecord> {
+        let stream = self.stream(self.pools[pool as usize].token);
+        stream.iter().filter(|s| s.pool == pool).copied().collect()
+    }
+
+    /// Price of the native coin at Unix time `t`, USD (constant within each minute).
+    pub fn native_price(&self, t: i64) -> f64 {
+        let i = ((t - self.start).max(0) / 60) as usize;
+        self.native_prices[i.min(self.native_prices.len() - 1)]
+    }
+
+    /// Price of quote token `quote` at Unix time `t`, USD.
+    pub fn quote_price(&self, quote: u8, t: i64) -> f64 {
+        if self.quotes[quote as usize].native {
+            self.native_price(t)
+        } else {
+            1.0
+        }
+    }
+
+    /// Transaction hash of the swap at `index`.
+    pub fn tx_hash(&self, index: u32) -> String {
+        let key = mix(self.hash_seed ^ 0x7478_6861_7368, u64::from(index));
+        match self.kind {
+            ChainKind::Alt => base58_string(key, 88),
+            ChainKind::Evm(_) => hex_string(key, 64),
+        }
+    }
+
+    /// Address of a wallet's position in a token.
+    pub fn position_address(&self, wallet: u32, token: u32) -> String {
+        let key = mix(
+            self.hash_seed ^ 0x706f_7369_7469_6f6e,
+            (u64::from(wallet) << 32) | u64::from(token),
+        );
+        match self.kind {
+            ChainKind::Alt => base58_string(key, 44),
+            ChainKind::Evm(_) => hex_string(key, 40),
+        }
+    }
+
+    /// Market cap of a token at a price, USD (circulating supply × price).
+    pub fn mcap(&self, token: u32, price: f64) -> f64 {
+        self.tokens[token as usize].circulating_supply * price
+    }
+
+    /// The swap at `index` as the wire model (interface 2.8).
+    pub fn swap(&self, index: u32) -> Swap {
+        let s = self.record(index);
+        let token = &self.tokens[s.token as usize].address;
+        let quote = &self.quotes[s.quote as usize].address;
+        let usd = s.usd();
+        let (swap_type, t_in, t_out, a_in, a_out, p_in, p_out) = if s.buy {
+            (
+                SwapType::QuoteToken,
+                quote,
+                token,
+                s.quote_amount,
+                s.token_amount,
+                s.quote_price,
+                s.token_price,
+            )
+        } else {
+            (
+                SwapType::TokenQuote,
+                token,
+                quote,
+                s.token_amount,
+                s.quote_amount,
+                s.token_price,
+                s.quote_price,
+            )
+        };
+        let (pre_in, post_in, pre_out, post_out) = if s.buy {
+            (s.pre_quote, s.post_quote, s.pre_token, s.post_token)
+        } else {
+            (s.pre_token, s.post_token, s.pre_quote, s.post_quote)
+        };
+        let pool = &self.pools[s.pool as usize];
+        Swap {
+            id: self.swap_id(index),
+            swap_type,
+            protocol: pool.protocol.to_owned(),
+            wallet_address: self.wallets[s.wallet as usize].address.clone(),
+            pool_address: pool.address.clone(),
+            token_address_in: t_in.clone(),
+            token_address_out: t_out.clone(),
+            token_amount_in: a_in,
+            token_amount_out: a_out,
+            token_price_in: p_in,
+            token_price_out: p_out,
+            pre_token_balance_in: pre_in,
+            pre_token_balance_out: pre_out,
+            post_token_balance_in: post_in,
+            post_token_balance_out: post_out,
+            usd_amount_in: usd,
+            usd_amount_out: usd,
+            block_slot: s.slot,
+            block_time: utc(s.time),
+            tx_hash: self.tx_hash(index),
+        }
+    }
+
+    /// The trade of the swap at `index`, from the wallet's side (interface 2.9).
+    pub fn trade(&self, index: u32) -> Trade {
+        let s = self.record(index);
+        let usd = s.usd();
+        Trade {
+            id: self.swap_id(index),
+            protocol: self.pools[s.pool as usize].protocol.to_owned(),
+            swap_type: if s.buy {
+                SwapType::QuoteToken
+            } else {
+                SwapType::TokenQuote
+            },
+            wallet_address: self.wallets[s.wallet as usize].address.clone(),
+            token_address: self.tokens[s.token as usize].address.clone(),
+            quote_address: self.quotes[s.quote as usize].address.clone(),
+            position_address: self.position_address(s.wallet, s.token),
+            direction: if s.buy {
+                Direction::Buy
+            } else {
+                Direction::Sell
+            },
+            position_state: s.state.model(),
+            token_amount: s.token_amount,
+            quote_amount: s.quote_amount,
+            native_amount: usd / self.native_price(s.time),
+            usd_amount: usd,
+            pre_token_balance: s.pre_token,
+            post_token_balance: s.post_token,
+            token_price: s.token_price,
+            quote_price: s.quote_price,
+            token_mcap: self.mcap(s.token, s.token_price),
+            block_slot: s.slot,
+            block_time: utc(s.time),
+            tx_hash: self.tx_hash(index),
+        }
+    }
+
+    /// Number of swaps of a token.
+    pub fn token_swap_count(&self, token: u32) -> usize {
+        self.token_swaps(token).len()
+    }
+
+    fn catalog(&self) -> CatalogChain {
+        let mut order: Vec<u32> = (0..self.tokens.len() as u32).collect();
+        order.sort_by_key(|&t| (std::cmp::Reverse(self.token_swap_count(t)), t));
+        let tokens = order
+            .iter()
+            .map(|&t| {
+                let info = &self.tokens[t as usize];
+                CatalogToken {
+                    address: info.address.clone(),
+                    symbol: info.symbol.clone(),
+                    name: info.name.clone(),
+                    created_at: utc(info.created_at),
+                    creator: info.creator.clone(),
+                    socials: [
+                        ("twitter", &info.twitter),
+                        ("discord", &info.discord),
+                        ("website", &info.website),
+                        ("telegram", &info.telegram),
+                    ]
+                    .into_iter()
+                    .filter_map(|(k, v)| v.clone().map(|v| (k.to_owned(), v)))
+                    .collect(),
+                    pools: info
+                        .pools
+                        .iter()
+                        .map(|&p| self.pools[p as usize].address.clone())
+                        .collect(),
+                    swap_count: self.token_swap_count(t) as u64,
+                }
+            })
+            .collect();
+        let mut pool_order: Vec<u32> = (0..self.pools.len() as u32).collect();
+        pool_order.sort_by_key(|&p| (std::cmp::Reverse(self.by_pool[p as usize].len()), p));
+        let pools = pool_order
+            .iter()
+            .map(|&p| {
+                let info = &self.pools[p as usize];
+                CatalogPool {
+                    address: info.address.clone(),
+                    token: self.tokens[info.token as usize].address.clone(),
+                    quote: self.quotes[info.quote as usize].address.clone(),
+                    protocol: info.protocol.to_owned(),
+                    swap_count: self.by_pool[p as usize].len() as u64,
+                }
+            })
+            .collect();
+        let mut wallet_order: Vec<u32> = (0..self.wallets.len() as u32).collect();
+        wallet_order.sort_by_key(|&w| (std::cmp::Reverse(self.by_wallet[w as usize].len()), w));
+        let wallets = wallet_order
+            .iter()
+            .map(|&w| {
+                let info = &self.wallets[w as usize];
+                CatalogWallet {
+                    address: info.address.clone(),
+                    behaviour: info.behaviour,
+                    swap_count: self.by_wallet[w as usize].len() as u64,
+                }
+            })
+            .collect();
+        CatalogChain {
+            tokens,
+            pools,
+            wallets,
+        }
+    }
+}
+
+/// Sets the quote balances of a record from the wallet's balance before it.
+pub(crate) fn fill_quote(r: &mut SwapRecord, pre_quote: f64) {
+    r.pre_quote = pre_quote;
+    r.post_quote = pre_quote
+        + if r.buy {
+            -r.quote_amount
+        } else {
+            r.quote_amount
+        };
+}
+
+/// The whole synthetic market.
+#[derive(Debug)]
+pub struct Market {
+    /// Seed it was generated from.
+    pub seed: u64,
+    /// Its scale.
+    pub scale: Scale,
+    /// The altchain.
+    pub alt: Chain,
+    /// The EVM chains, by ascending `chain_id`.
+    pub evm: Vec<Chain>,
+    pub(crate) now: i64,
+}
+
+impl Market {
+    /// Generates the market of `seed` at `scale`; the same arguments give the same market.
+    pub fn generate(seed: u64, scale: Scale) -> Market {
+        super::generate::generate(seed, scale)
+    }
+
+    /// The simulated "now": the end of the generated history, the default of every `to`.
+    pub fn now(&self) -> DateTime<Utc> {
+        utc(self.now)
+    }
+
+    /// The EVM chain with `chain_id`, if the market has it.
+    pub fn evm_chain(&self, chain_id: i64) -> Option<&Chain> {
+        self.evm.iter().find(|c| c.kind == ChainKind::Evm(chain_id))
+    }
+
+    /// Every supported EVM `chain_id`.
+    pub fn chain_ids(&self) -> Vec<i64> {
+        self.evm
+            .iter()
+            .filter_map(|c| match c.kind {
+                ChainKind::Evm(id) => Some(id),
+                ChainKind::Alt => None,
+            })
+            .collect()
+    }
+
+    /// The market's tokens, pools and wallets (the `--catalog` JSON), most active first.
+    pub fn catalog(&self) -> Catalog {
+        Catalog {
+            evm: self
+                .evm
+                .iter()
+                .filter_map(|c| match c.kind {
+                    ChainKind::Evm(id) => Some((id.to_string(), c.catalog())),
+                    ChainKind::Alt => None,
+                })
+                .collect(),
+            altchain: self.alt.catalog(),
+            now: self.now(),
+        }
+    }
+}
+
+/// The market as JSON: `{"evm": {"<chain_id>": ...}, "altchain": ..., "now": ...}`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Catalog {
+    /// EVM chains by decimal `chain_id`.
+    pub evm: BTreeMap<String, CatalogChain>,
+    /// The altchain.
+    pub altchain: CatalogChain,
+    /// The simulated "now".
+    pub now: DateTime<Utc>,
+}
+
+/// One chain of the catalog.
+#[derive(Debug, Clone, Serialize)]
+pub struct CatalogChain {
+    /// Tokens, most swapped first.
+    pub tokens: Vec<CatalogToken>,
+    /// Pools, most swapped first.
+    pub pools: Vec<CatalogPool>,
+    /// Wallets, most active first.
+    pub wallets: Vec<CatalogWallet>,
+}
+
+/// A token of the catalog.
+#[derive(Debug, Clone, Serialize)]
+pub struct CatalogToken {
+    /// Address.
+    pub address: String,
+    /// Ticker symbol.
+    pub symbol: String,
+    /// Display name.
+    pub name: String,
+    /// Creation time.
+    pub created_at: DateTime<Utc>,
+    /// Creator's address.
+    pub creator: String,
+    /// Social links present for the token, by kind (`twitter`, `discord`, ...).
+    pub socials: BTreeMap<String, String>,
+    /// Addresses of its pools.
+    pub pools: Vec<String>,
+    /// Number of swaps.
+    pub swap_count: u64,
+}
+
+/// A pool of the catalog.
+#[derive(Debug, Clone, Serialize)]
+pub struct CatalogPool {
+    /// Address.
+    pub address: String,
+    /// Token address.
+    pub token: String,
+    /// Quote token address.
+    pub quote: String,
+    /// DEX protocol.
+    pub protocol: String,
+    /// Number of swaps.
+    pub swap_count: u64,
+}
+
+/// A wallet of the catalog.
+#[derive(Debug, Clone, Serialize)]
+pub struct CatalogWallet {
+    /// Address.
+    pub address: String,
+    /// How it trades.
+    pub behaviour: Behaviour,
+    /// Number of swaps.
+    pub swap_count: u64,
+}
+
+/// SplitMix64 finaliser of `a` and `b`: a fast, well-mixed 64-bit hash used for addresses and
+/// transaction hashes so they need not be stored.
+pub(crate) fn mix(a: u64, b: u64) -> u64 {
+    let mut z = a
+        .wrapping_add(b.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+        .wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+const BASE58: &[u8] = b"123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
+
+/// A base58 string of `len` characters derived from `key`.
+pub(crate) fn base58_string(key: u64, len: usize) -> String {
+    let mut out = String::with_capacity(len);
+    let mut state = key;
+    let mut word = 0u64;
+    for i in 0..len {
+        if i % 8 == 0 {
+            state = mix(state, i as u64);
+            word = state;
+        }
+        out.push(BASE58[(word % 58) as usize] as char);
+        word /= 58;
+    }
+    out
+}
+
+/// `0x` and `len` lowercase hex digits derived from `key`.
+pub(crate) fn hex_string(key: u64, len: usize) -> String {
+    const HEX: &[u8] = b"0123456789abcdef";
+    let mut out = String::with_capacity(len + 2);
+    out.push_str("0x");
+    let mut state = key;
+    let mut word = 0u64;
+    for i in 0..len {
+        if i % 16 == 0 {
+            state = mix(state, i as u64);
+            word = state;
+        }
+        out.push(HEX[(word & 15) as usize] as char);
+        word >>= 4;
+    }
+    out
+}

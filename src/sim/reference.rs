@@ -1,0 +1,1079 @@
+//! The reference computations: every derived answer of the service, computed plainly, row by
+//! row, from the swaps it comes from.
+//!
+//! These functions are what the simulator serves and what the analytics layer is tested
+//! against. Times are Unix seconds; a swap's price is its token's USD price
+//! ([`SwapRecord::token_price`]) and its volume is its USD value ([`SwapRecord::usd`]).
+//!
+//! Definitions (decisions where the interface is silent):
+//! - **Candles**: epoch-aligned buckets `[start, start + interval)` labelled by `start`; open and
+//!   close are the first and last swap in event order; `count` is the number of swaps; `volume`
+//!   is USD; empty buckets are skipped. The candles returned are whole buckets whose start lies
+//!   in `[align(from), to]`. With `count` and `from`: the first `count` candles from `from`;
+//!   with `count` and only `to`: the last `count` up to `to`; with neither `from` nor `count`:
+//!   the last [`DEFAULT_CANDLES`] up to `to`.
+//! - **Price history**: points at `from`, `from + interval`, … up to `to`; a point's
+//!   `usd_price` is the last swap price before the end of its interval (carried forward) and
+//!   its `usd_volume` the USD volume inside it. Points before the first swap are left out.
+//! - **Price stats**: `usd_price_change_<p>` is the percent change of the latest price against
+//!   the last price at or before `now − p` (the first price when the token is younger);
+//!   `usd_volume_<p>` the USD volume in `(now − p, now]`; `usd_volume_change_<p>` its percent
+//!   change against `(now − 2p, now − p]` (0 when that volume is 0).
+//! - **Window metrics** (the 46 fields) from the trades in `(now − window, now]`: see
+//!   [`window_metrics`].
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+
+use crate::api::models::{
+    AltTokenProfile, Candle, EvmTokenProfile, Market as MarketSection, PRICE_STATS_PERIOD_SECONDS,
+    Portfolio, PortfolioToken, PriceChanges, PricePoint, ROI_BUCKETS, TimeWindow, TokenMetadata,
+    WindowMetrics,
+};
+
+use super::market::{Chain, SwapRecord, utc};
+
+/// Candles returned when a request has neither `from` nor `count`.
+pub const DEFAULT_CANDLES: usize = 1000;
+
+/// Start of the epoch-aligned bucket of width `interval` that contains `t`.
+pub fn align(t: i64, interval: i64) -> i64 {
+    t.div_euclid(interval) * interval
+}
+
+/// Position of the first swap of `recs` whose time is greater than `t`.
+fn after(recs: &[SwapRecord], t: i64) -> usize {
+    recs.partition_point(|s| s.time <= t)
+}
+
+/// Position of the first swap of `recs` whose time is at least `t`.
+fn at_or_after(recs: &[SwapRecord], t: i64) -> usize {
+    recs.partition_point(|s| s.time < t)
+}
+
+/// Swaps in event order, shared with the chain's stream or filtered from it.
+pub enum Records {
+    /// A whole token stream.
+    Shared(Arc<[SwapRecord]>),
+    /// A filtered copy.
+    Owned(Vec<SwapRecord>),
+}
+
+impl std::ops::Deref for Records {
+    type Target = [SwapRecord];
+
+    fn deref(&self) -> &[SwapRecord] {
+        match self {
+            Records::Shared(s) => s,
+            Records::Owned(v) => v,
+        }
+    }
+}
+
+/// Swaps of a candle or history request: a token's, a pool's, or a pool's restricted to a
+/// token (none when the pool trades another token).
+pub fn price_source(chain: &Chain, token: Option<u32>, pool: Option<u32>) -> Records {
+    match (token, pool) {
+        (Some(t), Some(p)) if chain.pools[p as usize].token == t => {
+            Records::Owned(chain.pool_records(p))
+        }
+        (Some(t), None) => Records::Shared(chain.stream(t)),
+        (None, Some(p)) => Records::Owned(chain.pool_records(p)),
+        _ => Records::Owned(Vec::new()),
+    }
+}
+
+/// Builds the candles of consecutive swaps (in event order), skipping empty buckets.
+pub fn bucketize(recs: &[SwapRecord], interval: i64) -> Vec<Candle> {
+    let mut out: Vec<Candle> = Vec::new();
+    let mut current: Option<i64> = None;
+    for s in recs {
+        let b = align(s.time, interval);
+        let p = s.token_price;
+        if current == Some(b) {
+            let c = out
+                .last_mut()
+                .expect("a current bucket always has its candle");
+            c.high = c.high.max(p);
+            c.low = c.low.min(p);
+            c.close = p;
+            c.volume += s.usd();
+            c.count += 1;
+        } else {
+            current = Some(b);
+            out.push(Candle {
+                timestamp: utc(b),
+                open: p,
+                high: p,
+                low: p,
+                close: p,
+                volume: s.usd(),
+                count: 1,
+            });
+        }
+    }
+    out
+}
+
+/// Candles of `recs` (see the module documentation for the range rules); `now` is the
+/// default of `to`.
+pub fn candles(
+    recs: &[SwapRecord],
+    now: i64,
+    interval: i64,
+    from: Option<i64>,
+    to: Option<i64>,
+    count: Option<usize>,
+) -> Vec<Candle> {
+    let to = to.unwrap_or(now);
+    // Whole buckets: every swap of the bucket that contains `to` is included.
+    let hi = at_or_after(recs, align(to, interval).saturating_add(interval));
+    match from {
+        Some(from) => {
+            let lo = at_or_after(recs, align(from, interval));
+            let mut out = bucketize(&recs[lo..hi.max(lo)], interval);
+            if let Some(n) = count {
+                out.truncate(n);
+            }
+            out
+        }
+        None => {
+            let n = count.unwrap_or(DEFAULT_CANDLES);
+            // Walk back until `n` distinct buckets are covered.
+            let mut lo = hi;
+            let mut buckets = 0usize;
+            let mut last_bucket = None;
+            while lo > 0 {
+                let b = align(recs[lo - 1].time, interval);
+                if last_bucket != Some(b) {
+                    if buckets == n {
+                        break;
+                    }
+                    buckets += 1;
+                    last_bucket = Some(b);
+                }
+                lo -= 1;
+            }
+            bucketize(&recs[lo..hi], interval)
+        }
+    }
+}
+
+/// Number of points a price-history request would produce.
+pub fn history_points(from: i64, to: i64, interval: i64) -> i64 {
+    if to < from {
+        0
+    } else {
+        (to - from) / interval + 1
+    }
+}
+
+/// Price history of `recs` at `interval` from `from` to `to` (both Unix seconds).
+pub fn price_history(recs: &[SwapRecord], from: i64, to: i64, interval: i64) -> Vec<PricePoint> {
+    let mut out = Vec::new();
+    let mut pos = at_or_after(recs, from);
+    let mut last_price = pos.checked_sub(1).map(|p| recs[p].token_price);
+    let mut ts = from;
+    while ts <= to {
+        let end = ts.saturating_add(interval);
+        let mut volume = 0.0;
+        while pos < recs.len() && recs[pos].time < end {
+            volume += recs[pos].usd();
+            last_price = Some(recs[pos].token_price);
+            pos += 1;
+        }
+        if let Some(p) = last_price {
+            out.push(PricePoint {
+                timestamp: utc(ts),
+                usd_price: p,
+                usd_volume: volume,
+            });
+        }
+        ts = end;
+    }
+    out
+}
+
+/// USD volume of the swaps of `recs` with time in `(lo, hi]`.
+pub fn volume_between(recs: &[SwapRecord], lo: i64, hi: i64) -> f64 {
+    let a = after(recs, lo);
+    let b = after(recs, hi);
+    recs[a..b.max(a)].iter().map(SwapRecord::usd).sum()
+}
+
+/// Last price of `recs` at or before `t`, else the first price.
+pub fn price_at_or_first(recs: &[SwapRecord], t: i64) -> Option<f64> {
+    let p = after(recs, t);
+    let s = if p == 0 { recs.first()? } else { &recs[p - 1] };
+    Some(s.token_price)
+}
+
+/// `100 × (a / b − 1)`, or 0 when `b` is 0.
+pub fn percent_change(a: f64, b: f64) -> f64 {
+    if b == 0.0 { 0.0 } else { 100.0 * (a / b - 1.0) }
+}
+
+/// Price changes and volumes of `recs` for the seven stats periods, at `now`.
+pub fn price_changes(recs: &[SwapRecord], now: i64) -> PriceChanges {
+    let latest_price = recs.last().map_or(0.0, |s| s.token_price);
+    let mut values = [(0.0, 0.0, 0.0); 7];
+    for (v, &p) in values.iter_mut().zip(PRICE_STATS_PERIOD_SECONDS.iter()) {
+        let base = price_at_or_first(recs, now - p).unwrap_or(0.0);
+        let volume = volume_between(recs, now - p, now);
+        let previous = volume_between(recs, now - 2 * p, now - p);
+        *v = (
+            percent_change(latest_price, base),
+            volume,
+            percent_change(volume, previous),
+        );
+    }
+    PriceChanges::from_periods(&values)
+}
+
+/// The latest price of a token, USD (0 for a token without swaps).
+pub fn latest_price(chain: &Chain, token: u32) -> f64 {
+    chain.stream(token).last().map_or(0.0, |s| s.token_price)
+}
+
+/// Token balances of every holder of `token` at "now" (wallet index → balance), from the
+/// post-trade balance of each wallet's last swap of the token.
+pub fn holder_balances(chain: &Chain, token: u32) -> HashMap<u32, f64> {
+    let mut last: HashMap<u32, f64> = HashMap::new();
+    for s in chain.stream(token).iter() {
+        last.insert(s.wallet, s.post_token);
+    }
+    last.retain(|_, b| *b > 0.0);
+    last
+}
+
+/// The market section of a token (interface 2.6) at "now".
+///
+/// `holders` counts the wallets with a positive balance plus the creator when it holds an
+/// allocation; `top_holdings` is the share of the circulating supply held by the ten largest
+/// holders (creator included) and `dev_holdings` the creator's share, both percent;
+/// `liquidity` is twice the USD value of the token reserves of its pools (each pool starts
+/// with a reserve and changes by the swaps against it).
+pub fn market_section(chain: &Chain, token: u32) -> MarketSection {
+    let info = &chain.tokens[token as usize];
+    let stream = chain.stream(token);
+    let price = stream.last().map_or(0.0, |s| s.token_price);
+    let balances = holder_balances(chain, token);
+    let mut amounts: Vec<f64> = balances.values().copied().collect();
+    if info.dev_allocation > 0.0 {
+        amounts.push(info.dev_allocation);
+    }
+    amounts.sort_by(|a, b| b.total_cmp(a));
+    let top: f64 = amounts.iter().take(10).sum();
+    let mut liquidity = 0.0;
+    for &p in &info.pools {
+        let mut reserve = chain.pools[p as usize].initial_reserve;
+        for s in stream.iter().filter(|s| s.pool == p) {
+            reserve += if s.buy {
+                -s.token_amount
+            } else {
+                s.token_amount
+            };
+        }
+        liquidity += 2.0 * reserve.max(0.0) * price;
+    }
+    MarketSection {
+        fdv: Some(info.total_supply * price),
+        market_cap: Some(info.circulating_supply * price),
+        price: Some(price),
+        liquidity: Some(liquidity),
+        holders: Some(amounts.len() as i64),
+        total_supply: Some(info.total_supply),
+        circulating_supply: Some(info.circulating_supply),
+        top_holdings: Some(100.0 * top / info.circulating_supply),
+        dev_holdings: Some(100.0 * info.dev_allocation / info.circulating_supply),
+    }
+}
+
+/// Metadata of a token (interface 2.3).
+pub fn metadata(chain: &Chain, token: u32) -> TokenMetadata {
+    let info = &chain.tokens[token as usize];
+    TokenMetadata {
+        last_trade_at: chain.stream(token).last().map(|s| utc(s.time)),
+        created_at: Some(utc(info.created_at)),
+        symbol: Some(info.symbol.clone()),
+        name: Some(info.name.clone()),
+        image: info.image.clone(),
+        verified: Some(info.verified),
+        creator_address: Some(info.creator.clone()),
+        twitter: info.twitter.clone(),
+        discord: info.discord.clone(),
+        website: info.website.clone(),
+        telegram: info.telegram.clone(),
+    }
+}
+
+fn mean(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        0.0
+    } else {
+        v.iter().sum::<f64>() / v.len() as f64
+    }
+}
+
+/// Sample standard deviation (ddof 1); 0 with fewer than two values.
+pub fn std_dev(v: &[f64]) -> f64 {
+    if v.len() < 2 {
+        return 0.0;
+    }
+    let m = mean(v);
+    (v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (v.len() - 1) as f64).sqrt()
+}
+
+/// `a / b`, or 0 when `b` is 0 (so that every emitted number is finite).
+fn ratio(a: f64, b: f64) -> f64 {
+    if b == 0.0 { 0.0 } else { a / b }
+}
+
+/// ROI bucket key of a percent ROI (`gt_500`, `200_500`, `0_200`, `neg50_0`, `lt_neg50_0`).
+pub fn roi_bucket(roi: f64) -> &'static str {
+    if roi > 500.0 {
+        ROI_BUCKETS[0]
+    } else if roi >= 200.0 {
+        ROI_BUCKETS[1]
+    } else if roi >= 0.0 {
+        ROI_BUCKETS[2]
+    } else if roi >= -50.0 {
+        ROI_BUCKETS[3]
+    } else {
+        ROI_BUCKETS[4]
+    }
+}
+
+#[derive(Default)]
+struct WalletLedger {
+    lots: VecDeque<(f64, f64, i64)>,
+    realized: f64,
+    buy_cost: f64,
+    volume: f64,
+    wins: u32,
+    losses: u32,
+    position_realized: f64,
+}
+
+/// The 46 metrics of one token over the trades in `(now − window, now]`.
+///
+/// Per wallet, a FIFO ledger over the window's trades (semantics §2): a buy adds a lot at its
+/// `usd_amount`; a sell matches lots first in, first out. The part of a sell beyond what the
+/// window's buys hold (bought before the window) is left out of PnL (the `Ignore` policy), so
+/// that the window's numbers depend only on the window's trades. Definitions:
+/// - counts: `trade_count`, `buy_count`, `sell_count`; distinct wallets `makers_count`,
+///   `buyers_count`, `sellers_count`; `position_count` = positions opened in the window plus
+///   wallets whose position was already open when it began; `win_position_count` /
+///   `loss_position_count` = positions closed in the window with realized PnL > 0 / < 0.
+/// - volumes (USD): `buy_volume`, `sell_volume`, `volume`; `avg_buy_size`, `avg_sell_size`
+///   (volume / count); `avg_price`, `avg_buy_price`, `avg_sell_price` are volume-weighted
+///   (Σ usd / Σ tokens); `avg_buy_mcap`, `avg_sell_mcap` are means of `token_mcap`.
+/// - per sell (the matched part): PnL = proceeds − FIFO cost, ROI = 100 × PnL / cost.
+///   `largest_trade_win` (0 without a win), `largest_trade_loss` (negative, 0 without a loss),
+///   `avg_trade_pnl`, `avg_trade_roi`, `win_pnl` (Σ positive), `loss_pnl` (Σ negative),
+///   `profit_factor` = win_pnl / |loss_pnl|, `win_loss_size_ratio` = mean win / |mean loss|.
+/// - per wallet: PnL = realized + unrealized (open lots at the latest price), ROI = 100 × PnL /
+///   buy cost (wallets that bought), winrate = 100 × wins / closed positions (wallets that
+///   closed one). `avg_wallet_pnl`, `avg_wallet_roi`, `avg_wallet_winrate` are plain means;
+///   `volume_weighted_roi` / `_winrate` weigh by the wallet's volume; `wallet_hit_ratio` =
+///   100 × wallets with PnL > 0 / makers; `pnl` = Σ wallet PnL; `pnl_volume_ratio` = pnl /
+///   volume; `wallet_roi_distribution` counts wallets that bought by ROI bucket.
+/// - `avg_holding_duration`: Σ q·(t_sell − t_buy) / Σ q over matched lots, seconds, rounded.
+/// - dispersion: `price_volatility` = sample std of the percent returns between consecutive
+///   trade prices; `roi_volatility` and `pnl_volatility` = sample std of the per-sell ROI and
+///   PnL; each `*_stability` = 1 / (1 + its volatility).
+/// - `sharpe_ratio` = mean(r) / std(r) and `sortino_ratio` = mean(r) / √mean(min(r, 0)²) over
+///   the per-sell returns r = PnL / cost, risk-free 0, not annualised (one period per trade).
+/// - `max_drawdown`: the largest fall of the trade price from its running peak, percent
+///   (≤ 0).
+///
+/// A ratio without a denominator, and a statistic of fewer than two values, is 0.
+pub fn window_metrics(chain: &Chain, token: u32, window_seconds: i64) -> WindowMetrics {
+    let stream = chain.stream(token);
+    let lo = after(&stream, chain.now - window_seconds);
+    let hi = after(&stream, chain.now);
+    let trades = &stream[lo..hi.max(lo)];
+    let mark = stream.last().map_or(0.0, |s| s.token_price);
+
+    let mut ledgers: HashMap<u32, WalletLedger> = HashMap::new();
+    let mut first_seen: Vec<u32> = Vec::new();
+    let mut buyers = std::collections::HashSet::new();
+    let mut sellers = std::collections::HashSet::new();
+    let (mut buy_count, mut sell_count) = (0i64, 0i64);
+    let (mut buy_volume, mut sell_volume) = (0.0, 0.0);
+    let (mut buy_tokens, mut sell_tokens) = (0.0, 0.0);
+    let (mut buy_mcap, mut sell_mcap) = (0.0, 0.0);
+    let mut position_count = 0i64;
+    let (mut wins, mut losses) = (0i64, 0i64);
+    let mut trade_pnls: Vec<f64> = Vec::new();
+    let mut trade_rois: Vec<f64> = Vec::new();
+    let mut returns: Vec<f64> = Vec::new();
+    let (mut hold_qt, mut hold_q) = (0.0, 0.0);
+    let mut prices: Vec<f64> = Vec::with_capacity(trades.len());
+
+    for s in trades {
+        let usd = s.usd();
+        prices.push(s.token_price);
+        let ledger = ledgers.entry(s.wallet).or_insert_with(|| {
+            first_seen.push(s.wallet);
+            // A wallet whose first trade in the window is not an opening buy held a position
+            // when the window began.
+            if !(s.buy && s.state == super::market::PosState::Open) {
+                position_count += 1;
+            }
+            WalletLedger::default()
+        });
+        ledger.volume += usd;
+        if s.buy {
+            buy_count += 1;
+            buy_volume += usd;
+            buy_tokens += s.token_amount;
+            buy_mcap += chain.mcap(s.token, s.token_price);
+            buyers.insert(s.wallet);
+            ledger.buy_cost += usd;
+            ledger.lots.push_back((s.token_amount, usd, s.time));
+            if s.state == super::market::PosState::Open {
+                position_count += 1;
+                ledger.position_realized = 0.0;
+            }
+        } else {
+            sell_count += 1;
+            sell_volume += usd;
+            sell_tokens += s.token_amount;
+            sell_mcap += chain.mcap(s.token, s.token_price);
+            sellers.insert(s.wallet);
+            let mut remaining = s.token_amount;
+            let (mut matched_q, mut matched_cost) = (0.0, 0.0);
+            while remaining > 0.0 {
+                let Some(lot) = ledger.lots.front_mut() else {
+                    break;
+                };
+                let q = remaining.min(lot.0);
+                let cost = lot.1 * q / lot.0;
+                matched_q += q;
+                matched_cost += cost;
+                hold_qt += q * (s.time - lot.2) as f64;
+                hold_q += q;
+                remaining -= q;
+                if q >= lot.0 {
+                    ledger.lots.pop_front();
+                } else {
+                    lot.1 -= cost;
+                    lot.0 -= q;
+                }
+            }
+            if matched_q > 0.0 {
+                let proceeds = usd * matched_q / s.token_amount;
+                let pnl = proceeds - matched_cost;
+                ledger.realized += pnl;
+                ledger.position_realized += pnl;
+                trade_pnls.push(pnl);
+                let r = ratio(pnl, matched_cost);
+                returns.push(r);
+                trade_rois.push(100.0 * r);
+            }
+            if s.state == super::market::PosState::Close {
+                if ledger.position_realized > 0.0 {
+                    ledger.wins += 1;
+                    wins += 1;
+                } else if ledger.position_realized < 0.0 {
+                    ledger.losses += 1;
+                    losses += 1;
+                }
+                ledger.position_realized = 0.0;
+                ledger.lots.clear();
+            }
+        }
+    }
+
+    let mut wallet_pnls = Vec::new();
+    let mut wallet_rois = Vec::new();
+    let mut wallet_winrates = Vec::new();
+    let (mut vw_roi, mut vw_roi_w, mut vw_win, mut vw_win_w) = (0.0, 0.0, 0.0, 0.0);
+    let mut hits = 0i64;
+    let mut distribution: std::collections::BTreeMap<String, i64> =
+        ROI_BUCKETS.iter().map(|b| ((*b).to_owned(), 0)).collect();
+    for w in &first_seen {
+        let l = &ledgers[w];
+        let unrealized: f64 = l.lots.iter().map(|(q, cost, _)| q * mark - cost).sum();
+        let pnl = l.realized + unrealized;
+        wallet_pnls.push(pnl);
+        if pnl > 0.0 {
+            hits += 1;
+        }
+        if l.buy_cost > 0.0 {
+            let roi = 100.0 * pnl / l.buy_cost;
+            wallet_rois.push(roi);
+            vw_roi += roi * l.volume;
+            vw_roi_w += l.volume;
+            *distribution
+                .get_mut(roi_bucket(roi))
+                .expect("every bucket key is pre-filled") += 1;
+        }
+        if l.wins + l.losses > 0 {
+            let winrate = 100.0 * f64::from(l.wins) / f64::from(l.wins + l.losses);
+            wallet_winrates.push(winrate);
+            vw_win += winrate * l.volume;
+            vw_win_w += l.volume;
+        }
+    }
+
+    let win_values: Vec<f64> = trade_pnls.iter().copied().filter(|p| *p > 0.0).collect();
+    let loss_values: Vec<f64> = trade_pnls.iter().copied().filter(|p| *p < 0.0).collect();
+    let win_pnl: f64 = win_values.iter().sum();
+    let loss_pnl: f64 = loss_values.iter().sum();
+    let volume = buy_volume + sell_volume;
+    let pnl: f64 = wallet_pnls.iter().sum();
+    let price_returns: Vec<f64> = prices
+        .windows(2)
+        .map(|w| 100.0 * (w[1] / w[0] - 1.0))
+        .collect();
+    let price_volatility = std_dev(&price_returns);
+    let roi_volatility = std_dev(&trade_rois);
+    let pnl_volatility = std_dev(&trade_pnls);
+    let sharpe = if returns.len() < 2 {
+        0.0
+    } else {
+        ratio(mean(&returns), std_dev(&returns))
+    };
+    let downside = mean(
+        &returns
+            .iter()
+            .map(|r| r.min(0.0) * r.min(0.0))
+            .collect::<Vec<_>>(),
+    )
+    .sqrt();
+    let sortino = if returns.len() < 2 {
+        0.0
+    } else {
+        ratio(mean(&returns), downside)
+    };
+    let mut peak = f64::MIN;
+    let mut max_drawdown = 0.0f64;
+    for &p in &prices {
+        peak = peak.max(p);
+        max_drawdown = max_drawdown.min(100.0 * (p / peak - 1.0));
+    }
+
+    WindowMetrics {
+        avg_holding_duration: Some(ratio(hold_qt, hold_q).round() as i64),
+        makers_count: Some(first_seen.len() as i64),
+        buyers_count: Some(buyers.len() as i64),
+        sellers_count: Some(sellers.len() as i64),
+        buy_count: Some(buy_count),
+        sell_count: Some(sell_count),
+        win_position_count: Some(wins),
+        loss_position_count: Some(losses),
+        trade_count: Some(buy_count + sell_count),
+        position_count: Some(position_count),
+        wallet_roi_distribution: Some(distribution),
+        largest_trade_win: Some(win_values.iter().copied().fold(0.0, f64::max)),
+        largest_trade_loss: Some(loss_values.iter().copied().fold(0.0, f64::min)),
+        avg_buy_size: Some(ratio(buy_volume, buy_count as f64)),
+        avg_sell_size: Some(ratio(sell_volume, sell_count as f64)),
+        avg_price: Some(ratio(volume, buy_tokens + sell_tokens)),
+        avg_buy_price: Some(ratio(buy_volume, buy_tokens)),
+        avg_sell_price: Some(ratio(sell_volume, sell_tokens)),
+        avg_buy_mcap: Some(ratio(buy_mcap, buy_count as f64)),
+        avg_sell_mcap: Some(ratio(sell_mcap, sell_count as f64)),
+        avg_trade_pnl: Some(mean(&trade_pnls)),
+        avg_trade_roi: Some(mean(&trade_rois)),
+        avg_wallet_winrate: Some(mean(&wallet_winrates)),
+        avg_wallet_pnl: Some(mean(&wallet_pnls)),
+        avg_wallet_roi: Some(mean(&wallet_rois)),
+        win_pnl: Some(win_pnl),
+        loss_pnl: Some(loss_pnl),
+        buy_volume: Some(buy_volume),
+        sell_volume: Some(sell_volume),
+        pnl: Some(pnl),
+        volume: Some(volume),
+        volume_weighted_winrate: Some(ratio(vw_win, vw_win_w)),
+        volume_weighted_roi: Some(ratio(vw_roi, vw_roi_w)),
+        wallet_hit_ratio: Some(ratio(100.0 * hits as f64, first_seen.len() as f64)),
+        profit_factor: Some(ratio(win_pnl, loss_pnl.abs())),
+        win_loss_size_ratio: Some(ratio(mean(&win_values), mean(&loss_values).abs())),
+        pnl_volume_ratio: Some(ratio(pnl, volume)),
+        price_stability: Some(1.0 / (1.0 + price_volatility)),
+        price_volatility: Some(price_volatility),
+        roi_stability: Some(1.0 / (1.0 + roi_volatility)),
+        roi_volatility: Some(roi_volatility),
+        pnl_volatility: Some(pnl_volatility),
+        pnl_stability: Some(1.0 / (1.0 + pnl_volatility)),
+        sharpe_ratio: Some(sharpe),
+        sortino_ratio: Some(sortino),
+        max_drawdown: Some(max_drawdown),
+    }
+}
+
+/// The six documented metric windows, longest first.
+pub fn all_windows() -> Vec<TimeWindow> {
+    TimeWindow::KNOWN.to_vec()
+}
+
+/// The EVM profile of a token (interface 2.2), with metadata when asked and the given windows.
+pub fn evm_profile(
+    chain: &Chain,
+    chain_id: i64,
+    token: u32,
+    include_metadata: bool,
+    windows: &[TimeWindow],
+) -> EvmTokenProfile {
+    let now = utc(chain.now);
+    EvmTokenProfile {
+        updated_at: now,
+        synced_at: now,
+        chain_id,
+        token_address: chain.tokens[token as usize].address.clone(),
+        metadata: include_metadata.then(|| metadata(chain, token)),
+        metrics: windows
+            .iter()
+            .filter_map(|w| Some((w.clone(), window_metrics(chain, token, w.seconds()?))))
+            .collect(),
+    }
+}
+
+/// A wallet's portfolio at "now" (interface 2.10): every token and quote token with a positive
+/// balance (the post-trade balance of the wallet's last swap of it), at its latest price
+/// (a token's last swap price; the native coin's price path; 1 for the stablecoin), largest
+/// value first. An unknown wallet has an empty portfolio.
+pub fn portfolio(chain: &Chain, wallet: Option<u32>) -> Portfolio {
+    let Some(wallet) = wallet else {
+        return Portfolio {
+            value: 0.0,
+            tokens: Vec::new(),
+        };
+    };
+    let mut tokens: BTreeMap<u32, f64> = BTreeMap::new();
+    let mut quotes: BTreeMap<u8, f64> = BTreeMap::new();
+    let list = chain.wallet_swaps(wallet);
+    for pos in 0..list.len() {
+        let s = chain.record(list.get(pos));
+        tokens.insert(s.token, s.post_token);
+        quotes.insert(s.quote, s.post_quote);
+    }
+    let mut out: Vec<PortfolioToken> = Vec::new();
+    for (t, balance) in tokens {
+        if balance > 0.0 {
+            let price = latest_price(chain, t);
+            out.push(PortfolioToken {
+                token: chain.tokens[t as usize].address.clone(),
+                balance,
+                price,
+                value: balance * price,
+            });
+        }
+    }
+    for (q, balance) in quotes {
+        if balance > 0.0 {
+            let price = chain.quote_price(q, chain.now);
+            out.push(PortfolioToken {
+                token: chain.quotes[q as usize].address.clone(),
+                balance,
+                price,
+                value: balance * price,
+            });
+        }
+    }
+    out.sort_by(|a, b| {
+        b.value
+            .total_cmp(&a.value)
+            .then_with(|| a.token.cmp(&b.token))
+    });
+    Portfolio {
+        value: out.iter().map(|t| t.value).sum(),
+        tokens: out,
+    }
+}
+
+/// Trades in the last hour for a token to be labelled `hot`.
+pub const HOT_TRADES_1H: i64 = 20;
+/// USD volume in the last hour for a token to be labelled `trending` (with a rising volume).
+pub const TRENDING_VOLUME_1H: f64 = 10_000.0;
+/// Percent rise of the last hour's volume over the hour before for `trending`.
+pub const TRENDING_VOLUME_CHANGE_1H: f64 = 50.0;
+/// Holders for a token to be labelled `popular`.
+pub const POPULAR_HOLDERS: i64 = 25;
+/// Age below which a token is labelled `new`, seconds (three days).
+pub const NEW_AGE_SECONDS: i64 = 3 * 86_400;
+
+/// The static labels of a token and, per label, the rules that made it apply:
+/// - `new`: created less than three days before "now";
+/// - `hot`: at least [`HOT_TRADES_1H`] trades in the last hour;
+/// - `trending`: at least [`TRENDING_VOLUME_1H`] USD volume in the last hour, up more than
+///   [`TRENDING_VOLUME_CHANGE_1H`] percent on the hour before;
+/// - `popular`: at least [`POPULAR_HOLDERS`] holders.
+pub fn labels(
+    chain: &Chain,
+    token: u32,
+    market: &MarketSection,
+) -> (Vec<String>, BTreeMap<String, Vec<String>>) {
+    let stream = chain.stream(token);
+    let mut matched: Vec<(&str, Vec<String>)> = Vec::new();
+    let volume_1h = volume_between(&stream, chain.now - 3_600, chain.now);
+    let previous_1h = volume_between(&stream, chain.now - 7_200, chain.now - 3_600);
+    let change_1h = percent_change(volume_1h, previous_1h);
+    if volume_1h >= TRENDING_VOLUME_1H && change_1h > TRENDING_VOLUME_CHANGE_1H {
+        matched.push((
+            "trending",
+            vec![
+                format!("usd_volume_1h >= {TRENDING_VOLUME_1H}"),
+                format!("usd_volume_change_1h > {TRENDING_VOLUME_CHANGE_1H}"),
+            ],
+        ));
+    }
+    let trades_1h = (after(&stream, chain.now) - after(&stream, chain.now - 3_600)) as i64;
+    if trades_1h >= HOT_TRADES_1H {
+        matched.push(("hot", vec![format!("trade_count_1h >= {HOT_TRADES_1H}")]));
+    }
+    if chain.tokens[token as usize].created_at > chain.now - NEW_AGE_SECONDS {
+        matched.push(("new", vec!["created_at > now - 3d".to_owned()]));
+    }
+    if market.holders.unwrap_or(0) >= POPULAR_HOLDERS {
+        matched.push((
+            "popular",
+            vec![format!("market.holders >= {POPULAR_HOLDERS}")],
+        ));
+    }
+    let labels = matched.iter().map(|(l, _)| (*l).to_owned()).collect();
+    let rules = matched
+        .into_iter()
+        .map(|(l, r)| (l.to_owned(), r))
+        .collect();
+    (labels, rules)
+}
+
+/// The full search document of an altchain token: every section, every window, the static
+/// labels and their rules, and no dynamic labels (the search fills those per request).
+pub fn alt_profile(chain: &Chain, token: u32) -> AltTokenProfile {
+    let now = utc(chain.now);
+    let market = market_section(chain, token);
+    let (labels, matched_labels) = labels(chain, token, &market);
+    AltTokenProfile {
+        updated_at: now,
+        synced_at: now,
+        token_address: chain.tokens[token as usize].address.clone(),
+        labels: Some(labels),
+        matched_labels: Some(matched_labels),
+        dynamic_labels: Vec::new(),
+        metadata: Some(metadata(chain, token)),
+        market: Some(market),
+        metrics: all_windows()
+            .into_iter()
+            .filter_map(|w| {
+                let seconds = w.seconds()?;
+                Some((w, window_metrics(chain, token, seconds)))
+            })
+            .collect(),
+    }
+}
+
+/// The full search documents of every altchain token, as JSON, in token order.
+pub fn alt_profile_documents(chain: &Chain) -> Vec<serde_json::Value> {
+    (0..chain.tokens.len() as u32)
+        .map(|t| {
+            serde_json::to_value(alt_profile(chain, t))
+                .expect("a profile of finite numbers and strings converts to JSON")
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::generate::NOW;
+    use crate::sim::market::{
+        Behaviour, ChainKind, PoolInfo, PosState, QuoteInfo, Store, TokenInfo, WalletInfo,
+    };
+
+    /// A chain of one token traded in one pool against a 1-USD quote, from
+    /// `(time, wallet, buy, amount, price)` in event order.
+    fn one_token_chain(trades: &[(i64, u32, bool, f64, f64)]) -> Chain {
+        let wallets = 1 + trades.iter().map(|t| t.1).max().unwrap_or(0);
+        let mut held: HashMap<u32, f64> = HashMap::new();
+        let start = NOW - 10 * 86_400;
+        let mut records = Vec::new();
+        for (k, &(time, wallet, buy, amount, price)) in trades.iter().enumerate() {
+            let pre = held.get(&wallet).copied().unwrap_or(0.0);
+            let post = if buy { pre + amount } else { pre - amount };
+            let state = if buy && pre == 0.0 {
+                PosState::Open
+            } else if !buy && post == 0.0 {
+                PosState::Close
+            } else {
+                PosState::Trade
+            };
+            held.insert(wallet, post);
+            records.push(SwapRecord {
+                slot: 1_000 + k as i64,
+                time,
+                token: 0,
+                pool: 0,
+                wallet,
+                quote: 0,
+                buy,
+                state,
+                token_amount: amount,
+                quote_amount: amount * price,
+                token_price: price,
+                quote_price: 1.0,
+                pre_token: pre,
+                post_token: post,
+                pre_quote: 1e9,
+                post_quote: 1e9,
+            });
+        }
+        let n = records.len() as u32;
+        Chain {
+            kind: ChainKind::Evm(1),
+            tokens: vec![TokenInfo {
+                address: "0xtoken".into(),
+                symbol: "TOK".into(),
+                name: "Token".into(),
+                created_at: start,
+                creator: "0xcreator".into(),
+                image: None,
+                verified: false,
+                twitter: None,
+                discord: None,
+                website: None,
+                telegram: None,
+                total_supply: 1e6,
+                circulating_supply: 1e6,
+                dev_allocation: 0.0,
+                pools: vec![0],
+            }],
+            pools: vec![PoolInfo {
+                address: "0xpool".into(),
+                token: 0,
+                quote: 0,
+                protocol: "amm",
+                initial_reserve: 1e5,
+            }],
+            wallets: (0..wallets)
+                .map(|w| WalletInfo {
+                    address: format!("0xwallet{w}"),
+                    behaviour: Behaviour::Bot,
+                })
+                .collect(),
+            quotes: vec![QuoteInfo {
+                address: "0xusd".into(),
+                symbol: "USD",
+                name: "USD",
+                native: false,
+            }],
+            first_id: 1,
+            start,
+            now: NOW,
+            slot0: 1_000,
+            native_prices: vec![1.0],
+            offsets: vec![0, n],
+            slot_offsets: (0..n).collect(),
+            pre_quote: vec![1e9; n as usize],
+            by_pool: vec![(0..n).collect()],
+            by_wallet: (0..wallets)
+                .map(|w| {
+                    (0..n)
+                        .filter(|&i| records[i as usize].wallet == w)
+                        .collect()
+                })
+                .collect(),
+            store: Store::Memory(vec![records.into()]),
+            token_by_address: HashMap::new(),
+            pool_by_address: HashMap::new(),
+            wallet_by_address: HashMap::new(),
+            hash_seed: 0,
+        }
+    }
+
+    fn near(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+    }
+
+    #[test]
+    fn bars_follow_the_semantics_vector() {
+        // semantics.md §1: 00:00:10 11×1; 00:00:30 10×2; 00:00:30 12×3; 00:01:00 13×1;
+        // 00:01:59 9×4; 00:03:10 14×5 (the two 00:00:30 ticks ordered by slot).
+        let m = align(NOW - 3_600, 60);
+        let chain = one_token_chain(&[
+            (m + 10, 0, true, 1.0, 11.0),
+            (m + 30, 0, true, 2.0, 10.0),
+            (m + 30, 0, true, 3.0, 12.0),
+            (m + 60, 0, true, 1.0, 13.0),
+            (m + 119, 0, true, 4.0, 9.0),
+            (m + 190, 0, true, 5.0, 14.0),
+        ]);
+        let stream = chain.stream(0);
+        let bars = candles(&stream, chain.now, 60, Some(m), None, None);
+        let got: Vec<(i64, f64, f64, f64, f64, f64, i64)> = bars
+            .iter()
+            .map(|c| {
+                (
+                    c.timestamp.timestamp() - m,
+                    c.open,
+                    c.high,
+                    c.low,
+                    c.close,
+                    c.volume,
+                    c.count,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, 11.0, 12.0, 10.0, 12.0, 67.0, 3),
+                (60, 13.0, 13.0, 9.0, 9.0, 49.0, 2),
+                (180, 14.0, 14.0, 14.0, 14.0, 70.0, 1),
+            ]
+        );
+        // `count` with `from`: the first N; with `to` only: the last N up to `to`.
+        assert_eq!(
+            candles(&stream, chain.now, 60, Some(m), None, Some(2)),
+            bars[..2]
+        );
+        assert_eq!(
+            candles(&stream, chain.now, 60, None, None, Some(2)),
+            bars[1..]
+        );
+        assert_eq!(
+            candles(&stream, chain.now, 60, None, Some(m + 61), Some(5)),
+            bars[..2]
+        );
+        // A range starting inside a bucket returns the whole bucket.
+        assert_eq!(
+            candles(&stream, chain.now, 60, Some(m + 75), None, None),
+            bars[1..]
+        );
+    }
+
+    #[test]
+    fn window_metrics_follow_the_fifo_vector() {
+        // semantics.md §2 V1: buy 10@1, buy 10@2, sell 15@3, mark 4 → FIFO R 25, U 10.
+        // A second wallet's buy of 1@4 sets the mark.
+        let t = NOW - 7_200;
+        let chain = one_token_chain(&[
+            (t, 0, true, 10.0, 1.0),
+            (t + 100, 0, true, 10.0, 2.0),
+            (t + 400, 0, false, 15.0, 3.0),
+            (t + 500, 1, true, 1.0, 4.0),
+        ]);
+        let m = window_metrics(&chain, 0, 86_400);
+        assert_eq!(m.trade_count, Some(4));
+        assert_eq!((m.buy_count, m.sell_count), (Some(3), Some(1)));
+        assert_eq!(
+            (m.makers_count, m.buyers_count, m.sellers_count),
+            (Some(2), Some(2), Some(1))
+        );
+        assert_eq!(m.position_count, Some(2));
+        assert_eq!(
+            (m.win_position_count, m.loss_position_count),
+            (Some(0), Some(0))
+        );
+        assert_eq!(m.win_pnl, Some(25.0));
+        assert_eq!(m.largest_trade_win, Some(25.0));
+        assert_eq!(m.loss_pnl, Some(0.0));
+        assert_eq!(m.profit_factor, Some(0.0), "no losses: emitted as 0");
+        assert_eq!(
+            m.pnl,
+            Some(35.0),
+            "realized 25 + unrealized 10 + the other wallet's 0"
+        );
+        assert_eq!(m.avg_trade_roi, Some(125.0));
+        // Holding: 10 units for 400 s and 5 units for 300 s.
+        assert_eq!(
+            m.avg_holding_duration,
+            Some(((10.0 * 400.0 + 5.0 * 300.0) / 15.0f64).round() as i64)
+        );
+        assert_eq!(m.buy_volume, Some(10.0 + 20.0 + 4.0));
+        assert_eq!(m.sell_volume, Some(45.0));
+        assert_eq!(m.avg_buy_price, Some(34.0 / 21.0));
+        let dist = m.wallet_roi_distribution.expect("distribution");
+        assert_eq!(dist["0_200"], 2);
+        assert_eq!(dist.values().sum::<i64>(), 2);
+        assert_eq!(m.wallet_hit_ratio, Some(50.0));
+        // The window excludes what happened before it.
+        let short = window_metrics(&chain, 0, 7_200 - 200);
+        assert_eq!(short.trade_count, Some(2));
+        assert_eq!(
+            short.win_pnl,
+            Some(0.0),
+            "the sell's lots were bought before the window"
+        );
+    }
+
+    #[test]
+    fn ratios_follow_the_trading_metrics_vector() {
+        // semantics.md §3: r = [0.01, −0.02, 0.03, −0.01, 0.02], one closed position per wallet.
+        let r = [0.01, -0.02, 0.03, -0.01, 0.02];
+        let t = NOW - 3_600;
+        let mut trades: Vec<(i64, u32, bool, f64, f64)> =
+            (0..5).map(|w| (t + w as i64, w, true, 1.0, 1.0)).collect();
+        for (w, x) in r.iter().enumerate() {
+            trades.push((t + 100 + w as i64, w as u32, false, 1.0, 1.0 + x));
+        }
+        let chain = one_token_chain(&trades);
+        let m = window_metrics(&chain, 0, 86_400);
+        let p = 252f64.sqrt();
+        assert!(near(m.sharpe_ratio.expect("sharpe") * p, 4.593220484431883));
+        assert!(near(
+            m.sortino_ratio.expect("sortino") * p,
+            9.524704719832526
+        ));
+        assert!(near(m.profit_factor.expect("profit factor"), 2.0));
+        assert_eq!(
+            (m.win_position_count, m.loss_position_count),
+            (Some(3), Some(2))
+        );
+        assert!(near(m.avg_wallet_winrate.expect("winrate"), 60.0));
+        // Price path 1, …, 1.01, 0.98, 1.03, 0.99, 1.02: the deepest fall is 1.03 → 0.99.
+        assert!(near(
+            m.max_drawdown.expect("drawdown"),
+            100.0 * (0.99 / 1.03 - 1.0)
+        ));
+    }
+
+    #[test]
+    fn history_and_stats_carry_prices_forward() {
+        let chain = one_token_chain(&[
+            (NOW - 7_200, 0, true, 10.0, 1.0),
+            (NOW - 1_800, 0, true, 10.0, 2.0),
+            (NOW - 60, 0, true, 10.0, 4.0),
+        ]);
+        let s = chain.stream(0);
+        let h = price_history(&s, NOW - 3 * 3_600, NOW, 3_600);
+        let got: Vec<(i64, f64, f64)> = h
+            .iter()
+            .map(|p| (NOW - p.timestamp.timestamp(), p.usd_price, p.usd_volume))
+            .collect();
+        assert_eq!(
+            got,
+            vec![(7_200, 1.0, 10.0), (3_600, 4.0, 60.0), (0, 4.0, 0.0)]
+        );
+        let c = price_changes(&s, NOW);
+        assert_eq!(c.usd_price_change_1h, 300.0);
+        assert_eq!(c.usd_volume_1h, 60.0);
+        assert_eq!(
+            c.usd_volume_change_1h, 0.0,
+            "the hour before had no volume in (now-2h, now-1h]"
+        );
+        assert_eq!(c.usd_price_change_5m, 100.0);
+        assert_eq!(c.usd_volume_5m, 40.0);
+        assert_eq!(c.usd_volume_change_6h, 0.0);
+        assert_eq!(
+            c.usd_price_change_30d, 300.0,
+            "a younger token compares with its first price"
+        );
+        assert_eq!(c.usd_volume_30d, 70.0);
+    }
+
+    #[test]
+    fn roi_buckets_have_the_documented_bounds() {
+        assert_eq!(roi_bucket(500.1), "gt_500");
+        assert_eq!(roi_bucket(500.0), "200_500");
+        assert_eq!(roi_bucket(200.0), "200_500");
+        assert_eq!(roi_bucket(0.0), "0_200");
+        assert_eq!(roi_bucket(-0.1), "neg50_0");
+        assert_eq!(roi_bucket(-50.0), "neg50_0");
+        assert_eq!(roi_bucket(-50.1), "lt_neg50_0");
+    }
+}

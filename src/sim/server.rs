@@ -1,0 +1,780 @@
+//! The HTTP face of the simulator: routes, keys, errors, rate limit, faults and counters.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::Response;
+use axum::routing::post;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use super::market::{Chain, IndexList, Market, mix, utc};
+use super::{DEMO_KEY, FREE_KEY, SimConfig, reference, search};
+use crate::api::models::{
+    AltPrice, AltPriceStats, EvmPrice, EvmPriceStats, Page, PriceHistorySeries, TimeWindow,
+};
+use crate::api::requests::{
+    AltPricesRequest, CandlesRequest, EvmPricesRequest, GetProfileRequest, Operation,
+    PortfolioRequest, PriceHistoryRequest, SwapsRequest, TradesRequest,
+};
+use crate::api::search::SearchRequest;
+use crate::error::{ApiStatus, Error, Result};
+
+/// Page size when a paged request has no `limit`.
+pub const DEFAULT_LIMIT: usize = 20;
+/// Most points one price-history series may have; a longer request is a 400.
+pub const MAX_HISTORY_POINTS: i64 = 100_000;
+
+/// Requests served, by operation and status.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct SimStats {
+    /// Every request answered on an operation's path, whatever its status.
+    pub total: u64,
+    /// Operation name (such as `altchain.get-swaps`) → status code → count.
+    pub by_operation: BTreeMap<String, BTreeMap<u16, u64>>,
+}
+
+impl SimStats {
+    /// Requests of `operation` answered with `status`.
+    pub fn count(&self, operation: Operation, status: u16) -> u64 {
+        self.by_operation
+            .get(operation.name())
+            .and_then(|m| m.get(&status))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Requests of `operation`, whatever their status.
+    pub fn operation_total(&self, operation: Operation) -> u64 {
+        self.by_operation
+            .get(operation.name())
+            .map_or(0, |m| m.values().sum())
+    }
+}
+
+struct TokenBucket {
+    tokens: f64,
+    last: Instant,
+}
+
+struct State {
+    market: Arc<Market>,
+    rate_limit: Option<f64>,
+    buckets: Mutex<HashMap<String, TokenBucket>>,
+    fail_rate: f64,
+    throttle_rate: f64,
+    faults: Mutex<ChaCha8Rng>,
+    served: AtomicU64,
+    stats: Mutex<BTreeMap<(&'static str, u16), u64>>,
+    /// Full search documents of the altchain tokens, built once at start.
+    profiles: Vec<serde_json::Value>,
+}
+
+/// A running simulator: an HTTP server on loopback over a generated [`Market`].
+pub struct Simulator {
+    base_url: String,
+    market: Arc<Market>,
+    state: Arc<State>,
+    shutdown: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Simulator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Simulator")
+            .field("base_url", &self.base_url)
+            .field("seed", &self.market.seed)
+            .field("scale", &self.market.scale)
+            .finish()
+    }
+}
+
+impl Simulator {
+    /// Generates the market of `config`, binds `config.addr` and serves in a spawned task.
+    /// Must be called within a tokio runtime.
+    pub async fn start(config: SimConfig) -> Result<Simulator> {
+        let (seed, scale) = (config.seed, config.scale);
+        let market = tokio::task::spawn_blocking(move || Market::generate(seed, scale))
+            .await
+            .map_err(|e| Error::Config(format!("generating the market failed: {e}")))?;
+        Self::serve(config, Arc::new(market)).await
+    }
+
+    /// Serves an already generated market (for tests and benchmarks that reuse one).
+    pub async fn serve(config: SimConfig, market: Arc<Market>) -> Result<Simulator> {
+        if !(0.0..=1.0).contains(&config.fail_rate) || !(0.0..=1.0).contains(&config.throttle_rate)
+        {
+            return Err(Error::Config(format!(
+                "fail rate {} and throttle rate {} must lie in [0, 1]",
+                config.fail_rate, config.throttle_rate
+            )));
+        }
+        if let Some(r) = config.rate_limit
+            && !(r > 0.0 && r.is_finite())
+        {
+            return Err(Error::Config(format!(
+                "rate limit {r} must be a positive number of requests per second"
+            )));
+        }
+        if config.altchain_segment.is_empty()
+            || config.altchain_segment.contains('/')
+            || config.altchain_segment == "evm"
+        {
+            return Err(Error::Config(format!(
+                "altchain path segment {:?} must be one non-empty path segment other than `evm`",
+                config.altchain_segment
+            )));
+        }
+        let listener = tokio::net::TcpListener::bind(config.addr)
+            .await
+            .map_err(|e| Error::io("binding", config.addr.to_string(), e))?;
+        let local = listener
+            .local_addr()
+            .map_err(|e| Error::io("reading the address of", config.addr.to_string(), e))?;
+        let docs_market = market.clone();
+        let profiles =
+            tokio::task::spawn_blocking(move || reference::alt_profile_documents(&docs_market.alt))
+                .await
+                .map_err(|e| {
+                    Error::Config(format!("building the profile documents failed: {e}"))
+                })?;
+        let fault_seed = config
+            .fault_seed
+            .unwrap_or_else(|| mix(config.seed, 0xFA17));
+        let state = Arc::new(State {
+            market: market.clone(),
+            rate_limit: config.rate_limit,
+            buckets: Mutex::new(HashMap::new()),
+            fail_rate: config.fail_rate,
+            throttle_rate: config.throttle_rate,
+            faults: Mutex::new(ChaCha8Rng::seed_from_u64(fault_seed)),
+            served: AtomicU64::new(0),
+            stats: Mutex::new(BTreeMap::new()),
+            profiles,
+        });
+        let mut router = Router::new();
+        for op in Operation::ALL {
+            let st = state.clone();
+            router = router.route(
+                &op.path(&config.altchain_segment),
+                post(move |headers: HeaderMap, body: Bytes| {
+                    let st = st.clone();
+                    async move { handle(&st, op, &headers, &body) }
+                }),
+            );
+        }
+        let (tx, rx) = oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            let server = axum::serve(listener, router).with_graceful_shutdown(async {
+                let _ = rx.await;
+            });
+            // The server only ends on shutdown or on an accept-loop failure; there is nobody
+            // to report the latter to but the handle's owner, who sees the port go dark.
+            let _ = server.await;
+        });
+        Ok(Simulator {
+            base_url: format!("http://{local}"),
+            market,
+            state,
+            shutdown: Some(tx),
+            task: Some(task),
+        })
+    }
+
+    /// The base URL, such as `http://127.0.0.1:41234`.
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// The market being served.
+    pub fn market(&self) -> &Arc<Market> {
+        &self.market
+    }
+
+    /// Requests answered so far on the operations' paths (every status).
+    pub fn requests_served(&self) -> u64 {
+        self.state.served.load(Ordering::Relaxed)
+    }
+
+    /// Requests answered so far, by operation and status.
+    pub fn stats(&self) -> SimStats {
+        let stats = self
+            .state
+            .stats
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut out = SimStats {
+            total: self.requests_served(),
+            ..SimStats::default()
+        };
+        for (&(op, status), &n) in stats.iter() {
+            out.by_operation
+                .entry(op.to_owned())
+                .or_default()
+                .insert(status, n);
+        }
+        out
+    }
+
+    /// Stops accepting connections, lets requests in flight finish, and waits for the server.
+    pub async fn shutdown(mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for Simulator {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+/// A failed request: its status, and for 429 the `Retry-After` seconds.
+struct Reject {
+    status: ApiStatus,
+    retry_after: Option<u64>,
+}
+
+impl Reject {
+    fn bad() -> Self {
+        Reject {
+            status: ApiStatus::BadRequest,
+            retry_after: None,
+        }
+    }
+}
+
+fn json_response(status: StatusCode, body: Vec<u8>) -> Response {
+    let mut r = Response::new(Body::from(body));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+fn error_response(reject: &Reject) -> Response {
+    let text = reject
+        .status
+        .documented_text()
+        .expect("the simulator only answers documented error statuses");
+    let body = serde_json::to_vec(&serde_json::json!({ "error": text }))
+        .expect("a JSON object of one string serialises");
+    let status = StatusCode::from_u16(reject.status.code())
+        .expect("documented statuses are valid HTTP statuses");
+    let mut r = json_response(status, body);
+    if let Some(s) = reject.retry_after {
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(s));
+    }
+    r
+}
+
+fn handle(state: &State, op: Operation, headers: &HeaderMap, body: &[u8]) -> Response {
+    let (status, response) = match admit(state, op, headers).and_then(|()| answer(state, op, body))
+    {
+        Ok(bytes) => (200, json_response(StatusCode::OK, bytes)),
+        Err(reject) => (reject.status.code(), error_response(&reject)),
+    };
+    state.served.fetch_add(1, Ordering::Relaxed);
+    *state
+        .stats
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .entry((op.name(), status))
+        .or_insert(0) += 1;
+    response
+}
+
+/// Key, plan, rate limit and injected faults, in that order.
+fn admit(state: &State, op: Operation, headers: &HeaderMap) -> Result<(), Reject> {
+    let key = headers
+        .get("x-api-key")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if key != DEMO_KEY && key != FREE_KEY {
+        return Err(Reject {
+            status: ApiStatus::Unauthorized,
+            retry_after: None,
+        });
+    }
+    if key == FREE_KEY
+        && matches!(
+            op,
+            Operation::AltSearchProfiles | Operation::AltGetPortfolio
+        )
+    {
+        return Err(Reject {
+            status: ApiStatus::Forbidden,
+            retry_after: None,
+        });
+    }
+    if let Some(rate) = state.rate_limit {
+        let mut buckets = state
+            .buckets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let now = Instant::now();
+        let b = buckets.entry(key.to_owned()).or_insert(TokenBucket {
+            tokens: rate,
+            last: now,
+        });
+        b.tokens = (b.tokens + now.duration_since(b.last).as_secs_f64() * rate).min(rate);
+        b.last = now;
+        if b.tokens >= 1.0 {
+            b.tokens -= 1.0;
+        } else {
+            let wait = ((1.0 - b.tokens) / rate).ceil().max(1.0) as u64;
+            return Err(Reject {
+                status: ApiStatus::TooManyRequests,
+                retry_after: Some(wait),
+            });
+        }
+    }
+    if state.fail_rate > 0.0 || state.throttle_rate > 0.0 {
+        let u: f64 = state
+            .faults
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .random();
+        if u < state.fail_rate {
+            return Err(Reject {
+                status: ApiStatus::InternalServerError,
+                retry_after: None,
+            });
+        }
+        if u < state.fail_rate + state.throttle_rate {
+            return Err(Reject {
+                status: ApiStatus::TooManyRequests,
+                retry_after: Some(1),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, Reject> {
+    serde_json::from_slice(body).map_err(|_parse_error| Reject::bad())
+}
+
+fn ok<T: Serialize>(value: &T) -> Result<Vec<u8>, Reject> {
+    serde_json::to_vec(value).map_err(|_serialise_error| Reject {
+        status: ApiStatus::InternalServerError,
+        retry_after: None,
+    })
+}
+
+fn valid(r: Result<()>) -> Result<(), Reject> {
+    r.map_err(|_invalid| Reject::bad())
+}
+
+fn evm_chain(market: &Market, chain_id: i64) -> Result<&Chain, Reject> {
+    market.evm_chain(chain_id).ok_or_else(Reject::bad)
+}
+
+fn time_secs(t: chrono::DateTime<chrono::Utc>) -> i64 {
+    t.timestamp()
+}
+
+fn answer(state: &State, op: Operation, body: &[u8]) -> Result<Vec<u8>, Reject> {
+    let market = &state.market;
+    let alt = &market.alt;
+    match op {
+        Operation::EvmGetProfile => {
+            let req: GetProfileRequest = parse(body)?;
+            valid(req.validate())?;
+            let chain = evm_chain(market, req.chain_id)?;
+            // The interface has no 404: a token the chain does not know is a bad parameter.
+            let token = chain.token_index(&req.token).ok_or_else(Reject::bad)?;
+            let options = req.options.unwrap_or_default();
+            let windows: Vec<TimeWindow> = options.include_metrics.unwrap_or_default();
+            if windows.iter().any(|w| w.seconds().is_none()) {
+                return Err(Reject::bad());
+            }
+            ok(&reference::evm_profile(
+                chain,
+                req.chain_id,
+                token,
+                options.include_metadata.unwrap_or(false),
+                &windows,
+            ))
+        }
+        Operation::EvmGetPriceHistory => {
+            let req: PriceHistoryRequest = parse(body)?;
+            valid(req.validate())?;
+            let chain = evm_chain(market, req.chain_id)?;
+            let from = time_secs(req.from);
+            let to = req.to.map_or(chain.now, time_secs);
+            if reference::history_points(from, to, req.interval) > MAX_HISTORY_POINTS {
+                return Err(Reject::bad());
+            }
+            let mut out = Vec::new();
+            for t in req.tokens.iter().flatten() {
+                if let Some(ti) = chain.token_index(t) {
+                    let info = &chain.tokens[ti as usize];
+                    out.push(PriceHistorySeries {
+                        token_address: info.address.clone(),
+                        pool_address: chain.pools[info.pools[0] as usize].address.clone(),
+                        prices: reference::price_history(&chain.stream(ti), from, to, req.interval),
+                    });
+                }
+            }
+            for p in req.pools.iter().flatten() {
+                if let Some(pi) = chain.pool_index(p) {
+                    let pool = &chain.pools[pi as usize];
+                    out.push(PriceHistorySeries {
+                        token_address: chain.tokens[pool.token as usize].address.clone(),
+                        pool_address: pool.address.clone(),
+                        prices: reference::price_history(
+                            &chain.pool_records(pi),
+                            from,
+                            to,
+                            req.interval,
+                        ),
+                    });
+                }
+            }
+            ok(&out)
+        }
+        Operation::EvmGetPrice | Operation::EvmGetPriceStats => {
+            let req: EvmPricesRequest = parse(body)?;
+            valid(req.validate(op))?;
+            let chain = evm_chain(market, req.chain_id)?;
+            let lists = price_lists(chain, &req.tokens, &req.pools);
+            if op == Operation::EvmGetPrice {
+                let out: Vec<EvmPrice> = lists
+                    .iter()
+                    .filter_map(|(token, list)| {
+                        let s = list.last()?;
+                        Some(EvmPrice {
+                            chain_id: req.chain_id,
+                            token_address: chain.tokens[*token as usize].address.clone(),
+                            pool_address: chain.pools[s.pool as usize].address.clone(),
+                            usd_price: s.token_price,
+                            block_number: s.slot,
+                            block_time: utc(s.time),
+                        })
+                    })
+                    .collect();
+                ok(&out)
+            } else {
+                let out: Vec<EvmPriceStats> = lists
+                    .iter()
+                    .filter_map(|(token, list)| {
+                        let s = list.last()?;
+                        Some(EvmPriceStats {
+                            token_address: chain.tokens[*token as usize].address.clone(),
+                            pool_address: chain.pools[s.pool as usize].address.clone(),
+                            usd_price: s.token_price,
+                            changes: reference::price_changes(list, chain.now),
+                            block_number: s.slot,
+                            block_time: utc(s.time),
+                        })
+                    })
+                    .collect();
+                ok(&out)
+            }
+        }
+        Operation::AltGetPrice | Operation::AltGetPriceStats => {
+            let req: AltPricesRequest = parse(body)?;
+            valid(req.validate(op))?;
+            let lists = price_lists(alt, &req.tokens, &req.pools);
+            if op == Operation::AltGetPrice {
+                let out: Vec<AltPrice> = lists
+                    .iter()
+                    .filter_map(|(token, list)| {
+                        let s = list.last()?;
+                        Some(AltPrice {
+                            token_address: alt.tokens[*token as usize].address.clone(),
+                            pool_address: alt.pools[s.pool as usize].address.clone(),
+                            usd_price: s.token_price,
+                            block_slot: s.slot,
+                            block_time: utc(s.time),
+                        })
+                    })
+                    .collect();
+                ok(&out)
+            } else {
+                let out: Vec<AltPriceStats> = lists
+                    .iter()
+                    .filter_map(|(token, list)| {
+                        let s = list.last()?;
+                        Some(AltPriceStats {
+                            token_address: alt.tokens[*token as usize].address.clone(),
+                            pool_address: alt.pools[s.pool as usize].address.clone(),
+                            usd_price: s.token_price,
+                            changes: reference::price_changes(list, alt.now),
+                            block_slot: s.slot,
+                            block_time: utc(s.time),
+                        })
+                    })
+                    .collect();
+                ok(&out)
+            }
+        }
+        Operation::AltGetPriceCandles => {
+            let req: CandlesRequest = parse(body)?;
+            valid(req.validate())?;
+            let token = match &req.token {
+                Some(t) => match alt.token_index(t) {
+                    Some(i) => Some(i),
+                    None => return ok(&Vec::<()>::new()),
+                },
+                None => None,
+            };
+            let pool = match &req.pool {
+                Some(p) => match alt.pool_index(p) {
+                    Some(i) => Some(i),
+                    None => return ok(&Vec::<()>::new()),
+                },
+                None => None,
+            };
+            let list = reference::price_source(alt, token, pool);
+            let count = req
+                .count
+                .map(|c| usize::try_from(c).map_err(|_| Reject::bad()))
+                .transpose()?;
+            ok(&reference::candles(
+                &list,
+                alt.now,
+                req.interval,
+                req.from.map(time_secs),
+                req.to.map(time_secs),
+                count,
+            ))
+        }
+        Operation::AltGetSwaps => {
+            let req: SwapsRequest = parse(body)?;
+            valid(req.validate())?;
+            let page = page_of(
+                alt,
+                req.wallet.as_deref(),
+                req.token.as_deref(),
+                req.pool.as_deref(),
+                req.limit,
+                req.cursor.as_deref(),
+            )?;
+            ok(&Page {
+                count: page.count,
+                cursor: page.cursor,
+                data: page.items.iter().map(|&i| alt.swap(i)).collect(),
+            })
+        }
+        Operation::AltGetTrades => {
+            let req: TradesRequest = parse(body)?;
+            valid(req.validate())?;
+            let page = page_of(
+                alt,
+                req.wallet.as_deref(),
+                req.token.as_deref(),
+                None,
+                req.limit,
+                req.cursor.as_deref(),
+            )?;
+            ok(&Page {
+                count: page.count,
+                cursor: page.cursor,
+                data: page.items.iter().map(|&i| alt.trade(i)).collect(),
+            })
+        }
+        Operation::AltGetPortfolio => {
+            let req: PortfolioRequest = parse(body)?;
+            valid(req.validate())?;
+            ok(&reference::portfolio(alt, alt.wallet_index(&req.wallet)))
+        }
+        Operation::AltSearchProfiles => {
+            let req: SearchRequest = parse(body)?;
+            valid(req.validate())?;
+            let page =
+                search::search(&req, &state.profiles).map_err(|_language_error| Reject::bad())?;
+            ok(&page)
+        }
+    }
+}
+
+/// The swaps of a price request: one list per known token, then one per known pool, each
+/// with the token it prices. Unknown addresses are left out of the answer.
+fn price_lists(
+    chain: &Chain,
+    tokens: &Option<Vec<String>>,
+    pools: &Option<Vec<String>>,
+) -> Vec<(u32, reference::Records)> {
+    let mut out = Vec::new();
+    for t in tokens.iter().flatten() {
+        if let Some(ti) = chain.token_index(t) {
+            out.push((ti, reference::Records::Shared(chain.stream(ti))));
+        }
+    }
+    for p in pools.iter().flatten() {
+        if let Some(pi) = chain.pool_index(p) {
+            out.push((
+                chain.pools[pi as usize].token,
+                reference::Records::Owned(chain.pool_records(pi)),
+            ));
+        }
+    }
+    out
+}
+
+/// One page of swaps (or their trades), newest first.
+struct SwapPage {
+    count: i64,
+    items: Vec<u32>,
+    cursor: Option<String>,
+}
+
+const CURSOR_MASK_SLOT: u64 = 0x5A5A_C3C3_0F0F_9696;
+const CURSOR_MASK_ID: u64 = 0x3C3C_A5A5_F0F0_6969;
+
+/// Encodes the keyset `(block_slot, id)` of the last item of a page.
+fn encode_cursor(slot: i64, id: i64) -> String {
+    format!(
+        "{:016x}{:016x}",
+        slot as u64 ^ CURSOR_MASK_SLOT,
+        id as u64 ^ CURSOR_MASK_ID
+    )
+}
+
+/// Decodes a cursor to the key of the swap it names; anything else is a 400.
+fn decode_cursor(chain: &Chain, cursor: &str) -> Result<(i64, i64), Reject> {
+    if cursor.len() != 32 || !cursor.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(Reject::bad());
+    }
+    let slot =
+        u64::from_str_radix(&cursor[..16], 16).map_err(|_| Reject::bad())? ^ CURSOR_MASK_SLOT;
+    let id = u64::from_str_radix(&cursor[16..], 16).map_err(|_| Reject::bad())? ^ CURSOR_MASK_ID;
+    let index = chain.swap_index(id as i64).ok_or_else(Reject::bad)?;
+    let key = chain.key(index);
+    if key.0 != slot as i64 {
+        return Err(Reject::bad());
+    }
+    Ok(key)
+}
+
+/// Pages through the swaps matching every given filter, newest first. The narrowest index
+/// is walked backwards from the cursor by binary search; the other filters are checked per
+/// swap. An unknown address matches nothing.
+fn page_of(
+    chain: &Chain,
+    wallet: Option<&str>,
+    token: Option<&str>,
+    pool: Option<&str>,
+    limit: Option<u32>,
+    cursor: Option<&str>,
+) -> Result<SwapPage, Reject> {
+    let limit = limit.map_or(DEFAULT_LIMIT, |l| l as usize);
+    let before = cursor.map(|c| decode_cursor(chain, c)).transpose()?;
+    let empty = SwapPage {
+        count: 0,
+        items: Vec::new(),
+        cursor: None,
+    };
+    let mut lists: Vec<IndexList<'_>> = Vec::new();
+    let wallet = match wallet {
+        Some(w) => match chain.wallet_index(w) {
+            Some(i) => {
+                lists.push(chain.wallet_swaps(i));
+                Some(i)
+            }
+            None => return Ok(empty),
+        },
+        None => None,
+    };
+    let token = match token {
+        Some(t) => match chain.token_index(t) {
+            Some(i) => {
+                lists.push(chain.token_swaps(i));
+                Some(i)
+            }
+            None => return Ok(empty),
+        },
+        None => None,
+    };
+    let pool = match pool {
+        Some(p) => match chain.pool_index(p) {
+            Some(i) => {
+                lists.push(chain.pool_swaps(i));
+                Some(i)
+            }
+            None => return Ok(empty),
+        },
+        None => None,
+    };
+    let Some(base) = lists.iter().min_by_key(|l| l.len()).copied() else {
+        return Ok(empty);
+    };
+    let single = lists.len() == 1;
+    let matches = |i: u32| {
+        if single {
+            return true;
+        }
+        if token.is_some_and(|t| chain.token_of(i) != t) {
+            return false;
+        }
+        if wallet.is_none() && pool.is_none() {
+            return true;
+        }
+        let s = chain.record(i);
+        wallet.is_none_or(|w| s.wallet == w) && pool.is_none_or(|p| s.pool == p)
+    };
+    let count = if single {
+        base.len()
+    } else {
+        (0..base.len())
+            .filter(|&pos| matches(base.get(pos)))
+            .count()
+    };
+    // The page ends before the first swap (in event order) at or after the cursor's.
+    let end = match before {
+        Some(key) => {
+            let (mut lo, mut hi) = (0usize, base.len());
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                if chain.key(base.get(mid)) < key {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            lo
+        }
+        None => base.len(),
+    };
+    let mut items: Vec<u32> = (0..end)
+        .rev()
+        .map(|pos| base.get(pos))
+        .filter(|&i| matches(i))
+        .take(limit + 1)
+        .collect();
+    let more = items.len() > limit;
+    items.truncate(limit);
+    let cursor = if more {
+        items.last().map(|&i| {
+            let (slot, id) = chain.key(i);
+            encode_cursor(slot, id)
+        })
+    } else {
+        None
+    };
+    Ok(SwapPage {
+        count: count as i64,
+        items,
+        cursor,
+    })
+}
