@@ -482,7 +482,7 @@ impl Client {
     pub fn swap_pages(
         &self,
         req: SwapsRequest,
-    ) -> impl Stream<Item = Result<Page<Swap>>> + Send + 'static {
+    ) -> impl Stream<Item = Result<Page<Swap>>> + Send + use<> {
         let client = self.clone();
         let start = req.cursor.clone();
         pages(Operation::AltGetSwaps, start, move |cursor| {
@@ -498,7 +498,7 @@ impl Client {
     pub fn trade_pages(
         &self,
         req: TradesRequest,
-    ) -> impl Stream<Item = Result<Page<Trade>>> + Send + 'static {
+    ) -> impl Stream<Item = Result<Page<Trade>>> + Send + use<> {
         let client = self.clone();
         let start = req.cursor.clone();
         pages(Operation::AltGetTrades, start, move |cursor| {
@@ -518,7 +518,7 @@ impl Client {
     pub fn search_pages(
         &self,
         req: SearchRequest,
-    ) -> impl Stream<Item = Result<Page<AltTokenProfile>>> + Send + 'static {
+    ) -> impl Stream<Item = Result<Page<AltTokenProfile>>> + Send + use<> {
         let client = self.clone();
         let start = req.cursor.clone();
         pages(Operation::AltSearchProfiles, start, move |cursor| {
@@ -533,7 +533,7 @@ impl Client {
     pub fn swaps_stream(
         &self,
         req: SwapsRequest,
-    ) -> impl Stream<Item = Result<Swap>> + Send + 'static {
+    ) -> impl Stream<Item = Result<Swap>> + Send + use<> {
         items(self.swap_pages(req))
     }
 
@@ -541,7 +541,7 @@ impl Client {
     pub fn trades_stream(
         &self,
         req: TradesRequest,
-    ) -> impl Stream<Item = Result<Trade>> + Send + 'static {
+    ) -> impl Stream<Item = Result<Trade>> + Send + use<> {
         items(self.trade_pages(req))
     }
 
@@ -549,7 +549,7 @@ impl Client {
     pub fn search_stream(
         &self,
         req: SearchRequest,
-    ) -> impl Stream<Item = Result<AltTokenProfile>> + Send + 'static {
+    ) -> impl Stream<Item = Result<AltTokenProfile>> + Send + use<> {
         items(self.search_pages(req))
     }
 
