@@ -32,7 +32,11 @@ impl Range {
 
     /// The range widened outwards to multiples of `step` (a bucket grid anchored at the epoch).
     pub fn align_out(&self, step: i64) -> Range {
-        Range { start: self.start.div_euclid(step) * step, end: -((-self.end).div_euclid(step) * step) }
+        let step = step.max(1);
+        let start = self.start.div_euclid(step).saturating_mul(step);
+        let end = self.end.div_euclid(step).saturating_mul(step);
+        let end = if end < self.end { end.saturating_add(step) } else { end };
+        Range { start, end }
     }
 
     /// Splits into consecutive pieces of at most `max_len` seconds.

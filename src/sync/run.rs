@@ -433,7 +433,7 @@ impl Sync {
         let mut covered = covered.clone();
         let now = ts(Utc::now());
         let recent = self.config.recent_window.as_secs() as i64;
-        covered.remove(Range::new(now - recent, i64::MAX).align_out(interval));
+        covered.remove(Range::new(now - recent, want.end.max(now)).align_out(interval));
         covered
             .missing(want)
             .into_iter()
