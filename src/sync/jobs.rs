@@ -158,25 +158,62 @@ impl Job {
     pub fn describe(&self) -> String {
         let ds = self.dataset();
         match self {
-            Job::Swaps { token, wallet, pool } => {
-                format!("{ds} {}", filters(&[("token", token), ("wallet", wallet), ("pool", pool)]))
+            Job::Swaps {
+                token,
+                wallet,
+                pool,
+            } => {
+                format!(
+                    "{ds} {}",
+                    filters(&[("token", token), ("wallet", wallet), ("pool", pool)])
+                )
             }
-            Job::Trades { token, wallet } => format!("{ds} {}", filters(&[("token", token), ("wallet", wallet)])),
-            Job::Candles { token, pool, interval, from, to } => format!(
+            Job::Trades { token, wallet } => {
+                format!("{ds} {}", filters(&[("token", token), ("wallet", wallet)]))
+            }
+            Job::Candles {
+                token,
+                pool,
+                interval,
+                from,
+                to,
+            } => format!(
                 "{ds} {} interval={interval}s from={} to={}",
                 filters(&[("token", token), ("pool", pool)]),
                 from.to_rfc3339(),
                 to.map_or_else(|| "now".to_owned(), |t| t.to_rfc3339())
             ),
-            Job::PriceHistory { chain_id, tokens, pools, interval, .. } => format!(
+            Job::PriceHistory {
+                chain_id,
+                tokens,
+                pools,
+                interval,
+                ..
+            } => format!(
                 "{ds} evm-{chain_id} {} tokens {} pools interval={interval}s",
                 tokens.len(),
                 pools.len()
             ),
-            Job::Prices { chain_id, tokens, pools } | Job::PriceStats { chain_id, tokens, pools } => {
-                format!("{ds} {} {} tokens {} pools", chain_part(*chain_id), tokens.len(), pools.len())
+            Job::Prices {
+                chain_id,
+                tokens,
+                pools,
             }
-            Job::EvmProfiles { chain_id, tokens } => format!("{ds} evm-{chain_id} {} tokens", tokens.len()),
+            | Job::PriceStats {
+                chain_id,
+                tokens,
+                pools,
+            } => {
+                format!(
+                    "{ds} {} {} tokens {} pools",
+                    chain_part(*chain_id),
+                    tokens.len(),
+                    pools.len()
+                )
+            }
+            Job::EvmProfiles { chain_id, tokens } => {
+                format!("{ds} evm-{chain_id} {} tokens", tokens.len())
+            }
             Job::AltProfiles { .. } => format!("{ds} altchain search"),
             Job::Portfolios { wallets } => format!("{ds} {} wallets", wallets.len()),
         }
@@ -187,18 +224,53 @@ impl Job {
     pub fn state_key(&self) -> String {
         let ds = self.dataset();
         match self {
-            Job::Swaps { token, wallet, pool } => {
-                format!("sync/{ds}/{}", filters(&[("token", token), ("wallet", wallet), ("pool", pool)]))
+            Job::Swaps {
+                token,
+                wallet,
+                pool,
+            } => {
+                format!(
+                    "sync/{ds}/{}",
+                    filters(&[("token", token), ("wallet", wallet), ("pool", pool)])
+                )
             }
-            Job::Trades { token, wallet } => format!("sync/{ds}/{}", filters(&[("token", token), ("wallet", wallet)])),
-            Job::Candles { token, pool, interval, .. } => {
-                format!("sync/{ds}/{}/interval={interval}", filters(&[("token", token), ("pool", pool)]))
+            Job::Trades { token, wallet } => format!(
+                "sync/{ds}/{}",
+                filters(&[("token", token), ("wallet", wallet)])
+            ),
+            Job::Candles {
+                token,
+                pool,
+                interval,
+                ..
+            } => {
+                format!(
+                    "sync/{ds}/{}/interval={interval}",
+                    filters(&[("token", token), ("pool", pool)])
+                )
             }
-            Job::PriceHistory { chain_id, interval, .. } => format!("sync/{ds}/evm-{chain_id}/interval={interval}"),
-            Job::Prices { chain_id, tokens, pools } | Job::PriceStats { chain_id, tokens, pools } => {
-                format!("sync/{ds}/{}/{}", chain_part(*chain_id), digest(tokens.iter().chain(pools)))
+            Job::PriceHistory {
+                chain_id, interval, ..
+            } => format!("sync/{ds}/evm-{chain_id}/interval={interval}"),
+            Job::Prices {
+                chain_id,
+                tokens,
+                pools,
             }
-            Job::EvmProfiles { chain_id, tokens } => format!("sync/{ds}/evm-{chain_id}/{}", digest(tokens)),
+            | Job::PriceStats {
+                chain_id,
+                tokens,
+                pools,
+            } => {
+                format!(
+                    "sync/{ds}/{}/{}",
+                    chain_part(*chain_id),
+                    digest(tokens.iter().chain(pools))
+                )
+            }
+            Job::EvmProfiles { chain_id, tokens } => {
+                format!("sync/{ds}/evm-{chain_id}/{}", digest(tokens))
+            }
             Job::AltProfiles { request } => {
                 let body = serde_json::to_string(request).unwrap_or_default();
                 format!("sync/{ds}/altchain/{}", digest([body]))
@@ -211,14 +283,28 @@ impl Job {
     pub fn validate(&self) -> Result<()> {
         let bad = |msg: String| Err(Error::Config(format!("{}: {msg}", self.dataset())));
         match self {
-            Job::Swaps { token: None, wallet: None, pool: None } => bad("needs a token, wallet or pool".into()),
-            Job::Trades { token: None, wallet: None } => bad("needs a token or wallet".into()),
-            Job::Candles { token: None, pool: None, .. } => bad("needs a token or pool".into()),
-            Job::Candles { interval, from, to, .. } | Job::PriceHistory { interval, from, to, .. }
-                if *interval <= 0 || to.is_some_and(|t| t < *from) =>
-            {
-                bad(format!("needs a positive interval and from <= to (interval {interval})"))
+            Job::Swaps {
+                token: None,
+                wallet: None,
+                pool: None,
+            } => bad("needs a token, wallet or pool".into()),
+            Job::Trades {
+                token: None,
+                wallet: None,
+            } => bad("needs a token or wallet".into()),
+            Job::Candles {
+                token: None,
+                pool: None,
+                ..
+            } => bad("needs a token or pool".into()),
+            Job::Candles {
+                interval, from, to, ..
             }
+            | Job::PriceHistory {
+                interval, from, to, ..
+            } if *interval <= 0 || to.is_some_and(|t| t < *from) => bad(format!(
+                "needs a positive interval and from <= to (interval {interval})"
+            )),
             Job::PriceHistory { tokens, pools, .. }
             | Job::Prices { tokens, pools, .. }
             | Job::PriceStats { tokens, pools, .. }
@@ -283,18 +369,24 @@ impl Plan {
 
     /// Parses a plan from TOML text; `base` resolves relative `request_file` paths.
     pub fn parse(text: &str, base: &Path) -> Result<Plan> {
-        let file: PlanFile = toml::from_str(text).map_err(|e| Error::Config(format!("plan: {e}")))?;
+        let file: PlanFile =
+            toml::from_str(text).map_err(|e| Error::Config(format!("plan: {e}")))?;
         let mut jobs = Vec::with_capacity(file.job.len());
         for (i, mut value) in file.job.into_iter().enumerate() {
             if let Some(table) = value.as_table_mut()
                 && let Some(file) = table.remove("request_file")
             {
-                let rel = file.as_str().ok_or_else(|| Error::Config(format!("plan job {i}: request_file must be a string")))?;
+                let rel = file.as_str().ok_or_else(|| {
+                    Error::Config(format!("plan job {i}: request_file must be a string"))
+                })?;
                 let request = read_search_request(&base.join(rel))?;
-                let json = serde_json::to_value(&request).map_err(|e| Error::Config(format!("plan job {i}: {e}")))?;
+                let json = serde_json::to_value(&request)
+                    .map_err(|e| Error::Config(format!("plan job {i}: {e}")))?;
                 table.insert("request".into(), json_to_toml(&json));
             }
-            let job: Job = value.try_into().map_err(|e| Error::Config(format!("plan job {i}: {e}")))?;
+            let job: Job = value
+                .try_into()
+                .map_err(|e| Error::Config(format!("plan job {i}: {e}")))?;
             job.validate()?;
             jobs.push(job);
         }
@@ -304,18 +396,25 @@ impl Plan {
         if let Some(rps) = file.rps
             && !(rps > 0.0 && rps.is_finite())
         {
-            return Err(Error::Config(format!("plan: rps must be positive, got {rps}")));
+            return Err(Error::Config(format!(
+                "plan: rps must be positive, got {rps}"
+            )));
         }
         if file.concurrency == Some(0) {
             return Err(Error::Config("plan: concurrency must be at least 1".into()));
         }
-        Ok(Plan { rps: file.rps, concurrency: file.concurrency, jobs })
+        Ok(Plan {
+            rps: file.rps,
+            concurrency: file.concurrency,
+            jobs,
+        })
     }
 }
 
 /// Reads a search-profiles body from a JSON file.
 pub fn read_search_request(path: &Path) -> Result<SearchRequest> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io("reading search request", path, e))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| Error::io("reading search request", path, e))?;
     let request: SearchRequest = serde_json::from_str(&text)
         .map_err(|e| Error::Config(format!("search request {}: {e}", path.display())))?;
     request.validate()?;
@@ -327,10 +426,17 @@ fn json_to_toml(v: &serde_json::Value) -> toml::Value {
     match v {
         J::Null => toml::Value::String(String::new()),
         J::Bool(b) => toml::Value::Boolean(*b),
-        J::Number(n) => n.as_i64().map_or_else(|| toml::Value::Float(n.as_f64().unwrap_or(0.0)), toml::Value::Integer),
+        J::Number(n) => n.as_i64().map_or_else(
+            || toml::Value::Float(n.as_f64().unwrap_or(0.0)),
+            toml::Value::Integer,
+        ),
         J::String(s) => toml::Value::String(s.clone()),
         J::Array(a) => toml::Value::Array(a.iter().map(json_to_toml).collect()),
-        J::Object(o) => toml::Value::Table(o.iter().map(|(k, v)| (k.clone(), json_to_toml(v))).collect()),
+        J::Object(o) => toml::Value::Table(
+            o.iter()
+                .map(|(k, v)| (k.clone(), json_to_toml(v)))
+                .collect(),
+        ),
     }
 }
 
@@ -388,16 +494,31 @@ mod tests {
     #[test]
     fn rejects_jobs_missing_their_target() {
         let err = Plan::parse("[[job]]\ndataset = \"swaps\"\n", Path::new(".")).unwrap_err();
-        assert!(err.to_string().contains("needs a token, wallet or pool"), "{err}");
+        assert!(
+            err.to_string().contains("needs a token, wallet or pool"),
+            "{err}"
+        );
         assert!(Plan::parse("[[job]]\ndataset = \"nope\"\n", Path::new(".")).is_err());
         assert!(Plan::parse("", Path::new(".")).is_err());
     }
 
     #[test]
     fn state_keys_are_stable() {
-        let a = Job::Prices { chain_id: Some(1), tokens: vec!["x".into(), "y".into()], pools: vec![] };
-        let b = Job::Prices { chain_id: Some(1), tokens: vec!["x".into(), "y".into()], pools: vec![] };
-        let c = Job::Prices { chain_id: None, tokens: vec!["x".into(), "y".into()], pools: vec![] };
+        let a = Job::Prices {
+            chain_id: Some(1),
+            tokens: vec!["x".into(), "y".into()],
+            pools: vec![],
+        };
+        let b = Job::Prices {
+            chain_id: Some(1),
+            tokens: vec!["x".into(), "y".into()],
+            pools: vec![],
+        };
+        let c = Job::Prices {
+            chain_id: None,
+            tokens: vec!["x".into(), "y".into()],
+            pools: vec![],
+        };
         assert_eq!(a.state_key(), b.state_key());
         assert_ne!(a.state_key(), c.state_key());
         assert!(a.state_key().starts_with("sync/prices/evm-1/"));

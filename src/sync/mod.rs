@@ -117,12 +117,16 @@ impl SyncReport {
 
     /// Whether any job failed.
     pub fn any_failed(&self) -> bool {
-        self.jobs.iter().any(|j| matches!(j.outcome, JobOutcome::Failed(_)))
+        self.jobs
+            .iter()
+            .any(|j| matches!(j.outcome, JobOutcome::Failed(_)))
     }
 
     /// Whether any job was interrupted.
     pub fn interrupted(&self) -> bool {
-        self.jobs.iter().any(|j| j.outcome == JobOutcome::Interrupted)
+        self.jobs
+            .iter()
+            .any(|j| j.outcome == JobOutcome::Interrupted)
     }
 }
 

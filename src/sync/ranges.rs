@@ -35,7 +35,11 @@ impl Range {
         let step = step.max(1);
         let start = self.start.div_euclid(step).saturating_mul(step);
         let end = self.end.div_euclid(step).saturating_mul(step);
-        let end = if end < self.end { end.saturating_add(step) } else { end };
+        let end = if end < self.end {
+            end.saturating_add(step)
+        } else {
+            end
+        };
         Range { start, end }
     }
 
@@ -170,7 +174,10 @@ mod tests {
         let mut s = RangeSet::new();
         s.insert(Range::new(10, 20));
         s.insert(Range::new(30, 40));
-        assert_eq!(s.missing(Range::new(0, 50)), vec![Range::new(0, 10), Range::new(20, 30), Range::new(40, 50)]);
+        assert_eq!(
+            s.missing(Range::new(0, 50)),
+            vec![Range::new(0, 10), Range::new(20, 30), Range::new(40, 50)]
+        );
         assert_eq!(s.missing(Range::new(12, 18)), vec![]);
         s.remove(Range::new(15, 35));
         assert_eq!(s.ranges(), &[Range::new(10, 15), Range::new(35, 40)]);
@@ -180,7 +187,14 @@ mod tests {
     fn align_and_chunks() {
         assert_eq!(Range::new(61, 179).align_out(60), Range::new(60, 180));
         assert_eq!(Range::new(-61, 0).align_out(60), Range::new(-120, 0));
-        assert_eq!(Range::new(0, 250).chunks(100), vec![Range::new(0, 100), Range::new(100, 200), Range::new(200, 250)]);
+        assert_eq!(
+            Range::new(0, 250).chunks(100),
+            vec![
+                Range::new(0, 100),
+                Range::new(100, 200),
+                Range::new(200, 250)
+            ]
+        );
     }
 
     proptest! {

@@ -7,18 +7,21 @@ use std::time::Instant;
 use arrow::record_batch::RecordBatch;
 use chrono::{DateTime, TimeZone, Utc};
 use futures::{Stream, StreamExt};
-use serde::{Deserialize, Serialize};
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::jobs::Job;
 use super::ranges::{Range, RangeSet};
-use super::{CancelToken, Estimate, JobOutcome, JobReport, SyncConfig, SyncEvent, SyncObserver, SyncReport};
+use super::{
+    CancelToken, Estimate, JobOutcome, JobReport, SyncConfig, SyncEvent, SyncObserver, SyncReport,
+};
 use crate::api::client::Client;
 use crate::api::models::{Page, Swap, TimeWindow, Trade};
 use crate::api::requests::{
-    AltPricesRequest, CandlesRequest, EvmPricesRequest, GetProfileRequest, MAX_HISTORY_POOLS, MAX_HISTORY_TOKENS,
-    MAX_PRICE_ADDRESSES, PortfolioRequest, PriceHistoryRequest, ProfileOptions, SwapsRequest, TradesRequest,
+    AltPricesRequest, CandlesRequest, EvmPricesRequest, GetProfileRequest, MAX_HISTORY_POOLS,
+    MAX_HISTORY_TOKENS, MAX_PRICE_ADDRESSES, PortfolioRequest, PriceHistoryRequest, ProfileOptions,
+    SwapsRequest, TradesRequest,
 };
 use crate::error::{ApiStatus, Error, Result};
 use crate::lake::{Dataset, Lake, convert};
@@ -121,6 +124,9 @@ impl JobCtx<'_> {
     }
 }
 
+/// Builds the batches of one commit; runs on the blocking pool.
+type BatchBuilder = Box<dyn FnOnce() -> Result<Vec<(Dataset, RecordBatch)>> + Send>;
+
 /// `Ok(true)`: the job got everything; `Ok(false)`: cancelled after committing.
 type Finished = bool;
 
@@ -139,7 +145,12 @@ fn to_value<T: Serialize>(v: &T) -> Value {
 impl Sync {
     /// A runner over `client` and `lake`.
     pub fn new(client: Client, lake: Arc<Lake>, config: SyncConfig) -> Self {
-        Sync { client, lake, config, commit_lock: Arc::new(std::sync::Mutex::new(())) }
+        Sync {
+            client,
+            lake,
+            config,
+            commit_lock: Arc::new(std::sync::Mutex::new(())),
+        }
     }
 
     /// The client requests go through.
@@ -154,7 +165,12 @@ impl Sync {
 
     /// Runs every job (up to [`SyncConfig::parallel_jobs`] at once) and reports each. A failed
     /// job does not stop the others.
-    pub async fn run(&self, jobs: &[Job], observer: &dyn SyncObserver, cancel: &CancelToken) -> SyncReport {
+    pub async fn run(
+        &self,
+        jobs: &[Job],
+        observer: &dyn SyncObserver,
+        cancel: &CancelToken,
+    ) -> SyncReport {
         let started = Instant::now();
         let before = self.client.metrics();
         let reports = futures::stream::iter(jobs.iter().enumerate())
@@ -172,11 +188,28 @@ impl Sync {
     }
 
     /// Runs one job.
-    pub async fn run_job(&self, index: usize, job: &Job, observer: &dyn SyncObserver, cancel: &CancelToken) -> JobReport {
+    pub async fn run_job(
+        &self,
+        index: usize,
+        job: &Job,
+        observer: &dyn SyncObserver,
+        cancel: &CancelToken,
+    ) -> JobReport {
         let expected_requests = self.estimate(job).ok().and_then(|e| e.requests);
-        observer.on_event(SyncEvent::JobStarted { index, job: job.describe(), expected_requests });
-        let mut ctx =
-            JobCtx { index, observer, cancel, rows_added: 0, rows_fetched: 0, requests: 0, total: None };
+        observer.on_event(SyncEvent::JobStarted {
+            index,
+            job: job.describe(),
+            expected_requests,
+        });
+        let mut ctx = JobCtx {
+            index,
+            observer,
+            cancel,
+            rows_added: 0,
+            rows_fetched: 0,
+            requests: 0,
+            total: None,
+        };
         let result = match job.validate() {
             Ok(()) => self.dispatch(job, &mut ctx).await,
             Err(e) => Err(e),
@@ -194,14 +227,21 @@ impl Sync {
             requests: ctx.requests,
             outcome,
         };
-        observer.on_event(SyncEvent::JobFinished { index, report: report.clone() });
+        observer.on_event(SyncEvent::JobFinished {
+            index,
+            report: report.clone(),
+        });
         report
     }
 
     async fn dispatch(&self, job: &Job, ctx: &mut JobCtx<'_>) -> Result<Finished> {
         let key = job.state_key();
         match job {
-            Job::Swaps { token, wallet, pool } => {
+            Job::Swaps {
+                token,
+                wallet,
+                pool,
+            } => {
                 let base = SwapsRequest {
                     wallet: wallet.clone(),
                     token: token.clone(),
@@ -210,10 +250,22 @@ impl Sync {
                     cursor: None,
                 };
                 let client = self.client.clone();
-                let pages = move |cursor: Option<String>| client.swap_pages(SwapsRequest { cursor, ..base.clone() });
-                self.sync_stream(ctx, &key, pages, |s: &Swap| EventKey { slot: s.block_slot, id: s.id }, |v| {
-                    Ok(vec![(Dataset::Swaps, convert::swaps_to_batch(v)?)])
-                })
+                let pages = move |cursor: Option<String>| {
+                    client.swap_pages(SwapsRequest {
+                        cursor,
+                        ..base.clone()
+                    })
+                };
+                self.sync_stream(
+                    ctx,
+                    &key,
+                    pages,
+                    |s: &Swap| EventKey {
+                        slot: s.block_slot,
+                        id: s.id,
+                    },
+                    |v| Ok(vec![(Dataset::Swaps, convert::swaps_to_batch(v)?)]),
+                )
                 .await
             }
             Job::Trades { token, wallet } => {
@@ -224,21 +276,57 @@ impl Sync {
                     cursor: None,
                 };
                 let client = self.client.clone();
-                let pages = move |cursor: Option<String>| client.trade_pages(TradesRequest { cursor, ..base.clone() });
-                self.sync_stream(ctx, &key, pages, |t: &Trade| EventKey { slot: t.block_slot, id: t.id }, |v| {
-                    Ok(vec![(Dataset::Trades, convert::trades_to_batch(v)?)])
-                })
+                let pages = move |cursor: Option<String>| {
+                    client.trade_pages(TradesRequest {
+                        cursor,
+                        ..base.clone()
+                    })
+                };
+                self.sync_stream(
+                    ctx,
+                    &key,
+                    pages,
+                    |t: &Trade| EventKey {
+                        slot: t.block_slot,
+                        id: t.id,
+                    },
+                    |v| Ok(vec![(Dataset::Trades, convert::trades_to_batch(v)?)]),
+                )
                 .await
             }
-            Job::Candles { token, pool, interval, from, to } => {
-                self.sync_candles(ctx, &key, token.as_deref(), pool.as_deref(), *interval, *from, *to).await
+            Job::Candles {
+                token,
+                pool,
+                interval,
+                from,
+                to,
+            } => {
+                self.sync_candles(
+                    ctx,
+                    &key,
+                    token.as_deref(),
+                    pool.as_deref(),
+                    *interval,
+                    *from,
+                    *to,
+                )
+                .await
             }
-            Job::PriceHistory { chain_id, tokens, pools, interval, from, to } => {
-                self.sync_price_history(ctx, &key, *chain_id, tokens, pools, *interval, *from, *to).await
+            Job::PriceHistory {
+                chain_id,
+                tokens,
+                pools,
+                interval,
+                from,
+                to,
+            } => {
+                self.sync_price_history(ctx, &key, *chain_id, tokens, pools, *interval, *from, *to)
+                    .await
             }
-            Job::Prices { .. } | Job::PriceStats { .. } | Job::EvmProfiles { .. } | Job::Portfolios { .. } => {
-                self.sync_snapshot(ctx, &key, job).await
-            }
+            Job::Prices { .. }
+            | Job::PriceStats { .. }
+            | Job::EvmProfiles { .. }
+            | Job::Portfolios { .. } => self.sync_snapshot(ctx, &key, job).await,
             Job::AltProfiles { request } => self.sync_search(ctx, &key, request).await,
         }
     }
@@ -252,29 +340,74 @@ impl Sync {
                 let state: StreamState = self.read_state(&key)?.unwrap_or_default();
                 let limit = i64::from(self.config.page_limit);
                 match (&state.run, state.newest, state.count) {
-                    (Some(_), _, _) => (None, "resumes an interrupted run from its recorded cursor".to_owned()),
-                    (None, Some(_), _) => (Some(1), "fetches the pages newer than the newest committed record (usually 1)".to_owned()),
-                    (None, None, Some(c)) => (Some(((c + limit - 1) / limit).max(1) as u64), format!("{c} records last seen, {limit} per page")),
-                    (None, None, None) => (None, format!("first sync: every page ({limit} per page); the total is known after the first page")),
+                    (Some(_), _, _) => (
+                        None,
+                        "resumes an interrupted run from its recorded cursor".to_owned(),
+                    ),
+                    (None, Some(_), _) => (
+                        Some(1),
+                        "fetches the pages newer than the newest committed record (usually 1)"
+                            .to_owned(),
+                    ),
+                    (None, None, Some(c)) => (
+                        Some(((c + limit - 1) / limit).max(1) as u64),
+                        format!("{c} records last seen, {limit} per page"),
+                    ),
+                    (None, None, None) => (
+                        None,
+                        format!(
+                            "first sync: every page ({limit} per page); the total is known after the first page"
+                        ),
+                    ),
                 }
             }
-            Job::Candles { interval, from, to, .. } => {
+            Job::Candles {
+                interval, from, to, ..
+            } => {
                 let chunks = self.missing_chunks(&key, *interval, *from, *to)?;
-                (Some(chunks.len() as u64), format!("{} missing sub-ranges of at most {} bars", chunks.len(), self.config.bars_per_request))
+                (
+                    Some(chunks.len() as u64),
+                    format!(
+                        "{} missing sub-ranges of at most {} bars",
+                        chunks.len(),
+                        self.config.bars_per_request
+                    ),
+                )
             }
-            Job::PriceHistory { tokens, pools, interval, from, to, .. } => {
+            Job::PriceHistory {
+                tokens,
+                pools,
+                interval,
+                from,
+                to,
+                ..
+            } => {
                 let groups = self.history_requests(&key, tokens, pools, *interval, *from, *to)?;
-                (Some(groups.len() as u64), "missing sub-ranges, grouped by target".to_owned())
+                (
+                    Some(groups.len() as u64),
+                    "missing sub-ranges, grouped by target".to_owned(),
+                )
             }
             Job::AltProfiles { .. } => (None, "every page of the search".to_owned()),
             _ => {
                 let state: SnapshotState = self.read_state(&key)?.unwrap_or_default();
                 let done = state.run.map(|r| r.done.len()).unwrap_or(0);
                 let n = snapshot_chunks(job).len().saturating_sub(done) as u64;
-                (Some(n), if done > 0 { format!("resumes a snapshot with {done} chunks done") } else { "one request per chunk".to_owned() })
+                (
+                    Some(n),
+                    if done > 0 {
+                        format!("resumes a snapshot with {done} chunks done")
+                    } else {
+                        "one request per chunk".to_owned()
+                    },
+                )
             }
         };
-        Ok(Estimate { job: job.describe(), requests, note })
+        Ok(Estimate {
+            job: job.describe(),
+            requests,
+            note,
+        })
     }
 
     fn read_state<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>> {
@@ -282,7 +415,10 @@ impl Sync {
             None | Some(Value::Null) => Ok(None),
             Some(v) => serde_json::from_value(v)
                 .map(Some)
-                .map_err(|e| Error::Lake { path: self.lake.root().to_path_buf(), message: format!("sync state {key}: {e}") }),
+                .map_err(|e| Error::Lake {
+                    path: self.lake.root().to_path_buf(),
+                    message: format!("sync state {key}: {e}"),
+                }),
         }
     }
 
@@ -296,7 +432,9 @@ impl Sync {
         let lock = Arc::clone(&self.commit_lock);
         let task = tokio::task::spawn_blocking(move || -> Result<u64> {
             let batches = build()?;
-            let _guard = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let _guard = lock
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             let mut tx = lake.transaction()?;
             for (dataset, batch) in batches {
                 if batch.num_rows() > 0 {
@@ -312,12 +450,22 @@ impl Sync {
         match task.await {
             Ok(r) => r,
             Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-            Err(e) => Err(Error::Lake { path: self.lake.root().to_path_buf(), message: format!("commit task: {e}") }),
+            Err(e) => Err(Error::Lake {
+                path: self.lake.root().to_path_buf(),
+                message: format!("commit task: {e}"),
+            }),
         }
     }
 
     /// Swaps or trades of one filter, newest first, down to what an earlier run committed.
-    async fn sync_stream<T, S, P, K, B>(&self, ctx: &mut JobCtx<'_>, key: &str, pages: P, key_of: K, build: B) -> Result<Finished>
+    async fn sync_stream<T, S, P, K, B>(
+        &self,
+        ctx: &mut JobCtx<'_>,
+        key: &str,
+        pages: P,
+        key_of: K,
+        build: B,
+    ) -> Result<Finished>
     where
         T: Clone + Send + 'static,
         S: Stream<Item = Result<Page<T>>> + Send,
@@ -342,7 +490,9 @@ impl Sync {
             let page = match stream.next().await {
                 None => break true,
                 Some(Ok(page)) => page,
-                Some(Err(e)) if first_page && resumed && e.api_status() == Some(ApiStatus::BadRequest) => {
+                Some(Err(e))
+                    if first_page && resumed && e.api_status() == Some(ApiStatus::BadRequest) =>
+                {
                     // The recorded cursor is no longer accepted (cursors may expire): start again
                     // from the newest record; the stop point still bounds the work.
                     ctx.requests += 1;
@@ -352,7 +502,17 @@ impl Sync {
                     continue;
                 }
                 Some(Err(e)) => {
-                    self.flush_stream(ctx, key, &mut buffer, &state, cursor.as_deref(), top, stop, &build).await?;
+                    self.flush_stream(
+                        ctx,
+                        key,
+                        &mut buffer,
+                        &state,
+                        cursor.as_deref(),
+                        top,
+                        stop,
+                        &build,
+                    )
+                    .await?;
                     return Err(e);
                 }
             };
@@ -377,16 +537,45 @@ impl Sync {
             cursor = next;
             pages_held += 1;
             if pages_held >= self.config.pages_per_commit.max(1) {
-                self.flush_stream(ctx, key, &mut buffer, &state, cursor.as_deref(), top, stop, &build).await?;
+                self.flush_stream(
+                    ctx,
+                    key,
+                    &mut buffer,
+                    &state,
+                    cursor.as_deref(),
+                    top,
+                    stop,
+                    &build,
+                )
+                .await?;
                 pages_held = 0;
             }
         };
         if finished {
-            let done = StreamState { newest: top.or(stop), run: None, count: state.count };
+            let done = StreamState {
+                newest: top.or(stop),
+                run: None,
+                count: state.count,
+            };
             let rows = std::mem::take(&mut buffer);
-            ctx.rows_added += self.commit(move || build(&rows), vec![(key.to_owned(), to_value(&done))]).await?;
+            ctx.rows_added += self
+                .commit(
+                    move || build(&rows),
+                    vec![(key.to_owned(), to_value(&done))],
+                )
+                .await?;
         } else {
-            self.flush_stream(ctx, key, &mut buffer, &state, cursor.as_deref(), top, stop, &build).await?;
+            self.flush_stream(
+                ctx,
+                key,
+                &mut buffer,
+                &state,
+                cursor.as_deref(),
+                top,
+                stop,
+                &build,
+            )
+            .await?;
         }
         Ok(finished)
     }
@@ -411,13 +600,26 @@ impl Sync {
         // Without a cursor or a newest record there is nothing to resume from; the records
         // themselves are still committed (the lake de-duplicates them on a later run).
         let run = match (cursor, top) {
-            (Some(c), Some(t)) => Some(StreamRun { cursor: c.to_owned(), top: t, stop }),
+            (Some(c), Some(t)) => Some(StreamRun {
+                cursor: c.to_owned(),
+                top: t,
+                stop,
+            }),
             _ => None,
         };
-        let next = StreamState { newest: state.newest, run, count: state.count };
+        let next = StreamState {
+            newest: state.newest,
+            run,
+            count: state.count,
+        };
         let rows = std::mem::take(buffer);
         let build = build.clone();
-        ctx.rows_added += self.commit(move || build(&rows), vec![(key.to_owned(), to_value(&next))]).await?;
+        ctx.rows_added += self
+            .commit(
+                move || build(&rows),
+                vec![(key.to_owned(), to_value(&next))],
+            )
+            .await?;
         Ok(())
     }
 
@@ -441,7 +643,13 @@ impl Sync {
             .collect()
     }
 
-    fn missing_chunks(&self, key: &str, interval: i64, from: DateTime<Utc>, to: Option<DateTime<Utc>>) -> Result<Vec<Range>> {
+    fn missing_chunks(
+        &self,
+        key: &str,
+        interval: i64,
+        from: DateTime<Utc>,
+        to: Option<DateTime<Utc>>,
+    ) -> Result<Vec<Range>> {
         let state: CoverState = self.read_state(key)?.unwrap_or_default();
         Ok(self.missing_for(&state.covered, interval, self.wanted(interval, from, to)))
     }
@@ -483,7 +691,12 @@ impl Sync {
                     move || {
                         Ok(vec![(
                             Dataset::Candles,
-                            convert::candles_to_batch(token.as_deref(), pool.as_deref(), interval, &candles)?,
+                            convert::candles_to_batch(
+                                token.as_deref(),
+                                pool.as_deref(),
+                                interval,
+                                &candles,
+                            )?,
                         )])
                     },
                     vec![(key.to_owned(), to_value(&state))],
@@ -512,15 +725,26 @@ impl Sync {
                 let target_key = history_target_key(key, is_pool, address);
                 let state: CoverState = self.read_state(&target_key)?.unwrap_or_default();
                 for chunk in self.missing_for(&state.covered, interval, want) {
-                    by_chunk.entry((chunk, is_pool)).or_default().push(address.clone());
+                    by_chunk
+                        .entry((chunk, is_pool))
+                        .or_default()
+                        .push(address.clone());
                 }
             }
         }
         let mut out = Vec::new();
         for ((range, is_pool), addresses) in by_chunk {
-            let per = if is_pool { MAX_HISTORY_POOLS } else { MAX_HISTORY_TOKENS };
+            let per = if is_pool {
+                MAX_HISTORY_POOLS
+            } else {
+                MAX_HISTORY_TOKENS
+            };
             for group in addresses.chunks(per) {
-                out.push(HistoryRequest { range, is_pool, addresses: group.to_vec() });
+                out.push(HistoryRequest {
+                    range,
+                    is_pool,
+                    addresses: group.to_vec(),
+                });
             }
         }
         Ok(out)
@@ -542,12 +766,24 @@ impl Sync {
             if ctx.cancel.is_cancelled() {
                 return Ok(false);
             }
-            let (t, p) = if hr.is_pool { (None, Some(hr.addresses.clone())) } else { (Some(hr.addresses.clone()), None) };
-            let req = PriceHistoryRequest { chain_id, tokens: t, pools: p, from: at(hr.range.start), to: Some(at(hr.range.end)), interval };
+            let (t, p) = if hr.is_pool {
+                (None, Some(hr.addresses.clone()))
+            } else {
+                (Some(hr.addresses.clone()), None)
+            };
+            let req = PriceHistoryRequest {
+                chain_id,
+                tokens: t,
+                pools: p,
+                from: at(hr.range.start),
+                to: Some(at(hr.range.end)),
+                interval,
+            };
             let mut series = self.client.evm_price_history(&req).await?;
             ctx.fetched(series.iter().map(|s| s.prices.len()).sum());
             for s in &mut series {
-                s.prices.retain(|pt| (hr.range.start..hr.range.end).contains(&ts(pt.timestamp)));
+                s.prices
+                    .retain(|pt| (hr.range.start..hr.range.end).contains(&ts(pt.timestamp)));
             }
             let mut states = Vec::with_capacity(hr.addresses.len());
             for address in &hr.addresses {
@@ -557,7 +793,15 @@ impl Sync {
                 states.push((target_key, to_value(&state)));
             }
             ctx.rows_added += self
-                .commit(move || Ok(vec![(Dataset::PriceHistory, convert::price_history_to_batch(chain_id, interval, &series)?)]), states)
+                .commit(
+                    move || {
+                        Ok(vec![(
+                            Dataset::PriceHistory,
+                            convert::price_history_to_batch(chain_id, interval, &series)?,
+                        )])
+                    },
+                    states,
+                )
                 .await?;
         }
         Ok(true)
@@ -566,7 +810,11 @@ impl Sync {
     /// Prices, price stats, EVM profiles and portfolios: chunked snapshots with one fetch time.
     async fn sync_snapshot(&self, ctx: &mut JobCtx<'_>, key: &str, job: &Job) -> Result<Finished> {
         let state: SnapshotState = self.read_state(key)?.unwrap_or_default();
-        let mut run = state.run.unwrap_or_else(|| SnapshotRun { fetched_at: Utc::now(), done: BTreeSet::new(), cursor: None });
+        let mut run = state.run.unwrap_or_else(|| SnapshotRun {
+            fetched_at: Utc::now(),
+            done: BTreeSet::new(),
+            cursor: None,
+        });
         let chunks = snapshot_chunks(job);
         ctx.total = Some(chunks.len() as u64);
         let fetched_at = run.fetched_at;
@@ -577,17 +825,31 @@ impl Sync {
             if ctx.cancel.is_cancelled() {
                 return Ok(false);
             }
-            let (batch_fn, rows): (Box<dyn FnOnce() -> Result<Vec<(Dataset, RecordBatch)>> + Send>, usize) =
+            let (batch_fn, rows): (BatchBuilder, usize) =
                 self.fetch_snapshot_chunk(job, chunk, fetched_at).await?;
             ctx.requests += 1;
             ctx.rows_fetched += rows as u64;
-            ctx.observer.on_event(SyncEvent::Progress { index: ctx.index, rows_fetched: ctx.rows_fetched, requests: ctx.requests, total: ctx.total });
+            ctx.observer.on_event(SyncEvent::Progress {
+                index: ctx.index,
+                rows_fetched: ctx.rows_fetched,
+                requests: ctx.requests,
+                total: ctx.total,
+            });
             run.done.insert(i);
-            let state = SnapshotState { run: Some(run.clone()), last_fetched_at: state.last_fetched_at };
-            ctx.rows_added += self.commit(batch_fn, vec![(key.to_owned(), to_value(&state))]).await?;
+            let state = SnapshotState {
+                run: Some(run.clone()),
+                last_fetched_at: state.last_fetched_at,
+            };
+            ctx.rows_added += self
+                .commit(batch_fn, vec![(key.to_owned(), to_value(&state))])
+                .await?;
         }
-        let done = SnapshotState { run: None, last_fetched_at: Some(fetched_at) };
-        self.commit(|| Ok(Vec::new()), vec![(key.to_owned(), to_value(&done))]).await?;
+        let done = SnapshotState {
+            run: None,
+            last_fetched_at: Some(fetched_at),
+        };
+        self.commit(|| Ok(Vec::new()), vec![(key.to_owned(), to_value(&done))])
+            .await?;
         Ok(true)
     }
 
@@ -596,36 +858,96 @@ impl Sync {
         job: &Job,
         chunk: SnapshotChunk,
         fetched_at: DateTime<Utc>,
-    ) -> Result<(Box<dyn FnOnce() -> Result<Vec<(Dataset, RecordBatch)>> + Send>, usize)> {
+    ) -> Result<(BatchBuilder, usize)> {
         let (tokens, pools) = match &chunk {
             SnapshotChunk::Tokens(t) => (Some(t.clone()), None),
             SnapshotChunk::Pools(p) => (None, Some(p.clone())),
             SnapshotChunk::One(_) => (None, None),
         };
         Ok(match job {
-            Job::Prices { chain_id: Some(chain_id), .. } => {
-                let v = self.client.evm_prices(&EvmPricesRequest { chain_id: *chain_id, tokens, pools }).await?;
+            Job::Prices {
+                chain_id: Some(chain_id),
+                ..
+            } => {
+                let v = self
+                    .client
+                    .evm_prices(&EvmPricesRequest {
+                        chain_id: *chain_id,
+                        tokens,
+                        pools,
+                    })
+                    .await?;
                 let n = v.len();
-                (Box::new(move || Ok(vec![(Dataset::Prices, convert::evm_prices_to_batch(&v, fetched_at)?)])), n)
+                (
+                    Box::new(move || {
+                        Ok(vec![(
+                            Dataset::Prices,
+                            convert::evm_prices_to_batch(&v, fetched_at)?,
+                        )])
+                    }),
+                    n,
+                )
             }
             Job::Prices { chain_id: None, .. } => {
-                let v = self.client.alt_prices(&AltPricesRequest { tokens, pools }).await?;
+                let v = self
+                    .client
+                    .alt_prices(&AltPricesRequest { tokens, pools })
+                    .await?;
                 let n = v.len();
-                (Box::new(move || Ok(vec![(Dataset::Prices, convert::alt_prices_to_batch(&v, fetched_at)?)])), n)
+                (
+                    Box::new(move || {
+                        Ok(vec![(
+                            Dataset::Prices,
+                            convert::alt_prices_to_batch(&v, fetched_at)?,
+                        )])
+                    }),
+                    n,
+                )
             }
-            Job::PriceStats { chain_id: Some(chain_id), .. } => {
+            Job::PriceStats {
+                chain_id: Some(chain_id),
+                ..
+            } => {
                 let chain_id = *chain_id;
-                let v = self.client.evm_price_stats(&EvmPricesRequest { chain_id, tokens, pools }).await?;
+                let v = self
+                    .client
+                    .evm_price_stats(&EvmPricesRequest {
+                        chain_id,
+                        tokens,
+                        pools,
+                    })
+                    .await?;
                 let n = v.len();
-                (Box::new(move || Ok(vec![(Dataset::PriceStats, convert::evm_price_stats_to_batch(chain_id, &v, fetched_at)?)])), n)
+                (
+                    Box::new(move || {
+                        Ok(vec![(
+                            Dataset::PriceStats,
+                            convert::evm_price_stats_to_batch(chain_id, &v, fetched_at)?,
+                        )])
+                    }),
+                    n,
+                )
             }
             Job::PriceStats { chain_id: None, .. } => {
-                let v = self.client.alt_price_stats(&AltPricesRequest { tokens, pools }).await?;
+                let v = self
+                    .client
+                    .alt_price_stats(&AltPricesRequest { tokens, pools })
+                    .await?;
                 let n = v.len();
-                (Box::new(move || Ok(vec![(Dataset::PriceStats, convert::alt_price_stats_to_batch(&v, fetched_at)?)])), n)
+                (
+                    Box::new(move || {
+                        Ok(vec![(
+                            Dataset::PriceStats,
+                            convert::alt_price_stats_to_batch(&v, fetched_at)?,
+                        )])
+                    }),
+                    n,
+                )
             }
             Job::EvmProfiles { chain_id, .. } => {
-                let SnapshotChunk::One(token) = chunk else { unreachable!("profile chunks hold one token") };
+                let SnapshotChunk::One(token) = chunk else {
+                    unreachable!("profile chunks hold one token")
+                };
                 let req = GetProfileRequest {
                     chain_id: *chain_id,
                     token,
@@ -635,22 +957,54 @@ impl Sync {
                     }),
                 };
                 let profile = self.client.evm_profile(&req).await?;
-                (Box::new(move || Ok(vec![(Dataset::TokenProfiles, convert::evm_profiles_to_batch(&[profile], fetched_at)?)])), 1)
+                (
+                    Box::new(move || {
+                        Ok(vec![(
+                            Dataset::TokenProfiles,
+                            convert::evm_profiles_to_batch(&[profile], fetched_at)?,
+                        )])
+                    }),
+                    1,
+                )
             }
             Job::Portfolios { .. } => {
-                let SnapshotChunk::One(wallet) = chunk else { unreachable!("portfolio chunks hold one wallet") };
-                let portfolio = self.client.portfolio(&PortfolioRequest { wallet: wallet.clone() }).await?;
+                let SnapshotChunk::One(wallet) = chunk else {
+                    unreachable!("portfolio chunks hold one wallet")
+                };
+                let portfolio = self
+                    .client
+                    .portfolio(&PortfolioRequest {
+                        wallet: wallet.clone(),
+                    })
+                    .await?;
                 let n = portfolio.tokens.len();
-                (Box::new(move || Ok(vec![(Dataset::Portfolios, convert::portfolios_to_batch(&[(wallet, portfolio)], fetched_at)?)])), n)
+                (
+                    Box::new(move || {
+                        Ok(vec![(
+                            Dataset::Portfolios,
+                            convert::portfolios_to_batch(&[(wallet, portfolio)], fetched_at)?,
+                        )])
+                    }),
+                    n,
+                )
             }
             _ => unreachable!("sync_snapshot is called for snapshot jobs only"),
         })
     }
 
     /// Every page of one search-profiles request, as one snapshot.
-    async fn sync_search(&self, ctx: &mut JobCtx<'_>, key: &str, request: &crate::api::search::SearchRequest) -> Result<Finished> {
+    async fn sync_search(
+        &self,
+        ctx: &mut JobCtx<'_>,
+        key: &str,
+        request: &crate::api::search::SearchRequest,
+    ) -> Result<Finished> {
         let state: SnapshotState = self.read_state(key)?.unwrap_or_default();
-        let mut run = state.run.unwrap_or_else(|| SnapshotRun { fetched_at: Utc::now(), done: BTreeSet::new(), cursor: None });
+        let mut run = state.run.unwrap_or_else(|| SnapshotRun {
+            fetched_at: Utc::now(),
+            done: BTreeSet::new(),
+            cursor: None,
+        });
         let fetched_at = run.fetched_at;
         let mut req = request.clone();
         req.cursor = run.cursor.clone();
@@ -662,7 +1016,9 @@ impl Sync {
             if ctx.cancel.is_cancelled() {
                 return Ok(false);
             }
-            let Some(page) = pages.next().await else { break };
+            let Some(page) = pages.next().await else {
+                break;
+            };
             let page = page?;
             ctx.total = u64::try_from(page.count).ok();
             ctx.fetched(page.data.len());
@@ -671,14 +1027,25 @@ impl Sync {
             run.cursor = next;
             run.done.insert(run.done.len());
             let state = if last {
-                SnapshotState { run: None, last_fetched_at: Some(fetched_at) }
+                SnapshotState {
+                    run: None,
+                    last_fetched_at: Some(fetched_at),
+                }
             } else {
-                SnapshotState { run: Some(run.clone()), last_fetched_at: state.last_fetched_at }
+                SnapshotState {
+                    run: Some(run.clone()),
+                    last_fetched_at: state.last_fetched_at,
+                }
             };
             let profiles = page.data;
             ctx.rows_added += self
                 .commit(
-                    move || Ok(vec![(Dataset::TokenProfiles, convert::alt_profiles_to_batch(&profiles, fetched_at)?)]),
+                    move || {
+                        Ok(vec![(
+                            Dataset::TokenProfiles,
+                            convert::alt_profiles_to_batch(&profiles, fetched_at)?,
+                        )])
+                    },
                     vec![(key.to_owned(), to_value(&state))],
                 )
                 .await?;
@@ -699,7 +1066,10 @@ struct HistoryRequest {
 }
 
 fn history_target_key(job_key: &str, is_pool: bool, address: &str) -> String {
-    format!("{job_key}/{}={address}", if is_pool { "pool" } else { "token" })
+    format!(
+        "{job_key}/{}={address}",
+        if is_pool { "pool" } else { "token" }
+    )
 }
 
 /// One request's worth of a snapshot job.
@@ -715,7 +1085,11 @@ fn snapshot_chunks(job: &Job) -> Vec<SnapshotChunk> {
         Job::Prices { tokens, pools, .. } | Job::PriceStats { tokens, pools, .. } => tokens
             .chunks(MAX_PRICE_ADDRESSES)
             .map(|c| SnapshotChunk::Tokens(c.to_vec()))
-            .chain(pools.chunks(MAX_PRICE_ADDRESSES).map(|c| SnapshotChunk::Pools(c.to_vec())))
+            .chain(
+                pools
+                    .chunks(MAX_PRICE_ADDRESSES)
+                    .map(|c| SnapshotChunk::Pools(c.to_vec())),
+            )
             .collect(),
         Job::EvmProfiles { tokens, .. } => tokens.iter().cloned().map(SnapshotChunk::One).collect(),
         Job::Portfolios { wallets } => wallets.iter().cloned().map(SnapshotChunk::One).collect(),

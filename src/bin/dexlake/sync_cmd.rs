@@ -12,7 +12,10 @@ use clap::{Args, Subcommand};
 use dexlake::api::client::{Client, ClientConfig};
 use dexlake::api::retry::RateLimit;
 use dexlake::lake::Lake;
-use dexlake::sync::{CancelToken, Job, JobOutcome, Plan, Sync, SyncConfig, SyncEvent, SyncObserver, read_search_request};
+use dexlake::sync::{
+    CancelToken, Job, JobOutcome, Plan, Sync, SyncConfig, SyncEvent, SyncObserver,
+    read_search_request,
+};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 use crate::Global;
@@ -186,12 +189,34 @@ struct ChainSel {
 
 fn job_from(what: What) -> anyhow::Result<Job> {
     Ok(match what {
-        What::Swaps { target } => Job::Swaps { token: target.token, wallet: target.wallet, pool: target.pool },
-        What::Trades { target } => Job::Trades { token: target.token, wallet: target.wallet },
-        What::Candles { target, interval, from, to } => {
-            Job::Candles { token: target.token, pool: target.pool, interval, from, to }
-        }
-        What::PriceHistory { chain_id, addresses, interval, from, to } => Job::PriceHistory {
+        What::Swaps { target } => Job::Swaps {
+            token: target.token,
+            wallet: target.wallet,
+            pool: target.pool,
+        },
+        What::Trades { target } => Job::Trades {
+            token: target.token,
+            wallet: target.wallet,
+        },
+        What::Candles {
+            target,
+            interval,
+            from,
+            to,
+        } => Job::Candles {
+            token: target.token,
+            pool: target.pool,
+            interval,
+            from,
+            to,
+        },
+        What::PriceHistory {
+            chain_id,
+            addresses,
+            interval,
+            from,
+            to,
+        } => Job::PriceHistory {
             chain_id,
             tokens: addresses.tokens,
             pools: addresses.pools,
@@ -199,17 +224,29 @@ fn job_from(what: What) -> anyhow::Result<Job> {
             from,
             to,
         },
-        What::Prices { chain, addresses } => {
-            Job::Prices { chain_id: chain.chain_id, tokens: addresses.tokens, pools: addresses.pools }
-        }
-        What::PriceStats { chain, addresses } => {
-            Job::PriceStats { chain_id: chain.chain_id, tokens: addresses.tokens, pools: addresses.pools }
-        }
-        What::Profiles { chain, tokens, request } => match (chain.chain_id, request) {
+        What::Prices { chain, addresses } => Job::Prices {
+            chain_id: chain.chain_id,
+            tokens: addresses.tokens,
+            pools: addresses.pools,
+        },
+        What::PriceStats { chain, addresses } => Job::PriceStats {
+            chain_id: chain.chain_id,
+            tokens: addresses.tokens,
+            pools: addresses.pools,
+        },
+        What::Profiles {
+            chain,
+            tokens,
+            request,
+        } => match (chain.chain_id, request) {
             (Some(chain_id), None) => Job::EvmProfiles { chain_id, tokens },
-            (None, Some(path)) => Job::AltProfiles { request: read_search_request(&path)? },
+            (None, Some(path)) => Job::AltProfiles {
+                request: read_search_request(&path)?,
+            },
             (Some(_), Some(_)) => bail!("--request is for --altchain; EVM profiles take --tokens"),
-            (None, None) => bail!("--altchain profiles need --request FILE.json (a search-profiles body)"),
+            (None, None) => {
+                bail!("--altchain profiles need --request FILE.json (a search-profiles body)")
+            }
         },
         What::Portfolios { wallets } => Job::Portfolios { wallets },
     })
@@ -220,10 +257,13 @@ pub fn run(global: &Global, args: SyncArgs) -> anyhow::Result<ExitCode> {
     let (jobs, plan_rps, plan_concurrency) = match (args.what, args.plan) {
         (Some(what), None) => (vec![job_from(what)?], None, None),
         (None, Some(path)) => {
-            let plan = Plan::from_file(&path).with_context(|| format!("reading plan {}", path.display()))?;
+            let plan = Plan::from_file(&path)
+                .with_context(|| format!("reading plan {}", path.display()))?;
             (plan.jobs, plan.rps, plan.concurrency)
         }
-        _ => bail!("say what to sync (e.g. `dexlake sync swaps --token T`) or give --plan FILE.toml"),
+        _ => {
+            bail!("say what to sync (e.g. `dexlake sync swaps --token T`) or give --plan FILE.toml")
+        }
     };
     for job in &jobs {
         job.validate()?;
@@ -233,11 +273,18 @@ pub fn run(global: &Global, args: SyncArgs) -> anyhow::Result<ExitCode> {
         .base_url
         .clone()
         .context("no service address: pass --base-url or set DEXLAKE_BASE_URL (try `dexlake sim` for a local one)")?;
-    let mut config = ClientConfig { base_url, api_key: global.api_key.clone(), ..ClientConfig::default() };
+    let mut config = ClientConfig {
+        base_url,
+        api_key: global.api_key.clone(),
+        ..ClientConfig::default()
+    };
     config.altchain_segment = flags.altchain_segment.clone();
     if let Some(rps) = flags.rps.or(plan_rps) {
         anyhow::ensure!(rps > 0.0 && rps.is_finite(), "--rps must be positive");
-        config.rate_limit = Some(RateLimit { requests_per_second: rps, burst: rps.ceil().max(1.0) as u32 });
+        config.rate_limit = Some(RateLimit {
+            requests_per_second: rps,
+            burst: rps.ceil().max(1.0) as u32,
+        });
     }
     if let Some(c) = flags.concurrency.or(plan_concurrency) {
         anyhow::ensure!(c > 0, "--concurrency must be at least 1");
@@ -245,7 +292,10 @@ pub fn run(global: &Global, args: SyncArgs) -> anyhow::Result<ExitCode> {
     }
     let client = Client::new(config)?;
     let lake = Arc::new(Lake::open(&global.lake)?);
-    let sync_config = SyncConfig { recent_window: Duration::from_secs(flags.recent_window), ..SyncConfig::default() };
+    let sync_config = SyncConfig {
+        recent_window: Duration::from_secs(flags.recent_window),
+        ..SyncConfig::default()
+    };
     let sync = Sync::new(client, lake, sync_config);
 
     if flags.dry_run {
@@ -263,7 +313,9 @@ pub fn run(global: &Global, args: SyncArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
 
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     let cancel = CancelToken::new();
     let observer = Observer::new(jobs.len());
     let report = runtime.block_on(async {
@@ -285,11 +337,19 @@ pub fn run(global: &Global, args: SyncArgs) -> anyhow::Result<ExitCode> {
     for (dataset, rows) in report.rows_added() {
         println!("  {dataset:<16} {rows:>10} rows added");
     }
-    println!("  requests: {} by jobs, {} sent ({} retries)", report.requests(), report.http_requests, report.retries);
+    println!(
+        "  requests: {} by jobs, {} sent ({} retries)",
+        report.requests(),
+        report.http_requests,
+        report.retries
+    );
     for j in &report.jobs {
         match &j.outcome {
             JobOutcome::Done => {}
-            JobOutcome::Interrupted => eprintln!("interrupted: {} (progress committed; run again to resume)", j.job),
+            JobOutcome::Interrupted => eprintln!(
+                "interrupted: {} (progress committed; run again to resume)",
+                j.job
+            ),
             JobOutcome::Failed(cause) => eprintln!("failed: {}: {cause}", j.job),
         }
     }
@@ -309,7 +369,9 @@ struct Observer {
 
 impl Observer {
     fn new(jobs: usize) -> Self {
-        let bars = std::io::stderr().is_terminal().then(|| (MultiProgress::new(), Mutex::new(vec![None; jobs])));
+        let bars = std::io::stderr()
+            .is_terminal()
+            .then(|| (MultiProgress::new(), Mutex::new(vec![None; jobs])));
         Observer { bars }
     }
 
@@ -324,11 +386,20 @@ impl SyncObserver for Observer {
     fn on_event(&self, event: SyncEvent) {
         let Some((multi, bars)) = &self.bars else {
             match event {
-                SyncEvent::JobStarted { job, expected_requests, .. } => match expected_requests {
+                SyncEvent::JobStarted {
+                    job,
+                    expected_requests,
+                    ..
+                } => match expected_requests {
                     Some(n) => eprintln!("start: {job} (about {n} requests)"),
                     None => eprintln!("start: {job}"),
                 },
-                SyncEvent::Progress { index, rows_fetched, requests, total } => {
+                SyncEvent::Progress {
+                    index,
+                    rows_fetched,
+                    requests,
+                    total,
+                } => {
                     if requests % 10 == 1 {
                         let of = total.map(|t| format!(" of {t}")).unwrap_or_default();
                         eprintln!("job {index}: {rows_fetched}{of} records, {requests} requests");
@@ -341,13 +412,17 @@ impl SyncObserver for Observer {
             }
             return;
         };
-        let mut bars = bars.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut bars = bars
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         match event {
             SyncEvent::JobStarted { index, job, .. } => {
                 let bar = multi.add(ProgressBar::no_length());
                 bar.set_style(
-                    ProgressStyle::with_template("{spinner} {msg:40!} {pos:>8}/{len:8} records {per_sec:>12} eta {eta}")
-                        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                    ProgressStyle::with_template(
+                        "{spinner} {msg:40!} {pos:>8}/{len:8} records {per_sec:>12} eta {eta}",
+                    )
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
                 );
                 bar.set_message(job);
                 bar.enable_steady_tick(Duration::from_millis(200));
@@ -355,7 +430,12 @@ impl SyncObserver for Observer {
                     *slot = Some(bar);
                 }
             }
-            SyncEvent::Progress { index, rows_fetched, requests, total } => {
+            SyncEvent::Progress {
+                index,
+                rows_fetched,
+                requests,
+                total,
+            } => {
                 if let Some(Some(bar)) = bars.get(index) {
                     if let Some(t) = total {
                         bar.set_length(t);
@@ -366,7 +446,10 @@ impl SyncObserver for Observer {
             }
             SyncEvent::JobFinished { index, report } => {
                 if let Some(Some(bar)) = bars.get(index) {
-                    bar.finish_with_message(format!("{} +{} rows ({} req)", report.job, report.rows_added, report.requests));
+                    bar.finish_with_message(format!(
+                        "{} +{} rows ({} req)",
+                        report.job, report.rows_added, report.requests
+                    ));
                 }
             }
         }
