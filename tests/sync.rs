@@ -334,3 +334,69 @@ async fn sigkill_and_resume_gives_the_same_lake_with_fewer_requests() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_commits_what_was_fetched_and_exits_cleanly() {
+    let sim = Simulator::start(SimConfig {
+        seed: SEED,
+        scale: Scale::Small,
+        ..SimConfig::default()
+    })
+    .await
+    .unwrap();
+    let (tokens, _, _, _) = catalog(&sim);
+    let jobs = vec![Job::Swaps {
+        token: Some(tokens[0].clone()),
+        wallet: None,
+        pool: None,
+    }];
+    let work = tempfile::tempdir().unwrap();
+    let plan = work.path().join("plan.toml");
+    // Slow enough (20 requests per second) that the interrupt lands mid-way.
+    write_plan(&plan, &jobs, 20.0);
+    let lake_dir = work.path().join("lake");
+
+    let mut child = tokio::process::Command::from(sync_cli(sim.base_url(), &lake_dir, &plan))
+        .spawn()
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let pid = child.id().expect("child is running").to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .expect("exits after Ctrl-C")
+        .unwrap();
+    assert_eq!(status.code(), Some(130), "interrupted runs exit with 130");
+
+    let lake = Lake::open(&lake_dir).unwrap();
+    assert!(lake.verify().unwrap().is_ok());
+    let partial = lake.row_count(Dataset::Swaps).unwrap();
+    assert!(partial > 0, "what was fetched before Ctrl-C is committed");
+    let state = lake
+        .state(&jobs[0].state_key())
+        .unwrap()
+        .expect("progress recorded");
+    assert!(
+        state.get("run").is_some_and(|r| !r.is_null()),
+        "an interrupted run records where to resume: {state}"
+    );
+
+    run_to_end(sim.base_url(), &lake_dir, &plan).await;
+    let reference = work.path().join("reference");
+    run_to_end(sim.base_url(), &reference, &plan).await;
+    let (a, b) = (
+        Lake::open(&reference).unwrap(),
+        Lake::open(&lake_dir).unwrap(),
+    );
+    assert!(b.row_count(Dataset::Swaps).unwrap() > partial);
+    assert_eq!(
+        rows(&a, Dataset::Swaps, &["id"]),
+        rows(&b, Dataset::Swaps, &["id"])
+    );
+}
