@@ -1,6 +1,73 @@
 //! # dexlake
 //!
 //! An embedded analytics engine over cached DEX market data.
+//!
+//! dexlake fetches price history, candles, swaps, trades, prices, price stats, token profiles
+//! and portfolios from a token market-data service and keeps them in a local **lake** of
+//! hive-partitioned Parquet. DuckDB, polars and pyarrow read the lake as it is. The crate has
+//! four layers, each with one entry type:
+//!
+//! | layer | entry | what it does |
+//! |---|---|---|
+//! | [`api`] | [`api::Client`] | typed requests for the service's eleven operations, retries, rate limit, paging, chunking |
+//! | [`lake`] | [`lake::Lake`] | Arrow schemas, atomic Parquet writes under a manifest, polars scans |
+//! | [`sync`] | [`sync::Sync`] | incremental, resumable fetch jobs: client → lake |
+//! | `sim` (feature `sim`) | `sim::Simulator` | a deterministic simulator of the service on loopback |
+//!
+//! ## Example
+//!
+//! Start the simulator, sync one token's swaps into a fresh lake, and read them back with
+//! polars:
+//!
+//! ```
+//! # #[cfg(feature = "sim")]
+//! # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//!
+//! use dexlake::api::{Client, ClientConfig};
+//! use dexlake::lake::{Dataset, Lake};
+//! use dexlake::sim::{Scale, SimConfig, Simulator};
+//! use dexlake::sync::{CancelToken, Job, Sync, SyncConfig};
+//!
+//! // A simulated service on 127.0.0.1 with a small deterministic market.
+//! let sim = Simulator::start(SimConfig { seed: 42, scale: Scale::Tiny, ..SimConfig::default() }).await?;
+//! let token = sim.market().catalog().altchain.tokens[0].address.clone();
+//!
+//! let client = Client::new(ClientConfig {
+//!     base_url: sim.base_url().to_owned(),
+//!     api_key: Some("demo-key".into()),
+//!     ..ClientConfig::default()
+//! })?;
+//! let dir = tempfile::tempdir()?;
+//! let lake = Arc::new(Lake::open(dir.path())?);
+//!
+//! // Fetch every swap of the token; a second run would fetch only newer ones.
+//! let sync = Sync::new(client, Arc::clone(&lake), SyncConfig::default());
+//! let job = Job::Swaps { token: Some(token), wallet: None, pool: None };
+//! let report = sync.run(&[job], &(), &CancelToken::new()).await;
+//! assert!(!report.any_failed());
+//!
+//! // The lake is Parquet; polars reads it lazily with the hive partition columns.
+//! let swaps = lake.scan(Dataset::Swaps)?.collect()?;
+//! assert_eq!(swaps.height() as u64, report.jobs[0].rows_added);
+//! # sim.shutdown().await;
+//! # Ok(())
+//! # }
+//! # #[cfg(not(feature = "sim"))]
+//! # fn main() {}
+//! ```
+//!
+//! The same program runs against the real service: build the client with
+//! [`api::Client::from_env`] (`DEXLAKE_BASE_URL`, `DEXLAKE_API_KEY`) instead of the simulator's
+//! address.
+//!
+//! ## Errors
+//!
+//! Every fallible function returns [`Result`] with the one [`Error`] type. It keeps the
+//! operation, path or member concerned and the underlying cause as its `source`. The library
+//! never prints and never exits. Progress of long work is reported through
+//! [`sync::SyncObserver`].
 #![warn(missing_docs)]
 
 pub mod api;

@@ -1,1 +1,220 @@
-//! Sync: incremental, resumable fetch of datasets into the lake.
+//! Sync: incremental, resumable, rate-aware fetch of every dataset into the lake.
+//!
+//! A [`Sync`] runs [`Job`]s over one [`Client`] (so all jobs share its rate limit and
+//! concurrency permits) and one [`Lake`]. Every job records its progress in the lake's manifest
+//! in the same commit as the rows it fetched, so an interrupted sync (Ctrl-C, SIGKILL, a failed
+//! request) resumes where the last commit left it, with no duplicates and no gaps:
+//!
+//! - swaps and trades come newest first: a job pages until it reaches the newest record an
+//!   earlier run committed, and an interrupted run resumes from its recorded cursor;
+//! - candles and price history record the time ranges they cover (empty answers included) and
+//!   ask only for what is missing, always re-fetching the most recent
+//!   [`SyncConfig::recent_window`] because the newest bars may still change;
+//! - snapshots (prices, price stats, profiles, portfolios) carry the time they were fetched; an
+//!   interrupted snapshot resumes with the same fetch time and fetches only its missing chunks.
+//!
+//! The library never prints: progress goes to a [`SyncObserver`].
+
+mod jobs;
+pub mod ranges;
+mod run;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+
+pub use jobs::{Job, Plan, read_search_request};
+pub use run::Sync;
+
+use crate::lake::Dataset;
+
+/// Knobs of a sync run. Rate limits and concurrency live in the client's configuration.
+#[derive(Debug, Clone)]
+pub struct SyncConfig {
+    /// Time-range datasets always re-fetch this much of the newest data, because the newest bars
+    /// may still change. Default one hour.
+    pub recent_window: Duration,
+    /// Page size of paged operations (1 to 100). Default 100.
+    pub page_limit: u32,
+    /// Pages fetched between two commits of swaps and trades. Default 10.
+    pub pages_per_commit: usize,
+    /// Bars (candles, price-history points) asked for in one request. Default 1000.
+    pub bars_per_request: i64,
+    /// Jobs run at once (their requests still share the client's permits). Default 4.
+    pub parallel_jobs: usize,
+}
+
+impl Default for SyncConfig {
+    fn default() -> Self {
+        SyncConfig {
+            recent_window: Duration::from_secs(3600),
+            page_limit: 100,
+            pages_per_commit: 10,
+            bars_per_request: 1000,
+            parallel_jobs: 4,
+        }
+    }
+}
+
+/// How a job ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum JobOutcome {
+    /// Everything asked for is in the lake.
+    Done,
+    /// Stopped by cancellation after committing what it had fetched.
+    Interrupted,
+    /// Failed after the client's retries; what was fetched before is committed.
+    Failed(String),
+}
+
+/// What one job did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobReport {
+    /// The job's description.
+    pub job: String,
+    /// The dataset written.
+    pub dataset: Dataset,
+    /// Rows new to the lake.
+    pub rows_added: u64,
+    /// Records received from the service (before de-duplication).
+    pub rows_fetched: u64,
+    /// Requests the job asked the client for (retries not included).
+    pub requests: u64,
+    /// How it ended.
+    pub outcome: JobOutcome,
+}
+
+/// What a whole sync did.
+#[derive(Debug, Clone, Default)]
+pub struct SyncReport {
+    /// One report per job, in plan order.
+    pub jobs: Vec<JobReport>,
+    /// Requests sent by the client during the run, retries included.
+    pub http_requests: u64,
+    /// Retries made by the client during the run.
+    pub retries: u64,
+    /// Wall time of the run.
+    pub elapsed: Duration,
+}
+
+impl SyncReport {
+    /// Rows added per dataset.
+    pub fn rows_added(&self) -> BTreeMap<Dataset, u64> {
+        let mut out = BTreeMap::new();
+        for j in &self.jobs {
+            *out.entry(j.dataset).or_insert(0) += j.rows_added;
+        }
+        out
+    }
+
+    /// Requests asked for by all jobs (retries not included).
+    pub fn requests(&self) -> u64 {
+        self.jobs.iter().map(|j| j.requests).sum()
+    }
+
+    /// Whether any job failed.
+    pub fn any_failed(&self) -> bool {
+        self.jobs
+            .iter()
+            .any(|j| matches!(j.outcome, JobOutcome::Failed(_)))
+    }
+
+    /// Whether any job was interrupted.
+    pub fn interrupted(&self) -> bool {
+        self.jobs
+            .iter()
+            .any(|j| j.outcome == JobOutcome::Interrupted)
+    }
+}
+
+/// A dry run's estimate for one job.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Estimate {
+    /// The job's description.
+    pub job: String,
+    /// Requests the job will make, when that can be known before asking.
+    pub requests: Option<u64>,
+    /// How the figure was reached, or why it is unknown.
+    pub note: String,
+}
+
+/// Progress of a sync, as it happens.
+#[derive(Debug, Clone)]
+pub enum SyncEvent {
+    /// A job started.
+    JobStarted {
+        /// Index of the job in the plan.
+        index: usize,
+        /// Its description.
+        job: String,
+        /// Requests it is expected to make, when known.
+        expected_requests: Option<u64>,
+    },
+    /// A job received data.
+    Progress {
+        /// Index of the job in the plan.
+        index: usize,
+        /// Records received so far.
+        rows_fetched: u64,
+        /// Requests made so far.
+        requests: u64,
+        /// Total records expected (the service's `count`), when known.
+        total: Option<u64>,
+    },
+    /// A job ended.
+    JobFinished {
+        /// Index of the job in the plan.
+        index: usize,
+        /// What it did.
+        report: JobReport,
+    },
+}
+
+/// Receives [`SyncEvent`]s (progress bars, log lines). Called from async tasks: keep it quick.
+pub trait SyncObserver: Send + std::marker::Sync {
+    /// One event.
+    fn on_event(&self, event: SyncEvent);
+}
+
+impl SyncObserver for () {
+    fn on_event(&self, _event: SyncEvent) {}
+}
+
+/// Cooperative cancellation: a sync checks it between requests, commits what it has fetched,
+/// and stops. Clones share one flag.
+#[derive(Debug, Clone, Default)]
+pub struct CancelToken {
+    inner: Arc<(AtomicBool, Notify)>,
+}
+
+impl CancelToken {
+    /// A token that is not cancelled.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Asks every holder to stop.
+    pub fn cancel(&self) {
+        self.inner.0.store(true, Ordering::SeqCst);
+        self.inner.1.notify_waiters();
+    }
+
+    /// Whether [`cancel`](Self::cancel) was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.0.load(Ordering::SeqCst)
+    }
+
+    /// Resolves once cancelled.
+    pub async fn cancelled(&self) {
+        loop {
+            let notified = self.inner.1.notified();
+            if self.is_cancelled() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}

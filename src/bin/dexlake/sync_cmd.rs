@@ -1,15 +1,457 @@
-//! `dexlake sync`.
+//! `dexlake sync`: fetch datasets into the lake, one job from flags or many from a plan file.
 
+use std::io::IsTerminal;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use clap::Args;
+use anyhow::{Context, bail};
+use chrono::{DateTime, Utc};
+use clap::{Args, Subcommand};
+use dexlake::api::client::{Client, ClientConfig};
+use dexlake::api::retry::RateLimit;
+use dexlake::lake::Lake;
+use dexlake::sync::{
+    CancelToken, Job, JobOutcome, Plan, Sync, SyncConfig, SyncEvent, SyncObserver,
+    read_search_request,
+};
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 use crate::Global;
 
 /// Arguments of `dexlake sync`.
 #[derive(Args, Debug)]
-pub struct SyncArgs {}
+#[command(args_conflicts_with_subcommands = true)]
+pub struct SyncArgs {
+    #[command(subcommand)]
+    what: Option<What>,
+    /// Run every job of a TOML plan file.
+    #[arg(long)]
+    plan: Option<PathBuf>,
+    #[command(flatten)]
+    run: RunFlags,
+}
 
-pub fn run(_global: &Global, _args: SyncArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`dexlake sync` is not available yet")
+/// Flags shared by every form of `dexlake sync`.
+#[derive(Args, Debug, Clone)]
+struct RunFlags {
+    /// Print what would be fetched and an estimate of the requests, then stop.
+    #[arg(long, global = true)]
+    dry_run: bool,
+    /// Requests per second for the whole run (a plan's `rps` wins when this is not given).
+    #[arg(long, global = true)]
+    rps: Option<f64>,
+    /// Requests in flight at once.
+    #[arg(long, global = true)]
+    concurrency: Option<usize>,
+    /// Seconds of the newest candles and price history always fetched again.
+    #[arg(long, global = true, default_value_t = 3600)]
+    recent_window: u64,
+    /// Path segment of the non-EVM chain family.
+    #[arg(long, global = true, default_value = "altchain")]
+    altchain_segment: String,
+}
+
+#[derive(Subcommand, Debug)]
+enum What {
+    /// Altchain swaps of a token, wallet or pool.
+    Swaps {
+        #[command(flatten)]
+        target: SwapTarget,
+    },
+    /// Altchain trades of a token or wallet.
+    Trades {
+        #[command(flatten)]
+        target: TradeTarget,
+    },
+    /// Altchain candles of a token or pool.
+    Candles {
+        #[command(flatten)]
+        target: CandleTarget,
+        /// Seconds per candle.
+        #[arg(long)]
+        interval: i64,
+        /// Start (RFC 3339).
+        #[arg(long)]
+        from: DateTime<Utc>,
+        /// End (RFC 3339); now when omitted.
+        #[arg(long)]
+        to: Option<DateTime<Utc>>,
+    },
+    /// EVM price history of tokens or pools.
+    PriceHistory {
+        /// Numeric EVM chain id.
+        #[arg(long)]
+        chain_id: i64,
+        #[command(flatten)]
+        addresses: Addresses,
+        /// Seconds between points.
+        #[arg(long)]
+        interval: i64,
+        /// Start (RFC 3339).
+        #[arg(long)]
+        from: DateTime<Utc>,
+        /// End (RFC 3339); now when omitted.
+        #[arg(long)]
+        to: Option<DateTime<Utc>>,
+    },
+    /// A snapshot of latest prices.
+    Prices {
+        #[command(flatten)]
+        chain: ChainSel,
+        #[command(flatten)]
+        addresses: Addresses,
+    },
+    /// A snapshot of price stats.
+    PriceStats {
+        #[command(flatten)]
+        chain: ChainSel,
+        #[command(flatten)]
+        addresses: Addresses,
+    },
+    /// Token profiles: EVM get-profile per token, or every page of an altchain search.
+    Profiles {
+        #[command(flatten)]
+        chain: ChainSel,
+        /// Token addresses (EVM), comma-separated.
+        #[arg(long, value_delimiter = ',')]
+        tokens: Vec<String>,
+        /// Search-profiles body (altchain), a JSON file.
+        #[arg(long)]
+        request: Option<PathBuf>,
+    },
+    /// Altchain wallet portfolios.
+    Portfolios {
+        /// Wallet addresses, comma-separated.
+        #[arg(long, value_delimiter = ',', required = true)]
+        wallets: Vec<String>,
+    },
+}
+
+#[derive(Args, Debug)]
+#[group(required = true, multiple = false)]
+struct SwapTarget {
+    /// Token address.
+    #[arg(long)]
+    token: Option<String>,
+    /// Wallet address.
+    #[arg(long)]
+    wallet: Option<String>,
+    /// Pool address.
+    #[arg(long)]
+    pool: Option<String>,
+}
+
+#[derive(Args, Debug)]
+#[group(required = true, multiple = false)]
+struct TradeTarget {
+    /// Token address.
+    #[arg(long)]
+    token: Option<String>,
+    /// Wallet address.
+    #[arg(long)]
+    wallet: Option<String>,
+}
+
+#[derive(Args, Debug)]
+#[group(required = true, multiple = false)]
+struct CandleTarget {
+    /// Token address.
+    #[arg(long)]
+    token: Option<String>,
+    /// Pool address.
+    #[arg(long)]
+    pool: Option<String>,
+}
+
+#[derive(Args, Debug)]
+#[group(required = true, multiple = true)]
+struct Addresses {
+    /// Token addresses, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    tokens: Vec<String>,
+    /// Pool addresses, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pools: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+#[group(required = true, multiple = false)]
+struct ChainSel {
+    /// Numeric EVM chain id.
+    #[arg(long)]
+    chain_id: Option<i64>,
+    /// The non-EVM chain family.
+    #[arg(long)]
+    altchain: bool,
+}
+
+fn job_from(what: What) -> anyhow::Result<Job> {
+    Ok(match what {
+        What::Swaps { target } => Job::Swaps {
+            token: target.token,
+            wallet: target.wallet,
+            pool: target.pool,
+        },
+        What::Trades { target } => Job::Trades {
+            token: target.token,
+            wallet: target.wallet,
+        },
+        What::Candles {
+            target,
+            interval,
+            from,
+            to,
+        } => Job::Candles {
+            token: target.token,
+            pool: target.pool,
+            interval,
+            from,
+            to,
+        },
+        What::PriceHistory {
+            chain_id,
+            addresses,
+            interval,
+            from,
+            to,
+        } => Job::PriceHistory {
+            chain_id,
+            tokens: addresses.tokens,
+            pools: addresses.pools,
+            interval,
+            from,
+            to,
+        },
+        What::Prices { chain, addresses } => Job::Prices {
+            chain_id: chain.chain_id,
+            tokens: addresses.tokens,
+            pools: addresses.pools,
+        },
+        What::PriceStats { chain, addresses } => Job::PriceStats {
+            chain_id: chain.chain_id,
+            tokens: addresses.tokens,
+            pools: addresses.pools,
+        },
+        What::Profiles {
+            chain,
+            tokens,
+            request,
+        } => match (chain.chain_id, request) {
+            (Some(chain_id), None) => Job::EvmProfiles { chain_id, tokens },
+            (None, Some(path)) => Job::AltProfiles {
+                request: read_search_request(&path)?,
+            },
+            (Some(_), Some(_)) => bail!("--request is for --altchain; EVM profiles take --tokens"),
+            (None, None) => {
+                bail!("--altchain profiles need --request FILE.json (a search-profiles body)")
+            }
+        },
+        What::Portfolios { wallets } => Job::Portfolios { wallets },
+    })
+}
+
+/// Runs `dexlake sync`.
+pub fn run(global: &Global, args: SyncArgs) -> anyhow::Result<ExitCode> {
+    let (jobs, plan_rps, plan_concurrency) = match (args.what, args.plan) {
+        (Some(what), None) => (vec![job_from(what)?], None, None),
+        (None, Some(path)) => {
+            let plan = Plan::from_file(&path)
+                .with_context(|| format!("reading plan {}", path.display()))?;
+            (plan.jobs, plan.rps, plan.concurrency)
+        }
+        _ => {
+            bail!("say what to sync (e.g. `dexlake sync swaps --token T`) or give --plan FILE.toml")
+        }
+    };
+    for job in &jobs {
+        job.validate()?;
+    }
+    let flags = args.run;
+    let base_url = global
+        .base_url
+        .clone()
+        .context("no service address: pass --base-url or set DEXLAKE_BASE_URL (try `dexlake sim` for a local one)")?;
+    let mut config = ClientConfig {
+        base_url,
+        api_key: global.api_key.clone(),
+        ..ClientConfig::default()
+    };
+    config.altchain_segment = flags.altchain_segment.clone();
+    if let Some(rps) = flags.rps.or(plan_rps) {
+        anyhow::ensure!(rps > 0.0 && rps.is_finite(), "--rps must be positive");
+        config.rate_limit = Some(RateLimit {
+            requests_per_second: rps,
+            burst: rps.ceil().max(1.0) as u32,
+        });
+    }
+    if let Some(c) = flags.concurrency.or(plan_concurrency) {
+        anyhow::ensure!(c > 0, "--concurrency must be at least 1");
+        config.max_concurrency = c;
+    }
+    let client = Client::new(config)?;
+    let lake = Arc::new(Lake::open(&global.lake)?);
+    let sync_config = SyncConfig {
+        recent_window: Duration::from_secs(flags.recent_window),
+        ..SyncConfig::default()
+    };
+    let sync = Sync::new(client, lake, sync_config);
+
+    if flags.dry_run {
+        let mut total = Some(0u64);
+        for job in &jobs {
+            let e = sync.estimate(job)?;
+            let n = e.requests.map_or_else(|| "?".to_owned(), |n| n.to_string());
+            println!("{:<60} requests: {:>6}   {}", e.job, n, e.note);
+            total = total.zip(e.requests).map(|(a, b)| a + b);
+        }
+        match total {
+            Some(t) => println!("total requests: {t}"),
+            None => println!("total requests: unknown until the first pages arrive"),
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let cancel = CancelToken::new();
+    let observer = Observer::new(jobs.len());
+    let report = runtime.block_on(async {
+        let watcher = {
+            let cancel = cancel.clone();
+            tokio::spawn(async move {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    cancel.cancel();
+                }
+            })
+        };
+        let report = sync.run(&jobs, &observer, &cancel).await;
+        watcher.abort();
+        report
+    });
+    observer.finish();
+
+    println!("sync finished in {:.1?}", report.elapsed);
+    for (dataset, rows) in report.rows_added() {
+        println!("  {dataset:<16} {rows:>10} rows added");
+    }
+    println!(
+        "  requests: {} by jobs, {} sent ({} retries)",
+        report.requests(),
+        report.http_requests,
+        report.retries
+    );
+    for j in &report.jobs {
+        match &j.outcome {
+            JobOutcome::Done => {}
+            JobOutcome::Interrupted => eprintln!(
+                "interrupted: {} (progress committed; run again to resume)",
+                j.job
+            ),
+            JobOutcome::Failed(cause) => eprintln!("failed: {}: {cause}", j.job),
+        }
+    }
+    Ok(if report.any_failed() {
+        ExitCode::FAILURE
+    } else if report.interrupted() {
+        ExitCode::from(130)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Progress bars on a terminal, plain lines otherwise (both on stderr).
+struct Observer {
+    bars: Option<(MultiProgress, Mutex<Vec<Option<ProgressBar>>>)>,
+}
+
+impl Observer {
+    fn new(jobs: usize) -> Self {
+        let bars = std::io::stderr()
+            .is_terminal()
+            .then(|| (MultiProgress::new(), Mutex::new(vec![None; jobs])));
+        Observer { bars }
+    }
+
+    fn finish(&self) {
+        if let Some((multi, _)) = &self.bars {
+            let _ = multi.clear();
+        }
+    }
+}
+
+impl SyncObserver for Observer {
+    fn on_event(&self, event: SyncEvent) {
+        let Some((multi, bars)) = &self.bars else {
+            match event {
+                SyncEvent::JobStarted {
+                    job,
+                    expected_requests,
+                    ..
+                } => match expected_requests {
+                    Some(n) => eprintln!("start: {job} (about {n} requests)"),
+                    None => eprintln!("start: {job}"),
+                },
+                SyncEvent::Progress {
+                    index,
+                    rows_fetched,
+                    requests,
+                    total,
+                } => {
+                    if requests % 10 == 1 {
+                        let of = total.map(|t| format!(" of {t}")).unwrap_or_default();
+                        eprintln!("job {index}: {rows_fetched}{of} records, {requests} requests");
+                    }
+                }
+                SyncEvent::JobFinished { report, .. } => eprintln!(
+                    "done: {} ({} rows added, {} fetched, {} requests)",
+                    report.job, report.rows_added, report.rows_fetched, report.requests
+                ),
+            }
+            return;
+        };
+        let mut bars = bars
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match event {
+            SyncEvent::JobStarted { index, job, .. } => {
+                let bar = multi.add(ProgressBar::no_length());
+                bar.set_style(
+                    ProgressStyle::with_template(
+                        "{spinner} {msg:40!} {pos:>8}/{len:8} records {per_sec:>12} eta {eta}",
+                    )
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                );
+                bar.set_message(job);
+                bar.enable_steady_tick(Duration::from_millis(200));
+                if let Some(slot) = bars.get_mut(index) {
+                    *slot = Some(bar);
+                }
+            }
+            SyncEvent::Progress {
+                index,
+                rows_fetched,
+                requests,
+                total,
+            } => {
+                if let Some(Some(bar)) = bars.get(index) {
+                    if let Some(t) = total {
+                        bar.set_length(t);
+                    }
+                    bar.set_position(rows_fetched);
+                    bar.set_prefix(format!("{requests} req"));
+                }
+            }
+            SyncEvent::JobFinished { index, report } => {
+                if let Some(Some(bar)) = bars.get(index) {
+                    bar.finish_with_message(format!(
+                        "{} +{} rows ({} req)",
+                        report.job, report.rows_added, report.requests
+                    ));
+                }
+            }
+        }
+    }
 }

@@ -1,0 +1,526 @@
+//! What a sync fetches: one [`Job`] per dataset and target, and plan files of many jobs.
+
+use std::path::Path;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::api::search::SearchRequest;
+use crate::error::{Error, Result};
+use crate::lake::Dataset;
+
+/// One unit of fetching: a dataset and what to fetch of it.
+///
+/// In a plan file each job is a `[[job]]` table whose `dataset` names the variant, for example
+/// `dataset = "swaps"` with `token = "..."`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "dataset", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Job {
+    /// Altchain swaps of a token, wallet or pool (newest first, incremental).
+    Swaps {
+        /// Token filter.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        token: Option<String>,
+        /// Wallet filter.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        wallet: Option<String>,
+        /// Pool filter.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pool: Option<String>,
+    },
+    /// Altchain trades of a token or wallet (newest first, incremental).
+    Trades {
+        /// Token filter.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        token: Option<String>,
+        /// Wallet filter.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        wallet: Option<String>,
+    },
+    /// Altchain candles of a token or pool over a time range (only missing sub-ranges).
+    Candles {
+        /// Token address.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        token: Option<String>,
+        /// Pool address.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pool: Option<String>,
+        /// Seconds per candle.
+        interval: i64,
+        /// Start of the range.
+        from: DateTime<Utc>,
+        /// End of the range; now when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        to: Option<DateTime<Utc>>,
+    },
+    /// EVM price history of tokens or pools over a time range (only missing sub-ranges).
+    PriceHistory {
+        /// Numeric EVM chain id.
+        chain_id: i64,
+        /// Token addresses.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tokens: Vec<String>,
+        /// Pool addresses.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        pools: Vec<String>,
+        /// Seconds between points.
+        interval: i64,
+        /// Start of the range.
+        from: DateTime<Utc>,
+        /// End of the range; now when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        to: Option<DateTime<Utc>>,
+    },
+    /// A snapshot of latest prices (EVM with `chain_id`, altchain without).
+    Prices {
+        /// EVM chain id; the altchain when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        chain_id: Option<i64>,
+        /// Token addresses.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tokens: Vec<String>,
+        /// Pool addresses.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        pools: Vec<String>,
+    },
+    /// A snapshot of price stats (EVM with `chain_id`, altchain without).
+    PriceStats {
+        /// EVM chain id; the altchain when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        chain_id: Option<i64>,
+        /// Token addresses.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tokens: Vec<String>,
+        /// Pool addresses.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        pools: Vec<String>,
+    },
+    /// A snapshot of EVM token profiles: every window and the metadata, one call per token.
+    EvmProfiles {
+        /// Numeric EVM chain id.
+        chain_id: i64,
+        /// Token addresses.
+        tokens: Vec<String>,
+    },
+    /// A snapshot of altchain profiles: every page of one search-profiles request.
+    AltProfiles {
+        /// The search body (its `cursor` is managed by the sync).
+        request: SearchRequest,
+    },
+    /// A snapshot of altchain wallet portfolios.
+    Portfolios {
+        /// Wallet addresses.
+        wallets: Vec<String>,
+    },
+}
+
+fn chain_part(chain_id: Option<i64>) -> String {
+    chain_id.map_or_else(|| "altchain".to_owned(), |id| format!("evm-{id}"))
+}
+
+fn filters(pairs: &[(&str, &Option<String>)]) -> String {
+    pairs
+        .iter()
+        .filter_map(|(k, v)| v.as_ref().map(|v| format!("{k}={v}")))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// A short stable digest of a list of strings, so that a state key stays short for long lists.
+fn digest(items: impl IntoIterator<Item = impl AsRef<str>>) -> String {
+    // FNV-1a: stable across versions and platforms, unlike `DefaultHasher`.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for item in items {
+        for b in item.as_ref().bytes().chain(std::iter::once(0xff)) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    format!("{h:016x}")
+}
+
+impl Job {
+    /// The dataset the job writes.
+    pub fn dataset(&self) -> Dataset {
+        match self {
+            Job::Swaps { .. } => Dataset::Swaps,
+            Job::Trades { .. } => Dataset::Trades,
+            Job::Candles { .. } => Dataset::Candles,
+            Job::PriceHistory { .. } => Dataset::PriceHistory,
+            Job::Prices { .. } => Dataset::Prices,
+            Job::PriceStats { .. } => Dataset::PriceStats,
+            Job::EvmProfiles { .. } | Job::AltProfiles { .. } => Dataset::TokenProfiles,
+            Job::Portfolios { .. } => Dataset::Portfolios,
+        }
+    }
+
+    /// A one-line human description, such as `swaps token=abc`.
+    pub fn describe(&self) -> String {
+        let ds = self.dataset();
+        match self {
+            Job::Swaps {
+                token,
+                wallet,
+                pool,
+            } => {
+                format!(
+                    "{ds} {}",
+                    filters(&[("token", token), ("wallet", wallet), ("pool", pool)])
+                )
+            }
+            Job::Trades { token, wallet } => {
+                format!("{ds} {}", filters(&[("token", token), ("wallet", wallet)]))
+            }
+            Job::Candles {
+                token,
+                pool,
+                interval,
+                from,
+                to,
+            } => format!(
+                "{ds} {} interval={interval}s from={} to={}",
+                filters(&[("token", token), ("pool", pool)]),
+                from.to_rfc3339(),
+                to.map_or_else(|| "now".to_owned(), |t| t.to_rfc3339())
+            ),
+            Job::PriceHistory {
+                chain_id,
+                tokens,
+                pools,
+                interval,
+                ..
+            } => format!(
+                "{ds} evm-{chain_id} {} tokens {} pools interval={interval}s",
+                tokens.len(),
+                pools.len()
+            ),
+            Job::Prices {
+                chain_id,
+                tokens,
+                pools,
+            }
+            | Job::PriceStats {
+                chain_id,
+                tokens,
+                pools,
+            } => {
+                format!(
+                    "{ds} {} {} tokens {} pools",
+                    chain_part(*chain_id),
+                    tokens.len(),
+                    pools.len()
+                )
+            }
+            Job::EvmProfiles { chain_id, tokens } => {
+                format!("{ds} evm-{chain_id} {} tokens", tokens.len())
+            }
+            Job::AltProfiles { .. } => format!("{ds} altchain search"),
+            Job::Portfolios { wallets } => format!("{ds} {} wallets", wallets.len()),
+        }
+    }
+
+    /// The key under which the job's progress is recorded in the lake's manifest. Two jobs
+    /// with the same key fetch the same thing.
+    pub fn state_key(&self) -> String {
+        let ds = self.dataset();
+        match self {
+            Job::Swaps {
+                token,
+                wallet,
+                pool,
+            } => {
+                format!(
+                    "sync/{ds}/{}",
+                    filters(&[("token", token), ("wallet", wallet), ("pool", pool)])
+                )
+            }
+            Job::Trades { token, wallet } => format!(
+                "sync/{ds}/{}",
+                filters(&[("token", token), ("wallet", wallet)])
+            ),
+            Job::Candles {
+                token,
+                pool,
+                interval,
+                ..
+            } => {
+                format!(
+                    "sync/{ds}/{}/interval={interval}",
+                    filters(&[("token", token), ("pool", pool)])
+                )
+            }
+            Job::PriceHistory {
+                chain_id, interval, ..
+            } => format!("sync/{ds}/evm-{chain_id}/interval={interval}"),
+            Job::Prices {
+                chain_id,
+                tokens,
+                pools,
+            }
+            | Job::PriceStats {
+                chain_id,
+                tokens,
+                pools,
+            } => {
+                format!(
+                    "sync/{ds}/{}/{}",
+                    chain_part(*chain_id),
+                    digest(tokens.iter().chain(pools))
+                )
+            }
+            Job::EvmProfiles { chain_id, tokens } => {
+                format!("sync/{ds}/evm-{chain_id}/{}", digest(tokens))
+            }
+            Job::AltProfiles { request } => {
+                let body = serde_json::to_string(request).unwrap_or_default();
+                format!("sync/{ds}/altchain/{}", digest([body]))
+            }
+            Job::Portfolios { wallets } => format!("sync/{ds}/altchain/{}", digest(wallets)),
+        }
+    }
+
+    /// Checks that the job names what it needs, before any request is made.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |msg: String| Err(Error::Config(format!("{}: {msg}", self.dataset())));
+        match self {
+            Job::Swaps {
+                token: None,
+                wallet: None,
+                pool: None,
+            } => bad("needs a token, wallet or pool".into()),
+            Job::Trades {
+                token: None,
+                wallet: None,
+            } => bad("needs a token or wallet".into()),
+            Job::Candles {
+                token: None,
+                pool: None,
+                ..
+            } => bad("needs a token or pool".into()),
+            Job::Candles {
+                interval, from, to, ..
+            }
+            | Job::PriceHistory {
+                interval, from, to, ..
+            } if *interval <= 0 || to.is_some_and(|t| t < *from) => bad(format!(
+                "needs a positive interval and from <= to (interval {interval})"
+            )),
+            Job::PriceHistory { tokens, pools, .. }
+            | Job::Prices { tokens, pools, .. }
+            | Job::PriceStats { tokens, pools, .. }
+                if tokens.is_empty() && pools.is_empty() =>
+            {
+                bad("needs tokens or pools".into())
+            }
+            Job::EvmProfiles { tokens, .. } if tokens.is_empty() => bad("needs tokens".into()),
+            Job::Portfolios { wallets } if wallets.is_empty() => bad("needs wallets".into()),
+            Job::AltProfiles { request } => request.validate(),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A plan file: many jobs run in one sync, sharing one rate limit and concurrency budget.
+///
+/// ```toml
+/// rps = 10.0          # optional: requests per second for the whole run
+/// concurrency = 4     # optional: requests in flight at once
+///
+/// [[job]]
+/// dataset = "swaps"
+/// token = "TOKEN_ADDRESS"
+///
+/// [[job]]
+/// dataset = "candles"
+/// token = "TOKEN_ADDRESS"
+/// interval = 60
+/// from = "2026-01-01T00:00:00Z"
+///
+/// [[job]]
+/// dataset = "alt-profiles"
+/// request_file = "search.json"   # relative to the plan file
+/// ```
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Plan {
+    /// Requests per second for the whole run.
+    pub rps: Option<f64>,
+    /// Requests in flight at once.
+    pub concurrency: Option<usize>,
+    /// The jobs, run in this order (several at once).
+    pub jobs: Vec<Job>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlanFile {
+    rps: Option<f64>,
+    concurrency: Option<usize>,
+    #[serde(default)]
+    job: Vec<toml::Value>,
+}
+
+impl Plan {
+    /// Reads a plan file. `request_file` members of `alt-profiles` jobs are read relative to
+    /// the plan file's folder.
+    pub fn from_file(path: &Path) -> Result<Plan> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io("reading plan", path, e))?;
+        Self::parse(&text, path.parent().unwrap_or(Path::new(".")))
+    }
+
+    /// Parses a plan from TOML text; `base` resolves relative `request_file` paths.
+    pub fn parse(text: &str, base: &Path) -> Result<Plan> {
+        let file: PlanFile =
+            toml::from_str(text).map_err(|e| Error::Config(format!("plan: {e}")))?;
+        let mut jobs = Vec::with_capacity(file.job.len());
+        for (i, mut value) in file.job.into_iter().enumerate() {
+            if let Some(table) = value.as_table_mut()
+                && let Some(file) = table.remove("request_file")
+            {
+                let rel = file.as_str().ok_or_else(|| {
+                    Error::Config(format!("plan job {i}: request_file must be a string"))
+                })?;
+                let request = read_search_request(&base.join(rel))?;
+                let json = serde_json::to_value(&request)
+                    .map_err(|e| Error::Config(format!("plan job {i}: {e}")))?;
+                table.insert("request".into(), json_to_toml(&json));
+            }
+            let job: Job = value
+                .try_into()
+                .map_err(|e| Error::Config(format!("plan job {i}: {e}")))?;
+            job.validate()?;
+            jobs.push(job);
+        }
+        if jobs.is_empty() {
+            return Err(Error::Config("plan: no [[job]] tables".into()));
+        }
+        if let Some(rps) = file.rps
+            && !(rps > 0.0 && rps.is_finite())
+        {
+            return Err(Error::Config(format!(
+                "plan: rps must be positive, got {rps}"
+            )));
+        }
+        if file.concurrency == Some(0) {
+            return Err(Error::Config("plan: concurrency must be at least 1".into()));
+        }
+        Ok(Plan {
+            rps: file.rps,
+            concurrency: file.concurrency,
+            jobs,
+        })
+    }
+}
+
+/// Reads a search-profiles body from a JSON file.
+pub fn read_search_request(path: &Path) -> Result<SearchRequest> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| Error::io("reading search request", path, e))?;
+    let request: SearchRequest = serde_json::from_str(&text)
+        .map_err(|e| Error::Config(format!("search request {}: {e}", path.display())))?;
+    request.validate()?;
+    Ok(request)
+}
+
+fn json_to_toml(v: &serde_json::Value) -> toml::Value {
+    use serde_json::Value as J;
+    match v {
+        J::Null => toml::Value::String(String::new()),
+        J::Bool(b) => toml::Value::Boolean(*b),
+        J::Number(n) => n.as_i64().map_or_else(
+            || toml::Value::Float(n.as_f64().unwrap_or(0.0)),
+            toml::Value::Integer,
+        ),
+        J::String(s) => toml::Value::String(s.clone()),
+        J::Array(a) => toml::Value::Array(a.iter().map(json_to_toml).collect()),
+        J::Object(o) => toml::Value::Table(
+            o.iter()
+                .map(|(k, v)| (k.clone(), json_to_toml(v)))
+                .collect(),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_plan_with_every_kind_of_job() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("s.json"),
+            r#"{"filter": {"market.liquidity": {"$gt": 1000}}, "sort": {"field": "market.liquidity", "direction": "desc"}, "limit": 50}"#,
+        )
+        .unwrap();
+        let plan = Plan::parse(
+            r#"
+            rps = 5.0
+            concurrency = 2
+            [[job]]
+            dataset = "swaps"
+            token = "T1"
+            [[job]]
+            dataset = "candles"
+            pool = "P1"
+            interval = 60
+            from = "2026-01-01T00:00:00Z"
+            [[job]]
+            dataset = "price-history"
+            chain_id = 1
+            tokens = ["A", "B"]
+            interval = 3600
+            from = "2026-01-01T00:00:00Z"
+            to = "2026-01-02T00:00:00Z"
+            [[job]]
+            dataset = "prices"
+            tokens = ["A"]
+            [[job]]
+            dataset = "alt-profiles"
+            request_file = "s.json"
+            "#,
+            dir.path(),
+        )
+        .unwrap();
+        assert_eq!(plan.rps, Some(5.0));
+        assert_eq!(plan.jobs.len(), 5);
+        assert_eq!(plan.jobs[0].state_key(), "sync/swaps/token=T1");
+        assert_eq!(plan.jobs[1].state_key(), "sync/candles/pool=P1/interval=60");
+        match &plan.jobs[4] {
+            Job::AltProfiles { request } => assert_eq!(request.limit, Some(50)),
+            other => panic!("expected alt-profiles, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn rejects_jobs_missing_their_target() {
+        let err = Plan::parse("[[job]]\ndataset = \"swaps\"\n", Path::new(".")).unwrap_err();
+        assert!(
+            err.to_string().contains("needs a token, wallet or pool"),
+            "{err}"
+        );
+        assert!(Plan::parse("[[job]]\ndataset = \"nope\"\n", Path::new(".")).is_err());
+        assert!(Plan::parse("", Path::new(".")).is_err());
+    }
+
+    #[test]
+    fn state_keys_are_stable() {
+        let a = Job::Prices {
+            chain_id: Some(1),
+            tokens: vec!["x".into(), "y".into()],
+            pools: vec![],
+        };
+        let b = Job::Prices {
+            chain_id: Some(1),
+            tokens: vec!["x".into(), "y".into()],
+            pools: vec![],
+        };
+        let c = Job::Prices {
+            chain_id: None,
+            tokens: vec!["x".into(), "y".into()],
+            pools: vec![],
+        };
+        assert_eq!(a.state_key(), b.state_key());
+        assert_ne!(a.state_key(), c.state_key());
+        assert!(a.state_key().starts_with("sync/prices/evm-1/"));
+    }
+}

@@ -1,0 +1,224 @@
+//! Half-open time ranges `[start, end)` in epoch seconds, and sets of them.
+//!
+//! Time-range datasets (candles, price history) record which ranges the lake covers; a sync asks
+//! only for what is missing. Kept apart from the runner so the arithmetic is tested on its own.
+
+use serde::{Deserialize, Serialize};
+
+/// A half-open range `[start, end)` of epoch seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Range {
+    /// First second in the range.
+    pub start: i64,
+    /// First second after the range.
+    pub end: i64,
+}
+
+impl Range {
+    /// A range; empty when `end <= start`.
+    pub fn new(start: i64, end: i64) -> Self {
+        Range { start, end }
+    }
+
+    /// Whether the range holds no second.
+    pub fn is_empty(&self) -> bool {
+        self.end <= self.start
+    }
+
+    /// Length in seconds.
+    pub fn len(&self) -> i64 {
+        (self.end - self.start).max(0)
+    }
+
+    /// The range widened outwards to multiples of `step` (a bucket grid anchored at the epoch).
+    pub fn align_out(&self, step: i64) -> Range {
+        let step = step.max(1);
+        let start = self.start.div_euclid(step).saturating_mul(step);
+        let end = self.end.div_euclid(step).saturating_mul(step);
+        let end = if end < self.end {
+            end.saturating_add(step)
+        } else {
+            end
+        };
+        Range { start, end }
+    }
+
+    /// Splits into consecutive pieces of at most `max_len` seconds.
+    pub fn chunks(&self, max_len: i64) -> Vec<Range> {
+        let mut out = Vec::new();
+        let mut s = self.start;
+        while s < self.end {
+            let e = (s + max_len.max(1)).min(self.end);
+            out.push(Range::new(s, e));
+            s = e;
+        }
+        out
+    }
+}
+
+/// A normalised set of ranges: sorted, non-overlapping, non-adjacent, none empty.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct RangeSet {
+    ranges: Vec<Range>,
+}
+
+impl RangeSet {
+    /// The empty set.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The ranges, in order.
+    pub fn ranges(&self) -> &[Range] {
+        &self.ranges
+    }
+
+    /// Adds a range, merging with overlapping or adjacent ones.
+    pub fn insert(&mut self, r: Range) {
+        if r.is_empty() {
+            return;
+        }
+        let mut merged = r;
+        let mut out = Vec::with_capacity(self.ranges.len() + 1);
+        let mut placed = false;
+        for &x in &self.ranges {
+            if x.end < merged.start {
+                out.push(x);
+            } else if merged.end < x.start {
+                if !placed {
+                    out.push(merged);
+                    placed = true;
+                }
+                out.push(x);
+            } else {
+                merged = Range::new(merged.start.min(x.start), merged.end.max(x.end));
+            }
+        }
+        if !placed {
+            out.push(merged);
+        }
+        self.ranges = out;
+    }
+
+    /// Removes a range (the part of the set inside it).
+    pub fn remove(&mut self, r: Range) {
+        if r.is_empty() {
+            return;
+        }
+        let mut out = Vec::with_capacity(self.ranges.len() + 1);
+        for &x in &self.ranges {
+            if x.end <= r.start || r.end <= x.start {
+                out.push(x);
+                continue;
+            }
+            if x.start < r.start {
+                out.push(Range::new(x.start, r.start));
+            }
+            if r.end < x.end {
+                out.push(Range::new(r.end, x.end));
+            }
+        }
+        self.ranges = out;
+    }
+
+    /// The parts of `want` this set does not cover, in order.
+    pub fn missing(&self, want: Range) -> Vec<Range> {
+        let mut out = Vec::new();
+        let mut cursor = want.start;
+        for x in &self.ranges {
+            if x.end <= cursor {
+                continue;
+            }
+            if x.start >= want.end {
+                break;
+            }
+            if x.start > cursor {
+                out.push(Range::new(cursor, x.start.min(want.end)));
+            }
+            cursor = cursor.max(x.end);
+            if cursor >= want.end {
+                break;
+            }
+        }
+        if cursor < want.end {
+            out.push(Range::new(cursor, want.end));
+        }
+        out
+    }
+
+    /// Whether `want` is wholly covered.
+    pub fn covers(&self, want: Range) -> bool {
+        want.is_empty() || self.missing(want).is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn insert_merges_adjacent_and_overlapping() {
+        let mut s = RangeSet::new();
+        s.insert(Range::new(10, 20));
+        s.insert(Range::new(30, 40));
+        s.insert(Range::new(20, 25));
+        assert_eq!(s.ranges(), &[Range::new(10, 25), Range::new(30, 40)]);
+        s.insert(Range::new(0, 35));
+        assert_eq!(s.ranges(), &[Range::new(0, 40)]);
+    }
+
+    #[test]
+    fn missing_and_remove() {
+        let mut s = RangeSet::new();
+        s.insert(Range::new(10, 20));
+        s.insert(Range::new(30, 40));
+        assert_eq!(
+            s.missing(Range::new(0, 50)),
+            vec![Range::new(0, 10), Range::new(20, 30), Range::new(40, 50)]
+        );
+        assert_eq!(s.missing(Range::new(12, 18)), vec![]);
+        s.remove(Range::new(15, 35));
+        assert_eq!(s.ranges(), &[Range::new(10, 15), Range::new(35, 40)]);
+    }
+
+    #[test]
+    fn align_and_chunks() {
+        assert_eq!(Range::new(61, 179).align_out(60), Range::new(60, 180));
+        assert_eq!(Range::new(-61, 0).align_out(60), Range::new(-120, 0));
+        assert_eq!(
+            Range::new(0, 250).chunks(100),
+            vec![
+                Range::new(0, 100),
+                Range::new(100, 200),
+                Range::new(200, 250)
+            ]
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn set_agrees_with_a_bitmap(ops in proptest::collection::vec((any::<bool>(), 0i64..100, 0i64..30), 0..30), q in (0i64..100, 0i64..60)) {
+            let mut set = RangeSet::new();
+            let mut bits = [false; 200];
+            for (add, s, len) in ops {
+                let r = Range::new(s, s + len);
+                if add { set.insert(r) } else { set.remove(r) }
+                for b in &mut bits[s as usize..(s + len) as usize] { *b = add; }
+            }
+            let want = Range::new(q.0, q.0 + q.1);
+            let mut expect = Vec::new();
+            for t in want.start..want.end {
+                if !bits[t as usize] {
+                    match expect.last_mut() {
+                        Some(Range { end, .. }) if *end == t => *end = t + 1,
+                        _ => expect.push(Range::new(t, t + 1)),
+                    }
+                }
+            }
+            prop_assert_eq!(set.missing(want), expect);
+            for w in set.ranges().windows(2) { prop_assert!(w[0].end < w[1].start); }
+        }
+    }
+}
