@@ -1276,3 +1276,132 @@ async fn the_rate_limit_spaces_requests() {
     })
     .await;
 }
+
+// ----- Against the simulator -----
+
+/// Every operation through the typed client against the simulator, with answers that agree
+/// with each other (a page's `count`, chunked calls, the catalog).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_operation_round_trips_against_the_simulator() {
+    use dexlake::sim::{Scale, SimConfig, Simulator};
+    let sim = Simulator::start(SimConfig {
+        seed: 3,
+        scale: Scale::Tiny,
+        ..SimConfig::default()
+    })
+    .await
+    .expect("simulator");
+    let catalog = sim.market().catalog();
+    let now = catalog.now;
+    let alt = &catalog.altchain;
+    let evm = &catalog.evm["1"];
+    let token = alt.tokens[0].address.clone();
+    let wallet = alt.wallets[0].address.clone();
+    let pool = alt.pools[0].address.clone();
+    let evm_token = evm.tokens[0].address.clone();
+    let client = Client::new(ClientConfig {
+        base_url: sim.base_url().to_owned(),
+        api_key: Some("demo-key".into()),
+        ..ClientConfig::default()
+    })
+    .expect("client");
+
+    let body = async {
+        let profile = client
+            .evm_profile(
+                &GetProfileRequest::new(1, evm_token.clone())
+                    .include_metadata(true)
+                    .include_metrics([TimeWindow::D1]),
+            )
+            .await?;
+        assert_eq!(profile.token_address, evm_token);
+        assert!(profile.metadata.is_some());
+        assert_eq!(
+            profile.metrics.keys().collect::<Vec<_>>(),
+            vec![&TimeWindow::D1]
+        );
+
+        let from = now - chrono::Duration::days(1);
+        let history = client
+            .evm_price_history(&PriceHistoryRequest::for_tokens(
+                1,
+                vec![evm_token.clone()],
+                from,
+                3600,
+            ))
+            .await?;
+        assert_eq!(history.len(), 1);
+        assert!(!history[0].prices.is_empty());
+
+        let evm_prices = client
+            .evm_prices(&EvmPricesRequest::for_tokens(1, vec![evm_token.clone()]))
+            .await?;
+        assert_eq!(evm_prices[0].chain_id, 1);
+        let evm_stats = client
+            .evm_price_stats(&EvmPricesRequest::for_tokens(1, vec![evm_token.clone()]))
+            .await?;
+        assert_eq!(evm_stats[0].token_address, evm_token);
+        assert_eq!(
+            evm_stats[0].usd_price, evm_prices[0].usd_price,
+            "stats and price agree"
+        );
+
+        let search = client
+            .search_profiles(
+                &SearchRequest::new()
+                    .sort("market.liquidity", SortDirection::Desc)
+                    .limit(5),
+            )
+            .await?;
+        assert!(search.count >= search.data.len() as i64 && !search.data.is_empty());
+
+        let candles = client
+            .candles(&CandlesRequest::for_token(token.clone(), 3600).from(from))
+            .await?;
+        assert!(!candles.is_empty());
+        assert!(candles.windows(2).all(|w| w[0].timestamp < w[1].timestamp));
+
+        let first = client
+            .swaps(&SwapsRequest::for_token(token.clone()).limit(100))
+            .await?;
+        let all: Vec<_> = client
+            .swaps_stream(SwapsRequest::for_token(token.clone()).limit(100))
+            .try_collect()
+            .await?;
+        assert_eq!(all.len() as i64, first.count, "paging walks `count` swaps");
+        let pool_swaps = client
+            .swaps(&SwapsRequest::for_pool(pool.clone()).limit(10))
+            .await?;
+        assert!(pool_swaps.data.iter().all(|s| s.pool_address == pool));
+
+        let trades: Vec<_> = client
+            .trades_stream(TradesRequest::for_wallet(wallet.clone()).limit(100))
+            .try_collect()
+            .await?;
+        assert!(!trades.is_empty() && trades.iter().all(|t| t.wallet_address == wallet));
+
+        let tokens: Vec<String> = alt.tokens.iter().map(|t| t.address.clone()).collect();
+        let prices = client
+            .alt_prices(&AltPricesRequest::for_tokens(tokens.clone()))
+            .await?;
+        let chunked = client.alt_prices_chunked(&tokens, &[]).await?;
+        assert_eq!(prices, chunked);
+        let stats = client
+            .alt_price_stats(&AltPricesRequest::for_tokens(vec![token.clone()]))
+            .await?;
+        assert_eq!(stats[0].token_address, token);
+
+        let portfolio = client
+            .portfolio(&PortfolioRequest::for_wallet(wallet.clone()))
+            .await?;
+        let sum: f64 = portfolio.tokens.iter().map(|t| t.value).sum();
+        assert!((portfolio.value - sum).abs() <= 1e-6 * sum.abs().max(1.0));
+        Ok::<_, Error>(())
+    };
+    tokio::time::timeout(Duration::from_secs(60), body)
+        .await
+        .expect("in time")
+        .expect("every operation succeeds");
+    assert!(sim.requests_served() >= 13);
+    sim.shutdown().await;
+}

@@ -1,9 +1,10 @@
 //! Sync: incremental, resumable, rate-aware fetch of every dataset into the lake.
 //!
-//! A [`Sync`] runs [`Job`]s over one [`Client`] (so all jobs share its rate limit and
-//! concurrency permits) and one [`Lake`]. Every job records its progress in the lake's manifest
-//! in the same commit as the rows it fetched, so an interrupted sync (Ctrl-C, SIGKILL, a failed
-//! request) resumes where the last commit left it, with no duplicates and no gaps:
+//! A [`Sync`] runs [`Job`]s over one [`Client`](crate::api::Client), so all jobs share its
+//! rate limit and concurrency permits, and one [`Lake`](crate::lake::Lake). Every job records
+//! its progress in the lake's manifest in the same commit as the rows it fetched, so an
+//! interrupted sync (Ctrl-C, SIGKILL, a failed request) resumes where the last commit left it,
+//! with no duplicates and no gaps:
 //!
 //! - swaps and trades come newest first: a job pages until it reaches the newest record an
 //!   earlier run committed, and an interrupted run resumes from its recorded cursor;
