@@ -125,6 +125,15 @@ async fn run_sync(sim: &Simulator, lake: &Arc<Lake>, jobs: &[Job]) -> SyncReport
         recent_window: Duration::ZERO,
         ..SyncConfig::default()
     };
+    run_sync_with(sim, lake, jobs, config).await
+}
+
+async fn run_sync_with(
+    sim: &Simulator,
+    lake: &Arc<Lake>,
+    jobs: &[Job],
+    config: SyncConfig,
+) -> SyncReport {
     let sync = Sync::new(client(sim), Arc::clone(lake), config);
     tokio::time::timeout(
         Duration::from_secs(120),
@@ -399,4 +408,44 @@ async fn ctrl_c_commits_what_was_fetched_and_exits_cleanly() {
         rows(&a, Dataset::Swaps, &["id"]),
         rows(&b, Dataset::Swaps, &["id"])
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_candle_ranges_end_at_the_services_now() {
+    let sim = sim(0.0, 0.0).await;
+    let (tokens, _, _, now) = catalog(&sim);
+    let from = now - chrono::Duration::days(3);
+    let job = |to| Job::Candles {
+        token: Some(tokens[0].clone()),
+        pool: None,
+        interval: 300,
+        from,
+        to,
+    };
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let open_lake = Arc::new(Lake::open(a.path()).unwrap());
+    let closed_lake = Arc::new(Lake::open(b.path()).unwrap());
+
+    // Three days of 5-minute bars fit in one page of 1000, whatever the wall clock says.
+    let open = run_sync_with(&sim, &open_lake, &[job(None)], SyncConfig::default()).await;
+    assert_eq!(open.jobs[0].outcome, JobOutcome::Done);
+    assert_eq!(open.jobs[0].requests, 1, "{:?}", open.jobs);
+    assert!(open.jobs[0].rows_added > 0);
+    let closed = run_sync(&sim, &closed_lake, &[job(Some(now))]).await;
+    assert_eq!(closed.jobs[0].outcome, JobOutcome::Done);
+    assert_eq!(
+        rows(&open_lake, Dataset::Candles, &["timestamp"]),
+        rows(&closed_lake, Dataset::Candles, &["timestamp"]),
+        "an open range holds the same bars as the range closed at the service's now"
+    );
+
+    // Again: only the recent window is asked for, and it changes nothing.
+    let again = run_sync_with(&sim, &open_lake, &[job(None)], SyncConfig::default()).await;
+    assert_eq!(again.jobs[0].requests, 1, "{:?}", again.jobs);
+    assert_eq!(again.jobs[0].rows_added, 0);
+    assert!(
+        again.jobs[0].rows_fetched > 0,
+        "the recent window is fetched again"
+    );
+    assert!(again.jobs[0].rows_fetched < open.jobs[0].rows_fetched);
 }

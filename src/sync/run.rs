@@ -364,15 +364,28 @@ impl Sync {
             Job::Candles {
                 interval, from, to, ..
             } => {
-                let chunks = self.missing_chunks(&key, *interval, *from, *to)?;
-                (
-                    Some(chunks.len() as u64),
-                    format!(
-                        "{} missing sub-ranges of at most {} bars",
-                        chunks.len(),
-                        self.config.bars_per_request
-                    ),
-                )
+                let state: CoverState = self.read_state(&key)?.unwrap_or_default();
+                let bars = self.config.bars_per_request;
+                match to {
+                    Some(_) => {
+                        let want = self.wanted(*interval, *from, *to);
+                        let n = self.missing_for(&state.covered, *interval, want).len();
+                        (
+                            Some(n as u64),
+                            format!("{n} missing sub-ranges of at most {bars} bars"),
+                        )
+                    }
+                    None => {
+                        let (gaps, _) = self.open_candle_plan(&state.covered, *interval, *from);
+                        (
+                            None,
+                            format!(
+                                "{} gaps, then pages of {bars} bars forward to the service's now",
+                                gaps.len()
+                            ),
+                        )
+                    }
+                }
             }
             Job::PriceHistory {
                 tokens,
@@ -643,17 +656,6 @@ impl Sync {
             .collect()
     }
 
-    fn missing_chunks(
-        &self,
-        key: &str,
-        interval: i64,
-        from: DateTime<Utc>,
-        to: Option<DateTime<Utc>>,
-    ) -> Result<Vec<Range>> {
-        let state: CoverState = self.read_state(key)?.unwrap_or_default();
-        Ok(self.missing_for(&state.covered, interval, self.wanted(interval, from, to)))
-    }
-
     #[allow(clippy::too_many_arguments)]
     async fn sync_candles(
         &self,
@@ -666,44 +668,128 @@ impl Sync {
         to: Option<DateTime<Utc>>,
     ) -> Result<Finished> {
         let mut state: CoverState = self.read_state(key)?.unwrap_or_default();
-        let chunks = self.missing_for(&state.covered, interval, self.wanted(interval, from, to));
         ctx.total = None;
+        let base = CandlesRequest {
+            interval,
+            token: token.map(str::to_owned),
+            pool: pool.map(str::to_owned),
+            from: None,
+            to: None,
+            count: None,
+        };
+        let (chunks, tail) = match to {
+            Some(_) => (
+                self.missing_for(&state.covered, interval, self.wanted(interval, from, to)),
+                None,
+            ),
+            None => {
+                let (gaps, tail) = self.open_candle_plan(&state.covered, interval, from);
+                (gaps, Some(tail))
+            }
+        };
         for chunk in chunks {
             if ctx.cancel.is_cancelled() {
                 return Ok(false);
             }
             let req = CandlesRequest {
-                interval,
-                token: token.map(str::to_owned),
-                pool: pool.map(str::to_owned),
                 from: Some(at(chunk.start)),
                 to: Some(at(chunk.end)),
-                count: None,
+                ..base.clone()
             };
             let mut candles = self.client.candles(&req).await?;
             ctx.fetched(candles.len());
             // A bar belongs to the chunk its start falls in; the neighbour chunk owns the rest.
             candles.retain(|c| (chunk.start..chunk.end).contains(&ts(c.timestamp)));
             state.covered.insert(chunk);
-            let (token, pool) = (token.map(str::to_owned), pool.map(str::to_owned));
             ctx.rows_added += self
-                .commit(
-                    move || {
-                        Ok(vec![(
-                            Dataset::Candles,
-                            convert::candles_to_batch(
-                                token.as_deref(),
-                                pool.as_deref(),
-                                interval,
-                                &candles,
-                            )?,
-                        )])
-                    },
-                    vec![(key.to_owned(), to_value(&state))],
-                )
+                .commit_candles(key, &state, token, pool, interval, candles)
                 .await?;
         }
-        Ok(true)
+        // An open range: page forward with the service's `count` member from the start of the
+        // tail until a page holds fewer bars than asked for. The service's own "now" ends the
+        // range, so no request is spent on time after its data.
+        let Some(mut start) = tail else {
+            return Ok(true);
+        };
+        let per_page = self.config.bars_per_request.max(1);
+        loop {
+            if ctx.cancel.is_cancelled() {
+                return Ok(false);
+            }
+            let req = CandlesRequest {
+                from: Some(at(start)),
+                count: Some(per_page),
+                ..base.clone()
+            };
+            let mut candles = self.client.candles(&req).await?;
+            ctx.fetched(candles.len());
+            let full = candles.len() as i64 >= per_page;
+            candles.retain(|c| ts(c.timestamp) >= start);
+            let Some(last) = candles.iter().map(|c| ts(c.timestamp)).max() else {
+                return Ok(true);
+            };
+            let next = last + interval;
+            state.covered.insert(Range::new(start, next));
+            ctx.rows_added += self
+                .commit_candles(key, &state, token, pool, interval, candles)
+                .await?;
+            if !full || next <= start {
+                return Ok(true);
+            }
+            start = next;
+        }
+    }
+
+    /// For an open candle range: the gaps earlier runs left between `from` and the newest
+    /// covered bar (as closed chunks), and where the forward paging starts (the newest covered
+    /// bar less the recent window, or `from`).
+    fn open_candle_plan(
+        &self,
+        covered: &RangeSet,
+        interval: i64,
+        from: DateTime<Utc>,
+    ) -> (Vec<Range>, i64) {
+        let start = Range::new(ts(from), ts(from)).align_out(interval).start;
+        let recent = self.config.recent_window.as_secs() as i64;
+        let tail = match covered.ranges().last() {
+            Some(r) if r.end > start => {
+                let back = Range::new(r.end - recent, r.end).align_out(interval).start;
+                back.max(start)
+            }
+            _ => start,
+        };
+        let gaps = covered
+            .missing(Range::new(start, tail))
+            .into_iter()
+            .flat_map(|r| r.chunks(interval * self.config.bars_per_request.max(1)))
+            .collect();
+        (gaps, tail)
+    }
+
+    /// Commits one answer of candles with the job's coverage.
+    async fn commit_candles(
+        &self,
+        key: &str,
+        state: &CoverState,
+        token: Option<&str>,
+        pool: Option<&str>,
+        interval: i64,
+        candles: Vec<crate::api::models::Candle>,
+    ) -> Result<u64> {
+        let (token, pool) = (token.map(str::to_owned), pool.map(str::to_owned));
+        self.commit(
+            move || {
+                let batch = convert::candles_to_batch(
+                    token.as_deref(),
+                    pool.as_deref(),
+                    interval,
+                    &candles,
+                )?;
+                Ok(vec![(Dataset::Candles, batch)])
+            },
+            vec![(key.to_owned(), to_value(state))],
+        )
+        .await
     }
 
     /// The requests a price-history job needs: for each missing chunk, the targets missing it,
