@@ -449,3 +449,34 @@ async fn open_candle_ranges_end_at_the_services_now() {
     );
     assert!(again.jobs[0].rows_fetched < open.jobs[0].rows_fetched);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_price_history_stops_at_the_services_now() {
+    let sim = sim(0.0, 0.0).await;
+    let (_, _, evm_tokens, now) = catalog(&sim);
+    let job = Job::PriceHistory {
+        chain_id: 1,
+        tokens: evm_tokens[..2].to_vec(),
+        pools: vec![],
+        interval: 3600,
+        from: now - chrono::Duration::days(2),
+        to: None,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let lake = Arc::new(Lake::open(dir.path()).unwrap());
+    // The simulated present lies far before the wall clock; the sync stops at the first empty
+    // answer after data instead of walking to the wall clock in 1000-point requests.
+    let first = run_sync_with(
+        &sim,
+        &lake,
+        std::slice::from_ref(&job),
+        SyncConfig::default(),
+    )
+    .await;
+    assert_eq!(first.jobs[0].outcome, JobOutcome::Done);
+    assert!(first.jobs[0].rows_added >= 2 * 48, "{:?}", first.jobs);
+    assert!(first.jobs[0].requests <= 3, "{:?}", first.jobs);
+    let again = run_sync_with(&sim, &lake, &[job], SyncConfig::default()).await;
+    assert_eq!(again.jobs[0].rows_added, 0);
+    assert!(again.jobs[0].requests <= 2, "{:?}", again.jobs);
+}

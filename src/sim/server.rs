@@ -494,7 +494,8 @@ fn answer(state: &State, op: Operation, body: &[u8]) -> Result<Vec<u8>, Reject> 
             valid(req.validate())?;
             let chain = evm_chain(market, req.chain_id)?;
             let from = time_secs(req.from);
-            let to = req.to.map_or(chain.now, time_secs);
+            // No point exists after the simulated present, whatever `to` asks for.
+            let to = req.to.map_or(chain.now, time_secs).min(chain.now);
             if reference::history_points(from, to, req.interval) > MAX_HISTORY_POINTS {
                 return Err(Reject::bad(format!(
                     "more than {MAX_HISTORY_POINTS} points per series"

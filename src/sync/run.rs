@@ -81,6 +81,9 @@ struct StreamRun {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct CoverState {
     covered: RangeSet,
+    /// Time of the newest point received, in epoch seconds.
+    #[serde(default)]
+    newest_point: Option<i64>,
 }
 
 /// Progress of a snapshot job.
@@ -848,9 +851,28 @@ impl Sync {
         from: DateTime<Utc>,
         to: Option<DateTime<Utc>>,
     ) -> Result<Finished> {
+        // An open range ends at the service's present: once data was seen, an answer with no
+        // point at all means the requests after it ask for time that has no data yet, so they
+        // are skipped and nothing is recorded for them (a later run asks again).
+        let mut seen_data = [false; 2];
+        let mut ended = [false; 2];
+        let mut newest = [None::<i64>; 2];
+        for (is_pool, list) in [(false, tokens), (true, pools)] {
+            for address in list {
+                let state: CoverState = self
+                    .read_state(&history_target_key(key, is_pool, address))?
+                    .unwrap_or_default();
+                let kind = usize::from(is_pool);
+                newest[kind] = newest[kind].max(state.newest_point);
+            }
+        }
         for hr in self.history_requests(key, tokens, pools, interval, from, to)? {
             if ctx.cancel.is_cancelled() {
                 return Ok(false);
+            }
+            let kind = usize::from(hr.is_pool);
+            if ended[kind] {
+                continue;
             }
             let (t, p) = if hr.is_pool {
                 (None, Some(hr.addresses.clone()))
@@ -871,11 +893,31 @@ impl Sync {
                 s.prices
                     .retain(|pt| (hr.range.start..hr.range.end).contains(&ts(pt.timestamp)));
             }
+            let points: usize = series.iter().map(|s| s.prices.len()).sum();
+            let after_data = seen_data[kind] || newest[kind].is_some_and(|t| t < hr.range.start);
+            if to.is_none() && points == 0 && after_data {
+                ended[kind] = true;
+                continue;
+            }
+            seen_data[kind] |= points > 0;
             let mut states = Vec::with_capacity(hr.addresses.len());
             for address in &hr.addresses {
                 let target_key = history_target_key(key, hr.is_pool, address);
                 let mut state: CoverState = self.read_state(&target_key)?.unwrap_or_default();
                 state.covered.insert(hr.range);
+                let last = series
+                    .iter()
+                    .filter(|s| {
+                        let own = if hr.is_pool {
+                            &s.pool_address
+                        } else {
+                            &s.token_address
+                        };
+                        own == address
+                    })
+                    .flat_map(|s| s.prices.iter().map(|p| ts(p.timestamp)))
+                    .max();
+                state.newest_point = state.newest_point.max(last);
                 states.push((target_key, to_value(&state)));
             }
             ctx.rows_added += self
