@@ -43,7 +43,7 @@ macro_rules! open_enum {
 
         impl std::fmt::Display for $name {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(self.as_str())
+                f.pad(self.as_str())
             }
         }
 
@@ -289,5 +289,24 @@ impl<T> Page<T> {
     /// paging).
     pub fn next_cursor(&self) -> Option<&str> {
         self.cursor.as_deref().filter(|c| !c.is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn open_enums_keep_unknown_values_and_pad_like_strings() {
+        let t: SwapType = serde_json::from_str("\"token_token\"").unwrap();
+        assert_eq!(t, SwapType::TokenToken);
+        let other: PositionState = serde_json::from_str("\"liquidated\"").unwrap();
+        assert_eq!(other, PositionState::Other("liquidated".into()));
+        assert_eq!(serde_json::to_string(&other).unwrap(), "\"liquidated\"");
+        assert_eq!(format!("[{:<6}]", Direction::Buy), "[buy   ]");
+        let w: MetricsByWindow =
+            serde_json::from_str(r#"{"5m": {"volume": 1.5}, "30d": {}}"#).unwrap();
+        assert_eq!(w[&TimeWindow::M5].volume, Some(1.5));
+        assert!(w.contains_key(&TimeWindow::Other("30d".into())));
     }
 }

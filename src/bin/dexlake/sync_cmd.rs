@@ -335,7 +335,7 @@ pub fn run(global: &Global, args: SyncArgs) -> anyhow::Result<ExitCode> {
 
     println!("sync finished in {:.1?}", report.elapsed);
     for (dataset, rows) in report.rows_added() {
-        println!("  {:<16} {rows:>10} rows added", dataset.name());
+        println!("  {dataset:<16} {rows:>10} rows added");
     }
     println!(
         "  requests: {} by jobs, {} sent ({} retries)",
