@@ -344,6 +344,12 @@ pub fn run(global: &Global, args: SyncArgs) -> anyhow::Result<ExitCode> {
         report.retries
     );
     for j in &report.jobs {
+        println!(
+            "  {:<60} {:>9} rows added {:>6} requests",
+            j.job, j.rows_added, j.requests
+        );
+    }
+    for j in &report.jobs {
         match &j.outcome {
             JobOutcome::Done => {}
             JobOutcome::Interrupted => eprintln!(
@@ -362,21 +368,67 @@ pub fn run(global: &Global, args: SyncArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Progress bars on a terminal, plain lines otherwise (both on stderr).
+/// Progress bars on a terminal (one per job and one overall), plain lines otherwise; both on
+/// stderr.
 struct Observer {
-    bars: Option<(MultiProgress, Mutex<Vec<Option<ProgressBar>>>)>,
+    jobs: usize,
+    state: Mutex<ObserverState>,
+    multi: Option<MultiProgress>,
+}
+
+#[derive(Default)]
+struct ObserverState {
+    bars: Vec<Option<ProgressBar>>,
+    overall: Option<ProgressBar>,
+    /// Requests per job so far.
+    requests: Vec<u64>,
+    finished: usize,
+}
+
+fn style(template: &str) -> ProgressStyle {
+    ProgressStyle::with_template(template)
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .with_key(
+            "rate",
+            |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{:.0}/s", state.per_sec());
+            },
+        )
 }
 
 impl Observer {
     fn new(jobs: usize) -> Self {
-        let bars = std::io::stderr()
-            .is_terminal()
-            .then(|| (MultiProgress::new(), Mutex::new(vec![None; jobs])));
-        Observer { bars }
+        let multi = std::io::stderr().is_terminal().then(MultiProgress::new);
+        let mut state = ObserverState {
+            bars: vec![None; jobs],
+            requests: vec![0; jobs],
+            ..ObserverState::default()
+        };
+        if let Some(multi) = &multi {
+            let overall = multi.add(ProgressBar::new(jobs as u64));
+            overall.set_style(style(
+                "{elapsed_precise} [{bar:30}] {pos}/{len} jobs  {msg}",
+            ));
+            overall.enable_steady_tick(Duration::from_millis(200));
+            state.overall = Some(overall);
+        }
+        Observer {
+            jobs,
+            state: Mutex::new(state),
+            multi,
+        }
     }
 
+    /// Clears every bar; the summary that follows lists each job.
     fn finish(&self) {
-        if let Some((multi, _)) = &self.bars {
+        let st = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for bar in st.bars.iter().flatten().chain(&st.overall) {
+            bar.finish_and_clear();
+        }
+        if let Some(multi) = &self.multi {
             let _ = multi.clear();
         }
     }
@@ -384,7 +436,19 @@ impl Observer {
 
 impl SyncObserver for Observer {
     fn on_event(&self, event: SyncEvent) {
-        let Some((multi, bars)) = &self.bars else {
+        let mut st = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let SyncEvent::Progress {
+            index, requests, ..
+        } = &event
+            && let Some(r) = st.requests.get_mut(*index)
+        {
+            *r = *requests;
+        }
+        let all_requests: u64 = st.requests.iter().sum();
+        let Some(multi) = &self.multi else {
             match event {
                 SyncEvent::JobStarted {
                     job,
@@ -405,28 +469,34 @@ impl SyncObserver for Observer {
                         eprintln!("job {index}: {rows_fetched}{of} records, {requests} requests");
                     }
                 }
-                SyncEvent::JobFinished { report, .. } => eprintln!(
-                    "done: {} ({} rows added, {} fetched, {} requests)",
-                    report.job, report.rows_added, report.rows_fetched, report.requests
-                ),
+                SyncEvent::JobFinished { report, .. } => {
+                    st.finished += 1;
+                    eprintln!(
+                        "done {}/{}: {} ({} rows added, {} fetched, {} requests; {all_requests} requests in all)",
+                        st.finished,
+                        self.jobs,
+                        report.job,
+                        report.rows_added,
+                        report.rows_fetched,
+                        report.requests
+                    );
+                }
             }
             return;
         };
-        let mut bars = bars
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(overall) = &st.overall {
+            overall.set_message(format!("{all_requests} requests"));
+        }
         match event {
             SyncEvent::JobStarted { index, job, .. } => {
                 let bar = multi.add(ProgressBar::no_length());
-                bar.set_style(
-                    ProgressStyle::with_template(
-                        "{spinner} {msg:40!} {pos:>8}/{len:8} records {per_sec:>12} eta {eta}",
-                    )
-                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
-                );
+                bar.set_style(style(
+                    "{spinner} {msg:40!} {pos:>9}/{len:9} records  {prefix:>9}  {rate:>9}  eta {eta}",
+                ));
                 bar.set_message(job);
+                bar.set_prefix("0 req");
                 bar.enable_steady_tick(Duration::from_millis(200));
-                if let Some(slot) = bars.get_mut(index) {
+                if let Some(slot) = st.bars.get_mut(index) {
                     *slot = Some(bar);
                 }
             }
@@ -436,7 +506,7 @@ impl SyncObserver for Observer {
                 requests,
                 total,
             } => {
-                if let Some(Some(bar)) = bars.get(index) {
+                if let Some(Some(bar)) = st.bars.get(index) {
                     if let Some(t) = total {
                         bar.set_length(t);
                     }
@@ -445,11 +515,14 @@ impl SyncObserver for Observer {
                 }
             }
             SyncEvent::JobFinished { index, report } => {
-                if let Some(Some(bar)) = bars.get(index) {
+                if let Some(Some(bar)) = st.bars.get(index) {
                     bar.finish_with_message(format!(
                         "{} +{} rows ({} req)",
                         report.job, report.rows_added, report.requests
                     ));
+                }
+                if let Some(overall) = &st.overall {
+                    overall.inc(1);
                 }
             }
         }
