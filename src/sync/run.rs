@@ -56,6 +56,42 @@ struct EventKey {
     id: i64,
 }
 
+/// A record of a newest-first stream: where it sits in the order, and how it becomes rows.
+trait Streamed: Clone + Send + 'static {
+    /// The dataset the records go to.
+    const DATASET: Dataset;
+    /// Position in the service's newest-first order.
+    fn key(&self) -> EventKey;
+    /// Records to a batch of [`Self::DATASET`].
+    fn to_batch(records: &[Self]) -> Result<RecordBatch>;
+}
+
+impl Streamed for Swap {
+    const DATASET: Dataset = Dataset::Swaps;
+    fn key(&self) -> EventKey {
+        EventKey {
+            slot: self.block_slot,
+            id: self.id,
+        }
+    }
+    fn to_batch(records: &[Self]) -> Result<RecordBatch> {
+        convert::swaps_to_batch(records)
+    }
+}
+
+impl Streamed for Trade {
+    const DATASET: Dataset = Dataset::Trades;
+    fn key(&self) -> EventKey {
+        EventKey {
+            slot: self.block_slot,
+            id: self.id,
+        }
+    }
+    fn to_batch(records: &[Self]) -> Result<RecordBatch> {
+        convert::trades_to_batch(records)
+    }
+}
+
 /// Progress of a newest-first stream (swaps or trades of one filter).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct StreamState {
@@ -259,17 +295,7 @@ impl Sync {
                         ..base.clone()
                     })
                 };
-                self.sync_stream(
-                    ctx,
-                    &key,
-                    pages,
-                    |s: &Swap| EventKey {
-                        slot: s.block_slot,
-                        id: s.id,
-                    },
-                    |v| Ok(vec![(Dataset::Swaps, convert::swaps_to_batch(v)?)]),
-                )
-                .await
+                self.sync_stream(ctx, &key, pages).await
             }
             Job::Trades { token, wallet } => {
                 let base = TradesRequest {
@@ -285,17 +311,7 @@ impl Sync {
                         ..base.clone()
                     })
                 };
-                self.sync_stream(
-                    ctx,
-                    &key,
-                    pages,
-                    |t: &Trade| EventKey {
-                        slot: t.block_slot,
-                        id: t.id,
-                    },
-                    |v| Ok(vec![(Dataset::Trades, convert::trades_to_batch(v)?)]),
-                )
-                .await
+                self.sync_stream(ctx, &key, pages).await
             }
             Job::Candles {
                 token,
@@ -474,20 +490,16 @@ impl Sync {
     }
 
     /// Swaps or trades of one filter, newest first, down to what an earlier run committed.
-    async fn sync_stream<T, S, P, K, B>(
+    async fn sync_stream<T, S, P>(
         &self,
         ctx: &mut JobCtx<'_>,
         key: &str,
         pages: P,
-        key_of: K,
-        build: B,
     ) -> Result<Finished>
     where
-        T: Clone + Send + 'static,
+        T: Streamed,
         S: Stream<Item = Result<Page<T>>> + Send,
         P: Fn(Option<String>) -> S,
-        K: Fn(&T) -> EventKey,
-        B: Fn(&[T]) -> Result<Vec<(Dataset, RecordBatch)>> + Clone + Send + 'static,
     {
         let mut state: StreamState = self.read_state(key)?.unwrap_or_default();
         let (mut cursor, mut top, stop) = match state.run.take() {
@@ -518,15 +530,11 @@ impl Sync {
                     continue;
                 }
                 Some(Err(e)) => {
-                    self.flush_stream(
+                    self.commit_stream(
                         ctx,
                         key,
                         &mut buffer,
-                        &state,
-                        cursor.as_deref(),
-                        top,
-                        stop,
-                        &build,
+                        &resume_state(&state, cursor.as_deref(), top, stop),
                     )
                     .await?;
                     return Err(e);
@@ -538,7 +546,7 @@ impl Sync {
             ctx.fetched(page.data.len());
             let mut reached_stop = false;
             for item in &page.data {
-                let k = key_of(item);
+                let k = item.key();
                 if stop.is_some_and(|s| k <= s) {
                     reached_stop = true;
                     break;
@@ -553,15 +561,11 @@ impl Sync {
             cursor = next;
             pages_held += 1;
             if pages_held >= self.config.pages_per_commit.max(1) {
-                self.flush_stream(
+                self.commit_stream(
                     ctx,
                     key,
                     &mut buffer,
-                    &state,
-                    cursor.as_deref(),
-                    top,
-                    stop,
-                    &build,
+                    &resume_state(&state, cursor.as_deref(), top, stop),
                 )
                 .await?;
                 pages_held = 0;
@@ -573,67 +577,32 @@ impl Sync {
                 run: None,
                 count: state.count,
             };
-            let rows = std::mem::take(&mut buffer);
-            ctx.rows_added += self
-                .commit(
-                    move || build(&rows),
-                    vec![(key.to_owned(), to_value(&done))],
-                )
-                .await?;
+            self.commit_stream(ctx, key, &mut buffer, &done).await?;
         } else {
-            self.flush_stream(
+            self.commit_stream(
                 ctx,
                 key,
                 &mut buffer,
-                &state,
-                cursor.as_deref(),
-                top,
-                stop,
-                &build,
+                &resume_state(&state, cursor.as_deref(), top, stop),
             )
             .await?;
         }
         Ok(finished)
     }
 
-    /// Commits the buffered records of an unfinished stream with where to resume.
-    #[allow(clippy::too_many_arguments)]
-    async fn flush_stream<T, B>(
+    /// Commits the buffered records of a stream with the stream's next state.
+    async fn commit_stream<T: Streamed>(
         &self,
         ctx: &mut JobCtx<'_>,
         key: &str,
         buffer: &mut Vec<T>,
-        state: &StreamState,
-        cursor: Option<&str>,
-        top: Option<EventKey>,
-        stop: Option<EventKey>,
-        build: &B,
-    ) -> Result<()>
-    where
-        T: Send + 'static,
-        B: Fn(&[T]) -> Result<Vec<(Dataset, RecordBatch)>> + Clone + Send + 'static,
-    {
-        // Without a cursor or a newest record there is nothing to resume from; the records
-        // themselves are still committed (the lake de-duplicates them on a later run).
-        let run = match (cursor, top) {
-            (Some(c), Some(t)) => Some(StreamRun {
-                cursor: c.to_owned(),
-                top: t,
-                stop,
-            }),
-            _ => None,
-        };
-        let next = StreamState {
-            newest: state.newest,
-            run,
-            count: state.count,
-        };
+        next: &StreamState,
+    ) -> Result<()> {
         let rows = std::mem::take(buffer);
-        let build = build.clone();
         ctx.rows_added += self
             .commit(
-                move || build(&rows),
-                vec![(key.to_owned(), to_value(&next))],
+                move || Ok(vec![(T::DATASET, T::to_batch(&rows)?)]),
+                vec![(key.to_owned(), to_value(next))],
             )
             .await?;
         Ok(())
@@ -659,7 +628,10 @@ impl Sync {
             .collect()
     }
 
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "a job's targets and time range are passed as they are in the `Job`"
+    )]
     async fn sync_candles(
         &self,
         ctx: &mut JobCtx<'_>,
@@ -797,7 +769,6 @@ impl Sync {
 
     /// The requests a price-history job needs: for each missing chunk, the targets missing it,
     /// at most 100 tokens or 1000 pools per request.
-    #[allow(clippy::too_many_arguments)]
     fn history_requests(
         &self,
         key: &str,
@@ -839,7 +810,10 @@ impl Sync {
         Ok(out)
     }
 
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "a job's targets and time range are passed as they are in the `Job`"
+    )]
     async fn sync_price_history(
         &self,
         ctx: &mut JobCtx<'_>,
@@ -1182,6 +1156,30 @@ impl Sync {
             }
         }
         Ok(true)
+    }
+}
+
+/// The state of an unfinished stream: where to resume. Without a cursor or a newest record
+/// there is nothing to resume from; the records themselves are still committed (the lake
+/// de-duplicates them on a later run).
+fn resume_state(
+    state: &StreamState,
+    cursor: Option<&str>,
+    top: Option<EventKey>,
+    stop: Option<EventKey>,
+) -> StreamState {
+    let run = match (cursor, top) {
+        (Some(c), Some(t)) => Some(StreamRun {
+            cursor: c.to_owned(),
+            top: t,
+            stop,
+        }),
+        _ => None,
+    };
+    StreamState {
+        newest: state.newest,
+        run,
+        count: state.count,
     }
 }
 
