@@ -64,6 +64,9 @@ pub struct RangeSet {
 }
 
 impl RangeSet {
+    /// The empty set, as a constant.
+    pub const EMPTY: RangeSet = RangeSet { ranges: Vec::new() };
+
     /// The empty set.
     pub fn new() -> Self {
         Self::default()

@@ -414,7 +414,8 @@ impl Sync {
                 to,
                 ..
             } => {
-                let groups = self.history_requests(&key, tokens, pools, *interval, *from, *to)?;
+                let covers = self.history_covers(&key)?;
+                let groups = self.history_requests(&covers, tokens, pools, *interval, *from, *to);
                 (
                     Some(groups.len() as u64),
                     "missing sub-ranges, grouped by target".to_owned(),
@@ -771,20 +772,19 @@ impl Sync {
     /// at most 100 tokens or 1000 pools per request.
     fn history_requests(
         &self,
-        key: &str,
+        covers: &HistoryCovers,
         tokens: &[String],
         pools: &[String],
         interval: i64,
         from: DateTime<Utc>,
         to: Option<DateTime<Utc>>,
-    ) -> Result<Vec<HistoryRequest>> {
+    ) -> Vec<HistoryRequest> {
         let want = self.wanted(interval, from, to);
         let mut by_chunk: BTreeMap<(Range, bool), Vec<String>> = BTreeMap::new();
         for (is_pool, list) in [(false, tokens), (true, pools)] {
             for address in list {
-                let target_key = history_target_key(key, is_pool, address);
-                let state: CoverState = self.read_state(&target_key)?.unwrap_or_default();
-                for chunk in self.missing_for(&state.covered, interval, want) {
+                let covered = &covers.get(is_pool, address).covered;
+                for chunk in self.missing_for(covered, interval, want) {
                     by_chunk
                         .entry((chunk, is_pool))
                         .or_default()
@@ -807,7 +807,26 @@ impl Sync {
                 });
             }
         }
-        Ok(out)
+        out
+    }
+
+    /// The coverage of every target of a price-history job, read from one manifest load.
+    fn history_covers(&self, key: &str) -> Result<HistoryCovers> {
+        let mut by_key = BTreeMap::new();
+        for (k, v) in self.lake.states(&format!("{key}/"))? {
+            if v.is_null() {
+                continue;
+            }
+            let state: CoverState = serde_json::from_value(v).map_err(|e| Error::Lake {
+                path: self.lake.root().to_path_buf(),
+                message: format!("sync state {k}: {e}"),
+            })?;
+            by_key.insert(k, state);
+        }
+        Ok(HistoryCovers {
+            key: key.to_owned(),
+            by_key,
+        })
     }
 
     #[expect(
@@ -828,19 +847,17 @@ impl Sync {
         // An open range ends at the service's present: once data was seen, an answer with no
         // point at all means the requests after it ask for time that has no data yet, so they
         // are skipped and nothing is recorded for them (a later run asks again).
+        let mut covers = self.history_covers(key)?;
         let mut seen_data = [false; 2];
         let mut ended = [false; 2];
         let mut newest = [None::<i64>; 2];
         for (is_pool, list) in [(false, tokens), (true, pools)] {
             for address in list {
-                let state: CoverState = self
-                    .read_state(&history_target_key(key, is_pool, address))?
-                    .unwrap_or_default();
                 let kind = usize::from(is_pool);
-                newest[kind] = newest[kind].max(state.newest_point);
+                newest[kind] = newest[kind].max(covers.get(is_pool, address).newest_point);
             }
         }
-        for hr in self.history_requests(key, tokens, pools, interval, from, to)? {
+        for hr in self.history_requests(&covers, tokens, pools, interval, from, to) {
             if ctx.cancel.is_cancelled() {
                 return Ok(false);
             }
@@ -876,8 +893,7 @@ impl Sync {
             seen_data[kind] |= points > 0;
             let mut states = Vec::with_capacity(hr.addresses.len());
             for address in &hr.addresses {
-                let target_key = history_target_key(key, hr.is_pool, address);
-                let mut state: CoverState = self.read_state(&target_key)?.unwrap_or_default();
+                let (target_key, state) = covers.entry(hr.is_pool, address);
                 state.covered.insert(hr.range);
                 let last = series
                     .iter()
@@ -892,7 +908,7 @@ impl Sync {
                     .flat_map(|s| s.prices.iter().map(|p| ts(p.timestamp)))
                     .max();
                 state.newest_point = state.newest_point.max(last);
-                states.push((target_key, to_value(&state)));
+                states.push((target_key, to_value(state)));
             }
             ctx.rows_added += self
                 .commit(
@@ -1196,6 +1212,32 @@ fn history_target_key(job_key: &str, is_pool: bool, address: &str) -> String {
         "{job_key}/{}={address}",
         if is_pool { "pool" } else { "token" }
     )
+}
+
+/// The coverage of each target (token or pool) of a price-history job, loaded once per job and
+/// kept up to date in memory as the job commits.
+struct HistoryCovers {
+    key: String,
+    by_key: BTreeMap<String, CoverState>,
+}
+
+impl HistoryCovers {
+    /// A target's coverage (empty when it was never synced).
+    fn get(&self, is_pool: bool, address: &str) -> &CoverState {
+        static EMPTY: CoverState = CoverState {
+            covered: RangeSet::EMPTY,
+            newest_point: None,
+        };
+        self.by_key
+            .get(&history_target_key(&self.key, is_pool, address))
+            .unwrap_or(&EMPTY)
+    }
+
+    /// A target's state key and its coverage, to update.
+    fn entry(&mut self, is_pool: bool, address: &str) -> (String, &mut CoverState) {
+        let k = history_target_key(&self.key, is_pool, address);
+        (k.clone(), self.by_key.entry(k).or_default())
+    }
 }
 
 /// One request's worth of a snapshot job.
