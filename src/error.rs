@@ -218,6 +218,18 @@ pub enum Error {
     },
 }
 
+impl From<crate::api::search::FilterError> for Error {
+    /// A filter that is not of the search language is an invalid search-profiles request naming
+    /// the filter's path.
+    fn from(e: crate::api::search::FilterError) -> Self {
+        Error::InvalidRequest {
+            operation: crate::api::requests::Operation::AltSearchProfiles.name(),
+            member: e.path,
+            reason: e.message,
+        }
+    }
+}
+
 /// `Result` with the library's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 

@@ -73,6 +73,7 @@
 pub mod api;
 pub mod error;
 pub mod lake;
+pub mod search;
 #[cfg(feature = "sim")]
 pub mod sim;
 pub mod sync;

@@ -686,6 +686,118 @@ async fn keys_and_plans_are_enforced_on_every_operation() {
     .await;
 }
 
+/// The member a request refusal names: the text between the first pair of backticks of
+/// `invalid <operation> request: `<member>` <reason>`.
+fn refused_member(reason: &str) -> Option<String> {
+    let rest = reason.split_once("request: `")?.1;
+    Some(rest.split_once('`')?.0.to_owned())
+}
+
+/// Sends `body` to the simulator (which must answer 400), then decodes it as the client's
+/// request type and checks that the client's `validate()` refuses it naming the same member.
+async fn refused_alike<R: serde::de::DeserializeOwned>(
+    sim: &Simulator,
+    path: &str,
+    body: &Value,
+    validate: impl Fn(&R) -> dexlake::Result<()>,
+) {
+    let r = call_raw(sim.base_url(), path, Some(DEMO_KEY), &body.to_string()).await;
+    assert_eq!((r.status, r.text.as_str()), (400, BAD), "{path} {body}");
+    let why = sim.last_rejection().expect("the rejection is recorded");
+    let server_member = refused_member(&why).unwrap_or_else(|| panic!("{why}"));
+    let request: R = serde_json::from_value(body.clone())
+        .unwrap_or_else(|e| panic!("{path} {body}: the client can build it ({e})"));
+    match validate(&request) {
+        Err(dexlake::Error::InvalidRequest { member, .. }) => {
+            assert_eq!(member, server_member, "{path} {body}: {why}");
+        }
+        other => panic!("{path} {body}: the simulator refused it ({why}), validate gave {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn the_clients_validate_refuses_what_the_simulator_refuses() {
+    use dexlake::api::requests::{
+        AltPricesRequest, CandlesRequest, EvmPricesRequest, GetProfileRequest, Operation,
+        PortfolioRequest, PriceHistoryRequest, SwapsRequest, TradesRequest,
+    };
+    use dexlake::api::search::SearchRequest;
+    bounded(async {
+        let sim = start(3).await;
+        let cat = catalog(&sim);
+        let token = top_token(&cat);
+        let (evm_tok, _) = evm_token(&cat, "1");
+        let many: Vec<String> = (0..1001).map(|i| format!("t{i}")).collect();
+        // A cursor the simulator issued for the default sort (token_address ascending).
+        let first = call(sim.base_url(), SEARCH, json!({"limit": 2})).await;
+        let cursor = first["cursor"].as_str().expect("a first page of 2 has a cursor").to_owned();
+
+        let search: &[Value] = &[
+            json!({"limit": 0}),
+            json!({"limit": 101}),
+            json!({"query": {"text": ""}}),
+            json!({"query": {"text": "x", "fields": []}}),
+            json!({"query": {"text": "x", "fields": ["metadata.name", "market"]}}),
+            json!({"sort": {"field": "", "direction": "asc"}}),
+            json!({"sort": {"field": "market..fdv", "direction": "asc"}}),
+            json!({"sort": {"field": "market.fdv.", "direction": "desc"}}),
+            json!({"sort": {"field": "market.fdv", "direction": "up"}}),
+            json!({"dynamic_labels": {" ": {"market.fdv": {"$gt": 1}}}}),
+            json!({"cursor": ""}),
+            json!({"cursor": cursor, "sort": {"field": "market.fdv", "direction": "asc"}}),
+            json!({"cursor": cursor, "sort": {"field": "token_address", "direction": "desc"}}),
+        ];
+        for body in search {
+            refused_alike(&sim, SEARCH, body, SearchRequest::validate).await;
+        }
+        for body in [
+            json!({"token": token, "limit": 0}),
+            json!({"token": token, "limit": 101}),
+            json!({"token": token, "cursor": ""}),
+            json!({}),
+        ] {
+            refused_alike(&sim, SWAPS, &body, SwapsRequest::validate).await;
+        }
+        for body in [json!({}), json!({"token": token, "limit": 101})] {
+            refused_alike(&sim, TRADES, &body, TradesRequest::validate).await;
+        }
+        for body in [
+            json!({"token": token, "interval": 0}),
+            json!({"token": token, "interval": 60, "count": 5}),
+            json!({"token": token, "interval": 60, "from": "2025-05-02T00:00:00Z", "to": "2025-05-01T00:00:00Z"}),
+            json!({"interval": 60}),
+        ] {
+            refused_alike(&sim, CANDLES, &body, CandlesRequest::validate).await;
+        }
+        for body in [json!({"tokens": many}), json!({"tokens": []}), json!({})] {
+            refused_alike(&sim, ALT_PRICE, &body, |r: &AltPricesRequest| r.validate(Operation::AltGetPrice)).await;
+            refused_alike(&sim, ALT_STATS, &body, |r: &AltPricesRequest| r.validate(Operation::AltGetPriceStats)).await;
+        }
+        refused_alike(&sim, PORTFOLIO, &json!({"wallet": ""}), PortfolioRequest::validate).await;
+        for body in [json!({"chain_id": 1, "tokens": many}), json!({"chain_id": 1})] {
+            refused_alike(&sim, EVM_PRICE, &body, |r: &EvmPricesRequest| r.validate(Operation::EvmGetPrice)).await;
+            refused_alike(&sim, EVM_STATS, &body, |r: &EvmPricesRequest| r.validate(Operation::EvmGetPriceStats)).await;
+        }
+        refused_alike(&sim, EVM_PROFILE, &json!({"chain_id": 1, "token": ""}), GetProfileRequest::validate).await;
+        for body in [
+            json!({"chain_id": 1, "tokens": (0..101).map(|i| format!("t{i}")).collect::<Vec<_>>(),
+                   "from": "2025-05-30T00:00:00Z", "interval": 60}),
+            json!({"chain_id": 1, "tokens": [evm_tok], "from": "2025-05-30T00:00:00Z", "interval": 0}),
+            json!({"chain_id": 1, "from": "2025-05-30T00:00:00Z", "interval": 60}),
+        ] {
+            refused_alike(&sim, EVM_HISTORY, &body, PriceHistoryRequest::validate).await;
+        }
+        // What only the service can know is not the client's to check: whether a chain is
+        // supported, and cursors it did not issue (opaque to a client of the real service).
+        let r = call_raw(sim.base_url(), SEARCH, Some(DEMO_KEY), &json!({"cursor": "nonsense"}).to_string()).await;
+        assert_eq!(r.status, 400);
+        let opaque: SearchRequest = serde_json::from_value(json!({"cursor": "nonsense"})).unwrap();
+        assert!(opaque.validate().is_ok());
+        sim.shutdown().await;
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn bad_requests_get_400_with_the_interfaces_text() {
     bounded(async {

@@ -8,7 +8,9 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::models::{SortDirection, TimeWindow};
-use super::search::{Filter, SearchOptions, SearchRequest, Sort, TextQuery};
+use super::search::{
+    Filter, SearchOptions, SearchRequest, Sort, TEXT_FIELDS, TextQuery, cursor_sort,
+};
 use crate::error::{Error, Result};
 
 /// The eleven operations of the service.
@@ -115,6 +117,9 @@ pub const MAX_HISTORY_POOLS: usize = 1000;
 pub const MAX_PRICE_ADDRESSES: usize = 1000;
 /// Largest `limit` of a paged operation.
 pub const MAX_LIMIT: u32 = 100;
+/// Page size of a paged operation whose request names no `limit`: the service's default for
+/// search-profiles, and the simulator's decision for swaps and trades.
+pub const DEFAULT_LIMIT: u32 = 20;
 
 fn invalid(operation: Operation, member: &str, reason: impl Into<String>) -> Error {
     Error::InvalidRequest {
@@ -471,16 +476,81 @@ impl SearchRequest {
         check_limit(op, self.limit)?;
         if let Some(q) = &self.query {
             check_nonempty(op, "query.text", &q.text)?;
+            match &q.fields {
+                Some(fields) if fields.is_empty() => {
+                    return Err(invalid(
+                        op,
+                        "query.fields",
+                        format!(
+                            "needs at least one field path of {}",
+                            TEXT_FIELDS.join(", ")
+                        ),
+                    ));
+                }
+                Some(fields) => {
+                    if let Some((i, f)) = fields
+                        .iter()
+                        .enumerate()
+                        .find(|(_, f)| !TEXT_FIELDS.contains(&f.as_str()))
+                    {
+                        return Err(invalid(
+                            op,
+                            &format!("query.fields[{i}]"),
+                            format!(
+                                "names unknown text field `{f}` (expected one of {})",
+                                TEXT_FIELDS.join(", ")
+                            ),
+                        ));
+                    }
+                }
+                None => {}
+            }
         }
         if let Some(s) = &self.sort {
             check_nonempty(op, "sort.field", &s.field)?;
+            if s.field.split('.').any(str::is_empty) {
+                return Err(invalid(
+                    op,
+                    "sort.field",
+                    format!("must be a dotted field path, got `{}`", s.field),
+                ));
+            }
+            if let SortDirection::Other(other) = &s.direction {
+                return Err(invalid(
+                    op,
+                    "sort.direction",
+                    format!("must be asc or desc, got `{other}`"),
+                ));
+            }
         }
         if let Some(labels) = &self.dynamic_labels
             && labels.keys().any(|name| name.trim().is_empty())
         {
             return Err(invalid(op, "dynamic_labels", "a label name is empty"));
         }
-        check_optional(op, "cursor", &self.cursor)
+        check_optional(op, "cursor", &self.cursor)?;
+        if let Some((field, direction)) = self.cursor.as_deref().and_then(cursor_sort) {
+            let (want_field, want_direction) = self.sort_or_default();
+            if field != want_field || direction != want_direction {
+                return Err(invalid(
+                    op,
+                    "cursor",
+                    format!(
+                        "was issued for sort `{field}` {direction}, this request sorts by `{want_field}` {want_direction}"
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The sort field and direction the request runs with: its `sort`, or `token_address`
+    /// ascending when it names none.
+    pub fn sort_or_default(&self) -> (&str, SortDirection) {
+        match &self.sort {
+            Some(s) => (s.field.as_str(), s.direction.clone()),
+            None => ("token_address", SortDirection::Asc),
+        }
     }
 }
 

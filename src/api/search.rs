@@ -416,6 +416,82 @@ pub struct SearchRequest {
     pub cursor: Option<String>,
 }
 
+/// The field paths a text query may name, which are also its default fields (service-facts:
+/// `query.fields` targets).
+pub const TEXT_FIELDS: [&str; 3] = ["token_address", "metadata.name", "metadata.symbol"];
+
+// ----- Keyset cursors -----
+//
+// A cursor is opaque to a client of the real service. The search engines of this crate (the
+// simulator's and the local one, in [`crate::search`]) issue keyset cursors: base64url (RFC 4648
+// section 5, unpadded) of a compact JSON object whose members `f` and `d` name the sort it was
+// issued for. Knowing that envelope lets [`SearchRequest::validate`] reject, before anything is
+// sent, a cursor of this crate that is reused with another sort; any other cursor is passed on
+// as it is.
+
+/// The sort field and direction a keyset cursor of this crate's search engines was issued for,
+/// or `None` when `cursor` is not one (an opaque cursor of another service).
+pub fn cursor_sort(cursor: &str) -> Option<(String, SortDirection)> {
+    let bytes = base64url_decode(cursor)?;
+    let body: Map<String, Value> = serde_json::from_slice(&bytes).ok()?;
+    let field = body.get("f")?.as_str()?.to_owned();
+    let direction = match body.get("d")?.as_str()? {
+        "asc" => SortDirection::Asc,
+        "desc" => SortDirection::Desc,
+        _ => return None,
+    };
+    Some((field, direction))
+}
+
+const BASE64URL: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/// Base64url without padding (RFC 4648 section 5).
+pub(crate) fn base64url_encode(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let group = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        // A chunk of n bytes carries n * 8 bits, which n + 1 characters of 6 bits hold.
+        for k in 0..=chunk.len() {
+            let index = (group >> (18 - 6 * k)) & 0x3f;
+            out.push(char::from(BASE64URL[index as usize]));
+        }
+    }
+    out
+}
+
+/// Decodes unpadded base64url; `None` for any other character, an impossible length, or
+/// non-zero bits after the last byte (so every byte string has exactly one encoding).
+pub(crate) fn base64url_decode(text: &str) -> Option<Vec<u8>> {
+    let sextet = |c: u8| -> Option<u32> {
+        BASE64URL
+            .iter()
+            .position(|&a| a == c)
+            .map(|p| u32::try_from(p).expect("the alphabet has 64 entries"))
+    };
+    let mut out = Vec::with_capacity(text.len() / 4 * 3 + 2);
+    for chunk in text.as_bytes().chunks(4) {
+        if chunk.len() == 1 {
+            return None;
+        }
+        let mut group = 0u32;
+        for (k, &c) in chunk.iter().enumerate() {
+            group |= sextet(c)? << (18 - 6 * k);
+        }
+        let bytes = group.to_be_bytes();
+        let kept = chunk.len() - 1;
+        if bytes[1 + kept..].iter().any(|&b| b != 0) {
+            return None;
+        }
+        out.extend_from_slice(&bytes[1..=kept]);
+    }
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

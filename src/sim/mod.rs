@@ -52,7 +52,7 @@
 //! - Ids are numbered token by token; the event order is `(block_slot, id)` (block times follow
 //!   the slots). Swaps and trades come newest first; cursors are opaque keysets on
 //!   `(block_slot, id)`; the last page has a null cursor; a page without `limit` has
-//!   [`server::DEFAULT_LIMIT`] items.
+//!   [`DEFAULT_LIMIT`] items.
 //! - `position_state` is `open` for a buy from a zero balance, `close` for a sell to a zero
 //!   balance, `trade` otherwise.
 //! - Addresses the market does not know: left out of price, stats and history arrays; no
@@ -67,18 +67,18 @@
 mod generate;
 mod market;
 pub mod reference;
-pub mod search;
 pub mod server;
 
 use std::fmt;
 use std::net::SocketAddr;
 use std::str::FromStr;
 
+pub use crate::api::requests::DEFAULT_LIMIT;
 pub use market::{
     Behaviour, Catalog, CatalogChain, CatalogPool, CatalogToken, CatalogWallet, Chain, ChainKind,
     IndexList, Market, PoolInfo, PosState, QuoteInfo, SwapRecord, TokenInfo, WalletInfo,
 };
-pub use server::{DEFAULT_LIMIT, MAX_HISTORY_POINTS, SimStats, Simulator};
+pub use server::{MAX_HISTORY_POINTS, SimStats, Simulator};
 
 /// The key of the plan that may call every operation.
 pub const DEMO_KEY: &str = "demo-key";

@@ -18,10 +18,11 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use super::market::{Chain, IndexList, Market, mix, utc};
-use super::{DEMO_KEY, FREE_KEY, SimConfig, reference, search};
+use super::{DEMO_KEY, FREE_KEY, SimConfig, reference};
 use crate::api::models::{
     AltPrice, AltPriceStats, EvmPrice, EvmPriceStats, Page, PriceHistorySeries, TimeWindow,
 };
+use crate::api::requests::DEFAULT_LIMIT;
 use crate::api::requests::{
     AltPricesRequest, CandlesRequest, EvmPricesRequest, GetProfileRequest, Operation,
     PortfolioRequest, PriceHistoryRequest, SwapsRequest, TradesRequest,
@@ -29,8 +30,6 @@ use crate::api::requests::{
 use crate::api::search::SearchRequest;
 use crate::error::{ApiStatus, Error, Result};
 
-/// Page size when a paged request has no `limit`.
-pub const DEFAULT_LIMIT: usize = 20;
 /// Upper bound of the JSON size of one swap or trade, bytes.
 const ITEM_BYTES: usize = 1_100;
 
@@ -679,8 +678,8 @@ fn answer(state: &State, op: Operation, body: &[u8]) -> Result<Vec<u8>, Reject> 
         }
         Operation::AltSearchProfiles => {
             let req: SearchRequest = parse(body)?;
-            valid(req.validate())?;
-            let page = search::search(&req, &state.profiles).map_err(Reject::bad)?;
+            // The engine runs the request's `validate()` itself.
+            let page = crate::search::search(&req, &state.profiles).map_err(Reject::bad)?;
             ok(&page)
         }
     }
@@ -783,7 +782,7 @@ fn page_of(
     limit: Option<u32>,
     cursor: Option<&str>,
 ) -> Result<SwapPage, Reject> {
-    let limit = limit.map_or(DEFAULT_LIMIT, |l| l as usize);
+    let limit = limit.unwrap_or(DEFAULT_LIMIT) as usize;
     let before = cursor.map(|c| decode_cursor(chain, c)).transpose()?;
     let empty = SwapPage {
         count: 0,

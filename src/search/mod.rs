@@ -1,9 +1,15 @@
-//! The reference search engine: the service's search-profiles semantics, evaluated row by row
-//! over JSON profile documents.
+//! The search engine: the service's search-profiles semantics, evaluated row by row over JSON
+//! profile documents.
 //!
-//! The code is plain on purpose. Every other implementation of the search language (the
-//! columnar one in the analytics layer) is tested against it, so each rule below is written
-//! once, directly, in the shape in which `shared/design/semantics.md` section 4 states it.
+//! One engine serves both sides: the simulator's search-profiles route and the local search of
+//! the analytics layer, so their answers cannot drift apart. It needs no cargo feature and
+//! depends only on the request language ([`crate::api::search`]) and serde. The code is plain
+//! on purpose: each rule below is written once, directly, in the shape in which
+//! `shared/design/semantics.md` section 4 states it, and a columnar evaluation of the same
+//! filters is tested against [`matches()`].
+//!
+//! A request is checked by [`SearchRequest::validate`] (the same check the client runs before
+//! sending), so the engine and the client reject the same requests, naming the same member.
 //!
 //! # Rules
 //!
@@ -28,27 +34,32 @@
 //!   JSON. It is not an offset: the next page starts after that position, so a page boundary
 //!   inside a run of nulls or ties resumes exactly where it stopped.
 //! * **Text** ([`text_matches`]): see that function for the exact rules of the three modes.
+//!
+//! Code map: [`eval`](self) (filters), `order.rs` (sort keys and positions), `cursor.rs` (keyset
+//! cursors), `text.rs` (text queries); this file runs a whole request.
 
-use std::borrow::Cow;
 use std::cmp::Ordering;
-use std::fmt;
 
 use serde::Serialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
-use crate::api::models::SortDirection;
-use crate::api::search::{
-    Clause, Condition, Filter, FilterError, Scalar, SearchOptions, SearchRequest, TextQuery,
-};
+use crate::api::requests::{DEFAULT_LIMIT, Operation};
+use crate::api::search::{SearchOptions, SearchRequest};
+use crate::{Error, Result};
 
-/// The field paths a text query may name, which are also its default fields.
-pub const TEXT_FIELDS: [&str; 3] = ["token_address", "metadata.name", "metadata.symbol"];
+mod cursor;
+mod eval;
+mod order;
+mod text;
 
-/// Page size when the request names none.
-pub const DEFAULT_LIMIT: u32 = 20;
+pub use crate::api::search::TEXT_FIELDS;
+pub use eval::{lookup, matches};
+pub use order::compare_values;
+pub use text::text_matches;
 
-/// Largest page size a request may ask for.
-pub const MAX_LIMIT: u32 = 100;
+use cursor::Cursor;
+use order::{Position, SortKey, SortSpec};
+use text::TextMatcher;
 
 /// One page of search results, shaped like the service's response body.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -61,545 +72,13 @@ pub struct SearchPage {
     pub data: Vec<Value>,
 }
 
-/// A request the language does not allow: a bad cursor, an unknown text query field, a limit out
-/// of `1..=100`, a sort direction other than `asc`/`desc`. The service answers 400.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SearchError {
-    /// Which member of the request is wrong, such as `limit`, `cursor` or `query.fields[1]`.
-    pub path: String,
-    /// What was wrong and what was expected.
-    pub message: String,
-}
-
-impl SearchError {
-    fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
-        SearchError {
-            path: path.into(),
-            message: message.into(),
-        }
+/// A search-profiles request the engine refuses, naming the member.
+fn invalid(member: &str, reason: impl Into<String>) -> Error {
+    Error::InvalidRequest {
+        operation: Operation::AltSearchProfiles.name(),
+        member: member.to_owned(),
+        reason: reason.into(),
     }
-}
-
-impl fmt::Display for SearchError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.path, self.message)
-    }
-}
-
-impl std::error::Error for SearchError {}
-
-impl From<FilterError> for SearchError {
-    fn from(e: FilterError) -> Self {
-        SearchError {
-            path: e.path,
-            message: e.message,
-        }
-    }
-}
-
-/// Looks a dotted path up in a document (`metrics.5m.volume`: segments are object keys; a missing
-/// step or a non-object step is missing).
-pub fn lookup<'a>(doc: &'a Value, path: &str) -> Option<&'a Value> {
-    path.split('.')
-        .try_fold(doc, |current, segment| current.as_object()?.get(segment))
-}
-
-/// MongoDB-semantics filter evaluation (semantics.md §4: missing/null, type rules, `$ne`/`$nin`
-/// match missing). An empty filter matches every document; an `$and` of no filters matches and
-/// an `$or` of no filters does not (the parser rejects both, but a filter built in code may hold
-/// them).
-pub fn matches(filter: &Filter, doc: &Value) -> bool {
-    filter
-        .clauses
-        .iter()
-        .all(|clause| clause_matches(clause, doc))
-}
-
-fn clause_matches(clause: &Clause, doc: &Value) -> bool {
-    match clause {
-        Clause::And(filters) => filters.iter().all(|f| matches(f, doc)),
-        Clause::Or(filters) => filters.iter().any(|f| matches(f, doc)),
-        Clause::Field { path, conditions } => {
-            let value = lookup(doc, path);
-            conditions.iter().all(|c| condition_holds(c, value))
-        }
-    }
-}
-
-fn condition_holds(condition: &Condition, value: Option<&Value>) -> bool {
-    match condition {
-        Condition::Eq(s) => any_element(value, |v| scalar_equals(s, v)),
-        Condition::Ne(s) => !any_element(value, |v| scalar_equals(s, v)),
-        Condition::In(list) => any_element(value, |v| list.iter().any(|s| scalar_equals(s, v))),
-        Condition::Nin(list) => !any_element(value, |v| list.iter().any(|s| scalar_equals(s, v))),
-        Condition::Gt(n) => any_element(value, |v| number_of(v).is_some_and(|x| x > *n)),
-        Condition::Gte(n) => any_element(value, |v| number_of(v).is_some_and(|x| x >= *n)),
-        Condition::Lt(n) => any_element(value, |v| number_of(v).is_some_and(|x| x < *n)),
-        Condition::Lte(n) => any_element(value, |v| number_of(v).is_some_and(|x| x <= *n)),
-    }
-}
-
-/// Whether `predicate` holds for the value, or for one element when the value is an array.
-/// A missing value satisfies nothing; null is passed on and fails every typed predicate.
-fn any_element(value: Option<&Value>, predicate: impl Fn(&Value) -> bool) -> bool {
-    match value {
-        None => false,
-        Some(Value::Array(items)) => items.iter().any(predicate),
-        Some(v) => predicate(v),
-    }
-}
-
-fn scalar_equals(scalar: &Scalar, value: &Value) -> bool {
-    match (scalar, value) {
-        (Scalar::Str(a), Value::String(b)) => a == b,
-        (Scalar::Num(a), Value::Number(_)) => number_of(value) == Some(*a),
-        (Scalar::Bool(a), Value::Bool(b)) => a == b,
-        _ => false,
-    }
-}
-
-fn number_of(value: &Value) -> Option<f64> {
-    match value {
-        Value::Number(n) => n.as_f64(),
-        _ => None,
-    }
-}
-
-/// A value as it takes part in sorting: the BSON-like type rank and, within a type, the value.
-/// Borrowed from a document while sorting, owned when decoded from a cursor.
-#[derive(Debug, Clone)]
-enum SortKey<'a> {
-    Null,
-    Num(f64),
-    Str(Cow<'a, str>),
-    Obj(Vec<(Cow<'a, str>, SortKey<'a>)>),
-    Arr(Vec<SortKey<'a>>),
-    Bool(bool),
-}
-
-impl<'a> SortKey<'a> {
-    fn of(value: Option<&'a Value>) -> Self {
-        match value {
-            None | Some(Value::Null) => SortKey::Null,
-            Some(Value::Number(n)) => SortKey::number(n.as_f64().unwrap_or(f64::NAN)),
-            Some(Value::String(s)) => SortKey::Str(Cow::Borrowed(s)),
-            Some(Value::Object(map)) => SortKey::Obj(
-                map.iter()
-                    .map(|(k, v)| (Cow::Borrowed(k.as_str()), SortKey::of(Some(v))))
-                    .collect(),
-            ),
-            Some(Value::Array(items)) => {
-                SortKey::Arr(items.iter().map(|v| SortKey::of(Some(v))).collect())
-            }
-            Some(Value::Bool(b)) => SortKey::Bool(*b),
-        }
-    }
-
-    /// A number key; `-0.0` becomes `0.0` so that the total order agrees with numeric equality.
-    fn number(x: f64) -> Self {
-        SortKey::Num(if x == 0.0 { 0.0 } else { x })
-    }
-
-    fn rank(&self) -> u8 {
-        match self {
-            SortKey::Null => 0,
-            SortKey::Num(_) => 1,
-            SortKey::Str(_) => 2,
-            SortKey::Obj(_) => 3,
-            SortKey::Arr(_) => 4,
-            SortKey::Bool(_) => 5,
-        }
-    }
-
-    /// The cursor form: null, booleans and strings stand for themselves (JSON carries them
-    /// exactly); numbers become `["n", bits]` because a decimal float may not parse back to the
-    /// same bits, and containers are tagged `["a", [...]]` and `["o", [[key, value], ...]]`.
-    fn to_cursor_json(&self) -> Value {
-        match self {
-            SortKey::Null => Value::Null,
-            SortKey::Num(x) => json!(["n", x.to_bits()]),
-            SortKey::Str(s) => Value::String(s.to_string()),
-            SortKey::Obj(entries) => json!([
-                "o",
-                entries
-                    .iter()
-                    .map(|(k, v)| json!([k, v.to_cursor_json()]))
-                    .collect::<Vec<_>>()
-            ]),
-            SortKey::Arr(items) => json!([
-                "a",
-                items
-                    .iter()
-                    .map(SortKey::to_cursor_json)
-                    .collect::<Vec<_>>()
-            ]),
-            SortKey::Bool(b) => Value::Bool(*b),
-        }
-    }
-
-    fn from_cursor_json(value: &Value) -> Option<SortKey<'static>> {
-        Some(match value {
-            Value::Null => SortKey::Null,
-            Value::Bool(b) => SortKey::Bool(*b),
-            Value::String(s) => SortKey::Str(Cow::Owned(s.clone())),
-            Value::Array(tagged) => match tagged.as_slice() {
-                [Value::String(tag), Value::Number(bits)] if tag == "n" => {
-                    SortKey::number(f64::from_bits(bits.as_u64()?))
-                }
-                [Value::String(tag), Value::Array(items)] if tag == "a" => SortKey::Arr(
-                    items
-                        .iter()
-                        .map(SortKey::from_cursor_json)
-                        .collect::<Option<_>>()?,
-                ),
-                [Value::String(tag), Value::Array(entries)] if tag == "o" => SortKey::Obj(
-                    entries
-                        .iter()
-                        .map(|entry| match entry.as_array()?.as_slice() {
-                            [Value::String(k), v] => {
-                                Some((Cow::Owned(k.clone()), SortKey::from_cursor_json(v)?))
-                            }
-                            _ => None,
-                        })
-                        .collect::<Option<_>>()?,
-                ),
-                _ => return None,
-            },
-            Value::Number(_) | Value::Object(_) => return None,
-        })
-    }
-}
-
-impl Ord for SortKey<'_> {
-    fn cmp(&self, other: &Self) -> Ordering {
-        match (self, other) {
-            (SortKey::Null, SortKey::Null) => Ordering::Equal,
-            (SortKey::Num(a), SortKey::Num(b)) => a.total_cmp(b),
-            (SortKey::Str(a), SortKey::Str(b)) => a.as_bytes().cmp(b.as_bytes()),
-            (SortKey::Obj(a), SortKey::Obj(b)) => a
-                .iter()
-                .map(|(k, v)| (k.as_bytes(), v))
-                .cmp(b.iter().map(|(k, v)| (k.as_bytes(), v))),
-            (SortKey::Arr(a), SortKey::Arr(b)) => a.cmp(b),
-            (SortKey::Bool(a), SortKey::Bool(b)) => a.cmp(b),
-            _ => self.rank().cmp(&other.rank()),
-        }
-    }
-}
-
-impl PartialOrd for SortKey<'_> {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl PartialEq for SortKey<'_> {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-
-impl Eq for SortKey<'_> {}
-
-/// BSON-like total order for sort values: missing == null < numbers < strings < objects < arrays
-/// < booleans. Numbers compare by value (integers and floats alike, `-0 == 0`), strings by
-/// their UTF-8 bytes, objects entry by entry (key, then value) and arrays element by element,
-/// a prefix first; `false < true`.
-pub fn compare_values(a: Option<&Value>, b: Option<&Value>) -> Ordering {
-    SortKey::of(a).cmp(&SortKey::of(b))
-}
-
-/// A text query checked once and ready to run against many documents.
-struct TextMatcher<'q> {
-    /// The query text in lower case, as characters (edit distances count characters).
-    needle: Vec<char>,
-    needle_str: String,
-    fields: Vec<&'q str>,
-    prefix: bool,
-    max_edits: usize,
-}
-
-impl<'q> TextMatcher<'q> {
-    fn new(query: &'q TextQuery) -> Result<Self, SearchError> {
-        let fields = match &query.fields {
-            None => TEXT_FIELDS.to_vec(),
-            Some(fields) if fields.is_empty() => {
-                return Err(SearchError::new(
-                    "query.fields",
-                    format!(
-                        "expected at least one field path of {}",
-                        TEXT_FIELDS.join(", ")
-                    ),
-                ));
-            }
-            Some(fields) => fields
-                .iter()
-                .enumerate()
-                .map(|(i, f)| {
-                    if TEXT_FIELDS.contains(&f.as_str()) {
-                        Ok(f.as_str())
-                    } else {
-                        Err(SearchError::new(
-                            format!("query.fields[{i}]"),
-                            format!(
-                                "unknown text field `{f}` (expected one of {})",
-                                TEXT_FIELDS.join(", ")
-                            ),
-                        ))
-                    }
-                })
-                .collect::<Result<_, _>>()?,
-        };
-        let needle_str = query.text.to_lowercase();
-        let needle: Vec<char> = needle_str.chars().collect();
-        let max_edits = if query.fuzzy == Some(true) {
-            needle.len() / 4
-        } else {
-            0
-        };
-        Ok(TextMatcher {
-            needle,
-            needle_str,
-            fields,
-            prefix: query.autocomplete == Some(true),
-            max_edits,
-        })
-    }
-
-    fn matches(&self, doc: &Value) -> bool {
-        self.fields.iter().any(|path| {
-            lookup(doc, path)
-                .and_then(Value::as_str)
-                .is_some_and(|text| self.matches_text(&text.to_lowercase()))
-        })
-    }
-
-    fn matches_text(&self, haystack: &str) -> bool {
-        if self.max_edits == 0 {
-            return if self.prefix {
-                haystack.starts_with(&self.needle_str)
-            } else {
-                haystack.contains(&self.needle_str)
-            };
-        }
-        let haystack: Vec<char> = haystack.chars().collect();
-        fewest_edits(&self.needle, &haystack, self.prefix) <= self.max_edits
-    }
-}
-
-/// The fewest single-character insertions, deletions and substitutions that turn `needle` into
-/// some substring of `haystack` (or, with `prefix_only`, into some prefix of it).
-///
-/// This is the Levenshtein table with a free end (Sellers' algorithm): `row[j]` is the best
-/// distance from the needle's first `i` characters to a piece of the haystack ending at `j`.
-/// A free start (row 0 all zeros) allows any substring; a fixed start (row 0 = `j`) only
-/// prefixes.
-fn fewest_edits(needle: &[char], haystack: &[char], prefix_only: bool) -> usize {
-    let mut previous: Vec<usize> = (0..=haystack.len())
-        .map(|j| if prefix_only { j } else { 0 })
-        .collect();
-    let mut current = vec![0; haystack.len() + 1];
-    for (i, &n) in needle.iter().enumerate() {
-        current[0] = i + 1;
-        for (j, &h) in haystack.iter().enumerate() {
-            let substitute = previous[j] + usize::from(n != h);
-            let delete = previous[j + 1] + 1;
-            let insert = current[j] + 1;
-            current[j + 1] = substitute.min(delete).min(insert);
-        }
-        std::mem::swap(&mut previous, &mut current);
-    }
-    previous
-        .into_iter()
-        .min()
-        .expect("the table row has haystack.len() + 1 >= 1 entries")
-}
-
-/// The text query: does any of the query's fields of `doc` match `query.text`?
-///
-/// * Fields: `query.fields`, default `token_address`, `metadata.name`, `metadata.symbol`. A
-///   field path outside those three, or an empty list, is an error. A field that is missing or
-///   not a string never matches.
-/// * Case: both sides are put in Unicode lower case (`str::to_lowercase`) first.
-/// * Default: the text is a substring of the field.
-/// * `autocomplete: true`: the text is a prefix of the field.
-/// * `fuzzy: true`: the text is within `k` edits of some substring of the field (with
-///   `autocomplete`, of some prefix), where an edit inserts, deletes or substitutes one
-///   character and `k = floor(characters of the lower-cased text / 4)`. A whole word is one of
-///   those substrings, so a word match within `k` edits matches too. Texts under four characters
-///   get `k = 0`, the exact rule.
-/// * An empty text matches every document with a string in one of the fields.
-pub fn text_matches(query: &TextQuery, doc: &Value) -> Result<bool, SearchError> {
-    Ok(TextMatcher::new(query)?.matches(doc))
-}
-
-/// The sort of a request, checked: the field and whether it runs descending.
-#[derive(Debug, Clone, PartialEq)]
-struct SortSpec {
-    field: String,
-    descending: bool,
-}
-
-impl SortSpec {
-    fn of(request: &SearchRequest) -> Result<Self, SearchError> {
-        let Some(sort) = &request.sort else {
-            return Ok(SortSpec {
-                field: "token_address".to_owned(),
-                descending: false,
-            });
-        };
-        if sort.field.split('.').any(str::is_empty) {
-            return Err(SearchError::new(
-                "sort.field",
-                format!("expected a dotted field path, got `{}`", sort.field),
-            ));
-        }
-        let descending = match &sort.direction {
-            SortDirection::Asc => false,
-            SortDirection::Desc => true,
-            SortDirection::Other(other) => {
-                return Err(SearchError::new(
-                    "sort.direction",
-                    format!("expected asc or desc, got `{other}`"),
-                ));
-            }
-        };
-        Ok(SortSpec {
-            field: sort.field.clone(),
-            descending,
-        })
-    }
-
-    fn direction(&self) -> &'static str {
-        if self.descending { "desc" } else { "asc" }
-    }
-}
-
-/// Where a document stands in the ascending order: sort value, then `token_address`, then its
-/// position in the input (which matters only when `token_address` repeats).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-struct Position<'a> {
-    value: SortKey<'a>,
-    token_address: SortKey<'a>,
-    ordinal: u64,
-}
-
-impl Position<'_> {
-    /// The order of the request's direction: descending reverses every component, so ties run
-    /// by `token_address` in the sort's direction too.
-    fn cmp_in(&self, other: &Self, descending: bool) -> Ordering {
-        let ascending = self.cmp(other);
-        if descending {
-            ascending.reverse()
-        } else {
-            ascending
-        }
-    }
-}
-
-/// A decoded cursor: the sort it was issued for and the last position returned.
-struct Cursor {
-    sort: SortSpec,
-    last: Position<'static>,
-}
-
-impl Cursor {
-    fn encode(sort: &SortSpec, last: &Position<'_>) -> String {
-        let body = json!({
-            "f": sort.field,
-            "d": sort.direction(),
-            "v": last.value.to_cursor_json(),
-            "a": last.token_address.to_cursor_json(),
-            "i": last.ordinal,
-        });
-        base64url_encode(body.to_string().as_bytes())
-    }
-
-    fn decode(text: &str) -> Result<Cursor, SearchError> {
-        let bad = |why: &str| {
-            SearchError::new(
-                "cursor",
-                format!("not a cursor of this service ({why}); pass the cursor of a previous page"),
-            )
-        };
-        let bytes = base64url_decode(text).ok_or_else(|| bad("not base64url"))?;
-        let body: Map<String, Value> =
-            serde_json::from_slice(&bytes).map_err(|e| bad(&format!("not a JSON object: {e}")))?;
-        let field = body.get("f").and_then(Value::as_str);
-        let direction = body.get("d").and_then(Value::as_str);
-        let value = body.get("v").and_then(SortKey::from_cursor_json);
-        let token_address = body.get("a").and_then(SortKey::from_cursor_json);
-        let ordinal = body.get("i").and_then(Value::as_u64);
-        match (field, direction, value, token_address, ordinal) {
-            (
-                Some(field),
-                Some(d @ ("asc" | "desc")),
-                Some(value),
-                Some(token_address),
-                Some(i),
-            ) if body.len() == 5 => Ok(Cursor {
-                sort: SortSpec {
-                    field: field.to_owned(),
-                    descending: d == "desc",
-                },
-                last: Position {
-                    value,
-                    token_address,
-                    ordinal: i,
-                },
-            }),
-            _ => Err(bad("missing or malformed members")),
-        }
-    }
-}
-
-const BASE64URL: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-/// Base64url without padding (RFC 4648 section 5).
-fn base64url_encode(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
-        let group = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        // A chunk of n bytes carries n * 8 bits, which n + 1 characters of 6 bits hold.
-        for k in 0..=chunk.len() {
-            let index = (group >> (18 - 6 * k)) & 0x3f;
-            out.push(char::from(BASE64URL[index as usize]));
-        }
-    }
-    out
-}
-
-/// Decodes unpadded base64url; `None` for any other character, an impossible length, or
-/// non-zero bits after the last byte (so every byte string has exactly one encoding).
-fn base64url_decode(text: &str) -> Option<Vec<u8>> {
-    let sextet = |c: u8| -> Option<u32> {
-        BASE64URL
-            .iter()
-            .position(|&a| a == c)
-            .map(|p| u32::try_from(p).expect("the alphabet has 64 entries"))
-    };
-    let mut out = Vec::with_capacity(text.len() / 4 * 3 + 2);
-    for chunk in text.as_bytes().chunks(4) {
-        if chunk.len() == 1 {
-            return None;
-        }
-        let mut group = 0u32;
-        for (k, &c) in chunk.iter().enumerate() {
-            group |= sextet(c)? << (18 - 6 * k);
-        }
-        let bytes = group.to_be_bytes();
-        let kept = chunk.len() - 1;
-        if bytes[1 + kept..].iter().any(|&b| b != 0) {
-            return None;
-        }
-        out.extend_from_slice(&bytes[1..=kept]);
-    }
-    Some(out)
 }
 
 /// One matching document with its position in the order.
@@ -622,38 +101,21 @@ struct Row<'a> {
 ///   A section the document lacks stays absent.
 /// * `count` is the number of matching documents; `cursor` is `None` on the last page (also when
 ///   a page ends exactly at the last match).
-/// * Errors: a limit outside 1–100, a text query field outside [`TEXT_FIELDS`], a sort
-///   direction other than `asc`/`desc`, a sort field with an empty segment, a cursor that does
-///   not decode or was issued for another sort field or direction (an empty string included).
-pub fn search(req: &SearchRequest, docs: &[Value]) -> Result<SearchPage, SearchError> {
-    let limit = match req.limit {
-        None => DEFAULT_LIMIT,
-        Some(l) if (1..=MAX_LIMIT).contains(&l) => l,
-        Some(l) => {
-            return Err(SearchError::new(
-                "limit",
-                format!("expected an integer from 1 to {MAX_LIMIT}, got {l}"),
-            ));
-        }
-    };
-    let limit = usize::try_from(limit).expect("a limit of at most 100 fits in usize");
-    let sort = SortSpec::of(req)?;
-    let text = req.query.as_ref().map(TextMatcher::new).transpose()?;
-    let cursor = req.cursor.as_deref().map(Cursor::decode).transpose()?;
-    if let Some(cursor) = &cursor
-        && cursor.sort != sort
-    {
-        return Err(SearchError::new(
-            "cursor",
-            format!(
-                "the cursor was issued for sort `{}` {}, this request sorts by `{}` {}",
-                cursor.sort.field,
-                cursor.sort.direction(),
-                sort.field,
-                sort.direction()
-            ),
-        ));
-    }
+/// * Errors ([`Error::InvalidRequest`] naming the member): whatever
+///   [`SearchRequest::validate`] refuses (a limit outside 1–100, a text query field outside
+///   [`TEXT_FIELDS`], a sort direction other than `asc`/`desc`, a sort field with an empty
+///   segment, a cursor issued for another sort), and a cursor this engine did not issue.
+pub fn search(req: &SearchRequest, docs: &[Value]) -> Result<SearchPage> {
+    req.validate()?;
+    let limit = usize::try_from(req.limit.unwrap_or(DEFAULT_LIMIT))
+        .expect("a validated limit of at most 100 fits in usize");
+    let sort = SortSpec::of(req);
+    let text = req.query.as_ref().map(TextMatcher::new);
+    let after = req
+        .cursor
+        .as_deref()
+        .map(|c| Cursor::decode(c, &sort))
+        .transpose()?;
 
     let mut rows: Vec<Row<'_>> = docs
         .iter()
@@ -671,8 +133,8 @@ pub fn search(req: &SearchRequest, docs: &[Value]) -> Result<SearchPage, SearchE
         .collect();
     rows.sort_by(|a, b| a.position.cmp_in(&b.position, sort.descending));
 
-    let start = cursor.map_or(0, |c| {
-        rows.partition_point(|r| r.position.cmp_in(&c.last, sort.descending) != Ordering::Greater)
+    let start = after.map_or(0, |last| {
+        rows.partition_point(|r| r.position.cmp_in(&last, sort.descending) != Ordering::Greater)
     });
     let end = rows.len().min(start + limit);
     let page = &rows[start..end];
@@ -735,10 +197,23 @@ fn project(doc: &Value, options: &SearchOptions, req: &SearchRequest) -> Value {
 
 #[cfg(test)]
 mod tests {
+    use super::text::fewest_edits;
     use super::*;
+    use crate::api::models::SortDirection;
     use crate::api::models::TimeWindow;
     use crate::api::search::Sort;
+    use crate::api::search::TextQuery;
+    use crate::api::search::{Filter, base64url_decode, base64url_encode};
     use proptest::prelude::*;
+    use serde_json::json;
+
+    /// The request member an error names.
+    fn member(e: &Error) -> &str {
+        match e {
+            Error::InvalidRequest { member, .. } => member,
+            other => panic!("expected an invalid request, got {other}"),
+        }
+    }
 
     /// A full profile as the simulator stores it, with every section and two windows.
     fn profile(address: &str, name: &str, symbol: &str) -> Value {
@@ -861,10 +336,9 @@ mod tests {
             let body = json!({"filter": {"market.liquidity": ops}});
             let err = serde_json::from_value::<SearchRequest>(body).unwrap_err();
             assert!(err.to_string().contains("market.liquidity"), "{ops}: {err}");
-            let err = SearchError::from(
-                Filter::from_json(&json!({"market.liquidity": ops})).unwrap_err(),
-            );
-            assert_eq!(err.path, "market.liquidity");
+            let err =
+                Error::from(Filter::from_json(&json!({"market.liquidity": ops})).unwrap_err());
+            assert_eq!(member(&err), "market.liquidity");
         }
     }
 
@@ -1096,8 +570,8 @@ mod tests {
         ];
         for (body, path) in cases {
             let err = search(&request(body.clone()), &docs).unwrap_err();
-            assert_eq!(err.path, path, "{body}: {err}");
-            assert!(err.to_string().starts_with(&format!("{path}: ")));
+            assert_eq!(member(&err), path, "{body}: {err}");
+            assert!(err.to_string().contains(&format!("`{path}`")), "{err}");
         }
         // The same cursor with the sort spelled out is the same sort.
         let explicit = request(json!({
@@ -1228,8 +702,8 @@ mod tests {
         );
         let q =
             |v: Value| -> TextQuery { serde_json::from_value(v).expect("test queries are valid") };
-        let yes = |v: Value| assert!(text_matches(&q(v.clone()), &doc).unwrap(), "{v}");
-        let no = |v: Value| assert!(!text_matches(&q(v.clone()), &doc).unwrap(), "{v}");
+        let yes = |v: Value| assert!(text_matches(&q(v.clone()), &doc), "{v}");
+        let no = |v: Value| assert!(!text_matches(&q(v.clone()), &doc), "{v}");
         // Default: case-insensitive substring of any default field.
         yes(json!({"text": "SOLANA"}));
         yes(json!({"text": "ped sol"}));
@@ -1257,7 +731,7 @@ mod tests {
         no(json!({"text": "solama", "fuzzy": true, "autocomplete": true}));
         // Missing and non-string fields never match.
         let bare = json!({"token_address": 5, "metadata": {"name": null}});
-        assert!(!text_matches(&q(json!({"text": ""})), &bare).unwrap());
+        assert!(!text_matches(&q(json!({"text": ""})), &bare));
         // A text query narrows the search and still counts all its matches.
         let docs = vec![
             profile("a", "Alpha", "ALP"),
