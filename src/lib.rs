@@ -11,7 +11,7 @@
 //! |---|---|---|
 //! | [`api`] | [`api::Client`] | typed requests for the service's eleven operations, retries, rate limit, paging, chunking |
 //! | [`lake`] | [`lake::Lake`] | Arrow schemas, atomic Parquet writes under a manifest, polars scans |
-//! | [`sync`] | [`sync::Sync`] | incremental, resumable fetch jobs: client → lake |
+//! | [`sync`] | [`sync::Syncer`] | incremental, resumable fetch jobs: client → lake |
 //! | `sim` (feature `sim`) | `sim::Simulator` | a deterministic simulator of the service on loopback |
 //!
 //! ## Example
@@ -28,7 +28,7 @@
 //! use dexlake::api::{Client, ClientConfig};
 //! use dexlake::lake::{Dataset, Lake};
 //! use dexlake::sim::{Scale, SimConfig, Simulator};
-//! use dexlake::sync::{CancelToken, Job, Sync, SyncConfig};
+//! use dexlake::sync::{CancelToken, Job, SyncConfig, Syncer};
 //!
 //! // A simulated service on 127.0.0.1 with a small deterministic market.
 //! let sim = Simulator::start(SimConfig { seed: 42, scale: Scale::Tiny, ..SimConfig::default() }).await?;
@@ -43,7 +43,7 @@
 //! let lake = Arc::new(Lake::open(dir.path())?);
 //!
 //! // Fetch every swap of the token; a second run would fetch only newer ones.
-//! let sync = Sync::new(client, Arc::clone(&lake), SyncConfig::default());
+//! let sync = Syncer::new(client, Arc::clone(&lake), SyncConfig::default());
 //! let job = Job::Swaps { token: Some(token), wallet: None, pool: None };
 //! let report = sync.run(&[job], &(), &CancelToken::new()).await;
 //! assert!(!report.any_failed());

@@ -1500,11 +1500,11 @@ async fn a_lazily_stored_market_answers_byte_for_byte_like_a_kept_one() {
         use std::sync::Arc;
         let kept = Simulator::serve(
             SimConfig::default(),
-            Arc::new(dexlake::sim::Market::generate(21, Scale::Tiny)),
+            Arc::new(dexlake::sim::SyntheticMarket::generate(21, Scale::Tiny)),
         )
         .await
         .expect("the simulator starts");
-        let lazy_market = dexlake::sim::Market::generate_lazy(21, Scale::Tiny);
+        let lazy_market = dexlake::sim::SyntheticMarket::generate_lazy(21, Scale::Tiny);
         assert!(lazy_market.is_lazy() && !kept.market().is_lazy());
         let lazy = Simulator::serve(SimConfig::default(), Arc::new(lazy_market))
             .await

@@ -11,7 +11,7 @@ use dexlake::api::client::{Client, ClientConfig};
 use dexlake::api::retry::RetryConfig;
 use dexlake::lake::{Dataset, Lake};
 use dexlake::sim::{Scale, SimConfig, Simulator};
-use dexlake::sync::{CancelToken, Job, JobOutcome, Sync, SyncConfig, SyncReport};
+use dexlake::sync::{CancelToken, Job, JobOutcome, SyncConfig, SyncReport, Syncer};
 use polars::prelude::*;
 use serde_json::Value;
 
@@ -134,7 +134,7 @@ async fn run_sync_with(
     jobs: &[Job],
     config: SyncConfig,
 ) -> SyncReport {
-    let sync = Sync::new(client(sim), Arc::clone(lake), config);
+    let sync = Syncer::new(client(sim), Arc::clone(lake), config);
     tokio::time::timeout(
         Duration::from_secs(120),
         sync.run(jobs, &(), &CancelToken::new()),

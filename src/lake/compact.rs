@@ -2,11 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use arrow::array::RecordBatchReader;
 use arrow::compute::concat_batches;
-use bytes::Bytes;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
+use super::file::read_file;
 use super::layout::Partition;
 use super::manifest;
 use super::writer::{commit_files, encode_partition, sort_batch};
@@ -24,31 +22,6 @@ pub struct CompactReport {
     pub files_added: usize,
     /// Rows rewritten, per dataset.
     pub rows: BTreeMap<Dataset, u64>,
-}
-
-/// Reads a whole data file.
-pub(crate) fn read_file(lake: &Lake, path: &str) -> Result<arrow::record_batch::RecordBatch> {
-    let location = lake.store().location(path);
-    let perr = |source| Error::Parquet {
-        path: location.clone(),
-        source,
-    };
-    let data = Bytes::from(lake.store().get(path)?);
-    let reader = ParquetRecordBatchReaderBuilder::try_new(data)
-        .map_err(perr)?
-        .build()
-        .map_err(perr)?;
-    let schema = reader.schema();
-    let batches = reader
-        .collect::<std::result::Result<Vec<_>, _>>()
-        .map_err(|source| Error::Arrow {
-            context: format!("reading {path}"),
-            source,
-        })?;
-    concat_batches(&schema, &batches).map_err(|source| Error::Arrow {
-        context: format!("reading {path}"),
-        source,
-    })
 }
 
 /// Runs [`Lake::compact`].

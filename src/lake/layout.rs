@@ -5,58 +5,14 @@
 //! so DuckDB, polars and pyarrow never see two columns of one name with different types.
 //! `chain_id` stays inside the files of the datasets that can hold EVM records.
 
-use std::fmt;
-use std::str::FromStr;
-
 use chrono::NaiveDate;
 
 use super::Dataset;
+use crate::api::models::ChainFamily;
 use crate::{Error, Result};
 
 /// The `chain` partition value for records of the non-EVM family.
-pub const ALTCHAIN: &str = "altchain";
-
-/// The chain a record belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Chain {
-    /// The non-EVM family (`chain=altchain`).
-    Altchain,
-    /// An EVM chain by numeric id (`chain=evm-<id>`).
-    Evm(i64),
-}
-
-impl Chain {
-    /// The chain of a record whose `chain_id` column holds `chain_id` (null for altchain).
-    pub fn from_chain_id(chain_id: Option<i64>) -> Self {
-        match chain_id {
-            Some(id) => Chain::Evm(id),
-            None => Chain::Altchain,
-        }
-    }
-}
-
-impl fmt::Display for Chain {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Chain::Altchain => f.write_str(ALTCHAIN),
-            Chain::Evm(id) => write!(f, "evm-{id}"),
-        }
-    }
-}
-
-impl FromStr for Chain {
-    type Err = String;
-
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        if s == ALTCHAIN {
-            return Ok(Chain::Altchain);
-        }
-        s.strip_prefix("evm-")
-            .and_then(|id| id.parse().ok())
-            .map(Chain::Evm)
-            .ok_or_else(|| format!("expected `{ALTCHAIN}` or `evm-<chain_id>`, got {s:?}"))
-    }
-}
+pub const ALTCHAIN: &str = ChainFamily::ALTCHAIN;
 
 /// One partition (leaf folder) of a dataset.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -64,7 +20,7 @@ pub struct Partition {
     /// The dataset.
     pub dataset: Dataset,
     /// The `chain=` value.
-    pub chain: Chain,
+    pub chain: ChainFamily,
     /// The `interval=` value in seconds, for candles and price history.
     pub interval: Option<i64>,
     /// The `date=` value: the UTC day of the dataset's time column.
@@ -109,7 +65,7 @@ impl Partition {
                 .map(str::to_owned)
                 .ok_or_else(|| bad(format!("expected `{key}=...`, found {level:?}")))
         };
-        let chain: Chain = value(parts[1], "chain")?.parse().map_err(bad)?;
+        let chain: ChainFamily = value(parts[1], "chain")?.parse().map_err(bad)?;
         let interval = if dataset.path_columns().is_empty() {
             None
         } else {
@@ -149,7 +105,7 @@ mod tests {
     fn partition_paths_round_trip() {
         let p = Partition {
             dataset: Dataset::Candles,
-            chain: Chain::Altchain,
+            chain: ChainFamily::Altchain,
             interval: Some(60),
             date: NaiveDate::from_ymd_opt(2024, 3, 9).expect("valid date"),
         };
@@ -162,7 +118,7 @@ mod tests {
 
         let q = Partition {
             dataset: Dataset::Prices,
-            chain: Chain::Evm(8453),
+            chain: ChainFamily::Evm(8453),
             interval: None,
             date: NaiveDate::from_ymd_opt(2025, 12, 31).expect("valid date"),
         };

@@ -37,6 +37,7 @@ use crate::{Error, Result};
 pub mod compact;
 pub mod convert;
 pub mod docs;
+pub(crate) mod file;
 pub mod layout;
 pub mod manifest;
 pub mod sample;
@@ -46,8 +47,9 @@ pub mod store;
 pub mod verify;
 pub mod writer;
 
+pub use crate::api::models::ChainFamily;
 pub use compact::CompactReport;
-pub use layout::{Chain, Partition};
+pub use layout::Partition;
 pub use manifest::{FileEntry, Manifest, Recovery};
 pub use store::{LocalStore, Store};
 pub use verify::{Problem, VerifyReport};

@@ -3,13 +3,11 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
-use bytes::Bytes;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-
+use super::file;
 use super::layout::Partition;
 use super::manifest::{self, Recovery};
 use super::schema::{self, SCHEMA_VERSION, SCHEMA_VERSION_KEY};
-use super::writer::{encode_keys, read_key_batch};
+use super::writer::encode_keys;
 use super::{Dataset, Lake};
 use crate::Result;
 
@@ -120,17 +118,7 @@ fn check_file(
     dataset: Dataset,
     problems: &mut Vec<Problem>,
 ) -> Option<u64> {
-    let data = match lake.store().get(path) {
-        Ok(d) => Bytes::from(d),
-        Err(e) => {
-            problems.push(Problem::UnreadableFile {
-                path: path.to_owned(),
-                message: e.to_string(),
-            });
-            return None;
-        }
-    };
-    let builder = match ParquetRecordBatchReaderBuilder::try_new(data) {
+    let builder = match file::open(lake, path) {
         Ok(b) => b,
         Err(e) => {
             problems.push(Problem::UnreadableFile {
@@ -231,7 +219,8 @@ pub fn verify(lake: &Lake) -> Result<VerifyReport> {
                 file: rows,
             });
         }
-        match read_key_batch(lake, entry.dataset, path).and_then(|b| encode_keys(entry.dataset, &b))
+        match file::read_columns(lake, path, entry.dataset.key_columns())
+            .and_then(|b| encode_keys(entry.dataset, &b))
         {
             Ok(keys) => keys_by_partition.entry(partition).or_default().extend(keys),
             Err(e) => problems.push(Problem::UnreadableFile {

@@ -1,7 +1,6 @@
 //! Writing: check, split by partition, drop duplicate keys, sort, encode, commit atomically.
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use arrow::compute::{
@@ -11,17 +10,14 @@ use arrow::datatypes::{Int64Type, TimestampMicrosecondType};
 use arrow::row::{RowConverter, SortField};
 use bytes::Bytes;
 use chrono::{DateTime, NaiveDate, Utc};
-use parquet::arrow::ArrowWriter;
-use parquet::arrow::ProjectionMask;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use parquet::basic::{Compression, ZstdLevel};
-use parquet::file::metadata::{KeyValue, SortingColumn};
-use parquet::file::properties::{EnabledStatistics, WriterProperties};
 
-use super::layout::{Chain, Partition, data_file_name};
+pub use super::file::encode_parquet;
+use super::file::{read_columns, read_file};
+use super::layout::{Partition, data_file_name};
 use super::manifest::{FileEntry, Journal, Manifest};
 use super::schema::{self, SCHEMA_VERSION};
 use super::{Dataset, Lake};
+use crate::api::models::ChainFamily;
 use crate::{Error, Result};
 
 /// Default rows per row group, chosen by measurement (`cargo bench --bench convert`, group
@@ -120,8 +116,9 @@ fn partition_rows(dataset: Dataset, batch: &RecordBatch) -> Result<BTreeMap<Part
     };
     let mut out: BTreeMap<Partition, Vec<u32>> = BTreeMap::new();
     for row in 0..batch.num_rows() {
-        let chain =
-            Chain::from_chain_id(chain_ids.and_then(|c| c.is_valid(row).then(|| c.value(row))));
+        let chain = ChainFamily::from_chain_id(
+            chain_ids.and_then(|c| c.is_valid(row).then(|| c.value(row))),
+        );
         let date: NaiveDate = micros_to_time(time.value(row))?.date_naive();
         let interval = intervals.map(|i| i.value(row));
         let p = Partition {
@@ -170,50 +167,6 @@ pub(crate) fn encode_keys(dataset: Dataset, batch: &RecordBatch) -> Result<Vec<V
     Ok(rows.iter().map(|r| r.as_ref().to_vec()).collect())
 }
 
-/// Reads a data file's natural-key columns (and the time column) from the lake.
-pub(crate) fn read_key_batch(lake: &Lake, dataset: Dataset, path: &str) -> Result<RecordBatch> {
-    let data = Bytes::from(lake.store().get(path)?);
-    let location = lake.store().location(path);
-    let perr = |source| Error::Parquet {
-        path: location.clone(),
-        source,
-    };
-    let builder = ParquetRecordBatchReaderBuilder::try_new(data).map_err(perr)?;
-    let arrow_schema = builder.schema().clone();
-    let mut wanted: Vec<usize> = Vec::new();
-    for name in dataset.key_columns() {
-        let i = arrow_schema.index_of(name).map_err(arrow_err(format!(
-            "{dataset} file {path} lacks key column {name}"
-        )))?;
-        wanted.push(i);
-    }
-    wanted.sort_unstable();
-    wanted.dedup();
-    let mask = ProjectionMask::roots(builder.parquet_schema(), wanted);
-    let reader = builder.with_projection(mask).build().map_err(perr)?;
-    let batches = reader
-        .collect::<std::result::Result<Vec<_>, _>>()
-        .map_err(arrow_err(format!("reading keys of {path}")))?;
-    let schema = match batches.first() {
-        Some(b) => b.schema(),
-        None => {
-            return Ok(RecordBatch::new_empty(Arc::new(
-                arrow_schema
-                    .project(
-                        &dataset
-                            .key_columns()
-                            .iter()
-                            .map(|k| arrow_schema.index_of(k))
-                            .collect::<std::result::Result<Vec<_>, _>>()
-                            .map_err(arrow_err(format!("{dataset} keys of {path}")))?,
-                    )
-                    .map_err(arrow_err(format!("{dataset} keys of {path}")))?,
-            )));
-        }
-    };
-    concat_batches(&schema, &batches).map_err(arrow_err(format!("keys of {path}")))
-}
-
 /// Sorts a batch by time, then by the natural key.
 pub(crate) fn sort_batch(dataset: Dataset, batch: &RecordBatch) -> Result<RecordBatch> {
     let mut cols = vec![column(batch, dataset.time_column(), dataset)?.clone()];
@@ -245,47 +198,6 @@ pub(crate) fn to_file_batch(dataset: Dataset, batch: &RecordBatch) -> Result<Rec
         .map(|f| column(batch, f.name(), dataset).cloned())
         .collect::<Result<Vec<_>>>()?;
     RecordBatch::try_new(file_schema, cols).map_err(arrow_err(format!("{dataset} file batch")))
-}
-
-/// Encodes a sorted batch with the file schema into Parquet bytes.
-pub fn encode_parquet(
-    dataset: Dataset,
-    file_batch: &RecordBatch,
-    row_group_rows: usize,
-    zstd_level: i32,
-) -> Result<Vec<u8>> {
-    let schema = file_batch.schema();
-    let level = ZstdLevel::try_new(zstd_level).map_err(|source| Error::Parquet {
-        path: dataset.name().into(),
-        source,
-    })?;
-    let time_idx = schema
-        .index_of(dataset.time_column())
-        .map_err(arrow_err(format!("{dataset} time column")))?;
-    let props = WriterProperties::builder()
-        .set_compression(Compression::ZSTD(level))
-        .set_max_row_group_row_count(Some(row_group_rows.max(1)))
-        .set_statistics_enabled(EnabledStatistics::Page)
-        .set_key_value_metadata(Some(vec![
-            KeyValue::new(
-                schema::SCHEMA_VERSION_KEY.to_owned(),
-                SCHEMA_VERSION.to_string(),
-            ),
-            KeyValue::new(schema::DATASET_KEY.to_owned(), dataset.name().to_owned()),
-        ]))
-        .set_sorting_columns(Some(vec![SortingColumn {
-            column_idx: i32::try_from(time_idx).expect("a schema has fewer than 2^31 columns"),
-            descending: false,
-            nulls_first: true,
-        }]))
-        .build();
-    let perr = |source| Error::Parquet {
-        path: dataset.name().into(),
-        source,
-    };
-    let mut writer = ArrowWriter::try_new(Vec::new(), schema, Some(props)).map_err(perr)?;
-    writer.write(file_batch).map_err(perr)?;
-    writer.into_inner().map_err(perr)
 }
 
 /// Sorts a record batch of one partition and encodes it as one Parquet file, exactly as a
@@ -476,7 +388,7 @@ fn replace_known_keys(
         if !path.starts_with(&dir) || entry.max_time < lo || entry.min_time > hi {
             continue;
         }
-        let committed = super::compact::read_file(lake, path)?;
+        let committed = read_file(lake, path)?;
         let committed = RecordBatch::try_new(schema.clone(), committed.columns().to_vec())
             .map_err(arrow_err(format!("{dataset} file {path}")))?;
         let committed_keys = encode_keys(dataset, &committed)?;
@@ -551,7 +463,7 @@ fn drop_known_keys(
         if !path.starts_with(&dir) || entry.max_time < lo || entry.min_time > hi {
             continue;
         }
-        let keys = read_key_batch(lake, dataset, path)?;
+        let keys = read_columns(lake, path, dataset.key_columns())?;
         let rows = conv
             .convert_columns(&key_columns(dataset, &keys)?)
             .map_err(arrow_err(format!("{dataset} keys of {path}")))?;

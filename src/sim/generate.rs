@@ -17,9 +17,10 @@ use rayon::prelude::*;
 
 use super::Scale;
 use super::market::{
-    Behaviour, Chain, ChainKind, Market, PoolInfo, PosState, QuoteInfo, Store, StreamCache,
-    SwapRecord, TokenInfo, WalletInfo, base58_string, fill_quote, hex_string, mix,
+    Behaviour, Chain, PoolInfo, PosState, QuoteInfo, Store, StreamCache, SwapRecord,
+    SyntheticMarket, TokenInfo, WalletInfo, base58_string, fill_quote, hex_string, mix,
 };
+use crate::api::models::ChainFamily;
 
 /// The simulated "now": 2025-06-01T00:00:00Z, the end of every generated history.
 pub(crate) const NOW: i64 = 1_748_736_000;
@@ -52,7 +53,7 @@ fn sizes(scale: Scale) -> (ChainSize, ChainSize) {
 /// Parameters that differ between chains.
 #[derive(Clone)]
 struct ChainParams {
-    kind: ChainKind,
+    kind: ChainFamily,
     /// Slot (or block number) at the start of the history.
     slot0: i64,
     /// Slots per second as a fraction `num / den`.
@@ -65,9 +66,9 @@ struct ChainParams {
     protocols: [&'static str; 3],
 }
 
-fn params(kind: ChainKind) -> ChainParams {
+fn params(kind: ChainFamily) -> ChainParams {
     match kind {
-        ChainKind::Alt => ChainParams {
+        ChainFamily::Altchain => ChainParams {
             kind,
             slot0: 330_000_000,
             // 2.5 slots per second (a slot every 400 ms).
@@ -81,7 +82,7 @@ fn params(kind: ChainKind) -> ChainParams {
             ],
             protocols: ["amm-v4", "clmm", "bonding-curve"],
         },
-        ChainKind::Evm(1) => ChainParams {
+        ChainFamily::Evm(1) => ChainParams {
             kind,
             slot0: 22_000_000,
             // A block every 12 seconds.
@@ -92,7 +93,7 @@ fn params(kind: ChainKind) -> ChainParams {
             quotes: [("WETH", "Wrapped Ether", true), ("USDC", "USD Coin", false)],
             protocols: ["uniswap-v2", "uniswap-v3", "sushiswap"],
         },
-        ChainKind::Evm(_) => ChainParams {
+        ChainFamily::Evm(_) => ChainParams {
             kind,
             slot0: 30_000_000,
             // A block every 2 seconds.
@@ -108,19 +109,19 @@ fn params(kind: ChainKind) -> ChainParams {
 
 /// Generates the whole market. The large market keeps compact indexes only and regenerates
 /// token streams on demand.
-pub(crate) fn generate(seed: u64, scale: Scale) -> Market {
+pub(crate) fn generate(seed: u64, scale: Scale) -> SyntheticMarket {
     generate_with(seed, scale, scale == Scale::Large)
 }
 
 /// Generates the market, keeping every stream (`lazy` false) or regenerating on demand.
-pub(crate) fn generate_with(seed: u64, scale: Scale, lazy: bool) -> Market {
+pub(crate) fn generate_with(seed: u64, scale: Scale, lazy: bool) -> SyntheticMarket {
     let (alt_size, evm_size) = sizes(scale);
-    let alt = generate_chain(seed, &params(ChainKind::Alt), alt_size, lazy);
+    let alt = generate_chain(seed, &params(ChainFamily::Altchain), alt_size, lazy);
     let evm = [1, 8453]
         .into_iter()
-        .map(|id| generate_chain(seed, &params(ChainKind::Evm(id)), evm_size, lazy))
+        .map(|id| generate_chain(seed, &params(ChainFamily::Evm(id)), evm_size, lazy))
         .collect();
-    Market {
+    SyntheticMarket {
         seed,
         scale,
         alt,
@@ -129,10 +130,10 @@ pub(crate) fn generate_with(seed: u64, scale: Scale, lazy: bool) -> Market {
     }
 }
 
-fn chain_key(kind: ChainKind) -> u64 {
+fn chain_key(kind: ChainFamily) -> u64 {
     match kind {
-        ChainKind::Alt => 0xA17C_4A11,
-        ChainKind::Evm(id) => 0xE7E7_0000 ^ id as u64,
+        ChainFamily::Altchain => 0xA17C_4A11,
+        ChainFamily::Evm(id) => 0xE7E7_0000 ^ id as u64,
     }
 }
 
@@ -158,10 +159,10 @@ const NOUNS: [&str; 16] = [
     "Gold", "Wave", "Byte", "Nova", "Orb",
 ];
 
-fn address(kind: ChainKind, key: u64) -> String {
+fn address(kind: ChainFamily, key: u64) -> String {
     match kind {
-        ChainKind::Alt => base58_string(key, 44),
-        ChainKind::Evm(_) => hex_string(key, 40),
+        ChainFamily::Altchain => base58_string(key, 44),
+        ChainFamily::Evm(_) => hex_string(key, 40),
     }
 }
 

@@ -8,16 +8,7 @@ use serde::Serialize;
 
 use super::Scale;
 use super::generate::StreamSource;
-use crate::api::models::{Direction, PositionState, Swap, SwapType, Trade};
-
-/// Which family a chain belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ChainKind {
-    /// The non-EVM chain family (`/v1/<altchain>/...`), with slots.
-    Alt,
-    /// An EVM chain with its numeric `chain_id`, with block numbers.
-    Evm(i64),
-}
+use crate::api::models::{ChainFamily, Direction, PositionState, Swap, SwapType, Trade};
 
 /// How a wallet trades; the generator uses it to pick who buys and who sells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -291,7 +282,7 @@ impl IndexList<'_> {
 /// order of the whole chain is `(block_slot, id)`, which is also `(block_time, block_slot, id)`.
 pub struct Chain {
     /// Family and chain id.
-    pub kind: ChainKind,
+    pub kind: ChainFamily,
     /// Tradable tokens, most active first.
     pub tokens: Vec<TokenInfo>,
     /// Pools.
@@ -501,8 +492,8 @@ impl Chain {
     pub fn tx_hash(&self, index: u32) -> String {
         let key = mix(self.hash_seed ^ 0x7478_6861_7368, u64::from(index));
         match self.kind {
-            ChainKind::Alt => base58_string(key, 88),
-            ChainKind::Evm(_) => hex_string(key, 64),
+            ChainFamily::Altchain => base58_string(key, 88),
+            ChainFamily::Evm(_) => hex_string(key, 64),
         }
     }
 
@@ -513,8 +504,8 @@ impl Chain {
             (u64::from(wallet) << 32) | u64::from(token),
         );
         match self.kind {
-            ChainKind::Alt => base58_string(key, 44),
-            ChainKind::Evm(_) => hex_string(key, 40),
+            ChainFamily::Altchain => base58_string(key, 44),
+            ChainFamily::Evm(_) => hex_string(key, 40),
         }
     }
 
@@ -702,7 +693,7 @@ pub(crate) fn fill_quote(r: &mut SwapRecord, pre_quote: f64) {
 
 /// The whole synthetic market.
 #[derive(Debug)]
-pub struct Market {
+pub struct SyntheticMarket {
     /// Seed it was generated from.
     pub seed: u64,
     /// Its scale.
@@ -714,16 +705,16 @@ pub struct Market {
     pub(crate) now: i64,
 }
 
-impl Market {
+impl SyntheticMarket {
     /// Generates the market of `seed` at `scale`; the same arguments give the same market.
-    pub fn generate(seed: u64, scale: Scale) -> Market {
+    pub fn generate(seed: u64, scale: Scale) -> SyntheticMarket {
         super::generate::generate(seed, scale)
     }
 
-    /// The same market as [`Market::generate`], stored the way the large scale is: compact
+    /// The same market as [`SyntheticMarket::generate`], stored the way the large scale is: compact
     /// indexes, token streams regenerated on demand. For checking that both storages give
     /// the same answers at a scale that generates quickly.
-    pub fn generate_lazy(seed: u64, scale: Scale) -> Market {
+    pub fn generate_lazy(seed: u64, scale: Scale) -> SyntheticMarket {
         super::generate::generate_with(seed, scale, true)
     }
 
@@ -739,7 +730,9 @@ impl Market {
 
     /// The EVM chain with `chain_id`, if the market has it.
     pub fn evm_chain(&self, chain_id: i64) -> Option<&Chain> {
-        self.evm.iter().find(|c| c.kind == ChainKind::Evm(chain_id))
+        self.evm
+            .iter()
+            .find(|c| c.kind == ChainFamily::Evm(chain_id))
     }
 
     /// Every supported EVM `chain_id`.
@@ -747,8 +740,8 @@ impl Market {
         self.evm
             .iter()
             .filter_map(|c| match c.kind {
-                ChainKind::Evm(id) => Some(id),
-                ChainKind::Alt => None,
+                ChainFamily::Evm(id) => Some(id),
+                ChainFamily::Altchain => None,
             })
             .collect()
     }
@@ -760,8 +753,8 @@ impl Market {
                 .evm
                 .iter()
                 .filter_map(|c| match c.kind {
-                    ChainKind::Evm(id) => Some((id.to_string(), c.catalog())),
-                    ChainKind::Alt => None,
+                    ChainFamily::Evm(id) => Some((id.to_string(), c.catalog())),
+                    ChainFamily::Altchain => None,
                 })
                 .collect(),
             altchain: self.alt.catalog(),

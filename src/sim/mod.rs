@@ -1,6 +1,6 @@
 //! The simulator of the service: a deterministic synthetic market served over HTTP.
 //!
-//! [`Market::generate`] builds a market from a seed and a [`Scale`]: EVM chains (`chain_id` 1
+//! [`SyntheticMarket::generate`] builds a market from a seed and a [`Scale`]: EVM chains (`chain_id` 1
 //! and 8453) and the altchain, each with tokens, pools, wallets of different behaviours and a
 //! time-ordered stream of swaps ending at a fixed simulated "now". Every answer of the service
 //! (trades, candles, prices, stats, profiles, portfolios) is derived from those swaps by the plain
@@ -75,8 +75,8 @@ use std::str::FromStr;
 
 pub use crate::api::requests::DEFAULT_LIMIT;
 pub use market::{
-    Behaviour, Catalog, CatalogChain, CatalogPool, CatalogToken, CatalogWallet, Chain, ChainKind,
-    IndexList, Market, PoolInfo, PosState, QuoteInfo, SwapRecord, TokenInfo, WalletInfo,
+    Behaviour, Catalog, CatalogChain, CatalogPool, CatalogToken, CatalogWallet, Chain, IndexList,
+    PoolInfo, PosState, QuoteInfo, SwapRecord, SyntheticMarket, TokenInfo, WalletInfo,
 };
 pub use server::{MAX_HISTORY_POINTS, SimStats, Simulator};
 

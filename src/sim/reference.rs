@@ -782,9 +782,10 @@ pub fn alt_profile_documents(chain: &Chain) -> Vec<serde_json::Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::models::ChainFamily;
     use crate::sim::generate::NOW;
     use crate::sim::market::{
-        Behaviour, ChainKind, PoolInfo, PosState, QuoteInfo, Store, TokenInfo, WalletInfo,
+        Behaviour, PoolInfo, PosState, QuoteInfo, Store, TokenInfo, WalletInfo,
     };
 
     /// A chain of one token traded in one pool against a 1-USD quote, from
@@ -826,7 +827,7 @@ mod tests {
         }
         let n = records.len() as u32;
         Chain {
-            kind: ChainKind::Evm(1),
+            kind: ChainFamily::Evm(1),
             tokens: vec![TokenInfo {
                 address: "0xtoken".into(),
                 symbol: "TOK".into(),
@@ -1096,7 +1097,7 @@ mod tests {
                 _ => {}
             }
         }
-        let market = crate::sim::Market::generate(2, crate::sim::Scale::Tiny);
+        let market = crate::sim::SyntheticMarket::generate(2, crate::sim::Scale::Tiny);
         let docs = alt_profile_documents(&market.alt);
         assert_eq!(docs.len(), market.alt.tokens.len());
         for d in &docs {

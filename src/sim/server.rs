@@ -17,7 +17,7 @@ use serde::de::DeserializeOwned;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use super::market::{Chain, IndexList, Market, mix, utc};
+use super::market::{Chain, IndexList, SyntheticMarket, mix, utc};
 use super::{DEMO_KEY, FREE_KEY, SimConfig, reference};
 use crate::api::models::{
     AltPrice, AltPriceStats, EvmPrice, EvmPriceStats, Page, PriceHistorySeries, TimeWindow,
@@ -69,7 +69,7 @@ struct TokenBucket {
 }
 
 struct State {
-    market: Arc<Market>,
+    market: Arc<SyntheticMarket>,
     rate_limit: Option<f64>,
     buckets: Mutex<HashMap<String, TokenBucket>>,
     fail_rate: f64,
@@ -84,10 +84,10 @@ struct State {
     profiles: Vec<serde_json::Value>,
 }
 
-/// A running simulator: an HTTP server on loopback over a generated [`Market`].
+/// A running simulator: an HTTP server on loopback over a generated [`SyntheticMarket`].
 pub struct Simulator {
     base_url: String,
-    market: Arc<Market>,
+    market: Arc<SyntheticMarket>,
     state: Arc<State>,
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
@@ -108,14 +108,14 @@ impl Simulator {
     /// Must be called within a tokio runtime.
     pub async fn start(config: SimConfig) -> Result<Simulator> {
         let (seed, scale) = (config.seed, config.scale);
-        let market = tokio::task::spawn_blocking(move || Market::generate(seed, scale))
+        let market = tokio::task::spawn_blocking(move || SyntheticMarket::generate(seed, scale))
             .await
             .map_err(|e| Error::Config(format!("generating the market failed: {e}")))?;
         Self::serve(config, Arc::new(market)).await
     }
 
     /// Serves an already generated market (for tests and benchmarks that reuse one).
-    pub async fn serve(config: SimConfig, market: Arc<Market>) -> Result<Simulator> {
+    pub async fn serve(config: SimConfig, market: Arc<SyntheticMarket>) -> Result<Simulator> {
         if !(0.0..=1.0).contains(&config.fail_rate) || !(0.0..=1.0).contains(&config.throttle_rate)
         {
             return Err(Error::Config(format!(
@@ -218,7 +218,7 @@ impl Simulator {
     }
 
     /// The market being served.
-    pub fn market(&self) -> &Arc<Market> {
+    pub fn market(&self) -> &Arc<SyntheticMarket> {
         &self.market
     }
 
@@ -453,7 +453,7 @@ fn valid(r: Result<()>) -> Result<(), Reject> {
     r.map_err(Reject::bad)
 }
 
-fn evm_chain(market: &Market, chain_id: i64) -> Result<&Chain, Reject> {
+fn evm_chain(market: &SyntheticMarket, chain_id: i64) -> Result<&Chain, Reject> {
     market
         .evm_chain(chain_id)
         .ok_or_else(|| Reject::bad(format!("unsupported chain_id {chain_id}")))

@@ -5,6 +5,7 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::api::models::ChainFamily;
 use crate::api::search::SearchRequest;
 use crate::error::{Error, Result};
 use crate::lake::Dataset;
@@ -115,7 +116,7 @@ pub enum Job {
 }
 
 fn chain_part(chain_id: Option<i64>) -> String {
-    chain_id.map_or_else(|| "altchain".to_owned(), |id| format!("evm-{id}"))
+    ChainFamily::from_chain_id(chain_id).to_string()
 }
 
 fn filters(pairs: &[(&str, &Option<String>)]) -> String {

@@ -1,6 +1,6 @@
 //! Sync: incremental, resumable, rate-aware fetch of every dataset into the lake.
 //!
-//! A [`Sync`] runs [`Job`]s over one [`Client`](crate::api::Client), so all jobs share its
+//! A [`Syncer`] runs [`Job`]s over one [`Client`](crate::api::Client), so all jobs share its
 //! rate limit and concurrency permits, and one [`Lake`](crate::lake::Lake). Every job records
 //! its progress in the lake's manifest in the same commit as the rows it fetched, so an
 //! interrupted sync (Ctrl-C, SIGKILL, a failed request) resumes where the last commit left it,
@@ -28,7 +28,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 pub use jobs::{Job, Plan, read_search_request};
-pub use run::Sync;
+pub use run::Syncer;
 
 use crate::lake::Dataset;
 

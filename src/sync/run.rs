@@ -33,15 +33,15 @@ use crate::lake::{Dataset, Lake, convert};
 /// use std::sync::Arc;
 /// use dexlake::api::client::Client;
 /// use dexlake::lake::Lake;
-/// use dexlake::sync::{CancelToken, Job, Sync, SyncConfig};
+/// use dexlake::sync::{CancelToken, Job, SyncConfig, Syncer};
 ///
-/// let sync = Sync::new(Client::from_env()?, Arc::new(Lake::open("./lake")?), SyncConfig::default());
+/// let sync = Syncer::new(Client::from_env()?, Arc::new(Lake::open("./lake")?), SyncConfig::default());
 /// let jobs = [Job::Swaps { token: Some("TOKEN".into()), wallet: None, pool: None }];
 /// let report = sync.run(&jobs, &(), &CancelToken::new()).await;
 /// println!("{} rows added with {} requests", report.jobs[0].rows_added, report.requests());
 /// # Ok(()) }
 /// ```
-pub struct Sync {
+pub struct Syncer {
     client: Client,
     lake: Arc<Lake>,
     config: SyncConfig,
@@ -181,10 +181,10 @@ fn to_value<T: Serialize>(v: &T) -> Value {
     serde_json::to_value(v).expect("sync state types serialise to JSON")
 }
 
-impl Sync {
+impl Syncer {
     /// A runner over `client` and `lake`.
     pub fn new(client: Client, lake: Arc<Lake>, config: SyncConfig) -> Self {
-        Sync {
+        Syncer {
             client,
             lake,
             config,

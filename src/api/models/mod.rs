@@ -4,6 +4,7 @@
 //! enumeration is open: a value the service adds later decodes into `Other(String)`.
 
 pub mod altchain;
+pub mod chain;
 pub mod common;
 pub mod evm;
 pub mod prices;
@@ -11,6 +12,7 @@ pub mod prices;
 pub use altchain::{
     AltPrice, AltPriceStats, AltTokenProfile, Market, Portfolio, PortfolioToken, Swap, Trade,
 };
+pub use chain::ChainFamily;
 pub use common::{
     Direction, MetricsByWindow, Page, PositionState, ROI_BUCKETS, SortDirection, SwapType,
     TimeWindow, TokenMetadata, WindowMetrics,

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use dexlake::sim::{Market, Scale, SimConfig, Simulator};
+use dexlake::sim::{Scale, SimConfig, Simulator, SyntheticMarket};
 
 use crate::Global;
 
@@ -44,7 +44,7 @@ pub struct SimArgs {
 
 pub fn run(_global: &Global, args: SimArgs) -> anyhow::Result<ExitCode> {
     if args.catalog {
-        let market = Market::generate(args.seed, args.scale);
+        let market = SyntheticMarket::generate(args.seed, args.scale);
         let mut out = std::io::stdout().lock();
         serde_json::to_writer_pretty(&mut out, &market.catalog()).context("writing the catalog")?;
         writeln!(out).context("writing the catalog")?;

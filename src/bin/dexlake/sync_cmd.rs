@@ -13,7 +13,7 @@ use dexlake::api::client::{Client, ClientConfig};
 use dexlake::api::retry::RateLimit;
 use dexlake::lake::Lake;
 use dexlake::sync::{
-    CancelToken, Job, JobOutcome, Plan, Sync, SyncConfig, SyncEvent, SyncObserver,
+    CancelToken, Job, JobOutcome, Plan, SyncConfig, SyncEvent, SyncObserver, Syncer,
     read_search_request,
 };
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
@@ -296,7 +296,7 @@ pub fn run(global: &Global, args: SyncArgs) -> anyhow::Result<ExitCode> {
         recent_window: Duration::from_secs(flags.recent_window),
         ..SyncConfig::default()
     };
-    let sync = Sync::new(client, lake, sync_config);
+    let sync = Syncer::new(client, lake, sync_config);
 
     if flags.dry_run {
         let mut total = Some(0u64);
