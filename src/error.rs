@@ -200,6 +200,30 @@ pub enum Error {
         message: String,
     },
 
+    /// One of the lake's own files (manifest, commit journal) or a sync state in the manifest
+    /// could not be decoded.
+    #[error("lake {path}: {what} is not valid: {source}", path = path.display())]
+    LakeDecode {
+        /// The file concerned.
+        path: PathBuf,
+        /// What was being decoded, such as `the manifest` or `sync state sync/swaps/token=…`.
+        what: String,
+        /// The decoder's error.
+        #[source]
+        source: serde_json::Error,
+    },
+
+    /// A task the library runs on tokio's blocking pool was cancelled before it finished (the
+    /// runtime is shutting down).
+    #[error("{context}: {source}")]
+    Task {
+        /// What the task was doing.
+        context: String,
+        /// The runtime's error.
+        #[source]
+        source: tokio::task::JoinError,
+    },
+
     /// Another process holds the lake's write lock.
     #[error("lake {path} is locked by another writer", path = path.display())]
     LakeLocked {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use dexlake::ApiStatus;
 use dexlake::api::client::{Client, ClientConfig};
 use dexlake::api::retry::RetryConfig;
 use dexlake::lake::{Dataset, Lake};
@@ -479,4 +480,43 @@ async fn open_price_history_stops_at_the_services_now() {
     let again = run_sync_with(&sim, &lake, &[job], SyncConfig::default()).await;
     assert_eq!(again.jobs[0].rows_added, 0);
     assert!(again.jobs[0].requests <= 2, "{:?}", again.jobs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_job_keeps_its_typed_cause() {
+    let sim = sim(0.0, 0.0).await;
+    let (tokens, _, _, _) = catalog(&sim);
+    let client = Client::new(ClientConfig {
+        base_url: sim.base_url().to_owned(),
+        api_key: Some("not-a-key".into()),
+        ..ClientConfig::default()
+    })
+    .expect("client");
+    let dir = tempfile::tempdir().unwrap();
+    let lake = Arc::new(Lake::open(dir.path()).unwrap());
+    let sync = Syncer::new(client, lake, SyncConfig::default());
+    let job = Job::Swaps {
+        token: Some(tokens[0].clone()),
+        wallet: None,
+        pool: None,
+    };
+    let report = sync.run(&[job], &(), &CancelToken::new()).await;
+    assert!(report.any_failed());
+    let error = report.jobs[0].outcome.error().expect("the job failed");
+    assert_eq!(error.api_status(), Some(ApiStatus::Unauthorized));
+    // The error names the job and keeps the service's answer as its typed cause.
+    let dexlake::Error::Sync { job, source } = error else {
+        panic!("expected a sync error, got {error:?}");
+    };
+    assert!(job.starts_with("swaps token="), "{job}");
+    match source.as_ref() {
+        dexlake::Error::Api {
+            status, message, ..
+        } => {
+            assert_eq!(*status, ApiStatus::Unauthorized);
+            assert_eq!(message, "Unauthorized: Invalid or missing API key");
+        }
+        other => panic!("expected the API error, got {other:?}"),
+    }
+    assert!(std::error::Error::source(error).is_some());
 }

@@ -234,42 +234,92 @@ pub fn price_history_to_batch(
     )
 }
 
-/// EVM latest prices fetched at `fetched_at` to a `prices` batch.
-pub fn evm_prices_to_batch(prices: &[EvmPrice], fetched_at: DateTime<Utc>) -> Result<RecordBatch> {
-    let p = prices;
-    let n = p.len();
-    batch(
-        Dataset::Prices,
-        vec![
-            i64s(p.iter().map(|r| Some(r.chain_id))),
-            str_req(p, |r| &r.token_address),
-            str_req(p, |r| &r.pool_address),
-            f64_req(p, |r| r.usd_price),
-            i64s(p.iter().map(|r| Some(r.block_number))),
-            i64s(std::iter::repeat_n(None, n)),
-            ts_req(p, |r| r.block_time),
+/// A latest-price or price-stats record of either family: the columns they share, with the
+/// block position of the family that has it.
+trait PriceRow {
+    fn token_address(&self) -> &str;
+    fn pool_address(&self) -> &str;
+    fn usd_price(&self) -> f64;
+    /// `(block_number, block_slot)`: the EVM records have the first, the altchain ones the
+    /// second.
+    fn block(&self) -> (Option<i64>, Option<i64>);
+    fn block_time(&self) -> DateTime<Utc>;
+}
+
+macro_rules! price_row {
+    ($t:ty, evm) => {
+        price_row!($t, |r: &$t| (Some(r.block_number), None));
+    };
+    ($t:ty, alt) => {
+        price_row!($t, |r: &$t| (None, Some(r.block_slot)));
+    };
+    ($t:ty, $block:expr) => {
+        impl PriceRow for $t {
+            fn token_address(&self) -> &str {
+                &self.token_address
+            }
+            fn pool_address(&self) -> &str {
+                &self.pool_address
+            }
+            fn usd_price(&self) -> f64 {
+                self.usd_price
+            }
+            fn block(&self) -> (Option<i64>, Option<i64>) {
+                ($block)(self)
+            }
+            fn block_time(&self) -> DateTime<Utc> {
+                self.block_time
+            }
+        }
+    };
+}
+
+price_row!(EvmPrice, evm);
+price_row!(AltPrice, alt);
+price_row!(EvmPriceStats, evm);
+price_row!(AltPriceStats, alt);
+
+/// The leading columns of a price record (chain, token, pool, price) and its trailing ones
+/// (block number, block slot, block time, fetch time), around whatever a dataset puts between.
+fn price_columns<T: PriceRow>(
+    rows: &[T],
+    chain_ids: impl IntoIterator<Item = Option<i64>>,
+    fetched_at: DateTime<Utc>,
+) -> ([ArrayRef; 4], [ArrayRef; 4]) {
+    let n = rows.len();
+    (
+        [
+            i64s(chain_ids),
+            str_req(rows, T::token_address),
+            str_req(rows, T::pool_address),
+            f64_req(rows, T::usd_price),
+        ],
+        [
+            i64s(rows.iter().map(|r| r.block().0)),
+            i64s(rows.iter().map(|r| r.block().1)),
+            ts_req(rows, T::block_time),
             ts(std::iter::repeat_n(Some(fetched_at), n)),
         ],
     )
 }
 
+fn prices_batch<T: PriceRow>(
+    rows: &[T],
+    chain_ids: impl IntoIterator<Item = Option<i64>>,
+    fetched_at: DateTime<Utc>,
+) -> Result<RecordBatch> {
+    let (lead, tail) = price_columns(rows, chain_ids, fetched_at);
+    batch(Dataset::Prices, lead.into_iter().chain(tail).collect())
+}
+
+/// EVM latest prices fetched at `fetched_at` to a `prices` batch.
+pub fn evm_prices_to_batch(prices: &[EvmPrice], fetched_at: DateTime<Utc>) -> Result<RecordBatch> {
+    prices_batch(prices, prices.iter().map(|r| Some(r.chain_id)), fetched_at)
+}
+
 /// Altchain latest prices fetched at `fetched_at` to a `prices` batch.
 pub fn alt_prices_to_batch(prices: &[AltPrice], fetched_at: DateTime<Utc>) -> Result<RecordBatch> {
-    let p = prices;
-    let n = p.len();
-    batch(
-        Dataset::Prices,
-        vec![
-            i64s(std::iter::repeat_n(None, n)),
-            str_req(p, |r| &r.token_address),
-            str_req(p, |r| &r.pool_address),
-            f64_req(p, |r| r.usd_price),
-            i64s(std::iter::repeat_n(None, n)),
-            i64s(p.iter().map(|r| Some(r.block_slot))),
-            ts_req(p, |r| r.block_time),
-            ts(std::iter::repeat_n(Some(fetched_at), n)),
-        ],
-    )
+    prices_batch(prices, std::iter::repeat_n(None, prices.len()), fetched_at)
 }
 
 /// The 21 price-change columns of a set of stats records.
@@ -285,24 +335,19 @@ fn change_columns(changes: &[&PriceChanges]) -> Vec<ArrayRef> {
         .collect()
 }
 
-#[allow(
-    clippy::too_many_arguments,
-    reason = "private builder of one row layout"
-)]
-fn price_stats_batch(
-    chain_ids: ArrayRef,
-    token: ArrayRef,
-    pool: ArrayRef,
-    price: ArrayRef,
-    changes: &[&PriceChanges],
-    block_number: ArrayRef,
-    block_slot: ArrayRef,
-    block_time: ArrayRef,
-    fetched_at: ArrayRef,
+fn price_stats_batch<T: PriceRow>(
+    rows: &[T],
+    changes: impl Fn(&T) -> &PriceChanges,
+    chain_id: Option<i64>,
+    fetched_at: DateTime<Utc>,
 ) -> Result<RecordBatch> {
-    let mut cols = vec![chain_ids, token, pool, price];
-    cols.extend(change_columns(changes));
-    cols.extend([block_number, block_slot, block_time, fetched_at]);
+    let (lead, tail) = price_columns(rows, std::iter::repeat_n(chain_id, rows.len()), fetched_at);
+    let changes: Vec<&PriceChanges> = rows.iter().map(changes).collect();
+    let cols = lead
+        .into_iter()
+        .chain(change_columns(&changes))
+        .chain(tail)
+        .collect();
     batch(Dataset::PriceStats, cols)
 }
 
@@ -312,20 +357,7 @@ pub fn evm_price_stats_to_batch(
     stats: &[EvmPriceStats],
     fetched_at: DateTime<Utc>,
 ) -> Result<RecordBatch> {
-    let s = stats;
-    let n = s.len();
-    let changes: Vec<&PriceChanges> = s.iter().map(|r| &r.changes).collect();
-    price_stats_batch(
-        i64s(std::iter::repeat_n(Some(chain_id), n)),
-        str_req(s, |r| &r.token_address),
-        str_req(s, |r| &r.pool_address),
-        f64_req(s, |r| r.usd_price),
-        &changes,
-        i64s(s.iter().map(|r| Some(r.block_number))),
-        i64s(std::iter::repeat_n(None, n)),
-        ts_req(s, |r| r.block_time),
-        ts(std::iter::repeat_n(Some(fetched_at), n)),
-    )
+    price_stats_batch(stats, |r| &r.changes, Some(chain_id), fetched_at)
 }
 
 /// Altchain price stats fetched at `fetched_at` to a `price_stats` batch.
@@ -333,20 +365,7 @@ pub fn alt_price_stats_to_batch(
     stats: &[AltPriceStats],
     fetched_at: DateTime<Utc>,
 ) -> Result<RecordBatch> {
-    let s = stats;
-    let n = s.len();
-    let changes: Vec<&PriceChanges> = s.iter().map(|r| &r.changes).collect();
-    price_stats_batch(
-        i64s(std::iter::repeat_n(None, n)),
-        str_req(s, |r| &r.token_address),
-        str_req(s, |r| &r.pool_address),
-        f64_req(s, |r| r.usd_price),
-        &changes,
-        i64s(std::iter::repeat_n(None, n)),
-        i64s(s.iter().map(|r| Some(r.block_slot))),
-        ts_req(s, |r| r.block_time),
-        ts(std::iter::repeat_n(Some(fetched_at), n)),
-    )
+    price_stats_batch(stats, |r| &r.changes, None, fetched_at)
 }
 
 fn metadata_array(meta: &[Option<&TokenMetadata>]) -> Result<ArrayRef> {
@@ -587,6 +606,105 @@ pub fn portfolios_to_batch(
         ],
     )
 }
+
+/// Records that become rows of one dataset.
+///
+/// Each model knows its dataset and its conversion, so a producer (sync, a test, a bench)
+/// writes `T::to_batch(&records, &context)` without choosing a converter, and a new dataset
+/// touches this file only.
+pub trait ToBatch: Sized {
+    /// What the rows need beside the records: the fetch time of a snapshot, the chain and
+    /// interval of a series, the target of candles; `()` for swaps and trades.
+    type Context;
+    /// The dataset the rows belong to.
+    const DATASET: Dataset;
+    /// The records as a batch with [`Self::DATASET`]'s record schema.
+    fn to_batch(records: &[Self], context: &Self::Context) -> Result<RecordBatch>;
+}
+
+/// What a candle row needs beside the candle: the token and/or pool it prices and its interval.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CandleSeries {
+    /// Token address.
+    pub token: Option<String>,
+    /// Pool address.
+    pub pool: Option<String>,
+    /// Seconds per candle.
+    pub interval: i64,
+}
+
+/// What a price-history row needs beside the series: its EVM chain and interval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HistorySeries {
+    /// Numeric EVM chain id.
+    pub chain_id: i64,
+    /// Seconds between points.
+    pub interval: i64,
+}
+
+/// What an EVM price-stats row needs beside the record: its chain (the record lacks it) and
+/// the snapshot's fetch time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EvmSnapshot {
+    /// Numeric EVM chain id.
+    pub chain_id: i64,
+    /// Fetch time of the snapshot.
+    pub fetched_at: DateTime<Utc>,
+}
+
+macro_rules! to_batch {
+    ($t:ty, $ctx:ty, $dataset:expr, |$r:ident, $c:ident| $body:expr) => {
+        impl ToBatch for $t {
+            type Context = $ctx;
+            const DATASET: Dataset = $dataset;
+            fn to_batch($r: &[Self], $c: &$ctx) -> Result<RecordBatch> {
+                $body
+            }
+        }
+    };
+}
+
+to_batch!(Swap, (), Dataset::Swaps, |r, _c| swaps_to_batch(r));
+to_batch!(Trade, (), Dataset::Trades, |r, _c| trades_to_batch(r));
+to_batch!(Candle, CandleSeries, Dataset::Candles, |r, c| {
+    candles_to_batch(c.token.as_deref(), c.pool.as_deref(), c.interval, r)
+});
+to_batch!(
+    PriceHistorySeries,
+    HistorySeries,
+    Dataset::PriceHistory,
+    |r, c| price_history_to_batch(c.chain_id, c.interval, r)
+);
+to_batch!(EvmPrice, DateTime<Utc>, Dataset::Prices, |r, c| {
+    evm_prices_to_batch(r, *c)
+});
+to_batch!(AltPrice, DateTime<Utc>, Dataset::Prices, |r, c| {
+    alt_prices_to_batch(r, *c)
+});
+to_batch!(EvmPriceStats, EvmSnapshot, Dataset::PriceStats, |r, c| {
+    evm_price_stats_to_batch(c.chain_id, r, c.fetched_at)
+});
+to_batch!(AltPriceStats, DateTime<Utc>, Dataset::PriceStats, |r, c| {
+    alt_price_stats_to_batch(r, *c)
+});
+to_batch!(
+    EvmTokenProfile,
+    DateTime<Utc>,
+    Dataset::TokenProfiles,
+    |r, c| evm_profiles_to_batch(r, *c)
+);
+to_batch!(
+    AltTokenProfile,
+    DateTime<Utc>,
+    Dataset::TokenProfiles,
+    |r, c| alt_profiles_to_batch(r, *c)
+);
+to_batch!(
+    (String, Portfolio),
+    DateTime<Utc>,
+    Dataset::Portfolios,
+    |r, c| portfolios_to_batch(r, *c)
+);
 
 #[cfg(test)]
 mod tests {

@@ -82,9 +82,10 @@ impl Manifest {
             });
         }
         let bytes = store.get(MANIFEST_PATH)?;
-        let m: Manifest = serde_json::from_slice(&bytes).map_err(|e| Error::Lake {
+        let m: Manifest = serde_json::from_slice(&bytes).map_err(|source| Error::LakeDecode {
             path: store.location(MANIFEST_PATH),
-            message: format!("the manifest is not valid: {e}"),
+            what: "the manifest".to_owned(),
+            source,
         })?;
         if m.format_version != MANIFEST_FORMAT_VERSION {
             return Err(Error::Lake {
@@ -167,9 +168,10 @@ pub fn recover(store: &dyn Store) -> Result<Recovery> {
         return Ok(rec);
     }
     let bytes = store.get(JOURNAL_PATH)?;
-    let journal: Journal = serde_json::from_slice(&bytes).map_err(|e| Error::Lake {
+    let journal: Journal = serde_json::from_slice(&bytes).map_err(|source| Error::LakeDecode {
         path: store.location(JOURNAL_PATH),
-        message: format!("the commit journal is not valid: {e}"),
+        what: "the commit journal".to_owned(),
+        source,
     })?;
     let manifest = Manifest::load(store)?;
     for path in journal.add.iter().chain(&journal.remove) {

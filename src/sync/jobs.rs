@@ -155,22 +155,22 @@ impl Job {
         }
     }
 
-    /// A one-line human description, such as `swaps token=abc`.
-    pub fn describe(&self) -> String {
-        let ds = self.dataset();
+    /// What the job fetches, named twice from one look at it: for people (after the dataset in
+    /// [`describe`](Self::describe)) and for the manifest (after `sync/<dataset>/` in
+    /// [`state_key`](Self::state_key)).
+    fn names(&self) -> (String, String) {
         match self {
             Job::Swaps {
                 token,
                 wallet,
                 pool,
             } => {
-                format!(
-                    "{ds} {}",
-                    filters(&[("token", token), ("wallet", wallet), ("pool", pool)])
-                )
+                let f = filters(&[("token", token), ("wallet", wallet), ("pool", pool)]);
+                (f.clone(), f)
             }
             Job::Trades { token, wallet } => {
-                format!("{ds} {}", filters(&[("token", token), ("wallet", wallet)]))
+                let f = filters(&[("token", token), ("wallet", wallet)]);
+                (f.clone(), f)
             }
             Job::Candles {
                 token,
@@ -178,22 +178,30 @@ impl Job {
                 interval,
                 from,
                 to,
-            } => format!(
-                "{ds} {} interval={interval}s from={} to={}",
-                filters(&[("token", token), ("pool", pool)]),
-                from.to_rfc3339(),
-                to.map_or_else(|| "now".to_owned(), |t| t.to_rfc3339())
-            ),
+            } => {
+                let f = filters(&[("token", token), ("pool", pool)]);
+                let to = to.map_or_else(|| "now".to_owned(), |t| t.to_rfc3339());
+                (
+                    format!(
+                        "{f} interval={interval}s from={} to={to}",
+                        from.to_rfc3339()
+                    ),
+                    format!("{f}/interval={interval}"),
+                )
+            }
             Job::PriceHistory {
                 chain_id,
                 tokens,
                 pools,
                 interval,
                 ..
-            } => format!(
-                "{ds} evm-{chain_id} {} tokens {} pools interval={interval}s",
-                tokens.len(),
-                pools.len()
+            } => (
+                format!(
+                    "evm-{chain_id} {} tokens {} pools interval={interval}s",
+                    tokens.len(),
+                    pools.len()
+                ),
+                format!("evm-{chain_id}/interval={interval}"),
             ),
             Job::Prices {
                 chain_id,
@@ -205,79 +213,39 @@ impl Job {
                 tokens,
                 pools,
             } => {
-                format!(
-                    "{ds} {} {} tokens {} pools",
-                    chain_part(*chain_id),
-                    tokens.len(),
-                    pools.len()
+                let chain = chain_part(*chain_id);
+                (
+                    format!("{chain} {} tokens {} pools", tokens.len(), pools.len()),
+                    format!("{chain}/{}", digest(tokens.iter().chain(pools))),
                 )
             }
-            Job::EvmProfiles { chain_id, tokens } => {
-                format!("{ds} evm-{chain_id} {} tokens", tokens.len())
+            Job::EvmProfiles { chain_id, tokens } => (
+                format!("evm-{chain_id} {} tokens", tokens.len()),
+                format!("evm-{chain_id}/{}", digest(tokens)),
+            ),
+            Job::AltProfiles { request } => {
+                let body = serde_json::to_string(request).unwrap_or_default();
+                (
+                    "altchain search".to_owned(),
+                    format!("altchain/{}", digest([body])),
+                )
             }
-            Job::AltProfiles { .. } => format!("{ds} altchain search"),
-            Job::Portfolios { wallets } => format!("{ds} {} wallets", wallets.len()),
+            Job::Portfolios { wallets } => (
+                format!("{} wallets", wallets.len()),
+                format!("altchain/{}", digest(wallets)),
+            ),
         }
+    }
+
+    /// A one-line human description, such as `swaps token=abc`.
+    pub fn describe(&self) -> String {
+        format!("{} {}", self.dataset(), self.names().0)
     }
 
     /// The key under which the job's progress is recorded in the lake's manifest. Two jobs
     /// with the same key fetch the same thing.
     pub fn state_key(&self) -> String {
-        let ds = self.dataset();
-        match self {
-            Job::Swaps {
-                token,
-                wallet,
-                pool,
-            } => {
-                format!(
-                    "sync/{ds}/{}",
-                    filters(&[("token", token), ("wallet", wallet), ("pool", pool)])
-                )
-            }
-            Job::Trades { token, wallet } => format!(
-                "sync/{ds}/{}",
-                filters(&[("token", token), ("wallet", wallet)])
-            ),
-            Job::Candles {
-                token,
-                pool,
-                interval,
-                ..
-            } => {
-                format!(
-                    "sync/{ds}/{}/interval={interval}",
-                    filters(&[("token", token), ("pool", pool)])
-                )
-            }
-            Job::PriceHistory {
-                chain_id, interval, ..
-            } => format!("sync/{ds}/evm-{chain_id}/interval={interval}"),
-            Job::Prices {
-                chain_id,
-                tokens,
-                pools,
-            }
-            | Job::PriceStats {
-                chain_id,
-                tokens,
-                pools,
-            } => {
-                format!(
-                    "sync/{ds}/{}/{}",
-                    chain_part(*chain_id),
-                    digest(tokens.iter().chain(pools))
-                )
-            }
-            Job::EvmProfiles { chain_id, tokens } => {
-                format!("sync/{ds}/evm-{chain_id}/{}", digest(tokens))
-            }
-            Job::AltProfiles { request } => {
-                let body = serde_json::to_string(request).unwrap_or_default();
-                format!("sync/{ds}/altchain/{}", digest([body]))
-            }
-            Job::Portfolios { wallets } => format!("sync/{ds}/altchain/{}", digest(wallets)),
-        }
+        format!("sync/{}/{}", self.dataset(), self.names().1)
     }
 
     /// Checks that the job names what it needs, before any request is made.

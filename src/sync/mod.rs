@@ -19,6 +19,10 @@
 mod jobs;
 pub mod ranges;
 mod run;
+mod search;
+mod series;
+mod snapshots;
+mod streams;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -61,14 +65,39 @@ impl Default for SyncConfig {
 }
 
 /// How a job ended.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum JobOutcome {
     /// Everything asked for is in the lake.
     Done,
     /// Stopped by cancellation after committing what it had fetched.
     Interrupted,
-    /// Failed after the client's retries; what was fetched before is committed.
-    Failed(String),
+    /// Failed after the client's retries; what was fetched before is committed. The error is
+    /// [`Error::Sync`](crate::Error::Sync) naming the job, with the cause as its `source`
+    /// (ask it [`api_status`](crate::Error::api_status), or walk its sources).
+    Failed(Arc<crate::Error>),
+}
+
+impl PartialEq for JobOutcome {
+    /// `Done` and `Interrupted` equal themselves; two failures are equal when they share the
+    /// same error (errors are not comparable by value).
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (JobOutcome::Done, JobOutcome::Done) => true,
+            (JobOutcome::Interrupted, JobOutcome::Interrupted) => true,
+            (JobOutcome::Failed(a), JobOutcome::Failed(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
+impl JobOutcome {
+    /// The error of a failed job.
+    pub fn error(&self) -> Option<&crate::Error> {
+        match self {
+            JobOutcome::Failed(e) => Some(e),
+            _ => None,
+        }
+    }
 }
 
 /// What one job did.

@@ -356,7 +356,7 @@ pub fn run(global: &Global, args: SyncArgs) -> anyhow::Result<ExitCode> {
                 "interrupted: {} (progress committed; run again to resume)",
                 j.job
             ),
-            JobOutcome::Failed(cause) => eprintln!("failed: {}: {cause}", j.job),
+            JobOutcome::Failed(error) => eprintln!("failed: {}", error_chain(error.as_ref())),
         }
     }
     Ok(if report.any_failed() {
@@ -527,4 +527,20 @@ impl SyncObserver for Observer {
             }
         }
     }
+}
+
+/// An error and its causes on one line, each cause once (a cause whose text its parent already
+/// shows is not repeated).
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let c = cause.to_string();
+        if !s.contains(&c) {
+            s.push_str(": ");
+            s.push_str(&c);
+        }
+        source = cause.source();
+    }
+    s
 }

@@ -1,0 +1,236 @@
+//! Snapshots of prices, price stats, EVM profiles and portfolios: chunked requests sharing one
+//! fetch time, resumed chunk by chunk.
+
+use std::collections::BTreeSet;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::run::{BatchBuilder, Finished, JobCtx, Syncer, to_value};
+use crate::api::models::TimeWindow;
+use crate::api::requests::{
+    AltPricesRequest, EvmPricesRequest, GetProfileRequest, MAX_PRICE_ADDRESSES, PortfolioRequest,
+    ProfileOptions,
+};
+use crate::error::Result;
+use crate::lake::convert::{EvmSnapshot, ToBatch};
+
+/// Progress of a snapshot job.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(super) struct SnapshotState {
+    /// An unfinished snapshot: its fetch time and the chunks already committed.
+    pub(super) run: Option<SnapshotRun>,
+    /// Fetch time of the last completed snapshot.
+    pub(super) last_fetched_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct SnapshotRun {
+    pub(super) fetched_at: DateTime<Utc>,
+    pub(super) done: BTreeSet<usize>,
+    /// For paged snapshots (search): cursor of the next page.
+    pub(super) cursor: Option<String>,
+}
+
+impl SnapshotRun {
+    /// A new snapshot, fetched now.
+    pub(super) fn start() -> Self {
+        SnapshotRun {
+            fetched_at: Utc::now(),
+            done: BTreeSet::new(),
+            cursor: None,
+        }
+    }
+}
+
+/// One request of a snapshot job.
+#[derive(Debug, Clone)]
+pub(super) enum SnapshotRequest {
+    /// Latest EVM prices of up to 1000 tokens or pools.
+    EvmPrices(EvmPricesRequest),
+    /// Latest altchain prices of up to 1000 tokens or pools.
+    AltPrices(AltPricesRequest),
+    /// EVM price stats of up to 1000 tokens or pools.
+    EvmPriceStats(EvmPricesRequest),
+    /// Altchain price stats of up to 1000 tokens or pools.
+    AltPriceStats(AltPricesRequest),
+    /// One EVM profile with its metadata and every window.
+    EvmProfile(GetProfileRequest),
+    /// One wallet's portfolio.
+    Portfolio(PortfolioRequest),
+}
+
+impl SnapshotRequest {
+    /// The requests of a latest-price (`stats` false) or price-stats snapshot: the tokens,
+    /// then the pools, at most [`MAX_PRICE_ADDRESSES`] per request.
+    pub(super) fn prices(
+        chain_id: Option<i64>,
+        tokens: &[String],
+        pools: &[String],
+        stats: bool,
+    ) -> Vec<Self> {
+        let token_chunks = tokens
+            .chunks(MAX_PRICE_ADDRESSES)
+            .map(|c| (Some(c.to_vec()), None));
+        let pool_chunks = pools
+            .chunks(MAX_PRICE_ADDRESSES)
+            .map(|c| (None, Some(c.to_vec())));
+        token_chunks
+            .chain(pool_chunks)
+            .map(|(tokens, pools)| match (chain_id, stats) {
+                (Some(chain_id), false) => SnapshotRequest::EvmPrices(EvmPricesRequest {
+                    chain_id,
+                    tokens,
+                    pools,
+                }),
+                (Some(chain_id), true) => SnapshotRequest::EvmPriceStats(EvmPricesRequest {
+                    chain_id,
+                    tokens,
+                    pools,
+                }),
+                (None, false) => SnapshotRequest::AltPrices(AltPricesRequest { tokens, pools }),
+                (None, true) => SnapshotRequest::AltPriceStats(AltPricesRequest { tokens, pools }),
+            })
+            .collect()
+    }
+
+    /// One profile request per token, asking for the metadata and every window.
+    pub(super) fn evm_profiles(chain_id: i64, tokens: &[String]) -> Vec<Self> {
+        tokens
+            .iter()
+            .map(|token| {
+                SnapshotRequest::EvmProfile(GetProfileRequest {
+                    chain_id,
+                    token: token.clone(),
+                    options: Some(ProfileOptions {
+                        include_metadata: Some(true),
+                        include_metrics: Some(TimeWindow::KNOWN.to_vec()),
+                    }),
+                })
+            })
+            .collect()
+    }
+
+    /// One portfolio request per wallet.
+    pub(super) fn portfolios(wallets: &[String]) -> Vec<Self> {
+        wallets
+            .iter()
+            .map(|wallet| {
+                SnapshotRequest::Portfolio(PortfolioRequest {
+                    wallet: wallet.clone(),
+                })
+            })
+            .collect()
+    }
+}
+
+/// Records of one answer and how they become rows, with the number of items received.
+fn builder<T>(records: Vec<T>, context: T::Context, received: usize) -> (BatchBuilder, usize)
+where
+    T: ToBatch + Send + 'static,
+    T::Context: Send + 'static,
+{
+    let build: BatchBuilder =
+        Box::new(move || Ok(vec![(T::DATASET, T::to_batch(&records, &context)?)]));
+    (build, received)
+}
+
+/// [`builder`] counting one item per record.
+fn records<T>(records: Vec<T>, context: T::Context) -> (BatchBuilder, usize)
+where
+    T: ToBatch + Send + 'static,
+    T::Context: Send + 'static,
+{
+    let n = records.len();
+    builder(records, context, n)
+}
+
+impl Syncer {
+    /// Prices, price stats, EVM profiles and portfolios: chunked snapshots with one fetch time.
+    pub(super) async fn sync_snapshot(
+        &self,
+        ctx: &mut JobCtx<'_>,
+        key: &str,
+        requests: Vec<SnapshotRequest>,
+    ) -> Result<Finished> {
+        let state: SnapshotState = self.read_state(key)?.unwrap_or_default();
+        let mut run = state.run.unwrap_or_else(SnapshotRun::start);
+        ctx.total = Some(requests.len() as u64);
+        let fetched_at = run.fetched_at;
+        for (i, request) in requests.into_iter().enumerate() {
+            if run.done.contains(&i) {
+                continue;
+            }
+            if ctx.cancel.is_cancelled() {
+                return Ok(false);
+            }
+            let (batch_fn, rows) = self.fetch_snapshot(request, fetched_at).await?;
+            ctx.fetched(rows);
+            run.done.insert(i);
+            let state = SnapshotState {
+                run: Some(run.clone()),
+                last_fetched_at: state.last_fetched_at,
+            };
+            ctx.rows_added += self
+                .commit(batch_fn, vec![(key.to_owned(), to_value(&state))])
+                .await?;
+        }
+        let done = SnapshotState {
+            run: None,
+            last_fetched_at: Some(fetched_at),
+        };
+        self.commit(|| Ok(Vec::new()), vec![(key.to_owned(), to_value(&done))])
+            .await?;
+        Ok(true)
+    }
+
+    /// Sends one request of a snapshot; the rows are built later, off the async workers.
+    async fn fetch_snapshot(
+        &self,
+        request: SnapshotRequest,
+        fetched_at: DateTime<Utc>,
+    ) -> Result<(BatchBuilder, usize)> {
+        let client = &self.client;
+        Ok(match request {
+            SnapshotRequest::EvmPrices(r) => records(client.evm_prices(&r).await?, fetched_at),
+            SnapshotRequest::AltPrices(r) => records(client.alt_prices(&r).await?, fetched_at),
+            SnapshotRequest::EvmPriceStats(r) => records(
+                client.evm_price_stats(&r).await?,
+                EvmSnapshot {
+                    chain_id: r.chain_id,
+                    fetched_at,
+                },
+            ),
+            SnapshotRequest::AltPriceStats(r) => {
+                records(client.alt_price_stats(&r).await?, fetched_at)
+            }
+            SnapshotRequest::EvmProfile(r) => {
+                records(vec![client.evm_profile(&r).await?], fetched_at)
+            }
+            SnapshotRequest::Portfolio(r) => {
+                let portfolio = client.portfolio(&r).await?;
+                let holdings = portfolio.tokens.len();
+                builder(vec![(r.wallet, portfolio)], fetched_at, holdings)
+            }
+        })
+    }
+
+    /// A dry run of a snapshot: the requests it has left.
+    pub(super) fn estimate_snapshot(
+        &self,
+        key: &str,
+        requests: usize,
+    ) -> Result<(Option<u64>, String)> {
+        let state: SnapshotState = self.read_state(key)?.unwrap_or_default();
+        let done = state.run.map(|r| r.done.len()).unwrap_or(0);
+        let n = requests.saturating_sub(done) as u64;
+        Ok((
+            Some(n),
+            if done > 0 {
+                format!("resumes a snapshot with {done} chunks done")
+            } else {
+                "one request per chunk".to_owned()
+            },
+        ))
+    }
+}
