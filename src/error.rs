@@ -145,6 +145,19 @@ pub enum Error {
         cursor: String,
     },
 
+    /// A paged operation kept sending new cursors far past the items its `count` announced.
+    #[error(
+        "{operation}: the service sent {received} items with a next cursor although its count was {count}; stopping instead of paging without end"
+    )]
+    EndlessPaging {
+        /// Operation name.
+        operation: &'static str,
+        /// Items received before stopping.
+        received: u64,
+        /// The largest `count` the service announced.
+        count: u64,
+    },
+
     /// Configuration that cannot work (bad URL, missing key, bad plan file).
     #[error("configuration: {0}")]
     Config(String),

@@ -1030,6 +1030,38 @@ async fn a_repeated_cursor_stops_with_an_error() {
     .await;
 }
 
+#[tokio::test]
+async fn endless_fresh_cursors_stop_at_the_bound_the_count_allows() {
+    bounded(10, async {
+        // Every page holds two swaps, announces a total of 4 and a cursor never seen before.
+        let server = Server::start(|_, i| {
+            Reply::json(json!({
+                "count": 4,
+                "cursor": format!("c{i}"),
+                "data": [swap_json(2 * i as i64, "quote_token"), swap_json(2 * i as i64 + 1, "quote_token")],
+            }))
+        })
+        .await;
+        let pages: Vec<_> = server
+            .client()
+            .swap_pages(SwapsRequest::for_token("T"))
+            .collect()
+            .await;
+        // 4 + 4/2 + 10 pages of 2 = 26 items are allowed; the page that crosses it (the 14th)
+        // is still yielded, then the error ends the stream.
+        let (ok, errors): (Vec<_>, Vec<_>) = pages.iter().partition(|p| p.is_ok());
+        assert_eq!(ok.len(), 14, "{pages:?}");
+        assert_eq!(errors.len(), 1);
+        assert!(
+            matches!(pages.last(), Some(Err(Error::EndlessPaging { operation: "altchain.get-swaps", received: 28, count: 4 }))),
+            "{:?}",
+            pages.last()
+        );
+        assert_eq!(server.count(), 14, "no request after the bound");
+    })
+    .await;
+}
+
 // ----- Chunking -----
 
 #[tokio::test]

@@ -520,3 +520,144 @@ async fn a_failed_job_keeps_its_typed_cause() {
     }
     assert!(std::error::Error::source(error).is_some());
 }
+
+/// Records the restarts a sync reports.
+#[derive(Default)]
+struct Restarts(std::sync::Mutex<Vec<String>>);
+
+impl dexlake::sync::SyncObserver for Restarts {
+    fn on_event(&self, event: dexlake::sync::SyncEvent) {
+        if let dexlake::sync::SyncEvent::Restarted { reason, .. } = event {
+            self.0.lock().unwrap().push(reason);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_profiles_snapshot_whose_cursor_is_refused_starts_again() {
+    let sim = sim(0.0, 0.0).await;
+    let dir = tempfile::tempdir().unwrap();
+    let lake = Arc::new(Lake::open(dir.path()).unwrap());
+    let request: dexlake::api::search::SearchRequest =
+        serde_json::from_value(serde_json::json!({"limit": 7})).unwrap();
+    let job = Job::AltProfiles { request };
+    // An interrupted snapshot whose saved cursor the service no longer accepts.
+    let old = DateTime::parse_from_rfc3339("2025-01-01T00:00:00Z")
+        .unwrap()
+        .with_timezone(&Utc);
+    let mut tx = lake.transaction().unwrap();
+    tx.set_state(
+        job.state_key(),
+        serde_json::json!({"run": {"fetched_at": old, "done": [0], "cursor": "an-expired-cursor"}, "last_fetched_at": null}),
+    );
+    tx.commit().unwrap();
+
+    let sync = Syncer::new(client(&sim), Arc::clone(&lake), SyncConfig::default());
+    let restarts = Restarts::default();
+    let report = sync.run(&[job], &restarts, &CancelToken::new()).await;
+    assert_eq!(
+        report.jobs[0].outcome,
+        JobOutcome::Done,
+        "{:?}",
+        report.jobs
+    );
+    let said = restarts.0.lock().unwrap().clone();
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(said[0].contains("new fetch time"), "{said:?}");
+    // The whole snapshot is in the lake, under one fetch time that is not the old one.
+    let profiles = lake
+        .scan(Dataset::TokenProfiles)
+        .unwrap()
+        .collect()
+        .unwrap();
+    let expected = sim.market().catalog().altchain.tokens.len();
+    assert_eq!(profiles.height(), expected);
+    let times = profiles.column("fetched_at").unwrap().n_unique().unwrap();
+    assert_eq!(times, 1);
+    // A later run resumes nothing and takes a fresh snapshot.
+    let again = sync
+        .run(
+            std::slice::from_ref(&Job::AltProfiles {
+                request: serde_json::from_value(serde_json::json!({"limit": 7})).unwrap(),
+            }),
+            &restarts,
+            &CancelToken::new(),
+        )
+        .await;
+    assert_eq!(again.jobs[0].outcome, JobOutcome::Done);
+    assert_eq!(restarts.0.lock().unwrap().len(), 1);
+}
+
+/// A candles service that answers every minute bar of the asked range, but at most `cap` bars
+/// per answer (the first ones), as a service with an answer-size cap would.
+async fn capped_candle_server(cap: usize) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    use axum::{Json, Router, routing::post};
+    let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = Arc::clone(&calls);
+    let app = Router::new().route(
+        "/v1/altchain/dex/prices/get-price-candles",
+        post(move |Json(body): Json<Value>| {
+            let seen = Arc::clone(&seen);
+            async move {
+                seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let at = |m: &str| {
+                    DateTime::parse_from_rfc3339(body[m].as_str().unwrap())
+                        .unwrap()
+                        .timestamp()
+                };
+                let (from, to) = (at("from"), at("to"));
+                let bars: Vec<Value> = (from..=to)
+                    .step_by(60)
+                    .take(cap)
+                    .map(|t| {
+                        let time = DateTime::from_timestamp(t, 0).unwrap().to_rfc3339();
+                        serde_json::json!({"timestamp": time, "open": 1.0, "high": 1.0,
+                            "low": 1.0, "close": 1.0, "volume": 2.0, "count": 1})
+                    })
+                    .collect();
+                Json(Value::Array(bars))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, calls)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_capped_candle_answer_covers_only_what_it_reaches() {
+    let (url, calls) = capped_candle_server(300).await;
+    let client = Client::new(ClientConfig {
+        base_url: url,
+        api_key: Some("k".into()),
+        ..ClientConfig::default()
+    })
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let lake = Arc::new(Lake::open(dir.path()).unwrap());
+    let from = DateTime::parse_from_rfc3339("2025-05-01T00:00:00Z")
+        .unwrap()
+        .with_timezone(&Utc);
+    let job = Job::Candles {
+        token: Some("T".into()),
+        pool: None,
+        interval: 60,
+        from,
+        to: Some(from + chrono::Duration::minutes(1000)),
+    };
+    let config = SyncConfig {
+        recent_window: Duration::ZERO,
+        ..SyncConfig::default()
+    };
+    let sync = Syncer::new(client, Arc::clone(&lake), config);
+    let first = sync
+        .run(std::slice::from_ref(&job), &(), &CancelToken::new())
+        .await;
+    assert_eq!(first.jobs[0].outcome, JobOutcome::Done, "{:?}", first.jobs);
+    // 1000 bars in answers of at most 300: four requests, every bar in the lake.
+    assert_eq!(first.jobs[0].rows_added, 1000);
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 4);
+    let again = sync.run(&[job], &(), &CancelToken::new()).await;
+    assert_eq!(again.jobs[0].requests, 0, "the whole range is covered now");
+}

@@ -514,7 +514,9 @@ impl Client {
     /// Paging stops after a page whose cursor is missing, null or empty, or whose `data` is
     /// empty; that last page is still yielded. A cursor seen before (the request's own
     /// included) yields [`Error::RepeatedCursor`] in place of its page and ends the stream, as
-    /// does any other error.
+    /// does any other error. A service that keeps sending fresh cursors past what its `count`
+    /// announced (more items than the count, half the count again and ten pages) gets
+    /// [`Error::EndlessPaging`] after the page that crossed that bound.
     pub fn search_pages(
         &self,
         req: SearchRequest,
@@ -894,6 +896,12 @@ where
         /// The cursor of the next request; `None` once paging has ended.
         next: Option<Option<String>>,
         seen: HashSet<String>,
+        /// Items received so far, and the largest `count` and page seen.
+        received: u64,
+        count: u64,
+        page_len: u64,
+        /// An error to yield after the page that revealed it.
+        pending: Option<Error>,
     }
     let mut seen = HashSet::new();
     if let Some(c) = start.as_ref().filter(|c| !c.is_empty()) {
@@ -903,14 +911,25 @@ where
         fetch,
         next: Some(start),
         seen,
+        received: 0,
+        count: 0,
+        page_len: 0,
+        pending: None,
     };
     stream::unfold(state, move |mut state| async move {
+        if let Some(e) = state.pending.take() {
+            return Some((Err(e), state));
+        }
         let cursor = state.next.take()?;
         let page = match (state.fetch)(cursor).await {
             Ok(page) => page,
             Err(e) => return Some((Err(e), state)),
         };
-        if !page.data.is_empty()
+        let len = page.data.len() as u64;
+        state.received += len;
+        state.page_len = state.page_len.max(len);
+        state.count = state.count.max(u64::try_from(page.count).unwrap_or(0));
+        if len > 0
             && let Some(c) = page.next_cursor()
         {
             if !state.seen.insert(c.to_owned()) {
@@ -920,10 +939,27 @@ where
                 };
                 return Some((Err(error), state));
             }
-            state.next = Some(Some(c.to_owned()));
+            if state.received > paging_bound(state.count, state.page_len) {
+                state.pending = Some(Error::EndlessPaging {
+                    operation: op.name(),
+                    received: state.received,
+                    count: state.count,
+                });
+            } else {
+                state.next = Some(Some(c.to_owned()));
+            }
         }
         Some((Ok(page), state))
     })
+}
+
+/// How many items a paged answer may deliver before it is taken for endless: the largest
+/// `count` it announced, plus half as many again for items that arrive while paging, plus ten
+/// pages.
+fn paging_bound(count: u64, page_len: u64) -> u64 {
+    count
+        .saturating_add(count / 2)
+        .saturating_add(page_len.saturating_mul(10))
 }
 
 /// Flattens a page stream into its items; an error is passed on as one item.

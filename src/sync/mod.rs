@@ -194,6 +194,14 @@ pub enum SyncEvent {
         /// Total records expected (the service's `count`), when known.
         total: Option<u64>,
     },
+    /// A job could not resume where an earlier run stopped and started again (the service no
+    /// longer accepts the recorded cursor, which may expire).
+    Restarted {
+        /// Index of the job in the plan.
+        index: usize,
+        /// What was started again and why.
+        reason: String,
+    },
     /// A job ended.
     JobFinished {
         /// Index of the job in the plan.

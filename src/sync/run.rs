@@ -74,6 +74,14 @@ pub(super) struct JobCtx<'a> {
 }
 
 impl JobCtx<'_> {
+    /// Reports that the job starts again from the top, and why.
+    pub(super) fn restarted(&self, reason: String) {
+        self.observer.on_event(SyncEvent::Restarted {
+            index: self.index,
+            reason,
+        });
+    }
+
     /// Counts one answer of `rows` records and reports the progress.
     pub(super) fn fetched(&mut self, rows: usize) {
         self.requests += 1;

@@ -86,7 +86,11 @@ impl Syncer {
                 (gaps, Some(tail))
             }
         };
-        for chunk in chunks {
+        // The queue holds what is left to ask for. An answer covers its range only up to the
+        // end of its last bar: a service that caps its answers (fewer bars than the range
+        // holds) leaves the rest queued, and only an empty answer proves a range has no bars.
+        let mut queue: std::collections::VecDeque<Range> = chunks.into();
+        while let Some(chunk) = queue.pop_front() {
             if ctx.cancel.is_cancelled() {
                 return Ok(false);
             }
@@ -99,7 +103,11 @@ impl Syncer {
             ctx.fetched(candles.len());
             // A bar belongs to the chunk its start falls in; the neighbour chunk owns the rest.
             candles.retain(|c| (chunk.start..chunk.end).contains(&ts(c.timestamp)));
-            state.covered.insert(chunk);
+            let reached = answered_until(chunk, interval, candles.iter().map(|c| ts(c.timestamp)));
+            if reached < chunk.end {
+                queue.push_front(Range::new(reached, chunk.end));
+            }
+            state.covered.insert(Range::new(chunk.start, reached));
             ctx.rows_added += self
                 .commit_records(
                     candles,
@@ -260,7 +268,12 @@ impl Syncer {
                 newest[kind] = newest[kind].max(covers.get(is_pool, address).newest_point);
             }
         }
-        for hr in self.history_requests(&covers, tokens, pools, interval, from, to) {
+        // As for candles, an answer covers a target only up to its last point; the rest of the
+        // range is asked for again (see `answered_until`).
+        let mut queue: std::collections::VecDeque<HistoryRequest> = self
+            .history_requests(&covers, tokens, pools, interval, from, to)
+            .into();
+        while let Some(hr) = queue.pop_front() {
             if ctx.cancel.is_cancelled() {
                 return Ok(false);
             }
@@ -295,10 +308,10 @@ impl Syncer {
             }
             seen_data[kind] |= points > 0;
             let mut states = Vec::with_capacity(hr.addresses.len());
+            let mut short: Vec<(i64, String)> = Vec::new();
             for address in &hr.addresses {
                 let (target_key, state) = covers.entry(hr.is_pool, address);
-                state.covered.insert(hr.range);
-                let last = series
+                let own: Vec<i64> = series
                     .iter()
                     .filter(|s| {
                         let own = if hr.is_pool {
@@ -309,9 +322,23 @@ impl Syncer {
                         own == address
                     })
                     .flat_map(|s| s.prices.iter().map(|p| ts(p.timestamp)))
-                    .max();
-                state.newest_point = state.newest_point.max(last);
+                    .collect();
+                let reached = answered_until(hr.range, interval, own.iter().copied());
+                if reached < hr.range.end {
+                    short.push((reached, address.clone()));
+                }
+                state.covered.insert(Range::new(hr.range.start, reached));
+                state.newest_point = state.newest_point.max(own.iter().copied().max());
                 states.push((target_key, to_value(state)));
+            }
+            // Targets the answer stopped short for are asked again from where it stopped.
+            short.sort();
+            for (reached, addresses) in group_by_start(short) {
+                queue.push_front(HistoryRequest {
+                    range: Range::new(reached, hr.range.end),
+                    is_pool: hr.is_pool,
+                    addresses,
+                });
             }
             ctx.rows_added += self
                 .commit_records(series, HistorySeries { chain_id, interval }, states)
@@ -372,6 +399,29 @@ impl Syncer {
             "missing sub-ranges, grouped by target".to_owned(),
         ))
     }
+}
+
+/// How far an answer for `range` reaches: the end of its last bar or point, or the whole
+/// range when it holds none (an empty answer proves there is nothing to fetch) or its last bar
+/// is the range's last bucket. An answer that stops earlier may have been cut short by the
+/// service, so the rest of the range is not recorded as covered.
+fn answered_until(range: Range, interval: i64, starts: impl Iterator<Item = i64>) -> i64 {
+    match starts.max() {
+        Some(last) => last.saturating_add(interval).clamp(range.start, range.end),
+        None => range.end,
+    }
+}
+
+/// Addresses grouped by the time their answer reached, in order.
+fn group_by_start(sorted: Vec<(i64, String)>) -> Vec<(i64, Vec<String>)> {
+    let mut out: Vec<(i64, Vec<String>)> = Vec::new();
+    for (t, address) in sorted {
+        match out.last_mut() {
+            Some((last, addresses)) if *last == t => addresses.push(address),
+            _ => out.push((t, vec![address])),
+        }
+    }
+    out
 }
 
 /// One request's worth of a price-history job.

@@ -133,6 +133,9 @@ impl Syncer {
                     // The recorded cursor is no longer accepted (cursors may expire): start again
                     // from the newest record; the stop point still bounds the work.
                     ctx.requests += 1;
+                    ctx.restarted(format!(
+                        "the service refused the recorded cursor ({e}); paging again from the newest record down to the last committed one"
+                    ));
                     cursor = None;
                     stream = Box::pin(request.pages(&self.client, None));
                     first_page = false;

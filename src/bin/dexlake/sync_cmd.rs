@@ -469,6 +469,9 @@ impl SyncObserver for Observer {
                         eprintln!("job {index}: {rows_fetched}{of} records, {requests} requests");
                     }
                 }
+                SyncEvent::Restarted { index, reason } => {
+                    eprintln!("job {index} starts again: {reason}");
+                }
                 SyncEvent::JobFinished { report, .. } => {
                     st.finished += 1;
                     eprintln!(
@@ -512,6 +515,13 @@ impl SyncObserver for Observer {
                     }
                     bar.set_position(rows_fetched);
                     bar.set_prefix(format!("{requests} req"));
+                }
+            }
+            SyncEvent::Restarted { index, reason } => {
+                let job = st.bars.get(index).and_then(Option::as_ref);
+                match job {
+                    Some(bar) => bar.println(format!("starts again: {reason}")),
+                    None => multi.suspend(|| eprintln!("job {index} starts again: {reason}")),
                 }
             }
             SyncEvent::JobFinished { index, report } => {
