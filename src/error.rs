@@ -138,6 +138,19 @@ pub enum Error {
         source: Box<Error>,
     },
 
+    /// A response body was larger than the client accepts
+    /// ([`ClientConfig::max_response_bytes`](crate::api::client::ClientConfig::max_response_bytes));
+    /// reading stopped there, and the request is not retried.
+    #[error(
+        "{operation}: the response is larger than the limit of {limit} bytes (max_response_bytes)"
+    )]
+    ResponseTooLarge {
+        /// Operation name.
+        operation: &'static str,
+        /// The limit in bytes.
+        limit: u64,
+    },
+
     /// A paged operation returned a cursor it had already returned.
     #[error("{operation}: the service repeated cursor {cursor:?}; stopping instead of looping")]
     RepeatedCursor {

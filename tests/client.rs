@@ -1509,3 +1509,72 @@ async fn url_credentials_never_reach_errors() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn an_oversized_body_fails_without_retry() {
+    bounded(30, async {
+        // Announced by Content-Length.
+        let big = json!([{"token": "T", "balance": 1.0, "price": 1.0, "value": 1.0, "pad": "x".repeat(200_000)}]);
+        let server = Server::start(move |_, _| Reply::json(big.clone())).await;
+        let client = Client::new(server.config().with_max_response_bytes(64 * 1024))
+            .expect("valid configuration");
+        let err = client
+            .alt_prices(&AltPricesRequest::for_tokens(["T"]))
+            .await
+            .expect_err("too large");
+        assert!(
+            matches!(err, Error::ResponseTooLarge { limit: 65_536, .. }),
+            "{err:?}"
+        );
+        assert_eq!(server.count(), 1, "no retry");
+
+        // Streamed without a length: reading stops at the cap.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("address");
+        let connections = Arc::new(AtomicUsize::new(0));
+        let seen = Arc::clone(&connections);
+        let task = tokio::spawn(async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            while let Ok((mut socket, _)) = listener.accept().await {
+                seen.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(async move {
+                    let mut request = [0u8; 4096];
+                    let _ = socket.read(&mut request).await;
+                    let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
+                    if socket.write_all(head.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    // 8 MiB of a JSON array that never closes, in 64 KiB chunks.
+                    let chunk = format!("{:x}\r\n{}\r\n", 65_536, "[".repeat(65_536));
+                    for _ in 0..128 {
+                        if socket.write_all(chunk.as_bytes()).await.is_err() {
+                            return;
+                        }
+                    }
+                    let _ = socket.write_all(b"0\r\n\r\n").await;
+                });
+            }
+        });
+        let client = Client::new(
+            ClientConfig::new(format!("http://{addr}"))
+                .with_api_key("k")
+                .with_max_response_bytes(1 << 20),
+        )
+        .expect("valid configuration");
+        let err = client
+            .alt_prices(&AltPricesRequest::for_tokens(["T"]))
+            .await
+            .expect_err("too large");
+        assert!(
+            matches!(err, Error::ResponseTooLarge { limit, .. } if limit == 1 << 20),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("1048576"), "{err}");
+        assert_eq!(connections.load(Ordering::SeqCst), 1, "no retry");
+        assert_eq!(ClientConfig::default().max_response_bytes, 64 << 20);
+        task.abort();
+    })
+    .await;
+}

@@ -47,6 +47,9 @@ pub const ENV_ALTCHAIN_SEGMENT: &str = "DEXLAKE_ALTCHAIN_SEGMENT";
 /// Name of the header that carries the API key.
 pub const API_KEY_HEADER: &str = "x-api-key";
 
+/// Default of [`ClientConfig::max_response_bytes`]: 64 MiB.
+pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 64 << 20;
+
 /// Characters of a response body kept in error messages.
 const EXCERPT_CHARS: usize = 200;
 
@@ -74,6 +77,9 @@ pub struct ClientConfig {
     pub rate_limit: Option<RateLimit>,
     /// Requests in flight at once.
     pub max_concurrency: usize,
+    /// Largest response body read, in bytes. The body is read as a stream and a larger one
+    /// fails with [`Error::ResponseTooLarge`] as soon as it passes the limit, without a retry.
+    pub max_response_bytes: u64,
 }
 
 impl Default for ClientConfig {
@@ -88,6 +94,7 @@ impl Default for ClientConfig {
             retry: RetryConfig::default(),
             rate_limit: None,
             max_concurrency: 8,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
         }
     }
 }
@@ -188,6 +195,12 @@ impl ClientConfig {
         self
     }
 
+    /// Sets [`Self::max_response_bytes`].
+    pub fn with_max_response_bytes(mut self, max_response_bytes: u64) -> Self {
+        self.max_response_bytes = max_response_bytes;
+        self
+    }
+
     /// The base URL checked and without a trailing slash.
     fn checked_base_url(&self) -> Result<String> {
         let shown = redact_url(&self.base_url);
@@ -239,6 +252,7 @@ impl std::fmt::Debug for ClientConfig {
             .field("retry", &self.retry)
             .field("rate_limit", &self.rate_limit)
             .field("max_concurrency", &self.max_concurrency)
+            .field("max_response_bytes", &self.max_response_bytes)
             .finish()
     }
 }
@@ -348,6 +362,11 @@ impl Client {
         let base_url = config.checked_base_url()?;
         config.check_segment()?;
         config.retry.validate()?;
+        if config.max_response_bytes == 0 {
+            return Err(Error::Config(
+                "max_response_bytes must be at least 1".into(),
+            ));
+        }
         let permits = Permits::new(config.rate_limit.as_ref(), config.max_concurrency)?;
 
         let mut headers = HeaderMap::new();
@@ -750,7 +769,7 @@ impl Client {
 
         let _permit = self.inner.permits.acquire().await;
         Counters::bump(&self.inner.counters.requests);
-        let response = self
+        let mut response = self
             .inner
             .http
             .post(url)
@@ -764,7 +783,28 @@ impl Client {
             .get(RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| parse_retry_after(v, SystemTime::now()));
-        let body = response.bytes().await.map_err(transport)?;
+        let limit = self.inner.config.max_response_bytes;
+        let too_large = || Failure {
+            error: Error::ResponseTooLarge {
+                operation: op.name(),
+                limit,
+            },
+            // The same request would get the same answer.
+            retryable: false,
+            retry_after: None,
+        };
+        if response.content_length().is_some_and(|n| n > limit) {
+            return Err(too_large());
+        }
+        // Read chunk by chunk so that a body without a length (or with a false one) stops at
+        // the limit instead of filling memory.
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(transport)? {
+            if (body.len() + chunk.len()) as u64 > limit {
+                return Err(too_large());
+            }
+            body.extend_from_slice(&chunk);
+        }
 
         if status.is_success() {
             return serde_json::from_slice(&body).map_err(|source| Failure {
