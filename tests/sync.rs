@@ -720,3 +720,60 @@ async fn every_float_reaches_the_lake_bit_for_bit() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overflowing_numbers_are_clear_errors_not_aborts() {
+    let dir = tempfile::tempdir().unwrap();
+    // The command line, with --dry-run: a clear error and exit status 1, no panic or abort.
+    for (flags, expected) in [
+        (
+            vec![
+                "candles",
+                "--token",
+                "T",
+                "--interval",
+                "9223372036854775807",
+                "--from",
+                "2025-01-01T00:00:00Z",
+                "--dry-run",
+            ],
+            "interval must be 1 to",
+        ),
+        (
+            vec!["swaps", "--token", "T", "--rps", "1e-20", "--dry-run"],
+            "requests per second must be",
+        ),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_dexlake"))
+            .arg("--lake")
+            .arg(dir.path())
+            .args(["--base-url", "http://127.0.0.1:9", "--api-key", "k", "sync"])
+            .args(&flags)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{flags:?}: {stderr}");
+        assert!(stderr.contains(expected), "{flags:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+
+    // The library's own planner refuses the same job before planning anything.
+    let sim = sim(0.0, 0.0).await;
+    let lake = Arc::new(Lake::open(dir.path()).unwrap());
+    let sync = Sync::new(client(&sim), Arc::clone(&lake), SyncConfig::default());
+    let from = "2025-01-01T00:00:00Z".parse().unwrap();
+    for interval in [i64::MAX, 0, -1] {
+        let job = Job::Candles {
+            token: Some("T".into()),
+            pool: None,
+            interval,
+            from,
+            to: None,
+        };
+        let err = sync.estimate(&job).expect_err("refused");
+        assert!(err.to_string().contains("interval must be"), "{err}");
+        let report = sync.run(&[job], &(), &CancelToken::new()).await;
+        assert!(report.any_failed());
+    }
+    assert_eq!(sim.requests_served(), 0);
+}
