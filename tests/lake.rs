@@ -823,3 +823,55 @@ fn a_writer_killed_at_random_points_leaves_a_sound_lake() {
         eprintln!("{last_commits} commits, {interrupted_commits} kills landed inside a commit");
     });
 }
+
+#[test]
+fn a_hostile_journal_is_refused_and_deletes_nothing() {
+    bounded(60, || {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path().join("lake");
+        let victim_dir = dir.path().join("victim");
+        std::fs::create_dir(&victim_dir).expect("victim folder");
+        let victim = victim_dir.join("data.txt");
+        std::fs::write(&victim, b"precious").expect("victim file");
+        let lake = Lake::open(&root).expect("open");
+        write_all(&lake, &Samples::generate(5, 50).batches().expect("batches"));
+        let committed = lake.manifest().expect("manifest").files.len();
+        drop(lake);
+
+        let journal = root.join(dexlake::lake::manifest::JOURNAL_PATH);
+        for hostile in [
+            "../victim/data.txt".to_owned(),
+            "swaps/../../victim/data.txt".to_owned(),
+            victim.to_str().expect("UTF-8 path").to_owned(),
+            "_dexlake/manifest.json".to_owned(),
+        ] {
+            for member in ["add", "remove"] {
+                let body =
+                    serde_json::json!({"version": 99, "add": [], "remove": [], member: [hostile]});
+                std::fs::write(&journal, body.to_string()).expect("journal");
+                let err = Lake::open(&root).expect_err("a hostile journal is refused");
+                let shown = err.to_string();
+                assert!(matches!(err, Error::Lake { .. }), "{err:?}");
+                assert!(
+                    shown.contains("journal") && shown.contains("nothing was deleted"),
+                    "{shown}"
+                );
+                assert_eq!(std::fs::read(&victim).expect("victim kept"), b"precious");
+                assert!(journal.exists(), "the journal is kept for inspection");
+                // `verify` does not say "ok" either.
+                let out = Command::new(env!("CARGO_BIN_EXE_dexlake"))
+                    .arg("--lake")
+                    .arg(&root)
+                    .arg("verify")
+                    .output()
+                    .expect("run dexlake verify");
+                assert!(!out.status.success());
+                assert!(String::from_utf8_lossy(&out.stderr).contains("journal"));
+            }
+        }
+        std::fs::remove_file(&journal).expect("remove the journal");
+        let lake = Lake::open(&root).expect("open");
+        assert_eq!(lake.manifest().expect("manifest").files.len(), committed);
+        assert!(lake.verify().expect("verify").is_ok());
+    });
+}

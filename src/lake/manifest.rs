@@ -26,7 +26,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::Dataset;
-use super::store::{Store, temp_name};
+use super::layout::Partition;
+use super::store::{Store, check_path, temp_name};
 use crate::{Error, Result};
 
 /// Folder of the lake's own files; it never holds a `.parquet` file.
@@ -95,6 +96,17 @@ impl Manifest {
                 ),
             });
         }
+        // Scans open committed files by path, so none may point outside the lake.
+        if let Some((path, e)) = m
+            .files
+            .keys()
+            .find_map(|p| check_path(p).err().map(|e| (p, e)))
+        {
+            return Err(Error::Lake {
+                path: store.location(MANIFEST_PATH),
+                message: format!("the manifest lists {path:?}, outside the lake ({e})"),
+            });
+        }
         Ok(m)
     }
 
@@ -158,6 +170,9 @@ fn delete_if_present(store: &dyn Store, path: &str, into: &mut Vec<String>) -> R
 }
 
 /// Cleans up after an interrupted commit. Must run under the writer lock.
+///
+/// A journal that names anything but data files of the lake's layout (a `..`, an absolute
+/// path, another folder) is refused with [`Error::Lake`] before anything is deleted.
 pub fn recover(store: &dyn Store) -> Result<Recovery> {
     let mut rec = Recovery::default();
     for meta in [MANIFEST_PATH, JOURNAL_PATH] {
@@ -171,6 +186,18 @@ pub fn recover(store: &dyn Store) -> Result<Recovery> {
         path: store.location(JOURNAL_PATH),
         message: format!("the commit journal is not valid: {e}"),
     })?;
+    // The journal decides what is deleted, so every path in it must be a data file of the
+    // layout before anything is touched.
+    for path in journal.add.iter().chain(&journal.remove) {
+        if let Err(e) = check_path(path).and_then(|()| Partition::from_file_path(path).map(drop)) {
+            return Err(Error::Lake {
+                path: store.location(JOURNAL_PATH),
+                message: format!(
+                    "the commit journal names {path:?}, which is not a data file of this lake ({e}); nothing was deleted. If no dexlake process writes to this lake, inspect the journal and remove it by hand"
+                ),
+            });
+        }
+    }
     let manifest = Manifest::load(store)?;
     for path in journal.add.iter().chain(&journal.remove) {
         delete_if_present(store, &temp_name(path), &mut rec.temps)?;
