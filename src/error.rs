@@ -92,18 +92,19 @@ pub enum Error {
         operation: &'static str,
         /// The status class.
         status: ApiStatus,
-        /// The server's `error` text (or a short excerpt of the body when it had none).
+        /// The server's `error` text (or a short excerpt of the body when it had none), with
+        /// control characters and escape sequences taken out (see [`printable`]).
         message: String,
         /// `Retry-After` as sent by the server, if any.
         retry_after: Option<Duration>,
     },
 
     /// A response body could not be decoded into the operation's model.
-    #[error("{operation}: could not decode the response ({source}); body starts: {excerpt}")]
+    #[error("{operation}: could not decode the response ({}); body starts: {excerpt}", printable(&.source.to_string()))]
     Decode {
         /// Operation name.
         operation: &'static str,
-        /// The first few hundred characters of the body.
+        /// The first few hundred characters of the body, made [`printable`].
         excerpt: String,
         /// The decoder's error.
         #[source]
@@ -115,7 +116,8 @@ pub enum Error {
     Transport {
         /// Operation name.
         operation: &'static str,
-        /// The URL requested.
+        /// The URL requested, without its user name and password (see
+        /// [`redact_url`](crate::api::client::redact_url)).
         url: String,
         /// The HTTP client's error.
         #[source]
@@ -134,6 +136,19 @@ pub enum Error {
         /// The last attempt's error.
         #[source]
         source: Box<Error>,
+    },
+
+    /// A response body was larger than the client accepts
+    /// ([`ClientConfig::max_response_bytes`](crate::api::client::ClientConfig::max_response_bytes));
+    /// reading stopped there, and the request is not retried.
+    #[error(
+        "{operation}: the response is larger than the limit of {limit} bytes (max_response_bytes)"
+    )]
+    ResponseTooLarge {
+        /// Operation name.
+        operation: &'static str,
+        /// The limit in bytes.
+        limit: u64,
     },
 
     /// A paged operation returned a cursor it had already returned.
@@ -215,11 +230,11 @@ pub enum Error {
 
     /// One of the lake's own files (manifest, commit journal) or a sync state in the manifest
     /// could not be decoded.
-    #[error("lake {path}: {what} is not valid: {source}", path = path.display())]
+    #[error("lake {path}: {what}: {source}", path = path.display())]
     LakeDecode {
         /// The file concerned.
         path: PathBuf,
-        /// What was being decoded, such as `the manifest` or `sync state sync/swaps/token=…`.
+        /// What is wrong and what to do, such as `the commit journal is not valid`.
         what: String,
         /// The decoder's error.
         #[source]
@@ -289,5 +304,68 @@ impl Error {
             }
             _ => None,
         }
+    }
+}
+
+/// Text from outside (a server's error text, a body excerpt) made safe to show on a terminal:
+/// ANSI escape sequences are removed, and every other control character (line breaks, C1
+/// controls) and every bidirectional override becomes a space, so the text cannot move the
+/// cursor, recolour or clear the screen, or forge lines of output.
+pub fn printable(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{1b}' => match chars.next() {
+                // CSI: parameters and intermediates up to a final byte in `@`..=`~`.
+                Some('[') => {
+                    for c in chars.by_ref() {
+                        if ('@'..='~').contains(&c) {
+                            break;
+                        }
+                    }
+                }
+                // OSC and the other string sequences: up to BEL or ST (`ESC \`).
+                Some(']' | 'P' | '^' | '_' | 'X') => {
+                    while let Some(c) = chars.next() {
+                        if c == '\u{7}' {
+                            break;
+                        }
+                        if c == '\u{1b}' {
+                            chars.next_if_eq(&'\\');
+                            break;
+                        }
+                    }
+                }
+                // Any other escape is two characters long.
+                _ => {}
+            },
+            c if c.is_control() || is_bidi_control(c) => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Unicode characters that reorder the text around them when displayed.
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn printable_removes_escapes_and_controls() {
+        assert_eq!(printable("plain text"), "plain text");
+        assert_eq!(printable("a\u{1b}[31;1mred\u{1b}[0m b"), "ared b");
+        assert_eq!(
+            printable("x\u{1b}]0;title\u{7}y\u{1b}]8;;u\u{1b}\\z"),
+            "xyz"
+        );
+        assert_eq!(printable("line\r\nforged\u{9b}\u{202e}"), "line  forged  ");
+        assert_eq!(printable("cut\u{1b}"), "cut");
+        assert_eq!(printable("é 東"), "é 東");
     }
 }

@@ -1437,3 +1437,176 @@ async fn every_operation_round_trips_against_the_simulator() {
     assert!(sim.requests_served() >= 13);
     sim.shutdown().await;
 }
+
+// ----- Hostile servers -----
+
+/// Every character of an error's message and of its sources' messages.
+fn error_chain_text(err: &Error) -> String {
+    let mut text = format!("{err} | {err:?}");
+    let mut source = std::error::Error::source(err);
+    while let Some(s) = source {
+        text.push_str(&format!(" | {s}"));
+        source = s.source();
+    }
+    text
+}
+
+#[tokio::test]
+async fn escape_codes_in_server_text_are_stripped() {
+    bounded(20, async {
+        let hostile = "Bad request\u{1b}[2J\u{1b}[31m: wiped\u{1b}]0;title\u{7}\r\nforged line\u{9b}1m\u{202e}";
+        for reply in [
+            Reply::error(400, hostile),
+            Reply::raw(502, hostile),
+            Reply::raw(200, &format!("{{\"nope\": \"{hostile}")),
+        ] {
+            let server = Server::start(move |_, _| reply.clone()).await;
+            let client = Client::new(server.config().with_retry(RetryConfig::disabled()))
+                .expect("valid configuration");
+            let err = client
+                .alt_prices(&AltPricesRequest::for_tokens(["T"]))
+                .await
+                .expect_err("a failure");
+            let shown = err.to_string();
+            assert!(
+                !shown.chars().any(|c| c.is_control() || c == '\u{202e}'),
+                "{shown:?}"
+            );
+            assert!(shown.contains("Bad request"), "the readable text stays: {shown:?}");
+            assert!(shown.contains("forged line"), "{shown:?}");
+            if let Error::Api { message, .. } = &err {
+                assert!(!message.chars().any(char::is_control), "{message:?}");
+            }
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn url_credentials_never_reach_errors() {
+    bounded(20, async {
+        const SECRET: &str = "s3cret-pw";
+        // Nobody listening: the transport error names the URL.
+        let closed = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = closed.local_addr().expect("address");
+        drop(closed);
+        let config = ClientConfig::new(format!("http://alice:{SECRET}@{addr}/prefix"))
+            .with_api_key("k")
+            .with_retry(RetryConfig::disabled());
+        assert!(!format!("{config:?}").contains(SECRET), "{config:?}");
+        let client = Client::new(config).expect("valid configuration");
+        assert!(!format!("{client:?}").contains(SECRET));
+        let err = client
+            .portfolio(&PortfolioRequest::for_wallet("W1"))
+            .await
+            .expect_err("nothing listens");
+        assert!(matches!(err, Error::Transport { .. }), "{err:?}");
+        let text = error_chain_text(&err);
+        assert!(!text.contains(SECRET), "{text}");
+        assert!(text.contains("alice") || text.contains("***"), "{text}");
+
+        // A base URL that cannot be used is refused without echoing its password.
+        for bad in [
+            format!("ftp://alice:{SECRET}@example.com"),
+            format!("http://alice:{SECRET}@example.com:99999999"),
+            format!("http://alice:{SECRET}@example.com/?q=1"),
+        ] {
+            let err = Client::new(ClientConfig::new(bad.as_str())).expect_err("refused");
+            let text = error_chain_text(&err);
+            assert!(!text.contains(SECRET), "{text}");
+        }
+
+        // Credentials are sent (as basic authentication) and errors after a retry run out
+        // do not show them either.
+        let server = Server::start(|_, _| Reply::error(500, "Internal server error")).await;
+        let url = server
+            .url
+            .replace("http://", &format!("http://alice:{SECRET}@"));
+        let client = Client::new(
+            ClientConfig::new(url).with_api_key("k").with_retry(
+                RetryConfig::default()
+                    .with_max_retries(1)
+                    .with_initial_backoff(Duration::from_millis(1))
+                    .with_max_backoff(Duration::from_millis(2)),
+            ),
+        )
+        .expect("valid configuration");
+        let err = client
+            .portfolio(&PortfolioRequest::for_wallet("W1"))
+            .await
+            .expect_err("500");
+        assert!(!error_chain_text(&err).contains(SECRET));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_oversized_body_fails_without_retry() {
+    bounded(30, async {
+        // Announced by Content-Length.
+        let big = json!([{"token": "T", "balance": 1.0, "price": 1.0, "value": 1.0, "pad": "x".repeat(200_000)}]);
+        let server = Server::start(move |_, _| Reply::json(big.clone())).await;
+        let client = Client::new(server.config().with_max_response_bytes(64 * 1024))
+            .expect("valid configuration");
+        let err = client
+            .alt_prices(&AltPricesRequest::for_tokens(["T"]))
+            .await
+            .expect_err("too large");
+        assert!(
+            matches!(err, Error::ResponseTooLarge { limit: 65_536, .. }),
+            "{err:?}"
+        );
+        assert_eq!(server.count(), 1, "no retry");
+
+        // Streamed without a length: reading stops at the cap.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("address");
+        let connections = Arc::new(AtomicUsize::new(0));
+        let seen = Arc::clone(&connections);
+        let task = tokio::spawn(async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            while let Ok((mut socket, _)) = listener.accept().await {
+                seen.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(async move {
+                    let mut request = [0u8; 4096];
+                    let _ = socket.read(&mut request).await;
+                    let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
+                    if socket.write_all(head.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    // 8 MiB of a JSON array that never closes, in 64 KiB chunks.
+                    let chunk = format!("{:x}\r\n{}\r\n", 65_536, "[".repeat(65_536));
+                    for _ in 0..128 {
+                        if socket.write_all(chunk.as_bytes()).await.is_err() {
+                            return;
+                        }
+                    }
+                    let _ = socket.write_all(b"0\r\n\r\n").await;
+                });
+            }
+        });
+        let client = Client::new(
+            ClientConfig::new(format!("http://{addr}"))
+                .with_api_key("k")
+                .with_max_response_bytes(1 << 20),
+        )
+        .expect("valid configuration");
+        let err = client
+            .alt_prices(&AltPricesRequest::for_tokens(["T"]))
+            .await
+            .expect_err("too large");
+        assert!(
+            matches!(err, Error::ResponseTooLarge { limit, .. } if limit == 1 << 20),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("1048576"), "{err}");
+        assert_eq!(connections.load(Ordering::SeqCst), 1, "no retry");
+        assert_eq!(ClientConfig::default().max_response_bytes, 64 << 20);
+        task.abort();
+    })
+    .await;
+}

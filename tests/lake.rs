@@ -823,3 +823,162 @@ fn a_writer_killed_at_random_points_leaves_a_sound_lake() {
         eprintln!("{last_commits} commits, {interrupted_commits} kills landed inside a commit");
     });
 }
+
+#[test]
+fn a_hostile_journal_is_refused_and_deletes_nothing() {
+    bounded(60, || {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path().join("lake");
+        let victim_dir = dir.path().join("victim");
+        std::fs::create_dir(&victim_dir).expect("victim folder");
+        let victim = victim_dir.join("data.txt");
+        std::fs::write(&victim, b"precious").expect("victim file");
+        let lake = Lake::open(&root).expect("open");
+        write_all(&lake, &Samples::generate(5, 50).batches().expect("batches"));
+        let committed = lake.manifest().expect("manifest").files.len();
+        drop(lake);
+
+        let journal = root.join(dexlake::lake::manifest::JOURNAL_PATH);
+        for hostile in [
+            "../victim/data.txt".to_owned(),
+            "swaps/../../victim/data.txt".to_owned(),
+            victim.to_str().expect("UTF-8 path").to_owned(),
+            "_dexlake/manifest.json".to_owned(),
+        ] {
+            for member in ["add", "remove"] {
+                let body =
+                    serde_json::json!({"version": 99, "add": [], "remove": [], member: [hostile]});
+                std::fs::write(&journal, body.to_string()).expect("journal");
+                let err = Lake::open(&root).expect_err("a hostile journal is refused");
+                let shown = err.to_string();
+                assert!(matches!(err, Error::Lake { .. }), "{err:?}");
+                assert!(
+                    shown.contains("journal") && shown.contains("nothing was deleted"),
+                    "{shown}"
+                );
+                assert_eq!(std::fs::read(&victim).expect("victim kept"), b"precious");
+                assert!(journal.exists(), "the journal is kept for inspection");
+                // `verify` does not say "ok" either.
+                let out = Command::new(env!("CARGO_BIN_EXE_dexlake"))
+                    .arg("--lake")
+                    .arg(&root)
+                    .arg("verify")
+                    .output()
+                    .expect("run dexlake verify");
+                assert!(!out.status.success());
+                assert!(String::from_utf8_lossy(&out.stderr).contains("journal"));
+            }
+        }
+        std::fs::remove_file(&journal).expect("remove the journal");
+        let lake = Lake::open(&root).expect("open");
+        assert_eq!(lake.manifest().expect("manifest").files.len(), committed);
+        assert!(lake.verify().expect("verify").is_ok());
+    });
+}
+
+#[test]
+fn a_missing_or_damaged_manifest_is_refused_and_repair_rebuilds_the_same_rows() {
+    use dexlake::lake::manifest::PREVIOUS_MANIFEST_PATH;
+    bounded(120, || {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path().join("lake");
+        let lake = Lake::open(&root).expect("open");
+        write_all(
+            &lake,
+            &Samples::generate(21, 120).batches().expect("batches"),
+        );
+        let mut tx = lake.transaction().expect("transaction");
+        tx.set_state("sync/example", serde_json::json!({"cursor": "c1"}));
+        tx.commit().expect("state commit");
+        write_all(
+            &lake,
+            &Samples::generate(22, 120).batches().expect("batches"),
+        );
+        let committed = lake.manifest().expect("manifest");
+        let previous: dexlake::lake::Manifest = serde_json::from_slice(
+            &std::fs::read(root.join(PREVIOUS_MANIFEST_PATH)).expect("kept"),
+        )
+        .expect("the previous version parses");
+        assert_eq!(
+            previous.version + 1,
+            committed.version,
+            "the previous version is kept"
+        );
+        let frames: Vec<DataFrame> = Dataset::ALL
+            .iter()
+            .map(|d| scanned_frame(&lake, *d))
+            .collect();
+        let same_lake = |lake: &Lake| {
+            let m = lake.manifest().expect("manifest");
+            assert_eq!(
+                m.files.keys().collect::<Vec<_>>(),
+                committed.files.keys().collect::<Vec<_>>()
+            );
+            assert_eq!(
+                m.state, committed.state,
+                "sync state from the previous version"
+            );
+            for (d, frame) in Dataset::ALL.iter().zip(&frames) {
+                assert!(scanned_frame(lake, *d).equals_missing(frame), "{d}");
+            }
+            assert!(lake.verify().expect("verify").is_ok());
+        };
+        let manifest = root.join(MANIFEST_PATH);
+        let text = std::fs::read(&manifest).expect("manifest");
+
+        // Missing: refused, by the open handle too; `verify --repair` rebuilds the same lake.
+        std::fs::remove_file(&manifest).expect("delete the manifest");
+        let err = Lake::open(&root).expect_err("refused").to_string();
+        assert!(
+            err.contains("manifest is missing") && err.contains("verify --repair"),
+            "{err}"
+        );
+        assert!(lake.scan(Dataset::Swaps).is_err());
+        assert!(
+            lake.transaction().is_err(),
+            "no commit writes an empty manifest"
+        );
+        let out = Command::new(env!("CARGO_BIN_EXE_dexlake"))
+            .arg("--lake")
+            .arg(&root)
+            .args(["verify", "--repair"])
+            .output()
+            .expect("run dexlake verify --repair");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(stdout.contains("rebuilt the manifest"), "{stdout}");
+        same_lake(&Lake::open(&root).expect("open after repair"));
+
+        // Truncated, then garbage: refused with a pointer to the repair; a stray file that is
+        // not Parquet is reported and left alone.
+        let stray = root.join("swaps/chain=altchain/date=2024-01-01/part-stray.parquet");
+        std::fs::create_dir_all(stray.parent().expect("parent")).expect("folder");
+        std::fs::write(&stray, b"not parquet").expect("stray");
+        for damaged in [&text[..text.len() / 2], b"\x00garbage".as_slice()] {
+            std::fs::write(&manifest, damaged).expect("damage the manifest");
+            let err = Lake::open(&root).expect_err("refused").to_string();
+            assert!(
+                err.contains("damaged") && err.contains("verify --repair"),
+                "{err}"
+            );
+            let report = Lake::repair(&root).expect("repair");
+            assert!(report.rebuilt && report.state_from_previous);
+            assert_eq!(report.files, committed.files.len());
+            assert_eq!(report.left_out.len(), 1, "{:?}", report.left_out);
+            assert!(report.left_out[0].0.ends_with("part-stray.parquet"));
+            assert!(stray.exists(), "nothing is deleted");
+            std::fs::remove_file(&stray).expect("remove the stray");
+            same_lake(&Lake::open(&root).expect("open after repair"));
+            std::fs::write(&stray, b"not parquet").expect("stray again");
+        }
+        // A sound manifest is left as it is.
+        std::fs::remove_file(&stray).expect("remove the stray");
+        let before = std::fs::read(&manifest).expect("manifest");
+        assert!(!Lake::repair(&root).expect("repair").rebuilt);
+        assert_eq!(std::fs::read(&manifest).expect("manifest"), before);
+    });
+}

@@ -282,14 +282,9 @@ fn check_metadata(m: &Value, what: &str) {
             .unwrap_or_else(|| panic!("{what}: unknown member {k}"));
         check(v, *t, &format!("{what}.{k}"));
     }
-    for k in [
-        "created_at",
-        "symbol",
-        "name",
-        "creator_address",
-        "last_trade_at",
-    ] {
-        assert!(map.contains_key(k), "{what}: {k} missing");
+    // Every member is sent, an empty string standing for a link the token does not have.
+    for k in allowed.keys() {
+        assert!(map.contains_key(*k), "{what}: {k} missing");
     }
 }
 
@@ -1528,6 +1523,149 @@ async fn a_lazily_stored_market_answers_byte_for_byte_like_a_kept_one() {
         }
         kept.shutdown().await;
         lazy.shutdown().await;
+    })
+    .await;
+}
+
+/// The text of every number in a JSON document, in document order (strings are skipped).
+fn number_texts(json: &str) -> Vec<&str> {
+    let bytes = json.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                i += 1;
+                while bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                while i < bytes.len()
+                    && matches!(bytes[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+                {
+                    i += 1;
+                }
+                out.push(&json[start..i]);
+            }
+            _ => i += 1,
+        }
+    }
+    out
+}
+
+/// Replaces every float of `value` by the correctly rounded value of its text in the body it
+/// was parsed from. Objects keep the body's member order, so a depth-first walk meets the
+/// numbers in the order of the text.
+fn exact_floats<'a>(value: &mut Value, texts: &mut impl Iterator<Item = &'a str>) {
+    match value {
+        Value::Number(n) => {
+            let text = texts.next().expect("as many numbers as in the text");
+            if n.is_f64() {
+                let exact: f64 = text.parse().expect("a JSON number");
+                *n = serde_json::Number::from_f64(exact).expect("a finite number");
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| exact_floats(v, texts)),
+        Value::Object(members) => members.values_mut().for_each(|v| exact_floats(v, texts)),
+        _ => {}
+    }
+}
+
+/// Every float leaf under `value`, by dotted path.
+fn float_leaves(prefix: &str, value: &Value, out: &mut Vec<(String, f64)>) {
+    match value {
+        Value::Number(n) if n.is_f64() => out.push((prefix.to_owned(), n.as_f64().unwrap())),
+        Value::Object(members) => {
+            for (k, v) in members {
+                float_leaves(&format!("{prefix}.{k}"), v, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn search_finds_profiles_by_the_exact_numbers_it_returned() {
+    bounded(async {
+        let sim = start(11).await;
+        let base = sim.base_url().to_owned();
+        let body = json!({
+            "options": {"include_market": true, "include_metrics": ["7d", "1d", "6h", "1h", "5m", "1m"]},
+            "limit": 100
+        });
+        let reply = call_raw(&base, SEARCH, Some(DEMO_KEY), &body.to_string()).await;
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        let mut page = reply.json();
+        exact_floats(&mut page, &mut number_texts(&reply.text).into_iter());
+
+        // Every float of every profile, by path: (token, value).
+        let mut by_path: BTreeMap<String, Vec<(String, f64)>> = BTreeMap::new();
+        for profile in page["data"].as_array().expect("data") {
+            let token = profile["token_address"].as_str().expect("address").to_owned();
+            let mut leaves = Vec::new();
+            float_leaves("market", &profile["market"], &mut leaves);
+            float_leaves("metrics", &profile["metrics"], &mut leaves);
+            for (path, v) in leaves {
+                by_path.entry(path).or_default().push((token.clone(), v));
+            }
+        }
+        assert!(by_path.len() > 100, "market and metric fields: {}", by_path.len());
+
+        // The simulator reads back every number it wrote: `$in` of a field's values finds every
+        // profile that has one.
+        for (path, values) in &by_path {
+            let numbers: Vec<f64> = values.iter().map(|(_, v)| *v).collect();
+            let request = json!({"filter": {path.as_str(): {"$in": numbers}}, "limit": 100});
+            let found = call(&base, SEARCH, request).await;
+            let found: HashSet<&str> = found["data"]
+                .as_array()
+                .expect("data")
+                .iter()
+                .map(|p| p["token_address"].as_str().expect("address"))
+                .collect();
+            let expected: HashSet<&str> = values.iter().map(|(t, _)| t.as_str()).collect();
+            assert_eq!(found, expected, "$in on {path}");
+        }
+        // `$eq` and `$lte` on the exact price find the profile.
+        for (token, price) in &by_path["market.price"] {
+            for op in ["$eq", "$lte", "$gte"] {
+                let request = json!({"filter": {"market.price": {op: price}}, "limit": 100});
+                let found = call(&base, SEARCH, request).await;
+                assert!(
+                    found["data"]
+                        .as_array()
+                        .expect("data")
+                        .iter()
+                        .any(|p| p["token_address"] == token.as_str()),
+                    "{op} {price:?} finds {token}"
+                );
+            }
+        }
+
+        // The client decodes the same bits.
+        let client = dexlake::api::client::Client::new(
+            dexlake::api::client::ClientConfig::new(&base).with_api_key(DEMO_KEY),
+        )
+        .expect("client");
+        let request = serde_json::from_value(body).expect("a search request");
+        let decoded = client.search_profiles(&request).await.expect("search");
+        let decoded = serde_json::to_value(&decoded).expect("profiles serialise");
+        for (i, profile) in decoded["data"].as_array().expect("data").iter().enumerate() {
+            let mut got = Vec::new();
+            float_leaves("market", &profile["market"], &mut got);
+            float_leaves("metrics", &profile["metrics"], &mut got);
+            let mut want = Vec::new();
+            float_leaves("market", &page["data"][i]["market"], &mut want);
+            float_leaves("metrics", &page["data"][i]["metrics"], &mut want);
+            let bits = |v: &[(String, f64)]| -> BTreeMap<String, u64> {
+                v.iter().map(|(p, x)| (p.clone(), x.to_bits())).collect()
+            };
+            assert_eq!(bits(&got), bits(&want), "profile {i} as the client decoded it");
+        }
+        sim.shutdown().await;
     })
     .await;
 }

@@ -661,3 +661,300 @@ async fn a_capped_candle_answer_covers_only_what_it_reaches() {
     let again = sync.run(&[job], &(), &CancelToken::new()).await;
     assert_eq!(again.jobs[0].requests, 0, "the whole range is covered now");
 }
+
+// ----- Numbers exactly as the service sent them -----
+
+/// A loopback proxy in front of the simulator that keeps the text of every answer body, so a
+/// test can compare the lake with the exact JSON the service sent.
+struct RecordingProxy {
+    url: String,
+    bodies: Arc<std::sync::Mutex<Vec<String>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for RecordingProxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn recording_proxy(target: &str) -> RecordingProxy {
+    use axum::body::Bytes;
+    use axum::extract::State;
+    use axum::http::{HeaderMap, StatusCode, Uri};
+    use axum::response::IntoResponse;
+
+    type Shared = (String, reqwest::Client, Arc<std::sync::Mutex<Vec<String>>>);
+    async fn forward(
+        State(shared): State<Arc<Shared>>,
+        uri: Uri,
+        headers: HeaderMap,
+        body: Bytes,
+    ) -> axum::response::Response {
+        let (target, http, bodies) = &*shared;
+        let mut req = http
+            .post(format!("{target}{}", uri.path()))
+            .header("content-type", "application/json")
+            .body(body);
+        if let Some(key) = headers.get("x-api-key") {
+            req = req.header("x-api-key", key.to_str().expect("an ASCII key"));
+        }
+        let resp = req.send().await.expect("the simulator answers the proxy");
+        let status = StatusCode::from_u16(resp.status().as_u16()).expect("a valid status");
+        let text = resp.text().await.expect("the simulator's body is text");
+        bodies.lock().expect("bodies lock").push(text.clone());
+        (status, [("content-type", "application/json")], text).into_response()
+    }
+
+    let bodies = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let shared = Arc::new((
+        target.to_owned(),
+        reqwest::Client::new(),
+        Arc::clone(&bodies),
+    ));
+    let app = axum::Router::new().fallback(forward).with_state(shared);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind loopback");
+    let addr = listener.local_addr().expect("local address");
+    let task = tokio::spawn(async move {
+        axum::serve(listener, app).await.expect("serve");
+    });
+    RecordingProxy {
+        url: format!("http://{addr}"),
+        bodies,
+        task,
+    }
+}
+
+/// The text of every number in a JSON document, in order (strings are skipped).
+fn number_texts(json: &str) -> Vec<&str> {
+    let bytes = json.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                i += 1;
+                while bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                while i < bytes.len()
+                    && matches!(bytes[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+                {
+                    i += 1;
+                }
+                out.push(&json[start..i]);
+            }
+            _ => i += 1,
+        }
+    }
+    out
+}
+
+/// The bits of every float value of a column, inside structs and lists too.
+fn float_bits(series: &Series, out: &mut Vec<u64>) {
+    match series.dtype() {
+        DataType::Float64 => out.extend(
+            series
+                .f64()
+                .expect("a Float64 column")
+                .iter()
+                .flatten()
+                .map(f64::to_bits),
+        ),
+        DataType::Struct(_) => {
+            for field in series
+                .struct_()
+                .expect("a struct column")
+                .fields_as_series()
+            {
+                float_bits(&field, out);
+            }
+        }
+        DataType::List(_) => {
+            float_bits(&series.list().expect("a list column").get_inner(), out);
+        }
+        _ => {}
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_float_reaches_the_lake_bit_for_bit() {
+    let sim = sim(0.0, 0.0).await;
+    let proxy = recording_proxy(sim.base_url()).await;
+    let (tokens, wallets, evm_tokens, now) = catalog(&sim);
+    let from = now - chrono::Duration::days(2);
+    let search = serde_json::from_value(serde_json::json!({
+        "options": {
+            "include_metadata": true,
+            "include_market": true,
+            "include_labels": true,
+            "include_metrics": ["7d", "1d", "6h", "1h", "5m", "1m"]
+        },
+        "limit": 100
+    }))
+    .expect("a search request");
+    // Every operation of the service.
+    let jobs = vec![
+        Job::Swaps {
+            token: Some(tokens[0].clone()),
+            wallet: None,
+            pool: None,
+        },
+        Job::Trades {
+            token: None,
+            wallet: Some(wallets[0].clone()),
+        },
+        Job::Candles {
+            token: Some(tokens[1].clone()),
+            pool: None,
+            interval: 300,
+            from,
+            to: Some(now),
+        },
+        Job::PriceHistory {
+            chain_id: 1,
+            tokens: evm_tokens[..3].to_vec(),
+            pools: vec![],
+            interval: 3600,
+            from,
+            to: Some(now),
+        },
+        Job::Prices {
+            chain_id: None,
+            tokens: tokens.clone(),
+            pools: vec![],
+        },
+        Job::Prices {
+            chain_id: Some(1),
+            tokens: evm_tokens.clone(),
+            pools: vec![],
+        },
+        Job::PriceStats {
+            chain_id: None,
+            tokens: tokens.clone(),
+            pools: vec![],
+        },
+        Job::PriceStats {
+            chain_id: Some(1),
+            tokens: evm_tokens.clone(),
+            pools: vec![],
+        },
+        Job::EvmProfiles {
+            chain_id: 1,
+            tokens: evm_tokens.clone(),
+        },
+        Job::AltProfiles { request: search },
+        Job::Portfolios {
+            wallets: wallets[..10].to_vec(),
+        },
+    ];
+    let client = Client::new(ClientConfig::new(&proxy.url).with_api_key("demo-key")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let lake = Arc::new(Lake::open(dir.path()).unwrap());
+    let config = SyncConfig {
+        recent_window: Duration::ZERO,
+        ..SyncConfig::default()
+    };
+    let sync = Syncer::new(client, Arc::clone(&lake), config);
+    let report = sync.run(&jobs, &(), &CancelToken::new()).await;
+    assert!(!report.any_failed(), "{:?}", report.jobs);
+
+    // Each number as the service wrote it, parsed correctly rounded by the standard library.
+    let sent: std::collections::HashSet<u64> = proxy
+        .bodies
+        .lock()
+        .unwrap()
+        .iter()
+        .flat_map(|b| {
+            number_texts(b)
+                .into_iter()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .map(|t| t.parse::<f64>().expect("a JSON number").to_bits())
+        .collect();
+    for dataset in Dataset::ALL {
+        let frame = lake.scan(dataset).unwrap().collect().unwrap();
+        assert!(frame.height() > 0, "{dataset} holds rows");
+        let mut bits = Vec::new();
+        for column in frame.columns() {
+            float_bits(column.as_materialized_series(), &mut bits);
+        }
+        assert!(!bits.is_empty(), "{dataset} holds floats");
+        let off: Vec<f64> = bits
+            .iter()
+            .filter(|b| !sent.contains(b))
+            .map(|b| f64::from_bits(*b))
+            .collect();
+        assert!(
+            off.is_empty(),
+            "{dataset}: {} of {} floats differ from every number the service sent, e.g. {:?}",
+            off.len(),
+            bits.len(),
+            &off[..off.len().min(5)]
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overflowing_numbers_are_clear_errors_not_aborts() {
+    let dir = tempfile::tempdir().unwrap();
+    // The command line, with --dry-run: a clear error and exit status 1, no panic or abort.
+    for (flags, expected) in [
+        (
+            vec![
+                "candles",
+                "--token",
+                "T",
+                "--interval",
+                "9223372036854775807",
+                "--from",
+                "2025-01-01T00:00:00Z",
+                "--dry-run",
+            ],
+            "interval must be 1 to",
+        ),
+        (
+            vec!["swaps", "--token", "T", "--rps", "1e-20", "--dry-run"],
+            "requests per second must be",
+        ),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_dexlake"))
+            .arg("--lake")
+            .arg(dir.path())
+            .args(["--base-url", "http://127.0.0.1:9", "--api-key", "k", "sync"])
+            .args(&flags)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{flags:?}: {stderr}");
+        assert!(stderr.contains(expected), "{flags:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+
+    // The library's own planner refuses the same job before planning anything.
+    let sim = sim(0.0, 0.0).await;
+    let lake = Arc::new(Lake::open(dir.path()).unwrap());
+    let sync = Syncer::new(client(&sim), Arc::clone(&lake), SyncConfig::default());
+    let from = "2025-01-01T00:00:00Z".parse().unwrap();
+    for interval in [i64::MAX, 0, -1] {
+        let job = Job::Candles {
+            token: Some("T".into()),
+            pool: None,
+            interval,
+            from,
+            to: None,
+        };
+        let err = sync.estimate(&job).expect_err("refused");
+        assert!(err.to_string().contains("interval must be"), "{err}");
+        let report = sync.run(&[job], &(), &CancelToken::new()).await;
+        assert!(report.any_failed());
+    }
+    assert_eq!(sim.requests_served(), 0);
+}

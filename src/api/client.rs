@@ -32,7 +32,7 @@ use super::requests::{
 };
 use super::retry::{Permits, RateLimit, RetryConfig, parse_retry_after};
 use super::search::SearchRequest;
-use crate::error::{ApiStatus, Error, Result};
+use crate::error::{ApiStatus, Error, Result, printable};
 
 /// Base URL used when none is configured: the simulator's conventional loopback address.
 pub const DEFAULT_BASE_URL: &str = "http://127.0.0.1:8080";
@@ -47,12 +47,16 @@ pub const ENV_ALTCHAIN_SEGMENT: &str = "DEXLAKE_ALTCHAIN_SEGMENT";
 /// Name of the header that carries the API key.
 pub const API_KEY_HEADER: &str = "x-api-key";
 
+/// Default of [`ClientConfig::max_response_bytes`]: 64 MiB.
+pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 64 << 20;
+
 /// Characters of a response body kept in error messages.
 const EXCERPT_CHARS: usize = 200;
 
 /// Everything a [`Client`] needs: where, who, how long, how often.
 ///
-/// `Debug` shows whether an API key is set, never the key itself.
+/// `Debug` shows whether an API key is set, never the key itself, and the base URL without a
+/// user name or password it may carry (see [`redact_url`]).
 #[derive(Clone, PartialEq)]
 pub struct ClientConfig {
     /// Base URL; every operation path is appended to it (a path prefix is kept).
@@ -73,6 +77,9 @@ pub struct ClientConfig {
     pub rate_limit: Option<RateLimit>,
     /// Requests in flight at once.
     pub max_concurrency: usize,
+    /// Largest response body read, in bytes. The body is read as a stream and a larger one
+    /// fails with [`Error::ResponseTooLarge`] as soon as it passes the limit, without a retry.
+    pub max_response_bytes: u64,
 }
 
 impl Default for ClientConfig {
@@ -87,6 +94,7 @@ impl Default for ClientConfig {
             retry: RetryConfig::default(),
             rate_limit: None,
             max_concurrency: 8,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
         }
     }
 }
@@ -187,21 +195,25 @@ impl ClientConfig {
         self
     }
 
+    /// Sets [`Self::max_response_bytes`].
+    pub fn with_max_response_bytes(mut self, max_response_bytes: u64) -> Self {
+        self.max_response_bytes = max_response_bytes;
+        self
+    }
+
     /// The base URL checked and without a trailing slash.
     fn checked_base_url(&self) -> Result<String> {
-        let parsed = url::Url::parse(&self.base_url).map_err(|e| {
-            Error::Config(format!("base_url {:?} is not a URL: {e}", self.base_url))
-        })?;
+        let shown = redact_url(&self.base_url);
+        let parsed = url::Url::parse(&self.base_url)
+            .map_err(|e| Error::Config(format!("base_url {shown:?} is not a URL: {e}")))?;
         if !matches!(parsed.scheme(), "http" | "https") {
             return Err(Error::Config(format!(
-                "base_url {:?} must use http or https",
-                self.base_url
+                "base_url {shown:?} must use http or https"
             )));
         }
         if parsed.query().is_some() || parsed.fragment().is_some() {
             return Err(Error::Config(format!(
-                "base_url {:?} must not carry a query or fragment",
-                self.base_url
+                "base_url {shown:?} must not carry a query or fragment"
             )));
         }
         Ok(self.base_url.trim_end_matches('/').to_owned())
@@ -231,7 +243,7 @@ fn env_var(name: &str) -> Result<Option<String>> {
 impl std::fmt::Debug for ClientConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ClientConfig")
-            .field("base_url", &self.base_url)
+            .field("base_url", &redact_url(&self.base_url))
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("altchain_segment", &self.altchain_segment)
             .field("timeout", &self.timeout)
@@ -240,6 +252,7 @@ impl std::fmt::Debug for ClientConfig {
             .field("retry", &self.retry)
             .field("rate_limit", &self.rate_limit)
             .field("max_concurrency", &self.max_concurrency)
+            .field("max_response_bytes", &self.max_response_bytes)
             .finish()
     }
 }
@@ -271,13 +284,26 @@ impl Counters {
     }
 }
 
-#[derive(Debug)]
 struct Inner {
     config: ClientConfig,
+    /// The checked base URL, credentials included (the HTTP client sends them as basic
+    /// authentication); never shown.
     base_url: String,
     http: reqwest::Client,
     permits: Permits,
     counters: Counters,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inner")
+            .field("config", &self.config)
+            .field("base_url", &redact_url(&self.base_url))
+            .field("http", &self.http)
+            .field("permits", &self.permits)
+            .field("counters", &self.counters)
+            .finish()
+    }
 }
 
 /// The typed async client of the service. Cloning is cheap; clones share the connection pool,
@@ -336,6 +362,11 @@ impl Client {
         let base_url = config.checked_base_url()?;
         config.check_segment()?;
         config.retry.validate()?;
+        if config.max_response_bytes == 0 {
+            return Err(Error::Config(
+                "max_response_bytes must be at least 1".into(),
+            ));
+        }
         let permits = Permits::new(config.rate_limit.as_ref(), config.max_concurrency)?;
 
         let mut headers = HeaderMap::new();
@@ -730,8 +761,8 @@ impl Client {
             Failure {
                 error: Error::Transport {
                     operation: op.name(),
-                    url: url.to_owned(),
-                    source,
+                    url: redact_url(url),
+                    source: redact_source(source),
                 },
                 retryable,
                 retry_after: None,
@@ -740,7 +771,7 @@ impl Client {
 
         let _permit = self.inner.permits.acquire().await;
         Counters::bump(&self.inner.counters.requests);
-        let response = self
+        let mut response = self
             .inner
             .http
             .post(url)
@@ -754,7 +785,28 @@ impl Client {
             .get(RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| parse_retry_after(v, SystemTime::now()));
-        let body = response.bytes().await.map_err(transport)?;
+        let limit = self.inner.config.max_response_bytes;
+        let too_large = || Failure {
+            error: Error::ResponseTooLarge {
+                operation: op.name(),
+                limit,
+            },
+            // The same request would get the same answer.
+            retryable: false,
+            retry_after: None,
+        };
+        if response.content_length().is_some_and(|n| n > limit) {
+            return Err(too_large());
+        }
+        // Read chunk by chunk so that a body without a length (or with a false one) stops at
+        // the limit instead of filling memory.
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(transport)? {
+            if (body.len() + chunk.len()) as u64 > limit {
+                return Err(too_large());
+            }
+            body.extend_from_slice(&chunk);
+        }
 
         if status.is_success() {
             return serde_json::from_slice(&body).map_err(|source| Failure {
@@ -775,7 +827,7 @@ impl Client {
         // A body that is not the documented `{"error": ...}` (a proxy's HTML page, say) is
         // still worth showing, so its start stands in for the message.
         let message = match serde_json::from_slice::<ErrorBody>(&body) {
-            Ok(b) => b.error,
+            Ok(b) => printable(&b.error),
             Err(_) => excerpt(&body),
         };
         Err(Failure {
@@ -791,13 +843,40 @@ impl Client {
     }
 }
 
-/// The start of a body, for error messages.
+/// The start of a body, made [`printable`], for error messages.
 fn excerpt(body: &[u8]) -> String {
     let text = String::from_utf8_lossy(body);
     match text.char_indices().nth(EXCERPT_CHARS) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.into_owned(),
+        Some((cut, _)) => format!("{}…", printable(&text[..cut])),
+        None => printable(&text),
     }
+}
+
+/// `url` with the user name and password of its authority replaced by `***`, for messages
+/// and logs: `http://user:pw@host/p` becomes `http://***@host/p`. Works on text that does
+/// not parse as a URL too; anything without credentials is returned as it is.
+pub fn redact_url(url: &str) -> String {
+    let Some(scheme_end) = url.find("://") else {
+        return url.to_owned();
+    };
+    let rest = &url[scheme_end + 3..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{}://***@{}", &url[..scheme_end], &rest[at + 1..]),
+        None => url.to_owned(),
+    }
+}
+
+/// The HTTP client's error with any credentials taken out of the URL it names.
+fn redact_source(mut source: reqwest::Error) -> reqwest::Error {
+    if let Some(url) = source.url_mut()
+        && (!url.username().is_empty() || url.password().is_some())
+    {
+        // Neither call fails on a URL that already has credentials.
+        let _ = url.set_password(None);
+        let _ = url.set_username("***");
+    }
+    source
 }
 
 /// The `tokens` and `pools` members of one chunked call (`None` when the call has none).
@@ -1031,6 +1110,18 @@ mod tests {
             proptest::prop_assert_eq!(t, tokens);
             proptest::prop_assert_eq!(p, pools);
         }
+    }
+
+    #[test]
+    fn credentials_are_redacted_from_urls() {
+        assert_eq!(
+            redact_url("http://user:pw@host:8080/p?q=a@b"),
+            "http://***@host:8080/p?q=a@b"
+        );
+        assert_eq!(redact_url("https://token@host"), "https://***@host");
+        assert_eq!(redact_url("http://a:b@c@host/x"), "http://***@host/x");
+        assert_eq!(redact_url("http://host/p@q"), "http://host/p@q");
+        assert_eq!(redact_url("not a url"), "not a url");
     }
 
     #[test]

@@ -144,6 +144,9 @@ pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     Some(date.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
+/// Largest number of requests in flight at once that [`Permits`] accepts.
+pub const MAX_CONCURRENCY: usize = 1024;
+
 /// A request rate limit: a token bucket refilled at `requests_per_second`, holding at most
 /// `burst` tokens.
 #[derive(Debug, Clone, PartialEq)]
@@ -155,6 +158,11 @@ pub struct RateLimit {
 }
 
 impl RateLimit {
+    /// Slowest rate accepted: one request in 1000 seconds.
+    pub const MIN_REQUESTS_PER_SECOND: f64 = 0.001;
+    /// Fastest rate accepted.
+    pub const MAX_REQUESTS_PER_SECOND: f64 = 1_000_000.0;
+
     /// A limit of `requests_per_second` with a burst of `burst`.
     pub fn new(requests_per_second: f64, burst: u32) -> Self {
         RateLimit {
@@ -163,12 +171,29 @@ impl RateLimit {
         }
     }
 
-    /// Checks that the limit can work.
+    /// A checked limit of `requests_per_second` whose burst is one second's worth of requests
+    /// (at least 1).
+    pub fn per_second(requests_per_second: f64) -> Result<Self> {
+        let burst = if requests_per_second.is_finite() {
+            // Saturating: the rate is checked below.
+            requests_per_second.ceil().clamp(1.0, f64::from(u32::MAX)) as u32
+        } else {
+            1
+        };
+        let limit = RateLimit::new(requests_per_second, burst);
+        limit.validate()?;
+        Ok(limit)
+    }
+
+    /// Checks that the limit can work: a rate from [`Self::MIN_REQUESTS_PER_SECOND`] to
+    /// [`Self::MAX_REQUESTS_PER_SECOND`] and a burst of at least 1.
     pub fn validate(&self) -> Result<()> {
-        if !(self.requests_per_second.is_finite() && self.requests_per_second > 0.0) {
+        let rps = self.requests_per_second;
+        if !(Self::MIN_REQUESTS_PER_SECOND..=Self::MAX_REQUESTS_PER_SECOND).contains(&rps) {
             return Err(Error::Config(format!(
-                "rate limit: requests_per_second must be a positive number, got {}",
-                self.requests_per_second
+                "rate limit: requests per second must be {} to {}, got {rps}",
+                Self::MIN_REQUESTS_PER_SECOND,
+                Self::MAX_REQUESTS_PER_SECOND
             )));
         }
         if self.burst == 0 {
@@ -206,7 +231,9 @@ impl Gate {
             self.refilled = now;
             self.tokens -= 1.0;
             if self.tokens < 0.0 {
-                wait = Duration::from_secs_f64(-self.tokens / rate);
+                // `RateLimit::validate` keeps the rate sane; saturating here keeps any rate
+                // from panicking.
+                wait = Duration::try_from_secs_f64(-self.tokens / rate).unwrap_or(Duration::MAX);
             }
         }
         if let Some(until) = self.paused_until {
@@ -237,10 +264,9 @@ impl Permits {
         if max_concurrency == 0 {
             return Err(Error::Config("max_concurrency must be at least 1".into()));
         }
-        if max_concurrency > Semaphore::MAX_PERMITS {
+        if max_concurrency > MAX_CONCURRENCY {
             return Err(Error::Config(format!(
-                "max_concurrency must be at most {}, got {max_concurrency}",
-                Semaphore::MAX_PERMITS
+                "max_concurrency must be at most {MAX_CONCURRENCY}, got {max_concurrency}"
             )));
         }
         let limit = match rate_limit {
@@ -403,6 +429,35 @@ mod tests {
             Permits::new(Some(&RateLimit::new(1.0, 0)), 1),
             Err(Error::Config(_))
         ));
+        for rps in [1e-20, -1.0, f64::INFINITY, 1e300, 5e-324] {
+            let err = RateLimit::per_second(rps).expect_err("out of range");
+            assert!(err.to_string().contains("requests per second"), "{err}");
+            assert!(matches!(
+                Permits::new(Some(&RateLimit::new(rps, 1)), 1),
+                Err(Error::Config(_))
+            ));
+        }
+        assert_eq!(
+            RateLimit::per_second(2.5).expect("in range"),
+            RateLimit::new(2.5, 3)
+        );
+        assert!(matches!(
+            Permits::new(None, usize::MAX),
+            Err(Error::Config(_))
+        ));
+    }
+
+    #[test]
+    fn any_rate_reserves_without_panicking() {
+        let now = Instant::now();
+        let mut gate = Gate {
+            limit: Some((1e-20, 1.0)),
+            tokens: 1.0,
+            refilled: now,
+            paused_until: None,
+        };
+        assert_eq!(gate.reserve(now), Duration::ZERO);
+        assert_eq!(gate.reserve(now), Duration::MAX);
     }
 
     #[tokio::test(start_paused = true)]

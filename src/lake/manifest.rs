@@ -5,12 +5,18 @@
 //! A commit runs in this order, under the writer lock:
 //! 1. `journal.json` is written, naming the files the commit adds and removes;
 //! 2. each new data file is written to a hidden temporary name, synced and renamed into place;
-//! 3. `manifest.json` is replaced: the commit point;
+//! 3. the current `manifest.json` is copied to `manifest.prev.json`, then replaced: the
+//!    commit point;
 //! 4. files the commit removed (by compaction) are deleted, then the journal.
 //!
 //! Recovery (the next writer, or `verify`) reads the journal: if the manifest already holds the
 //! commit, it finishes step 4; otherwise it deletes the files the commit had added. Either way no
-//! file outside the manifest remains.
+//! file outside the manifest remains. A journal naming anything but data files of the layout is
+//! refused before anything is deleted.
+//!
+//! A manifest that is missing while data folders hold files, or that does not parse, is refused
+//! on load; [`Lake::repair`](super::Lake::repair) (`dexlake verify --repair`) rebuilds it from
+//! the files on disk (see [`repair`](super::repair)).
 //!
 //! [`Lake::scan`](super::Lake::scan) reads only committed files. Readers that glob the folders
 //! (DuckDB, polars, pyarrow) see a commit's new files from step 2 on, a moment before the
@@ -26,13 +32,17 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::Dataset;
-use super::store::{Store, temp_name};
+use super::layout::Partition;
+use super::store::{Store, check_path, temp_name};
 use crate::{Error, Result};
 
 /// Folder of the lake's own files; it never holds a `.parquet` file.
 pub const META_DIR: &str = "_dexlake";
 /// The manifest, relative to the lake root.
 pub const MANIFEST_PATH: &str = "_dexlake/manifest.json";
+/// The manifest as it was before the latest commit, kept beside the current one; `dexlake
+/// verify --repair` takes the sync state from it when the current one is lost.
+pub const PREVIOUS_MANIFEST_PATH: &str = "_dexlake/manifest.prev.json";
 /// The journal of the commit in progress, relative to the lake root.
 pub const JOURNAL_PATH: &str = "_dexlake/journal.json";
 /// The writer lock file, relative to the lake root.
@@ -74,17 +84,30 @@ pub struct Manifest {
 
 impl Manifest {
     /// Reads the manifest; a lake without one is empty.
+    ///
+    /// Refused with [`Error::Lake`], pointing at `dexlake verify --repair`: a missing manifest
+    /// while data folders hold files (reading on would count every row twice, or fetch it all
+    /// again), and a manifest that does not parse (truncated or garbage).
     pub fn load(store: &dyn Store) -> Result<Manifest> {
         if store.head(MANIFEST_PATH)?.is_none() {
+            if let Some(dataset) = datasets_with_files(store)?.first() {
+                return Err(Error::Lake {
+                    path: store.location(MANIFEST_PATH),
+                    message: format!(
+                        "the manifest is missing but the lake holds data files ({dataset}/ and maybe others), so which of them are committed is unknown; run `dexlake verify --repair` to rebuild the manifest from the files"
+                    ),
+                });
+            }
             return Ok(Manifest {
                 format_version: MANIFEST_FORMAT_VERSION,
                 ..Manifest::default()
             });
         }
         let bytes = store.get(MANIFEST_PATH)?;
-        let m: Manifest = serde_json::from_slice(&bytes).map_err(|source| Error::LakeDecode {
+        let m = Manifest::parse(&bytes).map_err(|source| Error::LakeDecode {
             path: store.location(MANIFEST_PATH),
-            what: "the manifest".to_owned(),
+            what: "the manifest is damaged; run `dexlake verify --repair` to rebuild it from the files"
+                .to_owned(),
             source,
         })?;
         if m.format_version != MANIFEST_FORMAT_VERSION {
@@ -96,14 +119,39 @@ impl Manifest {
                 ),
             });
         }
+        // Scans open committed files by path, so none may point outside the lake.
+        if let Some((path, e)) = m
+            .files
+            .keys()
+            .find_map(|p| check_path(p).err().map(|e| (p, e)))
+        {
+            return Err(Error::Lake {
+                path: store.location(MANIFEST_PATH),
+                message: format!("the manifest lists {path:?}, outside the lake ({e})"),
+            });
+        }
         Ok(m)
     }
 
-    /// Writes the manifest atomically: the commit point.
+    /// Parses a manifest document.
+    pub fn parse(bytes: &[u8]) -> std::result::Result<Manifest, serde_json::Error> {
+        serde_json::from_slice(bytes)
+    }
+
+    /// The manifest as JSON.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        serde_json::to_vec_pretty(self)
+            .expect("a manifest of strings, numbers and JSON values always serialises")
+    }
+
+    /// Writes the manifest atomically: the commit point. The manifest it replaces is kept
+    /// first as [`PREVIOUS_MANIFEST_PATH`].
     pub fn store(&self, store: &dyn Store) -> Result<()> {
-        let bytes = serde_json::to_vec_pretty(self)
-            .expect("a manifest of strings, numbers and JSON values always serialises");
-        store.put(MANIFEST_PATH, &bytes)
+        if store.head(MANIFEST_PATH)?.is_some() {
+            let current = store.get(MANIFEST_PATH)?;
+            store.put(PREVIOUS_MANIFEST_PATH, &current)?;
+        }
+        store.put(MANIFEST_PATH, &self.to_bytes())
     }
 
     /// Committed files of one dataset.
@@ -150,6 +198,44 @@ impl Recovery {
     }
 }
 
+/// Datasets whose folder holds at least one file, in documentation order.
+pub fn datasets_with_files(store: &dyn Store) -> Result<Vec<Dataset>> {
+    let mut out = Vec::new();
+    for dataset in Dataset::ALL {
+        if !store.list(dataset.name())?.is_empty() {
+            out.push(dataset);
+        }
+    }
+    Ok(out)
+}
+
+/// Reads the journal of an interrupted commit, if there is one, refusing one that names
+/// anything but data files of the layout.
+pub fn read_journal(store: &dyn Store) -> Result<Option<Journal>> {
+    if store.head(JOURNAL_PATH)?.is_none() {
+        return Ok(None);
+    }
+    let bytes = store.get(JOURNAL_PATH)?;
+    let journal: Journal = serde_json::from_slice(&bytes).map_err(|source| Error::LakeDecode {
+        path: store.location(JOURNAL_PATH),
+        what: "the commit journal is not valid".to_owned(),
+        source,
+    })?;
+    // The journal decides what is deleted, so every path in it must be a data file of the
+    // layout before anything is touched.
+    for path in journal.add.iter().chain(&journal.remove) {
+        if let Err(e) = check_path(path).and_then(|()| Partition::from_file_path(path).map(drop)) {
+            return Err(Error::Lake {
+                path: store.location(JOURNAL_PATH),
+                message: format!(
+                    "the commit journal names {path:?}, which is not a data file of this lake ({e}); nothing was deleted. If no dexlake process writes to this lake, inspect the journal and remove it by hand"
+                ),
+            });
+        }
+    }
+    Ok(Some(journal))
+}
+
 fn delete_if_present(store: &dyn Store, path: &str, into: &mut Vec<String>) -> Result<()> {
     if store.head(path)?.is_some() {
         store.delete(path)?;
@@ -159,20 +245,17 @@ fn delete_if_present(store: &dyn Store, path: &str, into: &mut Vec<String>) -> R
 }
 
 /// Cleans up after an interrupted commit. Must run under the writer lock.
+///
+/// A journal that names anything but data files of the lake's layout (a `..`, an absolute
+/// path, another folder) is refused with [`Error::Lake`] before anything is deleted.
 pub fn recover(store: &dyn Store) -> Result<Recovery> {
     let mut rec = Recovery::default();
-    for meta in [MANIFEST_PATH, JOURNAL_PATH] {
+    for meta in [MANIFEST_PATH, PREVIOUS_MANIFEST_PATH, JOURNAL_PATH] {
         delete_if_present(store, &temp_name(meta), &mut rec.temps)?;
     }
-    if store.head(JOURNAL_PATH)?.is_none() {
+    let Some(journal) = read_journal(store)? else {
         return Ok(rec);
-    }
-    let bytes = store.get(JOURNAL_PATH)?;
-    let journal: Journal = serde_json::from_slice(&bytes).map_err(|source| Error::LakeDecode {
-        path: store.location(JOURNAL_PATH),
-        what: "the commit journal".to_owned(),
-        source,
-    })?;
+    };
     let manifest = Manifest::load(store)?;
     for path in journal.add.iter().chain(&journal.remove) {
         delete_if_present(store, &temp_name(path), &mut rec.temps)?;

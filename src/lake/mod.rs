@@ -40,6 +40,7 @@ pub mod docs;
 pub(crate) mod file;
 pub mod layout;
 pub mod manifest;
+pub mod repair;
 pub mod sample;
 pub mod scan;
 pub mod schema;
@@ -51,6 +52,7 @@ pub use crate::api::models::ChainFamily;
 pub use compact::CompactReport;
 pub use layout::Partition;
 pub use manifest::{FileEntry, Manifest, Recovery};
+pub use repair::RepairReport;
 pub use store::{LocalStore, Store};
 pub use verify::{Problem, VerifyReport};
 
@@ -232,8 +234,36 @@ impl Lake {
 
     /// Opens the lake at `root`, creating its folders and manifest if missing. When no writer
     /// holds the lock, leftovers of an interrupted commit are cleaned up first.
+    ///
+    /// A lake whose data folders hold files but whose manifest is missing, or whose manifest
+    /// is damaged, is refused with [`Error::Lake`]; [`Lake::repair`] rebuilds the manifest.
     pub fn open_with(root: impl Into<PathBuf>, options: LakeOptions) -> Result<Lake> {
-        let root: PathBuf = root.into();
+        let lake = Lake::at(root.into(), options)?;
+        let store = lake.store.as_ref();
+        if let Some(lock) = lake.try_lock()? {
+            manifest::recover(store)?;
+            let m = Manifest::load(store)?;
+            if store.head(manifest::MANIFEST_PATH)?.is_none() {
+                m.store(store)?;
+            }
+            drop(lock);
+        } else {
+            // Another writer is at work; the manifest must still be readable.
+            Manifest::load(store)?;
+        }
+        Ok(lake)
+    }
+
+    /// Rebuilds the manifest of the lake at `root` from the data files on disk when it is
+    /// missing or damaged (see [`repair`](mod@repair)), under the writer lock. A sound
+    /// manifest is left as it is. Nothing is deleted: files that cannot be accounted for are
+    /// listed in the report.
+    pub fn repair(root: impl Into<PathBuf>) -> Result<RepairReport> {
+        repair::repair(&Lake::at(root.into(), LakeOptions::default())?)
+    }
+
+    /// The lake at `root`, its folders created, without reading the manifest.
+    fn at(root: PathBuf, options: LakeOptions) -> Result<Lake> {
         let meta = root.join(manifest::META_DIR);
         std::fs::create_dir_all(&meta).map_err(|e| Error::io("creating folder", &meta, e))?;
         let root = root
@@ -253,19 +283,11 @@ impl Lake {
                 ),
             });
         }
-        let lake = Lake {
+        Ok(Lake {
             store: Arc::new(LocalStore::new(root.clone())),
             root,
             options,
-        };
-        if let Some(lock) = lake.try_lock()? {
-            manifest::recover(lake.store.as_ref())?;
-            if lake.store.head(manifest::MANIFEST_PATH)?.is_none() {
-                Manifest::load(lake.store.as_ref())?.store(lake.store.as_ref())?;
-            }
-            drop(lock);
-        }
-        Ok(lake)
+        })
     }
 
     /// The lake's root folder.

@@ -7,12 +7,17 @@ use std::fs::{self, File};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use super::Dataset;
+use super::manifest::META_DIR;
 use crate::{Error, Result};
 
 /// Storage of the lake's files. Paths are relative to the lake root and use `/`.
 ///
 /// Invariant: only the holder of the lake's writer lock calls the mutating methods, so the
 /// temporary names used by [`Store::put`] never collide.
+///
+/// Invariant: every method that takes a path refuses one that [`check_path`] refuses, so no
+/// file outside the lake's layout is ever read, written or deleted through a store.
 pub trait Store: Debug + Send + Sync {
     /// Writes `data` to `path` atomically and durably: readers see either no file or the whole
     /// file, never a prefix, and the file survives a crash once this returns.
@@ -29,6 +34,38 @@ pub trait Store: Debug + Send + Sync {
     fn delete(&self, path: &str) -> Result<()>;
     /// The location readers (polars, DuckDB) open for `path`: a local path or a URL.
     fn location(&self, path: &str) -> PathBuf;
+}
+
+/// Checks that `path` is a path of the lake's layout: relative, `/`-separated, without empty,
+/// `.` or `..` segments, backslashes or NUL bytes, and under a dataset folder or `_dexlake/`.
+/// The empty path (the root) is accepted only as a prefix of [`Store::list`].
+pub fn check_path(path: &str) -> Result<()> {
+    let refuse = |why: &str| {
+        Err(Error::Lake {
+            path: PathBuf::from(path),
+            message: format!("refused: {why}"),
+        })
+    };
+    if path.is_empty() {
+        return refuse("an empty path");
+    }
+    if path.starts_with('/') {
+        return refuse("an absolute path; lake paths are relative to the lake root");
+    }
+    if path.contains(['\\', '\0']) {
+        return refuse("a backslash or NUL byte in a lake path");
+    }
+    if path
+        .split('/')
+        .any(|s| s.is_empty() || s == "." || s == "..")
+    {
+        return refuse("an empty, `.` or `..` segment; lake paths never leave their folder");
+    }
+    let top = path.split('/').next().unwrap_or_default();
+    if top != META_DIR && !Dataset::ALL.iter().any(|d| d.name() == top) {
+        return refuse("not under a dataset folder or `_dexlake/`");
+    }
+    Ok(())
 }
 
 /// The name [`Store::put`] writes to before renaming: hidden and not ending in `.parquet`, so
@@ -57,6 +94,12 @@ impl LocalStore {
         &self.root
     }
 
+    /// The local path of a checked lake path.
+    fn checked(&self, path: &str) -> Result<PathBuf> {
+        check_path(path)?;
+        Ok(self.full(path))
+    }
+
     fn full(&self, path: &str) -> PathBuf {
         let mut p = self.root.clone();
         p.extend(path.split('/').filter(|s| !s.is_empty()));
@@ -73,7 +116,7 @@ fn sync_dir(dir: &Path) -> Result<()> {
 
 impl Store for LocalStore {
     fn put(&self, path: &str, data: &[u8]) -> Result<()> {
-        let target = self.full(path);
+        let target = self.checked(path)?;
         let temp = self.full(&temp_name(path));
         let dir = target
             .parent()
@@ -99,12 +142,12 @@ impl Store for LocalStore {
     }
 
     fn get(&self, path: &str) -> Result<Vec<u8>> {
-        let p = self.full(path);
+        let p = self.checked(path)?;
         fs::read(&p).map_err(|e| Error::io("reading", p, e))
     }
 
     fn head(&self, path: &str) -> Result<Option<u64>> {
-        let p = self.full(path);
+        let p = self.checked(path)?;
         match fs::metadata(&p) {
             Ok(m) => Ok(Some(m.len())),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -114,7 +157,11 @@ impl Store for LocalStore {
 
     fn list(&self, prefix: &str) -> Result<Vec<String>> {
         let mut out = Vec::new();
-        let start = self.full(prefix);
+        let start = if prefix.is_empty() {
+            self.root.clone()
+        } else {
+            self.checked(prefix)?
+        };
         if !start.exists() {
             return Ok(out);
         }
@@ -143,7 +190,7 @@ impl Store for LocalStore {
     }
 
     fn rename(&self, from: &str, to: &str) -> Result<()> {
-        let (a, b) = (self.full(from), self.full(to));
+        let (a, b) = (self.checked(from)?, self.checked(to)?);
         fs::rename(&a, &b).map_err(|e| Error::io("renaming", &a, e))?;
         if let Some(dir) = b.parent() {
             sync_dir(dir)?;
@@ -152,7 +199,7 @@ impl Store for LocalStore {
     }
 
     fn delete(&self, path: &str) -> Result<()> {
-        let p = self.full(path);
+        let p = self.checked(path)?;
         match fs::remove_file(&p) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
@@ -173,13 +220,55 @@ mod tests {
     fn put_is_whole_and_leaves_no_temp() {
         let dir = tempfile::tempdir().expect("temp dir");
         let store = LocalStore::new(dir.path());
-        store.put("a/b/c.bin", b"hello").expect("put");
-        assert_eq!(store.get("a/b/c.bin").expect("get"), b"hello");
-        assert_eq!(store.list("").expect("list"), vec!["a/b/c.bin".to_owned()]);
-        assert_eq!(store.head("a/b/c.bin").expect("head"), Some(5));
-        store.delete("a/b/c.bin").expect("delete");
-        store.delete("a/b/c.bin").expect("deleting twice is fine");
-        assert_eq!(store.head("a/b/c.bin").expect("head"), None);
+        let path = "swaps/b/c.bin";
+        store.put(path, b"hello").expect("put");
+        assert_eq!(store.get(path).expect("get"), b"hello");
+        assert_eq!(store.list("").expect("list"), vec![path.to_owned()]);
+        assert_eq!(store.head(path).expect("head"), Some(5));
+        store.delete(path).expect("delete");
+        store.delete(path).expect("deleting twice is fine");
+        assert_eq!(store.head(path).expect("head"), None);
+    }
+
+    #[test]
+    fn paths_outside_the_layout_are_refused() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let lake = dir.path().join("lake");
+        fs::create_dir(&lake).expect("lake folder");
+        let victim = dir.path().join("victim.txt");
+        fs::write(&victim, b"keep me").expect("victim");
+        let store = LocalStore::new(&lake);
+        let outside = victim.to_str().expect("UTF-8 temp path").to_owned();
+        for bad in [
+            "../victim.txt",
+            "swaps/../../victim.txt",
+            "swaps/./x.parquet",
+            "swaps//x.parquet",
+            outside.as_str(),
+            "victim.txt",
+            "notes/x.parquet",
+            "swaps\\..\\..\\victim.txt",
+            "",
+        ] {
+            assert!(check_path(bad).is_err(), "{bad:?}");
+            assert!(
+                matches!(store.delete(bad), Err(Error::Lake { .. })),
+                "{bad:?}"
+            );
+            assert!(store.put(bad, b"x").is_err(), "{bad:?}");
+            assert!(store.get(bad).is_err(), "{bad:?}");
+            assert!(store.head(bad).is_err(), "{bad:?}");
+            assert!(store.rename("swaps/a.parquet", bad).is_err(), "{bad:?}");
+        }
+        assert!(store.list("..").is_err());
+        assert_eq!(fs::read(&victim).expect("victim kept"), b"keep me");
+        assert_eq!(fs::read_dir(dir.path()).expect("list").count(), 2);
+        for good in [
+            "_dexlake/manifest.json",
+            "swaps/chain=altchain/date=2024-01-01/.part-1.parquet.tmp",
+        ] {
+            check_path(good).expect(good);
+        }
     }
 
     #[test]

@@ -58,6 +58,9 @@
 //! - Addresses the market does not know: left out of price, stats and history arrays; no
 //!   matches for swaps and trades; an empty portfolio; a 400 for EVM get-profile (the
 //!   interface has no 404).
+//! - Token metadata carries every member of interface 2.3 in every answer: a link the token
+//!   does not have (`image`, `twitter`, `discord`, `website`, `telegram`) is an empty string,
+//!   so a filter such as `{"metadata.twitter": {"$eq": ""}}` finds the tokens without one.
 //! - A ratio without a denominator (profit factor without losses, a change against a zero
 //!   volume) is emitted as `0`, so every number is finite. Derived answers are defined in
 //!   [`reference`](mod@reference).

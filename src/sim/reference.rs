@@ -289,21 +289,23 @@ pub fn market_section(chain: &Chain, token: u32) -> MarketSection {
     }
 }
 
-/// Metadata of a token (interface 2.3).
+/// Metadata of a token (interface 2.3). Every member is sent: the interface types each link as
+/// a string, so a link the token does not have is an empty string, never an absent member.
 pub fn metadata(chain: &Chain, token: u32) -> TokenMetadata {
     let info = &chain.tokens[token as usize];
+    let link = |l: &Option<String>| Some(l.clone().unwrap_or_default());
     TokenMetadata {
         last_trade_at: chain.stream(token).last().map(|s| utc(s.time)),
         created_at: Some(utc(info.created_at)),
         symbol: Some(info.symbol.clone()),
         name: Some(info.name.clone()),
-        image: info.image.clone(),
+        image: link(&info.image),
         verified: Some(info.verified),
         creator_address: Some(info.creator.clone()),
-        twitter: info.twitter.clone(),
-        discord: info.discord.clone(),
-        website: info.website.clone(),
-        telegram: info.telegram.clone(),
+        twitter: link(&info.twitter),
+        discord: link(&info.discord),
+        website: link(&info.website),
+        telegram: link(&info.telegram),
     }
 }
 

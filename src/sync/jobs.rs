@@ -6,9 +6,17 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::api::models::ChainFamily;
+use crate::api::retry::{MAX_CONCURRENCY, RateLimit};
 use crate::api::search::SearchRequest;
 use crate::error::{Error, Result};
 use crate::lake::Dataset;
+
+/// Largest candle or price-history interval a job accepts, in seconds (366 days).
+pub const MAX_INTERVAL_SECONDS: i64 = 366 * 86_400;
+
+/// Largest number of bars (candles or price-history points per target) one job may span, so
+/// that a typo in `from` or `interval` cannot plan millions of requests.
+pub const MAX_BARS_PER_JOB: i64 = 50_000_000;
 
 /// One unit of fetching: a dataset and what to fetch of it.
 ///
@@ -248,9 +256,37 @@ impl Job {
         format!("sync/{}/{}", self.dataset(), self.names().1)
     }
 
-    /// Checks that the job names what it needs, before any request is made.
+    /// Checks that the job names what it needs and that its numbers are in range (a positive
+    /// chain id, an interval of 1 to [`MAX_INTERVAL_SECONDS`], `from <= to`, at most
+    /// [`MAX_BARS_PER_JOB`] bars), before any request is made.
     pub fn validate(&self) -> Result<()> {
         let bad = |msg: String| Err(Error::Config(format!("{}: {msg}", self.dataset())));
+        if let Job::Candles {
+            interval, from, to, ..
+        }
+        | Job::PriceHistory {
+            interval, from, to, ..
+        } = self
+            && let Err(msg) = check_range(*interval, *from, *to)
+        {
+            return bad(msg);
+        }
+        if let Job::PriceHistory { chain_id, .. }
+        | Job::EvmProfiles { chain_id, .. }
+        | Job::Prices {
+            chain_id: Some(chain_id),
+            ..
+        }
+        | Job::PriceStats {
+            chain_id: Some(chain_id),
+            ..
+        } = self
+            && *chain_id <= 0
+        {
+            return bad(format!(
+                "chain_id must be a positive number, got {chain_id}"
+            ));
+        }
         match self {
             Job::Swaps {
                 token: None,
@@ -266,14 +302,6 @@ impl Job {
                 pool: None,
                 ..
             } => bad("needs a token or pool".into()),
-            Job::Candles {
-                interval, from, to, ..
-            }
-            | Job::PriceHistory {
-                interval, from, to, ..
-            } if *interval <= 0 || to.is_some_and(|t| t < *from) => bad(format!(
-                "needs a positive interval and from <= to (interval {interval})"
-            )),
             Job::PriceHistory { tokens, pools, .. }
             | Job::Prices { tokens, pools, .. }
             | Job::PriceStats { tokens, pools, .. }
@@ -287,6 +315,37 @@ impl Job {
             _ => Ok(()),
         }
     }
+}
+
+/// Checks the interval and time range of a candles or price-history job.
+fn check_range(
+    interval: i64,
+    from: DateTime<Utc>,
+    to: Option<DateTime<Utc>>,
+) -> std::result::Result<(), String> {
+    if !(1..=MAX_INTERVAL_SECONDS).contains(&interval) {
+        return Err(format!(
+            "interval must be 1 to {MAX_INTERVAL_SECONDS} seconds, got {interval}"
+        ));
+    }
+    let end = to.unwrap_or_else(Utc::now);
+    if end < from {
+        return Err(format!(
+            "from ({}) must not be after to ({})",
+            from.to_rfc3339(),
+            end.to_rfc3339()
+        ));
+    }
+    // Both ends are valid dates, so the span fits in i64 seconds.
+    let bars = (end - from).num_seconds() / interval;
+    if bars > MAX_BARS_PER_JOB {
+        return Err(format!(
+            "from {} to {} at {interval} s is {bars} bars, more than the {MAX_BARS_PER_JOB} one job may span; narrow the range or widen the interval",
+            from.to_rfc3339(),
+            end.to_rfc3339()
+        ));
+    }
+    Ok(())
 }
 
 /// A plan file: many jobs run in one sync, sharing one rate limit and concurrency budget.
@@ -362,15 +421,15 @@ impl Plan {
         if jobs.is_empty() {
             return Err(Error::Config("plan: no [[job]] tables".into()));
         }
-        if let Some(rps) = file.rps
-            && !(rps > 0.0 && rps.is_finite())
+        if let Some(rps) = file.rps {
+            RateLimit::per_second(rps).map_err(|e| Error::Config(format!("plan: rps: {e}")))?;
+        }
+        if let Some(c) = file.concurrency
+            && !(1..=MAX_CONCURRENCY).contains(&c)
         {
             return Err(Error::Config(format!(
-                "plan: rps must be positive, got {rps}"
+                "plan: concurrency must be 1 to {MAX_CONCURRENCY}, got {c}"
             )));
-        }
-        if file.concurrency == Some(0) {
-            return Err(Error::Config("plan: concurrency must be at least 1".into()));
         }
         Ok(Plan {
             rps: file.rps,
@@ -469,6 +528,95 @@ mod tests {
         );
         assert!(Plan::parse("[[job]]\ndataset = \"nope\"\n", Path::new(".")).is_err());
         assert!(Plan::parse("", Path::new(".")).is_err());
+    }
+
+    #[test]
+    fn out_of_range_numbers_are_refused() {
+        let candles = |interval: &str, from: &str, to: &str| {
+            format!(
+                "[[job]]\ndataset = \"candles\"\ntoken = \"T\"\ninterval = {interval}\nfrom = \"{from}\"\nto = \"{to}\"\n"
+            )
+        };
+        let day = ("2025-01-01T00:00:00Z", "2025-01-02T00:00:00Z");
+        for (text, expected) in [
+            (
+                candles("9223372036854775807", day.0, day.1),
+                "interval must be 1 to",
+            ),
+            (candles("0", day.0, day.1), "interval must be 1 to"),
+            (candles("60", day.1, day.0), "must not be after"),
+            (
+                candles("1", "0001-01-01T00:00:00Z", "9999-12-31T00:00:00Z"),
+                "more than the",
+            ),
+            (
+                format!("rps = 1e-20\n{}", candles("60", day.0, day.1)),
+                "requests per second",
+            ),
+            (
+                format!("rps = inf\n{}", candles("60", day.0, day.1)),
+                "requests per second",
+            ),
+            (
+                format!("concurrency = 0\n{}", candles("60", day.0, day.1)),
+                "concurrency must be",
+            ),
+            (
+                format!(
+                    "concurrency = 9223372036854775807\n{}",
+                    candles("60", day.0, day.1)
+                ),
+                "concurrency must be",
+            ),
+            (
+                "[[job]]\ndataset = \"price-stats\"\nchain_id = 0\ntokens = [\"A\"]\n".to_owned(),
+                "chain_id must be a positive",
+            ),
+        ] {
+            let err = Plan::parse(&text, Path::new(".")).expect_err("refused");
+            assert!(err.to_string().contains(expected), "{text}: {err}");
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        /// Random numbers in every numeric field of a plan never panic, and a plan that is
+        /// accepted plans a bounded number of requests.
+        #[test]
+        fn random_plans_never_panic(
+            interval in proptest::prelude::any::<i64>(),
+            small_interval in 1i64..100_000,
+            use_small in proptest::prelude::any::<bool>(),
+            from in -8_000_000_000_000i64..8_000_000_000_000,
+            span in proptest::prelude::any::<i64>(),
+            rps in proptest::prelude::any::<f64>(),
+            concurrency in proptest::prelude::any::<i64>(),
+            chain_id in proptest::prelude::any::<i64>(),
+        ) {
+            let interval = if use_small { small_interval } else { interval };
+            let time = |secs: i64| {
+                DateTime::<Utc>::from_timestamp(secs, 0).map(|t| t.to_rfc3339())
+            };
+            let (Some(from_text), Some(to_text)) = (time(from), time(from.saturating_add(span))) else {
+                return Ok(());
+            };
+            let text = format!(
+                "rps = {rps:?}\nconcurrency = {concurrency}\n\
+                 [[job]]\ndataset = \"price-history\"\nchain_id = {chain_id}\ntokens = [\"A\"]\n\
+                 interval = {interval}\nfrom = \"{from_text}\"\nto = \"{to_text}\"\n"
+            );
+            if let Ok(plan) = Plan::parse(&text, Path::new(".")) {
+                let Job::PriceHistory { interval, from, to: Some(to), .. } = &plan.jobs[0] else {
+                    panic!("a closed price-history job");
+                };
+                let range = crate::sync::ranges::Range::new(from.timestamp(), to.timestamp())
+                    .align_out(*interval);
+                proptest::prop_assert!(
+                    range.chunk_count(*interval) <= (MAX_BARS_PER_JOB + 2) as u64
+                );
+            }
+        }
     }
 
     #[test]

@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-pub use jobs::{Job, Plan, read_search_request};
+pub use jobs::{Job, MAX_BARS_PER_JOB, MAX_INTERVAL_SECONDS, Plan, read_search_request};
 pub use run::Syncer;
 
 use crate::lake::Dataset;

@@ -25,12 +25,13 @@ impl Range {
         self.end <= self.start
     }
 
-    /// Length in seconds.
+    /// Length in seconds (saturating at `i64::MAX`).
     pub fn len(&self) -> i64 {
-        (self.end - self.start).max(0)
+        self.end.saturating_sub(self.start).max(0)
     }
 
     /// The range widened outwards to multiples of `step` (a bucket grid anchored at the epoch).
+    /// Bounds that fall outside `i64` saturate.
     pub fn align_out(&self, step: i64) -> Range {
         let step = step.max(1);
         let start = self.start.div_euclid(step).saturating_mul(step);
@@ -43,16 +44,27 @@ impl Range {
         Range { start, end }
     }
 
-    /// Splits into consecutive pieces of at most `max_len` seconds.
+    /// Splits into consecutive pieces of at most `max_len` seconds (at least 1).
+    ///
+    /// The arithmetic saturates, so any range and length are safe; the number of pieces is
+    /// the caller's to bound (jobs bound their span in bars, see
+    /// [`Job::validate`](super::Job::validate)).
     pub fn chunks(&self, max_len: i64) -> Vec<Range> {
         let mut out = Vec::new();
         let mut s = self.start;
         while s < self.end {
-            let e = (s + max_len.max(1)).min(self.end);
+            let e = s.saturating_add(max_len.max(1)).min(self.end);
             out.push(Range::new(s, e));
             s = e;
         }
         out
+    }
+
+    /// How many pieces [`Self::chunks`] makes, without making them.
+    pub fn chunk_count(&self, max_len: i64) -> u64 {
+        // The exact length, which can exceed `i64::MAX`, always fits in a `u64`.
+        let len = (i128::from(self.end) - i128::from(self.start)).max(0) as u64;
+        len.div_ceil(max_len.max(1) as u64)
     }
 }
 
@@ -187,6 +199,24 @@ mod tests {
     }
 
     #[test]
+    fn extreme_values_saturate() {
+        let all = Range::new(i64::MIN, i64::MAX);
+        assert_eq!(all.len(), i64::MAX);
+        assert_eq!(all.chunk_count(i64::MAX), 3);
+        assert_eq!(all.chunks(i64::MAX).len(), 3);
+        assert_eq!(
+            Range::new(0, 100).align_out(i64::MAX),
+            Range::new(0, i64::MAX)
+        );
+        assert_eq!(
+            Range::new(i64::MAX - 5, i64::MAX).chunks(10),
+            vec![Range::new(i64::MAX - 5, i64::MAX)]
+        );
+        assert_eq!(Range::new(0, 250).chunk_count(100), 3);
+        assert_eq!(Range::new(5, 5).chunk_count(0), 0);
+    }
+
+    #[test]
     fn align_and_chunks() {
         assert_eq!(Range::new(61, 179).align_out(60), Range::new(60, 180));
         assert_eq!(Range::new(-61, 0).align_out(60), Range::new(-120, 0));
@@ -222,6 +252,19 @@ mod tests {
             }
             prop_assert_eq!(set.missing(want), expect);
             for w in set.ranges().windows(2) { prop_assert!(w[0].end < w[1].start); }
+        }
+
+        #[test]
+        fn arithmetic_never_overflows(start in any::<i64>(), end in any::<i64>(), step in any::<i64>(), len in 1i64..) {
+            let r = Range::new(start, end).align_out(step);
+            prop_assert!(r.len() >= 0);
+            let count = r.chunk_count(len);
+            // Only lay out the pieces when there are few of them.
+            if count <= 1000 {
+                let pieces = r.chunks(len);
+                prop_assert_eq!(pieces.len() as u64, count);
+                prop_assert!(pieces.windows(2).all(|w| w[0].end == w[1].start));
+            }
         }
     }
 }

@@ -323,7 +323,7 @@ impl Syncer {
     pub(super) fn decode_state<T: DeserializeOwned>(&self, key: &str, value: Value) -> Result<T> {
         serde_json::from_value(value).map_err(|source| Error::LakeDecode {
             path: self.lake.root().to_path_buf(),
-            what: format!("sync state {key}"),
+            what: format!("sync state {key} is not valid"),
             source,
         })
     }

@@ -46,12 +46,13 @@ impl Syncer {
     fn missing_for(&self, covered: &RangeSet, interval: i64, want: Range) -> Vec<Range> {
         let mut covered = covered.clone();
         let now = ts(Utc::now());
-        let recent = self.config.recent_window.as_secs() as i64;
-        covered.remove(Range::new(now - recent, want.end.max(now)).align_out(interval));
+        let recent = i64::try_from(self.config.recent_window.as_secs()).unwrap_or(i64::MAX);
+        covered
+            .remove(Range::new(now.saturating_sub(recent), want.end.max(now)).align_out(interval));
         covered
             .missing(want)
             .into_iter()
-            .flat_map(|r| r.chunks(interval * self.config.bars_per_request.max(1)))
+            .flat_map(|r| r.chunks(interval.saturating_mul(self.config.bars_per_request.max(1))))
             .collect()
     }
 
@@ -165,10 +166,12 @@ impl Syncer {
         from: DateTime<Utc>,
     ) -> (Vec<Range>, i64) {
         let start = Range::new(ts(from), ts(from)).align_out(interval).start;
-        let recent = self.config.recent_window.as_secs() as i64;
+        let recent = i64::try_from(self.config.recent_window.as_secs()).unwrap_or(i64::MAX);
         let tail = match covered.ranges().last() {
             Some(r) if r.end > start => {
-                let back = Range::new(r.end - recent, r.end).align_out(interval).start;
+                let back = Range::new(r.end.saturating_sub(recent), r.end)
+                    .align_out(interval)
+                    .start;
                 back.max(start)
             }
             _ => start,
@@ -176,7 +179,7 @@ impl Syncer {
         let gaps = covered
             .missing(Range::new(start, tail))
             .into_iter()
-            .flat_map(|r| r.chunks(interval * self.config.bars_per_request.max(1)))
+            .flat_map(|r| r.chunks(interval.saturating_mul(self.config.bars_per_request.max(1))))
             .collect();
         (gaps, tail)
     }

@@ -225,7 +225,7 @@ impl Syncer {
                 "fetches the pages newer than the newest committed record (usually 1)".to_owned(),
             ),
             (None, None, Some(c)) => (
-                Some(((c + limit - 1) / limit).max(1) as u64),
+                Some((c.saturating_add(limit - 1) / limit).max(1) as u64),
                 format!("{c} records last seen, {limit} per page"),
             ),
             (None, None, None) => (

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
+use dexlake::error::printable;
 use dexlake::lake::{Dataset, Lake, docs, sample::Samples};
 
 use crate::Global;
@@ -21,7 +22,12 @@ pub struct SchemaArgs {
 
 /// Arguments of `dexlake verify`.
 #[derive(Args, Debug)]
-pub struct VerifyArgs {}
+pub struct VerifyArgs {
+    /// When the manifest is missing or damaged, first rebuild it from the data files on disk
+    /// (their metadata and partition paths), listing the files it could not account for.
+    #[arg(long)]
+    pub repair: bool,
+}
 
 /// Arguments of `dexlake compact`.
 #[derive(Args, Debug)]
@@ -83,7 +89,41 @@ fn existing_lake(global: &Global) -> anyhow::Result<Lake> {
     Lake::open(&global.lake).with_context(|| format!("opening the lake {}", global.lake.display()))
 }
 
-pub fn verify(global: &Global, _args: VerifyArgs) -> anyhow::Result<ExitCode> {
+pub fn verify(global: &Global, args: VerifyArgs) -> anyhow::Result<ExitCode> {
+    if args.repair {
+        anyhow::ensure!(
+            global.lake.is_dir(),
+            "no lake at {} (set --lake or DEXLAKE_LAKE)",
+            global.lake.display()
+        );
+        let report = Lake::repair(&global.lake)
+            .with_context(|| format!("repairing the lake {}", global.lake.display()))?;
+        if report.rebuilt {
+            let rows: u64 = report.rows.values().sum();
+            println!(
+                "rebuilt the manifest (version {}) from {} files, {} rows; sync state {}",
+                report.version,
+                report.files,
+                rows,
+                if report.state_from_previous {
+                    "taken from the previous manifest version"
+                } else {
+                    "empty (the next sync fetches everything again and adds nothing twice)"
+                }
+            );
+            if !report.left_out.is_empty() {
+                println!(
+                    "not accounted for ({} files, left on disk):",
+                    report.left_out.len()
+                );
+                for (path, why) in &report.left_out {
+                    println!("  {}: {}", printable(path), printable(why));
+                }
+            }
+        } else {
+            println!("the manifest is sound; nothing to rebuild");
+        }
+    }
     let lake = existing_lake(global)?;
     let report = lake.verify()?;
     let rec = &report.recovery;

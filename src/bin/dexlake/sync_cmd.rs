@@ -10,7 +10,7 @@ use anyhow::{Context, bail};
 use chrono::{DateTime, Utc};
 use clap::{Args, Subcommand};
 use dexlake::api::client::{Client, ClientConfig};
-use dexlake::api::retry::RateLimit;
+use dexlake::api::retry::{MAX_CONCURRENCY, RateLimit};
 use dexlake::lake::Lake;
 use dexlake::sync::{
     CancelToken, Job, JobOutcome, Plan, SyncConfig, SyncEvent, SyncObserver, Syncer,
@@ -252,8 +252,21 @@ fn job_from(what: What) -> anyhow::Result<Job> {
     })
 }
 
-/// Runs `dexlake sync`.
-pub fn run(global: &Global, args: SyncArgs) -> anyhow::Result<ExitCode> {
+/// Longest `--recent-window` accepted (366 days).
+const MAX_RECENT_WINDOW_SECS: u64 = 366 * 86_400;
+
+/// Everything a sync run needs, checked, before anything touches the network or the lake.
+#[derive(Debug)]
+struct Prepared {
+    jobs: Vec<Job>,
+    client: ClientConfig,
+    sync: SyncConfig,
+    dry_run: bool,
+}
+
+/// Turns the flags (and the plan file) into checked jobs and configurations; every number is
+/// validated here with a clear message.
+fn prepare(global: &Global, args: SyncArgs) -> anyhow::Result<Prepared> {
     let (jobs, plan_rps, plan_concurrency) = match (args.what, args.plan) {
         (Some(what), None) => (vec![job_from(what)?], None, None),
         (None, Some(path)) => {
@@ -280,25 +293,45 @@ pub fn run(global: &Global, args: SyncArgs) -> anyhow::Result<ExitCode> {
     };
     config.altchain_segment = flags.altchain_segment.clone();
     if let Some(rps) = flags.rps.or(plan_rps) {
-        anyhow::ensure!(rps > 0.0 && rps.is_finite(), "--rps must be positive");
-        config.rate_limit = Some(RateLimit {
-            requests_per_second: rps,
-            burst: rps.ceil().max(1.0) as u32,
-        });
+        config.rate_limit = Some(RateLimit::per_second(rps).context("--rps")?);
     }
     if let Some(c) = flags.concurrency.or(plan_concurrency) {
-        anyhow::ensure!(c > 0, "--concurrency must be at least 1");
+        anyhow::ensure!(
+            (1..=MAX_CONCURRENCY).contains(&c),
+            "--concurrency must be 1 to {MAX_CONCURRENCY}, got {c}"
+        );
         config.max_concurrency = c;
     }
-    let client = Client::new(config)?;
-    let lake = Arc::new(Lake::open(&global.lake)?);
-    let sync_config = SyncConfig {
+    anyhow::ensure!(
+        flags.recent_window <= MAX_RECENT_WINDOW_SECS,
+        "--recent-window must be at most {MAX_RECENT_WINDOW_SECS} seconds, got {}",
+        flags.recent_window
+    );
+    let sync = SyncConfig {
         recent_window: Duration::from_secs(flags.recent_window),
         ..SyncConfig::default()
     };
-    let sync = Syncer::new(client, lake, sync_config);
+    Ok(Prepared {
+        jobs,
+        client: config,
+        sync,
+        dry_run: flags.dry_run,
+    })
+}
 
-    if flags.dry_run {
+/// Runs `dexlake sync`.
+pub fn run(global: &Global, args: SyncArgs) -> anyhow::Result<ExitCode> {
+    let Prepared {
+        jobs,
+        client,
+        sync,
+        dry_run,
+    } = prepare(global, args)?;
+    let client = Client::new(client)?;
+    let lake = Arc::new(Lake::open(&global.lake)?);
+    let sync = Syncer::new(client, lake, sync);
+
+    if dry_run {
         let mut total = Some(0u64);
         for job in &jobs {
             let e = sync.estimate(job)?;
@@ -553,4 +586,167 @@ fn error_chain(e: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::{Cli, Command};
+    use dexlake::sync::MAX_BARS_PER_JOB;
+    use dexlake::sync::ranges::Range;
+
+    /// Parses a command line and prepares the run, as `dexlake sync` does before it touches
+    /// the network or the lake; the client configuration is checked too.
+    fn prepare_line(args: &[String]) -> anyhow::Result<Prepared> {
+        let cli = Cli::try_parse_from(args)?;
+        let Command::Sync(sync) = cli.command else {
+            panic!("a sync command line");
+        };
+        let prepared = prepare(&cli.global, sync)?;
+        Client::new(prepared.client.clone())?;
+        Ok(prepared)
+    }
+
+    fn line(extra: &[&str]) -> Vec<String> {
+        ["dexlake", "--base-url", "http://127.0.0.1:9", "sync"]
+            .iter()
+            .chain(extra)
+            .map(|s| (*s).to_owned())
+            .collect()
+    }
+
+    #[test]
+    fn out_of_range_numbers_are_clear_errors() {
+        let candles = |interval: &str| {
+            line(&[
+                "candles",
+                "--token",
+                "T",
+                &format!("--interval={interval}"),
+                "--from",
+                "2025-01-01T00:00:00Z",
+                "--dry-run",
+            ])
+        };
+        for (args, expected) in [
+            (candles("9223372036854775807"), "interval must be 1 to"),
+            (candles("0"), "interval must be 1 to"),
+            (candles("-60"), "interval must be 1 to"),
+            (candles("1"), "more than the"),
+            (
+                line(&["swaps", "--token", "T", "--rps", "1e-20"]),
+                "requests per second must be",
+            ),
+            (
+                line(&["swaps", "--token", "T", "--rps", "NaN"]),
+                "requests per second must be",
+            ),
+            (
+                line(&[
+                    "swaps",
+                    "--token",
+                    "T",
+                    "--concurrency",
+                    "18446744073709551615",
+                ]),
+                "--concurrency must be 1 to",
+            ),
+            (
+                line(&[
+                    "swaps",
+                    "--token",
+                    "T",
+                    "--recent-window",
+                    "18446744073709551615",
+                ]),
+                "--recent-window must be at most",
+            ),
+            (
+                line(&["prices", "--chain-id=-1", "--tokens", "A"]),
+                "chain_id must be a positive",
+            ),
+        ] {
+            let err = prepare_line(&args).expect_err("refused");
+            assert!(format!("{err:#}").contains(expected), "{args:?}: {err:#}");
+        }
+        let ok = prepare_line(&candles("60")).expect("a sane line");
+        assert!(ok.dry_run);
+    }
+
+    /// A number as a user might type it: any integer or float, or something odd.
+    fn number() -> impl Strategy<Value = String> {
+        prop_oneof![
+            any::<i64>().prop_map(|n| n.to_string()),
+            any::<u64>().prop_map(|n| n.to_string()),
+            any::<f64>().prop_map(|f| format!("{f:e}")),
+            any::<f64>().prop_map(|f| f.to_string()),
+            "[-+0-9.eE]{0,12}",
+            prop_oneof![
+                Just("inf"),
+                Just("-inf"),
+                Just("NaN"),
+                Just("1e-20"),
+                Just("")
+            ]
+            .prop_map(str::to_owned),
+        ]
+    }
+
+    /// A date-time as a user might type it, from far past to far future.
+    fn time() -> impl Strategy<Value = String> {
+        prop_oneof![
+            (-262_000i32..262_000, 1u32..13, 1u32..29, 0u32..24)
+                .prop_map(|(y, m, d, h)| format!("{y:04}-{m:02}-{d:02}T{h:02}:00:00Z")),
+            Just("2025-05-01T00:00:00Z".to_owned()),
+            "[0-9TZ:.-]{0,25}",
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn random_flags_never_panic(
+            interval in number(),
+            rps in number(),
+            concurrency in number(),
+            window in number(),
+            chain_id in number(),
+            from in time(),
+            to in proptest::option::of(time()),
+            history in any::<bool>(),
+        ) {
+            let mut args = if history {
+                line(&["price-history", &format!("--chain-id={chain_id}"), "--tokens", "A"])
+            } else {
+                line(&["candles", "--token", "T"])
+            };
+            // `--flag=value`, so that negative numbers are values, not flags.
+            args.extend([format!("--interval={interval}"), format!("--from={from}")]);
+            if let Some(to) = to {
+                args.push(format!("--to={to}"));
+            }
+            args.extend([
+                format!("--rps={rps}"),
+                format!("--concurrency={concurrency}"),
+                format!("--recent-window={window}"),
+                "--dry-run".to_owned(),
+            ]);
+            if let Ok(prepared) = prepare_line(&args) {
+                prop_assert_eq!(prepared.jobs.len(), 1);
+                prop_assert!(prepared.jobs[0].validate().is_ok());
+                // What the planner will lay out is bounded.
+                if let Job::Candles { interval, from, to, .. }
+                | Job::PriceHistory { interval, from, to, .. } = &prepared.jobs[0]
+                {
+                    let end = to.unwrap_or_else(Utc::now);
+                    let range = Range::new(from.timestamp(), end.timestamp()).align_out(*interval);
+                    prop_assert!(range.chunk_count(*interval) <= MAX_BARS_PER_JOB as u64 + 2);
+                }
+            }
+        }
+    }
 }

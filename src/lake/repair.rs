@@ -1,0 +1,186 @@
+//! `verify --repair`: a new manifest from the data files on disk, for a lake whose manifest is
+//! missing or damaged.
+//!
+//! Each file under a dataset folder is adopted when its path is a data file path of the layout
+//! and the file is readable Parquet whose key-value metadata names the dataset of its folder;
+//! its rows, size and time range are read from the file. Everything else is left out and
+//! reported, never deleted. The sync state (cursors, covered ranges) comes from the previous
+//! manifest version when that one is readable: it is older than the files, so it claims no
+//! more than they hold, and a sync re-fetches the difference (de-duplicated by natural key).
+//! Without it the state is empty and the next sync fetches everything again, adding nothing
+//! twice.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use arrow::array::RecordBatchReader;
+use arrow::compute::concat_batches;
+use arrow::datatypes::{DataType, TimeUnit};
+use bytes::Bytes;
+use chrono::Utc;
+use parquet::arrow::ProjectionMask;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+use super::layout::Partition;
+use super::manifest::{
+    self, FileEntry, JOURNAL_PATH, MANIFEST_FORMAT_VERSION, MANIFEST_PATH, Manifest,
+    PREVIOUS_MANIFEST_PATH,
+};
+use super::schema::{DATASET_KEY, SCHEMA_VERSION_KEY};
+use super::writer::time_range;
+use super::{Dataset, Lake};
+use crate::{Error, Result};
+
+/// What [`Lake::repair`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RepairReport {
+    /// Whether a manifest was rebuilt; `false` when the manifest was sound and left as it was.
+    pub rebuilt: bool,
+    /// Version of the manifest now in place.
+    pub version: u64,
+    /// Data files the new manifest lists.
+    pub files: usize,
+    /// Rows the new manifest lists, per dataset.
+    pub rows: BTreeMap<Dataset, u64>,
+    /// Whether the sync state was taken from the previous manifest version.
+    pub state_from_previous: bool,
+    /// Files under the dataset folders that were not adopted, with the reason; they are left
+    /// on disk.
+    pub left_out: Vec<(String, String)>,
+}
+
+/// Runs [`Lake::repair`] under the writer lock.
+pub(crate) fn repair(lake: &Lake) -> Result<RepairReport> {
+    let _lock = lake.lock()?;
+    let store = lake.store();
+    // A sound manifest is never replaced; what is wrong with it is `verify`'s to report.
+    if let Ok(m) = Manifest::load(store) {
+        return Ok(RepairReport {
+            version: m.version,
+            files: m.files.len(),
+            rows: rows_of(&m),
+            ..RepairReport::default()
+        });
+    }
+    // Files an interrupted compaction had replaced hold rows its new files also hold.
+    let journal = manifest::read_journal(store)?;
+    let replaced: BTreeSet<&String> = journal.iter().flat_map(|j| &j.remove).collect();
+    let previous = match store.head(PREVIOUS_MANIFEST_PATH)? {
+        Some(_) => Manifest::parse(&store.get(PREVIOUS_MANIFEST_PATH)?).ok(),
+        None => None,
+    };
+
+    let mut report = RepairReport {
+        rebuilt: true,
+        ..RepairReport::default()
+    };
+    let mut files = BTreeMap::new();
+    for dataset in Dataset::ALL {
+        for path in store.list(dataset.name())? {
+            let name = path.rsplit('/').next().unwrap_or_default();
+            let verdict = if name.starts_with('.') {
+                Err("a temporary file of an interrupted write".to_owned())
+            } else if replaced.contains(&path) {
+                Err(
+                    "replaced by an interrupted compaction whose new files hold its rows"
+                        .to_owned(),
+                )
+            } else {
+                adopt(lake, &path)
+            };
+            match verdict {
+                Ok(entry) => {
+                    files.insert(path, entry);
+                }
+                Err(why) => report.left_out.push((path, why)),
+            }
+        }
+    }
+    let version = previous
+        .as_ref()
+        .map_or(0, |p| p.version)
+        .max(journal.as_ref().map_or(0, |j| j.version))
+        + 1;
+    report.state_from_previous = previous.is_some();
+    let manifest = Manifest {
+        format_version: MANIFEST_FORMAT_VERSION,
+        version,
+        committed_at: Some(Utc::now()),
+        files,
+        state: previous.map(|p| p.state).unwrap_or_default(),
+    };
+    // Written directly: the damaged manifest must not replace the kept previous version.
+    store.put(MANIFEST_PATH, &manifest.to_bytes())?;
+    store.delete(JOURNAL_PATH)?;
+    report.version = manifest.version;
+    report.files = manifest.files.len();
+    report.rows = rows_of(&manifest);
+    Ok(report)
+}
+
+fn rows_of(m: &Manifest) -> BTreeMap<Dataset, u64> {
+    let mut rows = BTreeMap::new();
+    for entry in m.files.values() {
+        *rows.entry(entry.dataset).or_default() += entry.rows;
+    }
+    rows
+}
+
+/// The manifest entry of one data file, or why it cannot be adopted.
+fn adopt(lake: &Lake, path: &str) -> std::result::Result<FileEntry, String> {
+    let partition = Partition::from_file_path(path).map_err(|e| e.to_string())?;
+    let dataset = partition.dataset;
+    let data = Bytes::from(lake.store().get(path).map_err(|e| e.to_string())?);
+    let bytes = data.len() as u64;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(data)
+        .map_err(|e| format!("not readable as Parquet: {e}"))?;
+    let meta = builder.metadata().file_metadata();
+    let value = |key: &str| {
+        meta.key_value_metadata()
+            .and_then(|kv| kv.iter().find(|k| k.key == key))
+            .and_then(|k| k.value.clone())
+    };
+    match value(DATASET_KEY) {
+        Some(d) if d == dataset.name() => {}
+        Some(d) => return Err(format!("written for dataset {d}, found in {dataset}/")),
+        None => return Err("not written by dexlake (no dataset in its metadata)".to_owned()),
+    }
+    let schema_version = value(SCHEMA_VERSION_KEY)
+        .and_then(|v| v.parse::<u32>().ok())
+        .ok_or("no schema version in its metadata")?;
+    let rows = u64::try_from(meta.num_rows()).map_err(|_| "a negative row count".to_owned())?;
+    if rows == 0 {
+        return Err("holds no rows".to_owned());
+    }
+    let time = builder
+        .schema()
+        .index_of(dataset.time_column())
+        .map_err(|_| format!("lacks the time column {}", dataset.time_column()))?;
+    let mask = ProjectionMask::roots(builder.parquet_schema(), [time]);
+    let reader = builder
+        .with_projection(mask)
+        .build()
+        .map_err(|e| format!("not readable as Parquet: {e}"))?;
+    let schema = reader.schema();
+    let batches = reader
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|e| format!("not readable as Parquet: {e}"))?;
+    let batch = concat_batches(&schema, &batches).map_err(|e| e.to_string())?;
+    if !matches!(
+        batch.column(0).data_type(),
+        DataType::Timestamp(TimeUnit::Microsecond, _)
+    ) {
+        return Err(format!(
+            "its time column {} is not a timestamp in microseconds",
+            dataset.time_column()
+        ));
+    }
+    let (min_time, max_time) = time_range(dataset, &batch).map_err(|e: Error| e.to_string())?;
+    Ok(FileEntry {
+        dataset,
+        rows,
+        bytes,
+        min_time,
+        max_time,
+        schema_version,
+    })
+}
