@@ -889,3 +889,191 @@ async fn bars_and_price_stats_equal_the_simulator() {
     assert_eq!(default_now.height(), 1);
     sim.shutdown().await;
 }
+
+// ---------------------------------------------------------------------------------------
+// The CLI on a lake on disk.
+
+fn dexlake(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_dexlake"))
+        .args(args)
+        .output()
+        .expect("the dexlake binary runs")
+}
+
+#[test]
+fn cli_prints_bars_and_stats_and_fails_in_one_line() {
+    let chunks = vec![
+        vector_ticks()
+            .into_iter()
+            .map(|t| ("TOK".to_owned(), t))
+            .collect::<Vec<_>>(),
+    ];
+    let (dir, _lake) = lake_of(&chunks);
+    let lake = dir.path().to_str().unwrap();
+    let out = dexlake(&[
+        "ohlcv",
+        "--lake",
+        lake,
+        "--token",
+        "TOK",
+        "--interval",
+        "60",
+        "--format",
+        "csv",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let csv = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(
+        lines[0],
+        "timestamp,open,high,low,close,volume,base_volume,buy_volume,sell_volume,sum_pq,sum_q,incomplete,count,vwap"
+    );
+    assert_eq!(lines.len(), 4);
+    assert!(
+        lines[2].starts_with("1970-01-01T00:01:00Z,13,13,9,9,49,5,"),
+        "{}",
+        lines[2]
+    );
+    assert!(lines[2].ends_with(",false,2,9.8"), "{}", lines[2]);
+
+    // Null fill, JSON: the empty 00:02 bucket has null prices and count 0.
+    let out = dexlake(&[
+        "ohlcv",
+        "--lake",
+        lake,
+        "--tokens",
+        "TOK",
+        "--interval",
+        "60",
+        "--fill",
+        "null",
+        "--format",
+        "json",
+    ]);
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 4);
+    assert_eq!(v[2]["open"], serde_json::Value::Null);
+    assert_eq!(v[2]["count"], 0);
+    assert_eq!(v[2]["token_address"], "TOK");
+
+    // Parquet round trip, and tick bars.
+    let file = dir.path().join("bars.parquet");
+    let out = dexlake(&[
+        "ohlcv",
+        "--lake",
+        lake,
+        "--all-tokens",
+        "--ticks",
+        "4",
+        "--format",
+        "parquet",
+        "--out",
+        file.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let back = ParquetReader::new(std::fs::File::open(&file).unwrap())
+        .finish()
+        .unwrap();
+    assert_eq!(back.height(), 2);
+
+    // Price stats at a given instant, as a table.
+    let out = dexlake(&[
+        "price-stats",
+        "--lake",
+        lake,
+        "--tokens",
+        "TOK",
+        "--now",
+        "1970-01-01T00:05:00Z",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        table
+            .lines()
+            .next()
+            .unwrap()
+            .contains("usd_price_change_5m")
+    );
+    assert_eq!(table.lines().count(), 2);
+
+    // Errors: one line on stderr, a failure status, never a panic.
+    for args in [
+        vec![
+            "ohlcv",
+            "--lake",
+            lake,
+            "--token",
+            "NOPE",
+            "--interval",
+            "60",
+        ],
+        vec!["ohlcv", "--lake", lake, "--token", "TOK", "--interval", "0"],
+        vec![
+            "ohlcv",
+            "--lake",
+            lake,
+            "--token",
+            "TOK",
+            "--interval",
+            "3600",
+            "--tz",
+            "Europe/Paris",
+        ],
+        vec![
+            "ohlcv",
+            "--lake",
+            lake,
+            "--token",
+            "TOK",
+            "--interval",
+            "60",
+            "--from",
+            "200",
+            "--to",
+            "100",
+        ],
+        vec![
+            "ohlcv",
+            "--lake",
+            "/nonexistent/lake",
+            "--token",
+            "TOK",
+            "--interval",
+            "60",
+        ],
+        vec!["price-stats", "--lake", lake, "--tokens", "NOPE"],
+    ] {
+        let out = dexlake(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.starts_with("error: ") && !err.contains("panicked"),
+            "{err}"
+        );
+    }
+    let out = dexlake(&[
+        "ohlcv",
+        "--lake",
+        lake,
+        "--token",
+        "NOPE",
+        "--interval",
+        "60",
+    ]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no swaps for token NOPE"));
+}

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 mod lake_cmd;
+mod ohlcv_cmd;
 #[cfg(feature = "sim")]
 mod sim_cmd;
 mod sync_cmd;
@@ -47,6 +48,10 @@ enum Command {
     Verify(lake_cmd::VerifyArgs),
     /// Merge small files of each partition into larger ones.
     Compact(lake_cmd::CompactArgs),
+    /// OHLCV bars (time, tick, volume or dollar) computed on the lake.
+    Ohlcv(ohlcv_cmd::OhlcvArgs),
+    /// Price changes and volumes over 5m … 30d computed on the lake.
+    PriceStats(ohlcv_cmd::PriceStatsArgs),
     /// Write a small deterministic lake of every dataset (for the interop tests).
     #[command(hide = true)]
     FixtureLake(lake_cmd::FixtureLakeArgs),
@@ -61,6 +66,8 @@ fn main() -> ExitCode {
         Command::Schema(args) => lake_cmd::schema(&cli.global, args),
         Command::Verify(args) => lake_cmd::verify(&cli.global, args),
         Command::Compact(args) => lake_cmd::compact(&cli.global, args),
+        Command::Ohlcv(args) => ohlcv_cmd::ohlcv(&cli.global, args),
+        Command::PriceStats(args) => ohlcv_cmd::price_stats_cmd(&cli.global, args),
         Command::FixtureLake(args) => lake_cmd::fixture_lake(&cli.global, args),
     };
     match result {
