@@ -1077,3 +1077,132 @@ fn cli_prints_bars_and_stats_and_fails_in_one_line() {
     ]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("no swaps for token NOPE"));
 }
+
+/// Partition folders (relative to the lake) holding the dataset's Parquet files.
+fn partitions(root: &std::path::Path, dataset: &str) -> std::collections::BTreeSet<String> {
+    fn walk(
+        dir: &std::path::Path,
+        root: &std::path::Path,
+        out: &mut std::collections::BTreeSet<String>,
+    ) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, root, out);
+            } else if p.extension().is_some_and(|x| x == "parquet") {
+                out.insert(
+                    p.parent()
+                        .unwrap()
+                        .strip_prefix(root)
+                        .unwrap()
+                        .display()
+                        .to_string(),
+                );
+            }
+        }
+    }
+    let mut out = std::collections::BTreeSet::new();
+    walk(&root.join(dataset), root, &mut out);
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bench_lake_writes_what_a_sync_writes() {
+    let sim = Simulator::start(SimConfig {
+        seed: 5,
+        scale: Scale::Tiny,
+        ..SimConfig::default()
+    })
+    .await
+    .unwrap();
+    let tokens: Vec<String> = sim
+        .market()
+        .catalog()
+        .altchain
+        .tokens
+        .iter()
+        .map(|t| t.address.clone())
+        .collect();
+    let client = Client::new(ClientConfig {
+        base_url: sim.base_url().to_owned(),
+        api_key: Some("demo-key".into()),
+        ..ClientConfig::default()
+    })
+    .unwrap();
+    let synced = tempfile::tempdir().unwrap();
+    let lake = Arc::new(Lake::open(synced.path()).unwrap());
+    let jobs: Vec<Job> = tokens
+        .iter()
+        .map(|t| Job::Swaps {
+            token: Some(t.clone()),
+            wallet: None,
+            pool: None,
+        })
+        .collect();
+    let config = SyncConfig {
+        recent_window: Duration::ZERO,
+        ..SyncConfig::default()
+    };
+    let report = Sync::new(client, Arc::clone(&lake), config)
+        .run(&jobs, &(), &CancelToken::new())
+        .await;
+    assert!(!report.any_failed());
+    lake.compact().unwrap();
+    sim.shutdown().await;
+
+    let direct = tempfile::tempdir().unwrap();
+    let out = dexlake(&[
+        "bench-lake",
+        direct.path().to_str().unwrap(),
+        "--seed",
+        "5",
+        "--scale",
+        "tiny",
+        "--chunk",
+        "1000",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let direct_lake = Lake::open(direct.path()).unwrap();
+    let sorted = |l: &Lake| {
+        l.scan(Dataset::Swaps)
+            .unwrap()
+            .sort(["id"], SortMultipleOptions::default())
+            .collect()
+            .unwrap()
+    };
+    let (a, b) = (sorted(&lake), sorted(&direct_lake));
+    assert!(a.height() > 1000);
+    assert_eq!(a.height(), b.height());
+    // Same columns and types; every value equal, floats to the last bit or one: the synced
+    // lake holds what the client parsed from JSON, and serde_json's default float parser may
+    // land one ULP away from the value the simulator printed.
+    assert_eq!(a.schema(), b.schema());
+    for (x, y) in a.columns().iter().zip(b.columns()) {
+        match (x.f64(), y.f64()) {
+            (Ok(fx), Ok(fy)) => {
+                for (p, q) in fx.iter().zip(fy.iter()) {
+                    let (p, q) = (p.unwrap(), q.unwrap());
+                    assert!(
+                        (p - q).abs() <= 2.0 * f64::EPSILON * p.abs().max(q.abs()),
+                        "{}: {p} vs {q}",
+                        x.name()
+                    );
+                }
+            }
+            _ => assert!(
+                x.as_materialized_series()
+                    .equals_missing(y.as_materialized_series()),
+                "column {}",
+                x.name()
+            ),
+        }
+    }
+    assert_eq!(
+        partitions(synced.path(), "swaps"),
+        partitions(direct.path(), "swaps")
+    );
+}

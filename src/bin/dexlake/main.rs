@@ -5,6 +5,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
+#[cfg(feature = "sim")]
+mod bench_lake_cmd;
 mod lake_cmd;
 mod ohlcv_cmd;
 #[cfg(feature = "sim")]
@@ -52,6 +54,10 @@ enum Command {
     Ohlcv(ohlcv_cmd::OhlcvArgs),
     /// Price changes and volumes over 5m … 30d computed on the lake.
     PriceStats(ohlcv_cmd::PriceStatsArgs),
+    /// Write the simulator's swaps straight into a lake (for benchmarks).
+    #[cfg(feature = "sim")]
+    #[command(hide = true)]
+    BenchLake(bench_lake_cmd::BenchLakeArgs),
     /// Write a small deterministic lake of every dataset (for the interop tests).
     #[command(hide = true)]
     FixtureLake(lake_cmd::FixtureLakeArgs),
@@ -68,6 +74,8 @@ fn main() -> ExitCode {
         Command::Compact(args) => lake_cmd::compact(&cli.global, args),
         Command::Ohlcv(args) => ohlcv_cmd::ohlcv(&cli.global, args),
         Command::PriceStats(args) => ohlcv_cmd::price_stats_cmd(&cli.global, args),
+        #[cfg(feature = "sim")]
+        Command::BenchLake(args) => bench_lake_cmd::run(&cli.global, args),
         Command::FixtureLake(args) => lake_cmd::fixture_lake(&cli.global, args),
     };
     match result {
