@@ -11,6 +11,7 @@
 //! already one side: `token_price`, `token_amount`, `usd_amount`, `direction == "buy"`.
 
 use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use polars::prelude::*;
@@ -148,6 +149,30 @@ impl Events {
         }
     }
 
+    /// Concatenates chunks (in the given order, not sorted).
+    pub fn concat(chunks: Vec<Events>) -> Events {
+        let n = chunks.iter().map(Events::len).sum();
+        let mut e = Events {
+            time: Vec::with_capacity(n),
+            slot: Vec::with_capacity(n),
+            id: Vec::with_capacity(n),
+            price: Vec::with_capacity(n),
+            base: Vec::with_capacity(n),
+            usd: Vec::with_capacity(n),
+            buy: Vec::with_capacity(n),
+        };
+        for c in chunks {
+            e.time.extend(c.time);
+            e.slot.extend(c.slot);
+            e.id.extend(c.id);
+            e.price.extend(c.price);
+            e.base.extend(c.base);
+            e.usd.extend(c.usd);
+            e.buy.extend(c.buy);
+        }
+        e
+    }
+
     /// Builds the columns from events in any order, sorting them into event order.
     pub fn from_ticks(ticks: impl IntoIterator<Item = Tick>) -> Events {
         let mut e = Events::default();
@@ -210,13 +235,6 @@ pub(crate) fn time_lit(t: DateTime<Utc>) -> Expr {
         TimeUnit::Microseconds,
         Some(TimeZone::UTC),
     ))
-}
-
-fn date_lit(t: DateTime<Utc>) -> Expr {
-    let days = t
-        .date_naive()
-        .signed_duration_since(chrono::NaiveDate::default());
-    lit(days.num_days() as i32).cast(DataType::Date)
 }
 
 /// Microseconds of a datetime column of any unit.
@@ -288,6 +306,174 @@ pub fn latest_event_time(lake: &Lake, source: EventSource) -> Result<Option<Date
         .and_then(|&us| DateTime::from_timestamp_micros(us)))
 }
 
+/// The token side of the selected events of one Parquet file, by token (unsorted).
+fn read_file(
+    path: &Path,
+    source: EventSource,
+    selection: &Selection,
+    wanted: Option<&HashSet<&str>>,
+    range: TimeRange,
+) -> Result<HashMap<String, Events>> {
+    let file =
+        PlRefPath::try_from_pathbuf(path.to_path_buf()).map_err(polars_err("opening a file"))?;
+    let args = ScanArgsParquet {
+        hive_options: HiveOptions {
+            enabled: Some(false),
+            ..HiveOptions::default()
+        },
+        glob: false,
+        ..ScanArgsParquet::default()
+    };
+    let mut lf = LazyFrame::scan_parquet_files(std::iter::once(file).collect(), args)
+        .map_err(polars_err("scanning a file"))?;
+    if let Some(from) = range.from {
+        lf = lf.filter(col("block_time").gt_eq(time_lit(from)));
+    }
+    if let Some(to) = range.to {
+        lf = lf.filter(col("block_time").lt(time_lit(to)));
+    }
+    let token_cols: &[&str] = match source {
+        EventSource::Swaps => &["token_address_in", "token_address_out"],
+        EventSource::Trades => &["token_address"],
+    };
+    if let Some(w) = wanted
+        && w.len() <= MAX_PUSHED_TOKENS
+    {
+        let mut names: Vec<&&str> = w.iter().collect();
+        names.sort();
+        let pred = names
+            .iter()
+            .flat_map(|t| token_cols.iter().map(move |c| col(*c).eq(lit(**t))))
+            .reduce(Expr::or)
+            .unwrap_or_else(|| lit(false));
+        lf = lf.filter(pred);
+    }
+    if let Selection::Pool(p) = selection {
+        lf = lf.filter(col("pool_address").eq(lit(p.as_str())));
+    }
+    let cols: &[&str] = match source {
+        EventSource::Swaps => &[
+            "id",
+            "swap_type",
+            "token_address_in",
+            "token_address_out",
+            "token_amount_in",
+            "token_amount_out",
+            "token_price_in",
+            "token_price_out",
+            "usd_amount_in",
+            "usd_amount_out",
+            "block_slot",
+            "block_time",
+        ],
+        EventSource::Trades => &[
+            "id",
+            "token_address",
+            "direction",
+            "token_amount",
+            "token_price",
+            "usd_amount",
+            "block_slot",
+            "block_time",
+        ],
+    };
+    let df = lf
+        .select(cols.iter().map(|c| col(*c)).collect::<Vec<_>>())
+        .collect()
+        .map_err(polars_err("reading events"))?;
+    rows_to_events(&df, source, wanted)
+}
+
+/// The events list of `token`, created on first use (one allocation of the name per token).
+fn entry<'a>(map: &'a mut HashMap<String, Events>, token: &str) -> &'a mut Events {
+    if !map.contains_key(token) {
+        map.insert(token.to_owned(), Events::default());
+    }
+    map.get_mut(token).expect("inserted above")
+}
+
+/// The token side of each row of a frame of swaps or trades, by token.
+fn rows_to_events(
+    df: &DataFrame,
+    source: EventSource,
+    wanted: Option<&HashSet<&str>>,
+) -> Result<HashMap<String, Events>> {
+    let mut by_token: HashMap<String, Events> = HashMap::new();
+    let time = micros(df.column("block_time").map_err(polars_err("events"))?)?;
+    let slot = i64s(df, "block_slot")?;
+    let id = i64s(df, "id")?;
+    let keep = |t: &str| wanted.is_none_or(|w| w.contains(t));
+    match source {
+        EventSource::Swaps => {
+            let kind = strs(df, "swap_type")?;
+            let t_in = strs(df, "token_address_in")?;
+            let t_out = strs(df, "token_address_out")?;
+            let (a_in, a_out) = (f64s(df, "token_amount_in")?, f64s(df, "token_amount_out")?);
+            let (p_in, p_out) = (f64s(df, "token_price_in")?, f64s(df, "token_price_out")?);
+            let (u_in, u_out) = (f64s(df, "usd_amount_in")?, f64s(df, "usd_amount_out")?);
+            for (i, ((k, ti), to)) in kind.iter().zip(t_in.iter()).zip(t_out.iter()).enumerate() {
+                let k = k.unwrap_or_default();
+                let (ti, to) = (ti.unwrap_or_default(), to.unwrap_or_default());
+                let (side_out, side_in) = match wanted {
+                    Some(w) => (w.contains(to), w.contains(ti)),
+                    None => (
+                        matches!(k, "quote_token" | "token_token"),
+                        matches!(k, "token_quote" | "token_token"),
+                    ),
+                };
+                let base = (time[i], slot[i], id[i]);
+                if side_out {
+                    entry(&mut by_token, to).push(Tick {
+                        time: base.0,
+                        slot: base.1,
+                        id: base.2,
+                        price: p_out[i],
+                        base: a_out[i],
+                        usd: u_out[i],
+                        buy: true,
+                    });
+                }
+                if side_in {
+                    entry(&mut by_token, ti).push(Tick {
+                        time: base.0,
+                        slot: base.1,
+                        id: base.2,
+                        price: p_in[i],
+                        base: a_in[i],
+                        usd: u_in[i],
+                        buy: false,
+                    });
+                }
+            }
+        }
+        EventSource::Trades => {
+            let token = strs(df, "token_address")?;
+            let dir = strs(df, "direction")?;
+            let (amount, price, usd) = (
+                f64s(df, "token_amount")?,
+                f64s(df, "token_price")?,
+                f64s(df, "usd_amount")?,
+            );
+            for (i, (t, d)) in token.iter().zip(dir.iter()).enumerate() {
+                let t = t.unwrap_or_default();
+                if !keep(t) {
+                    continue;
+                }
+                entry(&mut by_token, t).push(Tick {
+                    time: time[i],
+                    slot: slot[i],
+                    id: id[i],
+                    price: price[i],
+                    base: amount[i],
+                    usd: usd[i],
+                    buy: d == Some("buy"),
+                });
+            }
+        }
+    }
+    Ok(by_token)
+}
+
 /// Reads the token side of the selected events in `range` from the lake, grouped by token
 /// (tokens in address order) and sorted in event order within each token.
 ///
@@ -310,154 +496,37 @@ pub fn load_events(
             reason: "trades carry no pool address; select a pool with swaps".into(),
         });
     }
-    let mut lf = lake.scan(source.dataset())?;
-    if let Some(from) = range.from {
-        lf = lf.filter(
-            col("date")
-                .gt_eq(date_lit(from))
-                .and(col("block_time").gt_eq(time_lit(from))),
-        );
-    }
-    if let Some(to) = range.to {
-        lf = lf.filter(
-            col("date")
-                .lt_eq(date_lit(to))
-                .and(col("block_time").lt(time_lit(to))),
-        );
-    }
-    let token_cols: &[&str] = match source {
-        EventSource::Swaps => &["token_address_in", "token_address_out"],
-        EventSource::Trades => &["token_address"],
-    };
-    if let Some(w) = &wanted
-        && w.len() <= MAX_PUSHED_TOKENS
-    {
-        let mut names: Vec<&&str> = w.iter().collect();
-        names.sort();
-        let pred = names
-            .iter()
-            .flat_map(|t| token_cols.iter().map(move |c| col(*c).eq(lit(**t))))
-            .reduce(Expr::or)
-            .unwrap_or_else(|| lit(false));
-        lf = lf.filter(pred);
-    }
-    if let Selection::Pool(p) = selection {
-        lf = lf.filter(col("pool_address").eq(lit(p.as_str())));
-    }
-    let cols: Vec<&str> = match source {
-        EventSource::Swaps => vec![
-            "id",
-            "swap_type",
-            "token_address_in",
-            "token_address_out",
-            "token_amount_in",
-            "token_amount_out",
-            "token_price_in",
-            "token_price_out",
-            "usd_amount_in",
-            "usd_amount_out",
-            "block_slot",
-            "block_time",
-        ],
-        EventSource::Trades => vec![
-            "id",
-            "token_address",
-            "direction",
-            "token_amount",
-            "token_price",
-            "usd_amount",
-            "block_slot",
-            "block_time",
-        ],
-    };
-    let df = lf
-        .select(cols.iter().map(|c| col(*c)).collect::<Vec<_>>())
-        .collect()
-        .map_err(polars_err("reading events"))?;
-    let mut by_token: HashMap<&str, Events> = HashMap::new();
-    let time = micros(df.column("block_time").map_err(polars_err("events"))?)?;
-    let slot = i64s(&df, "block_slot")?;
-    let id = i64s(&df, "id")?;
-    let keep = |t: &str| wanted.as_ref().is_none_or(|w| w.contains(t));
-    match source {
-        EventSource::Swaps => {
-            let kind = strs(&df, "swap_type")?;
-            let t_in = strs(&df, "token_address_in")?;
-            let t_out = strs(&df, "token_address_out")?;
-            let (a_in, a_out) = (
-                f64s(&df, "token_amount_in")?,
-                f64s(&df, "token_amount_out")?,
-            );
-            let (p_in, p_out) = (f64s(&df, "token_price_in")?, f64s(&df, "token_price_out")?);
-            let (u_in, u_out) = (f64s(&df, "usd_amount_in")?, f64s(&df, "usd_amount_out")?);
-            for (i, ((k, ti), to)) in kind.iter().zip(t_in.iter()).zip(t_out.iter()).enumerate() {
-                let k = k.unwrap_or_default();
-                let (ti, to) = (ti.unwrap_or_default(), to.unwrap_or_default());
-                let (side_out, side_in) = match &wanted {
-                    Some(w) => (w.contains(to), w.contains(ti)),
-                    None => (
-                        matches!(k, "quote_token" | "token_token"),
-                        matches!(k, "token_quote" | "token_token"),
-                    ),
-                };
-                let base = (time[i], slot[i], id[i]);
-                if side_out {
-                    by_token.entry(to).or_default().push(Tick {
-                        time: base.0,
-                        slot: base.1,
-                        id: base.2,
-                        price: p_out[i],
-                        base: a_out[i],
-                        usd: u_out[i],
-                        buy: true,
-                    });
-                }
-                if side_in {
-                    by_token.entry(ti).or_default().push(Tick {
-                        time: base.0,
-                        slot: base.1,
-                        id: base.2,
-                        price: p_in[i],
-                        base: a_in[i],
-                        usd: u_in[i],
-                        buy: false,
-                    });
-                }
-            }
-        }
-        EventSource::Trades => {
-            let token = strs(&df, "token_address")?;
-            let dir = strs(&df, "direction")?;
-            let (amount, price, usd) = (
-                f64s(&df, "token_amount")?,
-                f64s(&df, "token_price")?,
-                f64s(&df, "usd_amount")?,
-            );
-            for (i, (t, d)) in token.iter().zip(dir.iter()).enumerate() {
-                let t = t.unwrap_or_default();
-                if !keep(t) {
-                    continue;
-                }
-                by_token.entry(t).or_default().push(Tick {
-                    time: time[i],
-                    slot: slot[i],
-                    id: id[i],
-                    price: price[i],
-                    base: amount[i],
-                    usd: usd[i],
-                    buy: d == Some("buy"),
-                });
-            }
+    let manifest = lake.manifest()?;
+    let (lo, hi) = (
+        range.from.map(|t| t.timestamp_micros()),
+        range.to.map(|t| t.timestamp_micros()),
+    );
+    // Files whose time span misses the range are not opened.
+    let mut files: Vec<PathBuf> = manifest
+        .files_of(source.dataset())
+        .filter(|(_, e)| {
+            lo.is_none_or(|lo| e.max_time.timestamp_micros() >= lo)
+                && hi.is_none_or(|hi| e.min_time.timestamp_micros() < hi)
+        })
+        .map(|(p, _)| lake.store().location(p))
+        .collect();
+    files.sort();
+    // One file at a time (polars reads its columns in parallel): only the compact event
+    // columns outlive a file's frame. Polars queries are not started from rayon workers.
+    let mut by_token: HashMap<String, Vec<Events>> = HashMap::new();
+    for path in &files {
+        for (token, events) in read_file(path, source, selection, wanted.as_ref(), range)? {
+            by_token.entry(token).or_default().push(events);
         }
     }
     let mut out: Vec<TokenEvents> = by_token
-        .into_iter()
-        .map(|(token, events)| TokenEvents {
-            token: token.to_owned(),
-            events,
+        .into_par_iter()
+        .map(|(token, chunks)| {
+            let mut events = Events::concat(chunks);
+            events.sort();
+            TokenEvents { token, events }
         })
         .collect();
-    out.par_iter_mut().for_each(|t| t.events.sort());
     out.sort_by(|a, b| a.token.cmp(&b.token));
     Ok(out)
 }

@@ -1,9 +1,10 @@
 //! Analytics on the lake: OHLCV bars and price stats.
 //!
 //! Rules of this layer:
-//! - It reads the lake only through [`Lake::scan`](crate::lake::Lake::scan) (committed files,
-//!   Parquet), never the network. It reads only the columns it needs and prunes partitions by
-//!   the hive `date` column and row groups by `block_time` when a time range is given.
+//! - It reads only the lake's committed Parquet files (those the manifest lists), never the
+//!   network. It reads only the columns it needs, skips files whose time span (recorded in the
+//!   manifest) misses the requested range, and prunes row groups by `block_time`. Files are read
+//!   one after another, so only the compact event columns stay in memory, not whole frames.
 //! - Results are polars `DataFrame`s; printing and file formats belong to the CLI.
 //! - Event order is `(block_time, block_slot, id)`, whatever order the files hold rows in;
 //!   each token's events are sorted into it before any computation.
