@@ -879,14 +879,34 @@ async fn bars_and_price_stats_equal_the_simulator() {
             );
         }
     }
-    // The default `now` is the latest swap in the lake.
-    let default_now = price_stats(
+    // The default `now` is the latest swap in the lake (of any token).
+    let latest = lake
+        .scan(Dataset::Swaps)
+        .unwrap()
+        .select([col("block_time").max()])
+        .collect()
+        .unwrap();
+    let latest_us = latest
+        .column("block_time")
+        .unwrap()
+        .datetime()
+        .unwrap()
+        .physical()
+        .get(0)
+        .unwrap();
+    let one_token = Selection::Token(tokens[1].clone());
+    let by_default = price_stats(&lake, &one_token, PriceStatsOptions::default()).unwrap();
+    let explicit = price_stats(
         &lake,
-        &Selection::Token(tokens[0].clone()),
-        PriceStatsOptions::default(),
+        &one_token,
+        PriceStatsOptions {
+            now: DateTime::from_timestamp_micros(latest_us),
+            source: EventSource::Swaps,
+        },
     )
     .unwrap();
-    assert_eq!(default_now.height(), 1);
+    assert_eq!(by_default.height(), 1);
+    assert!(by_default.equals_missing(&explicit));
     sim.shutdown().await;
 }
 

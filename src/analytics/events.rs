@@ -285,25 +285,14 @@ fn i64s(df: &DataFrame, name: &str) -> Result<Vec<i64>> {
         .collect())
 }
 
-/// The latest `block_time` of `source` in the lake, if it holds any event.
+/// The latest `block_time` of `source` in the lake, if it holds any event (from the time span
+/// the manifest records for each committed file; no file is read).
 pub fn latest_event_time(lake: &Lake, source: EventSource) -> Result<Option<DateTime<Utc>>> {
-    let df = lake
-        .scan(source.dataset())?
-        .select([col("block_time").max()])
-        .collect()
-        .map_err(polars_err("finding the latest event"))?;
-    let t = micros(
-        df.column("block_time")
-            .map_err(polars_err("latest event"))?,
-    )?;
-    let valid = df
-        .column("block_time")
-        .map_err(polars_err("latest event"))?
-        .null_count()
-        == 0;
-    Ok(t.first()
-        .filter(|_| valid && df.height() > 0)
-        .and_then(|&us| DateTime::from_timestamp_micros(us)))
+    Ok(lake
+        .manifest()?
+        .files_of(source.dataset())
+        .map(|(_, e)| e.max_time)
+        .max())
 }
 
 /// The token side of the selected events of one Parquet file, by token (unsorted).
