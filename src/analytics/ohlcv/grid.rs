@@ -138,3 +138,46 @@ fn local_start(tz: &Tz, day: i64, offset: Duration) -> i64 {
     }
     local.and_utc().timestamp_micros()
 }
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone as _;
+
+    use super::*;
+
+    fn utc(y: i32, m: u32, d: u32, h: u32) -> i64 {
+        chrono::Utc
+            .with_ymd_and_hms(y, m, d, h, 0, 0)
+            .unwrap()
+            .timestamp_micros()
+    }
+
+    #[test]
+    fn a_day_whose_midnight_is_skipped_starts_at_the_first_local_instant() {
+        // America/Santiago skips 2024-09-08 00:00 → 01:00 (UTC−4 to UTC−3): that day starts at
+        // 01:00 local = 04:00 UTC and lasts 23 hours.
+        let grid = Grid::of(&BarOptions {
+            time_zone: Some("America/Santiago".into()),
+            ..BarOptions::with_width(86_400)
+        })
+        .unwrap();
+        let noon = utc(2024, 9, 8, 16);
+        let start = grid.left_start(noon);
+        assert_eq!(start, utc(2024, 9, 8, 4));
+        assert_eq!(grid.next(start), utc(2024, 9, 9, 3));
+        // Right-closed: local midnight itself belongs to the day before.
+        let next = grid.next(start);
+        assert_eq!(grid.start(next, Side::Right), start);
+        assert_eq!(grid.start(next, Side::Left), next);
+    }
+
+    #[test]
+    fn fixed_grids_align_to_the_epoch_and_weeks_to_monday() {
+        let g = Grid::of(&BarOptions::with_width(3_600)).unwrap();
+        assert_eq!(g.left_start(utc(2024, 1, 3, 5) + 1), utc(2024, 1, 3, 5));
+        assert_eq!(g.left_start(-1), -3_600 * US);
+        let w = Grid::of(&BarOptions::with_width(7 * 86_400)).unwrap();
+        // 2024-01-07 is a Sunday; its week began Monday 2024-01-01.
+        assert_eq!(w.left_start(utc(2024, 1, 7, 23)), utc(2024, 1, 1, 0));
+    }
+}
