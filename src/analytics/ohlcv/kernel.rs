@@ -55,14 +55,16 @@ impl Piece {
 pub struct BarColumns {
     /// Label of each bar, microseconds from the epoch.
     pub timestamp: Vec<i64>,
-    /// First price (null for a `Fill::Null` bar).
-    pub open: Vec<Option<f64>>,
+    /// First price.
+    pub open: Vec<f64>,
     /// Highest price.
-    pub high: Vec<Option<f64>>,
+    pub high: Vec<f64>,
     /// Lowest price.
-    pub low: Vec<Option<f64>>,
+    pub low: Vec<f64>,
     /// Last price.
-    pub close: Vec<Option<f64>>,
+    pub close: Vec<f64>,
+    /// Whether the bar's prices are null (a `Fill::Null` bar; its prices hold NaN).
+    pub null_prices: Vec<bool>,
     /// USD volume.
     pub volume: Vec<f64>,
     /// Token (base) volume.
@@ -94,10 +96,11 @@ impl BarColumns {
 
     fn push(&mut self, label: i64, a: &Piece) {
         self.timestamp.push(label);
-        self.open.push(Some(a.open));
-        self.high.push(Some(a.high));
-        self.low.push(Some(a.low));
-        self.close.push(Some(a.close));
+        self.open.push(a.open);
+        self.high.push(a.high);
+        self.low.push(a.low);
+        self.close.push(a.close);
+        self.null_prices.push(false);
         self.volume.push(a.volume);
         self.base_volume.push(a.base);
         self.buy_volume.push(a.buy);
@@ -110,10 +113,12 @@ impl BarColumns {
 
     fn push_empty(&mut self, label: i64, price: Option<f64>) {
         self.timestamp.push(label);
-        self.open.push(price);
-        self.high.push(price);
-        self.low.push(price);
-        self.close.push(price);
+        let p = price.unwrap_or(f64::NAN);
+        self.open.push(p);
+        self.high.push(p);
+        self.low.push(p);
+        self.close.push(p);
+        self.null_prices.push(price.is_none());
         for v in [
             &mut self.volume,
             &mut self.base_volume,
@@ -128,6 +133,26 @@ impl BarColumns {
         self.incomplete.push(false);
     }
 
+    /// Empty columns with room for `n` bars.
+    pub fn with_capacity(n: usize) -> BarColumns {
+        BarColumns {
+            timestamp: Vec::with_capacity(n),
+            open: Vec::with_capacity(n),
+            high: Vec::with_capacity(n),
+            low: Vec::with_capacity(n),
+            close: Vec::with_capacity(n),
+            null_prices: Vec::with_capacity(n),
+            volume: Vec::with_capacity(n),
+            base_volume: Vec::with_capacity(n),
+            buy_volume: Vec::with_capacity(n),
+            sell_volume: Vec::with_capacity(n),
+            sum_pq: Vec::with_capacity(n),
+            sum_q: Vec::with_capacity(n),
+            count: Vec::with_capacity(n),
+            incomplete: Vec::with_capacity(n),
+        }
+    }
+
     /// Appends `other`'s bars.
     pub fn extend(&mut self, other: BarColumns) {
         self.timestamp.extend(other.timestamp);
@@ -135,6 +160,7 @@ impl BarColumns {
         self.high.extend(other.high);
         self.low.extend(other.low);
         self.close.extend(other.close);
+        self.null_prices.extend(other.null_prices);
         self.volume.extend(other.volume);
         self.base_volume.extend(other.base_volume);
         self.buy_volume.extend(other.buy_volume);

@@ -176,56 +176,85 @@ fn utc_type() -> DataType {
     DataType::Datetime(TimeUnit::Microseconds, Some(TimeZone::UTC))
 }
 
+/// A float column, null where `null` says (copied only when some value is null).
+fn float_column(name: &str, values: Vec<f64>, null: impl Fn(usize) -> bool) -> Column {
+    let n = values.len();
+    if (0..n).any(&null) {
+        let it = values
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| (!null(i)).then_some(v));
+        Float64Chunked::from_iter_options(name.into(), it).into_column()
+    } else {
+        Float64Chunked::from_vec(name.into(), values).into_column()
+    }
+}
+
 /// The bars of one or many tokens as a frame with [`BAR_COLUMNS`], preceded by
-/// `token_address` when `tokens` is given (one name per bar).
-pub fn bars_frame(bars: BarColumns, tokens: Option<Vec<String>>) -> Result<DataFrame> {
+/// `token_address` when `tokens` is given (each name with its number of bars, in order).
+pub fn bars_frame(bars: BarColumns, tokens: Option<Vec<(String, usize)>>) -> Result<DataFrame> {
     let n = bars.len();
-    let vwap: Vec<Option<f64>> = bars
+    let vwap: Vec<f64> = bars
         .sum_pq
         .iter()
         .zip(&bars.sum_q)
-        .zip(&bars.count)
-        .map(|((pq, q), c)| (*c > 0 && *q != 0.0).then(|| pq / q))
+        .map(|(pq, q)| pq / q)
         .collect();
+    let no_vwap = |i: usize| bars.count[i] == 0 || bars.sum_q[i] == 0.0;
+    let vwap = float_column("vwap", vwap, no_vwap);
+    let nulls = &bars.null_prices;
     let mut cols: Vec<Column> = Vec::with_capacity(15);
     if let Some(t) = tokens {
-        cols.push(Column::new("token_address".into(), t));
+        let names = t
+            .iter()
+            .flat_map(|(name, k)| std::iter::repeat_n(name.as_str(), *k));
+        cols.push(StringChunked::from_iter_values("token_address".into(), names).into_column());
     }
-    let ts = Column::new("timestamp".into(), bars.timestamp)
+    let ts = Int64Chunked::from_vec("timestamp".into(), bars.timestamp)
+        .into_column()
         .cast(&utc_type())
         .map_err(polars_err)?;
+    let plain = |name: &str, v: Vec<f64>| Float64Chunked::from_vec(name.into(), v).into_column();
     cols.extend([
         ts,
-        Column::new("open".into(), bars.open),
-        Column::new("high".into(), bars.high),
-        Column::new("low".into(), bars.low),
-        Column::new("close".into(), bars.close),
-        Column::new("volume".into(), bars.volume),
-        Column::new("base_volume".into(), bars.base_volume),
-        Column::new("buy_volume".into(), bars.buy_volume),
-        Column::new("sell_volume".into(), bars.sell_volume),
-        Column::new("sum_pq".into(), bars.sum_pq),
-        Column::new("sum_q".into(), bars.sum_q),
-        Column::new("incomplete".into(), bars.incomplete),
-        Column::new("count".into(), bars.count),
-        Column::new("vwap".into(), vwap),
+        float_column("open", bars.open, |i| nulls[i]),
+        float_column("high", bars.high, |i| nulls[i]),
+        float_column("low", bars.low, |i| nulls[i]),
+        float_column("close", bars.close, |i| nulls[i]),
+        plain("volume", bars.volume),
+        plain("base_volume", bars.base_volume),
+        plain("buy_volume", bars.buy_volume),
+        plain("sell_volume", bars.sell_volume),
+        plain("sum_pq", bars.sum_pq),
+        plain("sum_q", bars.sum_q),
+        BooleanChunked::from_slice("incomplete".into(), &bars.incomplete).into_column(),
+        Int64Chunked::from_vec("count".into(), bars.count).into_column(),
+        vwap,
     ]);
     DataFrame::new(n, cols).map_err(polars_err)
 }
 
-/// Bars of each token in parallel, concatenated in token order.
-fn per_token(
-    tokens: &[TokenEvents],
+/// Bars of each token in parallel, concatenated in token order. Owned events are dropped as
+/// soon as their token's bars are built.
+fn per_token<T>(
+    tokens: Vec<T>,
     long: bool,
     f: impl Fn(&TokenEvents) -> BarColumns + Sync + Send,
-) -> Result<DataFrame> {
-    let parts: Vec<BarColumns> = tokens.par_iter().map(f).collect();
-    let mut all = BarColumns::default();
-    let mut names = Vec::new();
-    for (t, b) in tokens.iter().zip(parts) {
-        if long {
-            names.extend(std::iter::repeat_n(t.token.clone(), b.len()));
-        }
+) -> Result<DataFrame>
+where
+    T: std::borrow::Borrow<TokenEvents> + Send,
+{
+    let parts: Vec<(String, BarColumns)> = tokens
+        .into_par_iter()
+        .map(|t| {
+            let t = t.borrow();
+            (t.token.clone(), f(t))
+        })
+        .collect();
+    let mut all = BarColumns::with_capacity(parts.iter().map(|p| p.1.len()).sum());
+    let mut names = Vec::with_capacity(parts.len());
+    for (token, b) in parts {
+        names.push((token, b.len()));
         all.extend(b);
     }
     bars_frame(all, long.then_some(names))
@@ -258,7 +287,9 @@ pub fn bars_of_events(
     options: &BarOptions,
 ) -> Result<DataFrame> {
     let spec = options.spec(default_end(tokens, range))?;
-    per_token(tokens, long, |t| kernel::event_time_bars(&t.events, &spec))
+    per_token(tokens.iter().collect(), long, |t| {
+        kernel::event_time_bars(&t.events, &spec)
+    })
 }
 
 /// Time bars of the selected events of the lake in `range`.
@@ -272,7 +303,10 @@ pub fn bars(
     // Fails on bad options before reading anything.
     Grid::of(options)?;
     let tokens = load_events(lake, source, selection, range)?;
-    bars_of_events(&tokens, is_long(selection), range, options)
+    let spec = options.spec(default_end(&tokens, range))?;
+    per_token(tokens, is_long(selection), |t| {
+        kernel::event_time_bars(&t.events, &spec)
+    })
 }
 
 /// Tick, volume or dollar bars of already loaded events.
@@ -291,7 +325,9 @@ pub fn event_bars_of_events(
             reason: format!("{rule:?}: the threshold must be positive"),
         });
     }
-    per_token(tokens, long, |t| kernel::event_bars(&t.events, rule))
+    per_token(tokens.iter().collect(), long, |t| {
+        kernel::event_bars(&t.events, rule)
+    })
 }
 
 /// Tick, volume or dollar bars of the selected events of the lake in `range`.
@@ -413,10 +449,10 @@ pub fn resample(bars: &DataFrame, options: &BarOptions) -> Result<DataFrame> {
         .par_iter()
         .map(|&(a, b)| kernel::time_bars(order[a..b].iter().map(|&i| piece(i)), &spec))
         .collect();
-    let mut all = BarColumns::default();
-    let mut names = Vec::new();
+    let mut all = BarColumns::with_capacity(parts.iter().map(BarColumns::len).sum());
+    let mut names = Vec::with_capacity(parts.len());
     for (&(a, _), part) in runs.iter().zip(parts) {
-        names.extend(std::iter::repeat_n(tokens[order[a]].clone(), part.len()));
+        names.push((tokens[order[a]].clone(), part.len()));
         all.extend(part);
     }
     bars_frame(all, has_token.then_some(names))
