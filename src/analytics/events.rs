@@ -11,6 +11,7 @@
 //! already one side: `token_price`, `token_amount`, `usd_amount`, `direction == "buy"`.
 
 use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
@@ -219,6 +220,33 @@ pub struct TokenEvents {
     pub events: Events,
 }
 
+/// A fast hasher for token addresses, looked up once per row. Addresses come from the lake the
+/// user synced, so resistance to crafted collisions is not needed; result order never depends
+/// on it (tokens are sorted by address).
+#[derive(Default)]
+struct TokenHasher(u64);
+
+impl Hasher for TokenHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let w = u64::from_le_bytes(c.try_into().expect("chunks of 8 bytes"));
+            self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x517c_c1b7_2722_0a95);
+        }
+        for &b in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x517c_c1b7_2722_0a95);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type Fast = BuildHasherDefault<TokenHasher>;
+type TokenMap<V> = HashMap<String, V, Fast>;
+type TokenSet<'a> = HashSet<&'a str, Fast>;
+
 /// Predicates above this many tokens are applied after reading instead of in the scan.
 const MAX_PUSHED_TOKENS: usize = 64;
 
@@ -300,9 +328,9 @@ fn read_file(
     path: &Path,
     source: EventSource,
     selection: &Selection,
-    wanted: Option<&HashSet<&str>>,
+    wanted: Option<&TokenSet<'_>>,
     range: TimeRange,
-) -> Result<HashMap<String, Events>> {
+) -> Result<TokenMap<Events>> {
     let file =
         PlRefPath::try_from_pathbuf(path.to_path_buf()).map_err(polars_err("opening a file"))?;
     let args = ScanArgsParquet {
@@ -374,7 +402,7 @@ fn read_file(
 }
 
 /// The events list of `token`, created on first use (one allocation of the name per token).
-fn entry<'a>(map: &'a mut HashMap<String, Events>, token: &str) -> &'a mut Events {
+fn entry<'a>(map: &'a mut TokenMap<Events>, token: &str) -> &'a mut Events {
     if !map.contains_key(token) {
         map.insert(token.to_owned(), Events::default());
     }
@@ -385,9 +413,9 @@ fn entry<'a>(map: &'a mut HashMap<String, Events>, token: &str) -> &'a mut Event
 fn rows_to_events(
     df: &DataFrame,
     source: EventSource,
-    wanted: Option<&HashSet<&str>>,
-) -> Result<HashMap<String, Events>> {
-    let mut by_token: HashMap<String, Events> = HashMap::new();
+    wanted: Option<&TokenSet<'_>>,
+) -> Result<TokenMap<Events>> {
+    let mut by_token: TokenMap<Events> = TokenMap::default();
     let time = micros(df.column("block_time").map_err(polars_err("events"))?)?;
     let slot = i64s(df, "block_slot")?;
     let id = i64s(df, "id")?;
@@ -474,8 +502,8 @@ pub fn load_events(
     range: TimeRange,
 ) -> Result<Vec<TokenEvents>> {
     range.validate()?;
-    let wanted: Option<HashSet<&str>> = match selection {
-        Selection::Token(t) => Some(HashSet::from([t.as_str()])),
+    let wanted: Option<TokenSet<'_>> = match selection {
+        Selection::Token(t) => Some(std::iter::once(t.as_str()).collect()),
         Selection::Tokens(ts) => Some(ts.iter().map(String::as_str).collect()),
         Selection::Pool(_) | Selection::AllTokens => None,
     };
@@ -502,7 +530,7 @@ pub fn load_events(
     files.sort();
     // One file at a time (polars reads its columns in parallel): only the compact event
     // columns outlive a file's frame. Polars queries are not started from rayon workers.
-    let mut by_token: HashMap<String, Vec<Events>> = HashMap::new();
+    let mut by_token: TokenMap<Vec<Events>> = TokenMap::default();
     for path in &files {
         for (token, events) in read_file(path, source, selection, wanted.as_ref(), range)? {
             by_token.entry(token).or_default().push(events);
