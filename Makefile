@@ -7,7 +7,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 PY_PACKAGES := duckdb polars pyarrow pytest nbclient ipykernel
 
-.PHONY: test fmt clippy rust-test doc py-test venv notebooks bench
+.PHONY: test fmt clippy rust-test doc py-test venv notebooks bench compare
 
 test: fmt clippy rust-test doc py-test notebooks
 
@@ -48,3 +48,9 @@ notebooks: venv
 
 bench:
 	$(CARGO) bench
+
+# Peers on the same lake (not part of `make test`): 1-minute OHLCV of every token on 10M swaps.
+# Builds the lake once under target/compare-lake; see benches/compare/ohlcv.py.
+compare: venv
+	$(CARGO) build --release --bin dexlake
+	$(VPY) benches/compare/ohlcv.py --dexlake "$$($(CARGO) metadata --format-version 1 --no-deps | $(VPY) -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/release/dexlake" $(COMPARE_ARGS)

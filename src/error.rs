@@ -219,6 +219,15 @@ pub enum Error {
         source: polars::error::PolarsError,
     },
 
+    /// An argument of an analytics function is out of its domain.
+    #[error("invalid {argument}: {reason}")]
+    InvalidArgument {
+        /// The argument concerned.
+        argument: String,
+        /// What is wrong and what is expected.
+        reason: String,
+    },
+
     /// The lake's manifest or layout is not as expected.
     #[error("lake {path}: {message}", path = path.display())]
     Lake {

@@ -4,8 +4,8 @@
 //!
 //! dexlake fetches price history, candles, swaps, trades, prices, price stats, token profiles
 //! and portfolios from a token market-data service and keeps them in a local **lake** of
-//! hive-partitioned Parquet. DuckDB, polars and pyarrow read the lake as it is. The crate is made of
-//! layers, each with one entry type:
+//! hive-partitioned Parquet. DuckDB, polars and pyarrow read the lake as it is. The crate has
+//! these layers, each with one entry point:
 //!
 //! | layer | entry | what it does |
 //! |---|---|---|
@@ -13,6 +13,7 @@
 //! | [`lake`] | [`lake::Lake`] | Arrow schemas, atomic Parquet writes under a manifest, polars scans |
 //! | [`sync`] | [`sync::Syncer`] | incremental, resumable fetch jobs: client → lake |
 //! | [`search`] | [`search::search`] | the service's search-profiles engine, shared by the simulator and local search |
+//! | [`analytics`] | [`analytics::bars`], [`analytics::price_stats`] | OHLCV bars and price stats computed on the lake |
 //! | `sim` (feature `sim`) | `sim::Simulator` | a deterministic simulator of the service on loopback |
 //!
 //! ## Example
@@ -71,6 +72,7 @@
 //! [`sync::SyncObserver`].
 #![warn(missing_docs)]
 
+pub mod analytics;
 pub mod api;
 pub mod error;
 pub mod lake;

@@ -5,7 +5,10 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
+#[cfg(feature = "sim")]
+mod bench_lake_cmd;
 mod lake_cmd;
+mod ohlcv_cmd;
 #[cfg(feature = "sim")]
 mod sim_cmd;
 mod sync_cmd;
@@ -47,6 +50,14 @@ enum Command {
     Verify(lake_cmd::VerifyArgs),
     /// Merge small files of each partition into larger ones.
     Compact(lake_cmd::CompactArgs),
+    /// OHLCV bars (time, tick, volume or dollar) computed on the lake.
+    Ohlcv(ohlcv_cmd::OhlcvArgs),
+    /// Price changes and volumes over 5m … 30d computed on the lake.
+    PriceStats(ohlcv_cmd::PriceStatsArgs),
+    /// Write the simulator's swaps straight into a lake (for benchmarks).
+    #[cfg(feature = "sim")]
+    #[command(hide = true)]
+    BenchLake(bench_lake_cmd::BenchLakeArgs),
     /// Write a small deterministic lake of every dataset (for the interop tests).
     #[command(hide = true)]
     FixtureLake(lake_cmd::FixtureLakeArgs),
@@ -61,6 +72,10 @@ fn main() -> ExitCode {
         Command::Schema(args) => lake_cmd::schema(&cli.global, args),
         Command::Verify(args) => lake_cmd::verify(&cli.global, args),
         Command::Compact(args) => lake_cmd::compact(&cli.global, args),
+        Command::Ohlcv(args) => ohlcv_cmd::ohlcv(&cli.global, args),
+        Command::PriceStats(args) => ohlcv_cmd::price_stats_cmd(&cli.global, args),
+        #[cfg(feature = "sim")]
+        Command::BenchLake(args) => bench_lake_cmd::run(&cli.global, args),
         Command::FixtureLake(args) => lake_cmd::fixture_lake(&cli.global, args),
     };
     match result {

@@ -1,0 +1,230 @@
+"""1-minute OHLCV of every token on the same swaps lake: dexlake vs DuckDB vs polars (Python),
+and a bare DuckDB scan of the columns the bars need as the floor.
+
+Run with `make compare` (it builds the release binary and the virtualenv first), or
+`python benches/compare/ohlcv.py --dexlake target/release/dexlake [--lake DIR] [--runs 3]`.
+
+The lake is built once (kept between runs) with the hidden `dexlake bench-lake`, which writes
+the simulator's `--scale large` market (10M swaps) through the lake's writer and compacts it;
+`tests/analytics_ohlcv.rs::bench_lake_writes_what_a_sync_writes` shows it gives the rows and
+partitions a sync gives. Every engine writes its bars to Parquet, so all of them materialise
+the full result. dexlake is timed as a whole process (with `/usr/bin/time -v` for its peak
+RSS); the Python peers are timed around the query inside one process (imports excluded).
+"""
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import duckdb
+import polars as pl
+
+# The token side of a swap: bought side of quote_token, sold side of token_quote, both sides
+# of token_token (the simulator writes only the first two).
+DUCKDB_BARS = """
+COPY (
+  WITH ev AS (
+    SELECT token_address_out AS token, token_price_out AS price, token_amount_out AS q,
+           usd_amount_out AS usd, true AS buy, block_time, block_slot, id
+    FROM read_parquet('{lake}/swaps/**/*.parquet', hive_partitioning = true)
+    WHERE swap_type IN ('quote_token', 'token_token')
+    UNION ALL
+    SELECT token_address_in, token_price_in, token_amount_in, usd_amount_in, false,
+           block_time, block_slot, id
+    FROM read_parquet('{lake}/swaps/**/*.parquet', hive_partitioning = true)
+    WHERE swap_type IN ('token_quote', 'token_token')
+  )
+  SELECT token AS token_address,
+         time_bucket(INTERVAL 1 minute, block_time) AS timestamp,
+         arg_min(price, (block_time, block_slot, id)) AS open,
+         max(price) AS high,
+         min(price) AS low,
+         arg_max(price, (block_time, block_slot, id)) AS close,
+         sum(usd) AS volume,
+         sum(q) AS base_volume,
+         sum(CASE WHEN buy THEN usd ELSE 0 END) AS buy_volume,
+         sum(CASE WHEN buy THEN 0 ELSE usd END) AS sell_volume,
+         sum(price * q) AS sum_pq,
+         sum(q) AS sum_q,
+         count(*) AS count,
+         sum(price * q) / sum(q) AS vwap
+  FROM ev
+  GROUP BY ALL
+  ORDER BY token_address, timestamp
+) TO '{out}' (FORMAT parquet)
+"""
+
+SCAN_COLUMNS = [
+    "id", "swap_type", "token_address_in", "token_address_out", "token_amount_in",
+    "token_amount_out", "token_price_in", "token_price_out", "usd_amount_in", "usd_amount_out",
+    "block_slot", "block_time",
+]
+
+DUCKDB_SCAN = (
+    "SELECT count(*), "
+    + ", ".join(
+        f"max({c})" if c in ("swap_type", "token_address_in", "token_address_out")
+        else "max(epoch_us(block_time))" if c == "block_time"
+        else f"sum({c})"
+        for c in SCAN_COLUMNS
+    )
+    + " FROM read_parquet('{lake}/swaps/**/*.parquet', hive_partitioning = true)"
+)
+
+
+def duckdb_bars(lake, out):
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute(DUCKDB_BARS.format(lake=lake, out=out))
+    con.close()
+
+
+def duckdb_scan(lake, out):
+    con = duckdb.connect()
+    con.execute(DUCKDB_SCAN.format(lake=lake)).fetchall()
+    con.close()
+
+
+def polars_bars(lake, out):
+    lf = pl.scan_parquet(f"{lake}/swaps/**/*.parquet", hive_partitioning=True)
+    common = [pl.col("block_time"), pl.col("block_slot"), pl.col("id")]
+    bought = lf.filter(pl.col("swap_type").is_in(["quote_token", "token_token"])).select(
+        pl.col("token_address_out").alias("token_address"),
+        pl.col("token_price_out").alias("price"),
+        pl.col("token_amount_out").alias("q"),
+        pl.col("usd_amount_out").alias("usd"),
+        pl.lit(True).alias("buy"),
+        *common,
+    )
+    sold = lf.filter(pl.col("swap_type").is_in(["token_quote", "token_token"])).select(
+        pl.col("token_address_in").alias("token_address"),
+        pl.col("token_price_in").alias("price"),
+        pl.col("token_amount_in").alias("q"),
+        pl.col("usd_amount_in").alias("usd"),
+        pl.lit(False).alias("buy"),
+        *common,
+    )
+    bars = (
+        pl.concat([bought, sold])
+        .sort(["token_address", "block_time", "block_slot", "id"])
+        .group_by(
+            "token_address",
+            pl.col("block_time").dt.truncate("1m").alias("timestamp"),
+            maintain_order=True,
+        )
+        .agg(
+            open=pl.col("price").first(),
+            high=pl.col("price").max(),
+            low=pl.col("price").min(),
+            close=pl.col("price").last(),
+            volume=pl.col("usd").sum(),
+            base_volume=pl.col("q").sum(),
+            buy_volume=pl.col("usd").filter(pl.col("buy")).sum(),
+            sell_volume=pl.col("usd").filter(~pl.col("buy")).sum(),
+            sum_pq=(pl.col("price") * pl.col("q")).sum(),
+            sum_q=pl.col("q").sum(),
+            count=pl.len(),
+        )
+        .with_columns(vwap=pl.col("sum_pq") / pl.col("sum_q"))
+    )
+    bars.collect().write_parquet(out)
+
+
+def dexlake_bars(binary, lake, out):
+    """Runs the CLI under /usr/bin/time -v; returns peak RSS in MiB."""
+    cmd = [
+        "/usr/bin/time", "-v", binary, "ohlcv", "--lake", lake, "--all-tokens",
+        "--interval", "60", "--format", "parquet", "--out", out,
+    ]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"dexlake failed: {r.stderr}")
+    m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", r.stderr)
+    return int(m.group(1)) / 1024 if m else float("nan")
+
+
+def timed(f, *args):
+    t = time.perf_counter()
+    extra = f(*args)
+    return time.perf_counter() - t, extra
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dexlake", required=True)
+    ap.add_argument("--lake", default="target/compare-lake")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--scale", default="large")
+    a = ap.parse_args()
+    lake = os.path.abspath(a.lake)
+    if not os.path.exists(os.path.join(lake, "swaps")):
+        os.makedirs(lake, exist_ok=True)
+        t = time.perf_counter()
+        subprocess.run(
+            [a.dexlake, "bench-lake", lake, "--seed", str(a.seed), "--scale", a.scale], check=True
+        )
+        print(f"built the lake in {time.perf_counter() - t:.1f} s: {lake}")
+    rows = duckdb.sql(
+        f"SELECT count(*) FROM read_parquet('{lake}/swaps/**/*.parquet')"
+    ).fetchall()[0][0]
+    files = sum(1 for _, _, fs in os.walk(os.path.join(lake, "swaps")) for f in fs if f.endswith(".parquet"))
+    print(f"lake: {rows} swaps in {files} files")
+
+    out = tempfile.mkdtemp(prefix="dexlake-compare-")
+    engines = {
+        "dexlake": lambda o: dexlake_bars(a.dexlake, lake, o),
+        "DuckDB (time_bucket, arg_min/arg_max on (block_time, block_slot, id))": lambda o: duckdb_bars(lake, o),
+        "polars (sort, group_by on truncated time)": lambda o: polars_bars(lake, o),
+        "DuckDB bare scan of the same 12 columns (floor)": lambda o: duckdb_scan(lake, o),
+    }
+    times, rss = {}, []
+    for run in range(a.runs):
+        for name, f in engines.items():
+            o = os.path.join(out, f"{name.split()[0]}-{run}.parquet")
+            dt, extra = timed(f, o)
+            times.setdefault(name, []).append(dt)
+            if name == "dexlake":
+                rss.append(extra)
+            print(f"run {run + 1}: {name}: {dt:.2f} s", flush=True)
+
+    # The three results must agree before their times mean anything.
+    counts, prices = {}, {}
+    for prefix in ("dexlake", "DuckDB", "polars"):
+        df = pl.read_parquet(os.path.join(out, f"{prefix}-0.parquet"))
+        counts[prefix] = (df.height, int(df["count"].sum()), float(df["volume"].sum()))
+        prices[prefix] = df.sort("token_address", "timestamp").select(
+            "token_address", "open", "high", "low", "close", pl.col("count").cast(pl.Int64)
+        )
+    for k in ("DuckDB", "polars"):
+        assert prices[k].equals(prices["dexlake"]), f"{k}: open/high/low/close/count differ"
+    print("bars, events, USD volume:", counts)
+    ref = counts["dexlake"]
+    for k, v in counts.items():
+        assert v[0] == ref[0] and v[1] == ref[1], f"{k} disagrees: {v} vs {ref}"
+        assert abs(v[2] - ref[2]) <= 1e-9 * abs(ref[2]), f"{k} volume: {v[2]} vs {ref[2]}"
+
+    med = {k: statistics.median(v) for k, v in times.items()}
+    d = med["dexlake"]
+    print()
+    print(f"| engine | median s ({a.runs} runs) | ratio to dexlake |")
+    print("|---|---|---|")
+    for k, v in med.items():
+        print(f"| {k} | {v:.2f} | {v / d:.2f} |")
+    peers = [v for k, v in med.items() if "floor" not in k and k != "dexlake"]
+    floor = next(v for k, v in med.items() if "floor" in k)
+    print()
+    print(f"dexlake peak RSS: {max(rss):.0f} MiB (target < 1024)")
+    print(f"speed-up over the fastest peer: {min(peers) / d:.2f}x (target >= 2)")
+    print(f"dexlake / scan floor: {d / floor:.2f} (target <= 1.5)")
+    shutil.rmtree(out, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,549 @@
+//! Loading the token side of swaps or trades from the lake, per token, in event order.
+//!
+//! A swap has two sides; the *token side* is the one whose asset is the token being priced:
+//! - with named tokens (or a pool and a token), the side whose address is one of them;
+//! - for every token (or a pool alone), the bought side of a `quote_token` swap, the sold side
+//!   of a `token_quote` swap, and both sides of a `token_token` swap; `quote_quote` swaps and
+//!   swap types this version does not know carry no token side and are left out.
+//!
+//! The event's price is that side's `token_price_*`, its base amount `token_amount_*` and its
+//! USD amount `usd_amount_*`; it is a buy when the side is the bought one (`*_out`). A trade is
+//! already one side: `token_price`, `token_amount`, `usd_amount`, `direction == "buy"`.
+
+use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use polars::prelude::*;
+use rayon::prelude::*;
+
+use crate::lake::{Dataset, Lake};
+use crate::{Error, Result};
+
+/// Which dataset the events come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EventSource {
+    /// Swaps (`swaps` dataset): the token side of each swap.
+    #[default]
+    Swaps,
+    /// Trades (`trades` dataset): one event per trade.
+    Trades,
+}
+
+impl EventSource {
+    /// The lake dataset read.
+    pub fn dataset(self) -> Dataset {
+        match self {
+            EventSource::Swaps => Dataset::Swaps,
+            EventSource::Trades => Dataset::Trades,
+        }
+    }
+}
+
+/// Which events to read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Selection {
+    /// One token's events.
+    Token(String),
+    /// The events of each of these tokens.
+    Tokens(Vec<String>),
+    /// The swaps of one pool (swaps only), grouped by the token they price.
+    Pool(String),
+    /// Every token of the dataset.
+    AllTokens,
+}
+
+/// A half-open time range `[from, to)`; an open side is unbounded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TimeRange {
+    /// First instant included.
+    pub from: Option<DateTime<Utc>>,
+    /// First instant excluded.
+    pub to: Option<DateTime<Utc>>,
+}
+
+impl TimeRange {
+    /// Checks that the range is not empty.
+    pub fn validate(&self) -> Result<()> {
+        if let (Some(f), Some(t)) = (self.from, self.to)
+            && f >= t
+        {
+            return Err(Error::InvalidArgument {
+                argument: "time range".into(),
+                reason: format!("`from` {f} is not before `to` {t}: the range is empty"),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// One event, as the kernels see it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tick {
+    /// Block time, microseconds since the Unix epoch (UTC).
+    pub time: i64,
+    /// Slot or block number.
+    pub slot: i64,
+    /// The event's id.
+    pub id: i64,
+    /// The token's USD price.
+    pub price: f64,
+    /// Token (base) amount.
+    pub base: f64,
+    /// USD amount.
+    pub usd: f64,
+    /// True when the token was bought.
+    pub buy: bool,
+}
+
+/// A token's events as columns, sorted in event order `(time, slot, id)`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Events {
+    /// Block time, microseconds since the Unix epoch.
+    pub time: Vec<i64>,
+    /// Slot or block number.
+    pub slot: Vec<i64>,
+    /// Event id.
+    pub id: Vec<i64>,
+    /// USD price of the token.
+    pub price: Vec<f64>,
+    /// Token amount.
+    pub base: Vec<f64>,
+    /// USD amount.
+    pub usd: Vec<f64>,
+    /// Whether the token was bought.
+    pub buy: Vec<bool>,
+}
+
+impl Events {
+    /// Number of events.
+    pub fn len(&self) -> usize {
+        self.time.len()
+    }
+
+    /// Whether there are no events.
+    pub fn is_empty(&self) -> bool {
+        self.time.is_empty()
+    }
+
+    fn push(&mut self, t: Tick) {
+        self.time.push(t.time);
+        self.slot.push(t.slot);
+        self.id.push(t.id);
+        self.price.push(t.price);
+        self.base.push(t.base);
+        self.usd.push(t.usd);
+        self.buy.push(t.buy);
+    }
+
+    /// The event at `i`.
+    pub fn tick(&self, i: usize) -> Tick {
+        Tick {
+            time: self.time[i],
+            slot: self.slot[i],
+            id: self.id[i],
+            price: self.price[i],
+            base: self.base[i],
+            usd: self.usd[i],
+            buy: self.buy[i],
+        }
+    }
+
+    /// Concatenates chunks (in the given order, not sorted).
+    pub fn concat(chunks: Vec<Events>) -> Events {
+        let n = chunks.iter().map(Events::len).sum();
+        let mut e = Events {
+            time: Vec::with_capacity(n),
+            slot: Vec::with_capacity(n),
+            id: Vec::with_capacity(n),
+            price: Vec::with_capacity(n),
+            base: Vec::with_capacity(n),
+            usd: Vec::with_capacity(n),
+            buy: Vec::with_capacity(n),
+        };
+        for c in chunks {
+            e.time.extend(c.time);
+            e.slot.extend(c.slot);
+            e.id.extend(c.id);
+            e.price.extend(c.price);
+            e.base.extend(c.base);
+            e.usd.extend(c.usd);
+            e.buy.extend(c.buy);
+        }
+        e
+    }
+
+    /// Builds the columns from events in any order, sorting them into event order.
+    pub fn from_ticks(ticks: impl IntoIterator<Item = Tick>) -> Events {
+        let mut e = Events::default();
+        for t in ticks {
+            e.push(t);
+        }
+        e.sort();
+        e
+    }
+
+    fn key(&self, i: usize) -> (i64, i64, i64) {
+        (self.time[i], self.slot[i], self.id[i])
+    }
+
+    /// Sorts the events into event order `(time, slot, id)`; a no-op when they already are.
+    pub fn sort(&mut self) {
+        let n = self.len();
+        if (1..n).all(|i| self.key(i - 1) <= self.key(i)) {
+            return;
+        }
+        let mut perm: Vec<u32> = (0..n as u32).collect();
+        perm.sort_unstable_by_key(|&i| self.key(i as usize));
+        fn gather<T: Copy>(v: &[T], perm: &[u32]) -> Vec<T> {
+            perm.iter().map(|&i| v[i as usize]).collect()
+        }
+        *self = Events {
+            time: gather(&self.time, &perm),
+            slot: gather(&self.slot, &perm),
+            id: gather(&self.id, &perm),
+            price: gather(&self.price, &perm),
+            base: gather(&self.base, &perm),
+            usd: gather(&self.usd, &perm),
+            buy: gather(&self.buy, &perm),
+        };
+    }
+}
+
+/// The events of one token.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TokenEvents {
+    /// Token address.
+    pub token: String,
+    /// Its events in event order.
+    pub events: Events,
+}
+
+/// A fast hasher for token addresses, looked up once per row. Addresses come from the lake the
+/// user synced, so resistance to crafted collisions is not needed; result order never depends
+/// on it (tokens are sorted by address).
+#[derive(Default)]
+struct TokenHasher(u64);
+
+impl Hasher for TokenHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let w = u64::from_le_bytes(c.try_into().expect("chunks of 8 bytes"));
+            self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x517c_c1b7_2722_0a95);
+        }
+        for &b in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x517c_c1b7_2722_0a95);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type Fast = BuildHasherDefault<TokenHasher>;
+type TokenMap<V> = HashMap<String, V, Fast>;
+type TokenSet<'a> = HashSet<&'a str, Fast>;
+
+/// Predicates above this many tokens are applied after reading instead of in the scan.
+const MAX_PUSHED_TOKENS: usize = 64;
+
+fn polars_err(context: &'static str) -> impl Fn(PolarsError) -> Error {
+    move |source| Error::Polars {
+        context: context.into(),
+        source,
+    }
+}
+
+/// A `block_time` literal of the lake's type.
+pub(crate) fn time_lit(t: DateTime<Utc>) -> Expr {
+    lit(t.timestamp_micros()).cast(DataType::Datetime(
+        TimeUnit::Microseconds,
+        Some(TimeZone::UTC),
+    ))
+}
+
+/// Microseconds of a datetime column of any unit.
+fn micros(c: &Column) -> Result<Vec<i64>> {
+    let ca = c.datetime().map_err(polars_err("reading block_time"))?;
+    let scale = match ca.time_unit() {
+        TimeUnit::Nanoseconds => -1000,
+        TimeUnit::Microseconds => 1,
+        TimeUnit::Milliseconds => 1000,
+    };
+    Ok(ca
+        .physical()
+        .iter()
+        .map(|v| {
+            let v = v.unwrap_or_default();
+            if scale < 0 {
+                v.div_euclid(-scale)
+            } else {
+                v * scale
+            }
+        })
+        .collect())
+}
+
+fn strs<'a>(df: &'a DataFrame, name: &str) -> Result<&'a StringChunked> {
+    df.column(name)
+        .and_then(|c| c.str())
+        .map_err(polars_err("reading a string column"))
+}
+
+fn f64s(df: &DataFrame, name: &str) -> Result<Vec<f64>> {
+    Ok(df
+        .column(name)
+        .and_then(|c| c.f64())
+        .map_err(polars_err("reading a number column"))?
+        .iter()
+        .map(|v| v.unwrap_or(f64::NAN))
+        .collect())
+}
+
+fn i64s(df: &DataFrame, name: &str) -> Result<Vec<i64>> {
+    Ok(df
+        .column(name)
+        .and_then(|c| c.i64())
+        .map_err(polars_err("reading an integer column"))?
+        .iter()
+        .map(Option::unwrap_or_default)
+        .collect())
+}
+
+/// The latest `block_time` of `source` in the lake, if it holds any event (from the time span
+/// the manifest records for each committed file; no file is read).
+pub fn latest_event_time(lake: &Lake, source: EventSource) -> Result<Option<DateTime<Utc>>> {
+    Ok(lake
+        .manifest()?
+        .files_of(source.dataset())
+        .map(|(_, e)| e.max_time)
+        .max())
+}
+
+/// The token side of the selected events of one Parquet file, by token (unsorted).
+fn read_file(
+    path: &Path,
+    source: EventSource,
+    selection: &Selection,
+    wanted: Option<&TokenSet<'_>>,
+    range: TimeRange,
+) -> Result<TokenMap<Events>> {
+    let file =
+        PlRefPath::try_from_pathbuf(path.to_path_buf()).map_err(polars_err("opening a file"))?;
+    let args = ScanArgsParquet {
+        hive_options: HiveOptions {
+            enabled: Some(false),
+            ..HiveOptions::default()
+        },
+        glob: false,
+        ..ScanArgsParquet::default()
+    };
+    let mut lf = LazyFrame::scan_parquet_files(std::iter::once(file).collect(), args)
+        .map_err(polars_err("scanning a file"))?;
+    if let Some(from) = range.from {
+        lf = lf.filter(col("block_time").gt_eq(time_lit(from)));
+    }
+    if let Some(to) = range.to {
+        lf = lf.filter(col("block_time").lt(time_lit(to)));
+    }
+    let token_cols: &[&str] = match source {
+        EventSource::Swaps => &["token_address_in", "token_address_out"],
+        EventSource::Trades => &["token_address"],
+    };
+    if let Some(w) = wanted
+        && w.len() <= MAX_PUSHED_TOKENS
+    {
+        let mut names: Vec<&&str> = w.iter().collect();
+        names.sort();
+        let pred = names
+            .iter()
+            .flat_map(|t| token_cols.iter().map(move |c| col(*c).eq(lit(**t))))
+            .reduce(Expr::or)
+            .unwrap_or_else(|| lit(false));
+        lf = lf.filter(pred);
+    }
+    if let Selection::Pool(p) = selection {
+        lf = lf.filter(col("pool_address").eq(lit(p.as_str())));
+    }
+    let cols: &[&str] = match source {
+        EventSource::Swaps => &[
+            "id",
+            "swap_type",
+            "token_address_in",
+            "token_address_out",
+            "token_amount_in",
+            "token_amount_out",
+            "token_price_in",
+            "token_price_out",
+            "usd_amount_in",
+            "usd_amount_out",
+            "block_slot",
+            "block_time",
+        ],
+        EventSource::Trades => &[
+            "id",
+            "token_address",
+            "direction",
+            "token_amount",
+            "token_price",
+            "usd_amount",
+            "block_slot",
+            "block_time",
+        ],
+    };
+    let df = lf
+        .select(cols.iter().map(|c| col(*c)).collect::<Vec<_>>())
+        .collect()
+        .map_err(polars_err("reading events"))?;
+    rows_to_events(&df, source, wanted)
+}
+
+/// The events list of `token`, created on first use (one allocation of the name per token).
+fn entry<'a>(map: &'a mut TokenMap<Events>, token: &str) -> &'a mut Events {
+    if !map.contains_key(token) {
+        map.insert(token.to_owned(), Events::default());
+    }
+    map.get_mut(token).expect("inserted above")
+}
+
+/// The token side of each row of a frame of swaps or trades, by token.
+fn rows_to_events(
+    df: &DataFrame,
+    source: EventSource,
+    wanted: Option<&TokenSet<'_>>,
+) -> Result<TokenMap<Events>> {
+    let mut by_token: TokenMap<Events> = TokenMap::default();
+    let time = micros(df.column("block_time").map_err(polars_err("events"))?)?;
+    let slot = i64s(df, "block_slot")?;
+    let id = i64s(df, "id")?;
+    let keep = |t: &str| wanted.is_none_or(|w| w.contains(t));
+    match source {
+        EventSource::Swaps => {
+            let kind = strs(df, "swap_type")?;
+            let t_in = strs(df, "token_address_in")?;
+            let t_out = strs(df, "token_address_out")?;
+            let (a_in, a_out) = (f64s(df, "token_amount_in")?, f64s(df, "token_amount_out")?);
+            let (p_in, p_out) = (f64s(df, "token_price_in")?, f64s(df, "token_price_out")?);
+            let (u_in, u_out) = (f64s(df, "usd_amount_in")?, f64s(df, "usd_amount_out")?);
+            for (i, ((k, ti), to)) in kind.iter().zip(t_in.iter()).zip(t_out.iter()).enumerate() {
+                let k = k.unwrap_or_default();
+                let (ti, to) = (ti.unwrap_or_default(), to.unwrap_or_default());
+                let (side_out, side_in) = match wanted {
+                    Some(w) => (w.contains(to), w.contains(ti)),
+                    None => (
+                        matches!(k, "quote_token" | "token_token"),
+                        matches!(k, "token_quote" | "token_token"),
+                    ),
+                };
+                let base = (time[i], slot[i], id[i]);
+                if side_out {
+                    entry(&mut by_token, to).push(Tick {
+                        time: base.0,
+                        slot: base.1,
+                        id: base.2,
+                        price: p_out[i],
+                        base: a_out[i],
+                        usd: u_out[i],
+                        buy: true,
+                    });
+                }
+                if side_in {
+                    entry(&mut by_token, ti).push(Tick {
+                        time: base.0,
+                        slot: base.1,
+                        id: base.2,
+                        price: p_in[i],
+                        base: a_in[i],
+                        usd: u_in[i],
+                        buy: false,
+                    });
+                }
+            }
+        }
+        EventSource::Trades => {
+            let token = strs(df, "token_address")?;
+            let dir = strs(df, "direction")?;
+            let (amount, price, usd) = (
+                f64s(df, "token_amount")?,
+                f64s(df, "token_price")?,
+                f64s(df, "usd_amount")?,
+            );
+            for (i, (t, d)) in token.iter().zip(dir.iter()).enumerate() {
+                let t = t.unwrap_or_default();
+                if !keep(t) {
+                    continue;
+                }
+                entry(&mut by_token, t).push(Tick {
+                    time: time[i],
+                    slot: slot[i],
+                    id: id[i],
+                    price: price[i],
+                    base: amount[i],
+                    usd: usd[i],
+                    buy: d == Some("buy"),
+                });
+            }
+        }
+    }
+    Ok(by_token)
+}
+
+/// Reads the token side of the selected events in `range` from the lake, grouped by token
+/// (tokens in address order) and sorted in event order within each token.
+///
+/// A token without events in the range is absent from the result (no error).
+pub fn load_events(
+    lake: &Lake,
+    source: EventSource,
+    selection: &Selection,
+    range: TimeRange,
+) -> Result<Vec<TokenEvents>> {
+    range.validate()?;
+    let wanted: Option<TokenSet<'_>> = match selection {
+        Selection::Token(t) => Some(std::iter::once(t.as_str()).collect()),
+        Selection::Tokens(ts) => Some(ts.iter().map(String::as_str).collect()),
+        Selection::Pool(_) | Selection::AllTokens => None,
+    };
+    if matches!(selection, Selection::Pool(_)) && source == EventSource::Trades {
+        return Err(Error::InvalidArgument {
+            argument: "selection".into(),
+            reason: "trades carry no pool address; select a pool with swaps".into(),
+        });
+    }
+    let manifest = lake.manifest()?;
+    let (lo, hi) = (
+        range.from.map(|t| t.timestamp_micros()),
+        range.to.map(|t| t.timestamp_micros()),
+    );
+    // Files whose time span misses the range are not opened.
+    let mut files: Vec<PathBuf> = manifest
+        .files_of(source.dataset())
+        .filter(|(_, e)| {
+            lo.is_none_or(|lo| e.max_time.timestamp_micros() >= lo)
+                && hi.is_none_or(|hi| e.min_time.timestamp_micros() < hi)
+        })
+        .map(|(p, _)| lake.store().location(p))
+        .collect();
+    files.sort();
+    // One file at a time (polars reads its columns in parallel): only the compact event
+    // columns outlive a file's frame. Polars queries are not started from rayon workers.
+    let mut by_token: TokenMap<Vec<Events>> = TokenMap::default();
+    for path in &files {
+        for (token, events) in read_file(path, source, selection, wanted.as_ref(), range)? {
+            by_token.entry(token).or_default().push(events);
+        }
+    }
+    let mut out: Vec<TokenEvents> = by_token
+        .into_par_iter()
+        .map(|(token, chunks)| {
+            let mut events = Events::concat(chunks);
+            events.sort();
+            TokenEvents { token, events }
+        })
+        .collect();
+    out.sort_by(|a, b| a.token.cmp(&b.token));
+    Ok(out)
+}

@@ -1,0 +1,27 @@
+//! Analytics on the lake: OHLCV bars and price stats.
+//!
+//! Rules of this layer:
+//! - It reads only the lake's committed Parquet files (those the manifest lists), never the
+//!   network. It reads only the columns it needs, skips files whose time span (recorded in the
+//!   manifest) misses the requested range, and prunes row groups by `block_time`. Files are read
+//!   one after another, so only the compact event columns stay in memory, not whole frames.
+//! - Results are polars `DataFrame`s; printing and file formats belong to the CLI.
+//! - Event order is `(block_time, block_slot, id)`, whatever order the files hold rows in;
+//!   each token's events are sorted into it before any computation.
+//! - Work is parallel across tokens (rayon), and each token's numbers are computed by one
+//!   sequential pass in event order, so results have the same bits whatever the thread count
+//!   and whatever the order of rows or files.
+//!
+//! | module | what |
+//! |---|---|
+//! | [`events`] | the token side of swaps or trades, per token, in event order |
+//! | [`ohlcv`] | time bars, coarser bars from finer bars, tick / volume / dollar bars |
+//! | [`stats`] | price changes and volumes over 5m … 30d, as the service's get-price-stats |
+
+pub mod events;
+pub mod ohlcv;
+pub mod stats;
+
+pub use events::{EventSource, Events, Selection, Tick, TimeRange, TokenEvents, load_events};
+pub use ohlcv::{BarOptions, EventRule, Fill, Side, bars, event_bars, resample};
+pub use stats::{PriceStatsOptions, price_stats};

@@ -1,0 +1,65 @@
+//! `dexlake bench-lake` (hidden): writes the simulator's altchain swaps straight into a lake,
+//! for benchmarks that need millions of swaps.
+//!
+//! The rows are the simulator's own wire swaps (`Chain::swap`, what get-swaps serves), written
+//! through the same conversion and the same transactional writer as `dexlake sync`, then
+//! compacted, so the lake has the layout a sync followed by `dexlake compact` gives; it only
+//! skips the HTTP round trips and JSON. Sync records its cursors in the manifest too; this
+//! command records none, so a later sync of the same lake starts over.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+use dexlake::lake::{Dataset, Lake, convert};
+use dexlake::sim::{Scale, SyntheticMarket};
+
+use crate::Global;
+
+/// Arguments of `dexlake bench-lake`.
+#[derive(Args, Debug)]
+pub struct BenchLakeArgs {
+    /// Folder of the lake to write (created if missing; must hold no swaps yet).
+    pub dir: PathBuf,
+    /// Seed of the synthetic market.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Size of the market.
+    #[arg(long, default_value = "large")]
+    pub scale: Scale,
+    /// Swaps per commit.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub chunk: usize,
+}
+
+pub fn run(_global: &Global, args: BenchLakeArgs) -> anyhow::Result<ExitCode> {
+    let lake = Lake::open(&args.dir)
+        .with_context(|| format!("opening the lake {}", args.dir.display()))?;
+    anyhow::ensure!(
+        lake.row_count(Dataset::Swaps)? == 0,
+        "the lake at {} already holds swaps",
+        args.dir.display()
+    );
+    let market = SyntheticMarket::generate(args.seed, args.scale);
+    let chain = &market.alt;
+    let n = chain.swap_count();
+    let chunk = args.chunk.max(1);
+    let mut start = 0usize;
+    while start < n {
+        let end = (start + chunk).min(n);
+        let swaps: Vec<_> = (start as u32..end as u32).map(|i| chain.swap(i)).collect();
+        let mut tx = lake.transaction()?;
+        tx.write(Dataset::Swaps, convert::swaps_to_batch(&swaps)?)?;
+        tx.commit()?;
+        eprintln!("wrote swaps {start}..{end} of {n}");
+        start = end;
+    }
+    let report = lake.compact()?;
+    eprintln!(
+        "compacted {} partitions: {} files into {}",
+        report.partitions, report.files_removed, report.files_added
+    );
+    println!("{n}");
+    Ok(ExitCode::SUCCESS)
+}
