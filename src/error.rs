@@ -207,6 +207,30 @@ pub enum Error {
         path: PathBuf,
     },
 
+    /// An argument of an analytics call is not usable (an unknown method, a bad price).
+    #[error("invalid {name}: {reason}")]
+    InvalidArgument {
+        /// The argument.
+        name: &'static str,
+        /// What is wrong and what was expected.
+        reason: String,
+    },
+
+    /// A sell of more than the wallet held, under the `Error` oversell policy.
+    #[error("wallet {wallet} sold {sold} of token {token} in trade {trade_id} but held {held}")]
+    Oversell {
+        /// The wallet.
+        wallet: String,
+        /// The token.
+        token: String,
+        /// Id of the sell.
+        trade_id: i64,
+        /// Quantity held before the sell.
+        held: f64,
+        /// Quantity sold.
+        sold: f64,
+    },
+
     /// A sync job failed.
     #[error("sync job {job}: {source}")]
     Sync {

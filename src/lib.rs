@@ -70,6 +70,7 @@
 //! [`sync::SyncObserver`].
 #![warn(missing_docs)]
 
+pub mod analytics;
 pub mod api;
 pub mod error;
 pub mod lake;

@@ -1,0 +1,1 @@
+//! Token profile metrics (placeholder while being written).
