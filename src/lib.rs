@@ -5,13 +5,14 @@
 //! dexlake fetches price history, candles, swaps, trades, prices, price stats, token profiles
 //! and portfolios from a token market-data service and keeps them in a local **lake** of
 //! hive-partitioned Parquet. DuckDB, polars and pyarrow read the lake as it is. The crate has
-//! four layers, each with one entry type:
+//! five layers, each with one entry type:
 //!
 //! | layer | entry | what it does |
 //! |---|---|---|
 //! | [`api`] | [`api::Client`] | typed requests for the service's eleven operations, retries, rate limit, paging, chunking |
 //! | [`lake`] | [`lake::Lake`] | Arrow schemas, atomic Parquet writes under a manifest, polars scans |
 //! | [`sync`] | [`sync::Sync`] | incremental, resumable fetch jobs: client → lake |
+//! | [`analytics`] | [`analytics::pnl::wallet_pnl`] | wallet PnL, trading metrics and token metrics over the lake |
 //! | `sim` (feature `sim`) | `sim::Simulator` | a deterministic simulator of the service on loopback |
 //!
 //! ## Example

@@ -818,7 +818,7 @@ fn trade_events<'a>(trades: &'a DataFrame, query: &PnlQuery) -> Result<Vec<RawEv
 /// used when present.
 fn swap_events<'a>(
     swaps: &'a DataFrame,
-    skip_wallets: &HashSet<&str>,
+    skip_wallets: &PlHashSet<&str>,
     query: &PnlQuery,
 ) -> Result<Vec<RawEvent<'a>>> {
     let wallet = str_col(swaps, "wallet_address")?;
@@ -880,7 +880,8 @@ fn swap_events<'a>(
 /// Groups raw events into ledgers sorted by (wallet, token), each in event order, keeping
 /// only the wallets of `query`. Latest prices come from every event (all wallets).
 fn group(raw: Vec<RawEvent<'_>>, query: &PnlQuery) -> LedgerSet {
-    let mut latest: HashMap<&str, ((i64, i64, i64), f64)> = HashMap::new();
+    // polars' hash maps: a fast hasher for the per-row lookups.
+    let mut latest: PlHashMap<&str, ((i64, i64, i64), f64)> = PlHashMap::default();
     for r in &raw {
         let key = r.event.order_key();
         if !r.price.is_finite() {
@@ -894,11 +895,11 @@ fn group(raw: Vec<RawEvent<'_>>, query: &PnlQuery) -> LedgerSet {
             }
         }
     }
-    let wanted: Option<HashSet<&str>> = query
+    let wanted: Option<PlHashSet<&str>> = query
         .wallets
         .as_ref()
         .map(|w| w.iter().map(String::as_str).collect());
-    let mut ids: HashMap<(&str, &str), u32> = HashMap::new();
+    let mut ids: PlHashMap<(&str, &str), u32> = PlHashMap::default();
     let mut keys: Vec<(&str, &str)> = Vec::new();
     let mut ledger_of: Vec<u32> = Vec::with_capacity(raw.len());
     for r in &raw {
@@ -995,7 +996,7 @@ fn raw_events<'a>(
 ) -> Result<Vec<RawEvent<'a>>> {
     let mut raw = trade_events(trades, query)?;
     if let Some(swaps) = swaps {
-        let have: HashSet<&str> = str_col(trades, "wallet_address")?.into_iter().collect();
+        let have: PlHashSet<&str> = str_col(trades, "wallet_address")?.into_iter().collect();
         let extra = swap_events(swaps, &have, query)?;
         raw.extend(extra);
     }
@@ -1441,8 +1442,9 @@ pub struct WalletPerformance {
     /// previous period's, minus 1; the first period compares with the initial capital).
     pub curve: DataFrame,
     /// One row: `wallet_address`, `initial_capital`, `periods`, `sharpe_ratio`,
-    /// `sortino_ratio`, `max_drawdown` (percent), `period_win_rate`, `wins`, `losses`,
-    /// `win_rate` (closed positions), `profit_factor` (Σ realized of won positions /
+    /// `sortino_ratio`, `max_drawdown` (percent), `period_win_rate` (percent of the periods
+    /// with a non-zero return that gained), `wins`, `losses`, `win_rate` (percent of the closed
+    /// positions won), `profit_factor` (Σ realized of won positions /
     /// |Σ of lost ones|), `total_pnl`, `roi` (percent of the initial capital).
     pub metrics: DataFrame,
 }
@@ -1620,12 +1622,15 @@ fn performance_frames(
                 "max_drawdown".into(),
                 [metrics::max_drawdown_of_equity(capital, &curve)],
             ),
-            Column::new("period_win_rate".into(), [nan_none(m.period_win_rate)]),
+            Column::new(
+                "period_win_rate".into(),
+                [nan_none(100.0 * m.period_win_rate)],
+            ),
             Column::new("wins".into(), [wins]),
             Column::new("losses".into(), [losses]),
             Column::new(
                 "win_rate".into(),
-                [nan_none(metrics::win_rate(wins, losses))],
+                [nan_none(100.0 * metrics::win_rate(wins, losses))],
             ),
             Column::new(
                 "profit_factor".into(),
