@@ -1965,6 +1965,129 @@ mod tests {
         assert_eq!(none.ledgers.height(), 0);
     }
 
+    /// wallet, swap type, token in, token out, amount in, amount out, USD in, USD out, time.
+    type SwapRow = (
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static str,
+        f64,
+        f64,
+        f64,
+        f64,
+        i64,
+    );
+
+    #[test]
+    fn swaps_fill_in_for_wallets_without_trades() {
+        // w9 has only swaps: buy 10 A for 10 USD, swap 4 A into 2 B (token_token, 1 USD of
+        // fee), sell 2 B for 3 USD. w1 has a trade and its swaps are left out.
+        let rows: [SwapRow; 4] = [
+            ("w9", "quote_token", "USD", "A", 10.0, 10.0, 10.0, 10.0, 1),
+            ("w9", "token_token", "A", "B", 4.0, 2.0, 5.0, 4.0, 2),
+            ("w9", "token_quote", "B", "USD", 2.0, 3.0, 3.0, 3.0, 3),
+            ("w1", "quote_token", "USD", "A", 1.0, 1.0, 1.0, 1.0, 4),
+        ];
+        let n = rows.len();
+        let swaps = DataFrame::new(
+            n,
+            vec![
+                Column::new(
+                    "wallet_address".into(),
+                    rows.iter().map(|r| r.0).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "swap_type".into(),
+                    rows.iter().map(|r| r.1).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "token_address_in".into(),
+                    rows.iter().map(|r| r.2).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "token_address_out".into(),
+                    rows.iter().map(|r| r.3).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "token_amount_in".into(),
+                    rows.iter().map(|r| r.4).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "token_amount_out".into(),
+                    rows.iter().map(|r| r.5).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "token_price_in".into(),
+                    rows.iter().map(|r| r.6 / r.4).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "token_price_out".into(),
+                    rows.iter().map(|r| r.7 / r.5).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "usd_amount_in".into(),
+                    rows.iter().map(|r| r.6).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "usd_amount_out".into(),
+                    rows.iter().map(|r| r.7).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "block_time".into(),
+                    rows.iter().map(|r| r.8 * 1_000_000).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "block_slot".into(),
+                    rows.iter().map(|r| r.8).collect::<Vec<_>>(),
+                ),
+                Column::new("id".into(), rows.iter().map(|r| r.8).collect::<Vec<_>>()),
+            ],
+        )
+        .expect("swaps");
+        let trades = frame(&[("w1", "A", "buy", 1.0, 1.0, 9, 9)]);
+        let report = pnl_from_frames(
+            &trades,
+            Some(&swaps),
+            &PnlQuery::default(),
+            &PnlConfig::default(),
+        )
+        .expect("pnl");
+        let df = &report.ledgers;
+        let key = |k: usize| {
+            let s = |c: &str| {
+                df.column(c)
+                    .and_then(|c| c.str().map(|c| c.get(k).map(str::to_owned)))
+                    .expect(c)
+            };
+            (s("wallet_address"), s("token_address"))
+        };
+        let f = |c: &str, k: usize| {
+            df.column(c)
+                .and_then(|c| c.f64().map(|c| c.get(k)))
+                .expect(c)
+        };
+        assert_eq!(
+            df.height(),
+            3,
+            "w1/A from its trade, w9/A and w9/B from swaps"
+        );
+        assert_eq!(key(0), (Some("w1".into()), Some("A".into())));
+        assert_eq!(
+            f("buy_cost", 0),
+            Some(1.0),
+            "w1's swap is not counted twice"
+        );
+        // w9/A: bought 10 for 10, sold 4 for 5 (the input's value) with a fee of 1.
+        assert_eq!(key(1), (Some("w9".into()), Some("A".into())));
+        assert_eq!(f("realized_pnl", 1), Some(1.0));
+        assert_eq!(f("fees", 1), Some(1.0));
+        assert_eq!(f("realized_pnl_net", 1), Some(0.0));
+        assert_eq!(f("open_quantity", 1), Some(6.0));
+        // w9/B: bought 2 for 4, sold 2 for 3.
+        assert_eq!(f("realized_pnl", 2), Some(-1.0));
+        assert_eq!(f("open_quantity", 2), Some(0.0));
+    }
+
     #[test]
     fn equity_curve_marks_open_quantity_at_each_close() {
         let day = 86_400;
