@@ -219,7 +219,8 @@ pub enum Error {
         source: polars::error::PolarsError,
     },
 
-    /// An argument of an analytics function is out of its domain.
+    /// An argument of an analytics call is out of its domain (an unknown method, a bad price
+    /// or interval).
     #[error("invalid {argument}: {reason}")]
     InvalidArgument {
         /// The argument concerned.
@@ -266,6 +267,21 @@ pub enum Error {
     LakeLocked {
         /// The lock file.
         path: PathBuf,
+    },
+
+    /// A sell of more than the wallet held, under the `Error` oversell policy.
+    #[error("wallet {wallet} sold {sold} of token {token} in trade {trade_id} but held {held}")]
+    Oversell {
+        /// The wallet.
+        wallet: String,
+        /// The token.
+        token: String,
+        /// Id of the sell.
+        trade_id: i64,
+        /// Quantity held before the sell.
+        held: f64,
+        /// Quantity sold.
+        sold: f64,
     },
 
     /// A sync job failed.

@@ -1,4 +1,4 @@
-//! Analytics on the lake: OHLCV bars and price stats.
+//! Analytics on the lake: bars, price stats, wallet PnL, trading metrics and token metrics.
 //!
 //! Rules of this layer:
 //! - It reads only the lake's committed Parquet files (those the manifest lists), never the
@@ -7,20 +7,27 @@
 //!   one after another, so only the compact event columns stay in memory, not whole frames.
 //! - Results are polars `DataFrame`s; printing and file formats belong to the CLI.
 //! - Event order is `(block_time, block_slot, id)`, whatever order the files hold rows in;
-//!   each token's events are sorted into it before any computation.
-//! - Work is parallel across tokens (rayon), and each token's numbers are computed by one
-//!   sequential pass in event order, so results have the same bits whatever the thread count
-//!   and whatever the order of rows or files.
+//!   each token's (or ledger's) events are sorted into it before any computation.
+//! - Work is parallel across tokens and ledgers (rayon), and each one's numbers are computed by
+//!   one sequential pass in event order, so results have the same bits whatever the thread
+//!   count and whatever the order of rows or files.
+//! - The simulator's reference code is never called: tests compare the two over HTTP.
 //!
 //! | module | what |
 //! |---|---|
 //! | [`events`] | the token side of swaps or trades, per token, in event order |
 //! | [`ohlcv`] | time bars, coarser bars from finer bars, tick / volume / dollar bars |
 //! | [`stats`] | price changes and volumes over 5m … 30d, as the service's get-price-stats |
+//! | [`pnl`] | ledgers per (wallet, token): cost-basis methods, realized and unrealized PnL, lots, positions, equity curves |
+//! | [`metrics`] | trading metrics: Sharpe, Sortino, max drawdown, win rate, profit factor |
+//! | [`token_metrics`] | the 46 window metrics of a token profile, from the lake's trades |
 
 pub mod events;
+pub mod metrics;
 pub mod ohlcv;
+pub mod pnl;
 pub mod stats;
+pub mod token_metrics;
 
 pub use events::{EventSource, Events, Selection, Tick, TimeRange, TokenEvents, load_events};
 pub use ohlcv::{BarOptions, EventRule, Fill, Side, bars, event_bars, resample};

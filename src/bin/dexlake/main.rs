@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand};
 mod bench_lake_cmd;
 mod lake_cmd;
 mod ohlcv_cmd;
+mod pnl_cmd;
 #[cfg(feature = "sim")]
 mod sim_cmd;
 mod sync_cmd;
@@ -44,6 +45,10 @@ enum Command {
     Sim(sim_cmd::SimArgs),
     /// Fetch datasets from the service into the lake.
     Sync(sync_cmd::SyncArgs),
+    /// Wallet PnL, positions, lots, trading metrics, or the leaderboard, from the lake.
+    Pnl(pnl_cmd::PnlArgs),
+    /// The 46 token profile metrics of any window, from the lake's trades.
+    TokenMetrics(pnl_cmd::TokenMetricsArgs),
     /// Print the Arrow schema of one dataset or of all.
     Schema(lake_cmd::SchemaArgs),
     /// Check the lake against its manifest.
@@ -69,6 +74,8 @@ fn main() -> ExitCode {
         #[cfg(feature = "sim")]
         Command::Sim(args) => sim_cmd::run(&cli.global, args),
         Command::Sync(args) => sync_cmd::run(&cli.global, args),
+        Command::Pnl(args) => pnl_cmd::pnl(&cli.global, args),
+        Command::TokenMetrics(args) => pnl_cmd::token_metrics(&cli.global, args),
         Command::Schema(args) => lake_cmd::schema(&cli.global, args),
         Command::Verify(args) => lake_cmd::verify(&cli.global, args),
         Command::Compact(args) => lake_cmd::compact(&cli.global, args),

@@ -1,0 +1,2121 @@
+//! Wallet PnL: one ledger per (wallet, token), cost-basis methods, positions and the lots table.
+//!
+//! Definitions follow the semantics document (§2):
+//! - Events are applied per (wallet, token) in event order `(block_time, block_slot, id)`,
+//!   whatever the order of the rows or files they come from.
+//! - A buy adds a lot (quantity, USD cost); a sell matches lots. Cost and proceeds are the
+//!   trade's `usd_amount`, else `token_price × token_amount`.
+//! - [`CostMethod`]: `Fifo` (default), `Lifo`, `Hifo` (highest unit cost first, ties to the
+//!   earliest lot) and `AverageCost` (a running weighted average: a sell removes cost at the
+//!   current average, so the average changes only at buys).
+//! - realized = Σ over sells (proceeds − matched cost); unrealized = open quantity × mark − open
+//!   cost. For every method: realized + unrealized = Σ counted proceeds + open quantity × mark −
+//!   Σ buy cost.
+//! - Selling more than is held follows [`OversellPolicy`] (default `ZeroCost`); the quantity
+//!   concerned is reported per ledger (`oversold_quantity`, `ignored_quantity`), never silently.
+//! - Fees are reported apart (`fees`); `realized_pnl_net` subtracts them.
+//! - A position opens when the open quantity rises above the dust threshold and closes when it
+//!   returns to it. A closed position with realized PnL > 0 is a win, < 0 a loss.
+//! - ROI (percent) = 100 × (realized + unrealized) / Σ buy cost; realized ROI = 100 × realized /
+//!   cost of the quantity sold; holding duration = Σ q·(t_sell − t_buy) / Σ q over matched lots,
+//!   seconds.
+//!
+//! Float matching uses a relative tolerance of [`MATCH_TOLERANCE`]: a sell that leaves less
+//! than that fraction of a lot consumes the lot, so a wallet selling its whole balance closes
+//! its position even when the balance was summed with rounding.
+//!
+//! Ledgers are independent and run in parallel (rayon); each result depends only on its own
+//! events, and results come back in (wallet, token) order, so the output does not depend on
+//! the number of threads or on file order.
+
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+use std::fmt;
+use std::str::FromStr;
+
+use polars::prelude::*;
+use rayon::prelude::*;
+
+use crate::lake::{Dataset, Lake};
+use crate::{Error, Result};
+
+use super::metrics;
+
+/// Relative tolerance under which a remaining lot or sell quantity counts as zero.
+pub const MATCH_TOLERANCE: f64 = 1e-9;
+
+/// Microseconds per second (lake timestamps are microseconds).
+const MICROS: f64 = 1e6;
+
+/// How the cost of a sold quantity is chosen among the buy lots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum CostMethod {
+    /// First in, first out.
+    #[default]
+    Fifo,
+    /// Last in, first out.
+    Lifo,
+    /// Highest unit cost first; ties go to the earliest lot.
+    Hifo,
+    /// Running weighted average cost: a sell removes cost at the current average.
+    AverageCost,
+}
+
+impl CostMethod {
+    /// Every method.
+    pub const ALL: [CostMethod; 4] = [
+        CostMethod::Fifo,
+        CostMethod::Lifo,
+        CostMethod::Hifo,
+        CostMethod::AverageCost,
+    ];
+
+    /// The name used on the command line and in outputs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CostMethod::Fifo => "fifo",
+            CostMethod::Lifo => "lifo",
+            CostMethod::Hifo => "hifo",
+            CostMethod::AverageCost => "avg",
+        }
+    }
+}
+
+impl fmt::Display for CostMethod {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for CostMethod {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "fifo" => Ok(CostMethod::Fifo),
+            "lifo" => Ok(CostMethod::Lifo),
+            "hifo" => Ok(CostMethod::Hifo),
+            "avg" | "average" | "average-cost" => Ok(CostMethod::AverageCost),
+            _ => Err(Error::InvalidArgument {
+                argument: "method".into(),
+                reason: format!("unknown cost method {s:?}; expected fifo, lifo, hifo or avg"),
+            }),
+        }
+    }
+}
+
+/// What to do with the part of a sell beyond the quantity held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum OversellPolicy {
+    /// Fail with [`Error::Oversell`].
+    Error,
+    /// The unmatched part has a zero cost basis: its proceeds are all gain. Reported as
+    /// `oversold_quantity`.
+    #[default]
+    ZeroCost,
+    /// The unmatched part and its proceeds are left out. Reported as `ignored_quantity`.
+    Ignore,
+}
+
+impl FromStr for OversellPolicy {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "error" => Ok(OversellPolicy::Error),
+            "zero-cost" | "zero_cost" | "zerocost" => Ok(OversellPolicy::ZeroCost),
+            "ignore" => Ok(OversellPolicy::Ignore),
+            _ => Err(Error::InvalidArgument {
+                argument: "oversell".into(),
+                reason: format!(
+                    "unknown oversell policy {s:?}; expected error, zero-cost or ignore"
+                ),
+            }),
+        }
+    }
+}
+
+/// The price open quantities are marked at.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum Mark {
+    /// The token's latest trade price in the lake (last in event order, over every wallet).
+    #[default]
+    Latest,
+    /// A price given by the caller, USD per token, for every token.
+    Price(f64),
+}
+
+impl FromStr for Mark {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        if s.eq_ignore_ascii_case("latest") {
+            return Ok(Mark::Latest);
+        }
+        match s.parse::<f64>() {
+            Ok(p) if p.is_finite() && p >= 0.0 => Ok(Mark::Price(p)),
+            _ => Err(Error::InvalidArgument {
+                argument: "mark".into(),
+                reason: format!("{s:?} is neither `latest` nor a finite price ≥ 0"),
+            }),
+        }
+    }
+}
+
+/// Options of a PnL computation. `Default` is FIFO, zero-cost oversells, the latest price,
+/// dust 0, no lots table.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct PnlConfig {
+    /// Cost-basis method.
+    pub method: CostMethod,
+    /// Oversell policy.
+    pub oversell: OversellPolicy,
+    /// Price of the open quantity.
+    pub mark: Mark,
+    /// A position is open while its quantity is above this threshold.
+    pub dust: f64,
+    /// Also build the lots table (which buy lots each sell consumed).
+    pub lots: bool,
+}
+
+/// Side of a ledger event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Side {
+    /// The wallet acquired the token.
+    Buy,
+    /// The wallet disposed of the token.
+    Sell,
+}
+
+/// One trade of a ledger, as the ledger sees it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LedgerEvent {
+    /// Block time, microseconds since the Unix epoch.
+    pub time: i64,
+    /// Block slot (or block number).
+    pub slot: i64,
+    /// Trade or swap id.
+    pub id: i64,
+    /// Buy or sell.
+    pub side: Side,
+    /// Token quantity (> 0).
+    pub quantity: f64,
+    /// USD cost (buy) or proceeds (sell).
+    pub usd: f64,
+    /// USD fee paid, kept apart from cost and proceeds.
+    pub fee: f64,
+}
+
+impl LedgerEvent {
+    /// The event-order key `(block_time, block_slot, id)`.
+    pub fn order_key(&self) -> (i64, i64, i64) {
+        (self.time, self.slot, self.id)
+    }
+}
+
+/// A sell's match against one buy lot (a row of the lots table).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LotMatch {
+    /// Id of the sell.
+    pub sell_id: i64,
+    /// Time of the sell, microseconds.
+    pub sell_time: i64,
+    /// Id of the buy that made the lot; `None` for the unmatched part of an oversell.
+    pub buy_id: Option<i64>,
+    /// Time of the buy, microseconds; `None` for the unmatched part.
+    pub buy_time: Option<i64>,
+    /// Quantity taken from the lot.
+    pub quantity: f64,
+    /// Cost basis of that quantity, USD.
+    pub cost: f64,
+    /// Proceeds of that quantity, USD.
+    pub proceeds: f64,
+}
+
+/// One position: from the quantity rising above dust to its return to dust.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Position {
+    /// Time of the opening trade, microseconds.
+    pub opened_at: i64,
+    /// Time of the closing trade; `None` while open.
+    pub closed_at: Option<i64>,
+    /// Realized PnL of the sells inside the position.
+    pub realized: f64,
+}
+
+/// A sell of more than was held under [`OversellPolicy::Error`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Oversold {
+    /// Id of the sell.
+    pub id: i64,
+    /// Quantity held before the sell.
+    pub held: f64,
+    /// Quantity sold.
+    pub sold: f64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Lot {
+    qty: f64,
+    cost: f64,
+    time: i64,
+    id: i64,
+}
+
+/// A lot in the HIFO heap: the highest unit cost first, then the earliest.
+#[derive(Debug, Clone, Copy)]
+struct HeapLot {
+    unit: f64,
+    seq: u64,
+    lot: Lot,
+}
+
+impl PartialEq for HeapLot {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for HeapLot {}
+impl PartialOrd for HeapLot {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for HeapLot {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.unit
+            .total_cmp(&other.unit)
+            .then_with(|| other.seq.cmp(&self.seq))
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Book {
+    /// FIFO, and the quantity/time queue of the average-cost method.
+    Queue(VecDeque<Lot>),
+    /// LIFO.
+    Stack(Vec<Lot>),
+    /// HIFO.
+    Heap(BinaryHeap<HeapLot>, u64),
+}
+
+impl Book {
+    fn new(method: CostMethod) -> Book {
+        match method {
+            CostMethod::Fifo | CostMethod::AverageCost => Book::Queue(VecDeque::new()),
+            CostMethod::Lifo => Book::Stack(Vec::new()),
+            CostMethod::Hifo => Book::Heap(BinaryHeap::new(), 0),
+        }
+    }
+
+    fn push(&mut self, lot: Lot) {
+        match self {
+            Book::Queue(q) => q.push_back(lot),
+            Book::Stack(s) => s.push(lot),
+            Book::Heap(h, seq) => {
+                h.push(HeapLot {
+                    unit: lot.cost / lot.qty,
+                    seq: *seq,
+                    lot,
+                });
+                *seq += 1;
+            }
+        }
+    }
+
+    /// Removes and returns the lot the method matches next.
+    fn pop_next(&mut self) -> Option<Lot> {
+        match self {
+            Book::Queue(q) => q.pop_front(),
+            Book::Stack(s) => s.pop(),
+            Book::Heap(h, _) => h.pop().map(|h| h.lot),
+        }
+    }
+
+    /// Puts a partly consumed lot back where it was (its unit cost and age are unchanged).
+    fn put_back(&mut self, lot: Lot, unit: f64, seq: u64) {
+        match self {
+            Book::Queue(q) => q.push_front(lot),
+            Book::Stack(s) => s.push(lot),
+            Book::Heap(h, _) => h.push(HeapLot { unit, seq, lot }),
+        }
+    }
+
+    /// The ordering fields of the lot [`Book::pop_next`] would return.
+    fn next_key(&self) -> (f64, u64) {
+        match self {
+            Book::Heap(h, _) => h.peek().map_or((0.0, 0), |h| (h.unit, h.seq)),
+            _ => (0.0, 0),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        match self {
+            Book::Queue(q) => q.is_empty(),
+            Book::Stack(s) => s.is_empty(),
+            Book::Heap(h, _) => h.is_empty(),
+        }
+    }
+}
+
+/// The running state of one (wallet, token) ledger. Apply events in event order with
+/// [`Ledger::apply`]; read the totals at any time.
+#[derive(Debug, Clone)]
+pub struct Ledger {
+    method: CostMethod,
+    oversell: OversellPolicy,
+    dust: f64,
+    book: Book,
+    open_qty: f64,
+    open_cost: f64,
+    /// Realized PnL so far.
+    pub realized: f64,
+    /// Σ buy cost.
+    pub buy_cost: f64,
+    /// Σ buy quantity.
+    pub buy_quantity: f64,
+    /// Σ counted sell proceeds.
+    pub proceeds: f64,
+    /// Cost basis of the quantity sold.
+    pub sold_cost: f64,
+    /// Σ counted sell quantity.
+    pub sold_quantity: f64,
+    /// Σ fees.
+    pub fees: f64,
+    /// Sold beyond the holding and given a zero cost basis.
+    pub oversold_quantity: f64,
+    /// Sold beyond the holding and left out.
+    pub ignored_quantity: f64,
+    /// Buys applied.
+    pub buys: u64,
+    /// Sells applied.
+    pub sells: u64,
+    hold_qt: f64,
+    hold_q: f64,
+    /// Positions so far, the last one possibly open.
+    pub positions: Vec<Position>,
+    /// Matches of sells against lots, when asked for.
+    pub lots: Option<Vec<LotMatch>>,
+    /// Time of the last event applied, microseconds.
+    pub last_time: Option<i64>,
+}
+
+impl Ledger {
+    /// An empty ledger.
+    pub fn new(config: &PnlConfig) -> Ledger {
+        Ledger {
+            method: config.method,
+            oversell: config.oversell,
+            dust: config.dust,
+            book: Book::new(config.method),
+            open_qty: 0.0,
+            open_cost: 0.0,
+            realized: 0.0,
+            buy_cost: 0.0,
+            buy_quantity: 0.0,
+            proceeds: 0.0,
+            sold_cost: 0.0,
+            sold_quantity: 0.0,
+            fees: 0.0,
+            oversold_quantity: 0.0,
+            ignored_quantity: 0.0,
+            buys: 0,
+            sells: 0,
+            hold_qt: 0.0,
+            hold_q: 0.0,
+            positions: Vec::new(),
+            lots: config.lots.then(Vec::new),
+            last_time: None,
+        }
+    }
+
+    /// Quantity held.
+    pub fn open_quantity(&self) -> f64 {
+        self.open_qty
+    }
+
+    /// Cost basis of the quantity held.
+    pub fn open_cost(&self) -> f64 {
+        self.open_cost
+    }
+
+    /// Unrealized PnL at `mark`.
+    pub fn unrealized(&self, mark: f64) -> f64 {
+        if self.open_qty == 0.0 {
+            -self.open_cost
+        } else {
+            self.open_qty * mark - self.open_cost
+        }
+    }
+
+    /// Quantity-weighted holding time of the matched lots, seconds (`None` before any match).
+    pub fn holding_seconds(&self) -> Option<f64> {
+        (self.hold_q > 0.0).then(|| self.hold_qt / self.hold_q)
+    }
+
+    /// Applies one event (events must come in event order). Zero quantities change nothing
+    /// but the fees.
+    pub fn apply(&mut self, e: &LedgerEvent) -> std::result::Result<(), Oversold> {
+        self.fees += e.fee;
+        self.last_time = Some(e.time);
+        if e.quantity <= 0.0 {
+            return Ok(());
+        }
+        let was_open = self.open_qty > self.dust;
+        match e.side {
+            Side::Buy => self.buy(e),
+            Side::Sell => self.sell(e)?,
+        }
+        let is_open = self.open_qty > self.dust;
+        if !was_open && is_open {
+            self.positions.push(Position {
+                opened_at: e.time,
+                closed_at: None,
+                realized: 0.0,
+            });
+        } else if was_open
+            && !is_open
+            && let Some(p) = self.positions.last_mut()
+        {
+            p.closed_at = Some(e.time);
+        }
+        Ok(())
+    }
+
+    fn buy(&mut self, e: &LedgerEvent) {
+        self.buys += 1;
+        self.buy_cost += e.usd;
+        self.buy_quantity += e.quantity;
+        self.book.push(Lot {
+            qty: e.quantity,
+            cost: e.usd,
+            time: e.time,
+            id: e.id,
+        });
+        self.open_qty += e.quantity;
+        self.open_cost += e.usd;
+    }
+
+    fn sell(&mut self, e: &LedgerEvent) -> std::result::Result<(), Oversold> {
+        self.sells += 1;
+        let q = e.quantity;
+        if self.oversell == OversellPolicy::Error && q > self.open_qty * (1.0 + MATCH_TOLERANCE) {
+            return Err(Oversold {
+                id: e.id,
+                held: self.open_qty,
+                sold: q,
+            });
+        }
+        let average = (self.method == CostMethod::AverageCost && self.open_qty > 0.0)
+            .then(|| self.open_cost / self.open_qty);
+        let mut remaining = q;
+        let (mut matched_q, mut matched_cost) = (0.0, 0.0);
+        while remaining > q * MATCH_TOLERANCE {
+            let (unit, seq) = self.book.next_key();
+            let Some(mut lot) = self.book.pop_next() else {
+                break;
+            };
+            let whole = remaining >= lot.qty * (1.0 - MATCH_TOLERANCE);
+            let take = if whole { lot.qty } else { remaining };
+            let cost = match average {
+                Some(a) => a * take,
+                None if whole => lot.cost,
+                None => lot.cost * take / lot.qty,
+            };
+            let (lot_time, lot_id) = (lot.time, lot.id);
+            if !whole {
+                lot.cost -= lot.cost * take / lot.qty;
+                lot.qty -= take;
+                self.book.put_back(lot, unit, seq);
+            }
+            matched_q += take;
+            matched_cost += cost;
+            self.hold_qt += take * (e.time - lot_time) as f64 / MICROS;
+            self.hold_q += take;
+            remaining -= take;
+            if let Some(lots) = &mut self.lots {
+                lots.push(LotMatch {
+                    sell_id: e.id,
+                    sell_time: e.time,
+                    buy_id: Some(lot_id),
+                    buy_time: Some(lot_time),
+                    quantity: take,
+                    cost,
+                    proceeds: e.usd * take / q,
+                });
+            }
+        }
+        if self.book.is_empty() {
+            self.open_qty = 0.0;
+            self.open_cost = 0.0;
+        } else {
+            self.open_qty -= matched_q;
+            self.open_cost -= matched_cost;
+        }
+        let unmatched = if remaining > q * MATCH_TOLERANCE {
+            remaining
+        } else {
+            0.0
+        };
+        let counted = match self.oversell {
+            OversellPolicy::Ignore => {
+                self.ignored_quantity += unmatched;
+                q - unmatched
+            }
+            OversellPolicy::ZeroCost | OversellPolicy::Error => {
+                self.oversold_quantity += unmatched;
+                if unmatched > 0.0
+                    && let Some(lots) = &mut self.lots
+                {
+                    lots.push(LotMatch {
+                        sell_id: e.id,
+                        sell_time: e.time,
+                        buy_id: None,
+                        buy_time: None,
+                        quantity: unmatched,
+                        cost: 0.0,
+                        proceeds: e.usd * unmatched / q,
+                    });
+                }
+                q
+            }
+        };
+        let proceeds = if counted == q {
+            e.usd
+        } else {
+            e.usd * counted / q
+        };
+        let pnl = proceeds - matched_cost;
+        self.proceeds += proceeds;
+        self.sold_quantity += counted;
+        self.sold_cost += matched_cost;
+        self.realized += pnl;
+        if let Some(p) = self.positions.last_mut()
+            && p.closed_at.is_none()
+        {
+            p.realized += pnl;
+        }
+        Ok(())
+    }
+
+    /// Closed positions with realized PnL > 0 and < 0.
+    pub fn wins_losses(&self) -> (u64, u64) {
+        let closed = self.positions.iter().filter(|p| p.closed_at.is_some());
+        closed.fold((0, 0), |(w, l), p| {
+            (
+                w + u64::from(p.realized > 0.0),
+                l + u64::from(p.realized < 0.0),
+            )
+        })
+    }
+}
+
+/// Runs a ledger over events already in event order.
+pub fn run_ledger(
+    events: &[LedgerEvent],
+    config: &PnlConfig,
+) -> std::result::Result<Ledger, Oversold> {
+    let mut ledger = Ledger::new(config);
+    for e in events {
+        ledger.apply(e)?;
+    }
+    Ok(ledger)
+}
+
+/// Events of many ledgers, grouped: ledger `k` is `(wallets[k], tokens[k])` with events
+/// `events[offsets[k]..offsets[k + 1]]` in event order.
+#[derive(Debug, Clone, Default)]
+pub struct LedgerSet {
+    /// Wallet of each ledger.
+    pub wallets: Vec<String>,
+    /// Token of each ledger.
+    pub tokens: Vec<String>,
+    /// Start of each ledger's events, plus the end.
+    pub offsets: Vec<usize>,
+    /// Every event, ledger after ledger.
+    pub events: Vec<LedgerEvent>,
+    /// Latest trade price of each token (event order, every wallet of the input).
+    pub latest_prices: HashMap<String, f64>,
+}
+
+impl LedgerSet {
+    /// Number of ledgers.
+    pub fn len(&self) -> usize {
+        self.wallets.len()
+    }
+
+    /// Whether there is no ledger.
+    pub fn is_empty(&self) -> bool {
+        self.wallets.is_empty()
+    }
+
+    /// Events of ledger `k`.
+    pub fn events_of(&self, k: usize) -> &[LedgerEvent] {
+        &self.events[self.offsets[k]..self.offsets[k + 1]]
+    }
+
+    /// Runs every ledger in parallel; the results come in ledger order.
+    pub fn run(&self, config: &PnlConfig) -> Result<Vec<Ledger>> {
+        (0..self.len())
+            .into_par_iter()
+            .map(|k| {
+                run_ledger(self.events_of(k), config).map_err(|o| Error::Oversell {
+                    wallet: self.wallets[k].clone(),
+                    token: self.tokens[k].clone(),
+                    trade_id: o.id,
+                    held: o.held,
+                    sold: o.sold,
+                })
+            })
+            .collect()
+    }
+
+    /// The mark of `token` under `mark` (`None` when the latest price is unknown).
+    pub fn mark_of(&self, token: &str, mark: Mark) -> Option<f64> {
+        match mark {
+            Mark::Price(p) => Some(p),
+            Mark::Latest => self.latest_prices.get(token).copied(),
+        }
+    }
+}
+
+/// Which ledgers to compute.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PnlQuery {
+    /// Only these wallets (every wallet when `None`).
+    pub wallets: Option<Vec<String>>,
+    /// Only this token.
+    pub token: Option<String>,
+}
+
+fn polars_err(context: &str) -> impl FnOnce(PolarsError) -> Error + '_ {
+    move |source| Error::Polars {
+        context: context.to_owned(),
+        source,
+    }
+}
+
+/// Columns read from the trades dataset.
+pub const TRADE_COLUMNS: [&str; 9] = [
+    "wallet_address",
+    "token_address",
+    "direction",
+    "token_amount",
+    "usd_amount",
+    "token_price",
+    "block_time",
+    "block_slot",
+    "id",
+];
+
+/// Columns read from the swaps dataset.
+pub const SWAP_COLUMNS: [&str; 12] = [
+    "wallet_address",
+    "swap_type",
+    "token_address_in",
+    "token_address_out",
+    "token_amount_in",
+    "token_amount_out",
+    "token_price_in",
+    "token_price_out",
+    "usd_amount_in",
+    "usd_amount_out",
+    "block_time",
+    "block_slot",
+];
+
+fn f64_col(df: &DataFrame, name: &str) -> Result<Vec<f64>> {
+    let c = df
+        .column(name)
+        .and_then(|c| c.cast(&DataType::Float64))
+        .map_err(polars_err(name))?;
+    let ca = c.f64().map_err(polars_err(name))?;
+    Ok(ca.iter().map(|v| v.unwrap_or(f64::NAN)).collect())
+}
+
+fn i64_col(df: &DataFrame, name: &str) -> Result<Vec<i64>> {
+    let c = df
+        .column(name)
+        .and_then(|c| c.cast(&DataType::Int64))
+        .map_err(polars_err(name))?;
+    let ca = c.i64().map_err(polars_err(name))?;
+    Ok(ca.iter().map(|v| v.unwrap_or(0)).collect())
+}
+
+fn str_col<'a>(df: &'a DataFrame, name: &str) -> Result<Vec<&'a str>> {
+    let ca = df
+        .column(name)
+        .and_then(|c| c.str())
+        .map_err(polars_err(name))?;
+    Ok(ca.iter().map(|v| v.unwrap_or("")).collect())
+}
+
+/// A USD value: the given amount when it is a finite positive number, else price × quantity.
+fn usd_value(usd: f64, price: f64, quantity: f64) -> f64 {
+    if usd.is_finite() && usd > 0.0 {
+        usd
+    } else if price.is_finite() {
+        price * quantity
+    } else {
+        0.0
+    }
+}
+
+struct RawEvent<'a> {
+    wallet: &'a str,
+    token: &'a str,
+    price: f64,
+    event: LedgerEvent,
+}
+
+fn trade_events<'a>(trades: &'a DataFrame, query: &PnlQuery) -> Result<Vec<RawEvent<'a>>> {
+    let wallet = str_col(trades, "wallet_address")?;
+    let token = str_col(trades, "token_address")?;
+    let direction = str_col(trades, "direction")?;
+    let amount = f64_col(trades, "token_amount")?;
+    let usd = f64_col(trades, "usd_amount")?;
+    let price = f64_col(trades, "token_price")?;
+    let time = i64_col(trades, "block_time")?;
+    let slot = i64_col(trades, "block_slot")?;
+    let id = i64_col(trades, "id")?;
+    let mut out = Vec::with_capacity(wallet.len());
+    for i in 0..wallet.len() {
+        let side = match direction[i] {
+            "buy" => Side::Buy,
+            "sell" => Side::Sell,
+            _ => continue,
+        };
+        if query.token.as_deref().is_some_and(|t| t != token[i]) {
+            continue;
+        }
+        out.push(RawEvent {
+            wallet: wallet[i],
+            token: token[i],
+            price: price[i],
+            event: LedgerEvent {
+                time: time[i],
+                slot: slot[i],
+                id: id[i],
+                side,
+                quantity: if amount[i].is_finite() {
+                    amount[i].abs()
+                } else {
+                    0.0
+                },
+                usd: usd_value(usd[i], price[i], amount[i]),
+                fee: 0.0,
+            },
+        });
+    }
+    Ok(out)
+}
+
+/// Ledger events of swaps: a `quote_token` swap buys `token_address_out`, a `token_quote` swap
+/// sells `token_address_in`, a `token_token` swap does both; other swap types are skipped.
+/// A swap's fee is what its input was worth above its output (`usd_amount_in −
+/// usd_amount_out`, when positive), booked on the sell side, or on the buy side when there is
+/// no sell side. Swaps have no id in the event key beyond their slot: the swap's `id` column is
+/// used when present.
+fn swap_events<'a>(
+    swaps: &'a DataFrame,
+    skip_wallets: &PlHashSet<&str>,
+    query: &PnlQuery,
+) -> Result<Vec<RawEvent<'a>>> {
+    let wallet = str_col(swaps, "wallet_address")?;
+    let swap_type = str_col(swaps, "swap_type")?;
+    let t_in = str_col(swaps, "token_address_in")?;
+    let t_out = str_col(swaps, "token_address_out")?;
+    let a_in = f64_col(swaps, "token_amount_in")?;
+    let a_out = f64_col(swaps, "token_amount_out")?;
+    let p_in = f64_col(swaps, "token_price_in")?;
+    let p_out = f64_col(swaps, "token_price_out")?;
+    let u_in = f64_col(swaps, "usd_amount_in")?;
+    let u_out = f64_col(swaps, "usd_amount_out")?;
+    let time = i64_col(swaps, "block_time")?;
+    let slot = i64_col(swaps, "block_slot")?;
+    let id = i64_col(swaps, "id")?;
+    let mut out = Vec::new();
+    for i in 0..wallet.len() {
+        if skip_wallets.contains(wallet[i]) {
+            continue;
+        }
+        let (sell, buy) = match swap_type[i] {
+            "quote_token" => (false, true),
+            "token_quote" => (true, false),
+            "token_token" => (true, true),
+            _ => continue,
+        };
+        let fee = (u_in[i] - u_out[i]).max(0.0);
+        let fee = if fee.is_finite() { fee } else { 0.0 };
+        let mut push = |token: &'a str, side, qty: f64, usd: f64, price: f64, fee: f64| {
+            if query.token.as_deref().is_some_and(|t| t != token) {
+                return;
+            }
+            out.push(RawEvent {
+                wallet: wallet[i],
+                token,
+                price,
+                event: LedgerEvent {
+                    time: time[i],
+                    slot: slot[i],
+                    id: id[i],
+                    side,
+                    quantity: if qty.is_finite() { qty.abs() } else { 0.0 },
+                    usd: usd_value(usd, price, qty),
+                    fee,
+                },
+            });
+        };
+        if sell {
+            push(t_in[i], Side::Sell, a_in[i], u_in[i], p_in[i], fee);
+        }
+        if buy {
+            let buy_fee = if sell { 0.0 } else { fee };
+            push(t_out[i], Side::Buy, a_out[i], u_out[i], p_out[i], buy_fee);
+        }
+    }
+    Ok(out)
+}
+
+/// Groups raw events into ledgers sorted by (wallet, token), each in event order, keeping
+/// only the wallets of `query`. Latest prices come from every event (all wallets).
+fn group(raw: Vec<RawEvent<'_>>, query: &PnlQuery) -> LedgerSet {
+    // polars' hash maps: a fast hasher for the per-row lookups.
+    let mut latest: PlHashMap<&str, ((i64, i64, i64), f64)> = PlHashMap::default();
+    for r in &raw {
+        let key = r.event.order_key();
+        if !r.price.is_finite() {
+            continue;
+        }
+        match latest.get_mut(r.token) {
+            Some(v) if v.0 >= key => {}
+            Some(v) => *v = (key, r.price),
+            None => {
+                latest.insert(r.token, (key, r.price));
+            }
+        }
+    }
+    let wanted: Option<PlHashSet<&str>> = query
+        .wallets
+        .as_ref()
+        .map(|w| w.iter().map(String::as_str).collect());
+    let mut ids: PlHashMap<(&str, &str), u32> = PlHashMap::default();
+    let mut keys: Vec<(&str, &str)> = Vec::new();
+    let mut ledger_of: Vec<u32> = Vec::with_capacity(raw.len());
+    for r in &raw {
+        if wanted.as_ref().is_some_and(|w| !w.contains(r.wallet)) {
+            ledger_of.push(u32::MAX);
+            continue;
+        }
+        let k = *ids.entry((r.wallet, r.token)).or_insert_with(|| {
+            keys.push((r.wallet, r.token));
+            (keys.len() - 1) as u32
+        });
+        ledger_of.push(k);
+    }
+    // Ledgers in (wallet, token) order: a rank per first-seen id.
+    let mut order: Vec<u32> = (0..keys.len() as u32).collect();
+    order.sort_unstable_by(|&a, &b| keys[a as usize].cmp(&keys[b as usize]));
+    let mut rank = vec![0u32; keys.len()];
+    for (r, &k) in order.iter().enumerate() {
+        rank[k as usize] = r as u32;
+    }
+    // Counting sort of the events by ledger rank.
+    let mut offsets = vec![0usize; keys.len() + 1];
+    for &k in &ledger_of {
+        if k != u32::MAX {
+            offsets[rank[k as usize] as usize + 1] += 1;
+        }
+    }
+    for i in 0..keys.len() {
+        offsets[i + 1] += offsets[i];
+    }
+    let mut cursor = offsets.clone();
+    let placeholder = LedgerEvent {
+        time: 0,
+        slot: 0,
+        id: 0,
+        side: Side::Buy,
+        quantity: 0.0,
+        usd: 0.0,
+        fee: 0.0,
+    };
+    let mut events = vec![placeholder; offsets[keys.len()]];
+    for (r, &k) in raw.iter().zip(&ledger_of) {
+        if k != u32::MAX {
+            let slot = &mut cursor[rank[k as usize] as usize];
+            events[*slot] = r.event;
+            *slot += 1;
+        }
+    }
+    // Event order inside each ledger, whatever the row order.
+    let mut chunks: Vec<&mut [LedgerEvent]> = Vec::with_capacity(keys.len());
+    let mut rest = events.as_mut_slice();
+    for k in 0..keys.len() {
+        let (head, tail) = rest.split_at_mut(offsets[k + 1] - offsets[k]);
+        chunks.push(head);
+        rest = tail;
+    }
+    chunks.par_iter_mut().for_each(|c| {
+        if !c.is_sorted_by_key(LedgerEvent::order_key) {
+            c.sort_by_key(LedgerEvent::order_key);
+        }
+    });
+    LedgerSet {
+        wallets: order
+            .iter()
+            .map(|&k| keys[k as usize].0.to_owned())
+            .collect(),
+        tokens: order
+            .iter()
+            .map(|&k| keys[k as usize].1.to_owned())
+            .collect(),
+        offsets,
+        events,
+        latest_prices: latest
+            .into_iter()
+            .map(|(t, (_, p))| (t.to_owned(), p))
+            .collect(),
+    }
+}
+
+/// Builds the ledgers of a trades frame (columns [`TRADE_COLUMNS`]) and, for wallets with no
+/// trade in it, of a swaps frame (columns [`SWAP_COLUMNS`] and `id`).
+pub fn ledgers_from_frames(
+    trades: &DataFrame,
+    swaps: Option<&DataFrame>,
+    query: &PnlQuery,
+) -> Result<LedgerSet> {
+    Ok(group(raw_events(trades, swaps, query)?, query))
+}
+
+fn raw_events<'a>(
+    trades: &'a DataFrame,
+    swaps: Option<&'a DataFrame>,
+    query: &PnlQuery,
+) -> Result<Vec<RawEvent<'a>>> {
+    let mut raw = trade_events(trades, query)?;
+    if let Some(swaps) = swaps {
+        let have: PlHashSet<&str> = str_col(trades, "wallet_address")?.into_iter().collect();
+        let extra = swap_events(swaps, &have, query)?;
+        raw.extend(extra);
+    }
+    Ok(raw)
+}
+
+/// Reads the trades (and swaps) of the lake that `query` concerns.
+pub fn lake_frames(lake: &Lake, query: &PnlQuery) -> Result<(DataFrame, DataFrame)> {
+    let trade_cols: Vec<Expr> = TRADE_COLUMNS.iter().map(|c| col(*c)).collect();
+    let mut swap_cols: Vec<Expr> = SWAP_COLUMNS.iter().map(|c| col(*c)).collect();
+    swap_cols.push(col("id"));
+    let mut trades = lake.scan(Dataset::Trades)?.select(trade_cols);
+    let mut swaps = lake.scan(Dataset::Swaps)?.select(swap_cols);
+    if let Some(t) = &query.token {
+        trades = trades.filter(col("token_address").eq(lit(t.as_str())));
+        swaps = swaps.filter(
+            col("token_address_in")
+                .eq(lit(t.as_str()))
+                .or(col("token_address_out").eq(lit(t.as_str()))),
+        );
+    }
+    let trades = trades.collect().map_err(polars_err("reading trades"))?;
+    let swaps = swaps.collect().map_err(polars_err("reading swaps"))?;
+    Ok((trades, swaps))
+}
+
+/// The outputs of a PnL computation.
+#[derive(Debug, Clone)]
+pub struct PnlReport {
+    /// One row per (wallet, token): see [`PnlReport::LEDGER_COLUMNS`].
+    pub ledgers: DataFrame,
+    /// One row per position: `wallet_address`, `token_address`, `position_index`,
+    /// `opened_at`, `closed_at` (null while open), `status` (`open`/`closed`), `realized_pnl`,
+    /// `outcome` (`win`, `loss`, `even`, or null while open).
+    pub positions: DataFrame,
+    /// The lots table when [`PnlConfig::lots`] is set: `wallet_address`, `token_address`,
+    /// `sell_id`, `sell_time`, `buy_id` and `buy_time` (null for an oversold part),
+    /// `quantity`, `cost_basis`, `proceeds`, `realized_pnl`.
+    pub lots: Option<DataFrame>,
+}
+
+impl PnlReport {
+    /// Columns of [`PnlReport::ledgers`], in order.
+    pub const LEDGER_COLUMNS: [&'static str; 26] = [
+        "wallet_address",
+        "token_address",
+        "method",
+        "buy_count",
+        "sell_count",
+        "bought_quantity",
+        "sold_quantity",
+        "open_quantity",
+        "buy_cost",
+        "sell_proceeds",
+        "cost_basis",
+        "mark_price",
+        "realized_pnl",
+        "unrealized_pnl",
+        "total_pnl",
+        "fees",
+        "realized_pnl_net",
+        "roi",
+        "realized_roi",
+        "avg_holding_seconds",
+        "positions_opened",
+        "positions_closed",
+        "wins",
+        "losses",
+        "oversold_quantity",
+        "ignored_quantity",
+    ];
+}
+
+fn ts_col(name: &str, values: Vec<Option<i64>>) -> Result<Column> {
+    Series::new(name.into(), values)
+        .cast(&DataType::Datetime(
+            TimeUnit::Microseconds,
+            Some(TimeZone::UTC),
+        ))
+        .map(Column::from)
+        .map_err(polars_err(name))
+}
+
+fn pct(a: f64, b: f64) -> Option<f64> {
+    (b != 0.0).then(|| 100.0 * a / b)
+}
+
+/// Builds the report frames of computed ledgers.
+pub fn report(set: &LedgerSet, ledgers: &[Ledger], config: &PnlConfig) -> Result<PnlReport> {
+    let n = ledgers.len();
+    let mut mark = Vec::with_capacity(n);
+    let mut unrealized = Vec::with_capacity(n);
+    let mut total = Vec::with_capacity(n);
+    let mut roi = Vec::with_capacity(n);
+    for (k, l) in ledgers.iter().enumerate() {
+        let m = set.mark_of(&set.tokens[k], config.mark);
+        let u = if l.open_quantity() == 0.0 {
+            Some(l.unrealized(0.0))
+        } else {
+            m.map(|m| l.unrealized(m))
+        };
+        mark.push(m);
+        unrealized.push(u);
+        total.push(u.map(|u| l.realized + u));
+        roi.push(u.and_then(|u| pct(l.realized + u, l.buy_cost)));
+    }
+    let wl: Vec<(u64, u64)> = ledgers.iter().map(Ledger::wins_losses).collect();
+    let g = |f: fn(&Ledger) -> f64| -> Vec<f64> { ledgers.iter().map(f).collect() };
+    let u = |f: fn(&Ledger) -> u64| -> Vec<u64> { ledgers.iter().map(f).collect() };
+    let cols = vec![
+        Column::new("wallet_address".into(), &set.wallets),
+        Column::new("token_address".into(), &set.tokens),
+        Column::new("method".into(), vec![config.method.as_str(); n]),
+        Column::new("buy_count".into(), u(|l| l.buys)),
+        Column::new("sell_count".into(), u(|l| l.sells)),
+        Column::new("bought_quantity".into(), g(|l| l.buy_quantity)),
+        Column::new("sold_quantity".into(), g(|l| l.sold_quantity)),
+        Column::new("open_quantity".into(), g(Ledger::open_quantity)),
+        Column::new("buy_cost".into(), g(|l| l.buy_cost)),
+        Column::new("sell_proceeds".into(), g(|l| l.proceeds)),
+        Column::new("cost_basis".into(), g(Ledger::open_cost)),
+        Column::new("mark_price".into(), mark),
+        Column::new("realized_pnl".into(), g(|l| l.realized)),
+        Column::new("unrealized_pnl".into(), unrealized),
+        Column::new("total_pnl".into(), total),
+        Column::new("fees".into(), g(|l| l.fees)),
+        Column::new("realized_pnl_net".into(), g(|l| l.realized - l.fees)),
+        Column::new("roi".into(), roi),
+        Column::new(
+            "realized_roi".into(),
+            ledgers
+                .iter()
+                .map(|l| pct(l.realized, l.sold_cost))
+                .collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "avg_holding_seconds".into(),
+            ledgers
+                .iter()
+                .map(Ledger::holding_seconds)
+                .collect::<Vec<_>>(),
+        ),
+        Column::new("positions_opened".into(), u(|l| l.positions.len() as u64)),
+        Column::new(
+            "positions_closed".into(),
+            u(|l| l.positions.iter().filter(|p| p.closed_at.is_some()).count() as u64),
+        ),
+        Column::new("wins".into(), wl.iter().map(|x| x.0).collect::<Vec<_>>()),
+        Column::new("losses".into(), wl.iter().map(|x| x.1).collect::<Vec<_>>()),
+        Column::new("oversold_quantity".into(), g(|l| l.oversold_quantity)),
+        Column::new("ignored_quantity".into(), g(|l| l.ignored_quantity)),
+    ];
+    let ledgers_df = DataFrame::new(n, cols).map_err(polars_err("building the ledgers table"))?;
+
+    let (mut pw, mut pt, mut pi, mut po, mut pc, mut ps, mut pr, mut pout) = (
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+    );
+    for (k, l) in ledgers.iter().enumerate() {
+        for (i, p) in l.positions.iter().enumerate() {
+            pw.push(set.wallets[k].as_str());
+            pt.push(set.tokens[k].as_str());
+            pi.push(i as u32);
+            po.push(Some(p.opened_at));
+            pc.push(p.closed_at);
+            ps.push(if p.closed_at.is_some() {
+                "closed"
+            } else {
+                "open"
+            });
+            pr.push(p.realized);
+            pout.push(p.closed_at.map(|_| {
+                if p.realized > 0.0 {
+                    "win"
+                } else if p.realized < 0.0 {
+                    "loss"
+                } else {
+                    "even"
+                }
+            }));
+        }
+    }
+    let np = pw.len();
+    let positions = DataFrame::new(
+        np,
+        vec![
+            Column::new("wallet_address".into(), pw),
+            Column::new("token_address".into(), pt),
+            Column::new("position_index".into(), pi),
+            ts_col("opened_at", po)?,
+            ts_col("closed_at", pc)?,
+            Column::new("status".into(), ps),
+            Column::new("realized_pnl".into(), pr),
+            Column::new("outcome".into(), pout),
+        ],
+    )
+    .map_err(polars_err("building the positions table"))?;
+
+    let lots = if config.lots {
+        let mut rows: Vec<(usize, LotMatch)> = Vec::new();
+        for (k, l) in ledgers.iter().enumerate() {
+            for m in l.lots.iter().flatten() {
+                rows.push((k, *m));
+            }
+        }
+        let nl = rows.len();
+        Some(
+            DataFrame::new(
+                nl,
+                vec![
+                    Column::new(
+                        "wallet_address".into(),
+                        rows.iter()
+                            .map(|(k, _)| set.wallets[*k].as_str())
+                            .collect::<Vec<_>>(),
+                    ),
+                    Column::new(
+                        "token_address".into(),
+                        rows.iter()
+                            .map(|(k, _)| set.tokens[*k].as_str())
+                            .collect::<Vec<_>>(),
+                    ),
+                    Column::new(
+                        "sell_id".into(),
+                        rows.iter().map(|(_, m)| m.sell_id).collect::<Vec<_>>(),
+                    ),
+                    ts_col(
+                        "sell_time",
+                        rows.iter().map(|(_, m)| Some(m.sell_time)).collect(),
+                    )?,
+                    Column::new(
+                        "buy_id".into(),
+                        rows.iter().map(|(_, m)| m.buy_id).collect::<Vec<_>>(),
+                    ),
+                    ts_col("buy_time", rows.iter().map(|(_, m)| m.buy_time).collect())?,
+                    Column::new(
+                        "quantity".into(),
+                        rows.iter().map(|(_, m)| m.quantity).collect::<Vec<_>>(),
+                    ),
+                    Column::new(
+                        "cost_basis".into(),
+                        rows.iter().map(|(_, m)| m.cost).collect::<Vec<_>>(),
+                    ),
+                    Column::new(
+                        "proceeds".into(),
+                        rows.iter().map(|(_, m)| m.proceeds).collect::<Vec<_>>(),
+                    ),
+                    Column::new(
+                        "realized_pnl".into(),
+                        rows.iter()
+                            .map(|(_, m)| m.proceeds - m.cost)
+                            .collect::<Vec<_>>(),
+                    ),
+                ],
+            )
+            .map_err(polars_err("building the lots table"))?,
+        )
+    } else {
+        None
+    };
+    Ok(PnlReport {
+        ledgers: ledgers_df,
+        positions,
+        lots,
+    })
+}
+
+/// PnL of in-memory frames (trades, and swaps for wallets without trades).
+pub fn pnl_from_frames(
+    trades: &DataFrame,
+    swaps: Option<&DataFrame>,
+    query: &PnlQuery,
+    config: &PnlConfig,
+) -> Result<PnlReport> {
+    let set = ledgers_from_frames(trades, swaps, query)?;
+    let ledgers = set.run(config)?;
+    report(&set, &ledgers, config)
+}
+
+/// PnL of the lake's trades (and swaps for wallets the lake has only swaps for).
+///
+/// A wallet with no trade in the lake gives empty tables, not an error.
+pub fn wallet_pnl(lake: &Lake, query: &PnlQuery, config: &PnlConfig) -> Result<PnlReport> {
+    // The latest price of a token comes from every wallet's trades, so the scan is not
+    // narrowed to the wallets asked for.
+    let (trades, swaps) = lake_frames(lake, query)?;
+    pnl_from_frames(&trades, Some(&swaps), query, config)
+}
+
+/// Ranks every wallet of the lake by total PnL (realized + unrealized, summed over its tokens),
+/// largest first, ties by wallet address; keeps the first `top`.
+///
+/// Columns: `rank`, `wallet_address`, `tokens`, `realized_pnl`, `unrealized_pnl`,
+/// `total_pnl`, `buy_cost`, `roi`, `wins`, `losses`, `win_rate` (percent of closed positions
+/// won; null without any).
+pub fn leaderboard(lake: &Lake, config: &PnlConfig, top: usize) -> Result<DataFrame> {
+    let (trades, swaps) = lake_frames(lake, &PnlQuery::default())?;
+    leaderboard_from_frames(&trades, Some(&swaps), config, top)
+}
+
+/// [`leaderboard`] over in-memory frames.
+pub fn leaderboard_from_frames(
+    trades: &DataFrame,
+    swaps: Option<&DataFrame>,
+    config: &PnlConfig,
+    top: usize,
+) -> Result<DataFrame> {
+    let set = ledgers_from_frames(trades, swaps, &PnlQuery::default())?;
+    let ledgers = set.run(config)?;
+    struct Row {
+        wallet: String,
+        tokens: u32,
+        realized: f64,
+        unrealized: f64,
+        buy_cost: f64,
+        wins: u64,
+        losses: u64,
+    }
+    let mut rows: Vec<Row> = Vec::new();
+    for (k, l) in ledgers.iter().enumerate() {
+        let m = set.mark_of(&set.tokens[k], config.mark).unwrap_or(0.0);
+        let (w, lo) = l.wins_losses();
+        match rows.last_mut() {
+            Some(r) if r.wallet == set.wallets[k] => {
+                r.tokens += 1;
+                r.realized += l.realized;
+                r.unrealized += l.unrealized(m);
+                r.buy_cost += l.buy_cost;
+                r.wins += w;
+                r.losses += lo;
+            }
+            _ => rows.push(Row {
+                wallet: set.wallets[k].clone(),
+                tokens: 1,
+                realized: l.realized,
+                unrealized: l.unrealized(m),
+                buy_cost: l.buy_cost,
+                wins: w,
+                losses: lo,
+            }),
+        }
+    }
+    rows.sort_by(|a, b| {
+        (b.realized + b.unrealized)
+            .total_cmp(&(a.realized + a.unrealized))
+            .then_with(|| a.wallet.cmp(&b.wallet))
+    });
+    rows.truncate(top);
+    let n = rows.len();
+    DataFrame::new(
+        n,
+        vec![
+            Column::new("rank".into(), (1..=n as u32).collect::<Vec<_>>()),
+            Column::new(
+                "wallet_address".into(),
+                rows.iter().map(|r| r.wallet.as_str()).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "tokens".into(),
+                rows.iter().map(|r| r.tokens).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "realized_pnl".into(),
+                rows.iter().map(|r| r.realized).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "unrealized_pnl".into(),
+                rows.iter().map(|r| r.unrealized).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "total_pnl".into(),
+                rows.iter()
+                    .map(|r| r.realized + r.unrealized)
+                    .collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "buy_cost".into(),
+                rows.iter().map(|r| r.buy_cost).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "roi".into(),
+                rows.iter()
+                    .map(|r| pct(r.realized + r.unrealized, r.buy_cost))
+                    .collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "wins".into(),
+                rows.iter().map(|r| r.wins).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "losses".into(),
+                rows.iter().map(|r| r.losses).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "win_rate".into(),
+                rows.iter()
+                    .map(|r| {
+                        let w = metrics::win_rate(r.wins, r.losses);
+                        w.is_finite().then_some(100.0 * w)
+                    })
+                    .collect::<Vec<_>>(),
+            ),
+        ],
+    )
+    .map_err(polars_err("building the leaderboard"))
+}
+
+/// A trade price on a token's price path: (period, event-order key, price).
+type PathPoint = (i64, (i64, i64, i64), f64);
+
+/// Options of a wallet's equity curve.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EquityConfig {
+    /// Width of a period, seconds (epoch-aligned, so a day starts at midnight UTC).
+    pub period_seconds: i64,
+    /// Capital the curve starts from, USD; `None` takes the wallet's total buy cost.
+    pub initial_capital: Option<f64>,
+    /// Periods per year and risk-free rate of the ratios.
+    pub ratios: metrics::RatioConfig,
+}
+
+impl Default for EquityConfig {
+    fn default() -> Self {
+        EquityConfig {
+            period_seconds: 86_400,
+            initial_capital: None,
+            ratios: metrics::RatioConfig::default(),
+        }
+    }
+}
+
+/// A wallet's equity curve and the metrics of its returns.
+#[derive(Debug, Clone)]
+pub struct WalletPerformance {
+    /// One row per period: `period_start`, `realized_pnl`, `unrealized_pnl`, `total_pnl`,
+    /// `equity` (initial capital + total PnL at the period's close), `return` (equity over the
+    /// previous period's, minus 1; the first period compares with the initial capital).
+    pub curve: DataFrame,
+    /// One row: `wallet_address`, `initial_capital`, `periods`, `sharpe_ratio`,
+    /// `sortino_ratio`, `max_drawdown` (percent), `period_win_rate` (percent of the periods
+    /// with a non-zero return that gained), `wins`, `losses`, `win_rate` (percent of the closed
+    /// positions won), `profit_factor` (Σ realized of won positions /
+    /// |Σ of lost ones|), `total_pnl`, `roi` (percent of the initial capital).
+    pub metrics: DataFrame,
+}
+
+/// The equity curve of `wallet` marked to market at each period's close, and its metrics.
+///
+/// A token's close in a period is its last trade price in the period (event order, every
+/// wallet's trades), carried forward; so the marks are the closes of the lake's bars of that
+/// period width. Periods run from the one holding the wallet's first trade to the one holding
+/// the lake's last trade.
+pub fn wallet_performance(
+    trades: &DataFrame,
+    swaps: Option<&DataFrame>,
+    wallet: &str,
+    config: &PnlConfig,
+    equity: &EquityConfig,
+) -> Result<WalletPerformance> {
+    if equity.period_seconds <= 0 {
+        return Err(Error::InvalidArgument {
+            argument: "period".into(),
+            reason: format!("{} s is not a positive period", equity.period_seconds),
+        });
+    }
+    let all = raw_events(trades, swaps, &PnlQuery::default())?;
+    let query = PnlQuery {
+        wallets: Some(vec![wallet.to_owned()]),
+        token: None,
+    };
+    let width = equity.period_seconds as i128 * 1_000_000;
+    let period_of = |t: i64| (t as i128).div_euclid(width) as i64;
+    let last_period = all.iter().map(|r| period_of(r.event.time)).max();
+    let tokens: HashSet<&str> = all
+        .iter()
+        .filter(|r| r.wallet == wallet)
+        .map(|r| r.token)
+        .collect();
+    // Price paths of the wallet's tokens: (period, order key, price), sorted.
+    let mut paths: HashMap<&str, Vec<PathPoint>> = HashMap::new();
+    for r in &all {
+        if tokens.contains(r.token) && r.price.is_finite() {
+            paths.entry(r.token).or_default().push((
+                period_of(r.event.time),
+                r.event.order_key(),
+                r.price,
+            ));
+        }
+    }
+    for p in paths.values_mut() {
+        p.sort_by_key(|a| a.1);
+    }
+    let set = group(all, &query);
+    let mut ledgers: Vec<Ledger> = Vec::new();
+    let first_period = set.events.iter().map(|e| period_of(e.time)).min();
+    let (Some(first), Some(last)) = (first_period, last_period) else {
+        return performance_frames(wallet, 0.0, &[], &[], &[], 0, 0, 0.0, 0.0, equity);
+    };
+    let n = (last - first + 1).max(0) as usize;
+    let (mut realized, mut unrealized) = (vec![0.0; n], vec![0.0; n]);
+    let (mut wins, mut losses, mut won, mut lost) = (0u64, 0u64, 0.0, 0.0);
+    for k in 0..set.len() {
+        let events = set.events_of(k);
+        let path = paths
+            .get(set.tokens[k].as_str())
+            .map_or(&[][..], Vec::as_slice);
+        let mut ledger = Ledger::new(config);
+        let (mut e, mut p) = (0usize, 0usize);
+        let mut close = f64::NAN;
+        for (i, period) in (first..=last).enumerate() {
+            while e < events.len() && period_of(events[e].time) <= period {
+                ledger.apply(&events[e]).map_err(|o| Error::Oversell {
+                    wallet: wallet.to_owned(),
+                    token: set.tokens[k].clone(),
+                    trade_id: o.id,
+                    held: o.held,
+                    sold: o.sold,
+                })?;
+                e += 1;
+            }
+            while p < path.len() && path[p].0 <= period {
+                close = path[p].2;
+                p += 1;
+            }
+            realized[i] += ledger.realized;
+            unrealized[i] += if ledger.open_quantity() == 0.0 {
+                ledger.unrealized(0.0)
+            } else {
+                ledger.unrealized(close)
+            };
+        }
+        for pos in ledger.positions.iter().filter(|p| p.closed_at.is_some()) {
+            if pos.realized > 0.0 {
+                wins += 1;
+                won += pos.realized;
+            } else if pos.realized < 0.0 {
+                losses += 1;
+                lost += pos.realized;
+            }
+        }
+        ledgers.push(ledger);
+    }
+    let capital = equity
+        .initial_capital
+        .unwrap_or_else(|| ledgers.iter().map(|l| l.buy_cost).sum());
+    let starts: Vec<i64> = (first..=last).map(|p| (p as i128 * width) as i64).collect();
+    performance_frames(
+        wallet,
+        capital,
+        &starts,
+        &realized,
+        &unrealized,
+        wins,
+        losses,
+        won,
+        lost,
+        equity,
+    )
+}
+
+#[expect(
+    clippy::too_many_arguments,
+    reason = "a private assembly step of one caller"
+)]
+fn performance_frames(
+    wallet: &str,
+    capital: f64,
+    starts: &[i64],
+    realized: &[f64],
+    unrealized: &[f64],
+    wins: u64,
+    losses: u64,
+    won: f64,
+    lost: f64,
+    config: &EquityConfig,
+) -> Result<WalletPerformance> {
+    let total: Vec<f64> = realized
+        .iter()
+        .zip(unrealized)
+        .map(|(r, u)| r + u)
+        .collect();
+    let curve: Vec<f64> = total.iter().map(|t| capital + t).collect();
+    let returns: Vec<f64> = curve
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let prev = if i == 0 { capital } else { curve[i - 1] };
+            e / prev - 1.0
+        })
+        .collect();
+    let n = starts.len();
+    let curve_df = DataFrame::new(
+        n,
+        vec![
+            ts_col("period_start", starts.iter().map(|s| Some(*s)).collect())?,
+            Column::new("realized_pnl".into(), realized),
+            Column::new("unrealized_pnl".into(), unrealized),
+            Column::new("total_pnl".into(), &total),
+            Column::new("equity".into(), &curve),
+            Column::new("return".into(), &returns),
+        ],
+    )
+    .map_err(polars_err("building the equity curve"))?;
+    let finite: Vec<f64> = returns.iter().copied().filter(|r| r.is_finite()).collect();
+    let m = metrics::ReturnMetrics::of(&finite, &config.ratios);
+    let nan_none = |x: f64| (!x.is_nan()).then_some(x);
+    let last_total = total.last().copied().unwrap_or(0.0);
+    let metrics_df = DataFrame::new(
+        1,
+        vec![
+            Column::new("wallet_address".into(), [wallet]),
+            Column::new("initial_capital".into(), [capital]),
+            Column::new("periods".into(), [n as u64]),
+            Column::new("sharpe_ratio".into(), [nan_none(m.sharpe)]),
+            Column::new("sortino_ratio".into(), [nan_none(m.sortino)]),
+            Column::new(
+                "max_drawdown".into(),
+                [metrics::max_drawdown_of_equity(capital, &curve)],
+            ),
+            Column::new(
+                "period_win_rate".into(),
+                [nan_none(100.0 * m.period_win_rate)],
+            ),
+            Column::new("wins".into(), [wins]),
+            Column::new("losses".into(), [losses]),
+            Column::new(
+                "win_rate".into(),
+                [nan_none(100.0 * metrics::win_rate(wins, losses))],
+            ),
+            Column::new(
+                "profit_factor".into(),
+                [nan_none(metrics::profit_factor(won, lost))],
+            ),
+            Column::new("total_pnl".into(), [last_total]),
+            Column::new("roi".into(), [pct(last_total, capital)]),
+        ],
+    )
+    .map_err(polars_err("building the wallet metrics"))?;
+    Ok(WalletPerformance {
+        curve: curve_df,
+        metrics: metrics_df,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(k: i64, side: Side, q: f64, price: f64) -> LedgerEvent {
+        LedgerEvent {
+            time: k * 1_000_000,
+            slot: k,
+            id: k,
+            side,
+            quantity: q,
+            usd: q * price,
+            fee: 0.0,
+        }
+    }
+
+    fn buy(k: i64, q: f64, p: f64) -> LedgerEvent {
+        ev(k, Side::Buy, q, p)
+    }
+
+    fn sell(k: i64, q: f64, p: f64) -> LedgerEvent {
+        ev(k, Side::Sell, q, p)
+    }
+
+    /// Trades, mark, and the expected (method, realized, unrealized).
+    type Vector = (Vec<LedgerEvent>, f64, [(CostMethod, f64, f64); 4]);
+
+    fn near(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+    }
+
+    fn run(events: &[LedgerEvent], method: CostMethod) -> Ledger {
+        let config = PnlConfig {
+            method,
+            ..PnlConfig::default()
+        };
+        run_ledger(events, &config).expect("no oversell")
+    }
+
+    #[test]
+    fn the_semantics_vectors_for_every_method() {
+        use CostMethod::*;
+        // (trades, mark, [(method, R, U)]) from semantics.md §2.
+        let vectors: Vec<Vector> = vec![
+            (
+                vec![buy(1, 10.0, 1.0), buy(2, 10.0, 2.0), sell(3, 15.0, 3.0)],
+                4.0,
+                [
+                    (Fifo, 25.0, 10.0),
+                    (Lifo, 20.0, 15.0),
+                    (Hifo, 20.0, 15.0),
+                    (AverageCost, 22.5, 12.5),
+                ],
+            ),
+            (
+                vec![buy(1, 10.0, 150.0), buy(2, 5.0, 155.0), sell(3, 8.0, 160.0)],
+                160.0,
+                [
+                    (Fifo, 80.0, 45.0),
+                    (Lifo, 55.0, 70.0),
+                    (Hifo, 55.0, 70.0),
+                    (AverageCost, 200.0 / 3.0, 175.0 / 3.0),
+                ],
+            ),
+            (
+                vec![buy(1, 10.0, 1.0), sell(2, 5.0, 2.0), buy(3, 10.0, 4.0)],
+                3.0,
+                [
+                    (Fifo, 5.0, 0.0),
+                    (Lifo, 5.0, 0.0),
+                    (Hifo, 5.0, 0.0),
+                    (AverageCost, 5.0, 0.0),
+                ],
+            ),
+            (
+                vec![buy(1, 10.0, 2.0), buy(2, 10.0, 1.0), sell(3, 15.0, 3.0)],
+                4.0,
+                [
+                    (Fifo, 20.0, 15.0),
+                    (Lifo, 25.0, 10.0),
+                    (Hifo, 20.0, 15.0),
+                    (AverageCost, 22.5, 12.5),
+                ],
+            ),
+            (
+                vec![
+                    buy(1, 10.0, 1.0),
+                    buy(2, 10.0, 3.0),
+                    buy(3, 10.0, 2.0),
+                    sell(4, 15.0, 2.5),
+                ],
+                2.0,
+                [
+                    (Fifo, 12.5, -5.0),
+                    (Lifo, 2.5, 5.0),
+                    (Hifo, -2.5, 10.0),
+                    (AverageCost, 7.5, 0.0),
+                ],
+            ),
+        ];
+        for (i, (events, mark, expected)) in vectors.iter().enumerate() {
+            let totals: Vec<f64> = expected.iter().map(|(_, r, u)| r + u).collect();
+            for (method, r, u) in expected {
+                let l = run(events, *method);
+                assert!(
+                    near(l.realized, *r),
+                    "V{} {method}: R {} ≠ {r}",
+                    i + 1,
+                    l.realized
+                );
+                assert!(
+                    near(l.unrealized(*mark), *u),
+                    "V{} {method}: U {} ≠ {u}",
+                    i + 1,
+                    l.unrealized(*mark)
+                );
+            }
+            assert!(
+                totals.iter().all(|t| near(*t, totals[0])),
+                "V{}: totals differ",
+                i + 1
+            );
+        }
+    }
+
+    #[test]
+    fn hifo_ties_go_to_the_earliest_lot() {
+        let events = [
+            buy(1, 5.0, 2.0),
+            buy(2, 5.0, 2.0),
+            buy(3, 5.0, 1.0),
+            sell(4, 5.0, 3.0),
+        ];
+        let config = PnlConfig {
+            method: CostMethod::Hifo,
+            lots: true,
+            ..PnlConfig::default()
+        };
+        let l = run_ledger(&events, &config).expect("held");
+        let lots = l.lots.expect("lots table");
+        assert_eq!(lots.len(), 1);
+        assert_eq!(lots[0].buy_id, Some(1));
+        assert!(near(lots[0].cost, 10.0));
+    }
+
+    #[test]
+    fn each_oversell_policy_is_reported() {
+        let events = [buy(1, 10.0, 1.0), sell(2, 15.0, 2.0)];
+        let zero = run(&events, CostMethod::Fifo);
+        assert!(
+            near(zero.realized, 30.0 - 10.0),
+            "the 5 unmatched have zero cost"
+        );
+        assert!(near(zero.oversold_quantity, 5.0));
+        assert_eq!(zero.ignored_quantity, 0.0);
+        assert_eq!(zero.open_quantity(), 0.0);
+
+        let ignore = run_ledger(
+            &events,
+            &PnlConfig {
+                oversell: OversellPolicy::Ignore,
+                ..PnlConfig::default()
+            },
+        )
+        .expect("ignored");
+        assert!(
+            near(ignore.realized, 20.0 - 10.0),
+            "only the matched 10 count"
+        );
+        assert!(near(ignore.ignored_quantity, 5.0));
+        assert!(near(ignore.proceeds, 20.0));
+
+        let err = run_ledger(
+            &events,
+            &PnlConfig {
+                oversell: OversellPolicy::Error,
+                ..PnlConfig::default()
+            },
+        )
+        .expect_err("oversold");
+        assert_eq!(err.id, 2);
+        assert_eq!((err.held, err.sold), (10.0, 15.0));
+    }
+
+    #[test]
+    fn positions_open_and_close_around_dust() {
+        let events = [
+            buy(1, 10.0, 1.0),
+            sell(2, 10.0, 2.0),
+            buy(3, 5.0, 2.0),
+            sell(4, 5.0, 1.0),
+            buy(5, 1.0, 1.0),
+        ];
+        let l = run(&events, CostMethod::Fifo);
+        assert_eq!(l.positions.len(), 3);
+        assert_eq!(l.wins_losses(), (1, 1));
+        assert_eq!(l.positions[2].closed_at, None);
+        // Holding: 10 units for 1 s and 5 units for 1 s.
+        assert_eq!(l.holding_seconds(), Some(1.0));
+        // With a dust of 2, the last buy of 1 opens nothing.
+        let dusty = run_ledger(
+            &events,
+            &PnlConfig {
+                dust: 2.0,
+                ..PnlConfig::default()
+            },
+        )
+        .expect("held");
+        assert_eq!(dusty.positions.len(), 2);
+    }
+
+    #[test]
+    fn a_sell_of_a_rounded_balance_closes_the_position() {
+        let held = 0.1 + 0.2;
+        let events = [buy(1, 0.1, 1.0), buy(2, 0.2, 1.0), sell(3, held, 2.0)];
+        for method in CostMethod::ALL {
+            let l = run(&events, method);
+            assert_eq!(l.open_quantity(), 0.0, "{method}");
+            assert_eq!(l.oversold_quantity, 0.0, "{method}");
+            assert_eq!(l.positions.len(), 1);
+            assert!(l.positions[0].closed_at.is_some(), "{method}");
+        }
+    }
+
+    #[test]
+    fn method_and_mark_parse_or_fail_clearly() {
+        assert_eq!("LIFO".parse::<CostMethod>().ok(), Some(CostMethod::Lifo));
+        assert_eq!(
+            "avg".parse::<CostMethod>().ok(),
+            Some(CostMethod::AverageCost)
+        );
+        let e = "median".parse::<CostMethod>().expect_err("unknown");
+        assert!(e.to_string().contains("fifo, lifo, hifo or avg"), "{e}");
+        assert_eq!("latest".parse::<Mark>().ok(), Some(Mark::Latest));
+        assert_eq!("2.5".parse::<Mark>().ok(), Some(Mark::Price(2.5)));
+        assert!("-1".parse::<Mark>().is_err());
+        assert!("NaN".parse::<Mark>().is_err());
+    }
+
+    fn frame(rows: &[(&str, &str, &str, f64, f64, i64, i64)]) -> DataFrame {
+        // (wallet, token, direction, amount, price, time seconds, id)
+        let n = rows.len();
+        DataFrame::new(
+            n,
+            vec![
+                Column::new(
+                    "wallet_address".into(),
+                    rows.iter().map(|r| r.0).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "token_address".into(),
+                    rows.iter().map(|r| r.1).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "direction".into(),
+                    rows.iter().map(|r| r.2).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "token_amount".into(),
+                    rows.iter().map(|r| r.3).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "usd_amount".into(),
+                    rows.iter().map(|r| r.3 * r.4).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "token_price".into(),
+                    rows.iter().map(|r| r.4).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "block_time".into(),
+                    rows.iter().map(|r| r.5 * 1_000_000).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "block_slot".into(),
+                    rows.iter().map(|r| r.5).collect::<Vec<_>>(),
+                ),
+                Column::new("id".into(), rows.iter().map(|r| r.6).collect::<Vec<_>>()),
+            ],
+        )
+        .expect("frame")
+    }
+
+    #[test]
+    fn frames_give_the_same_ledgers_whatever_the_row_order() {
+        let rows = [
+            ("w1", "A", "buy", 10.0, 1.0, 10, 1),
+            ("w1", "A", "buy", 10.0, 2.0, 20, 2),
+            ("w2", "A", "buy", 1.0, 4.0, 40, 4),
+            ("w1", "A", "sell", 15.0, 3.0, 30, 3),
+            ("w1", "B", "buy", 2.0, 5.0, 10, 5),
+        ];
+        let mut reversed = rows;
+        reversed.reverse();
+        let config = PnlConfig::default();
+        let a = pnl_from_frames(&frame(&rows), None, &PnlQuery::default(), &config).expect("pnl");
+        let b =
+            pnl_from_frames(&frame(&reversed), None, &PnlQuery::default(), &config).expect("pnl");
+        assert!(a.ledgers.equals_missing(&b.ledgers));
+        let w1a = a.ledgers.head(Some(1));
+        let r = w1a
+            .column("realized_pnl")
+            .and_then(|c| c.f64().map(|c| c.get(0)))
+            .expect("col");
+        let u = w1a
+            .column("unrealized_pnl")
+            .and_then(|c| c.f64().map(|c| c.get(0)))
+            .expect("col");
+        // V1 at the latest price of A (w2's buy at 4).
+        assert_eq!((r, u), (Some(25.0), Some(10.0)));
+        let q = PnlQuery {
+            wallets: Some(vec!["nobody".into()]),
+            token: None,
+        };
+        let none = pnl_from_frames(&frame(&rows), None, &q, &config).expect("pnl");
+        assert_eq!(none.ledgers.height(), 0);
+    }
+
+    /// wallet, swap type, token in, token out, amount in, amount out, USD in, USD out, time.
+    type SwapRow = (
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static str,
+        f64,
+        f64,
+        f64,
+        f64,
+        i64,
+    );
+
+    #[test]
+    fn swaps_fill_in_for_wallets_without_trades() {
+        // w9 has only swaps: buy 10 A for 10 USD, swap 4 A into 2 B (token_token, 1 USD of
+        // fee), sell 2 B for 3 USD. w1 has a trade and its swaps are left out.
+        let rows: [SwapRow; 4] = [
+            ("w9", "quote_token", "USD", "A", 10.0, 10.0, 10.0, 10.0, 1),
+            ("w9", "token_token", "A", "B", 4.0, 2.0, 5.0, 4.0, 2),
+            ("w9", "token_quote", "B", "USD", 2.0, 3.0, 3.0, 3.0, 3),
+            ("w1", "quote_token", "USD", "A", 1.0, 1.0, 1.0, 1.0, 4),
+        ];
+        let n = rows.len();
+        let swaps = DataFrame::new(
+            n,
+            vec![
+                Column::new(
+                    "wallet_address".into(),
+                    rows.iter().map(|r| r.0).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "swap_type".into(),
+                    rows.iter().map(|r| r.1).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "token_address_in".into(),
+                    rows.iter().map(|r| r.2).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "token_address_out".into(),
+                    rows.iter().map(|r| r.3).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "token_amount_in".into(),
+                    rows.iter().map(|r| r.4).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "token_amount_out".into(),
+                    rows.iter().map(|r| r.5).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "token_price_in".into(),
+                    rows.iter().map(|r| r.6 / r.4).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "token_price_out".into(),
+                    rows.iter().map(|r| r.7 / r.5).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "usd_amount_in".into(),
+                    rows.iter().map(|r| r.6).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "usd_amount_out".into(),
+                    rows.iter().map(|r| r.7).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "block_time".into(),
+                    rows.iter().map(|r| r.8 * 1_000_000).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "block_slot".into(),
+                    rows.iter().map(|r| r.8).collect::<Vec<_>>(),
+                ),
+                Column::new("id".into(), rows.iter().map(|r| r.8).collect::<Vec<_>>()),
+            ],
+        )
+        .expect("swaps");
+        let trades = frame(&[("w1", "A", "buy", 1.0, 1.0, 9, 9)]);
+        let report = pnl_from_frames(
+            &trades,
+            Some(&swaps),
+            &PnlQuery::default(),
+            &PnlConfig::default(),
+        )
+        .expect("pnl");
+        let df = &report.ledgers;
+        let key = |k: usize| {
+            let s = |c: &str| {
+                df.column(c)
+                    .and_then(|c| c.str().map(|c| c.get(k).map(str::to_owned)))
+                    .expect(c)
+            };
+            (s("wallet_address"), s("token_address"))
+        };
+        let f = |c: &str, k: usize| {
+            df.column(c)
+                .and_then(|c| c.f64().map(|c| c.get(k)))
+                .expect(c)
+        };
+        assert_eq!(
+            df.height(),
+            3,
+            "w1/A from its trade, w9/A and w9/B from swaps"
+        );
+        assert_eq!(key(0), (Some("w1".into()), Some("A".into())));
+        assert_eq!(
+            f("buy_cost", 0),
+            Some(1.0),
+            "w1's swap is not counted twice"
+        );
+        // w9/A: bought 10 for 10, sold 4 for 5 (the input's value) with a fee of 1.
+        assert_eq!(key(1), (Some("w9".into()), Some("A".into())));
+        assert_eq!(f("realized_pnl", 1), Some(1.0));
+        assert_eq!(f("fees", 1), Some(1.0));
+        assert_eq!(f("realized_pnl_net", 1), Some(0.0));
+        assert_eq!(f("open_quantity", 1), Some(6.0));
+        // w9/B: bought 2 for 4, sold 2 for 3.
+        assert_eq!(f("realized_pnl", 2), Some(-1.0));
+        assert_eq!(f("open_quantity", 2), Some(0.0));
+    }
+
+    #[test]
+    fn equity_curve_marks_open_quantity_at_each_close() {
+        let day = 86_400;
+        let rows = [
+            ("w1", "A", "buy", 10.0, 1.0, 0, 1),
+            ("w2", "A", "buy", 1.0, 2.0, day + 5, 2),
+            ("w1", "A", "sell", 10.0, 1.5, 2 * day + 5, 3),
+        ];
+        let perf = wallet_performance(
+            &frame(&rows),
+            None,
+            "w1",
+            &PnlConfig::default(),
+            &EquityConfig::default(),
+        )
+        .expect("curve");
+        let eq: Vec<f64> = perf
+            .curve
+            .column("equity")
+            .and_then(|c| c.f64().map(|c| c.into_no_null_iter().collect()))
+            .expect("equity");
+        // Capital 10; day 0 marked at 1, day 1 at 2 (w2's trade), day 2 sold at 1.5.
+        assert_eq!(eq, vec![10.0, 20.0, 15.0]);
+        let dd = perf
+            .metrics
+            .column("max_drawdown")
+            .and_then(|c| c.f64().map(|c| c.get(0)))
+            .expect("dd");
+        assert_eq!(dd, Some(-25.0));
+    }
+}

@@ -1,0 +1,543 @@
+//! Wallet PnL, trading metrics and token metrics over a real lake synced from the simulator
+//! over loopback, plus property tests of the ledgers against a plain reference.
+
+use std::collections::HashMap;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+use dexlake::analytics::pnl::{
+    self, CostMethod, EquityConfig, LedgerEvent, Mark, OversellPolicy, PnlConfig, PnlQuery, Side,
+};
+use dexlake::analytics::token_metrics::{self, Window};
+use dexlake::api::client::{Client, ClientConfig};
+use dexlake::api::models::WindowMetrics;
+use dexlake::api::requests::PortfolioRequest;
+use dexlake::api::retry::RetryConfig;
+use dexlake::api::search::SearchRequest;
+use dexlake::lake::Lake;
+use dexlake::sim::{Scale, SimConfig, Simulator};
+use dexlake::sync::{CancelToken, Job, SyncConfig, Syncer};
+use polars::prelude::*;
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+const SEED: u64 = 7;
+
+async fn sim() -> Simulator {
+    Simulator::start(SimConfig {
+        seed: SEED,
+        scale: Scale::Tiny,
+        ..SimConfig::default()
+    })
+    .await
+    .expect("simulator starts")
+}
+
+fn client(sim: &Simulator) -> Client {
+    let mut config = ClientConfig {
+        base_url: sim.base_url().to_owned(),
+        api_key: Some("demo-key".into()),
+        ..ClientConfig::default()
+    };
+    config.retry = RetryConfig {
+        max_retries: 5,
+        initial_backoff: Duration::from_millis(5),
+        max_backoff: Duration::from_millis(50),
+        max_elapsed: Duration::from_secs(30),
+    };
+    Client::new(config).expect("client")
+}
+
+async fn sync(sim: &Simulator, lake: &Arc<Lake>, jobs: Vec<Job>) {
+    let syncer = Syncer::new(client(sim), Arc::clone(lake), SyncConfig::default());
+    let report = syncer.run(&jobs, &(), &CancelToken::new()).await;
+    assert!(!report.any_failed(), "sync failed: {report:?}");
+}
+
+fn near(a: f64, b: f64, tol: f64) -> bool {
+    (a - b).abs() <= tol * a.abs().max(b.abs()).max(1.0)
+}
+
+fn f64s(df: &DataFrame, name: &str) -> Vec<Option<f64>> {
+    df.column(name)
+        .and_then(|c| c.cast(&DataType::Float64))
+        .expect(name)
+        .f64()
+        .expect(name)
+        .iter()
+        .collect()
+}
+
+fn strs(df: &DataFrame, name: &str) -> Vec<String> {
+    df.column(name)
+        .expect(name)
+        .str()
+        .expect(name)
+        .iter()
+        .map(|s| s.unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// Compares two metric objects field by field: integers exactly, numbers within `tol`.
+fn assert_metrics_eq(local: &WindowMetrics, served: &WindowMetrics, what: &str) {
+    let (a, b) = (
+        serde_json::to_value(local).expect("json"),
+        serde_json::to_value(served).expect("json"),
+    );
+    let (a, b) = (
+        a.as_object().expect("object"),
+        b.as_object().expect("object"),
+    );
+    assert_eq!(a.len(), 46, "{what}: local has every field");
+    assert_eq!(b.len(), 46, "{what}: served has every field");
+    for (k, va) in a {
+        let vb = &b[k];
+        match (va, vb) {
+            (Value::Number(x), Value::Number(y)) if x.is_i64() && y.is_i64() => {
+                assert_eq!(x, y, "{what}: {k}")
+            }
+            (Value::Number(x), Value::Number(y)) => {
+                let (x, y) = (x.as_f64().expect("f64"), y.as_f64().expect("f64"));
+                assert!(near(x, y, 1e-9), "{what}: {k} local {x} served {y}");
+            }
+            _ => assert_eq!(va, vb, "{what}: {k}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_metrics_from_the_lake_equal_the_served_profiles() {
+    let sim = sim().await;
+    let catalog = sim.market().catalog();
+    let now = catalog.now;
+    let tokens: Vec<String> = catalog.altchain.tokens[..3]
+        .iter()
+        .map(|t| t.address.clone())
+        .collect();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lake = Arc::new(Lake::open(dir.path()).expect("lake"));
+    let jobs = tokens
+        .iter()
+        .map(|t| Job::Trades {
+            token: Some(t.clone()),
+            wallet: None,
+        })
+        .collect();
+    sync(&sim, &lake, jobs).await;
+    let client = client(&sim);
+    let windows = Window::service_windows();
+    for token in &tokens {
+        let request: SearchRequest = serde_json::from_value(json!({
+            "filter": {"token_address": {"$eq": token}},
+            "options": {"include_metrics": ["7d", "1d", "6h", "1h", "5m", "1m"]},
+            "limit": 1,
+        }))
+        .expect("request");
+        let page = client.search_profiles(&request).await.expect("search");
+        let served = &page.data[0].metrics;
+        let trades = token_metrics::lake_token_trades(&lake, token).expect("trades");
+        assert!(!trades.is_empty());
+        let mut compared = 0;
+        for w in &windows {
+            let local = trades.window_metrics(now.timestamp_micros(), w.seconds);
+            let key = w.label.parse().expect("window key");
+            let served = served.get(&key).expect("served window");
+            assert_metrics_eq(&local, served, &format!("{token} {}", w.label));
+            compared += usize::from(local.trade_count > Some(0));
+        }
+        assert!(compared >= 3, "{token}: most windows hold trades");
+        // The frame form: one row per window, 3 + 46 columns.
+        let frame = token_metrics::token_metrics(&lake, token, &windows, Some(now)).expect("frame");
+        assert_eq!(frame.shape(), (6, 49));
+    }
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wallet_ledgers_hold_what_the_portfolio_holds() {
+    let sim = sim().await;
+    let catalog = sim.market().catalog();
+    // One wallet synced by its trades, another only by its swaps.
+    let by_trades = catalog.altchain.wallets[0].address.clone();
+    let by_swaps = catalog.altchain.wallets[1].address.clone();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lake = Arc::new(Lake::open(dir.path()).expect("lake"));
+    sync(
+        &sim,
+        &lake,
+        vec![
+            Job::Trades {
+                token: None,
+                wallet: Some(by_trades.clone()),
+            },
+            Job::Swaps {
+                token: None,
+                wallet: Some(by_swaps.clone()),
+                pool: None,
+            },
+        ],
+    )
+    .await;
+    let client = client(&sim);
+    for wallet in [&by_trades, &by_swaps] {
+        let portfolio = client
+            .portfolio(&PortfolioRequest {
+                wallet: wallet.clone(),
+            })
+            .await
+            .expect("portfolio");
+        let balances: HashMap<String, f64> = portfolio
+            .tokens
+            .iter()
+            .map(|t| (t.token.clone(), t.balance))
+            .collect();
+        let query = PnlQuery {
+            wallets: Some(vec![wallet.clone()]),
+            token: None,
+        };
+        let mut totals = Vec::new();
+        for method in CostMethod::ALL {
+            let config = PnlConfig {
+                method,
+                mark: Mark::Price(1.0),
+                ..PnlConfig::default()
+            };
+            let report = pnl::wallet_pnl(&lake, &query, &config).expect("pnl");
+            let df = &report.ledgers;
+            assert!(df.height() > 0, "{wallet} has ledgers");
+            assert!(strs(df, "wallet_address").iter().all(|w| w == wallet));
+            let tokens = strs(df, "token_address");
+            let open = f64s(df, "open_quantity");
+            let oversold = f64s(df, "oversold_quantity");
+            let mut checked = 0;
+            for k in 0..df.height() {
+                if oversold[k] == Some(0.0) {
+                    let held = balances.get(&tokens[k]).copied().unwrap_or(0.0);
+                    let got = open[k].expect("open quantity");
+                    assert!(
+                        near(got, held, 1e-9),
+                        "{wallet} {}: {got} vs {held}",
+                        tokens[k]
+                    );
+                    checked += 1;
+                }
+            }
+            assert!(checked > 0, "{wallet}: some ledgers have no oversell");
+            // The invariant per ledger, and the total is the same under every method.
+            let (r, u) = (f64s(df, "realized_pnl"), f64s(df, "unrealized_pnl"));
+            let (p, c) = (f64s(df, "sell_proceeds"), f64s(df, "buy_cost"));
+            let mut total = 0.0;
+            for k in 0..df.height() {
+                let lhs = r[k].unwrap() + u[k].unwrap();
+                let rhs = p[k].unwrap() + open[k].unwrap() * 1.0 - c[k].unwrap();
+                assert!(near(lhs, rhs, 1e-9), "invariant {method} {}", tokens[k]);
+                total += lhs;
+            }
+            totals.push(total);
+        }
+        assert!(
+            totals.iter().all(|t| near(*t, totals[0], 1e-9)),
+            "{totals:?}"
+        );
+    }
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leaderboard_equity_and_threads() {
+    let sim = sim().await;
+    let catalog = sim.market().catalog();
+    let token = catalog.altchain.tokens[0].address.clone();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lake = Arc::new(Lake::open(dir.path()).expect("lake"));
+    sync(
+        &sim,
+        &lake,
+        vec![Job::Trades {
+            token: Some(token.clone()),
+            wallet: None,
+        }],
+    )
+    .await;
+    let config = PnlConfig::default();
+    let board = pnl::leaderboard(&lake, &config, 5).expect("leaderboard");
+    assert_eq!(board.height(), 5);
+    let totals: Vec<f64> = f64s(&board, "total_pnl").into_iter().flatten().collect();
+    assert!(
+        totals.windows(2).all(|w| w[0] >= w[1]),
+        "ranked: {totals:?}"
+    );
+
+    // The same bits with one thread and with four.
+    let (trades, swaps) = pnl::lake_frames(&lake, &PnlQuery::default()).expect("frames");
+    let run = |threads: usize| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("pool")
+            .install(|| {
+                pnl::pnl_from_frames(&trades, Some(&swaps), &PnlQuery::default(), &config)
+                    .expect("pnl")
+            })
+    };
+    let (one, four) = (run(1), run(4));
+    assert!(one.ledgers.equals_missing(&four.ledgers));
+    assert!(one.positions.equals_missing(&four.positions));
+
+    // The equity curve of the leader: marked each day, returns and ratios computed.
+    let leader = strs(&board, "wallet_address")[0].clone();
+    let perf = pnl::wallet_performance(
+        &trades,
+        Some(&swaps),
+        &leader,
+        &config,
+        &EquityConfig::default(),
+    )
+    .expect("performance");
+    assert!(perf.curve.height() >= 2);
+    let last_total = f64s(&perf.curve, "total_pnl").last().copied().flatten();
+    assert!(near(last_total.expect("total"), totals[0], 1e-9));
+    let dd = f64s(&perf.metrics, "max_drawdown")[0].expect("drawdown");
+    assert!(dd <= 0.0);
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_prints_positions_and_fails_clearly() {
+    let sim = sim().await;
+    let catalog = sim.market().catalog();
+    let wallet = catalog.altchain.wallets[0].address.clone();
+    let token = catalog.altchain.tokens[0].address.clone();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lake = Arc::new(Lake::open(dir.path()).expect("lake"));
+    sync(
+        &sim,
+        &lake,
+        vec![
+            Job::Trades {
+                token: None,
+                wallet: Some(wallet.clone()),
+            },
+            Job::Trades {
+                token: Some(token.clone()),
+                wallet: None,
+            },
+        ],
+    )
+    .await;
+    let exe = env!("CARGO_BIN_EXE_dexlake");
+    let lake_arg = dir.path().to_str().expect("utf-8 path");
+    let out = Command::new(exe)
+        .args([
+            "pnl", "--lake", lake_arg, "--wallet", &wallet, "--format", "csv",
+        ])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    let header = text.lines().next().expect("header");
+    for c in [
+        "wallet_address",
+        "token_address",
+        "realized_pnl",
+        "unrealized_pnl",
+        "open_quantity",
+        "cost_basis",
+        "roi",
+    ] {
+        assert!(header.split(',').any(|h| h == c), "{c} in {header}");
+    }
+    assert!(text.lines().count() > 1);
+
+    let json_out = dir.path().join("lots.json");
+    let out = Command::new(exe)
+        .args([
+            "pnl", "--lake", lake_arg, "--wallet", &wallet, "--lots", "--method", "hifo",
+        ])
+        .args(["--format", "json", "--out"])
+        .arg(&json_out)
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lots: Value =
+        serde_json::from_slice(&std::fs::read(&json_out).expect("written")).expect("json");
+    assert!(
+        lots.as_array()
+            .is_some_and(|a| !a.is_empty() && a[0].get("buy_id").is_some())
+    );
+
+    let out = Command::new(exe)
+        .args([
+            "token-metrics",
+            "--lake",
+            lake_arg,
+            "--token",
+            &token,
+            "--window",
+            "1d,1h",
+            "--format",
+            "csv",
+        ])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 3);
+
+    let out = Command::new(exe)
+        .args(["pnl", "--lake", lake_arg, "--wallet", "nobody"])
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "an unknown wallet is an empty result");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no trades"));
+
+    for (flag, value) in [("--method", "median"), ("--mark", "cheap")] {
+        let out = Command::new(exe)
+            .args(["pnl", "--lake", lake_arg, "--wallet", &wallet, flag, value])
+            .output()
+            .expect("runs");
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    sim.shutdown().await;
+}
+
+/// A plain reference ledger: lots in a Vec, the next lot picked by a linear scan.
+fn reference(events: &[(bool, f64, f64)], method: CostMethod, mark: f64) -> (f64, f64, f64) {
+    let mut lots: Vec<(f64, f64, usize)> = Vec::new();
+    let (mut realized, mut oversold) = (0.0, 0.0);
+    for (i, &(buy, q, usd)) in events.iter().enumerate() {
+        if buy {
+            lots.push((q, usd, i));
+            continue;
+        }
+        let held: f64 = lots.iter().map(|l| l.0).sum();
+        let avg = if held > 0.0 {
+            lots.iter().map(|l| l.1).sum::<f64>() / held
+        } else {
+            0.0
+        };
+        let mut remaining = q;
+        let mut cost = 0.0;
+        while remaining > q * 1e-9 && !lots.is_empty() {
+            let k = match method {
+                CostMethod::Fifo | CostMethod::AverageCost => 0,
+                CostMethod::Lifo => lots.len() - 1,
+                CostMethod::Hifo => {
+                    let mut best = 0;
+                    for (j, l) in lots.iter().enumerate() {
+                        if l.1 / l.0 > lots[best].1 / lots[best].0 {
+                            best = j;
+                        }
+                    }
+                    best
+                }
+            };
+            let lot = lots[k];
+            let take = if remaining >= lot.0 * (1.0 - 1e-9) {
+                lot.0
+            } else {
+                remaining
+            };
+            let c = if method == CostMethod::AverageCost {
+                avg * take
+            } else {
+                lot.1 * take / lot.0
+            };
+            cost += c;
+            remaining -= take;
+            if take == lot.0 {
+                lots.remove(k);
+            } else {
+                lots[k] = (lot.0 - take, lot.1 - lot.1 * take / lot.0, lot.2);
+            }
+        }
+        if method == CostMethod::AverageCost {
+            // Every remaining unit carries the running average.
+            for l in &mut lots {
+                l.1 = avg * l.0;
+            }
+        }
+        if remaining > q * 1e-9 {
+            oversold += remaining;
+        }
+        realized += usd - cost;
+    }
+    let open_q: f64 = lots.iter().map(|l| l.0).sum();
+    let open_c: f64 = lots.iter().map(|l| l.1).sum();
+    (realized, open_q * mark - open_c, oversold)
+}
+
+fn events_strategy() -> impl Strategy<Value = Vec<(bool, f64, f64)>> {
+    // (buy, quantity, unit price): quantities on a coarse grid so that dust and whole-lot
+    // sells happen, prices between 0.5 and 20.
+    prop::collection::vec(
+        (any::<bool>(), 1u32..40, 1u32..40).prop_map(|(b, q, p)| {
+            let q = f64::from(q) / 4.0;
+            (b, q, q * f64::from(p) / 2.0)
+        }),
+        1..60,
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn ledgers_match_the_plain_reference(events in events_strategy(), mark in 0.1f64..30.0) {
+        let ledger_events: Vec<LedgerEvent> = events
+            .iter()
+            .enumerate()
+            .map(|(i, &(buy, q, usd))| LedgerEvent {
+                time: i as i64 * 1_000_000,
+                slot: i as i64,
+                id: i as i64,
+                side: if buy { Side::Buy } else { Side::Sell },
+                quantity: q,
+                usd,
+                fee: 0.0,
+            })
+            .collect();
+        let mut totals = Vec::new();
+        for method in CostMethod::ALL {
+            let config = PnlConfig { method, ..PnlConfig::default() };
+            let l = pnl::run_ledger(&ledger_events, &config).expect("zero-cost never fails");
+            let (r, u, oversold) = reference(&events, method, mark);
+            prop_assert!(near(l.realized, r, 1e-9), "{method} realized {} vs {r}", l.realized);
+            prop_assert!(near(l.unrealized(mark), u, 1e-9), "{method} unrealized {} vs {u}", l.unrealized(mark));
+            prop_assert!(near(l.oversold_quantity, oversold, 1e-9));
+            // realized + unrealized = Σ proceeds + open · mark − Σ cost.
+            let rhs = l.proceeds + l.open_quantity() * mark - l.buy_cost;
+            prop_assert!(near(l.realized + l.unrealized(mark), rhs, 1e-9));
+            totals.push(l.realized + l.unrealized(mark));
+            // The Ignore policy leaves the oversold part out and says so.
+            let ignore = pnl::run_ledger(
+                &ledger_events,
+                &PnlConfig { method, oversell: OversellPolicy::Ignore, ..PnlConfig::default() },
+            ).expect("ignore never fails");
+            prop_assert!(near(ignore.ignored_quantity, oversold, 1e-9));
+            let rhs = ignore.proceeds + ignore.open_quantity() * mark - ignore.buy_cost;
+            prop_assert!(near(ignore.realized + ignore.unrealized(mark), rhs, 1e-9));
+            let strict = pnl::run_ledger(
+                &ledger_events,
+                &PnlConfig { method, oversell: OversellPolicy::Error, ..PnlConfig::default() },
+            );
+            prop_assert_eq!(strict.is_err(), oversold > 0.0);
+        }
+        prop_assert!(totals.iter().all(|t| near(*t, totals[0], 1e-9)), "{:?}", totals);
+    }
+}
