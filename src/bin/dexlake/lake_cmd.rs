@@ -9,6 +9,7 @@ use dexlake::error::printable;
 use dexlake::lake::{Dataset, Lake, docs, sample::Samples};
 
 use crate::Global;
+use crate::output::existing_lake;
 
 /// Arguments of `dexlake schema`.
 #[derive(Args, Debug)]
@@ -76,17 +77,6 @@ pub fn schema(_global: &Global, args: SchemaArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Fails unless `--lake` names an existing folder: checking a mistyped path must not create
-/// an empty lake there.
-fn existing_lake(global: &Global) -> anyhow::Result<Lake> {
-    anyhow::ensure!(
-        global.lake.is_dir(),
-        "no lake at {} (set --lake or DEXLAKE_LAKE)",
-        global.lake.display()
-    );
-    Lake::open(&global.lake).with_context(|| format!("opening the lake {}", global.lake.display()))
 }
 
 pub fn verify(global: &Global, args: VerifyArgs) -> anyhow::Result<ExitCode> {

@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand};
 mod bench_lake_cmd;
 mod lake_cmd;
 mod ohlcv_cmd;
+mod output;
 mod pnl_cmd;
 #[cfg(feature = "sim")]
 mod sim_cmd;

@@ -5,46 +5,19 @@
 //! mistyped address is never mistaken for a quiet token. With several tokens, those without
 //! events are named on stderr and the others printed.
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use chrono::{DateTime, Utc};
 use clap::{Args, ValueEnum};
 use dexlake::analytics::{
     BarOptions, EventRule, EventSource, Fill, PriceStatsOptions, Selection, Side, TimeRange, bars,
     event_bars, price_stats,
 };
-use dexlake::lake::Lake;
 use polars::prelude::*;
 
 use crate::Global;
-
-/// Output format of a result frame.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    /// Aligned text columns.
-    Table,
-    /// Comma-separated values with a header row.
-    Csv,
-    /// A JSON array of row objects.
-    Json,
-    /// A Parquet file (needs --out).
-    Parquet,
-}
-
-/// Output flags shared by the analytics commands.
-#[derive(Args, Debug)]
-pub struct Output {
-    /// Output format.
-    #[arg(long, value_enum, default_value = "table")]
-    format: Format,
-    /// Write to this file instead of standard output.
-    #[arg(long)]
-    out: Option<PathBuf>,
-}
+use crate::output::{Output, existing_lake};
 
 /// Which events to read.
 #[derive(Args, Debug)]
@@ -171,15 +144,6 @@ fn parse_time(s: &str) -> Result<DateTime<Utc>, String> {
         .map_err(|e| format!("{s}: not RFC 3339 or Unix seconds ({e})"))
 }
 
-fn existing_lake(global: &Global) -> anyhow::Result<Lake> {
-    anyhow::ensure!(
-        global.lake.is_dir(),
-        "no lake at {} (set --lake or DEXLAKE_LAKE)",
-        global.lake.display()
-    );
-    Lake::open(&global.lake).with_context(|| format!("opening the lake {}", global.lake.display()))
-}
-
 fn selection(which: &Which) -> Selection {
     if let Some(t) = &which.token {
         Selection::Token(t.clone())
@@ -284,7 +248,7 @@ pub fn ohlcv(global: &Global, args: OhlcvArgs) -> anyhow::Result<ExitCode> {
         EventSource::Trades => "trades",
     };
     check_found(&df, &sel, what, global, range)?;
-    write_frame(df, &args.output)
+    args.output.emit(df)
 }
 
 pub fn price_stats_cmd(global: &Global, args: PriceStatsArgs) -> anyhow::Result<ExitCode> {
@@ -304,124 +268,5 @@ pub fn price_stats_cmd(global: &Global, args: PriceStatsArgs) -> anyhow::Result<
         EventSource::Trades => "trades",
     };
     check_found(&df, &sel, what, global, TimeRange::default())?;
-    write_frame(df, &args.output)
-}
-
-/// One cell as text (CSV and table): numbers in Rust's shortest round-trip form, times in
-/// RFC 3339, nulls empty.
-fn text(v: &AnyValue) -> String {
-    match v {
-        AnyValue::Null => String::new(),
-        AnyValue::String(s) => (*s).to_owned(),
-        AnyValue::StringOwned(s) => s.to_string(),
-        AnyValue::Float64(x) => x.to_string(),
-        AnyValue::Int64(x) => x.to_string(),
-        AnyValue::Boolean(b) => b.to_string(),
-        AnyValue::Datetime(t, unit, _) => micros_text(match unit {
-            TimeUnit::Nanoseconds => t.div_euclid(1000),
-            TimeUnit::Microseconds => *t,
-            TimeUnit::Milliseconds => t * 1000,
-        }),
-        other => other.to_string(),
-    }
-}
-
-fn micros_text(us: i64) -> String {
-    DateTime::from_timestamp_micros(us).map_or_else(
-        || us.to_string(),
-        |t| t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true),
-    )
-}
-
-fn json(v: &AnyValue) -> serde_json::Value {
-    match v {
-        AnyValue::Float64(x) => {
-            serde_json::Number::from_f64(*x).map_or(serde_json::Value::Null, Into::into)
-        }
-        AnyValue::Int64(x) => (*x).into(),
-        AnyValue::Boolean(b) => (*b).into(),
-        AnyValue::Null => serde_json::Value::Null,
-        other => text(other).into(),
-    }
-}
-
-fn csv_field(s: String) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s
-    }
-}
-
-fn write_frame(mut df: DataFrame, output: &Output) -> anyhow::Result<ExitCode> {
-    let mut sink: Box<dyn Write> = match &output.out {
-        Some(path) => Box::new(BufWriter::new(
-            File::create(path).with_context(|| format!("creating {}", path.display()))?,
-        )),
-        None => Box::new(BufWriter::new(std::io::stdout().lock())),
-    };
-    let names: Vec<String> = df
-        .get_column_names()
-        .iter()
-        .map(|n| n.to_string())
-        .collect();
-    let columns = df.columns().to_vec();
-    let cell = |c: usize, r: usize| columns[c].get(r).unwrap_or(AnyValue::Null);
-    match output.format {
-        Format::Parquet => {
-            anyhow::ensure!(output.out.is_some(), "--format parquet needs --out FILE");
-            ParquetWriter::new(&mut sink).finish(&mut df)?;
-        }
-        Format::Csv => {
-            writeln!(sink, "{}", names.join(","))?;
-            for r in 0..df.height() {
-                let line: Vec<String> = (0..names.len())
-                    .map(|c| csv_field(text(&cell(c, r))))
-                    .collect();
-                writeln!(sink, "{}", line.join(","))?;
-            }
-        }
-        Format::Json => {
-            let rows: Vec<serde_json::Value> = (0..df.height())
-                .map(|r| {
-                    names
-                        .iter()
-                        .enumerate()
-                        .map(|(c, n)| (n.clone(), json(&cell(c, r))))
-                        .collect::<serde_json::Map<_, _>>()
-                        .into()
-                })
-                .collect();
-            serde_json::to_writer_pretty(&mut sink, &rows)?;
-            writeln!(sink)?;
-        }
-        Format::Table => {
-            let cells: Vec<Vec<String>> = (0..df.height())
-                .map(|r| (0..names.len()).map(|c| text(&cell(c, r))).collect())
-                .collect();
-            let widths: Vec<usize> = (0..names.len())
-                .map(|c| {
-                    cells
-                        .iter()
-                        .map(|row| row[c].chars().count())
-                        .chain([names[c].len()])
-                        .max()
-                        .unwrap_or(0)
-                })
-                .collect();
-            let line = |row: &[String]| {
-                row.iter()
-                    .zip(&widths)
-                    .map(|(s, w)| format!("{s:>w$}"))
-                    .collect::<Vec<_>>()
-                    .join("  ")
-            };
-            writeln!(sink, "{}", line(&names))?;
-            for row in &cells {
-                writeln!(sink, "{}", line(row))?;
-            }
-        }
-    }
-    sink.flush()?;
-    Ok(ExitCode::SUCCESS)
+    args.output.emit(df)
 }

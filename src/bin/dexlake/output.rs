@@ -1,0 +1,276 @@
+//! Output of result frames, shared by the commands that print them: aligned text, CSV, JSON
+//! (struct columns as nested objects) and Parquet.
+//!
+//! Struct columns are flattened to `parent.child` columns in text and CSV. Times are RFC 3339
+//! in UTC (`Z`); a non-finite number is written as its text (`inf`, `NaN`), nulls as empty
+//! cells or JSON `null`.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use chrono::DateTime;
+use clap::{Args, ValueEnum};
+use dexlake::lake::Lake;
+use polars::prelude::*;
+use serde_json::{Map, Value};
+
+use crate::Global;
+
+/// Beyond this many columns a table prints one block of `name value` lines per row (the 46
+/// token metrics), as one line per row would not fit a terminal.
+const WIDE_COLUMNS: usize = 30;
+
+/// Output formats of the commands that print frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Aligned text for a terminal.
+    Table,
+    /// Comma-separated values with a header.
+    Csv,
+    /// A JSON array of objects.
+    Json,
+    /// A Parquet file (needs --out).
+    Parquet,
+}
+
+/// Output flags shared by the commands that print frames.
+#[derive(Args, Debug)]
+pub struct Output {
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+    /// Write to this file instead of standard output.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+impl Output {
+    /// Writes `df` as these flags ask.
+    pub fn emit(&self, df: DataFrame) -> anyhow::Result<ExitCode> {
+        emit(df, self.format, self.out.as_deref())
+    }
+}
+
+/// Opens the lake of `--lake`, refusing a folder that does not exist (reading commands never
+/// create a lake).
+pub fn existing_lake(global: &Global) -> anyhow::Result<Lake> {
+    anyhow::ensure!(
+        global.lake.is_dir(),
+        "no lake at {} (set --lake or DEXLAKE_LAKE)",
+        global.lake.display()
+    );
+    Lake::open(&global.lake).with_context(|| format!("opening the lake {}", global.lake.display()))
+}
+
+/// A column flattened for output: its name (`parent.child` for struct fields), the JSON path,
+/// and its cells.
+struct OutColumn {
+    name: String,
+    path: Vec<String>,
+    cells: Vec<Value>,
+}
+
+fn cells(s: &Series) -> anyhow::Result<Vec<Value>> {
+    let dtype = s.dtype().clone();
+    Ok(match dtype {
+        DataType::String => s
+            .str()?
+            .iter()
+            .map(|v| v.map_or(Value::Null, Value::from))
+            .collect(),
+        DataType::Boolean => s
+            .bool()?
+            .iter()
+            .map(|v| v.map_or(Value::Null, Value::from))
+            .collect(),
+        DataType::Float32 | DataType::Float64 => s
+            .cast(&DataType::Float64)?
+            .f64()?
+            .iter()
+            .map(|v| match v {
+                Some(x) if x.is_finite() => Value::from(x),
+                Some(x) => Value::from(x.to_string()),
+                None => Value::Null,
+            })
+            .collect(),
+        DataType::Datetime(unit, _) => {
+            let scale = match unit {
+                TimeUnit::Nanoseconds => 1_000,
+                TimeUnit::Microseconds => 1,
+                TimeUnit::Milliseconds => -1_000,
+            };
+            s.cast(&DataType::Int64)?
+                .i64()?
+                .iter()
+                .map(|v| {
+                    let micros = v.map(|v| match scale {
+                        1_000 => v / 1_000,
+                        -1_000 => v * 1_000,
+                        _ => v,
+                    });
+                    micros
+                        .and_then(DateTime::from_timestamp_micros)
+                        .map_or(Value::Null, |t| {
+                            Value::from(t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true))
+                        })
+                })
+                .collect()
+        }
+        d if d.is_integer() => s
+            .cast(&DataType::Int64)?
+            .i64()?
+            .iter()
+            .map(|v| v.map_or(Value::Null, Value::from))
+            .collect(),
+        _ => s
+            .cast(&DataType::String)?
+            .str()?
+            .iter()
+            .map(|v| v.map_or(Value::Null, Value::from))
+            .collect(),
+    })
+}
+
+fn flatten(df: &DataFrame) -> anyhow::Result<Vec<OutColumn>> {
+    let mut out = Vec::new();
+    for c in df.columns() {
+        let s = c.as_materialized_series();
+        if let DataType::Struct(_) = s.dtype() {
+            for f in s.struct_()?.fields_as_series() {
+                out.push(OutColumn {
+                    name: format!("{}.{}", s.name(), f.name()),
+                    path: vec![s.name().to_string(), f.name().to_string()],
+                    cells: cells(&f)?,
+                });
+            }
+        } else {
+            out.push(OutColumn {
+                name: s.name().to_string(),
+                path: vec![s.name().to_string()],
+                cells: cells(s)?,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// One cell as text (CSV and table): floats in Rust's shortest round-trip form (`13`, `9.8`),
+/// times in RFC 3339, nulls empty.
+fn text(v: &Value) -> String {
+    match v {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        Value::Number(n) if n.is_f64() => n.as_f64().map_or_else(String::new, |x| x.to_string()),
+        other => other.to_string(),
+    }
+}
+
+fn csv_field(s: String) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s
+    }
+}
+
+fn render(df: &DataFrame, format: Format) -> anyhow::Result<Vec<u8>> {
+    let cols = flatten(df)?;
+    let rows = df.height();
+    let mut out = String::new();
+    match format {
+        Format::Csv => {
+            let header: Vec<String> = cols.iter().map(|c| csv_field(c.name.clone())).collect();
+            out.push_str(&header.join(","));
+            out.push('\n');
+            for r in 0..rows {
+                let line: Vec<String> = cols.iter().map(|c| csv_field(text(&c.cells[r]))).collect();
+                out.push_str(&line.join(","));
+                out.push('\n');
+            }
+        }
+        Format::Json => {
+            let mut items = Vec::with_capacity(rows);
+            for r in 0..rows {
+                let mut obj = Map::new();
+                for c in &cols {
+                    let mut target = &mut obj;
+                    for p in &c.path[..c.path.len() - 1] {
+                        target = target
+                            .entry(p.clone())
+                            .or_insert_with(|| Value::Object(Map::new()))
+                            .as_object_mut()
+                            .context("a struct column's parent is an object")?;
+                    }
+                    target.insert(c.path[c.path.len() - 1].clone(), c.cells[r].clone());
+                }
+                items.push(Value::Object(obj));
+            }
+            out = serde_json::to_string_pretty(&items)?;
+            out.push('\n');
+        }
+        Format::Table if cols.len() > WIDE_COLUMNS => {
+            // Wide frames read better as one block of `name value` lines per row.
+            let w = cols.iter().map(|c| c.name.len()).max().unwrap_or(0);
+            for r in 0..rows {
+                if r > 0 {
+                    out.push('\n');
+                }
+                for c in &cols {
+                    out.push_str(&format!("{:w$}  {}\n", c.name, text(&c.cells[r])));
+                }
+            }
+        }
+        Format::Table => {
+            let texts: Vec<Vec<String>> = cols
+                .iter()
+                .map(|c| c.cells.iter().map(text).collect())
+                .collect();
+            let widths: Vec<usize> = cols
+                .iter()
+                .zip(&texts)
+                .map(|(c, t)| {
+                    t.iter()
+                        .map(String::len)
+                        .max()
+                        .unwrap_or(0)
+                        .max(c.name.len())
+                })
+                .collect();
+            let line = |cells: Vec<&str>| -> String {
+                let parts: Vec<String> = cells
+                    .iter()
+                    .zip(&widths)
+                    .map(|(s, w)| format!("{s:w$}"))
+                    .collect();
+                format!("{}\n", parts.join("  ").trim_end())
+            };
+            out.push_str(&line(cols.iter().map(|c| c.name.as_str()).collect()));
+            for r in 0..rows {
+                out.push_str(&line(texts.iter().map(|t| t[r].as_str()).collect()));
+            }
+        }
+        Format::Parquet => anyhow::bail!("Parquet output is written by `emit`, not rendered"),
+    }
+    Ok(out.into_bytes())
+}
+
+pub fn emit(mut df: DataFrame, format: Format, out: Option<&Path>) -> anyhow::Result<ExitCode> {
+    if format == Format::Parquet {
+        let path = out.context("--format parquet needs --out FILE")?;
+        let file = File::create(path).with_context(|| format!("creating {}", path.display()))?;
+        let written = ParquetWriter::new(file).finish(&mut df);
+        anyhow::Context::with_context(written, || format!("writing {}", path.display()))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let bytes = render(&df, format)?;
+    match out {
+        Some(path) => {
+            std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))?
+        }
+        None => std::io::stdout().lock().write_all(&bytes)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
