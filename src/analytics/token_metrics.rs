@@ -51,8 +51,8 @@
 //! [`pnl::Ledger`](super::pnl::Ledger) per wallet (FIFO, [`OversellPolicy::Ignore`], the lots
 //! table on; a `close` sell calls [`Ledger::drop_lots`](super::pnl::Ledger::drop_lots)): each
 //! sell's PnL and return are those of its lot matches, wallet PnL is the ledger's realized plus
-//! unrealized at the mark, and the return statistics are those of [`metrics`](super::metrics)
-//! with no risk-free rate and one period a year.
+//! unrealized at the mark, and the return statistics are those of [`metrics`] with no
+//! risk-free rate and one period a year.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
