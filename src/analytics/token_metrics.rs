@@ -429,15 +429,12 @@ fn compute(trades: &[Row], mark: f64) -> WindowMetrics {
     // Trade flow: plain aggregates of the rows.
     let buys = SideTotals::of(trades.iter().filter(|r| r.buy));
     let sells = SideTotals::of(trades.iter().filter(|r| !r.buy));
+    // Each wallet's first trade in the window. Positions are those opened in the window plus
+    // those already open when it began (a wallet whose first trade is not an opening buy).
     let mut seen = HashSet::new();
-    let makers = trades.iter().filter(|r| seen.insert(r.wallet)).count();
-    // Positions opened in the window, plus those already open when it began (a wallet whose
-    // first trade in the window is not an opening buy).
-    let already_open = {
-        let mut seen = HashSet::new();
-        let firsts = trades.iter().filter(|r| seen.insert(r.wallet));
-        firsts.filter(|r| !r.opens()).count()
-    };
+    let firsts: Vec<&Row> = trades.iter().filter(|r| seen.insert(r.wallet)).collect();
+    let makers = firsts.len();
+    let already_open = firsts.iter().filter(|r| !r.opens()).count();
     let position_count = (trades.iter().filter(|r| r.opens()).count() + already_open) as i64;
     let price_moves: Vec<f64> = trades
         .iter()
