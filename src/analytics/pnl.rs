@@ -14,6 +14,8 @@
 //! - Selling more than is held follows [`OversellPolicy`] (default `ZeroCost`); the quantity
 //!   concerned is reported per ledger (`oversold_quantity`, `ignored_quantity`), never silently.
 //! - Fees are reported apart (`fees`); `realized_pnl_net` subtracts them.
+//! - [`Ledger::drop_lots`] ends a position that a source marks as closed while lots remain:
+//!   they leave the ledger without PnL, reported as `dropped_quantity` and `dropped_cost`.
 //! - A position opens when the open quantity rises above the dust threshold and closes when it
 //!   returns to it. A closed position with realized PnL > 0 is a win, < 0 a loss.
 //! - ROI (percent) = 100 × (realized + unrealized) / Σ buy cost; realized ROI = 100 × realized /
@@ -349,6 +351,14 @@ impl Book {
         }
     }
 
+    fn clear(&mut self) {
+        match self {
+            Book::Queue(q) => q.clear(),
+            Book::Stack(s) => s.clear(),
+            Book::Heap(h, _) => h.clear(),
+        }
+    }
+
     fn is_empty(&self) -> bool {
         match self {
             Book::Queue(q) => q.is_empty(),
@@ -386,6 +396,10 @@ pub struct Ledger {
     pub oversold_quantity: f64,
     /// Sold beyond the holding and left out.
     pub ignored_quantity: f64,
+    /// Quantity still held when [`Ledger::drop_lots`] ended the position, left out.
+    pub dropped_quantity: f64,
+    /// Cost basis of that quantity, left out of PnL.
+    pub dropped_cost: f64,
     /// Buys applied.
     pub buys: u64,
     /// Sells applied.
@@ -419,6 +433,8 @@ impl Ledger {
             fees: 0.0,
             oversold_quantity: 0.0,
             ignored_quantity: 0.0,
+            dropped_quantity: 0.0,
+            dropped_cost: 0.0,
             buys: 0,
             sells: 0,
             hold_qt: 0.0,
@@ -596,6 +612,24 @@ impl Ledger {
             p.realized += pnl;
         }
         Ok(())
+    }
+
+    /// Ends the position at `time` whatever the quantity still held: the remaining lots are
+    /// dropped (their quantity and cost leave the ledger with no PnL and are reported as
+    /// `dropped_quantity` and `dropped_cost`) and the open position, if any, closes. For
+    /// sources that mark the end of a position explicitly (a trade's `position_state`
+    /// `close`) while the ledger may hold lots the source no longer counts.
+    pub fn drop_lots(&mut self, time: i64) {
+        self.dropped_quantity += self.open_qty;
+        self.dropped_cost += self.open_cost;
+        self.book.clear();
+        self.open_qty = 0.0;
+        self.open_cost = 0.0;
+        if let Some(p) = self.positions.last_mut()
+            && p.closed_at.is_none()
+        {
+            p.closed_at = Some(time);
+        }
     }
 
     /// Closed positions with realized PnL > 0 and < 0.
@@ -1684,6 +1718,32 @@ mod tests {
             ..PnlConfig::default()
         };
         run_ledger(events, &config).expect("no oversell")
+    }
+
+    #[test]
+    fn dropping_lots_ends_the_position_without_pnl() {
+        for method in CostMethod::ALL {
+            let config = PnlConfig {
+                method,
+                ..PnlConfig::default()
+            };
+            let mut l =
+                run_ledger(&[buy(1, 10.0, 1.0), sell(2, 4.0, 2.0)], &config).expect("no oversell");
+            l.drop_lots(3_000_000);
+            assert_eq!(l.open_quantity(), 0.0, "{method}");
+            assert_eq!(l.open_cost(), 0.0, "{method}");
+            assert!((l.dropped_quantity - 6.0).abs() < 1e-12, "{method}");
+            assert!((l.dropped_cost - 6.0).abs() < 1e-12, "{method}");
+            assert!((l.realized - 4.0).abs() < 1e-12, "{method}");
+            assert_eq!(l.unrealized(5.0), 0.0, "{method}");
+            assert_eq!(l.positions.len(), 1);
+            assert_eq!(l.positions[0].closed_at, Some(3_000_000));
+            assert_eq!(l.wins_losses(), (1, 0));
+            // A later buy starts afresh.
+            l.apply(&buy(4, 2.0, 3.0)).expect("buy");
+            assert_eq!(l.positions.len(), 2);
+            assert_eq!(l.open_quantity(), 2.0);
+        }
     }
 
     #[test]

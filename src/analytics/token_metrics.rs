@@ -46,12 +46,23 @@
 //!
 //! As in the service, a ratio without a denominator, and a statistic of fewer than two values,
 //! is 0, so every number is finite.
+//!
+//! The flow fields are aggregates of the window's rows. The PnL fields come from one
+//! [`pnl::Ledger`](super::pnl::Ledger) per wallet (FIFO, [`OversellPolicy::Ignore`], the lots
+//! table on; a `close` sell calls [`Ledger::drop_lots`](super::pnl::Ledger::drop_lots)): each
+//! sell's PnL and return are those of its lot matches, wallet PnL is the ledger's realized plus
+//! unrealized at the mark, and the return statistics are those of [`metrics`] with no
+//! risk-free rate and one period a year.
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use polars::prelude::*;
 
+use super::metrics;
+use super::pnl::{
+    CostMethod, Ledger, LedgerEvent, LotMatch, Mark, OversellPolicy, PnlConfig, Side,
+};
 use crate::api::models::{ROI_BUCKETS, TimeWindow, WindowMetrics};
 use crate::lake::{Dataset, Lake};
 use crate::{Error, Result};
@@ -216,246 +227,309 @@ impl TokenTrades {
     }
 }
 
-#[derive(Default)]
-struct WalletLedger {
-    lots: VecDeque<(f64, f64, i64)>,
-    realized: f64,
-    buy_cost: f64,
-    volume: f64,
-    wins: u32,
-    losses: u32,
-    position_realized: f64,
-}
+impl Row {
+    /// A buy that opens a position.
+    fn opens(&self) -> bool {
+        self.buy && self.open
+    }
 
-fn mean(v: &[f64]) -> f64 {
-    if v.is_empty() {
-        0.0
-    } else {
-        v.iter().sum::<f64>() / v.len() as f64
+    /// The trade as a ledger event.
+    fn event(&self) -> LedgerEvent {
+        LedgerEvent {
+            time: self.time,
+            slot: self.slot,
+            id: self.id,
+            side: if self.buy { Side::Buy } else { Side::Sell },
+            quantity: self.amount,
+            usd: self.usd,
+            fee: 0.0,
+        }
     }
 }
 
-fn std_dev(v: &[f64]) -> f64 {
-    if v.len() < 2 {
-        return 0.0;
-    }
-    let m = mean(v);
-    (v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (v.len() - 1) as f64).sqrt()
-}
-
-fn ratio(a: f64, b: f64) -> f64 {
+/// `a / b`, 0 without a denominator.
+fn per(a: f64, b: f64) -> f64 {
     if b == 0.0 { 0.0 } else { a / b }
 }
 
-/// ROI bucket of a percent ROI.
+/// The statistics of [`metrics`] are NaN or infinite where the profile's are 0.
+fn finite(x: f64) -> f64 {
+    if x.is_finite() { x } else { 0.0 }
+}
+
+/// ROI bucket of a percent ROI (NaN falls in the lowest).
 pub fn roi_bucket(roi: f64) -> &'static str {
-    match roi {
-        r if r > 500.0 => ROI_BUCKETS[0],
-        r if r >= 200.0 => ROI_BUCKETS[1],
-        r if r >= 0.0 => ROI_BUCKETS[2],
-        r if r >= -50.0 => ROI_BUCKETS[3],
-        _ => ROI_BUCKETS[4],
+    let k = if roi > 500.0 {
+        0
+    } else if roi >= 200.0 {
+        1
+    } else if roi >= 0.0 {
+        2
+    } else if roi >= -50.0 {
+        3
+    } else {
+        4
+    };
+    ROI_BUCKETS[k]
+}
+
+/// Aggregates of one side (buys or sells) of the window's trades.
+#[derive(Default)]
+struct SideTotals {
+    count: i64,
+    usd: f64,
+    tokens: f64,
+    mcap: f64,
+    wallets: HashSet<u32>,
+}
+
+impl SideTotals {
+    fn of<'a>(rows: impl Iterator<Item = &'a Row>) -> SideTotals {
+        rows.fold(SideTotals::default(), |mut t, r| {
+            t.count += 1;
+            t.usd += r.usd;
+            t.tokens += r.amount;
+            t.mcap += r.mcap;
+            t.wallets.insert(r.wallet);
+            t
+        })
     }
 }
 
-fn compute(trades: &[Row], mark: f64) -> WindowMetrics {
-    let mut ledgers: HashMap<u32, WalletLedger> = HashMap::new();
-    let mut first_seen: Vec<u32> = Vec::new();
-    let mut buyers = HashSet::new();
-    let mut sellers = HashSet::new();
-    let (mut buy_count, mut sell_count) = (0i64, 0i64);
-    let (mut buy_volume, mut sell_volume) = (0.0, 0.0);
-    let (mut buy_tokens, mut sell_tokens) = (0.0, 0.0);
-    let (mut buy_mcap, mut sell_mcap) = (0.0, 0.0);
-    let mut position_count = 0i64;
-    let (mut wins, mut losses) = (0i64, 0i64);
-    let mut trade_pnls: Vec<f64> = Vec::new();
-    let mut trade_rois: Vec<f64> = Vec::new();
-    let mut returns: Vec<f64> = Vec::new();
-    let (mut hold_qt, mut hold_q) = (0.0, 0.0);
-    let mut prices: Vec<f64> = Vec::with_capacity(trades.len());
+/// The ledger every wallet runs over the window: FIFO; what a sell takes beyond the window's
+/// buys is left out; the lots table gives each sell's matches.
+fn window_ledger_config() -> PnlConfig {
+    PnlConfig {
+        method: CostMethod::Fifo,
+        oversell: OversellPolicy::Ignore,
+        mark: Mark::Latest,
+        dust: 0.0,
+        lots: true,
+    }
+}
 
-    for s in trades {
-        let usd = s.usd;
-        prices.push(s.price);
-        let ledger = ledgers.entry(s.wallet).or_insert_with(|| {
-            first_seen.push(s.wallet);
-            if !(s.buy && s.open) {
-                position_count += 1;
-            }
-            WalletLedger::default()
-        });
-        ledger.volume += usd;
-        if s.buy {
-            buy_count += 1;
-            buy_volume += usd;
-            buy_tokens += s.amount;
-            buy_mcap += s.mcap;
-            buyers.insert(s.wallet);
-            ledger.buy_cost += usd;
-            ledger.lots.push_back((s.amount, usd, s.time));
-            if s.open {
-                position_count += 1;
-                ledger.position_realized = 0.0;
-            }
-            continue;
-        }
-        sell_count += 1;
-        sell_volume += usd;
-        sell_tokens += s.amount;
-        sell_mcap += s.mcap;
-        sellers.insert(s.wallet);
-        let mut remaining = s.amount;
-        let (mut matched_q, mut matched_cost) = (0.0, 0.0);
-        while remaining > 0.0 {
-            let Some(lot) = ledger.lots.front_mut() else {
-                break;
+/// One wallet over the window: its ledger, its volume and its positions as the trades'
+/// `position_state` delimits them (an opening buy starts one, a `close` sell ends it).
+struct WalletBook {
+    ledger: Ledger,
+    volume: f64,
+    position_pnl: f64,
+    wins: u32,
+    losses: u32,
+}
+
+/// A sell that matched lots of the window: PnL and return on the matched cost.
+struct Sale {
+    pnl: f64,
+    ret: f64,
+}
+
+/// The ledgers of the window's wallets (in order of their first trade), the matched sells
+/// in event order and the quantity-weighted holding time of the matched lots.
+#[derive(Default)]
+struct WindowBooks {
+    wallets: Vec<WalletBook>,
+    sales: Vec<Sale>,
+    held_quantity_seconds: f64,
+    held_quantity: f64,
+}
+
+impl WindowBooks {
+    fn run(trades: &[Row]) -> WindowBooks {
+        let config = window_ledger_config();
+        let mut index: HashMap<u32, usize> = HashMap::new();
+        let mut books = WindowBooks::default();
+        for r in trades {
+            let k = *index.entry(r.wallet).or_insert_with(|| {
+                books.wallets.push(WalletBook {
+                    ledger: Ledger::new(&config),
+                    volume: 0.0,
+                    position_pnl: 0.0,
+                    wins: 0,
+                    losses: 0,
+                });
+                books.wallets.len() - 1
+            });
+            let Some(book) = books.wallets.get_mut(k) else {
+                continue;
             };
-            let q = remaining.min(lot.0);
-            let cost = lot.1 * q / lot.0;
-            matched_q += q;
-            matched_cost += cost;
-            hold_qt += q * ((s.time - lot.2) as f64 / 1e6);
-            hold_q += q;
-            remaining -= q;
-            if q >= lot.0 {
-                ledger.lots.pop_front();
-            } else {
-                lot.1 -= cost;
-                lot.0 -= q;
+            book.volume += r.usd;
+            // Under `Ignore` a ledger never refuses a sell.
+            let _ = book.ledger.apply(&r.event());
+            let matches = book.ledger.lots.as_mut().map(std::mem::take);
+            let matched: Vec<LotMatch> = matches
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|m| m.buy_time.is_some())
+                .collect();
+            if r.opens() {
+                book.position_pnl = 0.0;
+            }
+            if !matched.is_empty() {
+                let cost: f64 = matched.iter().map(|m| m.cost).sum();
+                let proceeds: f64 = matched.iter().map(|m| m.proceeds).sum();
+                let pnl = proceeds - cost;
+                book.position_pnl += pnl;
+                books.sales.push(Sale {
+                    pnl,
+                    ret: per(pnl, cost),
+                });
+            }
+            for m in &matched {
+                let bought = m.buy_time.unwrap_or(m.sell_time);
+                books.held_quantity_seconds += m.quantity * ((m.sell_time - bought) as f64 / 1e6);
+                books.held_quantity += m.quantity;
+            }
+            if !r.buy && r.close {
+                let p = std::mem::take(&mut book.position_pnl);
+                book.wins += u32::from(p > 0.0);
+                book.losses += u32::from(p < 0.0);
+                book.ledger.drop_lots(r.time);
             }
         }
-        if matched_q > 0.0 {
-            let proceeds = usd * matched_q / s.amount;
-            let pnl = proceeds - matched_cost;
-            ledger.realized += pnl;
-            ledger.position_realized += pnl;
-            trade_pnls.push(pnl);
-            let r = ratio(pnl, matched_cost);
-            returns.push(r);
-            trade_rois.push(100.0 * r);
-        }
-        if s.close {
-            if ledger.position_realized > 0.0 {
-                ledger.wins += 1;
-                wins += 1;
-            } else if ledger.position_realized < 0.0 {
-                ledger.losses += 1;
-                losses += 1;
-            }
-            ledger.position_realized = 0.0;
-            ledger.lots.clear();
+        books
+    }
+}
+
+/// A wallet's result at the mark.
+struct WalletResult {
+    pnl: f64,
+    /// Percent ROI, for a wallet that bought.
+    roi: Option<f64>,
+    /// Percent of its closed positions won, for a wallet that closed one.
+    winrate: Option<f64>,
+    volume: f64,
+    wins: i64,
+    losses: i64,
+}
+
+impl WalletResult {
+    fn of(book: &WalletBook, mark: f64) -> WalletResult {
+        let l = &book.ledger;
+        let pnl = l.realized + l.unrealized(mark);
+        let closed = book.wins + book.losses;
+        WalletResult {
+            pnl,
+            roi: (l.buy_cost > 0.0).then(|| 100.0 * pnl / l.buy_cost),
+            winrate: (closed > 0).then(|| 100.0 * f64::from(book.wins) / f64::from(closed)),
+            volume: book.volume,
+            wins: i64::from(book.wins),
+            losses: i64::from(book.losses),
         }
     }
+}
 
-    let mut wallet_pnls = Vec::new();
-    let mut wallet_rois = Vec::new();
-    let mut wallet_winrates = Vec::new();
-    let (mut vw_roi, mut vw_roi_w, mut vw_win, mut vw_win_w) = (0.0, 0.0, 0.0, 0.0);
-    let mut hits = 0i64;
+/// Σ x·w / Σ w over the pairs, 0 without weight.
+fn weighted(pairs: impl Iterator<Item = (f64, f64)>) -> f64 {
+    let (xw, w) = pairs.fold((0.0, 0.0), |(xw, w), (x, v)| (xw + x * v, w + v));
+    per(xw, w)
+}
+
+fn compute(trades: &[Row], mark: f64) -> WindowMetrics {
+    // Trade flow: plain aggregates of the rows.
+    let buys = SideTotals::of(trades.iter().filter(|r| r.buy));
+    let sells = SideTotals::of(trades.iter().filter(|r| !r.buy));
+    // Each wallet's first trade in the window. Positions are those opened in the window plus
+    // those already open when it began (a wallet whose first trade is not an opening buy).
+    let mut seen = HashSet::new();
+    let firsts: Vec<&Row> = trades.iter().filter(|r| seen.insert(r.wallet)).collect();
+    let makers = firsts.len();
+    let already_open = firsts.iter().filter(|r| !r.opens()).count();
+    let position_count = (trades.iter().filter(|r| r.opens()).count() + already_open) as i64;
+    let price_moves: Vec<f64> = trades
+        .iter()
+        .zip(trades.iter().skip(1))
+        .map(|(a, b)| 100.0 * (b.price / a.price - 1.0))
+        .collect();
+
+    // PnL: one FIFO ledger per wallet.
+    let books = WindowBooks::run(trades);
+    let wallets: Vec<WalletResult> = books
+        .wallets
+        .iter()
+        .map(|b| WalletResult::of(b, mark))
+        .collect();
+    let wallet_pnls: Vec<f64> = wallets.iter().map(|w| w.pnl).collect();
+    let wallet_rois: Vec<f64> = wallets.iter().filter_map(|w| w.roi).collect();
+    let winrates: Vec<f64> = wallets.iter().filter_map(|w| w.winrate).collect();
     let mut distribution: BTreeMap<String, i64> =
         ROI_BUCKETS.iter().map(|b| ((*b).to_owned(), 0)).collect();
-    for w in &first_seen {
-        let l = &ledgers[w];
-        let unrealized: f64 = l.lots.iter().map(|(q, cost, _)| q * mark - cost).sum();
-        let pnl = l.realized + unrealized;
-        wallet_pnls.push(pnl);
-        if pnl > 0.0 {
-            hits += 1;
-        }
-        if l.buy_cost > 0.0 {
-            let roi = 100.0 * pnl / l.buy_cost;
-            wallet_rois.push(roi);
-            vw_roi += roi * l.volume;
-            vw_roi_w += l.volume;
-            if let Some(n) = distribution.get_mut(roi_bucket(roi)) {
-                *n += 1;
-            }
-        }
-        if l.wins + l.losses > 0 {
-            let winrate = 100.0 * f64::from(l.wins) / f64::from(l.wins + l.losses);
-            wallet_winrates.push(winrate);
-            vw_win += winrate * l.volume;
-            vw_win_w += l.volume;
+    for roi in &wallet_rois {
+        if let Some(n) = distribution.get_mut(roi_bucket(*roi)) {
+            *n += 1;
         }
     }
-
-    let win_values: Vec<f64> = trade_pnls.iter().copied().filter(|p| *p > 0.0).collect();
-    let loss_values: Vec<f64> = trade_pnls.iter().copied().filter(|p| *p < 0.0).collect();
-    let win_pnl: f64 = win_values.iter().sum();
-    let loss_pnl: f64 = loss_values.iter().sum();
-    let volume = buy_volume + sell_volume;
+    let hits = wallets.iter().filter(|w| w.pnl > 0.0).count();
     let pnl: f64 = wallet_pnls.iter().sum();
-    let price_returns: Vec<f64> = prices
-        .windows(2)
-        .map(|w| 100.0 * (w[1] / w[0] - 1.0))
-        .collect();
-    let price_volatility = std_dev(&price_returns);
-    let roi_volatility = std_dev(&trade_rois);
-    let pnl_volatility = std_dev(&trade_pnls);
-    let (sharpe, sortino) = if returns.len() < 2 {
-        (0.0, 0.0)
-    } else {
-        let downside: Vec<f64> = returns.iter().map(|r| r.min(0.0) * r.min(0.0)).collect();
-        (
-            ratio(mean(&returns), std_dev(&returns)),
-            ratio(mean(&returns), mean(&downside).sqrt()),
-        )
-    };
-    let (mut equity, mut peak, mut max_drawdown) = (1.0f64, 1.0f64, 0.0f64);
-    for r in &returns {
-        equity *= 1.0 + r;
-        peak = peak.max(equity);
-        max_drawdown = max_drawdown.min(100.0 * (equity / peak - 1.0));
-    }
+
+    // Per-sell results, in event order.
+    let sale_pnls: Vec<f64> = books.sales.iter().map(|s| s.pnl).collect();
+    let returns: Vec<f64> = books.sales.iter().map(|s| s.ret).collect();
+    let sale_rois: Vec<f64> = returns.iter().map(|r| 100.0 * r).collect();
+    let gains: Vec<f64> = sale_pnls.iter().copied().filter(|p| *p > 0.0).collect();
+    let drops: Vec<f64> = sale_pnls.iter().copied().filter(|p| *p < 0.0).collect();
+    let (win_pnl, loss_pnl) = (gains.iter().sum::<f64>(), drops.iter().sum::<f64>());
+
+    let volume = buys.usd + sells.usd;
+    let price_volatility = finite(metrics::sample_std(&price_moves));
+    let roi_volatility = finite(metrics::sample_std(&sale_rois));
+    let pnl_volatility = finite(metrics::sample_std(&sale_pnls));
+    let stability = |v: f64| 1.0 / (1.0 + v);
+    let avg = |v: &[f64]| finite(metrics::mean(v));
 
     WindowMetrics {
-        avg_holding_duration: Some(ratio(hold_qt, hold_q).round() as i64),
-        makers_count: Some(first_seen.len() as i64),
-        buyers_count: Some(buyers.len() as i64),
-        sellers_count: Some(sellers.len() as i64),
-        buy_count: Some(buy_count),
-        sell_count: Some(sell_count),
-        win_position_count: Some(wins),
-        loss_position_count: Some(losses),
-        trade_count: Some(buy_count + sell_count),
+        avg_holding_duration: Some(
+            per(books.held_quantity_seconds, books.held_quantity).round() as i64,
+        ),
+        makers_count: Some(makers as i64),
+        buyers_count: Some(buys.wallets.len() as i64),
+        sellers_count: Some(sells.wallets.len() as i64),
+        buy_count: Some(buys.count),
+        sell_count: Some(sells.count),
+        win_position_count: Some(wallets.iter().map(|w| w.wins).sum()),
+        loss_position_count: Some(wallets.iter().map(|w| w.losses).sum()),
+        trade_count: Some(buys.count + sells.count),
         position_count: Some(position_count),
         wallet_roi_distribution: Some(distribution),
-        largest_trade_win: Some(win_values.iter().copied().fold(0.0, f64::max)),
-        largest_trade_loss: Some(loss_values.iter().copied().fold(0.0, f64::min)),
-        avg_buy_size: Some(ratio(buy_volume, buy_count as f64)),
-        avg_sell_size: Some(ratio(sell_volume, sell_count as f64)),
-        avg_price: Some(ratio(volume, buy_tokens + sell_tokens)),
-        avg_buy_price: Some(ratio(buy_volume, buy_tokens)),
-        avg_sell_price: Some(ratio(sell_volume, sell_tokens)),
-        avg_buy_mcap: Some(ratio(buy_mcap, buy_count as f64)),
-        avg_sell_mcap: Some(ratio(sell_mcap, sell_count as f64)),
-        avg_trade_pnl: Some(mean(&trade_pnls)),
-        avg_trade_roi: Some(mean(&trade_rois)),
-        avg_wallet_winrate: Some(mean(&wallet_winrates)),
-        avg_wallet_pnl: Some(mean(&wallet_pnls)),
-        avg_wallet_roi: Some(mean(&wallet_rois)),
+        largest_trade_win: Some(gains.iter().copied().fold(0.0, f64::max)),
+        largest_trade_loss: Some(drops.iter().copied().fold(0.0, f64::min)),
+        avg_buy_size: Some(per(buys.usd, buys.count as f64)),
+        avg_sell_size: Some(per(sells.usd, sells.count as f64)),
+        avg_price: Some(per(volume, buys.tokens + sells.tokens)),
+        avg_buy_price: Some(per(buys.usd, buys.tokens)),
+        avg_sell_price: Some(per(sells.usd, sells.tokens)),
+        avg_buy_mcap: Some(per(buys.mcap, buys.count as f64)),
+        avg_sell_mcap: Some(per(sells.mcap, sells.count as f64)),
+        avg_trade_pnl: Some(avg(&sale_pnls)),
+        avg_trade_roi: Some(avg(&sale_rois)),
+        avg_wallet_winrate: Some(avg(&winrates)),
+        avg_wallet_pnl: Some(avg(&wallet_pnls)),
+        avg_wallet_roi: Some(avg(&wallet_rois)),
         win_pnl: Some(win_pnl),
         loss_pnl: Some(loss_pnl),
-        buy_volume: Some(buy_volume),
-        sell_volume: Some(sell_volume),
+        buy_volume: Some(buys.usd),
+        sell_volume: Some(sells.usd),
         pnl: Some(pnl),
         volume: Some(volume),
-        volume_weighted_winrate: Some(ratio(vw_win, vw_win_w)),
-        volume_weighted_roi: Some(ratio(vw_roi, vw_roi_w)),
-        wallet_hit_ratio: Some(ratio(100.0 * hits as f64, first_seen.len() as f64)),
-        profit_factor: Some(ratio(win_pnl, loss_pnl.abs())),
-        win_loss_size_ratio: Some(ratio(mean(&win_values), mean(&loss_values).abs())),
-        pnl_volume_ratio: Some(ratio(pnl, volume)),
-        price_stability: Some(1.0 / (1.0 + price_volatility)),
+        volume_weighted_winrate: Some(weighted(
+            wallets.iter().filter_map(|w| Some((w.winrate?, w.volume))),
+        )),
+        volume_weighted_roi: Some(weighted(
+            wallets.iter().filter_map(|w| Some((w.roi?, w.volume))),
+        )),
+        wallet_hit_ratio: Some(per(100.0 * hits as f64, makers as f64)),
+        profit_factor: Some(finite(metrics::profit_factor(win_pnl, loss_pnl))),
+        win_loss_size_ratio: Some(finite(metrics::mean(&gains) / metrics::mean(&drops).abs())),
+        pnl_volume_ratio: Some(per(pnl, volume)),
+        price_stability: Some(stability(price_volatility)),
         price_volatility: Some(price_volatility),
-        roi_stability: Some(1.0 / (1.0 + roi_volatility)),
+        roi_stability: Some(stability(roi_volatility)),
         roi_volatility: Some(roi_volatility),
         pnl_volatility: Some(pnl_volatility),
-        pnl_stability: Some(1.0 / (1.0 + pnl_volatility)),
-        sharpe_ratio: Some(sharpe),
-        sortino_ratio: Some(sortino),
-        max_drawdown: Some(max_drawdown),
+        pnl_stability: Some(stability(pnl_volatility)),
+        sharpe_ratio: Some(finite(metrics::sharpe(&returns, 0.0, 1.0))),
+        sortino_ratio: Some(finite(metrics::sortino(&returns, 0.0, 1.0))),
+        max_drawdown: Some(metrics::max_drawdown(&returns)),
     }
 }
 
@@ -654,5 +728,42 @@ mod tests {
         assert_eq!(late.win_pnl, Some(0.0));
         let frame = metrics_frame("T", DateTime::UNIX_EPOCH, &[("1d".into(), m)]).expect("frame");
         assert_eq!(frame.width(), 3 + 46);
+    }
+
+    #[test]
+    fn a_close_drops_the_lots_and_settles_the_position() {
+        let s = 1_000_000;
+        // a: opens with 10 at 1, closes selling 5 at 2 (the other 5 are dropped), opens again
+        // with 4 at 3. b: sells first (a position open before the window), unmatched.
+        let df = DataFrame::new(
+            4,
+            vec![
+                Column::new("wallet_address".into(), ["a", "a", "b", "a"]),
+                Column::new("direction".into(), ["buy", "sell", "sell", "buy"]),
+                Column::new("position_state".into(), ["open", "close", "close", "open"]),
+                Column::new("token_amount".into(), [10.0, 5.0, 1.0, 4.0]),
+                Column::new("usd_amount".into(), [10.0, 10.0, 3.0, 12.0]),
+                Column::new("token_price".into(), [1.0, 2.0, 3.0, 3.0]),
+                Column::new("token_mcap".into(), [1.0, 2.0, 3.0, 3.0]),
+                Column::new("block_time".into(), [s, 2 * s, 3 * s, 4 * s]),
+                Column::new("block_slot".into(), [1i64, 2, 3, 4]),
+                Column::new("id".into(), [1i64, 2, 3, 4]),
+            ],
+        )
+        .expect("frame");
+        let m = TokenTrades::from_frame(&df)
+            .expect("trades")
+            .window_metrics(10 * s, 86_400);
+        assert_eq!(m.position_count, Some(3));
+        assert_eq!(m.win_position_count, Some(1));
+        assert_eq!(m.loss_position_count, Some(0));
+        assert_eq!(m.win_pnl, Some(5.0));
+        assert_eq!(m.avg_trade_roi, Some(100.0));
+        // a: realized 5, the new lot is at the mark; b: nothing counted.
+        assert_eq!(m.pnl, Some(5.0));
+        assert_eq!(m.avg_wallet_roi, Some(100.0 * 5.0 / 22.0));
+        assert_eq!(m.wallet_hit_ratio, Some(50.0));
+        assert_eq!(m.avg_holding_duration, Some(1));
+        assert_eq!(m.sharpe_ratio, Some(0.0));
     }
 }
