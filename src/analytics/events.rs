@@ -247,6 +247,9 @@ type Fast = BuildHasherDefault<TokenHasher>;
 type TokenMap<V> = HashMap<String, V, Fast>;
 type TokenSet<'a> = HashSet<&'a str, Fast>;
 
+/// Stack of a reader thread (polars' query execution recurses deeply in debug builds).
+const READER_STACK: usize = 64 << 20;
+
 /// Predicates above this many tokens are applied after reading instead of in the scan.
 const MAX_PUSHED_TOKENS: usize = 64;
 
@@ -528,12 +531,46 @@ pub fn load_events(
         .map(|(p, _)| lake.store().location(p))
         .collect();
     files.sort();
-    // One file at a time (polars reads its columns in parallel): only the compact event
-    // columns outlive a file's frame. Polars queries are not started from rayon workers.
+    // A few reader threads, each one file at a time: only the compact event columns outlive a
+    // file's frame. They are plain threads with large stacks, not rayon workers: a polars query
+    // started from a rayon worker can exhaust its stack.
+    let read = |k: usize, every: usize| -> Result<Vec<TokenMap<Events>>> {
+        files
+            .iter()
+            .skip(k)
+            .step_by(every)
+            .map(|path| read_file(path, source, selection, wanted.as_ref(), range))
+            .collect()
+    };
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 4)
+        .min(files.len().max(1));
+    let parts: Vec<Result<Vec<TokenMap<Events>>>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|k| {
+                std::thread::Builder::new()
+                    .name(format!("dexlake-read-{k}"))
+                    .stack_size(READER_STACK)
+                    .spawn_scoped(scope, move || read(k, threads))
+            })
+            .collect();
+        if handles.iter().any(std::io::Result::is_err) {
+            // No thread could be started: read on this one.
+            return vec![read(0, 1)];
+        }
+        handles
+            .into_iter()
+            .flatten()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
     let mut by_token: TokenMap<Vec<Events>> = TokenMap::default();
-    for path in &files {
-        for (token, events) in read_file(path, source, selection, wanted.as_ref(), range)? {
-            by_token.entry(token).or_default().push(events);
+    for part in parts {
+        for map in part? {
+            for (token, events) in map {
+                by_token.entry(token).or_default().push(events);
+            }
         }
     }
     let mut out: Vec<TokenEvents> = by_token
