@@ -65,6 +65,14 @@ pub struct FileEntry {
     pub max_time: DateTime<Utc>,
     /// Schema version the file was written with.
     pub schema_version: u32,
+    /// Smallest `id` in the file, in datasets whose `id` is unique across partitions
+    /// ([`Dataset::id_column`]). Writes read only the files whose id range meets theirs;
+    /// `None` in other datasets and in entries of older manifests (such files are always read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_id: Option<i64>,
+    /// Largest `id` in the file; see [`min_id`](Self::min_id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_id: Option<i64>,
 }
 
 /// The committed state of the lake.
@@ -290,6 +298,8 @@ mod tests {
             min_time: DateTime::UNIX_EPOCH,
             max_time: DateTime::UNIX_EPOCH,
             schema_version: 1,
+            min_id: None,
+            max_id: None,
         }
     }
 

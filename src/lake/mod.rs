@@ -120,7 +120,8 @@ impl Dataset {
     /// The natural key within a partition: writing a record whose key is already committed in
     /// its partition is a no-op, or replaces it in datasets that
     /// [replace on write](Self::replaces_on_write). The partition (chain, interval, date)
-    /// completes the key.
+    /// completes the key. Swaps and trades also keep each [`id`](Self::id_column) once across
+    /// partitions.
     pub fn key_columns(self) -> &'static [&'static str] {
         match self {
             Dataset::Swaps | Dataset::Trades => &["id"],
@@ -131,6 +132,17 @@ impl Dataset {
             }
             Dataset::TokenProfiles => &["token_address", "fetched_at"],
             Dataset::Portfolios => &["wallet", "fetched_at"],
+        }
+    }
+
+    /// The column that identifies a record across partitions: swaps and trades carry the
+    /// service's `id`, which names one event wherever its `block_time` puts it. An id is stored
+    /// once per dataset (both are altchain only, so once per chain); a write that moves an id to
+    /// another `block_time` replaces the committed record (see [`writer::prepare_files`]).
+    pub fn id_column(self) -> Option<&'static str> {
+        match self {
+            Dataset::Swaps | Dataset::Trades => Some("id"),
+            _ => None,
         }
     }
 

@@ -62,6 +62,16 @@ pub enum Problem {
         /// Number of rows beyond the first of each key.
         extra_rows: u64,
     },
+    /// Records of a dataset whose `id` is unique across partitions (swaps, trades) stored in
+    /// more than one partition: the same event at two `block_time`s.
+    DuplicateIds {
+        /// The dataset.
+        dataset: Dataset,
+        /// Number of ids found in more than one partition.
+        ids: u64,
+        /// Number of rows of those ids outside the first partition holding each.
+        extra_rows: u64,
+    },
 }
 
 impl fmt::Display for Problem {
@@ -85,6 +95,14 @@ impl fmt::Display for Problem {
                 partition,
                 extra_rows,
             } => write!(f, "{extra_rows} duplicate-key rows in {partition}"),
+            Problem::DuplicateIds {
+                dataset,
+                ids,
+                extra_rows,
+            } => write!(
+                f,
+                "{ids} {dataset} ids stored in more than one partition ({extra_rows} extra rows)"
+            ),
         }
     }
 }
@@ -185,6 +203,11 @@ pub fn verify(lake: &Lake) -> Result<VerifyReport> {
     }
 
     let mut keys_by_partition: HashMap<Partition, Vec<Vec<u8>>> = HashMap::new();
+    // Datasets with an id column: each id's first partition, and whether it was seen in
+    // another; rows of an id found outside its first partition.
+    let mut ids_by_dataset: BTreeMap<Dataset, HashMap<Vec<u8>, (Partition, bool)>> =
+        BTreeMap::new();
+    let mut extra_ids: BTreeMap<Dataset, u64> = BTreeMap::new();
     for (path, entry) in &manifest.files {
         report.files_checked += 1;
         *report.rows.entry(entry.dataset).or_default() += entry.rows;
@@ -222,7 +245,26 @@ pub fn verify(lake: &Lake) -> Result<VerifyReport> {
         match file::read_columns(lake, path, entry.dataset.key_columns())
             .and_then(|b| encode_keys(entry.dataset, &b))
         {
-            Ok(keys) => keys_by_partition.entry(partition).or_default().extend(keys),
+            Ok(keys) => {
+                if entry.dataset.id_column().is_some() {
+                    let seen = ids_by_dataset.entry(entry.dataset).or_default();
+                    for key in &keys {
+                        match seen.get(key) {
+                            None => {
+                                seen.insert(key.clone(), (partition.clone(), false));
+                            }
+                            Some((first, _)) if *first != partition => {
+                                *extra_ids.entry(entry.dataset).or_default() += 1;
+                                if let Some(s) = seen.get_mut(key) {
+                                    s.1 = true;
+                                }
+                            }
+                            Some(_) => {}
+                        }
+                    }
+                }
+                keys_by_partition.entry(partition).or_default().extend(keys);
+            }
             Err(e) => problems.push(Problem::UnreadableFile {
                 path: path.clone(),
                 message: e.to_string(),
@@ -241,6 +283,16 @@ pub fn verify(lake: &Lake) -> Result<VerifyReport> {
                 extra_rows: (n - keys.len()) as u64,
             });
         }
+    }
+    for (dataset, extra_rows) in extra_ids {
+        let ids = ids_by_dataset
+            .get(&dataset)
+            .map_or(0, |seen| seen.values().filter(|(_, moved)| *moved).count());
+        problems.push(Problem::DuplicateIds {
+            dataset,
+            ids: ids as u64,
+            extra_rows,
+        });
     }
     report.problems = problems;
     Ok(report)
