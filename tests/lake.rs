@@ -1152,3 +1152,53 @@ fn verify_reports_an_id_stored_in_two_partitions() {
         assert!(report.problems[0].to_string().contains("2 swaps ids"));
     });
 }
+
+#[test]
+fn verify_runs_while_a_writer_holds_the_lake() {
+    use dexlake::lake::manifest::Journal;
+    bounded(60, || {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let writer = Lake::open(dir.path()).expect("open");
+        let batches = Samples::generate(5, 50).batches().expect("batches");
+        write_all(&writer, &batches);
+        let quick = LakeOptions {
+            lock_timeout: Duration::from_millis(200),
+            ..LakeOptions::default()
+        };
+        let checker = Lake::open_with(dir.path(), quick).expect("open");
+
+        // A writer holds the lake in the middle of a commit: its journal and a new file are
+        // written, the manifest not yet.
+        let tx = writer.transaction().expect("writer");
+        let manifest = writer.manifest().expect("manifest");
+        let (committed, _) = manifest.files.iter().next().expect("a committed file");
+        let partition = committed.rsplit_once('/').expect("a folder").0;
+        let adding = format!("{partition}/part-in-progress.parquet");
+        let store = writer.store();
+        Journal {
+            version: manifest.version + 1,
+            add: vec![adding.clone()],
+            remove: Vec::new(),
+        }
+        .store(store)
+        .expect("journal");
+        store
+            .put(&adding, &store.get(committed).expect("read"))
+            .expect("put");
+
+        let started = Instant::now();
+        let report = checker
+            .verify()
+            .expect("verify does not wait for the writer");
+        assert!(report.is_ok(), "{:?}", report.problems);
+        assert!(report.recovery.is_empty(), "nothing cleaned under a writer");
+        assert_eq!(report.version, manifest.version);
+        assert!(started.elapsed() < Duration::from_secs(5));
+
+        // Once the writer is gone, verify cleans up its interrupted commit.
+        drop(tx);
+        let report = checker.verify().expect("verify");
+        assert!(report.is_ok(), "{:?}", report.problems);
+        assert_eq!(report.recovery.rolled_back, vec![adding]);
+    });
+}

@@ -1,12 +1,13 @@
 //! `verify`: the lake against its manifest.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 
 use super::file;
 use super::layout::Partition;
-use super::manifest::{self, Recovery};
+use super::manifest::{self, Manifest, Recovery};
 use super::schema::{self, SCHEMA_VERSION, SCHEMA_VERSION_KEY};
+use super::store::temp_name;
 use super::writer::encode_keys;
 use super::{Dataset, Lake};
 use crate::Result;
@@ -177,25 +178,73 @@ fn check_file(
     u64::try_from(meta.num_rows()).ok()
 }
 
-/// Runs the checks of [`Lake::verify`].
+/// How many times [`verify`] checks again when commits land while it reads.
+const VERIFY_ATTEMPTS: usize = 5;
+
+/// Runs the checks of [`Lake::verify`]. The writer lock is held only for the cleanup after an
+/// interrupted commit, and only when it is free: a verify never waits for a writer, nor makes
+/// one wait longer than that cleanup.
 pub fn verify(lake: &Lake) -> Result<VerifyReport> {
-    let _lock = lake.lock()?;
-    let recovery = manifest::recover(lake.store())?;
-    let manifest = lake.manifest()?;
+    let recovery = match lake.try_lock()? {
+        Some(lock) => {
+            let recovery = manifest::recover(lake.store())?;
+            drop(lock);
+            recovery
+        }
+        None => Recovery::default(),
+    };
+    let mut attempt = 1;
+    loop {
+        let manifest = lake.manifest()?;
+        let mut report = check(lake, &manifest)?;
+        // A commit that landed meanwhile can make committed files look missing or new files
+        // look untracked; the check is only meaningful against one manifest version.
+        let settled = report.is_ok() || lake.manifest()?.version == manifest.version;
+        if settled || attempt >= VERIFY_ATTEMPTS {
+            report.recovery = recovery;
+            return Ok(report);
+        }
+        attempt += 1;
+    }
+}
+
+/// The data files of a commit in progress (and their temporary names), which a verify that does
+/// not hold the writer lock must not report as untracked.
+fn in_progress(lake: &Lake) -> Result<HashSet<String>> {
+    let journal = manifest::read_journal(lake.store())?;
+    Ok(journal
+        .iter()
+        .flat_map(|j| j.add.iter().chain(&j.remove))
+        .flat_map(|p| [p.clone(), temp_name(p)])
+        .collect())
+}
+
+/// Checks the lake's files against one manifest version.
+fn check(lake: &Lake, manifest: &Manifest) -> Result<VerifyReport> {
     let mut report = VerifyReport {
         version: manifest.version,
-        recovery,
         ..VerifyReport::default()
     };
     let mut problems = Vec::new();
 
+    // The journal is read before and after listing: a commit writes it before its files, so
+    // every file of a commit still in progress is named by one of the two reads.
+    let mut writing = in_progress(lake)?;
+    let mut untracked = Vec::new();
     for dataset in Dataset::ALL {
         for path in lake.store().list(dataset.name())? {
             if !manifest.files.contains_key(&path) {
-                problems.push(Problem::UntrackedFile { path });
+                untracked.push(path);
             }
         }
     }
+    writing.extend(in_progress(lake)?);
+    problems.extend(
+        untracked
+            .into_iter()
+            .filter(|p| !writing.contains(p))
+            .map(|path| Problem::UntrackedFile { path }),
+    );
     for path in lake.store().list(manifest::META_DIR)? {
         if path.ends_with(".parquet") {
             problems.push(Problem::UntrackedFile { path });

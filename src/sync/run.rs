@@ -330,18 +330,22 @@ impl Syncer {
 
     /// Converts (on the blocking pool, off the async workers) and commits batches and states in
     /// one lake transaction. Returns the rows new to the lake.
+    ///
+    /// When another writer holds the lake, the converted rows wait with the commit, up to
+    /// [`SyncConfig::lock_timeout`], instead of being dropped after the lake's own timeout.
     pub(super) async fn commit<F>(&self, build: F, states: Vec<(String, Value)>) -> Result<u64>
     where
         F: FnOnce() -> Result<Vec<(Dataset, RecordBatch)>> + Send + 'static,
     {
         let lake = Arc::clone(&self.lake);
         let lock = Arc::clone(&self.commit_lock);
+        let lock_timeout = self.config.lock_timeout;
         let task = tokio::task::spawn_blocking(move || -> Result<u64> {
             let batches = build()?;
             let _guard = lock
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let mut tx = lake.transaction()?;
+            let mut tx = lake.transaction_within(lock_timeout)?;
             for (dataset, batch) in batches {
                 if batch.num_rows() > 0 {
                     tx.write(dataset, batch)?;

@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use clap::{Args, Subcommand};
 use dexlake::api::client::{Client, ClientConfig};
 use dexlake::api::retry::{MAX_CONCURRENCY, RateLimit};
-use dexlake::lake::Lake;
+use dexlake::lake::{Lake, LakeOptions};
 use dexlake::sync::{
     CancelToken, Job, JobOutcome, Plan, SyncConfig, SyncEvent, SyncObserver, Syncer,
     read_search_request,
@@ -51,6 +51,10 @@ struct RunFlags {
     /// Path segment of the non-EVM chain family.
     #[arg(long, global = true, default_value = "altchain")]
     altchain_segment: String,
+    /// Seconds a commit waits for another writer to release the lake, keeping the rows it
+    /// fetched, before its job fails (default 600).
+    #[arg(long, global = true, value_name = "SECONDS", value_parser = crate::lock_timeout_secs)]
+    lock_timeout: Option<Duration>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -307,9 +311,11 @@ fn prepare(global: &Global, args: SyncArgs) -> anyhow::Result<Prepared> {
         "--recent-window must be at most {MAX_RECENT_WINDOW_SECS} seconds, got {}",
         flags.recent_window
     );
+    let defaults = SyncConfig::default();
     let sync = SyncConfig {
         recent_window: Duration::from_secs(flags.recent_window),
-        ..SyncConfig::default()
+        lock_timeout: flags.lock_timeout.unwrap_or(defaults.lock_timeout),
+        ..defaults
     };
     Ok(Prepared {
         jobs,
@@ -328,7 +334,11 @@ pub fn run(global: &Global, args: SyncArgs) -> anyhow::Result<ExitCode> {
         dry_run,
     } = prepare(global, args)?;
     let client = Client::new(client)?;
-    let lake = Arc::new(Lake::open(&global.lake)?);
+    let options = LakeOptions {
+        lock_timeout: sync.lock_timeout,
+        ..LakeOptions::default()
+    };
+    let lake = Arc::new(Lake::open_with(&global.lake, options)?);
     let sync = Syncer::new(client, lake, sync);
 
     if dry_run {
