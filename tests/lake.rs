@@ -1139,6 +1139,15 @@ fn verify_reports_an_id_stored_in_two_partitions() {
             data: data.into(),
         };
         commit_files(&lake, manifest, vec![file], Vec::new()).expect("commit by hand");
+        let unranged = |lake: &Lake| {
+            lake.manifest()
+                .expect("manifest")
+                .files
+                .values()
+                .filter(|e| e.min_id.is_none())
+                .count()
+        };
+        assert_eq!(unranged(&lake), 1);
 
         let report = lake.verify().expect("verify");
         assert_eq!(
@@ -1150,6 +1159,31 @@ fn verify_reports_an_id_stored_in_two_partitions() {
             }]
         );
         assert!(report.problems[0].to_string().contains("2 swaps ids"));
+
+        // The next write of id 3 at its first-day time: the record committed at that time stays
+        // (swaps never change), the copy at another time goes, and the file listed without an
+        // id range gets one.
+        write_all(
+            &lake,
+            &[(
+                Dataset::Swaps,
+                convert::swaps_to_batch(&swaps_on(1, &[3], 3)).expect("batch"),
+            )],
+        );
+        assert_eq!(unranged(&lake), 0);
+        assert_eq!(
+            swaps_on_disk(dir.path()),
+            vec![(1, 1), (2, 1), (2, 2), (3, 1), (4, 2)]
+        );
+        let report = lake.verify().expect("verify");
+        assert_eq!(
+            report.problems,
+            vec![Problem::DuplicateIds {
+                dataset: Dataset::Swaps,
+                ids: 1,
+                extra_rows: 1,
+            }]
+        );
     });
 }
 

@@ -504,6 +504,12 @@ impl Transaction<'_> {
         }
         let mut next = manifest;
         next.state.extend(state);
+        for (path, (lo, hi)) in prepared.id_ranges {
+            if let Some(entry) = next.files.get_mut(&path) {
+                entry.min_id = Some(lo);
+                entry.max_id = Some(hi);
+            }
+        }
         writer::commit_files(lake, next, prepared.files, prepared.remove)?;
         Ok(summary)
     }

@@ -252,10 +252,10 @@ fn check(lake: &Lake, manifest: &Manifest) -> Result<VerifyReport> {
     }
 
     let mut keys_by_partition: HashMap<Partition, Vec<Vec<u8>>> = HashMap::new();
-    // Datasets with an id column: each id's first partition, and whether it was seen in
-    // another; rows of an id found outside its first partition.
-    let mut ids_by_dataset: BTreeMap<Dataset, HashMap<Vec<u8>, (Partition, bool)>> =
-        BTreeMap::new();
+    // Datasets with an id column: each id's first partition (by number), and whether it was
+    // seen in another; rows of an id found outside its first partition.
+    let mut partition_no: HashMap<Partition, usize> = HashMap::new();
+    let mut ids_by_dataset: BTreeMap<Dataset, HashMap<Vec<u8>, (usize, bool)>> = BTreeMap::new();
     let mut extra_ids: BTreeMap<Dataset, u64> = BTreeMap::new();
     for (path, entry) in &manifest.files {
         report.files_checked += 1;
@@ -296,17 +296,17 @@ fn check(lake: &Lake, manifest: &Manifest) -> Result<VerifyReport> {
         {
             Ok(keys) => {
                 if entry.dataset.id_column().is_some() {
+                    let next = partition_no.len();
+                    let here = *partition_no.entry(partition.clone()).or_insert(next);
                     let seen = ids_by_dataset.entry(entry.dataset).or_default();
                     for key in &keys {
-                        match seen.get(key) {
+                        match seen.get_mut(key) {
                             None => {
-                                seen.insert(key.clone(), (partition.clone(), false));
+                                seen.insert(key.clone(), (here, false));
                             }
-                            Some((first, _)) if *first != partition => {
+                            Some((first, moved)) if *first != here => {
+                                *moved = true;
                                 *extra_ids.entry(entry.dataset).or_default() += 1;
-                                if let Some(s) = seen.get_mut(key) {
-                                    s.1 = true;
-                                }
                             }
                             Some(_) => {}
                         }

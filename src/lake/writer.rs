@@ -297,6 +297,9 @@ pub struct Prepared {
     pub remove: Vec<String>,
     /// Rows whose key was not in the lake before, per dataset.
     pub rows_added: BTreeMap<Dataset, u64>,
+    /// Id ranges (smallest, largest) read from committed files whose manifest entry lacked
+    /// them; the commit records them so later writes can skip those files.
+    pub id_ranges: BTreeMap<String, (i64, i64)>,
 }
 
 /// Turns the staged batches into encoded files. Per partition, a record whose key is already
@@ -310,7 +313,11 @@ pub struct Prepared {
 /// answer, possibly on another day), the committed record is dropped and its file rewritten
 /// without it in the same commit. Cost: the `id` and `block_time` columns of every committed
 /// file whose id range (kept in its [`FileEntry`]) meets the write's are read; files listed
-/// without a range (older manifests, repaired ones) are always read.
+/// without a range (older manifests, repaired ones) are read once: the commit records the
+/// range it read. Where ids grow with time (the service orders them with `block_slot`, and the
+/// simulator numbers them so), that is about the files of the write's own time span, which the
+/// per-partition de-duplication reads anyway; where they do not, every file whose range
+/// meets the write's.
 pub fn prepare_files(
     lake: &Lake,
     manifest: &Manifest,
@@ -332,6 +339,7 @@ pub fn prepare_files(
                 view.files.remove(path);
             }
             out.remove.extend(moved.remove);
+            out.id_ranges.extend(moved.id_ranges);
             (moved.staged, std::borrow::Cow::Owned(view), moved.not_new)
         } else {
             (all, std::borrow::Cow::Borrowed(manifest), 0)
@@ -377,6 +385,8 @@ struct Displaced {
     remove: Vec<String>,
     /// Rows of `staged` that are not new to the lake: the re-staged records and the moved ones.
     not_new: u64,
+    /// Id ranges of files read whose manifest entry lacked one.
+    id_ranges: BTreeMap<String, (i64, i64)>,
 }
 
 /// Applies the rule of [`prepare_files`] for datasets with an [`id_column`](Dataset::id_column):
@@ -393,6 +403,7 @@ fn displace_moved_ids(
             staged: all.clone(),
             remove: Vec::new(),
             not_new: 0,
+            id_ranges: BTreeMap::new(),
         });
     };
     let time_name = dataset.time_column();
@@ -425,6 +436,7 @@ fn displace_moved_ids(
             staged,
             remove: Vec::new(),
             not_new: 0,
+            id_ranges: BTreeMap::new(),
         });
     };
 
@@ -432,6 +444,7 @@ fn displace_moved_ids(
     let mut pieces = vec![staged];
     let mut remove = Vec::new();
     let mut not_new = 0u64;
+    let mut id_ranges = BTreeMap::new();
     for (path, entry) in manifest.files_of(dataset) {
         if entry.max_id.is_some_and(|max| max < lo) || entry.min_id.is_some_and(|min| min > hi) {
             continue;
@@ -440,6 +453,13 @@ fn displace_moved_ids(
         let file_ids = column(&keys, id_name, dataset)?.as_primitive::<Int64Type>();
         let file_times =
             column(&keys, time_name, dataset)?.as_primitive::<TimestampMicrosecondType>();
+        let unranged = entry.min_id.is_none() || entry.max_id.is_none();
+        if let (true, Some(range)) = (
+            unranged,
+            arrow::compute::min(file_ids).zip(arrow::compute::max(file_ids)),
+        ) {
+            id_ranges.insert(path.clone(), range);
+        }
         let moved: Vec<bool> = (0..keys.num_rows())
             .map(|row| {
                 staged_time
@@ -469,10 +489,12 @@ fn displace_moved_ids(
     } else {
         concat_batches(&schema, &pieces).map_err(arrow_err(format!("merging {dataset}")))?
     };
+    id_ranges.retain(|path, _| !remove.contains(path));
     Ok(Displaced {
         staged,
         remove,
         not_new,
+        id_ranges,
     })
 }
 
