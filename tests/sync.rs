@@ -997,7 +997,7 @@ async fn a_sync_meeting_a_held_lake_keeps_its_rows_until_the_lock_comes() {
         lock_timeout: Duration::from_secs(1),
         ..LakeOptions::default()
     };
-    let lake = Arc::new(Lake::open_with(dir.path(), quick).expect("open"));
+    let lake = Arc::new(Lake::open_with(dir.path(), quick.clone()).expect("open"));
     let holder_lake = Lake::open(dir.path()).expect("open");
     let (held, is_held) = std::sync::mpsc::channel();
     let holder = std::thread::spawn(move || {
@@ -1031,6 +1031,37 @@ async fn a_sync_meeting_a_held_lake_keeps_its_rows_until_the_lock_comes() {
         rows(&lake, Dataset::Swaps, &order).equals_missing(&rows(&free, Dataset::Swaps, &order)),
         "every fetched row is committed"
     );
+
+    // Cancelled while it waits, a sync stops within the lake's own lock timeout (1 s here),
+    // not its long commit wait.
+    let cancelled_dir = tempfile::tempdir().expect("temp dir");
+    let cancelled = Arc::new(Lake::open_with(cancelled_dir.path(), quick).expect("open"));
+    let held = cancelled.transaction().expect("holder");
+    let syncer = Syncer::new(
+        client(&sim),
+        Arc::clone(&cancelled),
+        SyncConfig {
+            recent_window: Duration::ZERO,
+            lock_timeout: Duration::from_secs(60),
+            ..SyncConfig::default()
+        },
+    );
+    let cancel = CancelToken::new();
+    let canceller = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            cancel.cancel();
+        })
+    };
+    let started = std::time::Instant::now();
+    let report = tokio::time::timeout(Duration::from_secs(30), syncer.run(&jobs, &(), &cancel))
+        .await
+        .expect("a cancelled sync does not wait for the lock's whole timeout");
+    canceller.await.expect("canceller");
+    drop(held);
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_ne!(report.jobs[0].outcome, JobOutcome::Done);
 
     // A commit that waits longer than its lock timeout fails clearly.
     let tx = free.transaction().expect("holder");

@@ -54,7 +54,8 @@ pub struct SyncConfig {
     /// fetched (converted once) all the while; only then does its job fail with
     /// [`Error::LakeLocked`](crate::Error::LakeLocked). Other jobs go on fetching meanwhile and
     /// their commits queue behind it with their rows. Replaces
-    /// [`LakeOptions::lock_timeout`](crate::lake::LakeOptions::lock_timeout) for sync commits.
+    /// [`LakeOptions::lock_timeout`](crate::lake::LakeOptions::lock_timeout) for sync commits,
+    /// except after a cancellation, when a commit waits no longer than the lake's own timeout.
     /// Default 10 minutes.
     pub lock_timeout: Duration,
 }
