@@ -724,6 +724,7 @@ mod tests {
             rps in number(),
             concurrency in number(),
             window in number(),
+            lock_timeout in proptest::option::of(number()),
             chain_id in number(),
             from in time(),
             to in proptest::option::of(time()),
@@ -745,9 +746,13 @@ mod tests {
                 format!("--recent-window={window}"),
                 "--dry-run".to_owned(),
             ]);
+            if let Some(lock_timeout) = lock_timeout {
+                args.push(format!("--lock-timeout={lock_timeout}"));
+            }
             if let Ok(prepared) = prepare_line(&args) {
                 prop_assert_eq!(prepared.jobs.len(), 1);
                 prop_assert!(prepared.jobs[0].validate().is_ok());
+                prop_assert!(prepared.sync.lock_timeout <= Duration::from_secs(7 * 86_400));
                 // What the planner will lay out is bounded.
                 if let Job::Candles { interval, from, to, .. }
                 | Job::PriceHistory { interval, from, to, .. } = &prepared.jobs[0]
