@@ -318,6 +318,12 @@ impl Lake {
         &self.options
     }
 
+    /// The same lake with other options (for example a longer lock timeout).
+    pub fn with_options(mut self, options: LakeOptions) -> Lake {
+        self.options = options;
+        self
+    }
+
     /// The file access of the lake.
     pub fn store(&self) -> &dyn Store {
         self.store.as_ref()

@@ -98,14 +98,13 @@ pub fn schema(_global: &Global, args: SchemaArgs) -> anyhow::Result<ExitCode> {
 
 /// Fails unless `--lake` names an existing folder: checking a mistyped path must not create
 /// an empty lake there.
-fn existing_lake(global: &Global, options: LakeOptions) -> anyhow::Result<Lake> {
+fn existing_lake(global: &Global) -> anyhow::Result<Lake> {
     anyhow::ensure!(
         global.lake.is_dir(),
         "no lake at {} (set --lake or DEXLAKE_LAKE)",
         global.lake.display()
     );
-    Lake::open_with(&global.lake, options)
-        .with_context(|| format!("opening the lake {}", global.lake.display()))
+    Lake::open(&global.lake).with_context(|| format!("opening the lake {}", global.lake.display()))
 }
 
 pub fn verify(global: &Global, args: VerifyArgs) -> anyhow::Result<ExitCode> {
@@ -143,7 +142,7 @@ pub fn verify(global: &Global, args: VerifyArgs) -> anyhow::Result<ExitCode> {
             println!("the manifest is sound; nothing to rebuild");
         }
     }
-    let lake = existing_lake(global, options(args.lock_timeout))?;
+    let lake = existing_lake(global)?;
     let report = lake.verify()?;
     let rec = &report.recovery;
     if !rec.is_empty() {
@@ -175,7 +174,7 @@ pub fn verify(global: &Global, args: VerifyArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn compact(global: &Global, args: CompactArgs) -> anyhow::Result<ExitCode> {
-    let lake = existing_lake(global, options(args.lock_timeout))?;
+    let lake = existing_lake(global)?.with_options(options(args.lock_timeout));
     let report = lake.compact()?;
     println!(
         "compacted {} partitions: {} files replaced by {}",
