@@ -9,9 +9,9 @@
 //!    commit point;
 //! 4. files the commit removed (by compaction) are deleted, then the journal.
 //!
-//! Recovery (the next writer, or `verify`) reads the journal: if the manifest already holds the
-//! commit, it finishes step 4; otherwise it deletes the files the commit had added. Either way no
-//! file outside the manifest remains. A journal naming anything but data files of the layout is
+//! Recovery (the next writer, or a `verify` that finds the lock free) reads the journal: if the
+//! manifest already holds the commit, it finishes step 4; otherwise it deletes the files the
+//! commit had added. Either way no file outside the manifest remains. A journal naming anything but data files of the layout is
 //! refused before anything is deleted.
 //!
 //! A manifest that is missing while data folders hold files, or that does not parse, is refused
