@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use clap::{Args, Subcommand};
 use dexlake::api::client::{Client, ClientConfig};
 use dexlake::api::retry::{MAX_CONCURRENCY, RateLimit};
-use dexlake::lake::{Lake, LakeOptions};
+use dexlake::lake::Lake;
 use dexlake::sync::{
     CancelToken, Job, JobOutcome, Plan, SyncConfig, SyncEvent, SyncObserver, Syncer,
     read_search_request,
@@ -52,7 +52,7 @@ struct RunFlags {
     #[arg(long, global = true, default_value = "altchain")]
     altchain_segment: String,
     /// Seconds a commit waits for another writer to release the lake, keeping the rows it
-    /// fetched, before its job fails (default 600).
+    /// fetched, before its job fails (default 600; after Ctrl-C at most 10 more).
     #[arg(long, global = true, value_name = "SECONDS", value_parser = crate::lock_timeout_secs)]
     lock_timeout: Option<Duration>,
 }
@@ -334,11 +334,9 @@ pub fn run(global: &Global, args: SyncArgs) -> anyhow::Result<ExitCode> {
         dry_run,
     } = prepare(global, args)?;
     let client = Client::new(client)?;
-    let options = LakeOptions {
-        lock_timeout: sync.lock_timeout,
-        ..LakeOptions::default()
-    };
-    let lake = Arc::new(Lake::open_with(&global.lake, options)?);
+    // The lake keeps its default lock timeout: a sync's commits wait `sync.lock_timeout`, and
+    // after Ctrl-C no longer than the lake's own timeout.
+    let lake = Arc::new(Lake::open(&global.lake)?);
     let sync = Syncer::new(client, lake, sync);
 
     if dry_run {
