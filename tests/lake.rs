@@ -982,3 +982,257 @@ fn a_missing_or_damaged_manifest_is_refused_and_repair_rebuilds_the_same_rows() 
         assert_eq!(std::fs::read(&manifest).expect("manifest"), before);
     });
 }
+
+/// Swaps `ids`, each at `day` plus `id` seconds, with `slot` as their block slot.
+fn swaps_on(day: u32, ids: &[i64], slot: i64) -> Vec<Swap> {
+    let base = Samples::generate(1, 1).swaps[0].clone();
+    let t0 = Utc
+        .with_ymd_and_hms(2024, 5, day, 12, 0, 0)
+        .single()
+        .expect("time");
+    ids.iter()
+        .map(|&id| Swap {
+            id,
+            block_slot: slot,
+            block_time: t0 + ChronoDuration::seconds(id),
+            ..base.clone()
+        })
+        .collect()
+}
+
+/// `(id, block_slot)` of every swap in every Parquet file under `swaps/` on disk, committed
+/// or not: what a `read_parquet('<lake>/swaps/**/*.parquet')` glob reads.
+fn swaps_on_disk(root: &Path) -> Vec<(i64, i64)> {
+    use arrow::array::AsArray;
+    use arrow::datatypes::Int64Type;
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    let mut out = Vec::new();
+    let mut stack = vec![root.join("swaps")];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("list") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "parquet") {
+                let file = std::fs::File::open(&path).expect("open");
+                let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+                    .expect("parquet")
+                    .build()
+                    .expect("reader");
+                for batch in reader {
+                    let batch = batch.expect("batch");
+                    let ids = batch.column_by_name("id").expect("id");
+                    let slots = batch.column_by_name("block_slot").expect("block_slot");
+                    let (ids, slots) = (
+                        ids.as_primitive::<Int64Type>(),
+                        slots.as_primitive::<Int64Type>(),
+                    );
+                    out.extend((0..batch.num_rows()).map(|i| (ids.value(i), slots.value(i))));
+                }
+            }
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+#[test]
+fn an_id_moved_to_another_day_is_stored_once_with_the_newest_answer() {
+    bounded(120, || {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let lake = Lake::open(dir.path()).expect("open");
+        let write = |swaps: &[Swap]| {
+            let mut tx = lake.transaction().expect("transaction");
+            tx.write(
+                Dataset::Swaps,
+                convert::swaps_to_batch(swaps).expect("batch"),
+            )
+            .expect("write");
+            tx.commit().expect("commit")
+        };
+        write(&swaps_on(1, &[1, 2, 3, 4, 5], 1));
+        let entry = lake
+            .manifest()
+            .expect("manifest")
+            .files
+            .into_values()
+            .next();
+        assert_eq!(
+            entry.map(|e| (e.min_id, e.max_id)),
+            Some((Some(1), Some(5))),
+            "the manifest keeps each file's id range"
+        );
+
+        // The service's newer answer puts id 3 on the next day: it replaces the committed one.
+        let moved = write(&swaps_on(2, &[3], 2));
+        assert_eq!(
+            moved.rows_added.get(&Dataset::Swaps),
+            None,
+            "not a new swap"
+        );
+        // One write holding id 6 on two days keeps its last record.
+        let mut twice = swaps_on(1, &[6], 1);
+        twice.extend(swaps_on(2, &[6], 2));
+        let s = write(&twice);
+        assert_eq!(s.rows_added.get(&Dataset::Swaps), Some(&1));
+
+        let want = vec![(1, 1), (2, 1), (3, 2), (4, 1), (5, 1), (6, 2)];
+        assert_eq!(swaps_on_disk(dir.path()), want, "a glob over the folders");
+        assert_eq!(lake.row_count(Dataset::Swaps).expect("rows"), 6);
+        let frame = scanned_frame(&lake, Dataset::Swaps);
+        let column = |name: &str| -> Vec<i64> {
+            let c = frame.column(name).expect("column");
+            c.i64().expect("i64").into_no_null_iter().collect()
+        };
+        let scanned: Vec<(i64, i64)> = column("id").into_iter().zip(column("block_slot")).collect();
+        assert_eq!(scanned, want, "Lake::scan");
+        let report = lake.verify().expect("verify");
+        assert!(report.is_ok(), "{:?}", report.problems);
+
+        // Writing the same answers again changes nothing.
+        let files = lake.manifest().expect("manifest").files;
+        let again = write(&swaps_on(2, &[3, 6], 2));
+        assert_eq!(again.files_added, 0);
+        assert!(again.rows_added.is_empty());
+        assert_eq!(lake.manifest().expect("manifest").files, files);
+    });
+}
+
+#[test]
+fn verify_reports_an_id_stored_in_two_partitions() {
+    use dexlake::lake::FileEntry;
+    use dexlake::lake::layout::data_file_name;
+    use dexlake::lake::writer::{NewFile, commit_files, encode_records};
+    bounded(120, || {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let lake = Lake::open(dir.path()).expect("open");
+        write_all(
+            &lake,
+            &[(
+                Dataset::Swaps,
+                convert::swaps_to_batch(&swaps_on(1, &[1, 2, 3], 1)).expect("batch"),
+            )],
+        );
+        assert!(lake.verify().expect("verify").is_ok());
+
+        // A file written the way a per-partition de-duplication would have: ids 2 and 3 again,
+        // a day later, committed beside the first.
+        let moved = swaps_on(2, &[2, 3, 4], 2);
+        let batch = convert::swaps_to_batch(&moved).expect("batch");
+        let data = encode_records(Dataset::Swaps, &batch, 1024, 3).expect("encode");
+        let manifest = lake.manifest().expect("manifest");
+        let file = NewFile {
+            path: format!(
+                "swaps/chain=altchain/date=2024-05-02/{}",
+                data_file_name(manifest.version + 1, 0)
+            ),
+            entry: FileEntry {
+                dataset: Dataset::Swaps,
+                rows: 3,
+                bytes: data.len() as u64,
+                min_time: moved[0].block_time,
+                max_time: moved[2].block_time,
+                schema_version: dexlake::lake::schema::SCHEMA_VERSION,
+                min_id: None,
+                max_id: None,
+            },
+            data: data.into(),
+        };
+        commit_files(&lake, manifest, vec![file], Vec::new()).expect("commit by hand");
+        let unranged = |lake: &Lake| {
+            lake.manifest()
+                .expect("manifest")
+                .files
+                .values()
+                .filter(|e| e.min_id.is_none())
+                .count()
+        };
+        assert_eq!(unranged(&lake), 1);
+
+        let report = lake.verify().expect("verify");
+        assert_eq!(
+            report.problems,
+            vec![Problem::DuplicateIds {
+                dataset: Dataset::Swaps,
+                ids: 2,
+                extra_rows: 2,
+            }]
+        );
+        assert!(report.problems[0].to_string().contains("2 swaps ids"));
+
+        // The next write of id 3 at its first-day time: the record committed at that time stays
+        // (swaps never change), the copy at another time goes, and the file listed without an
+        // id range gets one.
+        write_all(
+            &lake,
+            &[(
+                Dataset::Swaps,
+                convert::swaps_to_batch(&swaps_on(1, &[3], 3)).expect("batch"),
+            )],
+        );
+        assert_eq!(unranged(&lake), 0);
+        assert_eq!(
+            swaps_on_disk(dir.path()),
+            vec![(1, 1), (2, 1), (2, 2), (3, 1), (4, 2)]
+        );
+        let report = lake.verify().expect("verify");
+        assert_eq!(
+            report.problems,
+            vec![Problem::DuplicateIds {
+                dataset: Dataset::Swaps,
+                ids: 1,
+                extra_rows: 1,
+            }]
+        );
+    });
+}
+
+#[test]
+fn verify_runs_while_a_writer_holds_the_lake() {
+    use dexlake::lake::manifest::Journal;
+    bounded(60, || {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let writer = Lake::open(dir.path()).expect("open");
+        let batches = Samples::generate(5, 50).batches().expect("batches");
+        write_all(&writer, &batches);
+        let quick = LakeOptions {
+            lock_timeout: Duration::from_millis(200),
+            ..LakeOptions::default()
+        };
+        let checker = Lake::open_with(dir.path(), quick).expect("open");
+
+        // A writer holds the lake in the middle of a commit: its journal and a new file are
+        // written, the manifest not yet.
+        let tx = writer.transaction().expect("writer");
+        let manifest = writer.manifest().expect("manifest");
+        let (committed, _) = manifest.files.iter().next().expect("a committed file");
+        let partition = committed.rsplit_once('/').expect("a folder").0;
+        let adding = format!("{partition}/part-in-progress.parquet");
+        let store = writer.store();
+        Journal {
+            version: manifest.version + 1,
+            add: vec![adding.clone()],
+            remove: Vec::new(),
+        }
+        .store(store)
+        .expect("journal");
+        store
+            .put(&adding, &store.get(committed).expect("read"))
+            .expect("put");
+
+        let started = Instant::now();
+        let report = checker
+            .verify()
+            .expect("verify does not wait for the writer");
+        assert!(report.is_ok(), "{:?}", report.problems);
+        assert!(report.recovery.is_empty(), "nothing cleaned under a writer");
+        assert_eq!(report.version, manifest.version);
+        assert!(started.elapsed() < Duration::from_secs(5));
+
+        // Once the writer is gone, verify cleans up its interrupted commit.
+        drop(tx);
+        let report = checker.verify().expect("verify");
+        assert!(report.is_ok(), "{:?}", report.problems);
+        assert_eq!(report.recovery.rolled_back, vec![adding]);
+    });
+}

@@ -937,6 +937,22 @@ async fn overflowing_numbers_are_clear_errors_not_aborts() {
         assert!(stderr.contains(expected), "{flags:?}: {stderr}");
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
+    // A lock timeout that is not a number of seconds from 0 to a week is a usage error.
+    for (command, value) in [("sync", "nan"), ("sync", "-1"), ("compact", "1e300")] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_dexlake"));
+        cmd.arg("--lake").arg(dir.path()).arg(command);
+        if command == "sync" {
+            cmd.args(["swaps", "--token", "T", "--dry-run"]);
+        }
+        let out = cmd.arg(format!("--lock-timeout={value}")).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{command} {value}: {stderr}");
+        assert!(
+            stderr.contains("--lock-timeout") && stderr.contains("seconds"),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
 
     // The library's own planner refuses the same job before planning anything.
     let sim = sim(0.0, 0.0).await;
@@ -957,4 +973,111 @@ async fn overflowing_numbers_are_clear_errors_not_aborts() {
         assert!(report.any_failed());
     }
     assert_eq!(sim.requests_served(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sync_meeting_a_held_lake_keeps_its_rows_until_the_lock_comes() {
+    use dexlake::lake::LakeOptions;
+    let sim = sim(0.0, 0.0).await;
+    let (tokens, ..) = catalog(&sim);
+    let jobs = vec![Job::Swaps {
+        token: Some(tokens[0].clone()),
+        wallet: None,
+        pool: None,
+    }];
+    let free_dir = tempfile::tempdir().expect("temp dir");
+    let free = Arc::new(Lake::open(free_dir.path()).expect("open"));
+    let reference = run_sync(&sim, &free, &jobs).await;
+    assert_eq!(reference.jobs[0].outcome, JobOutcome::Done);
+    assert!(reference.jobs[0].rows_added > 0);
+
+    // Another writer holds the lake three times longer than the lake's own lock timeout.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let quick = LakeOptions {
+        lock_timeout: Duration::from_secs(1),
+        ..LakeOptions::default()
+    };
+    let lake = Arc::new(Lake::open_with(dir.path(), quick.clone()).expect("open"));
+    let holder_lake = Lake::open(dir.path()).expect("open");
+    let (held, is_held) = std::sync::mpsc::channel();
+    let holder = std::thread::spawn(move || {
+        let tx = holder_lake.transaction().expect("holder");
+        held.send(()).expect("signal");
+        std::thread::sleep(Duration::from_secs(3));
+        drop(tx);
+    });
+    is_held.recv().expect("the holder took the lock");
+    let started = std::time::Instant::now();
+    let config = SyncConfig {
+        recent_window: Duration::ZERO,
+        lock_timeout: Duration::from_secs(30),
+        ..SyncConfig::default()
+    };
+    let report = run_sync_with(&sim, &lake, &jobs, config).await;
+    holder.join().expect("holder thread");
+    let job = &report.jobs[0];
+    assert_eq!(job.outcome, JobOutcome::Done, "{:?}", job.outcome.error());
+    assert!(
+        started.elapsed() >= Duration::from_secs(2),
+        "the sync waited for the holder"
+    );
+    assert_eq!(
+        job.requests, reference.jobs[0].requests,
+        "nothing fetched twice"
+    );
+    assert_eq!(job.rows_added, reference.jobs[0].rows_added);
+    let order = ["block_time", "id"];
+    assert!(
+        rows(&lake, Dataset::Swaps, &order).equals_missing(&rows(&free, Dataset::Swaps, &order)),
+        "every fetched row is committed"
+    );
+
+    // Cancelled while it waits, a sync stops within the lake's own lock timeout (1 s here),
+    // not its long commit wait.
+    let cancelled_dir = tempfile::tempdir().expect("temp dir");
+    let cancelled = Arc::new(Lake::open_with(cancelled_dir.path(), quick).expect("open"));
+    let held = cancelled.transaction().expect("holder");
+    let syncer = Syncer::new(
+        client(&sim),
+        Arc::clone(&cancelled),
+        SyncConfig {
+            recent_window: Duration::ZERO,
+            lock_timeout: Duration::from_secs(60),
+            ..SyncConfig::default()
+        },
+    );
+    let cancel = CancelToken::new();
+    let canceller = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            cancel.cancel();
+        })
+    };
+    let started = std::time::Instant::now();
+    let report = tokio::time::timeout(Duration::from_secs(30), syncer.run(&jobs, &(), &cancel))
+        .await
+        .expect("a cancelled sync does not wait for the lock's whole timeout");
+    canceller.await.expect("canceller");
+    drop(held);
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_ne!(report.jobs[0].outcome, JobOutcome::Done);
+
+    // A commit that waits longer than its lock timeout fails clearly.
+    let tx = free.transaction().expect("holder");
+    let config = SyncConfig {
+        recent_window: Duration::ZERO,
+        lock_timeout: Duration::from_millis(300),
+        ..SyncConfig::default()
+    };
+    let report = run_sync_with(&sim, &free, &jobs, config).await;
+    drop(tx);
+    let err = report.jobs[0].outcome.error().expect("the job fails");
+    match err {
+        dexlake::Error::Sync { source, .. } => assert!(
+            matches!(**source, dexlake::Error::LakeLocked { .. }),
+            "{source}"
+        ),
+        other => panic!("expected a sync error, got {other}"),
+    }
 }

@@ -317,14 +317,19 @@ pub fn dataset_summary(dataset: Dataset) -> String {
     );
     levels.push("date=YYYY-MM-DD".into());
     format!(
-        "Path `{}/{}/part-<id>.parquet`; `date` is the UTC day of `{}`; files sorted by `{}`; natural key: partition + ({}); {}.",
+        "Path `{}/{}/part-<id>.parquet`; `date` is the UTC day of `{}`; files sorted by `{}`; natural key: {}; {}.",
         dataset.name(),
         levels.join("/"),
         dataset.time_column(),
         dataset.time_column(),
-        dataset.key_columns().join(", "),
+        match dataset.id_column() {
+            Some(id) => format!("({id}) across the whole dataset"),
+            None => format!("partition + ({})", dataset.key_columns().join(", ")),
+        },
         if dataset.replaces_on_write() {
             "a later write of a key replaces the record (the newest bars are revised until their interval closes)"
+        } else if dataset.id_column().is_some() {
+            "a repeat at the same time is dropped (the first write stays); a later answer at another time replaces the record, on whatever day"
         } else {
             "a repeated key is dropped (the first write stays)"
         }

@@ -9,9 +9,9 @@
 //!    commit point;
 //! 4. files the commit removed (by compaction) are deleted, then the journal.
 //!
-//! Recovery (the next writer, or `verify`) reads the journal: if the manifest already holds the
-//! commit, it finishes step 4; otherwise it deletes the files the commit had added. Either way no
-//! file outside the manifest remains. A journal naming anything but data files of the layout is
+//! Recovery (the next writer, or a `verify` that finds the lock free) reads the journal: if the
+//! manifest already holds the commit, it finishes step 4; otherwise it deletes the files the
+//! commit had added. Either way no file outside the manifest remains. A journal naming anything but data files of the layout is
 //! refused before anything is deleted.
 //!
 //! A manifest that is missing while data folders hold files, or that does not parse, is refused
@@ -65,6 +65,14 @@ pub struct FileEntry {
     pub max_time: DateTime<Utc>,
     /// Schema version the file was written with.
     pub schema_version: u32,
+    /// Smallest `id` in the file, in datasets whose `id` is unique across partitions
+    /// ([`Dataset::id_column`]). Writes read only the files whose id range meets theirs;
+    /// `None` in other datasets and in entries of older manifests (such files are always read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_id: Option<i64>,
+    /// Largest `id` in the file; see [`min_id`](Self::min_id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_id: Option<i64>,
 }
 
 /// The committed state of the lake.
@@ -290,6 +298,8 @@ mod tests {
             min_time: DateTime::UNIX_EPOCH,
             max_time: DateTime::UNIX_EPOCH,
             schema_version: 1,
+            min_id: None,
+            max_id: None,
         }
     }
 

@@ -120,7 +120,8 @@ impl Dataset {
     /// The natural key within a partition: writing a record whose key is already committed in
     /// its partition is a no-op, or replaces it in datasets that
     /// [replace on write](Self::replaces_on_write). The partition (chain, interval, date)
-    /// completes the key.
+    /// completes the key. Swaps and trades also keep each [`id`](Self::id_column) once across
+    /// partitions.
     pub fn key_columns(self) -> &'static [&'static str] {
         match self {
             Dataset::Swaps | Dataset::Trades => &["id"],
@@ -131,6 +132,17 @@ impl Dataset {
             }
             Dataset::TokenProfiles => &["token_address", "fetched_at"],
             Dataset::Portfolios => &["wallet", "fetched_at"],
+        }
+    }
+
+    /// The column that identifies a record across partitions: swaps and trades carry the
+    /// service's `id`, which names one event wherever its `block_time` puts it. An id is stored
+    /// once per dataset (both are altchain only, so once per chain); a write that moves an id to
+    /// another `block_time` replaces the committed record (see [`writer::prepare_files`]).
+    pub fn id_column(self) -> Option<&'static str> {
+        match self {
+            Dataset::Swaps | Dataset::Trades => Some("id"),
+            _ => None,
         }
     }
 
@@ -259,7 +271,13 @@ impl Lake {
     /// manifest is left as it is. Nothing is deleted: files that cannot be accounted for are
     /// listed in the report.
     pub fn repair(root: impl Into<PathBuf>) -> Result<RepairReport> {
-        repair::repair(&Lake::at(root.into(), LakeOptions::default())?)
+        Lake::repair_with(root, LakeOptions::default())
+    }
+
+    /// [`repair`](Self::repair) with `options` (the writer lock waits up to their
+    /// [`lock_timeout`](LakeOptions::lock_timeout)).
+    pub fn repair_with(root: impl Into<PathBuf>, options: LakeOptions) -> Result<RepairReport> {
+        repair::repair(&Lake::at(root.into(), options)?)
     }
 
     /// The lake at `root`, its folders created, without reading the manifest.
@@ -300,6 +318,12 @@ impl Lake {
         &self.options
     }
 
+    /// The same lake with other options (for example a longer lock timeout).
+    pub fn with_options(mut self, options: LakeOptions) -> Lake {
+        self.options = options;
+        self
+    }
+
     /// The file access of the lake.
     pub fn store(&self) -> &dyn Store {
         self.store.as_ref()
@@ -336,12 +360,17 @@ impl Lake {
 
     /// Takes the writer lock, waiting up to [`LakeOptions::lock_timeout`].
     pub(crate) fn lock(&self) -> Result<File> {
+        self.lock_within(self.options.lock_timeout)
+    }
+
+    /// Takes the writer lock, waiting up to `timeout`.
+    fn lock_within(&self, timeout: Duration) -> Result<File> {
         let start = Instant::now();
         loop {
             if let Some(f) = self.try_lock()? {
                 return Ok(f);
             }
-            if start.elapsed() >= self.options.lock_timeout {
+            if start.elapsed() >= timeout {
                 return Err(Error::LakeLocked {
                     path: self.store.location(manifest::LOCK_PATH),
                 });
@@ -354,7 +383,13 @@ impl Lake {
     /// [`LakeOptions::lock_timeout`], then [`Error::LakeLocked`]) and cleans up leftovers of an
     /// interrupted commit.
     pub fn transaction(&self) -> Result<Transaction<'_>> {
-        let lock = self.lock()?;
+        self.transaction_within(self.options.lock_timeout)
+    }
+
+    /// [`transaction`](Self::transaction), waiting up to `timeout` for another writer instead
+    /// of [`LakeOptions::lock_timeout`]; a sync commit holding fetched rows waits this way.
+    pub fn transaction_within(&self, timeout: Duration) -> Result<Transaction<'_>> {
+        let lock = self.lock_within(timeout)?;
         manifest::recover(self.store.as_ref())?;
         let manifest = self.manifest()?;
         Ok(Transaction {
@@ -397,8 +432,11 @@ impl Lake {
             .sum())
     }
 
-    /// Checks the lake against its manifest (takes the writer lock, so it sees no commit in
-    /// progress, and first cleans up after an interrupted one).
+    /// Checks the lake against its manifest without blocking writers: when the writer lock is
+    /// free it is taken only to clean up after an interrupted commit, then released; the checks
+    /// read the committed manifest of the moment, and files of a commit in progress (named by its
+    /// journal) are not reported. A commit landing during the check makes it start again (a few
+    /// times at most), so the report describes one manifest version.
     pub fn verify(&self) -> Result<VerifyReport> {
         verify::verify(self)
     }
@@ -472,6 +510,12 @@ impl Transaction<'_> {
         }
         let mut next = manifest;
         next.state.extend(state);
+        for (path, (lo, hi)) in prepared.id_ranges {
+            if let Some(entry) = next.files.get_mut(&path) {
+                entry.min_id = Some(lo);
+                entry.max_id = Some(hi);
+            }
+        }
         writer::commit_files(lake, next, prepared.files, prepared.remove)?;
         Ok(summary)
     }

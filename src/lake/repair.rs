@@ -182,5 +182,8 @@ fn adopt(lake: &Lake, path: &str) -> std::result::Result<FileEntry, String> {
         min_time,
         max_time,
         schema_version,
+        // Without a range the writer reads the file's ids at every write of its dataset.
+        min_id: None,
+        max_id: None,
     })
 }

@@ -1,12 +1,13 @@
 //! `verify`: the lake against its manifest.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 
 use super::file;
 use super::layout::Partition;
-use super::manifest::{self, Recovery};
+use super::manifest::{self, Manifest, Recovery};
 use super::schema::{self, SCHEMA_VERSION, SCHEMA_VERSION_KEY};
+use super::store::temp_name;
 use super::writer::encode_keys;
 use super::{Dataset, Lake};
 use crate::Result;
@@ -62,6 +63,16 @@ pub enum Problem {
         /// Number of rows beyond the first of each key.
         extra_rows: u64,
     },
+    /// Records of a dataset whose `id` is unique across partitions (swaps, trades) stored in
+    /// more than one partition: the same event at two `block_time`s.
+    DuplicateIds {
+        /// The dataset.
+        dataset: Dataset,
+        /// Number of ids found in more than one partition.
+        ids: u64,
+        /// Number of rows of those ids outside the first partition holding each.
+        extra_rows: u64,
+    },
 }
 
 impl fmt::Display for Problem {
@@ -85,6 +96,14 @@ impl fmt::Display for Problem {
                 partition,
                 extra_rows,
             } => write!(f, "{extra_rows} duplicate-key rows in {partition}"),
+            Problem::DuplicateIds {
+                dataset,
+                ids,
+                extra_rows,
+            } => write!(
+                f,
+                "{ids} {dataset} ids stored in more than one partition ({extra_rows} extra rows)"
+            ),
         }
     }
 }
@@ -159,25 +178,73 @@ fn check_file(
     u64::try_from(meta.num_rows()).ok()
 }
 
-/// Runs the checks of [`Lake::verify`].
+/// How many times [`verify`] checks again when commits land while it reads.
+const VERIFY_ATTEMPTS: usize = 5;
+
+/// Runs the checks of [`Lake::verify`]. The writer lock is held only for the cleanup after an
+/// interrupted commit, and only when it is free: a verify never waits for a writer, nor makes
+/// one wait longer than that cleanup.
 pub fn verify(lake: &Lake) -> Result<VerifyReport> {
-    let _lock = lake.lock()?;
-    let recovery = manifest::recover(lake.store())?;
-    let manifest = lake.manifest()?;
+    let recovery = match lake.try_lock()? {
+        Some(lock) => {
+            let recovery = manifest::recover(lake.store())?;
+            drop(lock);
+            recovery
+        }
+        None => Recovery::default(),
+    };
+    let mut attempt = 1;
+    loop {
+        let manifest = lake.manifest()?;
+        let mut report = check(lake, &manifest)?;
+        // A commit that landed meanwhile can make committed files look missing or new files
+        // look untracked; the check is only meaningful against one manifest version.
+        let settled = report.is_ok() || lake.manifest()?.version == manifest.version;
+        if settled || attempt >= VERIFY_ATTEMPTS {
+            report.recovery = recovery;
+            return Ok(report);
+        }
+        attempt += 1;
+    }
+}
+
+/// The data files of a commit in progress (and their temporary names), which a verify that does
+/// not hold the writer lock must not report as untracked.
+fn in_progress(lake: &Lake) -> Result<HashSet<String>> {
+    let journal = manifest::read_journal(lake.store())?;
+    Ok(journal
+        .iter()
+        .flat_map(|j| j.add.iter().chain(&j.remove))
+        .flat_map(|p| [p.clone(), temp_name(p)])
+        .collect())
+}
+
+/// Checks the lake's files against one manifest version.
+fn check(lake: &Lake, manifest: &Manifest) -> Result<VerifyReport> {
     let mut report = VerifyReport {
         version: manifest.version,
-        recovery,
         ..VerifyReport::default()
     };
     let mut problems = Vec::new();
 
+    // The journal is read before and after listing: a commit writes it before its files, so
+    // every file of a commit still in progress is named by one of the two reads.
+    let mut writing = in_progress(lake)?;
+    let mut untracked = Vec::new();
     for dataset in Dataset::ALL {
         for path in lake.store().list(dataset.name())? {
             if !manifest.files.contains_key(&path) {
-                problems.push(Problem::UntrackedFile { path });
+                untracked.push(path);
             }
         }
     }
+    writing.extend(in_progress(lake)?);
+    problems.extend(
+        untracked
+            .into_iter()
+            .filter(|p| !writing.contains(p))
+            .map(|path| Problem::UntrackedFile { path }),
+    );
     for path in lake.store().list(manifest::META_DIR)? {
         if path.ends_with(".parquet") {
             problems.push(Problem::UntrackedFile { path });
@@ -185,6 +252,11 @@ pub fn verify(lake: &Lake) -> Result<VerifyReport> {
     }
 
     let mut keys_by_partition: HashMap<Partition, Vec<Vec<u8>>> = HashMap::new();
+    // Datasets with an id column: each id's first partition (by number), and whether it was
+    // seen in another; rows of an id found outside its first partition.
+    let mut partition_no: HashMap<Partition, usize> = HashMap::new();
+    let mut ids_by_dataset: BTreeMap<Dataset, HashMap<Vec<u8>, (usize, bool)>> = BTreeMap::new();
+    let mut extra_ids: BTreeMap<Dataset, u64> = BTreeMap::new();
     for (path, entry) in &manifest.files {
         report.files_checked += 1;
         *report.rows.entry(entry.dataset).or_default() += entry.rows;
@@ -222,7 +294,26 @@ pub fn verify(lake: &Lake) -> Result<VerifyReport> {
         match file::read_columns(lake, path, entry.dataset.key_columns())
             .and_then(|b| encode_keys(entry.dataset, &b))
         {
-            Ok(keys) => keys_by_partition.entry(partition).or_default().extend(keys),
+            Ok(keys) => {
+                if entry.dataset.id_column().is_some() {
+                    let next = partition_no.len();
+                    let here = *partition_no.entry(partition.clone()).or_insert(next);
+                    let seen = ids_by_dataset.entry(entry.dataset).or_default();
+                    for key in &keys {
+                        match seen.get_mut(key) {
+                            None => {
+                                seen.insert(key.clone(), (here, false));
+                            }
+                            Some((first, moved)) if *first != here => {
+                                *moved = true;
+                                *extra_ids.entry(entry.dataset).or_default() += 1;
+                            }
+                            Some(_) => {}
+                        }
+                    }
+                }
+                keys_by_partition.entry(partition).or_default().extend(keys);
+            }
             Err(e) => problems.push(Problem::UnreadableFile {
                 path: path.clone(),
                 message: e.to_string(),
@@ -241,6 +332,16 @@ pub fn verify(lake: &Lake) -> Result<VerifyReport> {
                 extra_rows: (n - keys.len()) as u64,
             });
         }
+    }
+    for (dataset, extra_rows) in extra_ids {
+        let ids = ids_by_dataset
+            .get(&dataset)
+            .map_or(0, |seen| seen.values().filter(|(_, moved)| *moved).count());
+        problems.push(Problem::DuplicateIds {
+            dataset,
+            ids: ids as u64,
+            extra_rows,
+        });
     }
     report.problems = problems;
     Ok(report)

@@ -1,6 +1,6 @@
 //! Writing: check, split by partition, drop duplicate keys, sort, encode, commit atomically.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use arrow::compute::{
@@ -237,6 +237,15 @@ pub(crate) fn time_range(
     Ok((micros_to_time(min)?, micros_to_time(max)?))
 }
 
+/// Smallest and largest id of a batch of a dataset with an [`id_column`](Dataset::id_column).
+fn id_range(dataset: Dataset, batch: &RecordBatch) -> Result<Option<(i64, i64)>> {
+    let Some(name) = dataset.id_column() else {
+        return Ok(None);
+    };
+    let ids = column(batch, name, dataset)?.as_primitive::<Int64Type>();
+    Ok(arrow::compute::min(ids).zip(arrow::compute::max(ids)))
+}
+
 /// Encodes one sorted partition batch (record or file schema) into files of at most
 /// `max_rows_per_file` rows each.
 pub(crate) fn encode_partition(
@@ -258,6 +267,7 @@ pub(crate) fn encode_partition(
         offset += len;
         let data = encode_parquet(dataset, &chunk, opts.row_group_rows, opts.zstd_level)?;
         let (min_time, max_time) = time_range(dataset, &chunk)?;
+        let ids = id_range(dataset, &chunk)?;
         let path = format!("{}/{}", partition.dir(), data_file_name(version, *seq));
         *seq += 1;
         out.push(NewFile {
@@ -269,6 +279,8 @@ pub(crate) fn encode_partition(
                 min_time,
                 max_time,
                 schema_version: SCHEMA_VERSION,
+                min_id: ids.map(|(lo, _)| lo),
+                max_id: ids.map(|(_, hi)| hi),
             },
             data: Bytes::from(data),
         });
@@ -285,12 +297,27 @@ pub struct Prepared {
     pub remove: Vec<String>,
     /// Rows whose key was not in the lake before, per dataset.
     pub rows_added: BTreeMap<Dataset, u64>,
+    /// Id ranges (smallest, largest) read from committed files whose manifest entry lacked
+    /// them; the commit records them so later writes can skip those files.
+    pub id_ranges: BTreeMap<String, (i64, i64)>,
 }
 
 /// Turns the staged batches into encoded files. Per partition, a record whose key is already
 /// committed or staged earlier is dropped (the first occurrence wins), except in datasets that
 /// [replace on write](Dataset::replaces_on_write): there the last occurrence wins, and a
 /// committed file holding a changed record is rewritten without it.
+///
+/// In datasets with an [`id_column`](Dataset::id_column) (swaps, trades) an id is stored once
+/// in the whole dataset, whatever its partition: the last staged record of an id wins within
+/// the write, and when the write gives a committed id another `block_time` (the service's newer
+/// answer, possibly on another day), the committed record is dropped and its file rewritten
+/// without it in the same commit. Cost: the `id` and `block_time` columns of every committed
+/// file whose id range (kept in its [`FileEntry`]) meets the write's are read; files listed
+/// without a range (older manifests, repaired ones) are read once: the commit records the
+/// range it read. Where ids grow with time (the service orders them with `block_slot`, and the
+/// simulator numbers them so), that is about the files of the write's own time span, which the
+/// per-partition de-duplication reads anyway; where they do not, every file whose range
+/// meets the write's.
 pub fn prepare_files(
     lake: &Lake,
     manifest: &Manifest,
@@ -305,6 +332,20 @@ pub fn prepare_files(
         };
         let all = concat_batches(&first.schema(), batches)
             .map_err(arrow_err(format!("staging {dataset}")))?;
+        let (all, view, not_new) = if dataset.id_column().is_some() {
+            let moved = displace_moved_ids(lake, manifest, dataset, &all)?;
+            let mut view = manifest.clone();
+            for path in &moved.remove {
+                view.files.remove(path);
+            }
+            out.remove.extend(moved.remove);
+            out.id_ranges.extend(moved.id_ranges);
+            (moved.staged, std::borrow::Cow::Owned(view), moved.not_new)
+        } else {
+            (all, std::borrow::Cow::Borrowed(manifest), 0)
+        };
+        let manifest = view.as_ref();
+        let mut dataset_added = 0;
         for (partition, rows) in partition_rows(dataset, &all)? {
             let idx = arrow::array::UInt32Array::from(rows);
             let part =
@@ -318,9 +359,7 @@ pub fn prepare_files(
                 let n = fresh.num_rows() as u64;
                 (fresh, n)
             };
-            if added > 0 {
-                *out.rows_added.entry(dataset).or_default() += added;
-            }
+            dataset_added += added;
             if fresh.num_rows() == 0 {
                 continue;
             }
@@ -329,8 +368,134 @@ pub fn prepare_files(
                 lake, &partition, &sorted, version, &mut seq,
             )?);
         }
+        let added = dataset_added.saturating_sub(not_new);
+        if added > 0 {
+            *out.rows_added.entry(dataset).or_default() += added;
+        }
     }
     Ok(out)
+}
+
+/// The staged records of an id dataset once moved ids are accounted for.
+struct Displaced {
+    /// The staged records (the last of each id), plus the untouched records of committed files
+    /// that held an id the write moves.
+    staged: RecordBatch,
+    /// Committed files to drop: they held an id the write moves to another `block_time`.
+    remove: Vec<String>,
+    /// Rows of `staged` that are not new to the lake: the re-staged records and the moved ones.
+    not_new: u64,
+    /// Id ranges of files read whose manifest entry lacked one.
+    id_ranges: BTreeMap<String, (i64, i64)>,
+}
+
+/// Applies the rule of [`prepare_files`] for datasets with an [`id_column`](Dataset::id_column):
+/// keeps the last staged record of each id, and finds committed records of the staged ids at
+/// another `block_time`; their files are dropped and their other records staged again.
+fn displace_moved_ids(
+    lake: &Lake,
+    manifest: &Manifest,
+    dataset: Dataset,
+    all: &RecordBatch,
+) -> Result<Displaced> {
+    let Some(id_name) = dataset.id_column() else {
+        return Ok(Displaced {
+            staged: all.clone(),
+            remove: Vec::new(),
+            not_new: 0,
+            id_ranges: BTreeMap::new(),
+        });
+    };
+    let time_name = dataset.time_column();
+    let ids = column(all, id_name, dataset)?.as_primitive::<Int64Type>();
+    let times = column(all, time_name, dataset)?.as_primitive::<TimestampMicrosecondType>();
+    // The last staged record of an id is the newest answer.
+    let mut winner: HashMap<i64, usize> = HashMap::with_capacity(all.num_rows());
+    for row in 0..all.num_rows() {
+        winner.insert(ids.value(row), row);
+    }
+    let staged = if winner.len() == all.num_rows() {
+        all.clone()
+    } else {
+        let keep: Vec<bool> = (0..all.num_rows())
+            .map(|row| winner[&ids.value(row)] == row)
+            .collect();
+        arrow::compute::filter_record_batch(all, &arrow::array::BooleanArray::from(keep)).map_err(
+            arrow_err(format!("keeping the last {dataset} record of each id")),
+        )?
+    };
+    let staged_time: HashMap<i64, i64> = winner
+        .iter()
+        .map(|(&id, &row)| (id, times.value(row)))
+        .collect();
+    let (Some(lo), Some(hi)) = (
+        staged_time.keys().min().copied(),
+        staged_time.keys().max().copied(),
+    ) else {
+        return Ok(Displaced {
+            staged,
+            remove: Vec::new(),
+            not_new: 0,
+            id_ranges: BTreeMap::new(),
+        });
+    };
+
+    let schema = staged.schema();
+    let mut pieces = vec![staged];
+    let mut remove = Vec::new();
+    let mut not_new = 0u64;
+    let mut id_ranges = BTreeMap::new();
+    for (path, entry) in manifest.files_of(dataset) {
+        if entry.max_id.is_some_and(|max| max < lo) || entry.min_id.is_some_and(|min| min > hi) {
+            continue;
+        }
+        let keys = read_columns(lake, path, &[id_name, time_name])?;
+        let file_ids = column(&keys, id_name, dataset)?.as_primitive::<Int64Type>();
+        let file_times =
+            column(&keys, time_name, dataset)?.as_primitive::<TimestampMicrosecondType>();
+        let unranged = entry.min_id.is_none() || entry.max_id.is_none();
+        if let (true, Some(range)) = (
+            unranged,
+            arrow::compute::min(file_ids).zip(arrow::compute::max(file_ids)),
+        ) {
+            id_ranges.insert(path.clone(), range);
+        }
+        let moved: Vec<bool> = (0..keys.num_rows())
+            .map(|row| {
+                staged_time
+                    .get(&file_ids.value(row))
+                    .is_some_and(|&t| t != file_times.value(row))
+            })
+            .collect();
+        let n_moved = moved.iter().filter(|m| **m).count();
+        if n_moved == 0 {
+            continue;
+        }
+        let committed = read_file(lake, path)?;
+        let committed = RecordBatch::try_new(schema.clone(), committed.columns().to_vec())
+            .map_err(arrow_err(format!("{dataset} file {path}")))?;
+        let keep: Vec<bool> = moved.iter().map(|m| !m).collect();
+        let kept = arrow::compute::filter_record_batch(
+            &committed,
+            &arrow::array::BooleanArray::from(keep),
+        )
+        .map_err(arrow_err(format!("rewriting {path}")))?;
+        not_new += (kept.num_rows() + n_moved) as u64;
+        pieces.push(kept);
+        remove.push(path.clone());
+    }
+    let staged = if pieces.len() == 1 {
+        pieces.pop().expect("one piece")
+    } else {
+        concat_batches(&schema, &pieces).map_err(arrow_err(format!("merging {dataset}")))?
+    };
+    id_ranges.retain(|path, _| !remove.contains(path));
+    Ok(Displaced {
+        staged,
+        remove,
+        not_new,
+        id_ranges,
+    })
 }
 
 /// The outcome of merging a staged partition into a replace-on-write dataset.
@@ -457,8 +622,9 @@ fn drop_known_keys(
     let dir = format!("{}/", partition.dir());
     let conv = key_converter(dataset, part)?;
     let mut seen: HashSet<Vec<u8>> = HashSet::new();
-    // Every key includes the time column or fixes it (an id's time never changes), so only
-    // files whose time range overlaps the batch can hold one of its keys.
+    // Every key includes the time column or fixes it (a committed id has the time of the
+    // staged record, `displace_moved_ids` having dropped it otherwise), so only files whose
+    // time range overlaps the batch can hold one of its keys.
     for (path, entry) in manifest.files_of(dataset) {
         if !path.starts_with(&dir) || entry.max_time < lo || entry.min_time > hi {
             continue;

@@ -50,6 +50,14 @@ pub struct SyncConfig {
     pub bars_per_request: i64,
     /// Jobs run at once (their requests still share the client's permits). Default 4.
     pub parallel_jobs: usize,
+    /// How long a commit waits for another writer to release the lake, holding the rows it
+    /// fetched (converted once) all the while; only then does its job fail with
+    /// [`Error::LakeLocked`](crate::Error::LakeLocked). Other jobs go on fetching meanwhile and
+    /// their commits queue behind it with their rows. Replaces
+    /// [`LakeOptions::lock_timeout`](crate::lake::LakeOptions::lock_timeout) for sync commits,
+    /// except after a cancellation, when a commit waits no longer than the lake's own timeout.
+    /// Default 10 minutes.
+    pub lock_timeout: Duration,
 }
 
 impl Default for SyncConfig {
@@ -60,6 +68,7 @@ impl Default for SyncConfig {
             pages_per_commit: 10,
             bars_per_request: 1000,
             parallel_jobs: 4,
+            lock_timeout: Duration::from_secs(600),
         }
     }
 }

@@ -4,7 +4,7 @@
 //! portfolios) and `search.rs` (altchain profiles).
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use arrow::record_batch::RecordBatch;
 use chrono::{DateTime, TimeZone, Utc};
@@ -330,18 +330,31 @@ impl Syncer {
 
     /// Converts (on the blocking pool, off the async workers) and commits batches and states in
     /// one lake transaction. Returns the rows new to the lake.
-    pub(super) async fn commit<F>(&self, build: F, states: Vec<(String, Value)>) -> Result<u64>
+    ///
+    /// When another writer holds the lake, the converted rows wait with the commit, up to
+    /// [`SyncConfig::lock_timeout`], instead of being dropped after the lake's own timeout.
+    /// Once `cancel` fires, the wait is cut to the lake's
+    /// [`lock_timeout`](crate::lake::LakeOptions::lock_timeout), so a cancelled sync stops
+    /// promptly even while another writer holds the lake.
+    pub(super) async fn commit<F>(
+        &self,
+        cancel: &CancelToken,
+        build: F,
+        states: Vec<(String, Value)>,
+    ) -> Result<u64>
     where
         F: FnOnce() -> Result<Vec<(Dataset, RecordBatch)>> + Send + 'static,
     {
         let lake = Arc::clone(&self.lake);
         let lock = Arc::clone(&self.commit_lock);
+        let lock_timeout = self.config.lock_timeout;
+        let cancel = cancel.clone();
         let task = tokio::task::spawn_blocking(move || -> Result<u64> {
             let batches = build()?;
             let _guard = lock
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let mut tx = lake.transaction()?;
+            let mut tx = wait_for_lake(&lake, lock_timeout, &cancel)?;
             for (dataset, batch) in batches {
                 if batch.num_rows() > 0 {
                     tx.write(dataset, batch)?;
@@ -367,6 +380,7 @@ impl Syncer {
     /// records' own conversion.
     pub(super) async fn commit_records<T>(
         &self,
+        cancel: &CancelToken,
         records: Vec<T>,
         context: T::Context,
         states: Vec<(String, Value)>,
@@ -376,9 +390,40 @@ impl Syncer {
         T::Context: Send + 'static,
     {
         self.commit(
+            cancel,
             move || Ok(vec![(T::DATASET, T::to_batch(&records, &context)?)]),
             states,
         )
         .await
+    }
+}
+
+/// Opens a lake transaction, waiting up to `timeout` for another writer, or up to the lake's
+/// own lock timeout from the moment `cancel` fires, whichever ends first. Runs on the blocking
+/// pool.
+fn wait_for_lake<'l>(
+    lake: &'l Lake,
+    timeout: Duration,
+    cancel: &CancelToken,
+) -> Result<crate::lake::Transaction<'l>> {
+    // Short attempts, so a cancellation is noticed within one of them.
+    const ATTEMPT: Duration = Duration::from_millis(250);
+    let start = Instant::now();
+    let mut deadline = start.checked_add(timeout);
+    let mut cancelled = false;
+    loop {
+        if !cancelled && cancel.is_cancelled() {
+            cancelled = true;
+            let cut = Instant::now().checked_add(lake.options().lock_timeout);
+            deadline = match (deadline, cut) {
+                (Some(d), Some(c)) => Some(d.min(c)),
+                (d, c) => d.or(c),
+            };
+        }
+        let remaining = deadline.map_or(ATTEMPT, |d| d.saturating_duration_since(Instant::now()));
+        match lake.transaction_within(remaining.min(ATTEMPT)) {
+            Err(Error::LakeLocked { .. }) if deadline.is_none_or(|d| Instant::now() < d) => {}
+            other => return other,
+        }
     }
 }

@@ -77,6 +77,7 @@ impl Syncer {
             };
             ctx.rows_added += self
                 .commit_records(
+                    ctx.cancel,
                     page.data,
                     fetched_at,
                     vec![(key.to_owned(), to_value(&state))],

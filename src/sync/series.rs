@@ -111,6 +111,7 @@ impl Syncer {
             state.covered.insert(Range::new(chunk.start, reached));
             ctx.rows_added += self
                 .commit_records(
+                    ctx.cancel,
                     candles,
                     series.clone(),
                     vec![(key.to_owned(), to_value(&state))],
@@ -144,6 +145,7 @@ impl Syncer {
             state.covered.insert(Range::new(start, next));
             ctx.rows_added += self
                 .commit_records(
+                    ctx.cancel,
                     candles,
                     series.clone(),
                     vec![(key.to_owned(), to_value(&state))],
@@ -344,7 +346,12 @@ impl Syncer {
                 });
             }
             ctx.rows_added += self
-                .commit_records(series, HistorySeries { chain_id, interval }, states)
+                .commit_records(
+                    ctx.cancel,
+                    series,
+                    HistorySeries { chain_id, interval },
+                    states,
+                )
                 .await?;
         }
         Ok(true)

@@ -172,15 +172,23 @@ impl Syncer {
                 last_fetched_at: state.last_fetched_at,
             };
             ctx.rows_added += self
-                .commit(batch_fn, vec![(key.to_owned(), to_value(&state))])
+                .commit(
+                    ctx.cancel,
+                    batch_fn,
+                    vec![(key.to_owned(), to_value(&state))],
+                )
                 .await?;
         }
         let done = SnapshotState {
             run: None,
             last_fetched_at: Some(fetched_at),
         };
-        self.commit(|| Ok(Vec::new()), vec![(key.to_owned(), to_value(&done))])
-            .await?;
+        self.commit(
+            ctx.cancel,
+            || Ok(Vec::new()),
+            vec![(key.to_owned(), to_value(&done))],
+        )
+        .await?;
         Ok(true)
     }
 

@@ -206,7 +206,7 @@ impl Syncer {
     ) -> Result<()> {
         let rows = std::mem::take(buffer);
         ctx.rows_added += self
-            .commit_records(rows, (), vec![(key.to_owned(), to_value(next))])
+            .commit_records(ctx.cancel, rows, (), vec![(key.to_owned(), to_value(next))])
             .await?;
         Ok(())
     }

@@ -2,11 +2,12 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
 use dexlake::error::printable;
-use dexlake::lake::{Dataset, Lake, docs, sample::Samples};
+use dexlake::lake::{Dataset, Lake, LakeOptions, docs, sample::Samples};
 
 use crate::Global;
 use crate::output::existing_lake;
@@ -28,11 +29,28 @@ pub struct VerifyArgs {
     /// (their metadata and partition paths), listing the files it could not account for.
     #[arg(long)]
     pub repair: bool,
+    /// Seconds `--repair` waits for another writer to release the lake (default 10). The
+    /// check itself never waits for writers.
+    #[arg(long, value_name = "SECONDS", value_parser = crate::lock_timeout_secs)]
+    pub lock_timeout: Option<Duration>,
 }
 
 /// Arguments of `dexlake compact`.
 #[derive(Args, Debug)]
-pub struct CompactArgs {}
+pub struct CompactArgs {
+    /// Seconds to wait for another writer to release the lake (default 10).
+    #[arg(long, value_name = "SECONDS", value_parser = crate::lock_timeout_secs)]
+    pub lock_timeout: Option<Duration>,
+}
+
+/// Lake options with the `--lock-timeout` of a command, if given.
+fn options(lock_timeout: Option<Duration>) -> LakeOptions {
+    let defaults = LakeOptions::default();
+    LakeOptions {
+        lock_timeout: lock_timeout.unwrap_or(defaults.lock_timeout),
+        ..defaults
+    }
+}
 
 /// Arguments of `dexlake fixture-lake`.
 #[derive(Args, Debug)]
@@ -86,7 +104,7 @@ pub fn verify(global: &Global, args: VerifyArgs) -> anyhow::Result<ExitCode> {
             "no lake at {} (set --lake or DEXLAKE_LAKE)",
             global.lake.display()
         );
-        let report = Lake::repair(&global.lake)
+        let report = Lake::repair_with(&global.lake, options(args.lock_timeout))
             .with_context(|| format!("repairing the lake {}", global.lake.display()))?;
         if report.rebuilt {
             let rows: u64 = report.rows.values().sum();
@@ -145,8 +163,8 @@ pub fn verify(global: &Global, args: VerifyArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-pub fn compact(global: &Global, _args: CompactArgs) -> anyhow::Result<ExitCode> {
-    let lake = existing_lake(global)?;
+pub fn compact(global: &Global, args: CompactArgs) -> anyhow::Result<ExitCode> {
+    let lake = existing_lake(global)?.with_options(options(args.lock_timeout));
     let report = lake.compact()?;
     println!(
         "compacted {} partitions: {} files replaced by {}",

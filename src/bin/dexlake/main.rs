@@ -39,6 +39,23 @@ pub struct Global {
     pub api_key: Option<String>,
 }
 
+/// The longest `--lock-timeout` accepted: a week.
+const MAX_LOCK_TIMEOUT_SECS: f64 = 7.0 * 86_400.0;
+
+/// Parses `--lock-timeout SECONDS`: a number of seconds from 0 to a week (fractions allowed).
+pub fn lock_timeout_secs(text: &str) -> Result<std::time::Duration, String> {
+    let secs: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("expected a number of seconds, got {text:?}"))?;
+    if !(0.0..=MAX_LOCK_TIMEOUT_SECS).contains(&secs) {
+        return Err(format!(
+            "must be 0 to {MAX_LOCK_TIMEOUT_SECS} seconds (a week), got {text}"
+        ));
+    }
+    std::time::Duration::try_from_secs_f64(secs).map_err(|e| format!("{text}: {e}"))
+}
+
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run the built-in simulator of the service on loopback.
@@ -91,6 +108,27 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    #[test]
+    fn lock_timeouts_are_seconds_from_zero_to_a_week() {
+        assert_eq!(super::lock_timeout_secs("0"), Ok(Duration::ZERO));
+        assert_eq!(
+            super::lock_timeout_secs("1.5"),
+            Ok(Duration::from_millis(1500))
+        );
+        assert_eq!(
+            super::lock_timeout_secs("604800"),
+            Ok(Duration::from_secs(604_800))
+        );
+        for bad in ["-1", "nan", "inf", "1e300", "604801", "", "ten"] {
+            assert!(super::lock_timeout_secs(bad).is_err(), "{bad}");
         }
     }
 }

@@ -51,6 +51,10 @@ struct RunFlags {
     /// Path segment of the non-EVM chain family.
     #[arg(long, global = true, default_value = "altchain")]
     altchain_segment: String,
+    /// Seconds a commit waits for another writer to release the lake, keeping the rows it
+    /// fetched, before its job fails (default 600; after Ctrl-C at most 10 more).
+    #[arg(long, global = true, value_name = "SECONDS", value_parser = crate::lock_timeout_secs)]
+    lock_timeout: Option<Duration>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -307,9 +311,11 @@ fn prepare(global: &Global, args: SyncArgs) -> anyhow::Result<Prepared> {
         "--recent-window must be at most {MAX_RECENT_WINDOW_SECS} seconds, got {}",
         flags.recent_window
     );
+    let defaults = SyncConfig::default();
     let sync = SyncConfig {
         recent_window: Duration::from_secs(flags.recent_window),
-        ..SyncConfig::default()
+        lock_timeout: flags.lock_timeout.unwrap_or(defaults.lock_timeout),
+        ..defaults
     };
     Ok(Prepared {
         jobs,
@@ -328,6 +334,8 @@ pub fn run(global: &Global, args: SyncArgs) -> anyhow::Result<ExitCode> {
         dry_run,
     } = prepare(global, args)?;
     let client = Client::new(client)?;
+    // The lake keeps its default lock timeout: a sync's commits wait `sync.lock_timeout`, and
+    // after Ctrl-C no longer than the lake's own timeout.
     let lake = Arc::new(Lake::open(&global.lake)?);
     let sync = Syncer::new(client, lake, sync);
 
@@ -714,6 +722,7 @@ mod tests {
             rps in number(),
             concurrency in number(),
             window in number(),
+            lock_timeout in proptest::option::of(number()),
             chain_id in number(),
             from in time(),
             to in proptest::option::of(time()),
@@ -735,9 +744,13 @@ mod tests {
                 format!("--recent-window={window}"),
                 "--dry-run".to_owned(),
             ]);
+            if let Some(lock_timeout) = lock_timeout {
+                args.push(format!("--lock-timeout={lock_timeout}"));
+            }
             if let Ok(prepared) = prepare_line(&args) {
                 prop_assert_eq!(prepared.jobs.len(), 1);
                 prop_assert!(prepared.jobs[0].validate().is_ok());
+                prop_assert!(prepared.sync.lock_timeout <= Duration::from_secs(7 * 86_400));
                 // What the planner will lay out is bounded.
                 if let Job::Candles { interval, from, to, .. }
                 | Job::PriceHistory { interval, from, to, .. } = &prepared.jobs[0]
