@@ -13,6 +13,7 @@
 //! | [`lake`] | [`lake::Lake`] | Arrow schemas, atomic Parquet writes under a manifest, polars scans |
 //! | [`sync`] | [`sync::Syncer`] | incremental, resumable fetch jobs: client → lake |
 //! | [`search`] | [`search::search`] | the service's search-profiles engine, shared by the simulator and local search |
+//! | [`analytics`] | [`analytics::search::search`] | the search-profiles request answered from the lake's profile snapshots with polars |
 //! | `sim` (feature `sim`) | `sim::Simulator` | a deterministic simulator of the service on loopback |
 //!
 //! ## Example
@@ -71,6 +72,7 @@
 //! [`sync::SyncObserver`].
 #![warn(missing_docs)]
 
+pub mod analytics;
 pub mod api;
 pub mod error;
 pub mod lake;
