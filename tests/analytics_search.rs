@@ -659,3 +659,68 @@ fn local_answers_equal_the_simulators_page_by_page() {
     );
     rt.block_on(fixture.sim.shutdown());
 }
+
+// ----- The command line -----
+
+fn dexlake(lake: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_dexlake"))
+        .arg("search")
+        .arg("--lake")
+        .arg(lake)
+        .args(args)
+        .output()
+        .expect("dexlake runs")
+}
+
+#[test]
+fn command_line_prints_the_library_answer() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lake = Lake::open(dir.path().join("lake")).expect("lake");
+    six(&lake);
+    let body = json!({
+        "filter": {"market.liquidity": {"$gte": 50}},
+        "sort": {"field": "market.liquidity", "direction": "desc"},
+        "options": {"include_market": true},
+        "limit": 1,
+    });
+    let file = dir.path().join("request.json");
+    std::fs::write(&file, body.to_string()).expect("write request");
+    let req: SearchRequest = serde_json::from_value(body).expect("request");
+    let expected = local::search(&lake, &req, Snapshot::Latest).expect("search");
+
+    let json_out = dexlake(lake.root(), &["--request", file.to_str().expect("utf-8")]);
+    assert!(json_out.status.success(), "{json_out:?}");
+    let printed: Value = serde_json::from_slice(&json_out.stdout).expect("JSON output");
+    assert_eq!(printed, serde_json::to_value(&expected).expect("JSON"));
+    assert_eq!(printed["count"], json!(2));
+
+    let csv = dexlake(
+        lake.root(),
+        &[
+            "--request",
+            file.to_str().expect("utf-8"),
+            "--format",
+            "csv",
+        ],
+    );
+    assert!(csv.status.success(), "{csv:?}");
+    let text = String::from_utf8(csv.stdout).expect("utf-8");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(lines[0].starts_with("token_address,"), "{text}");
+    assert!(lines[0].contains("market.liquidity"), "{text}");
+    assert!(lines[1].starts_with("t1,"), "{text}");
+
+    let named = dexlake(
+        lake.root(),
+        &[
+            "--request",
+            file.to_str().expect("utf-8"),
+            "--snapshot",
+            "2025-06-01T00:00:00Z",
+        ],
+    );
+    assert!(!named.status.success());
+    let err = String::from_utf8(named.stderr).expect("utf-8");
+    assert!(err.contains("2025-06-01T01:00:00Z"), "{err}");
+}

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 mod lake_cmd;
+mod search_cmd;
 #[cfg(feature = "sim")]
 mod sim_cmd;
 mod sync_cmd;
@@ -41,6 +42,8 @@ enum Command {
     Sim(sim_cmd::SimArgs),
     /// Fetch datasets from the service into the lake.
     Sync(sync_cmd::SyncArgs),
+    /// Answer a search-profiles request from the lake's profile snapshots.
+    Search(search_cmd::SearchArgs),
     /// Print the Arrow schema of one dataset or of all.
     Schema(lake_cmd::SchemaArgs),
     /// Check the lake against its manifest.
@@ -58,6 +61,7 @@ fn main() -> ExitCode {
         #[cfg(feature = "sim")]
         Command::Sim(args) => sim_cmd::run(&cli.global, args),
         Command::Sync(args) => sync_cmd::run(&cli.global, args),
+        Command::Search(args) => search_cmd::run(&cli.global, args),
         Command::Schema(args) => lake_cmd::schema(&cli.global, args),
         Command::Verify(args) => lake_cmd::verify(&cli.global, args),
         Command::Compact(args) => lake_cmd::compact(&cli.global, args),
