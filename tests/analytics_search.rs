@@ -539,11 +539,21 @@ async fn pages_remote(client: &Client, req: &SearchRequest) -> Vec<(u64, Vec<Val
     out
 }
 
-fn pages_local(lake: &Lake, req: &SearchRequest) -> Vec<(u64, Vec<Value>)> {
+/// Where a local answer comes from: the lake, or a frame in memory.
+enum Source<'a> {
+    Lake(&'a Lake),
+    Memory(&'a DataFrame),
+}
+
+fn pages_local(source: &Source<'_>, req: &SearchRequest) -> Vec<(u64, Vec<Value>)> {
     let mut req = req.clone();
     let mut out = Vec::new();
     loop {
-        let page = local::search(lake, &req, Snapshot::Latest).expect("local answer");
+        let page = match source {
+            Source::Lake(lake) => local::search(lake, &req, Snapshot::Latest),
+            Source::Memory(df) => local::search_lazy((*df).clone().lazy(), &req),
+        }
+        .expect("local answer");
         out.push((page.count, page.data));
         match page.cursor {
             Some(c) => req.cursor = Some(c),
@@ -620,6 +630,10 @@ fn local_answers_equal_the_simulators_page_by_page() {
     let profiles = usize::try_from(all[0].0).expect("count");
     assert!(profiles >= 5, "the tiny market has profiles to search");
 
+    let in_memory = local::snapshot_frame(&fixture.lake, Snapshot::Latest)
+        .expect("snapshot")
+        .collect()
+        .expect("collect");
     let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
         cases: 64,
         ..ProptestConfig::default()
@@ -629,7 +643,9 @@ fn local_answers_equal_the_simulators_page_by_page() {
         .run(&request_json(), |body| {
             let req: SearchRequest = serde_json::from_value(body.clone()).expect("valid request");
             let remote = rt.block_on(pages_remote(&fixture.client, &req));
-            let here = pages_local(&fixture.lake, &req);
+            let here = pages_local(&Source::Lake(&fixture.lake), &req);
+            let memory = pages_local(&Source::Memory(&in_memory), &req);
+            prop_assert_eq!(&memory, &here, "in memory, {}", body);
             prop_assert_eq!(here.len(), remote.len(), "pages of {}", body);
             for (k, (l, r)) in here.iter().zip(&remote).enumerate() {
                 prop_assert_eq!(l.0, r.0, "count of page {} of {}", k, body);

@@ -125,9 +125,8 @@ fn altchain_profiles(lake: &Lake) -> Result<LazyFrame> {
         .filter(col("chain").eq(lit(chain))))
 }
 
-/// The profile documents of one snapshot as a lazy frame of [`DOCUMENT_COLUMNS`]. Errors when
-/// the lake holds no snapshot, or not the one named (the error lists those it holds).
-pub fn snapshot_frame(lake: &Lake, snapshot: Snapshot) -> Result<LazyFrame> {
+/// The `fetched_at` of the snapshot a caller names, checked against those the lake holds.
+pub fn snapshot_time(lake: &Lake, snapshot: Snapshot) -> Result<DateTime<Utc>> {
     let held = snapshots(lake)?;
     let list = || {
         held.iter()
@@ -135,7 +134,7 @@ pub fn snapshot_frame(lake: &Lake, snapshot: Snapshot) -> Result<LazyFrame> {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let at = match snapshot {
+    Ok(match snapshot {
         Snapshot::Latest => *held.last().ok_or_else(|| Error::Lake {
             path: lake.root().to_owned(),
             message: "holds no altchain token_profiles snapshot; sync the profiles first".into(),
@@ -155,16 +154,30 @@ pub fn snapshot_frame(lake: &Lake, snapshot: Snapshot) -> Result<LazyFrame> {
                 ),
             });
         }
-    };
-    let micros = at.timestamp_micros();
-    let fetched = col("fetched_at").cast(DataType::Int64).eq(lit(micros));
+    })
+}
+
+/// The profile documents of one snapshot as a lazy frame of [`DOCUMENT_COLUMNS`]. Errors when
+/// the lake holds no snapshot, or not the one named (the error lists those it holds).
+pub fn snapshot_frame(lake: &Lake, snapshot: Snapshot) -> Result<LazyFrame> {
+    document_frame(lake, snapshot_time(lake, snapshot)?)
+}
+
+fn document_frame(lake: &Lake, at: DateTime<Utc>) -> Result<LazyFrame> {
     // The row index stops later filters from being pushed into the Parquet reader: polars 0.55
     // panics there on a predicate over a field of a struct that holds a timestamp
     // (`metadata.symbol`). The snapshot's own filter is still pushed down and prunes files.
-    Ok(altchain_profiles(lake)?
-        .filter(col("date").eq(lit(at.date_naive())).and(fetched))
+    Ok(snapshot_scan(lake, at)?
         .with_row_index(ROW, None)
         .select(DOCUMENT_COLUMNS.map(col)))
+}
+
+/// The rows of the snapshot fetched at `at`, every column, filters pushed into the scan.
+fn snapshot_scan(lake: &Lake, at: DateTime<Utc>) -> Result<LazyFrame> {
+    let fetched = col("fetched_at")
+        .cast(DataType::Int64)
+        .eq(lit(at.timestamp_micros()));
+    Ok(altchain_profiles(lake)?.filter(col("date").eq(lit(at.date_naive())).and(fetched)))
 }
 
 /// Answers a search-profiles request from a profile snapshot of the lake, with the service's
@@ -172,12 +185,27 @@ pub fn snapshot_frame(lake: &Lake, snapshot: Snapshot) -> Result<LazyFrame> {
 /// rules of every member.
 pub fn search(lake: &Lake, request: &SearchRequest, snapshot: Snapshot) -> Result<SearchPage> {
     request.validate()?;
-    search_lazy(snapshot_frame(lake, snapshot)?, request)
+    let at = snapshot_time(lake, snapshot)?;
+    let frame = document_frame(lake, at)?;
+    // The page's rows are read by address, a top-level column whose filter the Parquet reader
+    // takes, so only the matching rows are decoded in full.
+    let by_address = snapshot_scan(lake, at)?.select(DOCUMENT_COLUMNS.map(col));
+    search_with(frame, request, Some(by_address))
 }
 
 /// Answers a search-profiles request over any frame of profiles with the lake's columns
 /// ([`DOCUMENT_COLUMNS`] at least), one row per `token_address`.
 pub fn search_lazy(profiles: LazyFrame, request: &SearchRequest) -> Result<SearchPage> {
+    search_with(profiles, request, None)
+}
+
+/// The search; `by_address`, when given, is where the page's full rows are read from (by
+/// `token_address`) instead of `profiles` (by row number).
+fn search_with(
+    profiles: LazyFrame,
+    request: &SearchRequest,
+    by_address: Option<LazyFrame>,
+) -> Result<SearchPage> {
     request.validate()?;
     let mut profiles = profiles;
     let schema = profiles
@@ -207,7 +235,7 @@ pub fn search_lazy(profiles: LazyFrame, request: &SearchRequest) -> Result<Searc
     };
     match (predicate, sort_column) {
         (Some(predicate), Some((sort_expr, rank, kind))) => columnar(
-            profiles, request, &schema, predicate, &sort, sort_expr, rank, kind,
+            profiles, by_address, request, &schema, predicate, &sort, sort_expr, rank, kind,
         ),
         _ => by_engine(profiles, request),
     }
@@ -226,6 +254,7 @@ fn by_engine(profiles: LazyFrame, request: &SearchRequest) -> Result<SearchPage>
 )]
 fn columnar(
     profiles: LazyFrame,
+    by_address: Option<LazyFrame>,
     request: &SearchRequest,
     schema: &Schema,
     predicate: Expr,
@@ -341,8 +370,32 @@ fn columnar(
     };
 
     let wanted: Vec<IdxSize> = (0..shown).filter_map(|i| rows.get(i)).collect();
+    let options = request.options.clone().unwrap_or_default();
     let data = if wanted.is_empty() {
         Vec::new()
+    } else if let Some(frame) = by_address {
+        let page_addresses = page
+            .column("token_address")
+            .map_err(polars("reading the page's profiles"))?
+            .str()
+            .map_err(polars("reading the page's profiles"))?
+            .slice(0, shown);
+        let picked = frame
+            .filter(col("token_address").is_in(
+                lit(page_addresses.clone().into_series()).implode(false),
+                false,
+            ))
+            .collect()
+            .map_err(polars("reading the page's profiles"))?;
+        let docs = documents(&picked)?;
+        let by_address: HashMap<&str, &Value> = docs
+            .iter()
+            .filter_map(|d| Some((d.get("token_address")?.as_str()?, d)))
+            .collect();
+        (0..shown)
+            .filter_map(|i| by_address.get(page_addresses.get(i)?))
+            .map(|doc| project(doc, &options, request))
+            .collect()
     } else {
         let picked = with_row
             .filter(col(ROW).is_in(lit(Series::new(ROW.into(), &wanted)).implode(false), false))
@@ -357,7 +410,6 @@ fn columnar(
             .filter_map(|i| Some((picked_rows.get(i)?, i)))
             .collect();
         let docs = documents(&picked)?;
-        let options = request.options.clone().unwrap_or_default();
         wanted
             .iter()
             .filter_map(|r| order.get(r))
