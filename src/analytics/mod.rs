@@ -1,4 +1,5 @@
-//! Analytics on the lake: bars, price stats, wallet PnL, trading metrics and token metrics.
+//! Analytics on the lake: bars, price stats, wallet PnL, trading metrics, token metrics and
+//! local search.
 //!
 //! Rules of this layer:
 //! - It reads only the lake's committed Parquet files (those the manifest lists), never the
@@ -21,11 +22,13 @@
 //! | [`pnl`] | ledgers per (wallet, token): cost-basis methods, realized and unrealized PnL, lots, positions, equity curves |
 //! | [`metrics`] | trading metrics: Sharpe, Sortino, max drawdown, win rate, profit factor |
 //! | [`token_metrics`] | the 46 window metrics of a token profile, from the lake's trades |
+//! | [`search`] | the service's search-profiles request answered locally from cached profile snapshots, and its filter language as polars expressions |
 
 pub mod events;
 pub mod metrics;
 pub mod ohlcv;
 pub mod pnl;
+pub mod search;
 pub mod stats;
 pub mod token_metrics;
 

@@ -53,7 +53,7 @@ fn polars_err(dataset: Dataset) -> impl FnOnce(PolarsError) -> Error {
 
 /// An empty frame with the dataset's scan columns and types, read back from an empty Parquet
 /// file so the types are exactly those polars gives the real files.
-fn empty_frame(dataset: Dataset) -> Result<LazyFrame> {
+pub fn empty_frame(dataset: Dataset) -> Result<LazyFrame> {
     let empty = RecordBatch::new_empty(schema::file_schema(dataset));
     let bytes = encode_parquet(dataset, &empty, 1024, 1)?;
     let mut df = ParquetReader::new(Cursor::new(bytes))

@@ -8,10 +8,11 @@ use crate::Result;
 use crate::api::search::{base64url_decode, base64url_encode};
 
 /// A keyset cursor: the sort it was issued for and the last position returned.
-pub(super) struct Cursor;
+pub struct Cursor;
 
 impl Cursor {
-    pub(super) fn encode(sort: &SortSpec, last: &Position<'_>) -> String {
+    /// The cursor of the page that ended at `last` under `sort`.
+    pub fn encode(sort: &SortSpec, last: &Position<'_>) -> String {
         let body = json!({
             "f": sort.field,
             "d": sort.direction(),
@@ -25,7 +26,7 @@ impl Cursor {
     /// The last position a cursor returned, checking that it was issued by this engine for
     /// `sort` ([`SearchRequest::validate`](crate::api::search::SearchRequest::validate) refuses
     /// a mismatch before a request is sent; the engine keeps its own guarantee).
-    pub(super) fn decode(text: &str, sort: &SortSpec) -> Result<Position<'static>> {
+    pub fn decode(text: &str, sort: &SortSpec) -> Result<Position<'static>> {
         let bad = |why: &str| {
             invalid(
                 "cursor",

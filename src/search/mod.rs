@@ -53,13 +53,10 @@ mod order;
 mod text;
 
 pub use crate::api::search::TEXT_FIELDS;
+pub use cursor::Cursor;
 pub use eval::{lookup, matches};
-pub use order::compare_values;
-pub use text::text_matches;
-
-use cursor::Cursor;
-use order::{Position, SortKey, SortSpec};
-use text::TextMatcher;
+pub use order::{Position, SortKey, SortSpec, compare_values};
+pub use text::{TextMatcher, text_matches};
 
 /// One page of search results, shaped like the service's response body.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -153,8 +150,8 @@ pub fn search(req: &SearchRequest, docs: &[Value]) -> Result<SearchPage> {
 }
 
 /// The returned form of a document: the always-present members, the requested sections and the
-/// request's dynamic labels it satisfies, in the interface's member order.
-fn project(doc: &Value, options: &SearchOptions, req: &SearchRequest) -> Value {
+/// request's dynamic labels it satisfies, in the interface's member order (see [`search()`]).
+pub fn project(doc: &Value, options: &SearchOptions, req: &SearchRequest) -> Value {
     let mut out = Map::new();
     let copy = |out: &mut Map<String, Value>, key: &str| {
         if let Some(v) = doc.get(key) {

@@ -12,17 +12,24 @@ use crate::api::search::SearchRequest;
 /// A value as it takes part in sorting: the BSON-like type rank and, within a type, the value.
 /// Borrowed from a document while sorting, owned when decoded from a cursor.
 #[derive(Debug, Clone)]
-pub(super) enum SortKey<'a> {
+pub enum SortKey<'a> {
+    /// Null or missing.
     Null,
+    /// A number (`-0` is stored as `0`).
     Num(f64),
+    /// A string.
     Str(Cow<'a, str>),
+    /// An object, entry by entry.
     Obj(Vec<(Cow<'a, str>, SortKey<'a>)>),
+    /// An array, element by element.
     Arr(Vec<SortKey<'a>>),
+    /// A boolean.
     Bool(bool),
 }
 
 impl<'a> SortKey<'a> {
-    pub(super) fn of(value: Option<&'a Value>) -> Self {
+    /// The key of a value found (or not) at the sort path.
+    pub fn of(value: Option<&'a Value>) -> Self {
         match value {
             None | Some(Value::Null) => SortKey::Null,
             Some(Value::Number(n)) => SortKey::number(n.as_f64().unwrap_or(f64::NAN)),
@@ -40,11 +47,13 @@ impl<'a> SortKey<'a> {
     }
 
     /// A number key; `-0.0` becomes `0.0` so that the total order agrees with numeric equality.
-    fn number(x: f64) -> Self {
+    pub fn number(x: f64) -> Self {
         SortKey::Num(if x == 0.0 { 0.0 } else { x })
     }
 
-    fn rank(&self) -> u8 {
+    /// The type's place in the order: null 0, numbers 1, strings 2, objects 3, arrays 4,
+    /// booleans 5.
+    pub fn rank(&self) -> u8 {
         match self {
             SortKey::Null => 0,
             SortKey::Num(_) => 1,
@@ -155,14 +164,16 @@ pub fn compare_values(a: Option<&Value>, b: Option<&Value>) -> Ordering {
 
 /// The sort of a request: the field and whether it runs descending.
 #[derive(Debug, Clone, PartialEq)]
-pub(super) struct SortSpec {
-    pub(super) field: String,
-    pub(super) descending: bool,
+pub struct SortSpec {
+    /// The dotted sort path.
+    pub field: String,
+    /// Whether the order runs descending.
+    pub descending: bool,
 }
 
 impl SortSpec {
     /// The sort a (validated) request runs with: its `sort`, or `token_address` ascending.
-    pub(super) fn of(request: &SearchRequest) -> Self {
+    pub fn of(request: &SearchRequest) -> Self {
         let (field, direction) = request.sort_or_default();
         SortSpec {
             field: field.to_owned(),
@@ -170,7 +181,8 @@ impl SortSpec {
         }
     }
 
-    pub(super) fn direction(&self) -> &'static str {
+    /// `asc` or `desc`.
+    pub fn direction(&self) -> &'static str {
         if self.descending { "desc" } else { "asc" }
     }
 }
@@ -178,16 +190,19 @@ impl SortSpec {
 /// Where a document stands in the ascending order: sort value, then `token_address`, then its
 /// position in the input (which matters only when `token_address` repeats).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub(super) struct Position<'a> {
-    pub(super) value: SortKey<'a>,
-    pub(super) token_address: SortKey<'a>,
-    pub(super) ordinal: u64,
+pub struct Position<'a> {
+    /// The sort value.
+    pub value: SortKey<'a>,
+    /// The document's `token_address`.
+    pub token_address: SortKey<'a>,
+    /// The document's position in the searched input.
+    pub ordinal: u64,
 }
 
 impl Position<'_> {
     /// The order of the request's direction: descending reverses every component, so ties run
     /// by `token_address` in the sort's direction too.
-    pub(super) fn cmp_in(&self, other: &Self, descending: bool) -> Ordering {
+    pub fn cmp_in(&self, other: &Self, descending: bool) -> Ordering {
         let ascending = self.cmp(other);
         if descending {
             ascending.reverse()

@@ -5,8 +5,9 @@ use serde_json::Value;
 use super::eval::lookup;
 use crate::api::search::{TEXT_FIELDS, TextQuery};
 
-/// A text query checked once and ready to run against many documents.
-pub(super) struct TextMatcher<'q> {
+/// A text query checked once and ready to run against many documents or field values
+/// (the rules are those of [`text_matches`]).
+pub struct TextMatcher<'q> {
     /// The query text in lower case, as characters (edit distances count characters).
     needle: Vec<char>,
     needle_str: String,
@@ -16,7 +17,8 @@ pub(super) struct TextMatcher<'q> {
 }
 
 impl<'q> TextMatcher<'q> {
-    pub(super) fn new(query: &'q TextQuery) -> Self {
+    /// Prepares `query`.
+    pub fn new(query: &'q TextQuery) -> Self {
         let fields = match &query.fields {
             None => TEXT_FIELDS.to_vec(),
             Some(fields) => fields.iter().map(String::as_str).collect(),
@@ -37,12 +39,23 @@ impl<'q> TextMatcher<'q> {
         }
     }
 
-    pub(super) fn matches(&self, doc: &Value) -> bool {
+    /// Whether one of the query's fields of `doc` matches.
+    pub fn matches(&self, doc: &Value) -> bool {
         self.fields.iter().any(|path| {
             lookup(doc, path)
                 .and_then(Value::as_str)
-                .is_some_and(|text| self.matches_text(&text.to_lowercase()))
+                .is_some_and(|text| self.matches_field(text))
         })
+    }
+
+    /// The field paths the query reads.
+    pub fn fields(&self) -> &[&'q str] {
+        &self.fields
+    }
+
+    /// Whether one string field value matches the query.
+    pub fn matches_field(&self, value: &str) -> bool {
+        self.matches_text(&value.to_lowercase())
     }
 
     fn matches_text(&self, haystack: &str) -> bool {

@@ -11,6 +11,7 @@ mod lake_cmd;
 mod ohlcv_cmd;
 mod output;
 mod pnl_cmd;
+mod search_cmd;
 #[cfg(feature = "sim")]
 mod sim_cmd;
 mod sync_cmd;
@@ -67,6 +68,8 @@ enum Command {
     Pnl(pnl_cmd::PnlArgs),
     /// The 46 token profile metrics of any window, from the lake's trades.
     TokenMetrics(pnl_cmd::TokenMetricsArgs),
+    /// Answer a search-profiles request from the lake's profile snapshots.
+    Search(search_cmd::SearchArgs),
     /// Print the Arrow schema of one dataset or of all.
     Schema(lake_cmd::SchemaArgs),
     /// Check the lake against its manifest.
@@ -94,6 +97,7 @@ fn main() -> ExitCode {
         Command::Sync(args) => sync_cmd::run(&cli.global, args),
         Command::Pnl(args) => pnl_cmd::pnl(&cli.global, args),
         Command::TokenMetrics(args) => pnl_cmd::token_metrics(&cli.global, args),
+        Command::Search(args) => search_cmd::run(&cli.global, args),
         Command::Schema(args) => lake_cmd::schema(&cli.global, args),
         Command::Verify(args) => lake_cmd::verify(&cli.global, args),
         Command::Compact(args) => lake_cmd::compact(&cli.global, args),

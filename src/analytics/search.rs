@@ -1,0 +1,795 @@
+//! The service's search-profiles request answered locally, from the profile snapshots the lake
+//! keeps in `token_profiles`, and its filter language as polars expressions.
+//!
+//! [`search`] takes the request body as it is and answers with the service's response shape
+//! `{count, cursor, data}`. The work is split so that the rules live in one place:
+//!
+//! * **Filters** are compiled to polars expressions over the struct columns by [`filter_expr`]
+//!   (usable on any `LazyFrame` of profiles). The rules are those of [`crate::search::matches`]
+//!   (semantics.md section 4), restated for typed columns: in the lake a path's type is fixed by
+//!   the schema, so a string operand against a numeric column matches nothing for `$eq`/`$in`
+//!   and everything for `$ne`/`$nin`; null and missing behave alike (no operand may be null); a
+//!   path the schema lacks, or one that runs through a non-object, is missing. A list column
+//!   (`labels`) matches when one of its elements does. A timestamp column is the string the
+//!   service sends (RFC 3339, `Z`, fractional seconds only when not zero). A property test checks
+//!   the compiled filter against `crate::search::matches` row by row.
+//! * **Text queries** run the engine's [`TextMatcher`] over the matching rows' text fields.
+//! * **Order and cursors** follow [`crate::search::compare_values`] for the column types a
+//!   profile has (numbers, strings, booleans; nulls first ascending and last descending; ties by
+//!   `token_address` in the sort's direction) and use the engine's keyset [`Cursor`], so the
+//!   simulator's cursors and these are of one format.
+//! * **Projection** and `dynamic_labels`: only the page's rows become JSON documents, in the
+//!   service's form, and the engine's [`project`] shapes them.
+//!
+//! A request whose sort path is an object or an array (`market`, `labels`), or whose filter
+//! reads inside `matched_labels` (a list of entries in the lake, an object in the service's
+//! documents), is answered by the engine itself over the snapshot's documents: slower, never
+//! different.
+//!
+//! A snapshot is one run of a profile sync: the rows sharing one `fetched_at`. The lake holds
+//! one row per `token_address` in a snapshot, so `token_address` alone breaks ties.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use polars::prelude::*;
+use serde_json::{Map, Value};
+
+use crate::api::models::{AltTokenProfile, ChainFamily};
+use crate::api::requests::{DEFAULT_LIMIT, Operation};
+use crate::api::search::{Clause, Condition, Filter, Scalar, SearchRequest};
+use crate::lake::scan::empty_frame;
+use crate::lake::{Dataset, Lake};
+use crate::search::{Cursor, Position, SearchPage, SortKey, SortSpec, TextMatcher, project};
+use crate::{Error, Result};
+
+/// The columns of a profile document, in the service's member order. The lake's other columns
+/// (`chain_id`, `dynamic_labels` of the sync request, `fetched_at`, the hive columns) are not part
+/// of a profile and are dropped before searching, so a filter on them finds them missing, as
+/// the service does.
+pub const DOCUMENT_COLUMNS: [&str; 8] = [
+    "updated_at",
+    "synced_at",
+    "token_address",
+    "labels",
+    "matched_labels",
+    "metadata",
+    "market",
+    "metrics",
+];
+
+/// The chrono format of the service's timestamps (`2025-06-01T00:00:00Z`, with 3, 6 or 9
+/// fractional digits only when they are not zero), as `DateTime<Utc>` serializes.
+const TIMESTAMP_FORMAT: &str = "%Y-%m-%dT%H:%M:%S%.fZ";
+
+const ROW: &str = "__dexlake_row";
+const SORT: &str = "__dexlake_sort";
+
+/// Which snapshot of the profiles a search runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Snapshot {
+    /// The newest `fetched_at`.
+    #[default]
+    Latest,
+    /// The snapshot fetched at exactly this time.
+    At(DateTime<Utc>),
+}
+
+fn invalid(member: &str, reason: impl Into<String>) -> Error {
+    Error::InvalidRequest {
+        operation: Operation::AltSearchProfiles.name(),
+        member: member.to_owned(),
+        reason: reason.into(),
+    }
+}
+
+fn polars(context: &str) -> impl FnOnce(PolarsError) -> Error + '_ {
+    move |source| Error::Polars {
+        context: context.to_owned(),
+        source,
+    }
+}
+
+/// The times of the altchain profile snapshots the lake holds, oldest first.
+pub fn snapshots(lake: &Lake) -> Result<Vec<DateTime<Utc>>> {
+    let df = altchain_profiles(lake)?
+        .select([col("fetched_at")])
+        .unique(None, UniqueKeepStrategy::Any)
+        .sort(["fetched_at"], SortMultipleOptions::default())
+        .collect()
+        .map_err(polars("listing profile snapshots"))?;
+    let times = df
+        .column("fetched_at")
+        .map_err(polars("listing profile snapshots"))?;
+    let mut out = Vec::with_capacity(times.len());
+    for i in 0..times.len() {
+        match times.get(i).map_err(polars("listing profile snapshots"))? {
+            AnyValue::Datetime(v, unit, _) | AnyValue::DatetimeOwned(v, unit, _) => {
+                out.push(datetime_of(v, unit));
+            }
+            _ => {
+                return Err(Error::Lake {
+                    path: lake.root().to_owned(),
+                    message: "a token_profiles fetched_at is null".into(),
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn altchain_profiles(lake: &Lake) -> Result<LazyFrame> {
+    let chain = ChainFamily::Altchain.to_string();
+    Ok(lake
+        .scan(Dataset::TokenProfiles)?
+        .filter(col("chain").eq(lit(chain))))
+}
+
+/// The `fetched_at` of the snapshot a caller names, checked against those the lake holds.
+pub fn snapshot_time(lake: &Lake, snapshot: Snapshot) -> Result<DateTime<Utc>> {
+    let held = snapshots(lake)?;
+    let list = || {
+        held.iter()
+            .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    Ok(match snapshot {
+        Snapshot::Latest => *held.last().ok_or_else(|| Error::Lake {
+            path: lake.root().to_owned(),
+            message: "holds no altchain token_profiles snapshot; sync the profiles first".into(),
+        })?,
+        Snapshot::At(t) if held.contains(&t) => t,
+        Snapshot::At(t) => {
+            return Err(Error::Lake {
+                path: lake.root().to_owned(),
+                message: format!(
+                    "holds no token_profiles snapshot fetched at {}; it holds: {}",
+                    t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true),
+                    if held.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        list()
+                    }
+                ),
+            });
+        }
+    })
+}
+
+/// The profile documents of one snapshot as a lazy frame of [`DOCUMENT_COLUMNS`]. Errors when
+/// the lake holds no snapshot, or not the one named (the error lists those it holds).
+pub fn snapshot_frame(lake: &Lake, snapshot: Snapshot) -> Result<LazyFrame> {
+    document_frame(lake, snapshot_time(lake, snapshot)?)
+}
+
+fn document_frame(lake: &Lake, at: DateTime<Utc>) -> Result<LazyFrame> {
+    // The row index stops later filters from being pushed into the Parquet reader: polars 0.55
+    // panics there on a predicate over a field of a struct that holds a timestamp
+    // (`metadata.symbol`). The snapshot's own filter is still pushed down and prunes files.
+    Ok(snapshot_scan(lake, at)?
+        .with_row_index(ROW, None)
+        .select(DOCUMENT_COLUMNS.map(col)))
+}
+
+/// The rows of the snapshot fetched at `at`, every column, filters pushed into the scan.
+fn snapshot_scan(lake: &Lake, at: DateTime<Utc>) -> Result<LazyFrame> {
+    let fetched = col("fetched_at")
+        .cast(DataType::Int64)
+        .eq(lit(at.timestamp_micros()));
+    Ok(altchain_profiles(lake)?.filter(col("date").eq(lit(at.date_naive())).and(fetched)))
+}
+
+/// Answers a search-profiles request from a profile snapshot of the lake, with the service's
+/// response shape. See the [module docs](self) for how, and [`crate::search::search`] for the
+/// rules of every member.
+pub fn search(lake: &Lake, request: &SearchRequest, snapshot: Snapshot) -> Result<SearchPage> {
+    request.validate()?;
+    let at = snapshot_time(lake, snapshot)?;
+    let frame = document_frame(lake, at)?;
+    // The page's rows are read by address, a top-level column whose filter the Parquet reader
+    // takes, so only the matching rows are decoded in full.
+    let by_address = snapshot_scan(lake, at)?.select(DOCUMENT_COLUMNS.map(col));
+    search_with(frame, request, Some(by_address))
+}
+
+/// Answers a search-profiles request over any frame of profiles with the lake's columns
+/// ([`DOCUMENT_COLUMNS`] at least), one row per `token_address`.
+pub fn search_lazy(profiles: LazyFrame, request: &SearchRequest) -> Result<SearchPage> {
+    search_with(profiles, request, None)
+}
+
+/// The search; `by_address`, when given, is where the page's full rows are read from (by
+/// `token_address`) instead of `profiles` (by row number).
+fn search_with(
+    profiles: LazyFrame,
+    request: &SearchRequest,
+    by_address: Option<LazyFrame>,
+) -> Result<SearchPage> {
+    request.validate()?;
+    let mut profiles = profiles;
+    let schema = profiles
+        .collect_schema()
+        .map_err(polars("reading the profiles' schema"))?;
+    let keep: Vec<Expr> = DOCUMENT_COLUMNS
+        .iter()
+        .filter(|c| schema.contains(c))
+        .map(|c| col(*c))
+        .collect();
+    let profiles = profiles.select(keep);
+    let schema: Schema = schema
+        .iter()
+        .filter(|(name, _)| DOCUMENT_COLUMNS.contains(&name.as_str()))
+        .map(|(name, dtype)| Field::new(name.clone(), dtype.clone()))
+        .collect();
+
+    let predicate = match &request.filter {
+        None => Some(lit(true)),
+        Some(filter) => compile(filter, &schema)?,
+    };
+    let sort = SortSpec::of(request);
+    let sort_column = match resolve(&sort.field, &schema) {
+        Resolved::Value { expr, kind, .. } => kind.sort_rank().map(|rank| (expr, rank, kind)),
+        Resolved::Missing => Some((lit(NULL), 0, Kind::Number)),
+        Resolved::Unsupported => None,
+    };
+    match (predicate, sort_column) {
+        (Some(predicate), Some((sort_expr, rank, kind))) => columnar(
+            profiles, by_address, request, &schema, predicate, &sort, sort_expr, rank, kind,
+        ),
+        _ => by_engine(profiles, request),
+    }
+}
+
+/// The engine over every document of the frame: for requests the columnar path does not cover.
+fn by_engine(profiles: LazyFrame, request: &SearchRequest) -> Result<SearchPage> {
+    let df = profiles.collect().map_err(polars("reading the profiles"))?;
+    let docs = documents(&df)?;
+    crate::search::search(request, &docs)
+}
+
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one private step of search_lazy, its inputs named"
+)]
+fn columnar(
+    profiles: LazyFrame,
+    by_address: Option<LazyFrame>,
+    request: &SearchRequest,
+    schema: &Schema,
+    predicate: Expr,
+    sort: &SortSpec,
+    sort_expr: Expr,
+    rank: u8,
+    kind: Kind,
+) -> Result<SearchPage> {
+    let limit = usize::try_from(request.limit.unwrap_or(DEFAULT_LIMIT))
+        .expect("a validated limit of at most 100 fits in usize");
+    let text = request.query.as_ref().map(TextMatcher::new);
+    let text_columns: Vec<String> = text
+        .as_ref()
+        .map(|t| {
+            t.fields()
+                .iter()
+                .map(|f| format!("__dexlake_text_{f}"))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut key_columns = vec![
+        col(ROW),
+        col("token_address"),
+        sort_value(sort_expr, kind).alias(SORT),
+    ];
+    if let Some(t) = &text {
+        for (path, name) in t.fields().iter().zip(&text_columns) {
+            let value = match resolve(path, schema) {
+                Resolved::Value {
+                    expr,
+                    kind: Kind::String,
+                } => expr,
+                Resolved::Value {
+                    expr,
+                    kind: Kind::Timestamp,
+                } => expr.dt().to_string(TIMESTAMP_FORMAT),
+                _ => lit(NULL).cast(DataType::String),
+            };
+            key_columns.push(value.alias(name.as_str()));
+        }
+    }
+    let with_row = profiles.with_row_index(ROW, None);
+    let mut keys = with_row
+        .clone()
+        .filter(predicate)
+        .select(key_columns)
+        .collect()
+        .map_err(polars("filtering profiles"))?;
+    if let Some(t) = &text {
+        let mut columns = Vec::with_capacity(text_columns.len());
+        for name in &text_columns {
+            let column = keys.column(name).map_err(polars("text query"))?;
+            columns.push(column.str().map_err(polars("text query"))?.clone());
+        }
+        let mask: BooleanChunked = (0..keys.height())
+            .map(|i| {
+                columns
+                    .iter()
+                    .any(|c| c.get(i).is_some_and(|v| t.matches_field(v)))
+            })
+            .collect();
+        keys = keys.filter(&mask).map_err(polars("text query"))?;
+    }
+    let count = u64::try_from(keys.height()).expect("a frame height fits in u64");
+
+    let mut page = keys.lazy();
+    if let Some(cursor) = &request.cursor {
+        let last = Cursor::decode(cursor, sort)?;
+        page = page.filter(after(&last, rank, sort.descending)?);
+    }
+    let descending = sort.descending;
+    let page = page
+        .sort_by_exprs(
+            [col(SORT), col("token_address")],
+            SortMultipleOptions::default()
+                .with_order_descending_multi([descending, descending])
+                .with_nulls_last_multi([descending, descending]),
+        )
+        .limit(IdxSize::try_from(limit + 1).expect("a page limit fits in IdxSize"))
+        .collect()
+        .map_err(polars("sorting profiles"))?;
+
+    let rows = page
+        .column(ROW)
+        .map_err(polars("sorting profiles"))?
+        .idx()
+        .map_err(polars("sorting profiles"))?
+        .clone();
+    let shown = page.height().min(limit);
+    let next = if page.height() > limit {
+        let i = shown - 1;
+        let addresses = page.column("token_address").map_err(polars("cursor"))?;
+        let address = match addresses.get(i).map_err(polars("cursor"))? {
+            AnyValue::String(s) => s.to_owned(),
+            AnyValue::StringOwned(s) => s.to_string(),
+            _ => String::new(),
+        };
+        let value = match page.column(SORT).map_err(polars("cursor"))?.get(i) {
+            Ok(AnyValue::Float64(x)) => SortKey::number(x),
+            Ok(AnyValue::Boolean(b)) => SortKey::Bool(b),
+            Ok(AnyValue::String(s)) => SortKey::Str(s.to_owned().into()),
+            Ok(AnyValue::StringOwned(s)) => SortKey::Str(s.to_string().into()),
+            _ => SortKey::Null,
+        };
+        let position = Position {
+            value,
+            token_address: SortKey::Str(address.into()),
+            ordinal: u64::from(rows.get(i).unwrap_or_default()),
+        };
+        Some(Cursor::encode(sort, &position))
+    } else {
+        None
+    };
+
+    let wanted: Vec<IdxSize> = (0..shown).filter_map(|i| rows.get(i)).collect();
+    let options = request.options.clone().unwrap_or_default();
+    let data = if wanted.is_empty() {
+        Vec::new()
+    } else if let Some(frame) = by_address {
+        let page_addresses = page
+            .column("token_address")
+            .map_err(polars("reading the page's profiles"))?
+            .str()
+            .map_err(polars("reading the page's profiles"))?
+            .slice(0, shown);
+        let picked = frame
+            .filter(col("token_address").is_in(
+                lit(page_addresses.clone().into_series()).implode(false),
+                false,
+            ))
+            .collect()
+            .map_err(polars("reading the page's profiles"))?;
+        let docs = documents(&picked)?;
+        let by_address: HashMap<&str, &Value> = docs
+            .iter()
+            .filter_map(|d| Some((d.get("token_address")?.as_str()?, d)))
+            .collect();
+        (0..shown)
+            .filter_map(|i| by_address.get(page_addresses.get(i)?))
+            .map(|doc| project(doc, &options, request))
+            .collect()
+    } else {
+        let picked = with_row
+            .filter(col(ROW).is_in(lit(Series::new(ROW.into(), &wanted)).implode(false), false))
+            .collect()
+            .map_err(polars("reading the page's profiles"))?;
+        let picked_rows = picked
+            .column(ROW)
+            .map_err(polars("reading the page's profiles"))?
+            .idx()
+            .map_err(polars("reading the page's profiles"))?;
+        let order: HashMap<IdxSize, usize> = (0..picked_rows.len())
+            .filter_map(|i| Some((picked_rows.get(i)?, i)))
+            .collect();
+        let docs = documents(&picked)?;
+        wanted
+            .iter()
+            .filter_map(|r| order.get(r))
+            .map(|&i| project(&docs[i], &options, request))
+            .collect()
+    };
+    Ok(SearchPage {
+        count,
+        cursor: next,
+        data,
+    })
+}
+
+/// The sort expression of a column: numbers as `f64` with `-0` made `0` (as the engine
+/// compares them), timestamps as the service's strings.
+fn sort_value(expr: Expr, kind: Kind) -> Expr {
+    match kind {
+        Kind::Number => expr.cast(DataType::Float64) + lit(0.0),
+        Kind::Timestamp => expr.dt().to_string(TIMESTAMP_FORMAT),
+        _ => expr,
+    }
+}
+
+/// Rows strictly after the cursor's position in the request's order (keyset paging), for a
+/// sort column whose non-null values have type rank `rank` (0 when the column is missing).
+fn after(last: &Position<'_>, rank: u8, descending: bool) -> Result<Expr> {
+    let SortKey::Str(last_address) = &last.token_address else {
+        return Err(invalid(
+            "cursor",
+            "does not hold a token_address; pass the cursor of a previous page",
+        ));
+    };
+    let address = col("token_address");
+    let address_after = if descending {
+        address.lt(lit(last_address.to_string()))
+    } else {
+        address.gt(lit(last_address.to_string()))
+    };
+    let value = col(SORT);
+    let last_rank = last.value.rank();
+    let null_after = if last_rank == 0 {
+        address_after.clone()
+    } else {
+        lit(descending)
+    };
+    let value_after = if rank == 0 {
+        lit(false)
+    } else if last_rank < rank {
+        lit(!descending)
+    } else if last_rank > rank {
+        lit(descending)
+    } else {
+        let v = match &last.value {
+            SortKey::Num(x) => lit(*x),
+            SortKey::Str(s) => lit(s.to_string()),
+            SortKey::Bool(b) => lit(*b),
+            _ => unreachable!("a rank of a scalar column is that of a number, string or bool"),
+        };
+        let beyond = if descending {
+            value.clone().lt(v.clone())
+        } else {
+            value.clone().gt(v.clone())
+        };
+        beyond.or(value.clone().eq(v).and(address_after))
+    };
+    Ok(when(value.is_null())
+        .then(null_after)
+        .otherwise(value_after))
+}
+
+// ----- Filters as polars expressions -----
+
+/// What a path's value is, as the service's documents would hold it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Number,
+    String,
+    Bool,
+    /// A timestamp column: the service's RFC 3339 string.
+    Timestamp,
+    /// A list of strings (`labels`).
+    StringList,
+    /// An object: a struct column, or `matched_labels` (entries in the lake, an object in the
+    /// documents).
+    Object,
+}
+
+impl Kind {
+    fn of(dtype: &DataType) -> Option<Kind> {
+        Some(match dtype {
+            DataType::Boolean => Kind::Bool,
+            DataType::String => Kind::String,
+            DataType::Datetime(_, _) => Kind::Timestamp,
+            DataType::List(inner) if **inner == DataType::String => Kind::StringList,
+            DataType::Struct(_) => Kind::Object,
+            d if d.is_primitive_numeric() => Kind::Number,
+            _ => return None,
+        })
+    }
+
+    /// The rank of [`SortKey::rank`] of the column's values, when the columnar sort covers it.
+    fn sort_rank(self) -> Option<u8> {
+        match self {
+            Kind::Number => Some(1),
+            Kind::String | Kind::Timestamp => Some(2),
+            Kind::Bool => Some(5),
+            Kind::StringList | Kind::Object => None,
+        }
+    }
+}
+
+enum Resolved {
+    /// The path names a column value (null where the value or one of its parents is null).
+    Value { expr: Expr, kind: Kind },
+    /// The path is missing in every profile.
+    Missing,
+    /// The columnar evaluation does not cover this path.
+    Unsupported,
+}
+
+fn resolve(path: &str, schema: &Schema) -> Resolved {
+    let mut segments = path.split('.');
+    let first = segments.next().unwrap_or_default();
+    let Some(mut dtype) = schema.get(first).cloned() else {
+        return Resolved::Missing;
+    };
+    let mut expr = col(first);
+    let mut parents_present: Option<Expr> = None;
+    for segment in segments {
+        if first == "matched_labels" {
+            return Resolved::Unsupported;
+        }
+        let DataType::Struct(fields) = &dtype else {
+            return Resolved::Missing;
+        };
+        let Some(field) = fields.iter().find(|f| f.name().as_str() == segment) else {
+            return Resolved::Missing;
+        };
+        let present = expr.clone().is_not_null();
+        parents_present = Some(match parents_present {
+            None => present,
+            Some(p) => p.and(present),
+        });
+        expr = expr.struct_().field_by_name(segment);
+        dtype = field.dtype().clone();
+    }
+    let kind = if path == "matched_labels" {
+        Some(Kind::Object)
+    } else {
+        Kind::of(&dtype)
+    };
+    let Some(kind) = kind else {
+        return Resolved::Unsupported;
+    };
+    let expr = match parents_present {
+        None => expr,
+        Some(present) => when(present).then(expr).otherwise(lit(NULL)),
+    };
+    Resolved::Value { expr, kind }
+}
+
+/// The filter as a boolean polars expression over a frame of profiles with the lake's
+/// `token_profiles` columns (struct columns `metadata`, `market`, `metrics`, list column
+/// `labels`), with the service's rules (see the [module docs](self)). An empty filter is `true`.
+///
+/// Errors when the filter reads inside `matched_labels`, which [`search`] answers through the
+/// engine instead.
+pub fn filter_expr(filter: &Filter) -> Result<Expr> {
+    let schema = profile_schema()?;
+    filter_expr_for(filter, &schema)
+}
+
+/// [`filter_expr`] for a frame of the given schema.
+pub fn filter_expr_for(filter: &Filter, schema: &Schema) -> Result<Expr> {
+    compile(filter, schema)?.ok_or_else(|| {
+        invalid(
+            "filter",
+            "reads inside matched_labels, which has no column expression; use analytics::search::search",
+        )
+    })
+}
+
+/// The polars schema of the lake's `token_profiles` files.
+pub fn profile_schema() -> Result<Schema> {
+    let schema = empty_frame(Dataset::TokenProfiles)?
+        .collect_schema()
+        .map_err(polars("the token_profiles schema"))?;
+    Ok(schema.as_ref().clone())
+}
+
+/// `None` when some path is not covered by the columnar evaluation.
+fn compile(filter: &Filter, schema: &Schema) -> Result<Option<Expr>> {
+    let mut out = lit(true);
+    for clause in &filter.clauses {
+        let expr = match clause {
+            Clause::And(filters) | Clause::Or(filters) => {
+                let is_and = matches!(clause, Clause::And(_));
+                let mut acc = lit(is_and);
+                for f in filters {
+                    let Some(e) = compile(f, schema)? else {
+                        return Ok(None);
+                    };
+                    acc = if is_and { acc.and(e) } else { acc.or(e) };
+                }
+                acc
+            }
+            Clause::Field { path, conditions } => {
+                if path.is_empty() || path.split('.').any(str::is_empty) {
+                    return Err(invalid(path, "expected a dotted field path"));
+                }
+                let resolved = resolve(path, schema);
+                if matches!(resolved, Resolved::Unsupported) {
+                    return Ok(None);
+                }
+                let mut acc = lit(true);
+                for c in conditions {
+                    acc = acc.and(condition(c, &resolved));
+                }
+                acc
+            }
+        };
+        out = out.and(expr);
+    }
+    Ok(Some(out))
+}
+
+fn condition(condition: &Condition, resolved: &Resolved) -> Expr {
+    match condition {
+        Condition::Eq(s) => any_equal(resolved, std::slice::from_ref(s)),
+        Condition::In(list) => any_equal(resolved, list),
+        Condition::Ne(s) => any_equal(resolved, std::slice::from_ref(s)).not(),
+        Condition::Nin(list) => any_equal(resolved, list).not(),
+        Condition::Gt(n) => range(resolved, |v| v.gt(lit(*n))),
+        Condition::Gte(n) => range(resolved, |v| v.gt_eq(lit(*n))),
+        Condition::Lt(n) => range(resolved, |v| v.lt(lit(*n))),
+        Condition::Lte(n) => range(resolved, |v| v.lt_eq(lit(*n))),
+    }
+}
+
+/// Whether the value (or one element of a list) `$eq`s one of the scalars; never null.
+fn any_equal(resolved: &Resolved, scalars: &[Scalar]) -> Expr {
+    let Resolved::Value { expr, kind } = resolved else {
+        return lit(false);
+    };
+    let mut out = lit(false);
+    for s in scalars {
+        let hit = match (kind, s) {
+            (Kind::Number, Scalar::Num(n)) => {
+                Some(expr.clone().cast(DataType::Float64).eq(lit(*n)))
+            }
+            (Kind::String, Scalar::Str(t)) => Some(expr.clone().eq(lit(t.clone()))),
+            (Kind::Timestamp, Scalar::Str(t)) => Some(
+                expr.clone()
+                    .dt()
+                    .to_string(TIMESTAMP_FORMAT)
+                    .eq(lit(t.clone())),
+            ),
+            (Kind::Bool, Scalar::Bool(b)) => Some(expr.clone().eq(lit(*b))),
+            (Kind::StringList, Scalar::Str(t)) => {
+                Some(expr.clone().list().contains(lit(t.clone()), false))
+            }
+            _ => None,
+        };
+        if let Some(hit) = hit {
+            out = out.or(hit.fill_null(lit(false)));
+        }
+    }
+    out
+}
+
+/// A range operator: numbers only; never null.
+fn range(resolved: &Resolved, cmp: impl Fn(Expr) -> Expr) -> Expr {
+    match resolved {
+        Resolved::Value {
+            expr,
+            kind: Kind::Number,
+        } => cmp(expr.clone().cast(DataType::Float64)).fill_null(lit(false)),
+        _ => lit(false),
+    }
+}
+
+// ----- Rows as the service's documents -----
+
+fn datetime_of(value: i64, unit: TimeUnit) -> DateTime<Utc> {
+    let nanos = match unit {
+        TimeUnit::Nanoseconds => value,
+        TimeUnit::Microseconds => value.saturating_mul(1_000),
+        TimeUnit::Milliseconds => value.saturating_mul(1_000_000),
+    };
+    DateTime::from_timestamp_nanos(nanos)
+}
+
+/// Every row of `df` as a profile document of the service: null members left out, timestamps as
+/// RFC 3339 strings, `matched_labels` as an object, and member order that of the service's
+/// model.
+pub fn documents(df: &DataFrame) -> Result<Vec<Value>> {
+    let columns: Vec<&Column> = DOCUMENT_COLUMNS
+        .iter()
+        .filter_map(|name| df.column(name).ok())
+        .collect();
+    (0..df.height())
+        .map(|i| {
+            let mut map = Map::new();
+            for column in &columns {
+                let value = column
+                    .get(i)
+                    .map_err(polars("turning profiles into documents"))?;
+                let labels = column.name().as_str() == "matched_labels";
+                if let Some(v) = json_of(value, labels) {
+                    map.insert(column.name().to_string(), v);
+                }
+            }
+            let doc = Value::Object(map);
+            let profile: AltTokenProfile =
+                serde_json::from_value(doc.clone()).map_err(|source| Error::Decode {
+                    operation: Operation::AltSearchProfiles.name(),
+                    excerpt: doc.to_string().chars().take(300).collect(),
+                    source,
+                })?;
+            Ok(serde_json::to_value(profile)
+                .expect("a profile of finite numbers and strings converts to JSON"))
+        })
+        .collect()
+}
+
+fn json_of(value: AnyValue<'_>, matched_labels: bool) -> Option<Value> {
+    Some(match value {
+        AnyValue::Null => return None,
+        AnyValue::Boolean(b) => Value::Bool(b),
+        AnyValue::String(s) => Value::String(s.to_owned()),
+        AnyValue::StringOwned(s) => Value::String(s.to_string()),
+        AnyValue::Int8(x) => Value::from(x),
+        AnyValue::Int16(x) => Value::from(x),
+        AnyValue::Int32(x) => Value::from(x),
+        AnyValue::Int64(x) => Value::from(x),
+        AnyValue::UInt8(x) => Value::from(x),
+        AnyValue::UInt16(x) => Value::from(x),
+        AnyValue::UInt32(x) => Value::from(x),
+        AnyValue::UInt64(x) => Value::from(x),
+        AnyValue::Float32(x) => Value::Number(serde_json::Number::from_f64(f64::from(x))?),
+        AnyValue::Float64(x) => Value::Number(serde_json::Number::from_f64(x)?),
+        AnyValue::Datetime(v, unit, _) | AnyValue::DatetimeOwned(v, unit, _) => {
+            serde_json::to_value(datetime_of(v, unit)).ok()?
+        }
+        AnyValue::List(series) => {
+            let items =
+                (0..series.len()).map(|j| series.get(j).ok().and_then(|v| json_of(v, false)));
+            if matched_labels {
+                let mut map = Map::new();
+                for item in items.flatten() {
+                    if let (Some(Value::String(label)), Some(rules)) =
+                        (item.get("label").cloned(), item.get("rules").cloned())
+                    {
+                        map.insert(label, rules);
+                    }
+                }
+                Value::Object(map)
+            } else {
+                Value::Array(items.map(|v| v.unwrap_or(Value::Null)).collect())
+            }
+        }
+        AnyValue::Struct(_, _, fields) => {
+            let mut map = Map::new();
+            for (field, v) in fields.iter().zip(value._iter_struct_av()) {
+                if let Some(v) = json_of(v, false) {
+                    map.insert(field.name().to_string(), v);
+                }
+            }
+            Value::Object(map)
+        }
+        AnyValue::StructOwned(payload) => {
+            let (values, fields) = *payload;
+            let mut map = Map::new();
+            for (field, v) in fields.iter().zip(values) {
+                if let Some(v) = json_of(v, false) {
+                    map.insert(field.name().to_string(), v);
+                }
+            }
+            Value::Object(map)
+        }
+        other => Value::String(other.to_string()),
+    })
+}
