@@ -758,7 +758,8 @@ pub const SWAP_COLUMNS: [&str; 12] = [
     "block_slot",
 ];
 
-fn f64_col(df: &DataFrame, name: &str) -> Result<Vec<f64>> {
+/// A column as floats (cast when needed); nulls become NaN.
+pub(crate) fn f64_col(df: &DataFrame, name: &str) -> Result<Vec<f64>> {
     let c = df
         .column(name)
         .and_then(|c| c.cast(&DataType::Float64))
@@ -767,7 +768,8 @@ fn f64_col(df: &DataFrame, name: &str) -> Result<Vec<f64>> {
     Ok(ca.iter().map(|v| v.unwrap_or(f64::NAN)).collect())
 }
 
-fn i64_col(df: &DataFrame, name: &str) -> Result<Vec<i64>> {
+/// A column as integers (cast when needed, timestamps as their count); nulls become 0.
+pub(crate) fn i64_col(df: &DataFrame, name: &str) -> Result<Vec<i64>> {
     let c = df
         .column(name)
         .and_then(|c| c.cast(&DataType::Int64))
@@ -776,7 +778,8 @@ fn i64_col(df: &DataFrame, name: &str) -> Result<Vec<i64>> {
     Ok(ca.iter().map(|v| v.unwrap_or(0)).collect())
 }
 
-fn str_col<'a>(df: &'a DataFrame, name: &str) -> Result<Vec<&'a str>> {
+/// A string column; nulls become empty strings.
+pub(crate) fn str_col<'a>(df: &'a DataFrame, name: &str) -> Result<Vec<&'a str>> {
     let ca = df
         .column(name)
         .and_then(|c| c.str())

@@ -61,7 +61,8 @@ use polars::prelude::*;
 
 use super::metrics;
 use super::pnl::{
-    CostMethod, Ledger, LedgerEvent, LotMatch, Mark, OversellPolicy, PnlConfig, Side,
+    CostMethod, Ledger, LedgerEvent, LotMatch, Mark, OversellPolicy, PnlConfig, Side, f64_col,
+    i64_col, str_col,
 };
 use crate::api::models::{ROI_BUCKETS, TimeWindow, WindowMetrics};
 use crate::lake::{Dataset, Lake};
@@ -138,56 +139,35 @@ impl TokenTrades {
     /// Reads a frame of one token's trades (columns [`COLUMNS`]; `block_time` in
     /// microseconds). Rows whose `direction` is neither `buy` nor `sell` are left out.
     pub fn from_frame(df: &DataFrame) -> Result<TokenTrades> {
-        let s = |name: &str| -> Result<Vec<Option<String>>> {
-            let ca = df
-                .column(name)
-                .and_then(|c| c.str())
-                .map_err(polars_err(name))?;
-            Ok(ca.iter().map(|v| v.map(str::to_owned)).collect())
-        };
-        let f = |name: &str| -> Result<Vec<f64>> {
-            let c = df
-                .column(name)
-                .and_then(|c| c.cast(&DataType::Float64))
-                .map_err(polars_err(name))?;
-            let ca = c.f64().map_err(polars_err(name))?;
-            Ok(ca.iter().map(|v| v.unwrap_or(f64::NAN)).collect())
-        };
-        let i = |name: &str| -> Result<Vec<i64>> {
-            let c = df
-                .column(name)
-                .and_then(|c| c.cast(&DataType::Int64))
-                .map_err(polars_err(name))?;
-            let ca = c.i64().map_err(polars_err(name))?;
-            Ok(ca.iter().map(|v| v.unwrap_or(0)).collect())
-        };
-        let wallet = s("wallet_address")?;
-        let direction = s("direction")?;
-        let state = s("position_state")?;
+        let wallet = str_col(df, "wallet_address")?;
+        let direction = str_col(df, "direction")?;
+        let state = str_col(df, "position_state")?;
         let (amount, usd, price, mcap) = (
-            f("token_amount")?,
-            f("usd_amount")?,
-            f("token_price")?,
-            f("token_mcap")?,
+            f64_col(df, "token_amount")?,
+            f64_col(df, "usd_amount")?,
+            f64_col(df, "token_price")?,
+            f64_col(df, "token_mcap")?,
         );
-        let (time, slot, id) = (i("block_time")?, i("block_slot")?, i("id")?);
+        let (time, slot, id) = (
+            i64_col(df, "block_time")?,
+            i64_col(df, "block_slot")?,
+            i64_col(df, "id")?,
+        );
         let mut ids: HashMap<String, u32> = HashMap::new();
         let mut rows = Vec::with_capacity(df.height());
         for k in 0..df.height() {
-            let buy = match direction[k].as_deref() {
-                Some("buy") => true,
-                Some("sell") => false,
+            let buy = match direction[k] {
+                "buy" => true,
+                "sell" => false,
                 _ => continue,
             };
             let next = ids.len() as u32;
-            let wid = *ids
-                .entry(wallet[k].clone().unwrap_or_default())
-                .or_insert(next);
+            let wid = *ids.entry(wallet[k].to_owned()).or_insert(next);
             rows.push(Row {
                 wallet: wid,
                 buy,
-                open: state[k].as_deref() == Some("open"),
-                close: state[k].as_deref() == Some("close"),
+                open: state[k] == "open",
+                close: state[k] == "close",
                 amount: amount[k],
                 usd: usd[k],
                 price: price[k],
