@@ -2,6 +2,9 @@
 //! the interface's field lists and types, every error status with its exact body, and the
 //! consistency of derived answers with the swaps they come from.
 
+mod common;
+use common::number_texts;
+
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
 use std::time::Duration;
@@ -1525,35 +1528,6 @@ async fn a_lazily_stored_market_answers_byte_for_byte_like_a_kept_one() {
         lazy.shutdown().await;
     })
     .await;
-}
-
-/// The text of every number in a JSON document, in document order (strings are skipped).
-fn number_texts(json: &str) -> Vec<&str> {
-    let bytes = json.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'"' => {
-                i += 1;
-                while bytes[i] != b'"' {
-                    i += if bytes[i] == b'\\' { 2 } else { 1 };
-                }
-                i += 1;
-            }
-            b'-' | b'0'..=b'9' => {
-                let start = i;
-                while i < bytes.len()
-                    && matches!(bytes[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
-                {
-                    i += 1;
-                }
-                out.push(&json[start..i]);
-            }
-            _ => i += 1,
-        }
-    }
-    out
 }
 
 /// Replaces every float of `value` by the correctly rounded value of its text in the body it

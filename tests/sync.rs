@@ -1,5 +1,8 @@
 //! Sync against the simulator over loopback: incremental re-runs, faults, and SIGKILL resumes.
 
+mod common;
+use common::number_texts;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -725,35 +728,6 @@ async fn recording_proxy(target: &str) -> RecordingProxy {
         bodies,
         task,
     }
-}
-
-/// The text of every number in a JSON document, in order (strings are skipped).
-fn number_texts(json: &str) -> Vec<&str> {
-    let bytes = json.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'"' => {
-                i += 1;
-                while bytes[i] != b'"' {
-                    i += if bytes[i] == b'\\' { 2 } else { 1 };
-                }
-                i += 1;
-            }
-            b'-' | b'0'..=b'9' => {
-                let start = i;
-                while i < bytes.len()
-                    && matches!(bytes[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
-                {
-                    i += 1;
-                }
-                out.push(&json[start..i]);
-            }
-            _ => i += 1,
-        }
-    }
-    out
 }
 
 /// The bits of every float value of a column, inside structs and lists too.
