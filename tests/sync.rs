@@ -761,8 +761,7 @@ fn float_bits(series: &Series, out: &mut Vec<u64>) {
 async fn every_float_reaches_the_lake_bit_for_bit() {
     let sim = sim(0.0, 0.0).await;
     let proxy = recording_proxy(sim.base_url()).await;
-    let (tokens, wallets, evm_tokens, now) = catalog(&sim);
-    let from = now - chrono::Duration::days(2);
+    let (tokens, wallets, evm_tokens, _) = catalog(&sim);
     let search = serde_json::from_value(serde_json::json!({
         "options": {
             "include_metadata": true,
@@ -773,32 +772,10 @@ async fn every_float_reaches_the_lake_bit_for_bit() {
         "limit": 100
     }))
     .expect("a search request");
-    // Every operation of the service.
-    let jobs = vec![
-        Job::Swaps {
-            token: Some(tokens[0].clone()),
-            wallet: None,
-            pool: None,
-        },
-        Job::Trades {
-            token: None,
-            wallet: Some(wallets[0].clone()),
-        },
-        Job::Candles {
-            token: Some(tokens[1].clone()),
-            pool: None,
-            interval: 300,
-            from,
-            to: Some(now),
-        },
-        Job::PriceHistory {
-            chain_id: 1,
-            tokens: evm_tokens[..3].to_vec(),
-            pools: vec![],
-            interval: 3600,
-            from,
-            to: Some(now),
-        },
+    // Every operation of the service: the plan's swaps, trades, candles and price history (the
+    // first four jobs of `jobs`), then every snapshot kind over whole token lists.
+    let mut plan: Vec<Job> = jobs(&sim).into_iter().take(4).collect();
+    plan.extend([
         Job::Prices {
             chain_id: None,
             tokens: tokens.clone(),
@@ -827,7 +804,7 @@ async fn every_float_reaches_the_lake_bit_for_bit() {
         Job::Portfolios {
             wallets: wallets[..10].to_vec(),
         },
-    ];
+    ]);
     let client = Client::new(ClientConfig::new(&proxy.url).with_api_key("demo-key")).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let lake = Arc::new(Lake::open(dir.path()).unwrap());
@@ -836,7 +813,7 @@ async fn every_float_reaches_the_lake_bit_for_bit() {
         ..SyncConfig::default()
     };
     let sync = Syncer::new(client, Arc::clone(&lake), config);
-    let report = sync.run(&jobs, &(), &CancelToken::new()).await;
+    let report = sync.run(&plan, &(), &CancelToken::new()).await;
     assert!(!report.any_failed(), "{:?}", report.jobs);
 
     // Each number as the service wrote it, parsed correctly rounded by the standard library.
