@@ -284,6 +284,15 @@ pub enum Error {
         sold: f64,
     },
 
+    /// A chart of the report could not be drawn or encoded.
+    #[error("report chart {chart}: {reason}")]
+    Chart {
+        /// The chart's file name.
+        chart: String,
+        /// What went wrong.
+        reason: String,
+    },
+
     /// A sync job failed.
     #[error("sync job {job}: {source}")]
     Sync {

@@ -14,6 +14,7 @@
 //! | [`sync`] | [`sync::Syncer`] | incremental, resumable fetch jobs: client → lake |
 //! | [`search`] | [`search::search`] | the service's search-profiles engine, shared by the simulator and local search |
 //! | [`analytics`] | [`analytics::bars`], [`analytics::price_stats`], [`analytics::pnl::wallet_pnl`], [`analytics::search::search`] | OHLCV and other bars, price stats, wallet PnL, trading and token metrics, and the search-profiles request answered from the lake's profile snapshots |
+//! | `report` (feature `report`) | `report::build` | the daily report: top tokens' candles, price stats, the PnL leaderboard and a screener as HTML with PNG charts |
 //! | `sim` (feature `sim`) | `sim::Simulator` | a deterministic simulator of the service on loopback |
 //!
 //! ## Example
@@ -76,6 +77,8 @@ pub mod analytics;
 pub mod api;
 pub mod error;
 pub mod lake;
+#[cfg(feature = "report")]
+pub mod report;
 pub mod search;
 #[cfg(feature = "sim")]
 pub mod sim;

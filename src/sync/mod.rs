@@ -14,9 +14,11 @@
 //! - snapshots (prices, price stats, profiles, portfolios) carry the time they were fetched; an
 //!   interrupted snapshot resumes with the same fetch time and fetches only its missing chunks.
 //!
-//! The library never prints: progress goes to a [`SyncObserver`].
+//! The library never prints on its own: progress goes to a [`SyncObserver`]. [`ProgressBars`] is
+//! the observer that draws it on stderr, for the CLI and for programs that want the same bars.
 
 mod jobs;
+mod progress;
 pub mod ranges;
 mod run;
 mod search;
@@ -32,6 +34,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 pub use jobs::{Job, MAX_BARS_PER_JOB, MAX_INTERVAL_SECONDS, Plan, read_search_request};
+pub use progress::ProgressBars;
 pub use run::Syncer;
 
 use crate::lake::Dataset;

@@ -1,9 +1,8 @@
 //! `dexlake sync`: fetch datasets into the lake, one job from flags or many from a plan file.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -13,10 +12,8 @@ use dexlake::api::client::{Client, ClientConfig};
 use dexlake::api::retry::{MAX_CONCURRENCY, RateLimit};
 use dexlake::lake::Lake;
 use dexlake::sync::{
-    CancelToken, Job, JobOutcome, Plan, SyncConfig, SyncEvent, SyncObserver, Syncer,
-    read_search_request,
+    CancelToken, Job, JobOutcome, Plan, ProgressBars, SyncConfig, Syncer, read_search_request,
 };
-use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 use crate::Global;
 
@@ -358,7 +355,7 @@ pub fn run(global: &Global, args: SyncArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()?;
     let cancel = CancelToken::new();
-    let observer = Observer::new(jobs.len());
+    let observer = ProgressBars::new(jobs.len());
     let report = runtime.block_on(async {
         let watcher = {
             let cancel = cancel.clone();
@@ -407,177 +404,6 @@ pub fn run(global: &Global, args: SyncArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
-}
-
-/// Progress bars on a terminal (one per job and one overall), plain lines otherwise; both on
-/// stderr.
-struct Observer {
-    jobs: usize,
-    state: Mutex<ObserverState>,
-    multi: Option<MultiProgress>,
-}
-
-#[derive(Default)]
-struct ObserverState {
-    bars: Vec<Option<ProgressBar>>,
-    overall: Option<ProgressBar>,
-    /// Requests per job so far.
-    requests: Vec<u64>,
-    finished: usize,
-}
-
-fn style(template: &str) -> ProgressStyle {
-    ProgressStyle::with_template(template)
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .with_key(
-            "rate",
-            |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
-                let _ = write!(w, "{:.0}/s", state.per_sec());
-            },
-        )
-}
-
-impl Observer {
-    fn new(jobs: usize) -> Self {
-        let multi = std::io::stderr().is_terminal().then(MultiProgress::new);
-        let mut state = ObserverState {
-            bars: vec![None; jobs],
-            requests: vec![0; jobs],
-            ..ObserverState::default()
-        };
-        if let Some(multi) = &multi {
-            let overall = multi.add(ProgressBar::new(jobs as u64));
-            overall.set_style(style(
-                "{elapsed_precise} [{bar:30}] {pos}/{len} jobs  {msg}",
-            ));
-            overall.enable_steady_tick(Duration::from_millis(200));
-            state.overall = Some(overall);
-        }
-        Observer {
-            jobs,
-            state: Mutex::new(state),
-            multi,
-        }
-    }
-
-    /// Clears every bar; the summary that follows lists each job.
-    fn finish(&self) {
-        let st = self
-            .state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        for bar in st.bars.iter().flatten().chain(&st.overall) {
-            bar.finish_and_clear();
-        }
-        if let Some(multi) = &self.multi {
-            let _ = multi.clear();
-        }
-    }
-}
-
-impl SyncObserver for Observer {
-    fn on_event(&self, event: SyncEvent) {
-        let mut st = self
-            .state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let SyncEvent::Progress {
-            index, requests, ..
-        } = &event
-            && let Some(r) = st.requests.get_mut(*index)
-        {
-            *r = *requests;
-        }
-        let all_requests: u64 = st.requests.iter().sum();
-        let Some(multi) = &self.multi else {
-            match event {
-                SyncEvent::JobStarted {
-                    job,
-                    expected_requests,
-                    ..
-                } => match expected_requests {
-                    Some(n) => eprintln!("start: {job} (about {n} requests)"),
-                    None => eprintln!("start: {job}"),
-                },
-                SyncEvent::Progress {
-                    index,
-                    rows_fetched,
-                    requests,
-                    total,
-                } => {
-                    if requests % 10 == 1 {
-                        let of = total.map(|t| format!(" of {t}")).unwrap_or_default();
-                        eprintln!("job {index}: {rows_fetched}{of} records, {requests} requests");
-                    }
-                }
-                SyncEvent::Restarted { index, reason } => {
-                    eprintln!("job {index} starts again: {reason}");
-                }
-                SyncEvent::JobFinished { report, .. } => {
-                    st.finished += 1;
-                    eprintln!(
-                        "done {}/{}: {} ({} rows added, {} fetched, {} requests; {all_requests} requests in all)",
-                        st.finished,
-                        self.jobs,
-                        report.job,
-                        report.rows_added,
-                        report.rows_fetched,
-                        report.requests
-                    );
-                }
-            }
-            return;
-        };
-        if let Some(overall) = &st.overall {
-            overall.set_message(format!("{all_requests} requests"));
-        }
-        match event {
-            SyncEvent::JobStarted { index, job, .. } => {
-                let bar = multi.add(ProgressBar::no_length());
-                bar.set_style(style(
-                    "{spinner} {msg:40!} {pos:>9}/{len:9} records  {prefix:>9}  {rate:>9}  eta {eta}",
-                ));
-                bar.set_message(job);
-                bar.set_prefix("0 req");
-                bar.enable_steady_tick(Duration::from_millis(200));
-                if let Some(slot) = st.bars.get_mut(index) {
-                    *slot = Some(bar);
-                }
-            }
-            SyncEvent::Progress {
-                index,
-                rows_fetched,
-                requests,
-                total,
-            } => {
-                if let Some(Some(bar)) = st.bars.get(index) {
-                    if let Some(t) = total {
-                        bar.set_length(t);
-                    }
-                    bar.set_position(rows_fetched);
-                    bar.set_prefix(format!("{requests} req"));
-                }
-            }
-            SyncEvent::Restarted { index, reason } => {
-                let job = st.bars.get(index).and_then(Option::as_ref);
-                match job {
-                    Some(bar) => bar.println(format!("starts again: {reason}")),
-                    None => multi.suspend(|| eprintln!("job {index} starts again: {reason}")),
-                }
-            }
-            SyncEvent::JobFinished { index, report } => {
-                if let Some(Some(bar)) = st.bars.get(index) {
-                    bar.finish_with_message(format!(
-                        "{} +{} rows ({} req)",
-                        report.job, report.rows_added, report.requests
-                    ));
-                }
-                if let Some(overall) = &st.overall {
-                    overall.inc(1);
-                }
-            }
-        }
-    }
 }
 
 /// An error and its causes on one line, each cause once (a cause whose text its parent already

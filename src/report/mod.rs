@@ -1,0 +1,494 @@
+//! The daily report: the lake's headline analytics as one HTML page with PNG charts.
+//!
+//! [`build`] computes everything from the lake (never the network) into a [`Report`]:
+//! - the report's day: the last [`ReportConfig::window_seconds`] of the lake's events, ending
+//!   with its newest event;
+//! - the most traded tokens of that day, ranked by USD volume, each with its time bars
+//!   ([`analytics::bars`](crate::analytics::bars)) and a row of price stats
+//!   ([`analytics::price_stats`](crate::analytics::price_stats));
+//! - the wallet PnL leaderboard ([`pnl::leaderboard`]);
+//! - a screener: a search-profiles request answered from the lake's latest profile snapshot
+//!   ([`analytics::search::search`](crate::analytics::search::search)).
+//!
+//! [`Report::write`] then draws the charts (candlesticks with buy and sell volume per token,
+//! the leaderboard's total PnL) as PNG files with plotters and writes `index.html` beside them.
+//! The page has no script and loads nothing but its own images.
+//!
+//! ```no_run
+//! # fn main() -> dexlake::Result<()> {
+//! use dexlake::lake::Lake;
+//! use dexlake::report::{self, ReportConfig};
+//!
+//! let lake = Lake::open("lake")?;
+//! let report = report::build(&lake, &ReportConfig::default())?;
+//! let index = report.write("report")?;
+//! println!("{}\nwrote {}", report.summary(), index.display());
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! A lake without the events of a section gives that section a note instead of a chart; a lake
+//! without any swaps (or trades, with [`ReportConfig::source`]) is an error, since the report
+//! would say nothing.
+
+mod charts;
+mod html;
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Duration, Utc};
+use polars::prelude::*;
+
+use crate::analytics::events::latest_event_time;
+use crate::analytics::pnl::{self, PnlConfig};
+use crate::analytics::search::{self as local_search, Snapshot};
+use crate::analytics::{
+    BarOptions, EventSource, PriceStatsOptions, Selection, TimeRange, load_events, ohlcv,
+    price_stats,
+};
+use crate::api::search::SearchRequest;
+use crate::lake::{Dataset, Lake};
+use crate::search::SearchPage;
+use crate::{Error, Result};
+
+/// What the report shows.
+#[derive(Debug, Clone)]
+pub struct ReportConfig {
+    /// The page's title.
+    pub title: String,
+    /// Events the bars, volumes and price stats come from.
+    pub source: EventSource,
+    /// Length of the report's period, ending with the lake's newest event (a day by default).
+    pub window_seconds: i64,
+    /// Width of the candles, in seconds (15 minutes by default).
+    pub bar_seconds: i64,
+    /// How many of the period's most traded tokens get a chart.
+    pub top_tokens: usize,
+    /// Rows of the PnL leaderboard.
+    pub leaderboard_rows: usize,
+    /// Cost-basis method, mark and oversell policy of the leaderboard.
+    pub pnl: PnlConfig,
+    /// The screener: a search-profiles request answered locally.
+    pub screener: SearchRequest,
+}
+
+impl Default for ReportConfig {
+    fn default() -> Self {
+        ReportConfig {
+            title: "dexlake daily report".into(),
+            source: EventSource::Swaps,
+            window_seconds: 86_400,
+            bar_seconds: 900,
+            top_tokens: 6,
+            leaderboard_rows: 20,
+            pnl: PnlConfig::default(),
+            screener: default_screener(),
+        }
+    }
+}
+
+/// The default screener: liquid tokens that traded in the last hour, most hourly volume first.
+pub fn default_screener() -> SearchRequest {
+    serde_json::from_value(serde_json::json!({
+        "filter": {
+            "market.liquidity": {"$gte": 10000},
+            "metrics.1h.trade_count": {"$gt": 0}
+        },
+        "sort": {"field": "metrics.1h.volume", "direction": "desc"},
+        "options": {
+            "include_metadata": true,
+            "include_market": true,
+            "include_labels": true,
+            "include_metrics": ["1h", "1d"]
+        },
+        "limit": 20
+    }))
+    .expect("the default screener is a valid search request")
+}
+
+/// One of the period's most traded tokens.
+#[derive(Debug, Clone)]
+pub struct TokenSection {
+    /// Its address.
+    pub token_address: String,
+    /// Its symbol, from the latest profile snapshot when the lake has one.
+    pub symbol: Option<String>,
+    /// USD volume of its events in the period.
+    pub usd_volume: f64,
+    /// Its events in the period.
+    pub events: usize,
+    /// Its time bars over the period (the columns of [`ohlcv::BAR_COLUMNS`]).
+    pub bars: DataFrame,
+}
+
+impl TokenSection {
+    /// The symbol, or a short form of the address.
+    pub fn label(&self) -> String {
+        match &self.symbol {
+            Some(s) if !s.is_empty() => s.clone(),
+            _ => short(&self.token_address),
+        }
+    }
+
+    /// Close of the last bar.
+    pub fn last_close(&self) -> Option<f64> {
+        let close = self.bars.column("close").ok()?.f64().ok()?;
+        close.iter().rev().flatten().next()
+    }
+}
+
+/// Everything the report shows, computed from one lake.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The page's title.
+    pub title: String,
+    /// When the report was computed.
+    pub generated_at: DateTime<Utc>,
+    /// The lake it was computed from.
+    pub lake: PathBuf,
+    /// Rows per dataset in the lake.
+    pub datasets: Vec<(Dataset, u64)>,
+    /// The period `[from, to)`: it ends just after the lake's newest event.
+    pub period: TimeRange,
+    /// Width of the bars, in seconds.
+    pub bar_seconds: i64,
+    /// The period's most traded tokens, most volume first.
+    pub tokens: Vec<TokenSection>,
+    /// Price stats of those tokens at the end of the period
+    /// ([`price_stats`](crate::analytics::price_stats)' columns).
+    pub price_stats: DataFrame,
+    /// The PnL leaderboard ([`pnl::leaderboard`]'s columns).
+    pub leaderboard: DataFrame,
+    /// The screener's request.
+    pub screener_request: SearchRequest,
+    /// Its answer over the latest profile snapshot; `None` when the lake has no profiles.
+    pub screener: Option<SearchPage>,
+    /// The profile snapshot the screener ran on.
+    pub snapshot: Option<DateTime<Utc>>,
+    /// What a section could not show, and why.
+    pub notes: Vec<String>,
+}
+
+/// Computes the report from the lake.
+pub fn build(lake: &Lake, config: &ReportConfig) -> Result<Report> {
+    if config.window_seconds <= 0 || config.bar_seconds <= 0 {
+        return Err(Error::InvalidArgument {
+            argument: "report period".into(),
+            reason: format!(
+                "window ({} s) and bar width ({} s) must be positive",
+                config.window_seconds, config.bar_seconds
+            ),
+        });
+    }
+    let mut notes = Vec::new();
+    let datasets = Dataset::ALL
+        .iter()
+        .map(|&d| Ok((d, lake.row_count(d)?)))
+        .collect::<Result<Vec<_>>>()?;
+    let Some(last) = latest_event_time(lake, config.source)? else {
+        return Err(Error::Lake {
+            path: lake.root().to_owned(),
+            message: format!(
+                "no {} to report on: sync some first",
+                config.source.dataset().name()
+            ),
+        });
+    };
+    let to = last + Duration::microseconds(1);
+    let period = TimeRange {
+        from: Some(to - Duration::seconds(config.window_seconds)),
+        to: Some(to),
+    };
+
+    // The period's most traded tokens and their bars, from one read of the events.
+    let mut events = load_events(lake, config.source, &Selection::AllTokens, period)?;
+    let volume = |e: &crate::analytics::Events| e.usd.iter().sum::<f64>();
+    events.sort_by(|a, b| {
+        volume(&b.events)
+            .total_cmp(&volume(&a.events))
+            .then_with(|| a.token.cmp(&b.token))
+    });
+    events.truncate(config.top_tokens);
+    let symbols = symbols(lake, &mut notes);
+    let options = BarOptions::with_width(config.bar_seconds);
+    let mut tokens = Vec::with_capacity(events.len());
+    for t in &events {
+        let bars = ohlcv::bars_of_events(std::slice::from_ref(t), false, period, &options)?;
+        tokens.push(TokenSection {
+            token_address: t.token.clone(),
+            symbol: symbols.get(&t.token).cloned(),
+            usd_volume: volume(&t.events),
+            events: t.events.len(),
+            bars,
+        });
+    }
+
+    let selection = Selection::Tokens(tokens.iter().map(|t| t.token_address.clone()).collect());
+    let price_stats = price_stats(
+        lake,
+        &selection,
+        PriceStatsOptions {
+            now: Some(last),
+            source: config.source,
+        },
+    )?;
+
+    let leaderboard = pnl::leaderboard(lake, &config.pnl, config.leaderboard_rows)?;
+    if leaderboard.height() == 0 {
+        notes.push("PnL leaderboard: the lake holds no trades or swaps of any wallet".into());
+    }
+
+    let (screener, snapshot) = if lake.row_count(Dataset::TokenProfiles)? == 0 {
+        notes.push("screener: the lake holds no token profiles (sync profiles first)".into());
+        (None, None)
+    } else {
+        let at = local_search::snapshot_time(lake, Snapshot::Latest)?;
+        let page = local_search::search(lake, &config.screener, Snapshot::At(at))?;
+        (Some(page), Some(at))
+    };
+
+    Ok(Report {
+        title: config.title.clone(),
+        generated_at: Utc::now(),
+        lake: lake.root().to_owned(),
+        datasets,
+        period,
+        bar_seconds: config.bar_seconds,
+        tokens,
+        price_stats,
+        leaderboard,
+        screener_request: config.screener.clone(),
+        screener,
+        snapshot,
+        notes,
+    })
+}
+
+/// Symbols of the altchain tokens in the latest profile snapshot (empty without profiles).
+fn symbols(lake: &Lake, notes: &mut Vec<String>) -> HashMap<String, String> {
+    let read = || -> Result<HashMap<String, String>> {
+        if lake.row_count(Dataset::TokenProfiles)? == 0 {
+            return Ok(HashMap::new());
+        }
+        let df = local_search::snapshot_frame(lake, Snapshot::Latest)?
+            .select([
+                col("token_address"),
+                col("metadata").struct_().field_by_name("symbol"),
+            ])
+            .collect()
+            .map_err(|source| Error::Polars {
+                context: "reading token symbols".into(),
+                source,
+            })?;
+        let err = |source| Error::Polars {
+            context: "reading token symbols".into(),
+            source,
+        };
+        let tokens = df
+            .column("token_address")
+            .and_then(|c| c.str())
+            .map_err(err)?;
+        let symbols = df.column("symbol").and_then(|c| c.str()).map_err(err)?;
+        Ok(tokens
+            .iter()
+            .zip(symbols.iter())
+            .filter_map(|(t, s)| Some((t?.to_owned(), s?.to_owned())))
+            .collect())
+    };
+    read().unwrap_or_else(|e| {
+        notes.push(format!("token symbols unavailable: {e}"));
+        HashMap::new()
+    })
+}
+
+/// `abcd…wxyz` for an address.
+fn short(address: &str) -> String {
+    let chars: Vec<char> = address.chars().collect();
+    if chars.len() <= 12 {
+        address.to_owned()
+    } else {
+        let head: String = chars[..6].iter().collect();
+        let tail: String = chars[chars.len() - 4..].iter().collect();
+        format!("{head}…{tail}")
+    }
+}
+
+fn io<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> Error + 'a {
+    move |source| Error::Io {
+        action,
+        path: path.to_owned(),
+        source,
+    }
+}
+
+impl Report {
+    /// File names of the charts [`write`](Self::write) draws, in page order: one candlestick
+    /// chart per token, then the leaderboard's (when it has rows).
+    pub fn chart_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .tokens
+            .iter()
+            .enumerate()
+            .map(|(i, t)| format!("candles_{}_{}.png", i + 1, file_safe(&t.token_address)))
+            .collect();
+        if self.leaderboard.height() > 0 {
+            names.push("leaderboard.png".into());
+        }
+        names
+    }
+
+    /// Draws the charts into `dir/charts/` and writes `dir/index.html`, creating `dir`.
+    /// Returns the page's path. Each file is written under a temporary name and renamed, so a
+    /// reader never sees half a page or half an image.
+    pub fn write(&self, dir: impl AsRef<Path>) -> Result<PathBuf> {
+        let dir = dir.as_ref();
+        let chart_dir = dir.join("charts");
+        fs::create_dir_all(&chart_dir).map_err(io("creating", &chart_dir))?;
+        let names = self.chart_names();
+        for (t, name) in self.tokens.iter().zip(&names) {
+            let png = charts::candles(t, self.bar_seconds, name)?;
+            write_atomic(&chart_dir.join(name), &png)?;
+        }
+        if self.leaderboard.height() > 0 {
+            let png = charts::leaderboard(&self.leaderboard, "leaderboard.png")?;
+            write_atomic(&chart_dir.join("leaderboard.png"), &png)?;
+        }
+        let page = html::page(self, &names)?;
+        let index = dir.join("index.html");
+        write_atomic(&index, page.as_bytes())?;
+        Ok(index)
+    }
+
+    /// A few lines for a terminal: the period, the most traded token, the leaderboard's best
+    /// wallet and the screener's count.
+    pub fn summary(&self) -> String {
+        let mut lines = vec![format!(
+            "period {} to {}: {} tokens charted",
+            fmt_time(self.period.from),
+            fmt_time(self.period.to),
+            self.tokens.len()
+        )];
+        if let Some(t) = self.tokens.first() {
+            lines.push(format!(
+                "most traded: {} ({}), ${} over {} events, last close {}",
+                t.label(),
+                t.token_address,
+                human(t.usd_volume),
+                t.events,
+                t.last_close().map(price).unwrap_or_else(|| "-".into())
+            ));
+        }
+        if let Some((wallet, total)) = top_wallet(&self.leaderboard) {
+            lines.push(format!(
+                "best wallet: {wallet}, total PnL ${}",
+                signed(total)
+            ));
+        }
+        if let Some(page) = &self.screener {
+            lines.push(format!("screener: {} tokens match", page.count));
+        }
+        for n in &self.notes {
+            lines.push(format!("note: {n}"));
+        }
+        lines.join("\n")
+    }
+}
+
+/// The leaderboard's first wallet and its total PnL.
+pub fn top_wallet(leaderboard: &DataFrame) -> Option<(String, f64)> {
+    let wallet = leaderboard
+        .column("wallet_address")
+        .ok()?
+        .str()
+        .ok()?
+        .get(0)?;
+    let total = leaderboard.column("total_pnl").ok()?.f64().ok()?.get(0)?;
+    Some((wallet.to_owned(), total))
+}
+
+fn file_safe(s: &str) -> String {
+    s.chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .take(16)
+        .collect()
+}
+
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = path.with_extension("tmp");
+    fs::write(&tmp, bytes).map_err(io("writing", &tmp))?;
+    fs::rename(&tmp, path).map_err(io("renaming into", path))
+}
+
+fn fmt_time(t: Option<DateTime<Utc>>) -> String {
+    t.map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
+        .unwrap_or_else(|| "-".into())
+}
+
+/// 1234567.8 → `1.23M`.
+fn human(v: f64) -> String {
+    let a = v.abs();
+    let (x, unit) = if a >= 1e9 {
+        (v / 1e9, "B")
+    } else if a >= 1e6 {
+        (v / 1e6, "M")
+    } else if a >= 1e3 {
+        (v / 1e3, "k")
+    } else {
+        (v, "")
+    };
+    format!("{x:.2}{unit}")
+}
+
+fn signed(v: f64) -> String {
+    if v >= 0.0 {
+        format!("+{}", human(v))
+    } else {
+        format!("-{}", human(-v))
+    }
+}
+
+/// A price with four significant digits at least.
+fn price(v: f64) -> String {
+    let a = v.abs();
+    if a == 0.0 || !a.is_finite() {
+        format!("{v}")
+    } else if a >= 1000.0 {
+        format!("{v:.2}")
+    } else {
+        let digits = (3 - a.log10().floor() as i32).clamp(2, 12) as usize;
+        format!("{v:.digits$}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_read_well() {
+        assert_eq!(human(1_234_567.0), "1.23M");
+        assert_eq!(human(999.0), "999.00");
+        assert_eq!(signed(-2_500.0), "-2.50k");
+        assert_eq!(signed(0.0), "+0.00");
+        assert_eq!(price(0.000123456), "0.0001235");
+        assert_eq!(price(12.3456), "12.35");
+        assert_eq!(price(1234.5), "1234.50");
+    }
+
+    #[test]
+    fn addresses_shorten_and_file_names_stay_safe() {
+        assert_eq!(
+            short("So11111111111111111111111111111111111111112"),
+            "So1111…1112"
+        );
+        assert_eq!(short("abc"), "abc");
+        assert_eq!(file_safe("../x/y:z"), "xyz");
+    }
+
+    #[test]
+    fn the_default_screener_is_valid() {
+        default_screener().validate().unwrap();
+    }
+}
