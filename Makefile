@@ -6,6 +6,8 @@ PYTHON ?= python3
 VENV := .venv
 VPY := $(VENV)/bin/python
 PY_PACKAGES := duckdb polars pyarrow pytest nbclient nbformat ipykernel matplotlib
+# Only for `make screenshot` (not part of `make test`).
+SCREENSHOT_PACKAGES := selenium pillow
 
 .PHONY: test fmt clippy rust-test doc py-test venv notebooks screenshot bench compare
 
@@ -59,6 +61,21 @@ notebooks: venv
 	for nb in notebooks/*.ipynb; do \
 		DEXLAKE_LAKE="$$tmp/lake" MPLBACKEND=Agg $(VPY) -c 'import sys, nbformat; from nbclient import NotebookClient; nb = nbformat.read(sys.argv[1], as_version=4); NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": "notebooks"}}).execute(); print("ran", sys.argv[1])' "$$nb"; \
 	done
+
+# Checks report/index.html in headless Chromium (every image loaded, no console error) and saves
+# docs/report.png. Installs Debian's chromium and chromium-driver when missing, and writes the
+# report first when there is none.
+screenshot: $(VENV)/.screenshot-installed
+	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then \
+		sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		$$sudo apt-get update && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y chromium chromium-driver; \
+	fi
+	@if [ ! -f report/index.html ]; then $(CARGO) run --release --example daily_report; fi
+	$(VPY) python/screenshot.py report/index.html docs/report.png
+
+$(VENV)/.screenshot-installed: $(VENV)/.installed
+	$(VPY) -m pip install --quiet --disable-pip-version-check $(SCREENSHOT_PACKAGES)
+	touch $@
 
 bench:
 	$(CARGO) bench
