@@ -16,6 +16,7 @@ import selectors
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -78,6 +79,8 @@ def start_simulator(binary):
             f"the simulator did not print `{prefix}http://IP:PORT` within {STARTUP_TIMEOUT} s"
             f" (got {line.strip()!r}, exit status {proc.poll()})"
         )
+    # Keep reading what it prints so a full pipe never stalls it.
+    threading.Thread(target=proc.stdout.read, daemon=True).start()
     return proc, line[len(prefix) :].strip()
 
 
@@ -89,8 +92,6 @@ def stop_simulator(proc):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=10)
-    if proc.stdout:
-        proc.stdout.close()
 
 
 def sync(binary, lake, env, *args):
