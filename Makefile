@@ -5,9 +5,19 @@ CARGO ?= cargo
 PYTHON ?= python3
 VENV := .venv
 VPY := $(VENV)/bin/python
-PY_PACKAGES := duckdb polars pyarrow pytest nbclient ipykernel
+PY_PACKAGES := duckdb polars pyarrow pytest nbclient nbformat ipykernel matplotlib
+# Only for `make screenshot` (not part of `make test`).
+SCREENSHOT_PACKAGES := selenium pillow
 
-.PHONY: test fmt clippy rust-test doc py-test venv notebooks bench compare
+.PHONY: test fmt clippy rust-test doc py-test venv notebooks screenshot bench compare
+
+# The target folder (honours CARGO_TARGET_DIR and a shared one outside the clone).
+TARGET_DIR = $(CARGO) metadata --format-version 1 --no-deps | $(VPY) -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])'
+
+# Prints the dexlake binary the Python tests and notebooks run: DEXLAKE_BIN when set,
+# else a debug build (cargo's own output goes to stderr).
+DEXLAKE_BIN_PATH = if [ -n "$$DEXLAKE_BIN" ]; then echo "$$DEXLAKE_BIN"; \
+	else $(CARGO) build --bin dexlake >&2 && echo "$$($(TARGET_DIR))/debug/dexlake"; fi
 
 test: fmt clippy rust-test doc py-test notebooks
 
@@ -32,19 +42,40 @@ $(VENV)/.installed: Makefile
 	touch $@
 
 # Python interop tests: real DuckDB, polars and pyarrow on a lake written by the dexlake binary.
+# DEXLAKE_BIN=path/to/dexlake skips the build.
 py-test: venv
-	$(CARGO) build --bin dexlake
-	@if ls python/tests/test_*.py >/dev/null 2>&1; then \
-		DEXLAKE_BIN="$$($(CARGO) metadata --format-version 1 --no-deps | $(VPY) -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/debug/dexlake" \
-		$(VPY) -m pytest -q python/tests; \
+	@set -e; bin="$$($(DEXLAKE_BIN_PATH))"; \
+	if ls python/tests/test_*.py >/dev/null 2>&1; then \
+		DEXLAKE_BIN="$$bin" $(VPY) -m pytest -q python/tests; \
 	else echo "py-test: no Python tests yet"; fi
 
-# Every notebook runs top to bottom against the simulator.
+# Every notebook runs top to bottom (with nbclient, headless: MPLBACKEND=Agg unless the notebook
+# picks the inline backend) on a lake that python/build_lake.py syncs from the simulator into a
+# temporary folder. DEXLAKE_BIN=path/to/dexlake skips the build.
 notebooks: venv
-	@for nb in notebooks/*.ipynb; do \
-		[ -e "$$nb" ] || { echo "notebooks: none yet"; break; }; \
-		$(VPY) -c 'import sys, nbformat; from nbclient import NotebookClient; nb = nbformat.read(sys.argv[1], as_version=4); NotebookClient(nb, timeout=600, kernel_name="python3").execute(); print("ran", sys.argv[1])' "$$nb" || exit 1; \
+	@set -e; \
+	if ! ls notebooks/*.ipynb >/dev/null 2>&1; then echo "notebooks: none yet"; exit 0; fi; \
+	bin="$$($(DEXLAKE_BIN_PATH))"; \
+	tmp="$$(mktemp -d)"; trap 'rm -rf "$$tmp"' EXIT; \
+	$(VPY) python/build_lake.py --bin "$$bin" --out "$$tmp/lake"; \
+	for nb in notebooks/*.ipynb; do \
+		DEXLAKE_LAKE="$$tmp/lake" MPLBACKEND=Agg $(VPY) -c 'import sys, nbformat; from nbclient import NotebookClient; nb = nbformat.read(sys.argv[1], as_version=4); NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": "notebooks"}}).execute(); print("ran", sys.argv[1])' "$$nb"; \
 	done
+
+# Checks report/index.html in headless Chromium (every image loaded, no console error) and saves
+# docs/report.png. Installs Debian's chromium and chromium-driver when missing, and writes the
+# report first when there is none.
+screenshot: $(VENV)/.screenshot-installed
+	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then \
+		sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		$$sudo apt-get update && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y chromium chromium-driver; \
+	fi
+	@if [ ! -f report/index.html ]; then $(CARGO) run --release --example daily_report; fi
+	$(VPY) python/screenshot.py report/index.html docs/report.png
+
+$(VENV)/.screenshot-installed: $(VENV)/.installed
+	$(VPY) -m pip install --quiet --disable-pip-version-check $(SCREENSHOT_PACKAGES)
+	touch $@
 
 bench:
 	$(CARGO) bench
@@ -53,4 +84,4 @@ bench:
 # Builds the lake once under target/compare-lake; see benches/compare/ohlcv.py.
 compare: venv
 	$(CARGO) build --release --bin dexlake
-	$(VPY) benches/compare/ohlcv.py --dexlake "$$($(CARGO) metadata --format-version 1 --no-deps | $(VPY) -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/release/dexlake" $(COMPARE_ARGS)
+	$(VPY) benches/compare/ohlcv.py --dexlake "$$($(TARGET_DIR))/release/dexlake" $(COMPARE_ARGS)
