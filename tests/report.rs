@@ -1,0 +1,264 @@
+//! The daily report's pipeline on a lake synced from the `tiny` simulator over loopback: its
+//! figures against the lake (through the CLI), its page against its files, its screener
+//! against the simulator.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+
+use dexlake::api::client::{Client, ClientConfig};
+use dexlake::lake::{Dataset, Lake};
+use dexlake::report::{self, ReportConfig, top_wallet};
+use dexlake::sim::{Scale, SimConfig, Simulator};
+use dexlake::sync::{CancelToken, Job, SyncConfig, Syncer};
+use serde_json::{Value, json};
+
+fn client(sim: &Simulator) -> Client {
+    Client::new(ClientConfig {
+        base_url: sim.base_url().to_owned(),
+        api_key: Some("demo-key".into()),
+        ..ClientConfig::default()
+    })
+    .expect("client")
+}
+
+/// A lake with the swaps and trades of every altchain token of the tiny market, and one
+/// profile snapshot.
+async fn synced_lake(sim: &Simulator, root: &Path) -> Arc<Lake> {
+    let lake = Arc::new(Lake::open(root).expect("lake"));
+    let mut jobs = vec![Job::AltProfiles {
+        request: serde_json::from_value(json!({
+            "options": {"include_metadata": true, "include_market": true,
+                        "include_labels": true, "include_metrics": ["1d", "1h"]},
+            "limit": 100
+        }))
+        .unwrap(),
+    }];
+    for t in &sim.market().catalog().altchain.tokens {
+        jobs.push(Job::Swaps {
+            token: Some(t.address.clone()),
+            wallet: None,
+            pool: None,
+        });
+        jobs.push(Job::Trades {
+            token: Some(t.address.clone()),
+            wallet: None,
+        });
+    }
+    let syncer = Syncer::new(client(sim), Arc::clone(&lake), SyncConfig::default());
+    let report = syncer.run(&jobs, &(), &CancelToken::new()).await;
+    assert!(!report.any_failed(), "sync failed: {report:?}");
+    lake
+}
+
+fn dexlake(args: &[&str]) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_dexlake"))
+        .args(args)
+        .output()
+        .expect("the dexlake binary runs");
+    assert!(
+        out.status.success(),
+        "dexlake {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON output")
+}
+
+fn rfc3339(t: chrono::DateTime<chrono::Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_report_shows_what_the_lake_holds() {
+    let sim = Simulator::start(SimConfig {
+        seed: 11,
+        scale: Scale::Tiny,
+        ..SimConfig::default()
+    })
+    .await
+    .expect("simulator");
+    let dir = tempfile::tempdir().unwrap();
+    let lake = synced_lake(&sim, &dir.path().join("lake")).await;
+    let lake_arg = lake.root().to_str().unwrap().to_owned();
+
+    let config = ReportConfig {
+        top_tokens: 3,
+        ..ReportConfig::default()
+    };
+    let r = {
+        let lake = Arc::clone(&lake);
+        let config = config.clone();
+        tokio::task::spawn_blocking(move || report::build(&lake, &config))
+            .await
+            .unwrap()
+            .expect("report")
+    };
+    assert_eq!(r.tokens.len(), 3);
+    assert!(r.notes.is_empty(), "{:?}", r.notes);
+    let swaps = r
+        .datasets
+        .iter()
+        .find(|(d, _)| *d == Dataset::Swaps)
+        .map(|(_, n)| *n);
+    assert_eq!(swaps, Some(lake.row_count(Dataset::Swaps).unwrap()));
+
+    // Tokens come most traded first, and each chart's last close is the last close of
+    // `dexlake ohlcv` over the same period.
+    assert!(
+        r.tokens
+            .windows(2)
+            .all(|w| w[0].usd_volume >= w[1].usd_volume)
+    );
+    let (from, to) = (r.period.from.unwrap(), r.period.to.unwrap());
+    for t in &r.tokens {
+        let bars = dexlake(&[
+            "ohlcv",
+            "--lake",
+            &lake_arg,
+            "--token",
+            &t.token_address,
+            "--interval",
+            "900",
+            "--from",
+            &rfc3339(from),
+            "--to",
+            &rfc3339(to),
+            "--format",
+            "json",
+        ]);
+        let bars = bars.as_array().expect("rows");
+        assert_eq!(bars.len(), t.bars.height(), "{}", t.token_address);
+        let last = bars.last().expect("a bar")["close"].as_f64().unwrap();
+        assert_eq!(t.last_close(), Some(last), "{}", t.token_address);
+        let count: u64 = bars.iter().map(|b| b["count"].as_u64().unwrap()).sum();
+        assert_eq!(count, t.events as u64);
+    }
+
+    // The leaderboard's best wallet has the total PnL `dexlake pnl` gives it.
+    let (wallet, total) = top_wallet(&r.leaderboard).expect("a leaderboard");
+    let rows = dexlake(&[
+        "pnl", "--lake", &lake_arg, "--wallet", &wallet, "--format", "json",
+    ]);
+    let rows = rows.as_array().expect("rows");
+    assert!(!rows.is_empty());
+    let realized: f64 = rows
+        .iter()
+        .map(|p| p["realized_pnl"].as_f64().unwrap())
+        .sum();
+    let unrealized: f64 = rows
+        .iter()
+        .map(|p| p["unrealized_pnl"].as_f64().unwrap())
+        .sum();
+    let cli_total = realized + unrealized;
+    assert!(
+        (cli_total - total).abs() <= 1e-9 * total.abs().max(1.0),
+        "leaderboard {total} vs dexlake pnl {cli_total}"
+    );
+    let board = dexlake(&["pnl", "--lake", &lake_arg, "--top", "1", "--format", "json"]);
+    assert_eq!(board[0]["wallet_address"], json!(wallet));
+
+    // The screener answers as the simulator does over the same profiles.
+    let page = r.screener.as_ref().expect("a screener");
+    let remote = client(&sim)
+        .search_profiles(&config.screener)
+        .await
+        .expect("the simulator answers the screener");
+    assert_eq!(page.count as i64, remote.count);
+    let tokens = |docs: &[Value]| -> Vec<String> {
+        docs.iter()
+            .map(|d| d["token_address"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let remote_docs: Vec<Value> = remote
+        .data
+        .iter()
+        .map(|p| serde_json::to_value(p).unwrap())
+        .collect();
+    assert_eq!(tokens(&page.data), tokens(&remote_docs));
+
+    // The page: every chart it shows is a PNG on disk, drawn from data (not blank), and
+    // every figure above is on it.
+    let out = dir.path().join("report");
+    let index = r.write(&out).expect("written");
+    let html = std::fs::read_to_string(&index).unwrap();
+    let names = r.chart_names();
+    assert_eq!(names.len(), 4, "three token charts and the leaderboard's");
+    let shown: HashSet<&str> = html
+        .split("src=\"charts/")
+        .skip(1)
+        .map(|s| &s[..s.find('"').unwrap()])
+        .collect();
+    assert_eq!(shown, names.iter().map(String::as_str).collect());
+    for name in &names {
+        let bytes = std::fs::read(out.join("charts").join(name)).unwrap();
+        let mut reader = png::Decoder::new(bytes.as_slice()).read_info().unwrap();
+        let mut rgb = vec![0; reader.output_buffer_size()];
+        let info = reader.next_frame(&mut rgb).unwrap();
+        let colours: HashSet<&[u8]> = rgb[..info.buffer_size()].chunks(3).collect();
+        assert!(colours.len() > 10, "{name} has {} colours", colours.len());
+    }
+    assert!(html.contains(&wallet));
+    for t in &r.tokens {
+        assert!(html.contains(&t.token_address));
+    }
+    assert!(html.contains(&format!("{} tokens match", page.count)));
+    assert!(!out.join("index.tmp").exists());
+
+    // The summary names the same figures.
+    let summary = r.summary();
+    assert!(summary.contains(&r.tokens[0].token_address), "{summary}");
+    assert!(summary.contains(&wallet), "{summary}");
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_lake_without_events_is_a_clear_error_and_without_profiles_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = Lake::open(dir.path()).unwrap();
+    let err = report::build(&lake, &ReportConfig::default()).unwrap_err();
+    assert!(err.to_string().contains("no swaps to report on"), "{err}");
+
+    let sim = Simulator::start(SimConfig {
+        seed: 11,
+        scale: Scale::Tiny,
+        ..SimConfig::default()
+    })
+    .await
+    .expect("simulator");
+    let token = sim.market().catalog().altchain.tokens[0].address.clone();
+    let lake = Arc::new(lake);
+    let syncer = Syncer::new(client(&sim), Arc::clone(&lake), SyncConfig::default());
+    let jobs = [Job::Swaps {
+        token: Some(token),
+        wallet: None,
+        pool: None,
+    }];
+    assert!(
+        !syncer
+            .run(&jobs, &(), &CancelToken::new())
+            .await
+            .any_failed()
+    );
+    let r = {
+        let lake = Arc::clone(&lake);
+        tokio::task::spawn_blocking(move || report::build(&lake, &ReportConfig::default()))
+            .await
+            .unwrap()
+            .expect("a report of swaps alone")
+    };
+    assert!(r.screener.is_none());
+    assert!(
+        r.notes.iter().any(|n| n.contains("no token profiles")),
+        "{:?}",
+        r.notes
+    );
+    let html = std::fs::read_to_string(r.write(dir.path().join("out")).unwrap()).unwrap();
+    assert!(html.contains("no token profiles"));
+    let bad = ReportConfig {
+        bar_seconds: 0,
+        ..ReportConfig::default()
+    };
+    assert!(report::build(&lake, &bad).is_err());
+    sim.shutdown().await;
+}
