@@ -1643,3 +1643,28 @@ async fn search_finds_profiles_by_the_exact_numbers_it_returned() {
     })
     .await;
 }
+
+#[test]
+fn cli_output_into_a_closed_pipe_ends_quietly() {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    // `--catalog` of the small market is far larger than a pipe's buffer.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dexlake"))
+        .args(["sim", "--seed", "1", "--scale", "small", "--catalog"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the dexlake binary runs");
+    let mut first = [0u8; 16];
+    child
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_exact(&mut first)
+        .expect("some output");
+    // The reader is gone (as after `| head -c 16`).
+    let out = child.wait_with_output().expect("exits");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_ne!(out.status.code(), Some(101), "{stderr}");
+}
