@@ -157,7 +157,7 @@ pub struct Report {
     /// The period's most traded tokens, most volume first.
     pub tokens: Vec<TokenSection>,
     /// Price stats of those tokens at the end of the period
-    /// ([`price_stats`](crate::analytics::price_stats)' columns).
+    /// (the columns of [`price_stats`]).
     pub price_stats: DataFrame,
     /// The PnL leaderboard ([`pnl::leaderboard`]'s columns).
     pub leaderboard: DataFrame,

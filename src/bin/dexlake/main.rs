@@ -117,6 +117,18 @@ fn main() -> ExitCode {
     }
 }
 
+/// Output piped into a program that stops reading (`dexlake search ... | head`) ends dexlake
+/// quietly, as it does any Unix tool, instead of failing on the closed pipe. Rust ignores
+/// SIGPIPE by default; this puts back the default action.
+fn restore_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: called first in `main`, before any thread starts; setting a signal's action to
+    // its default has no other precondition.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -135,17 +147,5 @@ mod tests {
         for bad in ["-1", "nan", "inf", "1e300", "604801", "", "ten"] {
             assert!(super::lock_timeout_secs(bad).is_err(), "{bad}");
         }
-    }
-}
-
-/// Output piped into a program that stops reading (`dexlake search ... | head`) ends dexlake
-/// quietly, as it does any Unix tool, instead of failing on the closed pipe. Rust ignores
-/// SIGPIPE by default; this puts back the default action.
-fn restore_sigpipe() {
-    #[cfg(unix)]
-    // SAFETY: called first in `main`, before any thread starts; setting a signal's action to
-    // its default has no other precondition.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
