@@ -7,21 +7,15 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 
-use dexlake::api::client::{Client, ClientConfig};
 use dexlake::lake::{Dataset, Lake};
 use dexlake::report::{self, ReportConfig, top_wallet};
-use dexlake::sim::{Scale, SimConfig, Simulator};
+use dexlake::sim::Simulator;
 use dexlake::sync::{CancelToken, Job, SyncConfig, Syncer};
 use serde_json::{Value, json};
 
-fn client(sim: &Simulator) -> Client {
-    Client::new(ClientConfig {
-        base_url: sim.base_url().to_owned(),
-        api_key: Some("demo-key".into()),
-        ..ClientConfig::default()
-    })
-    .expect("client")
-}
+mod common;
+
+use common::{sim_client as client, tiny_sim};
 
 /// A lake with the swaps and trades of every altchain token of the tiny market, and one
 /// profile snapshot.
@@ -71,13 +65,7 @@ fn rfc3339(t: chrono::DateTime<chrono::Utc>) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_report_shows_what_the_lake_holds() {
-    let sim = Simulator::start(SimConfig {
-        seed: 11,
-        scale: Scale::Tiny,
-        ..SimConfig::default()
-    })
-    .await
-    .expect("simulator");
+    let sim = tiny_sim(11).await;
     let dir = tempfile::tempdir().unwrap();
     let lake = synced_lake(&sim, &dir.path().join("lake")).await;
     let lake_arg = lake.root().to_str().unwrap().to_owned();
@@ -219,13 +207,7 @@ async fn a_lake_without_events_is_a_clear_error_and_without_profiles_a_note() {
     let err = report::build(&lake, &ReportConfig::default()).unwrap_err();
     assert!(err.to_string().contains("no swaps to report on"), "{err}");
 
-    let sim = Simulator::start(SimConfig {
-        seed: 11,
-        scale: Scale::Tiny,
-        ..SimConfig::default()
-    })
-    .await
-    .expect("simulator");
+    let sim = tiny_sim(11).await;
     let token = sim.market().catalog().altchain.tokens[0].address.clone();
     let lake = Arc::new(lake);
     let syncer = Syncer::new(client(&sim), Arc::clone(&lake), SyncConfig::default());

@@ -1,4 +1,33 @@
-//! Helpers shared by the integration tests.
+//! Helpers shared by the integration tests. Each test crate uses some of them.
+#![allow(dead_code)]
+
+#[cfg(feature = "sim")]
+use dexlake::api::client::{Client, ClientConfig};
+#[cfg(feature = "sim")]
+use dexlake::sim::{Scale, SimConfig, Simulator};
+
+/// The simulator of the `tiny` market for `seed`, on loopback.
+#[cfg(feature = "sim")]
+pub async fn tiny_sim(seed: u64) -> Simulator {
+    Simulator::start(SimConfig {
+        seed,
+        scale: Scale::Tiny,
+        ..SimConfig::default()
+    })
+    .await
+    .expect("the simulator starts")
+}
+
+/// A client of `sim` with its demo key.
+#[cfg(feature = "sim")]
+pub fn sim_client(sim: &Simulator) -> Client {
+    Client::new(ClientConfig {
+        base_url: sim.base_url().to_owned(),
+        api_key: Some("demo-key".into()),
+        ..ClientConfig::default()
+    })
+    .expect("a client of the simulator")
+}
 
 /// The text of every number in a JSON document, in document order (strings are skipped).
 pub fn number_texts(json: &str) -> Vec<&str> {
