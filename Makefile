@@ -71,7 +71,7 @@ screenshot: $(VENV)/.screenshot-installed
 		$$sudo apt-get update && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y chromium chromium-driver; \
 	fi
 	@if [ ! -f report/index.html ]; then $(CARGO) run --release --example daily_report; fi
-	$(VPY) python/screenshot.py report/index.html docs/report.png
+	$(VPY) python/screenshot.py report/index.html docs/report.png --max-height 1800
 
 $(VENV)/.screenshot-installed: $(VENV)/.installed
 	$(VPY) -m pip install --quiet --disable-pip-version-check $(SCREENSHOT_PACKAGES)

@@ -17,6 +17,9 @@
 //! 5. builds the report ([`dexlake::report`]): candles and volume of the top tokens, price
 //!    stats, the wallet PnL leaderboard and a screener answered from the cached profiles.
 //!
+//! It compacts the lake after every 15 tokens and after the wallets: each job writes a file per
+//! day it touched, and thousands of small files would make every later commit and read slow.
+//!
 //! Every sync is incremental, so a second run fetches only what is new. Ctrl-C stops the sync
 //! after committing what it fetched. Settings, all optional:
 //!
@@ -40,6 +43,9 @@ use dexlake::report::{self, ReportConfig};
 use dexlake::sim::{Scale, SimConfig, Simulator};
 use dexlake::sync::{CancelToken, Job, ProgressBars, SyncConfig, SyncReport, Syncer};
 use polars::prelude::*;
+
+/// Tokens whose streams are synced between two compactions.
+const TOKENS_PER_STEP: usize = 15;
 
 fn setting<T: std::str::FromStr>(name: &str, default: T) -> anyhow::Result<T> {
     match std::env::var(name) {
@@ -117,37 +123,49 @@ async fn main() -> anyhow::Result<()> {
     anyhow::ensure!(!tokens.is_empty(), "no token traded in the last day");
 
     // 3. Their swaps, trades, candles, prices and price stats.
+    // A snapshot of their prices and price stats, then their streams in groups of tokens:
+    // one job per token writes a file per day it touched, so the lake is compacted after each
+    // group and commits stay cheap (their cost grows with the number of files).
+    let snapshots = vec![
+        Job::Prices {
+            chain_id: None,
+            tokens: tokens.clone(),
+            pools: Vec::new(),
+        },
+        Job::PriceStats {
+            chain_id: None,
+            tokens: tokens.clone(),
+            pools: Vec::new(),
+        },
+    ];
+    step(&syncer, "prices", snapshots, &cancel).await?;
     let day_ago = now - Duration::days(1);
-    let mut jobs = Vec::new();
-    for t in &tokens {
-        jobs.push(Job::Swaps {
-            token: Some(t.clone()),
-            wallet: None,
-            pool: None,
-        });
-        jobs.push(Job::Trades {
-            token: Some(t.clone()),
-            wallet: None,
-        });
-        jobs.push(Job::Candles {
-            token: Some(t.clone()),
-            pool: None,
-            interval: 300,
-            from: day_ago,
-            to: None,
-        });
+    let groups = tokens.chunks(TOKENS_PER_STEP);
+    let n_groups = groups.len();
+    for (g, group) in groups.enumerate() {
+        let mut jobs = Vec::new();
+        for t in group {
+            jobs.push(Job::Swaps {
+                token: Some(t.clone()),
+                wallet: None,
+                pool: None,
+            });
+            jobs.push(Job::Trades {
+                token: Some(t.clone()),
+                wallet: None,
+            });
+            jobs.push(Job::Candles {
+                token: Some(t.clone()),
+                pool: None,
+                interval: 300,
+                from: day_ago,
+                to: None,
+            });
+        }
+        let name = format!("tokens {}/{n_groups}", g + 1);
+        step(&syncer, &name, jobs, &cancel).await?;
+        compact(&lake).await?;
     }
-    jobs.push(Job::Prices {
-        chain_id: None,
-        tokens: tokens.clone(),
-        pools: Vec::new(),
-    });
-    jobs.push(Job::PriceStats {
-        chain_id: None,
-        tokens: tokens.clone(),
-        pools: Vec::new(),
-    });
-    step(&syncer, "tokens", jobs, &cancel).await?;
 
     // 4. The trades of the wallets most active in them.
     let wallets = most_active_wallets(&lake, n_wallets).await?;
@@ -159,6 +177,7 @@ async fn main() -> anyhow::Result<()> {
         })
         .collect();
     step(&syncer, "wallets", jobs, &cancel).await?;
+    compact(&lake).await?;
     if let Some(sim) = sim {
         sim.shutdown().await;
     }
@@ -213,6 +232,23 @@ async fn step(
     }
     anyhow::ensure!(!report.interrupted(), "{name}: interrupted");
     Ok(report)
+}
+
+/// Merges each partition's small files into large ones.
+async fn compact(lake: &Arc<Lake>) -> anyhow::Result<()> {
+    let lake = Arc::clone(lake);
+    let started = Instant::now();
+    let done = tokio::task::spawn_blocking(move || lake.compact()).await??;
+    if done.files_removed > 0 {
+        eprintln!(
+            "compacted {} partitions: {} files into {} in {:.1} s",
+            done.partitions,
+            done.files_removed,
+            done.files_added,
+            started.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
 }
 
 /// The tokens with the most USD volume in the last day, from the latest profile snapshot,

@@ -117,9 +117,12 @@ def capture(driver):
     return driver.get_screenshot_as_png()
 
 
-def shrink(png, max_bytes):
-    """PNG bytes under max_bytes: an adaptive 256-colour palette first, then smaller sizes."""
+def shrink(png, max_bytes, max_height=None):
+    """PNG bytes under max_bytes: the top max_height pixels (all when None), an adaptive
+    256-colour palette, then smaller sizes."""
     image = Image.open(io.BytesIO(png)).convert("RGB")
+    if max_height and image.height > max_height:
+        image = image.crop((0, 0, image.width, max_height))
 
     def encode(img):
         out = io.BytesIO()
@@ -143,6 +146,9 @@ def main():
     parser.add_argument("out", help="the PNG to write, e.g. docs/report.png")
     parser.add_argument("--width", type=int, default=1200, help="page width in CSS pixels")
     parser.add_argument("--max-kb", type=int, default=300, help="largest PNG size wanted, in KB")
+    parser.add_argument(
+        "--max-height", type=int, default=None, help="keep only the top of the page, in pixels"
+    )
     parser.add_argument("--timeout", type=float, default=60, help="seconds to load the page")
     parser.add_argument("--chromium", default="/usr/bin/chromium")
     parser.add_argument("--chromedriver", default="/usr/bin/chromedriver")
@@ -175,7 +181,7 @@ def main():
             driver.quit()
         shutil.rmtree(profile_dir, ignore_errors=True)
 
-    data = shrink(png, args.max_kb * 1024)
+    data = shrink(png, args.max_kb * 1024, args.max_height)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_bytes(data)

@@ -187,6 +187,32 @@ async fn the_report_shows_what_the_lake_holds() {
         assert!(colours.len() > 10, "{name} has {} colours", colours.len());
     }
     assert!(html.contains(&wallet));
+    // ROI and win rate are percentages in the leaderboard and shown as they are.
+    let roi = r
+        .leaderboard
+        .column("roi")
+        .unwrap()
+        .f64()
+        .unwrap()
+        .get(0)
+        .unwrap();
+    assert!(
+        html.contains(&format!("{roi:+.2}%")),
+        "ROI {roi} on the page"
+    );
+    let win_rate = r
+        .leaderboard
+        .column("win_rate")
+        .unwrap()
+        .f64()
+        .unwrap()
+        .get(0);
+    if let Some(w) = win_rate {
+        assert!(
+            html.contains(&format!(">{w:.0}%<")),
+            "win rate {w} on the page"
+        );
+    }
     for t in &r.tokens {
         assert!(html.contains(&t.token_address));
     }

@@ -208,13 +208,11 @@ pub(super) fn page(r: &Report, charts: &[String]) -> Result<String> {
                 money(f64_at(board, "realized_pnl", i)),
                 money(f64_at(board, "unrealized_pnl", i)),
                 money(f64_at(board, "total_pnl", i)),
-                f64_at(board, "roi", i)
-                    .filter(|v| v.is_finite())
-                    .map(|v| pct(Some(100.0 * v)))
-                    .unwrap_or_else(|| "-".into()),
+                // Both are percentages already.
+                pct(f64_at(board, "roi", i)),
                 f64_at(board, "win_rate", i)
                     .filter(|v| v.is_finite())
-                    .map(|v| format!("{:.0}%", 100.0 * v))
+                    .map(|v| format!("{v:.0}%"))
                     .unwrap_or_else(|| "-".into()),
             );
         }
