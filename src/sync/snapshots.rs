@@ -155,7 +155,6 @@ impl Syncer {
     ) -> Result<Finished> {
         let state: SnapshotState = self.read_state(key)?.unwrap_or_default();
         let mut run = state.run.unwrap_or_else(SnapshotRun::start);
-        ctx.total = Some(requests.len() as u64);
         let fetched_at = run.fetched_at;
         for (i, request) in requests.into_iter().enumerate() {
             if run.done.contains(&i) {
