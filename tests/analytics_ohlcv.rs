@@ -9,7 +9,7 @@ use dexlake::analytics::ohlcv::{bars_of_events, event_bars_of_events};
 use dexlake::analytics::stats::PERIODS;
 use dexlake::analytics::{
     BarOptions, EventRule, EventSource, Events, Fill, PriceStatsOptions, Selection, Side, Tick,
-    TimeRange, TokenEvents, bars, event_bars, price_stats, resample,
+    TimeRange, TokenEvents, bars, bars_in_batches, event_bars, price_stats, resample,
 };
 use dexlake::api::client::{Client, ClientConfig};
 use dexlake::api::models::{Swap, SwapType};
@@ -714,6 +714,19 @@ proptest! {
         prop_assert!(a.equals_missing(&b));
         let tokens = bars(&many, EventSource::Swaps, &Selection::Tokens(vec!["B".into(), "A".into()]), r, &opts(600)).unwrap();
         prop_assert!(a.equals_missing(&tokens));
+        // In batches of one token, stacked: the same frame.
+        let mut stacked: Option<DataFrame> = None;
+        bars_in_batches(&many, EventSource::Swaps, &Selection::AllTokens, r, &opts(600), 1, |df| {
+            match &mut stacked {
+                Some(all) => { all.vstack_mut(&df).unwrap(); }
+                None => stacked = Some(df),
+            }
+            Ok(())
+        }).unwrap();
+        match stacked {
+            Some(all) => prop_assert!(a.equals_missing(&all)),
+            None => prop_assert_eq!(a.height(), 0),
+        }
     }
 }
 
@@ -928,7 +941,7 @@ fn cli_prints_bars_and_stats_and_fails_in_one_line() {
             .map(|t| ("TOK".to_owned(), t))
             .collect::<Vec<_>>(),
     ];
-    let (dir, _lake) = lake_of(&chunks);
+    let (dir, opened) = lake_of(&chunks);
     let lake = dir.path().to_str().unwrap();
     let out = dexlake(&[
         "ohlcv",
@@ -1004,6 +1017,55 @@ fn cli_prints_bars_and_stats_and_fails_in_one_line() {
         .finish()
         .unwrap();
     assert_eq!(back.height(), 2);
+
+    // Time bars as Parquet are written a batch of tokens at a time: the same frame as the
+    // library's, and no file at all when nothing matches.
+    let out = dexlake(&[
+        "ohlcv",
+        "--lake",
+        lake,
+        "--all-tokens",
+        "--interval",
+        "60",
+        "--format",
+        "parquet",
+        "--out",
+        file.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let back = ParquetReader::new(std::fs::File::open(&file).unwrap())
+        .finish()
+        .unwrap();
+    let direct = bars(
+        &opened,
+        EventSource::Swaps,
+        &Selection::AllTokens,
+        TimeRange::default(),
+        &opts(60),
+    )
+    .unwrap();
+    assert!(back.equals_missing(&direct));
+    let none = dir.path().join("none.parquet");
+    let out = dexlake(&[
+        "ohlcv",
+        "--lake",
+        lake,
+        "--token",
+        "NOPE",
+        "--interval",
+        "60",
+        "--format",
+        "parquet",
+        "--out",
+        none.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no swaps for token NOPE"));
+    assert!(!none.exists());
 
     // Price stats at a given instant, as a table.
     let out = dexlake(&[

@@ -150,28 +150,40 @@ impl Events {
         }
     }
 
-    /// Concatenates chunks (in the given order, not sorted).
-    pub fn concat(chunks: Vec<Events>) -> Events {
-        let n = chunks.iter().map(Events::len).sum();
-        let mut e = Events {
-            time: Vec::with_capacity(n),
-            slot: Vec::with_capacity(n),
-            id: Vec::with_capacity(n),
-            price: Vec::with_capacity(n),
-            base: Vec::with_capacity(n),
-            usd: Vec::with_capacity(n),
-            buy: Vec::with_capacity(n),
-        };
-        for c in chunks {
-            e.time.extend(c.time);
-            e.slot.extend(c.slot);
-            e.id.extend(c.id);
-            e.price.extend(c.price);
-            e.base.extend(c.base);
-            e.usd.extend(c.usd);
-            e.buy.extend(c.buy);
+    /// Concatenates chunks (in the given order, not sorted), one column at a time, freeing
+    /// each chunk's column as it is copied: at most one column more than the chunks is held.
+    pub fn concat(mut chunks: Vec<Events>) -> Events {
+        if chunks.len() == 1 {
+            return chunks.pop().unwrap_or_default();
         }
-        e
+        fn join<T>(chunks: &mut [Events], column: impl Fn(&mut Events) -> &mut Vec<T>) -> Vec<T> {
+            let n = chunks.iter_mut().map(|c| column(c).len()).sum();
+            let mut out = Vec::with_capacity(n);
+            for c in chunks {
+                out.append(&mut std::mem::take(column(c)));
+            }
+            out
+        }
+        Events {
+            time: join(&mut chunks, |c| &mut c.time),
+            slot: join(&mut chunks, |c| &mut c.slot),
+            id: join(&mut chunks, |c| &mut c.id),
+            price: join(&mut chunks, |c| &mut c.price),
+            base: join(&mut chunks, |c| &mut c.base),
+            usd: join(&mut chunks, |c| &mut c.usd),
+            buy: join(&mut chunks, |c| &mut c.buy),
+        }
+    }
+
+    /// Frees the spare capacity left by growing the columns.
+    fn shrink_to_fit(&mut self) {
+        self.time.shrink_to_fit();
+        self.slot.shrink_to_fit();
+        self.id.shrink_to_fit();
+        self.price.shrink_to_fit();
+        self.base.shrink_to_fit();
+        self.usd.shrink_to_fit();
+        self.buy.shrink_to_fit();
     }
 
     /// Builds the columns from events in any order, sorting them into event order.
@@ -196,18 +208,17 @@ impl Events {
         }
         let mut perm: Vec<u32> = (0..n as u32).collect();
         perm.sort_unstable_by_key(|&i| self.key(i as usize));
-        fn gather<T: Copy>(v: &[T], perm: &[u32]) -> Vec<T> {
-            perm.iter().map(|&i| v[i as usize]).collect()
+        // One column at a time, so at most one column is held twice.
+        fn gather<T: Copy>(v: &mut Vec<T>, perm: &[u32]) {
+            *v = perm.iter().map(|&i| v[i as usize]).collect();
         }
-        *self = Events {
-            time: gather(&self.time, &perm),
-            slot: gather(&self.slot, &perm),
-            id: gather(&self.id, &perm),
-            price: gather(&self.price, &perm),
-            base: gather(&self.base, &perm),
-            usd: gather(&self.usd, &perm),
-            buy: gather(&self.buy, &perm),
-        };
+        gather(&mut self.time, &perm);
+        gather(&mut self.slot, &perm);
+        gather(&mut self.id, &perm);
+        gather(&mut self.price, &perm);
+        gather(&mut self.base, &perm);
+        gather(&mut self.usd, &perm);
+        gather(&mut self.buy, &perm);
     }
 }
 
@@ -401,7 +412,10 @@ fn read_file(
         .select(cols.iter().map(|c| col(*c)).collect::<Vec<_>>())
         .collect()
         .map_err(polars_err("reading events"))?;
-    rows_to_events(&df, source, wanted)
+    let mut by_token = rows_to_events(&df, source, wanted)?;
+    // Every file's chunks are held until all files are read: without their spare capacity.
+    by_token.values_mut().for_each(Events::shrink_to_fit);
+    Ok(by_token)
 }
 
 /// The events list of `token`, created on first use (one allocation of the name per token).
@@ -575,7 +589,10 @@ pub fn load_events(
     }
     let mut out: Vec<TokenEvents> = by_token
         .into_par_iter()
-        .map(|(token, chunks)| {
+        .map(|(token, mut chunks)| {
+            // Files hold rows in event order and usually cover disjoint times: in the order of
+            // their first events the chunks are mostly already sorted, and `sort` finds out.
+            chunks.sort_by_key(|c| (!c.is_empty()).then(|| c.key(0)));
             let mut events = Events::concat(chunks);
             events.sort();
             TokenEvents { token, events }

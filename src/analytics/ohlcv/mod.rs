@@ -309,6 +309,36 @@ pub fn bars(
     })
 }
 
+/// Time bars of the selected events of the lake in `range`, handed to `sink` in batches of
+/// `tokens_per_batch` tokens (in token order) instead of one frame: each batch has the columns
+/// and order of [`bars`], and a token's events are freed as soon as its bars are made, so only
+/// the events and one batch of bars are in memory at once. For writing large results to a
+/// file. A selection without events calls `sink` no time.
+pub fn bars_in_batches(
+    lake: &Lake,
+    source: EventSource,
+    selection: &Selection,
+    range: TimeRange,
+    options: &BarOptions,
+    tokens_per_batch: usize,
+    mut sink: impl FnMut(DataFrame) -> Result<()>,
+) -> Result<()> {
+    Grid::of(options)?;
+    let tokens = load_events(lake, source, selection, range)?;
+    let spec = options.spec(default_end(&tokens, range))?;
+    let long = is_long(selection);
+    let mut tokens = tokens.into_iter();
+    loop {
+        let batch: Vec<TokenEvents> = tokens.by_ref().take(tokens_per_batch.max(1)).collect();
+        if batch.is_empty() {
+            return Ok(());
+        }
+        sink(per_token(batch, long, |t| {
+            kernel::event_time_bars(&t.events, &spec)
+        })?)?;
+    }
+}
+
 /// Tick, volume or dollar bars of already loaded events.
 pub fn event_bars_of_events(
     tokens: &[TokenEvents],

@@ -3,8 +3,11 @@
 //! The library returns an empty frame for a token, pool or range without events; these
 //! commands turn that into a one-line error naming what had no events (exit status 1), so a
 //! mistyped address is never mistaken for a quiet token. With several tokens, those without
-//! events are named on stderr and the others printed.
+//! events are named on stderr and the others printed. Time bars written as Parquet (`--format
+//! parquet --out FILE`) go to the file a batch of tokens at a time, so a whole market's bars
+//! never sit in memory at once.
 
+use std::collections::BTreeSet;
 use std::process::ExitCode;
 
 use anyhow::bail;
@@ -12,12 +15,12 @@ use chrono::{DateTime, Utc};
 use clap::{Args, ValueEnum};
 use dexlake::analytics::{
     BarOptions, EventRule, EventSource, Fill, PriceStatsOptions, Selection, Side, TimeRange, bars,
-    event_bars, price_stats,
+    bars_in_batches, event_bars, price_stats,
 };
 use polars::prelude::*;
 
 use crate::Global;
-use crate::output::{Output, existing_lake};
+use crate::output::{Format, Output, ParquetSink, existing_lake};
 
 /// Which events to read.
 #[derive(Args, Debug)]
@@ -156,7 +159,7 @@ fn selection(which: &Which) -> Selection {
     }
 }
 
-fn present_tokens(df: &DataFrame) -> anyhow::Result<std::collections::BTreeSet<String>> {
+fn present_tokens(df: &DataFrame) -> anyhow::Result<BTreeSet<String>> {
     Ok(df
         .column("token_address")?
         .str()?
@@ -166,9 +169,28 @@ fn present_tokens(df: &DataFrame) -> anyhow::Result<std::collections::BTreeSet<S
         .collect())
 }
 
+fn what(source: EventSource) -> &'static str {
+    match source {
+        EventSource::Swaps => "swaps",
+        EventSource::Trades => "trades",
+    }
+}
+
 /// Fails when nothing was found, and names the requested tokens that had no events.
 fn check_found(
     df: &DataFrame,
+    sel: &Selection,
+    what: &str,
+    global: &Global,
+    range: TimeRange,
+) -> anyhow::Result<()> {
+    check_found_in(df.height(), || present_tokens(df), sel, what, global, range)
+}
+
+/// [`check_found`] from the number of rows and the tokens present.
+fn check_found_in(
+    rows: usize,
+    present: impl FnOnce() -> anyhow::Result<BTreeSet<String>>,
     sel: &Selection,
     what: &str,
     global: &Global,
@@ -183,7 +205,7 @@ fn check_found(
         ),
     };
     let lake = global.lake.display();
-    if df.height() == 0 {
+    if rows == 0 {
         let subject = match sel {
             Selection::Token(t) => format!("token {t}"),
             Selection::Tokens(ts) => format!("tokens {}", ts.join(",")),
@@ -193,7 +215,7 @@ fn check_found(
         bail!("no {what} for {subject} in the lake at {lake}{where_}");
     }
     if let Selection::Tokens(ts) = sel {
-        let present = present_tokens(df)?;
+        let present = present()?;
         let missing: Vec<&str> = ts
             .iter()
             .filter(|t| !present.contains(*t))
@@ -239,15 +261,30 @@ pub fn ohlcv(global: &Global, args: OhlcvArgs) -> anyhow::Result<ExitCode> {
                 time_zone: args.tz.clone(),
                 data_end: None,
             };
+            if let (Format::Parquet, Some(out)) = (args.output.format, &args.output.out) {
+                // Large results go to the file a batch of tokens at a time, so memory holds
+                // the events and one batch of bars, never the whole frame.
+                let mut sink = ParquetSink::new(out);
+                let mut present = BTreeSet::new();
+                bars_in_batches(&lake, source, &sel, range, &options, 256, |df| {
+                    if let Ok(tokens) = present_tokens(&df) {
+                        present.extend(tokens);
+                    }
+                    sink.write(&df).map_err(|e| dexlake::Error::Io {
+                        action: "writing",
+                        path: out.clone(),
+                        source: std::io::Error::other(format!("{e:#}")),
+                    })
+                })?;
+                check_found_in(sink.rows, || Ok(present), &sel, what(source), global, range)?;
+                sink.finish()?;
+                return Ok(ExitCode::SUCCESS);
+            }
             bars(&lake, source, &sel, range, &options)?
         }
         (None, None) => bail!("give --interval, --ticks, --base-volume or --usd-volume"),
     };
-    let what = match source {
-        EventSource::Swaps => "swaps",
-        EventSource::Trades => "trades",
-    };
-    check_found(&df, &sel, what, global, range)?;
+    check_found(&df, &sel, what(source), global, range)?;
     args.output.emit(df)
 }
 
@@ -263,10 +300,6 @@ pub fn price_stats_cmd(global: &Global, args: PriceStatsArgs) -> anyhow::Result<
             source,
         },
     )?;
-    let what = match source {
-        EventSource::Swaps => "swaps",
-        EventSource::Trades => "trades",
-    };
-    check_found(&df, &sel, what, global, TimeRange::default())?;
+    check_found(&df, &sel, what(source), global, TimeRange::default())?;
     args.output.emit(df)
 }

@@ -274,3 +274,50 @@ pub fn emit(mut df: DataFrame, format: Format, out: Option<&Path>) -> anyhow::Re
     }
     Ok(ExitCode::SUCCESS)
 }
+
+/// A Parquet file written batch by batch (one or more row groups per batch), created at the
+/// first batch: a result that is never written leaves no file.
+pub struct ParquetSink<'a> {
+    path: &'a Path,
+    writer: Option<polars::io::parquet::write::BatchedWriter<File>>,
+    /// Rows written so far.
+    pub rows: usize,
+}
+
+impl<'a> ParquetSink<'a> {
+    pub fn new(path: &'a Path) -> Self {
+        ParquetSink {
+            path,
+            writer: None,
+            rows: 0,
+        }
+    }
+
+    pub fn write(&mut self, df: &DataFrame) -> anyhow::Result<()> {
+        let path = self.path;
+        if self.writer.is_none() {
+            let file =
+                File::create(path).with_context(|| format!("creating {}", path.display()))?;
+            let writer = ParquetWriter::new(file).batched(df.schema());
+            let writer =
+                anyhow::Context::with_context(writer, || format!("writing {}", path.display()))?;
+            self.writer = Some(writer);
+        }
+        if let Some(w) = &mut self.writer {
+            anyhow::Context::with_context(w.write_batch(df), || {
+                format!("writing {}", path.display())
+            })?;
+        }
+        self.rows += df.height();
+        Ok(())
+    }
+
+    pub fn finish(self) -> anyhow::Result<()> {
+        if let Some(w) = self.writer {
+            anyhow::Context::with_context(w.finish(), || {
+                format!("writing {}", self.path.display())
+            })?;
+        }
+        Ok(())
+    }
+}
