@@ -7,7 +7,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 PY_PACKAGES := duckdb polars pyarrow pytest nbclient ipykernel
 
-.PHONY: test fmt clippy rust-test doc py-test venv notebooks bench compare
+.PHONY: test fmt clippy rust-test doc py-test venv notebooks bench compare compare-pnl
 
 test: fmt clippy rust-test doc py-test notebooks
 
@@ -54,3 +54,10 @@ bench:
 compare: venv
 	$(CARGO) build --release --bin dexlake
 	$(VPY) benches/compare/ohlcv.py --dexlake "$$($(CARGO) metadata --format-version 1 --no-deps | $(VPY) -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/release/dexlake" $(COMPARE_ARGS)
+
+# FIFO realized PnL of every (wallet, token) on 10M trades against a Python FIFO loop, polars
+# and DuckDB (not part of `make test`). Builds its lake once under target/compare-pnl-lake;
+# see benches/compare/pnl.py.
+compare-pnl: venv
+	$(CARGO) build --release --bin dexlake
+	$(VPY) benches/compare/pnl.py --dexlake "$$($(CARGO) metadata --format-version 1 --no-deps | $(VPY) -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/release/dexlake" $(COMPARE_ARGS)
