@@ -30,6 +30,7 @@
 //! events, and results come back in (wallet, token) order, so the output does not depend on
 //! the number of threads or on file order.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::fmt;
@@ -807,7 +808,7 @@ pub(crate) fn str_col<'a>(df: &'a DataFrame, name: &str) -> Result<Vec<&'a str>>
 type StrArray = <StringType as PolarsDataType>::Array;
 
 /// A string column as one chunk (no copy when it already is one).
-fn str_chunk<'a>(df: &'a DataFrame, name: &str) -> Result<std::borrow::Cow<'a, StringChunked>> {
+fn str_chunk<'a>(df: &'a DataFrame, name: &str) -> Result<Cow<'a, StringChunked>> {
     let ca = df
         .column(name)
         .and_then(|c| c.str())
@@ -836,53 +837,62 @@ fn ranges(n: usize) -> impl IndexedParallelIterator<Item = std::ops::Range<usize
         .map(move |r| r * RANGE..((r + 1) * RANGE).min(n))
 }
 
-/// The distinct strings of some string arrays, sorted, and for each array the index of each
-/// row's string among them (nulls read as the empty string). Each range of rows is interned
-/// with a small dictionary of its own, in parallel, and the dictionaries are then merged; the
-/// indexes are ranks in the sorted strings, so they do not depend on the number of threads.
-fn intern<'a>(arrays: &[&'a StrArray]) -> (Vec<&'a str>, Vec<Vec<u32>>) {
-    type Part<'a> = (Vec<&'a str>, Vec<u32>);
-    let parts: Vec<Vec<Part<'a>>> = arrays
-        .iter()
-        .map(|&arr| {
-            ranges(arr.len())
-                .map(|range| {
-                    let mut map: PlHashMap<&'a str, u32> = PlHashMap::default();
-                    let mut names: Vec<&'a str> = Vec::new();
-                    let ids = range
-                        .map(|i| {
-                            let s = str_at(arr, i);
-                            *map.entry(s).or_insert_with(|| {
-                                names.push(s);
-                                (names.len() - 1) as u32
-                            })
-                        })
-                        .collect();
-                    (names, ids)
+/// The local dictionary of one range of rows: its distinct keys in first-seen order, and each
+/// row's index among them (`u32::MAX` for a row without a key).
+type Part<K> = (Vec<K>, Vec<u32>);
+
+/// Local dictionaries of the keys of `n` rows, one per range, built in parallel.
+fn local_dicts<K>(n: usize, key: impl Fn(usize) -> Option<K> + Sync) -> Vec<Part<K>>
+where
+    K: Copy + Eq + std::hash::Hash + Send,
+{
+    ranges(n)
+        .map(|range| {
+            let mut map: PlHashMap<K, u32> = PlHashMap::default();
+            let mut names: Vec<K> = Vec::new();
+            let ids = range
+                .map(|i| match key(i) {
+                    None => u32::MAX,
+                    Some(k) => *map.entry(k).or_insert_with(|| {
+                        names.push(k);
+                        (names.len() - 1) as u32
+                    }),
                 })
-                .collect()
+                .collect();
+            (names, ids)
         })
-        .collect();
-    let mut seen: PlHashSet<&'a str> = PlHashSet::default();
-    for (names, _) in parts.iter().flatten() {
+        .collect()
+}
+
+/// Merges local dictionaries (of one or more columns): the distinct keys, sorted, and for each
+/// column the rank of each row's key among them (`u32::MAX` kept for rows without a key). The
+/// ranks do not depend on how the rows were split, so not on the number of threads.
+fn merge_dicts<K>(columns: Vec<Vec<Part<K>>>) -> (Vec<K>, Vec<Vec<u32>>)
+where
+    K: Copy + Ord + std::hash::Hash + Send + Sync,
+{
+    let mut seen: PlHashSet<K> = PlHashSet::default();
+    for (names, _) in columns.iter().flatten() {
         seen.extend(names.iter().copied());
     }
-    let mut dict: Vec<&'a str> = seen.into_iter().collect();
+    let mut dict: Vec<K> = seen.into_iter().collect();
     dict.sort_unstable();
-    let rank: PlHashMap<&'a str, u32> = dict
+    let rank: PlHashMap<K, u32> = dict
         .iter()
         .enumerate()
         .map(|(k, s)| (*s, k as u32))
         .collect();
-    let ids = parts
+    let ids = columns
         .into_iter()
-        .map(|part| {
-            let ranges: Vec<Vec<u32>> = part
+        .map(|parts| {
+            let ranges: Vec<Vec<u32>> = parts
                 .into_par_iter()
                 .map(|(names, mut ids)| {
                     let to: Vec<u32> = names.iter().map(|s| rank[s]).collect();
                     for id in &mut ids {
-                        *id = to[*id as usize];
+                        if *id != u32::MAX {
+                            *id = to[*id as usize];
+                        }
                     }
                     ids
                 })
@@ -891,6 +901,17 @@ fn intern<'a>(arrays: &[&'a StrArray]) -> (Vec<&'a str>, Vec<Vec<u32>>) {
         })
         .collect();
     (dict, ids)
+}
+
+/// The distinct strings of some string arrays, sorted, and for each array the index of each
+/// row's string among them (nulls read as the empty string). Each range of rows is interned
+/// with a small dictionary of its own, in parallel, and the dictionaries are then merged.
+fn intern<'a>(arrays: &[&'a StrArray]) -> (Vec<&'a str>, Vec<Vec<u32>>) {
+    let parts = arrays
+        .iter()
+        .map(|&arr| local_dicts(arr.len(), |i| Some(str_at(arr, i))))
+        .collect();
+    merge_dicts(parts)
 }
 
 /// A USD value: the given amount when it is a finite positive number, else price × quantity.
@@ -916,22 +937,24 @@ fn quantity_of(amount: f64) -> f64 {
 /// Ledger events before grouping, one column each, in the input's row order (trades, then
 /// the swaps' events). `wallet` and `token` index the sorted dictionaries; a row whose
 /// `side` is `None` is no event (another direction, or another token than the query's).
-/// An empty `fee` column means no fees.
+/// Amounts, USD values and prices are as read (borrowed from the frame when its columns
+/// allow it); [`RawRows::event`] applies the ledger's rules. An empty `fee` column means no
+/// fees.
 #[derive(Default)]
-struct RawRows {
+struct RawRows<'a> {
     wallet: Vec<u32>,
     token: Vec<u32>,
     side: Vec<Option<Side>>,
-    quantity: Vec<f64>,
-    usd: Vec<f64>,
-    price: Vec<f64>,
+    amount: Cow<'a, [f64]>,
+    usd: Cow<'a, [f64]>,
+    price: Cow<'a, [f64]>,
     fee: Vec<f64>,
-    time: Vec<i64>,
-    slot: Vec<i64>,
-    id: Vec<i64>,
+    time: Cow<'a, [i64]>,
+    slot: Cow<'a, [i64]>,
+    id: Cow<'a, [i64]>,
 }
 
-impl RawRows {
+impl RawRows<'_> {
     fn len(&self) -> usize {
         self.side.len()
     }
@@ -948,11 +971,53 @@ impl RawRows {
             slot: self.slot[r],
             id: self.id[r],
             side: self.side[r].unwrap_or(Side::Buy),
-            quantity: self.quantity[r],
-            usd: self.usd[r],
+            quantity: quantity_of(self.amount[r]),
+            usd: usd_value(self.usd[r], self.price[r], self.amount[r]),
             fee: self.fee.get(r).copied().unwrap_or(0.0),
         }
     }
+
+    /// Appends the rows of `other`.
+    fn append(&mut self, other: RawRows<'_>) {
+        if self.fee.len() < self.len() {
+            self.fee.resize(self.len(), 0.0);
+        }
+        self.wallet.extend(other.wallet);
+        self.token.extend(other.token);
+        self.side.extend(other.side);
+        self.amount.to_mut().extend_from_slice(&other.amount);
+        self.usd.to_mut().extend_from_slice(&other.usd);
+        self.price.to_mut().extend_from_slice(&other.price);
+        self.fee.extend(other.fee);
+        self.time.to_mut().extend_from_slice(&other.time);
+        self.slot.to_mut().extend_from_slice(&other.slot);
+        self.id.to_mut().extend_from_slice(&other.id);
+    }
+}
+
+/// A float column, borrowed when it is one chunk of floats without nulls, else as
+/// [`f64_col`] reads it.
+fn f64_slice<'a>(df: &'a DataFrame, name: &str) -> Result<Cow<'a, [f64]>> {
+    let c = df.column(name).map_err(polars_err(name))?;
+    if let Ok(slice) = c.f64().and_then(|ca| ca.cont_slice()) {
+        return Ok(Cow::Borrowed(slice));
+    }
+    Ok(Cow::Owned(f64_col(df, name)?))
+}
+
+/// An integer column (or the counts of a timestamp column), borrowed when it is one chunk
+/// without nulls, else as [`i64_col`] reads it.
+fn i64_slice<'a>(df: &'a DataFrame, name: &str) -> Result<Cow<'a, [i64]>> {
+    let c = df.column(name).map_err(polars_err(name))?;
+    let physical = match c.dtype() {
+        DataType::Int64 => c.i64().ok(),
+        DataType::Datetime(_, _) => c.datetime().ok().map(|d| d.physical()),
+        _ => None,
+    };
+    if let Some(slice) = physical.and_then(|ca| ca.cont_slice().ok()) {
+        return Ok(Cow::Borrowed(slice));
+    }
+    Ok(Cow::Owned(i64_col(df, name)?))
 }
 
 /// Which token a query keeps: every token, or the one of this index (`None` when the
@@ -964,17 +1029,14 @@ fn keeps(filter: TokenFilter, token: u32) -> bool {
 }
 
 /// The trade rows: `wallet` and `token` already interned.
-fn trade_rows(
-    trades: &DataFrame,
+fn trade_rows<'a>(
+    trades: &'a DataFrame,
     wallet: Vec<u32>,
     token: Vec<u32>,
     filter: TokenFilter,
-) -> Result<RawRows> {
+) -> Result<RawRows<'a>> {
     let direction = str_chunk(trades, "direction")?;
     let direction = direction.downcast_as_array();
-    let mut quantity = f64_col(trades, "token_amount")?;
-    let mut usd = f64_col(trades, "usd_amount")?;
-    let price = f64_col(trades, "token_price")?;
     let side: Vec<Option<Side>> = (0..direction.len())
         .into_par_iter()
         .map(|i| {
@@ -988,22 +1050,17 @@ fn trade_rows(
             }
         })
         .collect();
-    usd.par_iter_mut()
-        .zip(&price)
-        .zip(&quantity)
-        .for_each(|((u, &p), &q)| *u = usd_value(*u, p, q));
-    quantity.par_iter_mut().for_each(|q| *q = quantity_of(*q));
     Ok(RawRows {
         wallet,
         token,
         side,
-        quantity,
-        usd,
-        price,
+        amount: f64_slice(trades, "token_amount")?,
+        usd: f64_slice(trades, "usd_amount")?,
+        price: f64_slice(trades, "token_price")?,
         fee: Vec::new(),
-        time: i64_col(trades, "block_time")?,
-        slot: i64_col(trades, "block_slot")?,
-        id: i64_col(trades, "id")?,
+        time: i64_slice(trades, "block_time")?,
+        slot: i64_slice(trades, "block_slot")?,
+        id: i64_slice(trades, "id")?,
     })
 }
 
@@ -1021,12 +1078,10 @@ struct SwapIds<'a> {
 /// what its input was worth above its output (`usd_amount_in − usd_amount_out`, when
 /// positive), booked on the sell side, or on the buy side when there is no sell side. Swaps
 /// have no id in the event key beyond their slot: the swap's `id` column is used when present.
-fn swap_rows(
-    swaps: &DataFrame,
-    ids: SwapIds<'_>,
-    filter: TokenFilter,
-    rows: &mut RawRows,
-) -> Result<()> {
+fn swap_rows(swaps: &DataFrame, ids: SwapIds<'_>, filter: TokenFilter) -> Result<RawRows<'static>> {
+    let mut rows = RawRows::default();
+    let (mut amount, mut usd_col, mut price_col) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut times, mut slots, mut ids_) = (Vec::new(), Vec::new(), Vec::new());
     let swap_type = str_chunk(swaps, "swap_type")?;
     let swap_type = swap_type.downcast_as_array();
     let a_in = f64_col(swaps, "token_amount_in")?;
@@ -1038,9 +1093,6 @@ fn swap_rows(
     let time = i64_col(swaps, "block_time")?;
     let slot = i64_col(swaps, "block_slot")?;
     let id = i64_col(swaps, "id")?;
-    if rows.fee.len() < rows.len() {
-        rows.fee.resize(rows.len(), 0.0);
-    }
     for i in 0..swap_type.len() {
         let w = ids.wallet[i];
         if ids.skip[w as usize] {
@@ -1061,13 +1113,13 @@ fn swap_rows(
             rows.wallet.push(w);
             rows.token.push(token);
             rows.side.push(Some(side));
-            rows.quantity.push(quantity_of(qty));
-            rows.usd.push(usd_value(usd, price, qty));
-            rows.price.push(price);
+            amount.push(qty);
+            usd_col.push(usd);
+            price_col.push(price);
             rows.fee.push(fee);
-            rows.time.push(time[i]);
-            rows.slot.push(slot[i]);
-            rows.id.push(id[i]);
+            times.push(time[i]);
+            slots.push(slot[i]);
+            ids_.push(id[i]);
         };
         if sell {
             push(ids.token_in[i], Side::Sell, a_in[i], u_in[i], p_in[i], fee);
@@ -1084,16 +1136,23 @@ fn swap_rows(
             );
         }
     }
-    Ok(())
+    rows.amount = Cow::Owned(amount);
+    rows.usd = Cow::Owned(usd_col);
+    rows.price = Cow::Owned(price_col);
+    rows.time = Cow::Owned(times);
+    rows.slot = Cow::Owned(slots);
+    rows.id = Cow::Owned(ids_);
+    Ok(rows)
 }
 
 /// Groups the events into ledgers sorted by (wallet, token), each in event order (ties in
 /// the input's row order), keeping only the wallets of `query`. Latest prices come from every
 /// event (all wallets).
 ///
-/// Wallets and tokens are indexes into sorted dictionaries, so (wallet, token) order is the
-/// order of the index pairs: a counting sort by wallet, then a sort of each wallet's events
-/// by (token, event order, row), wallets in parallel.
+/// Wallets and tokens are indexes into sorted dictionaries, so a ledger is one integer pair
+/// and (wallet, token) order is the order of the pairs: the pairs are interned like the
+/// strings, the events go to their ledger by a counting sort (stable, so in row order), and
+/// a ledger whose rows are not in event order already is sorted, ledgers in parallel.
 fn group(
     rows: &RawRows,
     wallets: &[String],
@@ -1145,78 +1204,70 @@ fn group(
         }
         wanted
     });
-    let kept = |r: usize| {
-        rows.side[r].is_some() && wanted.as_ref().is_none_or(|w| w[rows.wallet[r] as usize])
+    // The ledger of each kept row: (wallet, token) as one integer, interned.
+    let pair = |r: usize| {
+        let w = rows.wallet[r];
+        (rows.side[r].is_some() && wanted.as_ref().is_none_or(|k| k[w as usize]))
+            .then(|| (u64::from(w) << 32) | u64::from(rows.token[r]))
     };
-    // Counting sort of the kept rows by wallet (stable: row order within a wallet).
-    let mut start = vec![0usize; wallets.len() + 1];
-    for r in 0..n {
-        if kept(r) {
-            start[rows.wallet[r] as usize + 1] += 1;
+    let (pairs, mut ledger_of) = merge_dicts(vec![local_dicts(n, pair)]);
+    let ledger_of = ledger_of.pop().unwrap_or_default();
+    // Counting sort of the rows by ledger.
+    let mut offsets = vec![0usize; pairs.len() + 1];
+    for &k in &ledger_of {
+        if k != u32::MAX {
+            offsets[k as usize + 1] += 1;
         }
     }
-    for w in 0..wallets.len() {
-        start[w + 1] += start[w];
+    for k in 0..pairs.len() {
+        offsets[k + 1] += offsets[k];
     }
-    let mut perm = vec![0u32; start[wallets.len()]];
-    let mut cursor = start.clone();
-    for r in 0..n {
-        if kept(r) {
-            let c = &mut cursor[rows.wallet[r] as usize];
-            perm[*c] = r as u32;
+    // The events go straight to their ledger, in one pass over the rows in order.
+    let placeholder = LedgerEvent {
+        time: 0,
+        slot: 0,
+        id: 0,
+        side: Side::Buy,
+        quantity: 0.0,
+        usd: 0.0,
+        fee: 0.0,
+    };
+    let mut events = vec![placeholder; offsets[pairs.len()]];
+    let mut cursor = offsets.clone();
+    for (r, &k) in ledger_of.iter().enumerate() {
+        if k != u32::MAX {
+            let c = &mut cursor[k as usize];
+            events[*c] = rows.event(r);
             *c += 1;
         }
     }
-    // Each wallet's rows by (token, event order, row); then its ledgers, one per token.
-    let mut segments: Vec<(u32, &mut [u32])> = Vec::new();
-    let mut rest = perm.as_mut_slice();
-    for w in 0..wallets.len() {
-        let (head, tail) = rest.split_at_mut(start[w + 1] - start[w]);
-        if !head.is_empty() {
-            segments.push((w as u32, head));
-        }
+    drop(ledger_of);
+    // Event order inside each ledger, whatever the row order (a stable sort: ties keep it).
+    let mut chunks: Vec<&mut [LedgerEvent]> = Vec::with_capacity(pairs.len());
+    let mut rest = events.as_mut_slice();
+    for k in 0..pairs.len() {
+        let (head, tail) = rest.split_at_mut(offsets[k + 1] - offsets[k]);
+        chunks.push(head);
         rest = tail;
     }
-    let runs: Vec<Vec<(u32, usize)>> = segments
-        .par_iter_mut()
-        .map(|(_, seg)| {
-            let mut keys: Vec<(u32, (i64, i64, i64), u32)> = seg
-                .iter()
-                .map(|&r| (rows.token[r as usize], rows.order_key(r as usize), r))
-                .collect();
-            if !keys.is_sorted() {
-                keys.sort_unstable();
-            }
-            let mut runs: Vec<(u32, usize)> = Vec::new();
-            for (s, k) in seg.iter_mut().zip(&keys) {
-                *s = k.2;
-                match runs.last_mut() {
-                    Some(last) if last.0 == k.0 => last.1 += 1,
-                    _ => runs.push((k.0, 1)),
-                }
-            }
-            runs
-        })
-        .collect();
-    let count: usize = runs.iter().map(Vec::len).sum();
+    chunks.par_iter_mut().for_each(|c| {
+        if !c.is_sorted_by_key(LedgerEvent::order_key) {
+            c.sort_by_key(LedgerEvent::order_key);
+        }
+    });
     let mut set = LedgerSet {
-        wallets: Vec::with_capacity(count),
-        tokens: Vec::with_capacity(count),
-        offsets: Vec::with_capacity(count + 1),
-        events: Vec::new(),
+        wallets: pairs
+            .iter()
+            .map(|&p| wallets[(p >> 32) as usize].clone())
+            .collect(),
+        tokens: pairs
+            .iter()
+            .map(|&p| tokens[(p & u64::from(u32::MAX)) as usize].clone())
+            .collect(),
+        offsets,
+        events,
         latest_prices: HashMap::new(),
     };
-    set.offsets.push(0);
-    let mut end = 0;
-    for ((w, _), runs) in segments.iter().zip(&runs) {
-        for &(t, len) in runs {
-            set.wallets.push(wallets[*w as usize].clone());
-            set.tokens.push(tokens[t as usize].clone());
-            end += len;
-            set.offsets.push(end);
-        }
-    }
-    set.events = perm.par_iter().map(|&r| rows.event(r as usize)).collect();
     set.latest_prices = best
         .iter()
         .enumerate()
@@ -1238,11 +1289,11 @@ pub fn ledgers_from_frames(
 
 /// The events of a trades frame and, for wallets with no trade in it, of a swaps frame, with
 /// the sorted dictionaries of their wallets and tokens.
-fn raw_rows(
-    trades: &DataFrame,
+fn raw_rows<'a>(
+    trades: &'a DataFrame,
     swaps: Option<&DataFrame>,
     query: &PnlQuery,
-) -> Result<(RawRows, Vec<String>, Vec<String>)> {
+) -> Result<(RawRows<'a>, Vec<String>, Vec<String>)> {
     let t_wallet = str_chunk(trades, "wallet_address")?;
     let t_token = str_chunk(trades, "token_address")?;
     let s_cols = swaps
@@ -1292,7 +1343,10 @@ fn raw_rows(
             token_out: &so,
             skip: &skip,
         };
-        swap_rows(swaps, ids, filter, &mut rows)?;
+        let extra = swap_rows(swaps, ids, filter)?;
+        if extra.len() > 0 {
+            rows.append(extra);
+        }
     }
     let owned = |d: Vec<&str>| d.into_iter().map(str::to_owned).collect();
     Ok((rows, owned(wallets), owned(tokens)))
