@@ -1150,9 +1150,10 @@ fn swap_rows(swaps: &DataFrame, ids: SwapIds<'_>, filter: TokenFilter) -> Result
 /// event (all wallets).
 ///
 /// Wallets and tokens are indexes into sorted dictionaries, so a ledger is one integer pair
-/// and (wallet, token) order is the order of the pairs: the pairs are interned like the
-/// strings, the events go to their ledger by a counting sort (stable, so in row order), and
-/// a ledger whose rows are not in event order already is sorted, ledgers in parallel.
+/// and (wallet, token) order is the order of the pairs: the pairs are counted per cell of the
+/// wallet × token grid when it is small enough, else interned like the strings; the events go
+/// to their ledger by a counting sort (stable, so in row order), and a ledger whose rows are
+/// not in event order already is sorted, ledgers in parallel.
 fn group(
     rows: &RawRows,
     wallets: &[String],
@@ -1204,25 +1205,9 @@ fn group(
         }
         wanted
     });
-    // The ledger of each kept row: (wallet, token) as one integer, interned.
-    let pair = |r: usize| {
-        let w = rows.wallet[r];
-        (rows.side[r].is_some() && wanted.as_ref().is_none_or(|k| k[w as usize]))
-            .then(|| (u64::from(w) << 32) | u64::from(rows.token[r]))
+    let kept = |r: usize| {
+        rows.side[r].is_some() && wanted.as_ref().is_none_or(|k| k[rows.wallet[r] as usize])
     };
-    let (pairs, mut ledger_of) = merge_dicts(vec![local_dicts(n, pair)]);
-    let ledger_of = ledger_of.pop().unwrap_or_default();
-    // Counting sort of the rows by ledger.
-    let mut offsets = vec![0usize; pairs.len() + 1];
-    for &k in &ledger_of {
-        if k != u32::MAX {
-            offsets[k as usize + 1] += 1;
-        }
-    }
-    for k in 0..pairs.len() {
-        offsets[k + 1] += offsets[k];
-    }
-    // The events go straight to their ledger, in one pass over the rows in order.
     let placeholder = LedgerEvent {
         time: 0,
         slot: 0,
@@ -1232,16 +1217,68 @@ fn group(
         usd: 0.0,
         fee: 0.0,
     };
-    let mut events = vec![placeholder; offsets[pairs.len()]];
-    let mut cursor = offsets.clone();
-    for (r, &k) in ledger_of.iter().enumerate() {
-        if k != u32::MAX {
-            let c = &mut cursor[k as usize];
-            events[*c] = rows.event(r);
-            *c += 1;
+    // A ledger is the pair (wallet, token) as one integer. The events go straight to their
+    // ledger by a counting sort, in one pass over the rows in order.
+    let token_count = tokens.len();
+    let dense = wallets
+        .len()
+        .checked_mul(token_count)
+        .filter(|&cells| cells <= (4 * n).clamp(1 << 20, 1 << 26));
+    let (pairs, offsets, mut events) = if let Some(cells) = dense {
+        // Few enough (wallet, token) cells to count the rows of each directly.
+        let cell = |r: usize| rows.wallet[r] as usize * token_count + rows.token[r] as usize;
+        let mut cursor = vec![0u32; cells];
+        for r in 0..n {
+            if kept(r) {
+                cursor[cell(r)] += 1;
+            }
         }
-    }
-    drop(ledger_of);
+        let (mut pairs, mut offsets) = (Vec::new(), vec![0usize]);
+        let mut end = 0usize;
+        for (c, slot) in cursor.iter_mut().enumerate() {
+            if *slot > 0 {
+                pairs.push((((c / token_count) as u64) << 32) | (c % token_count) as u64);
+                let start = end;
+                end += *slot as usize;
+                offsets.push(end);
+                *slot = start as u32;
+            }
+        }
+        let mut events = vec![placeholder; end];
+        for r in 0..n {
+            if kept(r) {
+                let c = &mut cursor[cell(r)];
+                events[*c as usize] = rows.event(r);
+                *c += 1;
+            }
+        }
+        (pairs, offsets, events)
+    } else {
+        let pair = |r: usize| {
+            kept(r).then(|| (u64::from(rows.wallet[r]) << 32) | u64::from(rows.token[r]))
+        };
+        let (pairs, mut ledger_of) = merge_dicts(vec![local_dicts(n, pair)]);
+        let ledger_of = ledger_of.pop().unwrap_or_default();
+        let mut offsets = vec![0usize; pairs.len() + 1];
+        for &k in &ledger_of {
+            if k != u32::MAX {
+                offsets[k as usize + 1] += 1;
+            }
+        }
+        for k in 0..pairs.len() {
+            offsets[k + 1] += offsets[k];
+        }
+        let mut events = vec![placeholder; offsets[pairs.len()]];
+        let mut cursor = offsets.clone();
+        for (r, &k) in ledger_of.iter().enumerate() {
+            if k != u32::MAX {
+                let c = &mut cursor[k as usize];
+                events[*c] = rows.event(r);
+                *c += 1;
+            }
+        }
+        (pairs, offsets, events)
+    };
     // Event order inside each ledger, whatever the row order (a stable sort: ties keep it).
     let mut chunks: Vec<&mut [LedgerEvent]> = Vec::with_capacity(pairs.len());
     let mut rest = events.as_mut_slice();
