@@ -278,7 +278,8 @@ def main():
         "wallet_address", "token_address", "realized_pnl", "buy_cost", "sell_proceeds"
     )
     d = {(w, t): r for w, t, r in dex.select("wallet_address", "token_address", "realized_pnl").iter_rows()}
-    sub = {k: v for k, v in d.items() if k[0] in set(subset)}
+    in_subset = set(subset)
+    sub = {k: v for k, v in d.items() if k[0] in in_subset}
     assert sub.keys() == py.keys(), "dexlake and the Python loop have other ledgers"
     exact = sum(1 for k in py if py[k] == sub[k])
     worst = max(abs(py[k] - sub[k]) / max(1.0, abs(py[k])) for k in py)
