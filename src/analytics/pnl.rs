@@ -1145,6 +1145,64 @@ fn swap_rows(swaps: &DataFrame, ids: SwapIds<'_>, filter: TokenFilter) -> Result
     Ok(rows)
 }
 
+/// The events of the rows with a key, each written at its key's next position: `cursor[k]`
+/// is where the events of key `k` start (non-decreasing in `k`), `total` the number of
+/// events. Parts of the keys, with their own slices of the output, run in parallel, each
+/// over all rows in order; the positions do not depend on the number of parts.
+fn scatter(
+    rows: &RawRows,
+    key: impl Fn(usize) -> Option<usize> + Sync,
+    cursor: &mut [u32],
+    total: usize,
+) -> Vec<LedgerEvent> {
+    let placeholder = LedgerEvent {
+        time: 0,
+        slot: 0,
+        id: 0,
+        side: Side::Buy,
+        quantity: 0.0,
+        usd: 0.0,
+        fee: 0.0,
+    };
+    let mut events = vec![placeholder; total];
+    let parts = rayon::current_num_threads().clamp(1, 8);
+    let mut bounds = vec![0usize];
+    for p in 1..parts {
+        let target = total * p / parts;
+        let k = cursor.partition_point(|&c| (c as usize) < target);
+        bounds.push(k.max(*bounds.last().unwrap_or(&0)));
+    }
+    bounds.push(cursor.len());
+    let mut jobs: Vec<(usize, usize, &mut [u32], &mut [LedgerEvent])> = Vec::new();
+    let (mut cursor_rest, mut events_rest) = (cursor, events.as_mut_slice());
+    let mut done = 0usize;
+    for w in bounds.windows(2) {
+        let (k0, k1) = (w[0], w[1]);
+        let end = if k1 < k0 + cursor_rest.len() {
+            cursor_rest[k1 - k0] as usize
+        } else {
+            total
+        };
+        let (c, c_tail) = cursor_rest.split_at_mut(k1 - k0);
+        let (e, e_tail) = events_rest.split_at_mut(end - done);
+        jobs.push((k0, done, c, e));
+        (cursor_rest, events_rest, done) = (c_tail, e_tail, end);
+    }
+    jobs.into_par_iter().for_each(|(k0, e0, cursor, events)| {
+        for r in 0..rows.len() {
+            if let Some(k) = key(r)
+                && k >= k0
+                && k - k0 < cursor.len()
+            {
+                let c = &mut cursor[k - k0];
+                events[*c as usize - e0] = rows.event(r);
+                *c += 1;
+            }
+        }
+    });
+    events
+}
+
 /// Groups the events into ledgers sorted by (wallet, token), each in event order (ties in
 /// the input's row order), keeping only the wallets of `query`. Latest prices come from every
 /// event (all wallets).
@@ -1208,15 +1266,6 @@ fn group(
     let kept = |r: usize| {
         rows.side[r].is_some() && wanted.as_ref().is_none_or(|k| k[rows.wallet[r] as usize])
     };
-    let placeholder = LedgerEvent {
-        time: 0,
-        slot: 0,
-        id: 0,
-        side: Side::Buy,
-        quantity: 0.0,
-        usd: 0.0,
-        fee: 0.0,
-    };
     // A ledger is the pair (wallet, token) as one integer. The events go straight to their
     // ledger by a counting sort, in one pass over the rows in order.
     let token_count = tokens.len();
@@ -1244,14 +1293,7 @@ fn group(
                 *slot = start as u32;
             }
         }
-        let mut events = vec![placeholder; end];
-        for r in 0..n {
-            if kept(r) {
-                let c = &mut cursor[cell(r)];
-                events[*c as usize] = rows.event(r);
-                *c += 1;
-            }
-        }
+        let events = scatter(rows, |r| kept(r).then(|| cell(r)), &mut cursor, end);
         (pairs, offsets, events)
     } else {
         let pair = |r: usize| {
@@ -1268,15 +1310,9 @@ fn group(
         for k in 0..pairs.len() {
             offsets[k + 1] += offsets[k];
         }
-        let mut events = vec![placeholder; offsets[pairs.len()]];
-        let mut cursor = offsets.clone();
-        for (r, &k) in ledger_of.iter().enumerate() {
-            if k != u32::MAX {
-                let c = &mut cursor[k as usize];
-                events[*c] = rows.event(r);
-                *c += 1;
-            }
-        }
+        let mut cursor: Vec<u32> = offsets[..pairs.len()].iter().map(|&o| o as u32).collect();
+        let key = |r: usize| (ledger_of[r] != u32::MAX).then(|| ledger_of[r] as usize);
+        let events = scatter(rows, key, &mut cursor, offsets[pairs.len()]);
         (pairs, offsets, events)
     };
     // Event order inside each ledger, whatever the row order (a stable sort: ties keep it).
