@@ -9,7 +9,7 @@ PY_PACKAGES := duckdb polars pyarrow pytest nbclient nbformat ipykernel matplotl
 # Only for `make screenshot` (not part of `make test`).
 SCREENSHOT_PACKAGES := selenium pillow
 
-.PHONY: test fmt clippy rust-test doc py-test venv notebooks screenshot bench compare
+.PHONY: test fmt clippy rust-test doc py-test venv notebooks screenshot bench compare compare-pnl
 
 # The target folder (honours CARGO_TARGET_DIR and a shared one outside the clone).
 TARGET_DIR = $(CARGO) metadata --format-version 1 --no-deps | $(VPY) -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])'
@@ -81,7 +81,16 @@ bench:
 	$(CARGO) bench
 
 # Peers on the same lake (not part of `make test`): 1-minute OHLCV of every token on 10M swaps.
-# Builds the lake once under target/compare-lake; see benches/compare/ohlcv.py.
+# Builds the lake once under target/compare-lake; see benches/compare/ohlcv.py. The binary is
+# built with the examples, so its dependencies get the features the examples and benches use
+# (dev-dependencies unify features); built alone, it would compile polars a second time.
 compare: venv
-	$(CARGO) build --release --bin dexlake
+	$(CARGO) build --release --bin dexlake --examples
 	$(VPY) benches/compare/ohlcv.py --dexlake "$$($(TARGET_DIR))/release/dexlake" $(COMPARE_ARGS)
+
+# FIFO realized PnL of every (wallet, token) on 10M trades against a Python FIFO loop, polars
+# and DuckDB (not part of `make test`). Builds its lake once under target/compare-pnl-lake;
+# see benches/compare/pnl.py.
+compare-pnl: venv
+	$(CARGO) build --release --bin dexlake --examples
+	$(VPY) benches/compare/pnl.py --dexlake "$$($(TARGET_DIR))/release/dexlake" $(COMPARE_ARGS)

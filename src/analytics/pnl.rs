@@ -30,8 +30,9 @@
 //! events, and results come back in (wallet, token) order, so the output does not depend on
 //! the number of threads or on file order.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::fmt;
 use std::str::FromStr;
 
@@ -765,7 +766,15 @@ pub(crate) fn f64_col(df: &DataFrame, name: &str) -> Result<Vec<f64>> {
         .and_then(|c| c.cast(&DataType::Float64))
         .map_err(polars_err(name))?;
     let ca = c.f64().map_err(polars_err(name))?;
-    Ok(ca.iter().map(|v| v.unwrap_or(f64::NAN)).collect())
+    let mut out = Vec::with_capacity(ca.len());
+    for arr in ca.downcast_iter() {
+        if nulls(arr) == 0 {
+            out.extend_from_slice(arr.values());
+        } else {
+            out.extend(arr.iter().map(|v| v.copied().unwrap_or(f64::NAN)));
+        }
+    }
+    Ok(out)
 }
 
 /// A column as integers (cast when needed, timestamps as their count); nulls become 0.
@@ -775,7 +784,15 @@ pub(crate) fn i64_col(df: &DataFrame, name: &str) -> Result<Vec<i64>> {
         .and_then(|c| c.cast(&DataType::Int64))
         .map_err(polars_err(name))?;
     let ca = c.i64().map_err(polars_err(name))?;
-    Ok(ca.iter().map(|v| v.unwrap_or(0)).collect())
+    let mut out = Vec::with_capacity(ca.len());
+    for arr in ca.downcast_iter() {
+        if nulls(arr) == 0 {
+            out.extend_from_slice(arr.values());
+        } else {
+            out.extend(arr.iter().map(|v| v.copied().unwrap_or(0)));
+        }
+    }
+    Ok(out)
 }
 
 /// A string column; nulls become empty strings.
@@ -785,6 +802,116 @@ pub(crate) fn str_col<'a>(df: &'a DataFrame, name: &str) -> Result<Vec<&'a str>>
         .and_then(|c| c.str())
         .map_err(polars_err(name))?;
     Ok(ca.iter().map(|v| v.unwrap_or("")).collect())
+}
+
+/// The array of a string column once it is one chunk.
+type StrArray = <StringType as PolarsDataType>::Array;
+
+/// A string column as one chunk (no copy when it already is one).
+fn str_chunk<'a>(df: &'a DataFrame, name: &str) -> Result<Cow<'a, StringChunked>> {
+    let ca = df
+        .column(name)
+        .and_then(|c| c.str())
+        .map_err(polars_err(name))?;
+    Ok(ca.rechunk())
+}
+
+/// Row `i` of a string array; a null reads as the empty string.
+#[inline]
+fn str_at(arr: &StrArray, i: usize) -> &str {
+    arr.get(i).unwrap_or("")
+}
+
+/// Null count of one array of a column.
+fn nulls<A: StaticArray>(arr: &A) -> usize {
+    arr.null_count()
+}
+
+/// Rows per range of the parallel passes over rows. Ranges depend on the row count only.
+const RANGE: usize = 1 << 18;
+
+/// The ranges of `n` rows.
+fn ranges(n: usize) -> impl IndexedParallelIterator<Item = std::ops::Range<usize>> {
+    (0..n.div_ceil(RANGE))
+        .into_par_iter()
+        .map(move |r| r * RANGE..((r + 1) * RANGE).min(n))
+}
+
+/// The local dictionary of one range of rows: its distinct keys in first-seen order, and each
+/// row's index among them (`u32::MAX` for a row without a key).
+type Part<K> = (Vec<K>, Vec<u32>);
+
+/// Local dictionaries of the keys of `n` rows, one per range, built in parallel.
+fn local_dicts<K>(n: usize, key: impl Fn(usize) -> Option<K> + Sync) -> Vec<Part<K>>
+where
+    K: Copy + Eq + std::hash::Hash + Send,
+{
+    ranges(n)
+        .map(|range| {
+            let mut map: PlHashMap<K, u32> = PlHashMap::default();
+            let mut names: Vec<K> = Vec::new();
+            let ids = range
+                .map(|i| match key(i) {
+                    None => u32::MAX,
+                    Some(k) => *map.entry(k).or_insert_with(|| {
+                        names.push(k);
+                        (names.len() - 1) as u32
+                    }),
+                })
+                .collect();
+            (names, ids)
+        })
+        .collect()
+}
+
+/// Merges local dictionaries (of one or more columns): the distinct keys, sorted, and for each
+/// column the rank of each row's key among them (`u32::MAX` kept for rows without a key). The
+/// ranks do not depend on how the rows were split, so not on the number of threads.
+fn merge_dicts<K>(columns: Vec<Vec<Part<K>>>) -> (Vec<K>, Vec<Vec<u32>>)
+where
+    K: Copy + Ord + std::hash::Hash + Send + Sync,
+{
+    let mut seen: PlHashSet<K> = PlHashSet::default();
+    for (names, _) in columns.iter().flatten() {
+        seen.extend(names.iter().copied());
+    }
+    let mut dict: Vec<K> = seen.into_iter().collect();
+    dict.sort_unstable();
+    let rank: PlHashMap<K, u32> = dict
+        .iter()
+        .enumerate()
+        .map(|(k, s)| (*s, k as u32))
+        .collect();
+    let ids = columns
+        .into_iter()
+        .map(|parts| {
+            let ranges: Vec<Vec<u32>> = parts
+                .into_par_iter()
+                .map(|(names, mut ids)| {
+                    let to: Vec<u32> = names.iter().map(|s| rank[s]).collect();
+                    for id in &mut ids {
+                        if *id != u32::MAX {
+                            *id = to[*id as usize];
+                        }
+                    }
+                    ids
+                })
+                .collect();
+            ranges.concat()
+        })
+        .collect();
+    (dict, ids)
+}
+
+/// The distinct strings of some string arrays, sorted, and for each array the index of each
+/// row's string among them (nulls read as the empty string). Each range of rows is interned
+/// with a small dictionary of its own, in parallel, and the dictionaries are then merged.
+fn intern<'a>(arrays: &[&'a StrArray]) -> (Vec<&'a str>, Vec<Vec<u32>>) {
+    let parts = arrays
+        .iter()
+        .map(|&arr| local_dicts(arr.len(), |i| Some(str_at(arr, i))))
+        .collect();
+    merge_dicts(parts)
 }
 
 /// A USD value: the given amount when it is a finite positive number, else price × quantity.
@@ -798,70 +925,165 @@ fn usd_value(usd: f64, price: f64, quantity: f64) -> f64 {
     }
 }
 
-struct RawEvent<'a> {
-    wallet: &'a str,
-    token: &'a str,
-    price: f64,
-    event: LedgerEvent,
-}
-
-fn trade_events<'a>(trades: &'a DataFrame, query: &PnlQuery) -> Result<Vec<RawEvent<'a>>> {
-    let wallet = str_col(trades, "wallet_address")?;
-    let token = str_col(trades, "token_address")?;
-    let direction = str_col(trades, "direction")?;
-    let amount = f64_col(trades, "token_amount")?;
-    let usd = f64_col(trades, "usd_amount")?;
-    let price = f64_col(trades, "token_price")?;
-    let time = i64_col(trades, "block_time")?;
-    let slot = i64_col(trades, "block_slot")?;
-    let id = i64_col(trades, "id")?;
-    let mut out = Vec::with_capacity(wallet.len());
-    for i in 0..wallet.len() {
-        let side = match direction[i] {
-            "buy" => Side::Buy,
-            "sell" => Side::Sell,
-            _ => continue,
-        };
-        if query.token.as_deref().is_some_and(|t| t != token[i]) {
-            continue;
-        }
-        out.push(RawEvent {
-            wallet: wallet[i],
-            token: token[i],
-            price: price[i],
-            event: LedgerEvent {
-                time: time[i],
-                slot: slot[i],
-                id: id[i],
-                side,
-                quantity: if amount[i].is_finite() {
-                    amount[i].abs()
-                } else {
-                    0.0
-                },
-                usd: usd_value(usd[i], price[i], amount[i]),
-                fee: 0.0,
-            },
-        });
+/// A token quantity as the ledger takes it: its size when finite, else 0.
+fn quantity_of(amount: f64) -> f64 {
+    if amount.is_finite() {
+        amount.abs()
+    } else {
+        0.0
     }
-    Ok(out)
 }
 
-/// Ledger events of swaps: a `quote_token` swap buys `token_address_out`, a `token_quote` swap
-/// sells `token_address_in`, a `token_token` swap does both; other swap types are skipped.
-/// A swap's fee is what its input was worth above its output (`usd_amount_in −
-/// usd_amount_out`, when positive), booked on the sell side, or on the buy side when there is
-/// no sell side. Swaps have no id in the event key beyond their slot: the swap's `id` column is
-/// used when present.
-fn swap_events<'a>(
-    swaps: &'a DataFrame,
-    skip_wallets: &PlHashSet<&str>,
-    query: &PnlQuery,
-) -> Result<Vec<RawEvent<'a>>> {
-    let wallet = str_col(swaps, "wallet_address")?;
-    let swap_type = str_col(swaps, "swap_type")?;
-    let t_in = str_col(swaps, "token_address_in")?;
-    let t_out = str_col(swaps, "token_address_out")?;
+/// Ledger events before grouping, one column each, in the input's row order (trades, then
+/// the swaps' events). `wallet` and `token` index the sorted dictionaries; a row whose
+/// `side` is `None` is no event (another direction, or another token than the query's).
+/// Amounts, USD values and prices are as read (borrowed from the frame when its columns
+/// allow it); [`RawRows::event`] applies the ledger's rules. An empty `fee` column means no
+/// fees.
+#[derive(Default)]
+struct RawRows<'a> {
+    wallet: Vec<u32>,
+    token: Vec<u32>,
+    side: Vec<Option<Side>>,
+    amount: Cow<'a, [f64]>,
+    usd: Cow<'a, [f64]>,
+    price: Cow<'a, [f64]>,
+    fee: Vec<f64>,
+    time: Cow<'a, [i64]>,
+    slot: Cow<'a, [i64]>,
+    id: Cow<'a, [i64]>,
+}
+
+impl RawRows<'_> {
+    fn len(&self) -> usize {
+        self.side.len()
+    }
+
+    #[inline]
+    fn order_key(&self, r: usize) -> (i64, i64, i64) {
+        (self.time[r], self.slot[r], self.id[r])
+    }
+
+    #[inline]
+    fn event(&self, r: usize) -> LedgerEvent {
+        LedgerEvent {
+            time: self.time[r],
+            slot: self.slot[r],
+            id: self.id[r],
+            side: self.side[r].unwrap_or(Side::Buy),
+            quantity: quantity_of(self.amount[r]),
+            usd: usd_value(self.usd[r], self.price[r], self.amount[r]),
+            fee: self.fee.get(r).copied().unwrap_or(0.0),
+        }
+    }
+
+    /// Appends the rows of `other`.
+    fn append(&mut self, other: RawRows<'_>) {
+        if self.fee.len() < self.len() {
+            self.fee.resize(self.len(), 0.0);
+        }
+        self.wallet.extend(other.wallet);
+        self.token.extend(other.token);
+        self.side.extend(other.side);
+        self.amount.to_mut().extend_from_slice(&other.amount);
+        self.usd.to_mut().extend_from_slice(&other.usd);
+        self.price.to_mut().extend_from_slice(&other.price);
+        self.fee.extend(other.fee);
+        self.time.to_mut().extend_from_slice(&other.time);
+        self.slot.to_mut().extend_from_slice(&other.slot);
+        self.id.to_mut().extend_from_slice(&other.id);
+    }
+}
+
+/// A float column, borrowed when it is one chunk of floats without nulls, else as
+/// [`f64_col`] reads it.
+fn f64_slice<'a>(df: &'a DataFrame, name: &str) -> Result<Cow<'a, [f64]>> {
+    let c = df.column(name).map_err(polars_err(name))?;
+    if let Ok(slice) = c.f64().and_then(|ca| ca.cont_slice()) {
+        return Ok(Cow::Borrowed(slice));
+    }
+    Ok(Cow::Owned(f64_col(df, name)?))
+}
+
+/// An integer column (or the counts of a timestamp column), borrowed when it is one chunk
+/// without nulls, else as [`i64_col`] reads it.
+fn i64_slice<'a>(df: &'a DataFrame, name: &str) -> Result<Cow<'a, [i64]>> {
+    let c = df.column(name).map_err(polars_err(name))?;
+    let physical = match c.dtype() {
+        DataType::Int64 => c.i64().ok(),
+        DataType::Datetime(_, _) => c.datetime().ok().map(|d| d.physical()),
+        _ => None,
+    };
+    if let Some(slice) = physical.and_then(|ca| ca.cont_slice().ok()) {
+        return Ok(Cow::Borrowed(slice));
+    }
+    Ok(Cow::Owned(i64_col(df, name)?))
+}
+
+/// Which token a query keeps: every token, or the one of this index (`None` when the
+/// dictionary does not hold it, so no row is kept).
+type TokenFilter = Option<Option<u32>>;
+
+fn keeps(filter: TokenFilter, token: u32) -> bool {
+    filter.is_none_or(|t| t == Some(token))
+}
+
+/// The trade rows: `wallet` and `token` already interned.
+fn trade_rows<'a>(
+    trades: &'a DataFrame,
+    wallet: Vec<u32>,
+    token: Vec<u32>,
+    filter: TokenFilter,
+) -> Result<RawRows<'a>> {
+    let direction = str_chunk(trades, "direction")?;
+    let direction = direction.downcast_as_array();
+    let side: Vec<Option<Side>> = (0..direction.len())
+        .into_par_iter()
+        .map(|i| {
+            if !keeps(filter, token[i]) {
+                return None;
+            }
+            match str_at(direction, i) {
+                "buy" => Some(Side::Buy),
+                "sell" => Some(Side::Sell),
+                _ => None,
+            }
+        })
+        .collect();
+    Ok(RawRows {
+        wallet,
+        token,
+        side,
+        amount: f64_slice(trades, "token_amount")?,
+        usd: f64_slice(trades, "usd_amount")?,
+        price: f64_slice(trades, "token_price")?,
+        fee: Vec::new(),
+        time: i64_slice(trades, "block_time")?,
+        slot: i64_slice(trades, "block_slot")?,
+        id: i64_slice(trades, "id")?,
+    })
+}
+
+/// The interned columns of a swaps frame, and the wallets whose swaps are left out.
+struct SwapIds<'a> {
+    wallet: &'a [u32],
+    token_in: &'a [u32],
+    token_out: &'a [u32],
+    skip: &'a [bool],
+}
+
+/// Ledger events of swaps, appended to `rows`: a `quote_token` swap buys `token_address_out`,
+/// a `token_quote` swap sells `token_address_in`, a `token_token` swap does both (the sell
+/// first); other swap types are skipped, and so are the wallets of `skip`. A swap's fee is
+/// what its input was worth above its output (`usd_amount_in − usd_amount_out`, when
+/// positive), booked on the sell side, or on the buy side when there is no sell side. Swaps
+/// have no id in the event key beyond their slot: the swap's `id` column is used when present.
+fn swap_rows(swaps: &DataFrame, ids: SwapIds<'_>, filter: TokenFilter) -> Result<RawRows<'static>> {
+    let mut rows = RawRows::default();
+    let (mut amount, mut usd_col, mut price_col) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut times, mut slots, mut ids_) = (Vec::new(), Vec::new(), Vec::new());
+    let swap_type = str_chunk(swaps, "swap_type")?;
+    let swap_type = swap_type.downcast_as_array();
     let a_in = f64_col(swaps, "token_amount_in")?;
     let a_out = f64_col(swaps, "token_amount_out")?;
     let p_in = f64_col(swaps, "token_price_in")?;
@@ -871,12 +1093,12 @@ fn swap_events<'a>(
     let time = i64_col(swaps, "block_time")?;
     let slot = i64_col(swaps, "block_slot")?;
     let id = i64_col(swaps, "id")?;
-    let mut out = Vec::new();
-    for i in 0..wallet.len() {
-        if skip_wallets.contains(wallet[i]) {
+    for i in 0..swap_type.len() {
+        let w = ids.wallet[i];
+        if ids.skip[w as usize] {
             continue;
         }
-        let (sell, buy) = match swap_type[i] {
+        let (sell, buy) = match str_at(swap_type, i) {
             "quote_token" => (false, true),
             "token_quote" => (true, false),
             "token_token" => (true, true),
@@ -884,90 +1106,55 @@ fn swap_events<'a>(
         };
         let fee = (u_in[i] - u_out[i]).max(0.0);
         let fee = if fee.is_finite() { fee } else { 0.0 };
-        let mut push = |token: &'a str, side, qty: f64, usd: f64, price: f64, fee: f64| {
-            if query.token.as_deref().is_some_and(|t| t != token) {
+        let mut push = |token: u32, side, qty: f64, usd: f64, price: f64, fee: f64| {
+            if !keeps(filter, token) {
                 return;
             }
-            out.push(RawEvent {
-                wallet: wallet[i],
-                token,
-                price,
-                event: LedgerEvent {
-                    time: time[i],
-                    slot: slot[i],
-                    id: id[i],
-                    side,
-                    quantity: if qty.is_finite() { qty.abs() } else { 0.0 },
-                    usd: usd_value(usd, price, qty),
-                    fee,
-                },
-            });
+            rows.wallet.push(w);
+            rows.token.push(token);
+            rows.side.push(Some(side));
+            amount.push(qty);
+            usd_col.push(usd);
+            price_col.push(price);
+            rows.fee.push(fee);
+            times.push(time[i]);
+            slots.push(slot[i]);
+            ids_.push(id[i]);
         };
         if sell {
-            push(t_in[i], Side::Sell, a_in[i], u_in[i], p_in[i], fee);
+            push(ids.token_in[i], Side::Sell, a_in[i], u_in[i], p_in[i], fee);
         }
         if buy {
             let buy_fee = if sell { 0.0 } else { fee };
-            push(t_out[i], Side::Buy, a_out[i], u_out[i], p_out[i], buy_fee);
+            push(
+                ids.token_out[i],
+                Side::Buy,
+                a_out[i],
+                u_out[i],
+                p_out[i],
+                buy_fee,
+            );
         }
     }
-    Ok(out)
+    rows.amount = Cow::Owned(amount);
+    rows.usd = Cow::Owned(usd_col);
+    rows.price = Cow::Owned(price_col);
+    rows.time = Cow::Owned(times);
+    rows.slot = Cow::Owned(slots);
+    rows.id = Cow::Owned(ids_);
+    Ok(rows)
 }
 
-/// Groups raw events into ledgers sorted by (wallet, token), each in event order, keeping
-/// only the wallets of `query`. Latest prices come from every event (all wallets).
-fn group(raw: Vec<RawEvent<'_>>, query: &PnlQuery) -> LedgerSet {
-    // polars' hash maps: a fast hasher for the per-row lookups.
-    let mut latest: PlHashMap<&str, ((i64, i64, i64), f64)> = PlHashMap::default();
-    for r in &raw {
-        let key = r.event.order_key();
-        if !r.price.is_finite() {
-            continue;
-        }
-        match latest.get_mut(r.token) {
-            Some(v) if v.0 >= key => {}
-            Some(v) => *v = (key, r.price),
-            None => {
-                latest.insert(r.token, (key, r.price));
-            }
-        }
-    }
-    let wanted: Option<PlHashSet<&str>> = query
-        .wallets
-        .as_ref()
-        .map(|w| w.iter().map(String::as_str).collect());
-    let mut ids: PlHashMap<(&str, &str), u32> = PlHashMap::default();
-    let mut keys: Vec<(&str, &str)> = Vec::new();
-    let mut ledger_of: Vec<u32> = Vec::with_capacity(raw.len());
-    for r in &raw {
-        if wanted.as_ref().is_some_and(|w| !w.contains(r.wallet)) {
-            ledger_of.push(u32::MAX);
-            continue;
-        }
-        let k = *ids.entry((r.wallet, r.token)).or_insert_with(|| {
-            keys.push((r.wallet, r.token));
-            (keys.len() - 1) as u32
-        });
-        ledger_of.push(k);
-    }
-    // Ledgers in (wallet, token) order: a rank per first-seen id.
-    let mut order: Vec<u32> = (0..keys.len() as u32).collect();
-    order.sort_unstable_by(|&a, &b| keys[a as usize].cmp(&keys[b as usize]));
-    let mut rank = vec![0u32; keys.len()];
-    for (r, &k) in order.iter().enumerate() {
-        rank[k as usize] = r as u32;
-    }
-    // Counting sort of the events by ledger rank.
-    let mut offsets = vec![0usize; keys.len() + 1];
-    for &k in &ledger_of {
-        if k != u32::MAX {
-            offsets[rank[k as usize] as usize + 1] += 1;
-        }
-    }
-    for i in 0..keys.len() {
-        offsets[i + 1] += offsets[i];
-    }
-    let mut cursor = offsets.clone();
+/// The events of the rows with a key, each written at its key's next position: `cursor[k]`
+/// is where the events of key `k` start (non-decreasing in `k`), `total` the number of
+/// events. Parts of the keys, with their own slices of the output, run in parallel, each
+/// over all rows in order; the positions do not depend on the number of parts.
+fn scatter(
+    rows: &RawRows,
+    key: impl Fn(usize) -> Option<usize> + Sync,
+    cursor: &mut [u32],
+    total: usize,
+) -> Vec<LedgerEvent> {
     let placeholder = LedgerEvent {
         time: 0,
         slot: 0,
@@ -977,18 +1164,161 @@ fn group(raw: Vec<RawEvent<'_>>, query: &PnlQuery) -> LedgerSet {
         usd: 0.0,
         fee: 0.0,
     };
-    let mut events = vec![placeholder; offsets[keys.len()]];
-    for (r, &k) in raw.iter().zip(&ledger_of) {
-        if k != u32::MAX {
-            let slot = &mut cursor[rank[k as usize] as usize];
-            events[*slot] = r.event;
-            *slot += 1;
+    let mut events = vec![placeholder; total];
+    let parts = rayon::current_num_threads().clamp(1, 8);
+    let mut bounds = vec![0usize];
+    for p in 1..parts {
+        let target = total * p / parts;
+        let k = cursor.partition_point(|&c| (c as usize) < target);
+        bounds.push(k.max(*bounds.last().unwrap_or(&0)));
+    }
+    bounds.push(cursor.len());
+    let mut jobs: Vec<(usize, usize, &mut [u32], &mut [LedgerEvent])> = Vec::new();
+    let (mut cursor_rest, mut events_rest) = (cursor, events.as_mut_slice());
+    let mut done = 0usize;
+    for w in bounds.windows(2) {
+        let (k0, k1) = (w[0], w[1]);
+        let end = if k1 < k0 + cursor_rest.len() {
+            cursor_rest[k1 - k0] as usize
+        } else {
+            total
+        };
+        let (c, c_tail) = cursor_rest.split_at_mut(k1 - k0);
+        let (e, e_tail) = events_rest.split_at_mut(end - done);
+        jobs.push((k0, done, c, e));
+        (cursor_rest, events_rest, done) = (c_tail, e_tail, end);
+    }
+    jobs.into_par_iter().for_each(|(k0, e0, cursor, events)| {
+        for r in 0..rows.len() {
+            if let Some(k) = key(r)
+                && k >= k0
+                && k - k0 < cursor.len()
+            {
+                let c = &mut cursor[k - k0];
+                events[*c as usize - e0] = rows.event(r);
+                *c += 1;
+            }
+        }
+    });
+    events
+}
+
+/// Groups the events into ledgers sorted by (wallet, token), each in event order (ties in
+/// the input's row order), keeping only the wallets of `query`. Latest prices come from every
+/// event (all wallets).
+///
+/// Wallets and tokens are indexes into sorted dictionaries, so a ledger is one integer pair
+/// and (wallet, token) order is the order of the pairs: the pairs are counted per cell of the
+/// wallet × token grid when it is small enough, else interned like the strings; the events go
+/// to their ledger by a counting sort (stable, so in row order), and a ledger whose rows are
+/// not in event order already is sorted, ledgers in parallel.
+fn group(
+    rows: &RawRows,
+    wallets: &[String],
+    tokens: &[String],
+    query: &PnlQuery,
+) -> Result<LedgerSet> {
+    let n = rows.len();
+    if u32::try_from(n).is_err() {
+        return Err(Error::InvalidArgument {
+            argument: "trades".into(),
+            reason: format!("{n} events are more than one computation takes (2^32)"),
+        });
+    }
+    type Latest = Vec<Option<((i64, i64, i64), f64)>>;
+    let latest: Vec<Latest> = ranges(n)
+        .map(|range| {
+            let mut best: Latest = vec![None; tokens.len()];
+            for r in range {
+                if rows.side[r].is_none() || !rows.price[r].is_finite() {
+                    continue;
+                }
+                let key = rows.order_key(r);
+                let b = &mut best[rows.token[r] as usize];
+                match b {
+                    Some(v) if v.0 >= key => {}
+                    _ => *b = Some((key, rows.price[r])),
+                }
+            }
+            best
+        })
+        .collect();
+    // Earlier rows win ties, as in one pass over the rows.
+    let mut best: Latest = vec![None; tokens.len()];
+    for part in latest {
+        for (b, p) in best.iter_mut().zip(part) {
+            if let Some(p) = p
+                && b.is_none_or(|b| p.0 > b.0)
+            {
+                *b = Some(p);
+            }
         }
     }
-    // Event order inside each ledger, whatever the row order.
-    let mut chunks: Vec<&mut [LedgerEvent]> = Vec::with_capacity(keys.len());
+    let wanted: Option<Vec<bool>> = query.wallets.as_ref().map(|ws| {
+        let mut wanted = vec![false; wallets.len()];
+        for w in ws {
+            if let Some(k) = find(wallets, w) {
+                wanted[k] = true;
+            }
+        }
+        wanted
+    });
+    let kept = |r: usize| {
+        rows.side[r].is_some() && wanted.as_ref().is_none_or(|k| k[rows.wallet[r] as usize])
+    };
+    // A ledger is the pair (wallet, token) as one integer. The events go straight to their
+    // ledger by a counting sort, in one pass over the rows in order.
+    let token_count = tokens.len();
+    let dense = wallets
+        .len()
+        .checked_mul(token_count)
+        .filter(|&cells| cells <= (4 * n).clamp(1 << 20, 1 << 26));
+    let (pairs, offsets, mut events) = if let Some(cells) = dense {
+        // Few enough (wallet, token) cells to count the rows of each directly.
+        let cell = |r: usize| rows.wallet[r] as usize * token_count + rows.token[r] as usize;
+        let mut cursor = vec![0u32; cells];
+        for r in 0..n {
+            if kept(r) {
+                cursor[cell(r)] += 1;
+            }
+        }
+        let (mut pairs, mut offsets) = (Vec::new(), vec![0usize]);
+        let mut end = 0usize;
+        for (c, slot) in cursor.iter_mut().enumerate() {
+            if *slot > 0 {
+                pairs.push((((c / token_count) as u64) << 32) | (c % token_count) as u64);
+                let start = end;
+                end += *slot as usize;
+                offsets.push(end);
+                *slot = start as u32;
+            }
+        }
+        let events = scatter(rows, |r| kept(r).then(|| cell(r)), &mut cursor, end);
+        (pairs, offsets, events)
+    } else {
+        let pair = |r: usize| {
+            kept(r).then(|| (u64::from(rows.wallet[r]) << 32) | u64::from(rows.token[r]))
+        };
+        let (pairs, mut ledger_of) = merge_dicts(vec![local_dicts(n, pair)]);
+        let ledger_of = ledger_of.pop().unwrap_or_default();
+        let mut offsets = vec![0usize; pairs.len() + 1];
+        for &k in &ledger_of {
+            if k != u32::MAX {
+                offsets[k as usize + 1] += 1;
+            }
+        }
+        for k in 0..pairs.len() {
+            offsets[k + 1] += offsets[k];
+        }
+        let mut cursor: Vec<u32> = offsets[..pairs.len()].iter().map(|&o| o as u32).collect();
+        let key = |r: usize| (ledger_of[r] != u32::MAX).then(|| ledger_of[r] as usize);
+        let events = scatter(rows, key, &mut cursor, offsets[pairs.len()]);
+        (pairs, offsets, events)
+    };
+    // Event order inside each ledger, whatever the row order (a stable sort: ties keep it).
+    let mut chunks: Vec<&mut [LedgerEvent]> = Vec::with_capacity(pairs.len());
     let mut rest = events.as_mut_slice();
-    for k in 0..keys.len() {
+    for k in 0..pairs.len() {
         let (head, tail) = rest.split_at_mut(offsets[k + 1] - offsets[k]);
         chunks.push(head);
         rest = tail;
@@ -998,22 +1328,25 @@ fn group(raw: Vec<RawEvent<'_>>, query: &PnlQuery) -> LedgerSet {
             c.sort_by_key(LedgerEvent::order_key);
         }
     });
-    LedgerSet {
-        wallets: order
+    let mut set = LedgerSet {
+        wallets: pairs
             .iter()
-            .map(|&k| keys[k as usize].0.to_owned())
+            .map(|&p| wallets[(p >> 32) as usize].clone())
             .collect(),
-        tokens: order
+        tokens: pairs
             .iter()
-            .map(|&k| keys[k as usize].1.to_owned())
+            .map(|&p| tokens[(p & u64::from(u32::MAX)) as usize].clone())
             .collect(),
         offsets,
         events,
-        latest_prices: latest
-            .into_iter()
-            .map(|(t, (_, p))| (t.to_owned(), p))
-            .collect(),
-    }
+        latest_prices: HashMap::new(),
+    };
+    set.latest_prices = best
+        .iter()
+        .enumerate()
+        .filter_map(|(t, b)| b.map(|(_, p)| (tokens[t].clone(), p)))
+        .collect();
+    Ok(set)
 }
 
 /// Builds the ledgers of a trades frame (columns [`TRADE_COLUMNS`]) and, for wallets with no
@@ -1023,21 +1356,78 @@ pub fn ledgers_from_frames(
     swaps: Option<&DataFrame>,
     query: &PnlQuery,
 ) -> Result<LedgerSet> {
-    Ok(group(raw_events(trades, swaps, query)?, query))
+    let (rows, wallets, tokens) = raw_rows(trades, swaps, query)?;
+    group(&rows, &wallets, &tokens, query)
 }
 
-fn raw_events<'a>(
+/// The events of a trades frame and, for wallets with no trade in it, of a swaps frame, with
+/// the sorted dictionaries of their wallets and tokens.
+fn raw_rows<'a>(
     trades: &'a DataFrame,
-    swaps: Option<&'a DataFrame>,
+    swaps: Option<&DataFrame>,
     query: &PnlQuery,
-) -> Result<Vec<RawEvent<'a>>> {
-    let mut raw = trade_events(trades, query)?;
-    if let Some(swaps) = swaps {
-        let have: PlHashSet<&str> = str_col(trades, "wallet_address")?.into_iter().collect();
-        let extra = swap_events(swaps, &have, query)?;
-        raw.extend(extra);
+) -> Result<(RawRows<'a>, Vec<String>, Vec<String>)> {
+    let t_wallet = str_chunk(trades, "wallet_address")?;
+    let t_token = str_chunk(trades, "token_address")?;
+    let s_cols = swaps
+        .map(|s| -> Result<_> {
+            Ok((
+                str_chunk(s, "wallet_address")?,
+                str_chunk(s, "token_address_in")?,
+                str_chunk(s, "token_address_out")?,
+            ))
+        })
+        .transpose()?;
+    let mut wallet_arrays = vec![t_wallet.downcast_as_array()];
+    let mut token_arrays = vec![t_token.downcast_as_array()];
+    if let Some((w, i, o)) = &s_cols {
+        wallet_arrays.push(w.downcast_as_array());
+        token_arrays.push(i.downcast_as_array());
+        token_arrays.push(o.downcast_as_array());
     }
-    Ok(raw)
+    let (wallets, mut wallet_ids) = intern(&wallet_arrays);
+    let (tokens, mut token_ids) = intern(&token_arrays);
+    let filter: TokenFilter = query
+        .token
+        .as_ref()
+        .map(|t| tokens.binary_search(&t.as_str()).ok().map(|k| k as u32));
+    let mut token_ids = token_ids.drain(..);
+    let mut wallet_ids = wallet_ids.drain(..);
+    let (tw, tt) = (
+        wallet_ids.next().unwrap_or_default(),
+        token_ids.next().unwrap_or_default(),
+    );
+    let mut skip = vec![false; wallets.len()];
+    if swaps.is_some() {
+        for &w in &tw {
+            skip[w as usize] = true;
+        }
+    }
+    let mut rows = trade_rows(trades, tw, tt, filter)?;
+    if let Some(swaps) = swaps {
+        let (sw, si, so) = (
+            wallet_ids.next().unwrap_or_default(),
+            token_ids.next().unwrap_or_default(),
+            token_ids.next().unwrap_or_default(),
+        );
+        let ids = SwapIds {
+            wallet: &sw,
+            token_in: &si,
+            token_out: &so,
+            skip: &skip,
+        };
+        let extra = swap_rows(swaps, ids, filter)?;
+        if extra.len() > 0 {
+            rows.append(extra);
+        }
+    }
+    let owned = |d: Vec<&str>| d.into_iter().map(str::to_owned).collect();
+    Ok((rows, owned(wallets), owned(tokens)))
+}
+
+/// The index of `s` in a sorted dictionary.
+fn find(dict: &[String], s: &str) -> Option<usize> {
+    dict.binary_search_by(|d| d.as_str().cmp(s)).ok()
 }
 
 /// Reads the trades (and swaps) of the lake that `query` concerns.
@@ -1143,9 +1533,18 @@ pub fn report(set: &LedgerSet, ledgers: &[Ledger], config: &PnlConfig) -> Result
     let wl: Vec<(u64, u64)> = ledgers.iter().map(Ledger::wins_losses).collect();
     let g = |f: fn(&Ledger) -> f64| -> Vec<f64> { ledgers.iter().map(f).collect() };
     let u = |f: fn(&Ledger) -> u64| -> Vec<u64> { ledgers.iter().map(f).collect() };
+    // The ledgers' wallets and tokens once; the other tables take rows of them, which shares
+    // the strings instead of copying them.
+    let wallet_ca = StringChunked::new("wallet_address".into(), &set.wallets);
+    let token_ca = StringChunked::new("token_address".into(), &set.tokens);
+    let by_ledger = |idx: &[IdxSize]| -> Result<(Column, Column)> {
+        let w = wallet_ca.take(idx).map_err(polars_err("wallet_address"))?;
+        let t = token_ca.take(idx).map_err(polars_err("token_address"))?;
+        Ok((w.into_column(), t.into_column()))
+    };
     let cols = vec![
-        Column::new("wallet_address".into(), &set.wallets),
-        Column::new("token_address".into(), &set.tokens),
+        wallet_ca.clone().into_column(),
+        token_ca.clone().into_column(),
         Column::new("method".into(), vec![config.method.as_str(); n]),
         Column::new("buy_count".into(), u(|l| l.buys)),
         Column::new("sell_count".into(), u(|l| l.sells)),
@@ -1188,20 +1587,21 @@ pub fn report(set: &LedgerSet, ledgers: &[Ledger], config: &PnlConfig) -> Result
     ];
     let ledgers_df = DataFrame::new(n, cols).map_err(polars_err("building the ledgers table"))?;
 
-    let (mut pw, mut pt, mut pi, mut po, mut pc, mut ps, mut pr, mut pout) = (
-        Vec::new(),
-        Vec::new(),
-        Vec::new(),
-        Vec::new(),
-        Vec::new(),
-        Vec::new(),
-        Vec::new(),
-        Vec::new(),
+    let np: usize = ledgers.iter().map(|l| l.positions.len()).sum();
+    let mut pk: Vec<IdxSize> = Vec::with_capacity(np);
+    let (mut pi, mut po, mut pc) = (
+        Vec::with_capacity(np),
+        Vec::with_capacity(np),
+        Vec::with_capacity(np),
+    );
+    let (mut ps, mut pr, mut pout) = (
+        Vec::with_capacity(np),
+        Vec::with_capacity(np),
+        Vec::with_capacity(np),
     );
     for (k, l) in ledgers.iter().enumerate() {
         for (i, p) in l.positions.iter().enumerate() {
-            pw.push(set.wallets[k].as_str());
-            pt.push(set.tokens[k].as_str());
+            pk.push(k as IdxSize);
             pi.push(i as u32);
             po.push(Some(p.opened_at));
             pc.push(p.closed_at);
@@ -1222,12 +1622,12 @@ pub fn report(set: &LedgerSet, ledgers: &[Ledger], config: &PnlConfig) -> Result
             }));
         }
     }
-    let np = pw.len();
+    let (pw, pt) = by_ledger(&pk)?;
     let positions = DataFrame::new(
         np,
         vec![
-            Column::new("wallet_address".into(), pw),
-            Column::new("token_address".into(), pt),
+            pw,
+            pt,
             Column::new("position_index".into(), pi),
             ts_col("opened_at", po)?,
             ts_col("closed_at", pc)?,
@@ -1246,22 +1646,14 @@ pub fn report(set: &LedgerSet, ledgers: &[Ledger], config: &PnlConfig) -> Result
             }
         }
         let nl = rows.len();
+        let idx: Vec<IdxSize> = rows.iter().map(|(k, _)| *k as IdxSize).collect();
+        let (lw, lt) = by_ledger(&idx)?;
         Some(
             DataFrame::new(
                 nl,
                 vec![
-                    Column::new(
-                        "wallet_address".into(),
-                        rows.iter()
-                            .map(|(k, _)| set.wallets[*k].as_str())
-                            .collect::<Vec<_>>(),
-                    ),
-                    Column::new(
-                        "token_address".into(),
-                        rows.iter()
-                            .map(|(k, _)| set.tokens[*k].as_str())
-                            .collect::<Vec<_>>(),
-                    ),
+                    lw,
+                    lt,
                     Column::new(
                         "sell_id".into(),
                         rows.iter().map(|(_, m)| m.sell_id).collect::<Vec<_>>(),
@@ -1505,34 +1897,36 @@ pub fn wallet_performance(
             reason: format!("{} s is not a positive period", equity.period_seconds),
         });
     }
-    let all = raw_events(trades, swaps, &PnlQuery::default())?;
+    let (all, wallets, tokens) = raw_rows(trades, swaps, &PnlQuery::default())?;
     let query = PnlQuery {
         wallets: Some(vec![wallet.to_owned()]),
         token: None,
     };
     let width = equity.period_seconds as i128 * 1_000_000;
     let period_of = |t: i64| (t as i128).div_euclid(width) as i64;
-    let last_period = all.iter().map(|r| period_of(r.event.time)).max();
-    let tokens: HashSet<&str> = all
-        .iter()
-        .filter(|r| r.wallet == wallet)
-        .map(|r| r.token)
-        .collect();
+    let events = || (0..all.len()).filter(|&r| all.side[r].is_some());
+    let last_period = events().map(|r| period_of(all.time[r])).max();
+    let this = find(&wallets, wallet).map(|w| w as u32);
+    let mut held = vec![false; tokens.len()];
+    for r in events().filter(|&r| Some(all.wallet[r]) == this) {
+        held[all.token[r] as usize] = true;
+    }
     // Price paths of the wallet's tokens: (period, order key, price), sorted.
     let mut paths: HashMap<&str, Vec<PathPoint>> = HashMap::new();
-    for r in &all {
-        if tokens.contains(r.token) && r.price.is_finite() {
-            paths.entry(r.token).or_default().push((
-                period_of(r.event.time),
-                r.event.order_key(),
-                r.price,
+    for r in events() {
+        let t = all.token[r] as usize;
+        if held[t] && all.price[r].is_finite() {
+            paths.entry(tokens[t].as_str()).or_default().push((
+                period_of(all.time[r]),
+                all.order_key(r),
+                all.price[r],
             ));
         }
     }
     for p in paths.values_mut() {
         p.sort_by_key(|a| a.1);
     }
-    let set = group(all, &query);
+    let set = group(&all, &wallets, &tokens, &query)?;
     let mut ledgers: Vec<Ledger> = Vec::new();
     let first_period = set.events.iter().map(|e| period_of(e.time)).min();
     let (Some(first), Some(last)) = (first_period, last_period) else {

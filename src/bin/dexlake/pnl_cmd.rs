@@ -67,6 +67,10 @@ pub struct PnlArgs {
     /// Rank every wallet of the lake by total PnL and print the first N.
     #[arg(long)]
     pub top: Option<usize>,
+    /// Every wallet of the lake instead of one: one row per (wallet, token) (or the positions
+    /// or lots of every wallet).
+    #[arg(long, conflicts_with_all = ["wallet", "performance", "top"])]
+    pub all_wallets: bool,
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
@@ -114,8 +118,23 @@ pub fn pnl(global: &Global, args: PnlArgs) -> anyhow::Result<ExitCode> {
         let board = pnl::leaderboard(&lake, &config, top)?;
         return emit(board, args.format, args.out.as_deref());
     }
+    if args.all_wallets {
+        let query = PnlQuery {
+            wallets: None,
+            token: args.token.clone(),
+        };
+        let report = pnl::wallet_pnl(&lake, &query, &config)?;
+        let df = if args.lots {
+            report.lots.unwrap_or_default()
+        } else if args.positions {
+            report.positions
+        } else {
+            report.ledgers
+        };
+        return emit(df, args.format, args.out.as_deref());
+    }
     let Some(wallet) = args.wallet else {
-        anyhow::bail!("give --wallet W (or --top N for the leaderboard)");
+        anyhow::bail!("give --wallet W (or --all-wallets, or --top N for the leaderboard)");
     };
     let query = PnlQuery {
         wallets: Some(vec![wallet.clone()]),
