@@ -64,6 +64,7 @@ const TIMESTAMP_FORMAT: &str = "%Y-%m-%dT%H:%M:%S%.fZ";
 
 const ROW: &str = "__dexlake_row";
 const SORT: &str = "__dexlake_sort";
+const KEEP: &str = "__dexlake_keep";
 
 /// Which snapshot of the profiles a search runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -297,11 +298,23 @@ fn columnar(
         }
     }
     let with_row = profiles.with_row_index(ROW, None);
-    let mut keys = with_row
+    // The predicate is evaluated as a column beside the keys and the rows filtered afterwards,
+    // so the struct columns it reads are only read: filtering the frame itself would copy every
+    // nested field of every matching row.
+    key_columns.push(predicate.fill_null(lit(false)).alias(KEEP));
+    let evaluated = with_row
         .clone()
-        .filter(predicate)
         .select(key_columns)
         .collect()
+        .map_err(polars("filtering profiles"))?;
+    let keep = evaluated
+        .column(KEEP)
+        .and_then(|c| c.bool())
+        .map_err(polars("filtering profiles"))?
+        .clone();
+    let mut keys = evaluated
+        .filter(&keep)
+        .and_then(|df| df.drop(KEEP))
         .map_err(polars("filtering profiles"))?;
     if let Some(t) = &text {
         let mut columns = Vec::with_capacity(text_columns.len());
