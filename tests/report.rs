@@ -257,12 +257,14 @@ async fn a_lake_without_events_is_a_clear_error_and_without_profiles_a_note() {
     };
     assert!(r.screener.is_none());
     assert!(
-        r.notes.iter().any(|n| n.contains("no token profiles")),
+        r.notes
+            .iter()
+            .any(|n| n.contains("no altchain token profiles")),
         "{:?}",
         r.notes
     );
     let html = std::fs::read_to_string(r.write(dir.path().join("out")).unwrap()).unwrap();
-    assert!(html.contains("no token profiles"));
+    assert!(html.contains("no altchain token profiles"));
     let bad = ReportConfig {
         bar_seconds: 0,
         ..ReportConfig::default()

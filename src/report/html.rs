@@ -223,7 +223,7 @@ pub(super) fn page(r: &Report, charts: &[String]) -> Result<String> {
     h.push_str("<h2>Screener</h2>\n");
     let request = serde_json::to_string_pretty(&r.screener_request).unwrap_or_default();
     match &r.screener {
-        None => h.push_str("<p>The lake holds no token profiles.</p>\n"),
+        None => h.push_str("<p>The lake holds no altchain token profiles.</p>\n"),
         Some(page) => {
             let _ = writeln!(
                 h,

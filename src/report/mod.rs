@@ -240,13 +240,23 @@ pub fn build(lake: &Lake, config: &ReportConfig) -> Result<Report> {
         notes.push("PnL leaderboard: the lake holds no trades or swaps of any wallet".into());
     }
 
-    let (screener, snapshot) = if lake.row_count(Dataset::TokenProfiles)? == 0 {
-        notes.push("screener: the lake holds no token profiles (sync profiles first)".into());
-        (None, None)
+    // The screener searches the altchain profiles, the only ones the search operation has.
+    let latest = if lake.row_count(Dataset::TokenProfiles)? == 0 {
+        None
     } else {
-        let at = local_search::snapshot_time(lake, Snapshot::Latest)?;
-        let page = local_search::search(lake, &config.screener, Snapshot::At(at))?;
-        (Some(page), Some(at))
+        local_search::snapshots(lake)?.last().copied()
+    };
+    let (screener, snapshot) = match latest {
+        None => {
+            notes.push(
+                "screener: the lake holds no altchain token profiles (sync profiles first)".into(),
+            );
+            (None, None)
+        }
+        Some(at) => {
+            let page = local_search::search(lake, &config.screener, Snapshot::At(at))?;
+            (Some(page), Some(at))
+        }
     };
 
     Ok(Report {
@@ -269,7 +279,8 @@ pub fn build(lake: &Lake, config: &ReportConfig) -> Result<Report> {
 /// Symbols of the altchain tokens in the latest profile snapshot (empty without profiles).
 fn symbols(lake: &Lake, notes: &mut Vec<String>) -> HashMap<String, String> {
     let read = || -> Result<HashMap<String, String>> {
-        if lake.row_count(Dataset::TokenProfiles)? == 0 {
+        if lake.row_count(Dataset::TokenProfiles)? == 0 || local_search::snapshots(lake)?.is_empty()
+        {
             return Ok(HashMap::new());
         }
         let df = local_search::snapshot_frame(lake, Snapshot::Latest)?
