@@ -14,16 +14,16 @@ RSS); the Python peers are timed around the query inside one process (imports ex
 
 import argparse
 import os
-import re
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 
 import duckdb
 import polars as pl
+
+from harness import dexlake_peak_mib, timed
 
 # The token side of a swap: bought side of quote_token, sold side of token_quote, both sides
 # of token_token (the simulator writes only the first two).
@@ -138,21 +138,10 @@ def polars_bars(lake, out):
 
 def dexlake_bars(binary, lake, out):
     """Runs the CLI under /usr/bin/time -v; returns peak RSS in MiB."""
-    cmd = [
-        "/usr/bin/time", "-v", binary, "ohlcv", "--lake", lake, "--all-tokens",
-        "--interval", "60", "--format", "parquet", "--out", out,
-    ]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit(f"dexlake failed: {r.stderr}")
-    m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", r.stderr)
-    return int(m.group(1)) / 1024 if m else float("nan")
-
-
-def timed(f, *args):
-    t = time.perf_counter()
-    extra = f(*args)
-    return time.perf_counter() - t, extra
+    return dexlake_peak_mib(binary, [
+        "ohlcv", "--lake", lake, "--all-tokens", "--interval", "60", "--format", "parquet",
+        "--out", out,
+    ])
 
 
 def main():

@@ -34,16 +34,16 @@ inside one process (imports excluded).
 import argparse
 import collections
 import os
-import re
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 
 import duckdb
 import polars as pl
+
+from harness import dexlake_peak_mib, timed
 
 TOL = 1e-9
 
@@ -207,21 +207,9 @@ def python_pnl(lake, wallets):
 
 def dexlake_pnl(binary, lake, out):
     """Runs the CLI under /usr/bin/time -v; returns peak RSS in MiB."""
-    cmd = [
-        "/usr/bin/time", "-v", binary, "pnl", "--lake", lake, "--all-wallets",
-        "--format", "parquet", "--out", out,
-    ]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit(f"dexlake failed: {r.stderr}")
-    m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", r.stderr)
-    return int(m.group(1)) / 1024 if m else float("nan")
-
-
-def timed(f, *args):
-    t = time.perf_counter()
-    extra = f(*args)
-    return time.perf_counter() - t, extra
+    return dexlake_peak_mib(binary, [
+        "pnl", "--lake", lake, "--all-wallets", "--format", "parquet", "--out", out,
+    ])
 
 
 def main():
