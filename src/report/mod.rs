@@ -196,6 +196,16 @@ pub fn build(lake: &Lake, config: &ReportConfig) -> Result<Report> {
             ),
         });
     };
+    // The latest altchain profile snapshot: the screener and the tokens' symbols read it (the
+    // search operation has only altchain profiles).
+    let has_profiles = datasets
+        .iter()
+        .any(|&(d, rows)| d == Dataset::TokenProfiles && rows > 0);
+    let latest = if has_profiles {
+        local_search::snapshots(lake)?.last().copied()
+    } else {
+        None
+    };
     let to = last + Duration::microseconds(1);
     let period = TimeRange {
         from: Some(to - Duration::seconds(config.window_seconds)),
@@ -211,7 +221,7 @@ pub fn build(lake: &Lake, config: &ReportConfig) -> Result<Report> {
             .then_with(|| a.token.cmp(&b.token))
     });
     events.truncate(config.top_tokens);
-    let symbols = symbols(lake, &mut notes);
+    let symbols = latest.map_or_else(HashMap::new, |at| symbols(lake, at, &mut notes));
     let options = BarOptions::with_width(config.bar_seconds);
     let mut tokens = Vec::with_capacity(events.len());
     for t in &events {
@@ -240,12 +250,6 @@ pub fn build(lake: &Lake, config: &ReportConfig) -> Result<Report> {
         notes.push("PnL leaderboard: the lake holds no trades or swaps of any wallet".into());
     }
 
-    // The screener searches the altchain profiles, the only ones the search operation has.
-    let latest = if lake.row_count(Dataset::TokenProfiles)? == 0 {
-        None
-    } else {
-        local_search::snapshots(lake)?.last().copied()
-    };
     let (screener, snapshot) = match latest {
         None => {
             notes.push(
@@ -276,14 +280,11 @@ pub fn build(lake: &Lake, config: &ReportConfig) -> Result<Report> {
     })
 }
 
-/// Symbols of the altchain tokens in the latest profile snapshot (empty without profiles).
-fn symbols(lake: &Lake, notes: &mut Vec<String>) -> HashMap<String, String> {
+/// Symbols of the altchain tokens in the profile snapshot fetched `at` (empty, with a note, when
+/// they cannot be read).
+fn symbols(lake: &Lake, at: DateTime<Utc>, notes: &mut Vec<String>) -> HashMap<String, String> {
     let read = || -> Result<HashMap<String, String>> {
-        if lake.row_count(Dataset::TokenProfiles)? == 0 || local_search::snapshots(lake)?.is_empty()
-        {
-            return Ok(HashMap::new());
-        }
-        let df = local_search::snapshot_frame(lake, Snapshot::Latest)?
+        let df = local_search::snapshot_frame(lake, Snapshot::At(at))?
             .select([
                 col("token_address"),
                 col("metadata").struct_().field_by_name("symbol"),
