@@ -4,49 +4,32 @@
 use std::collections::HashMap;
 use std::process::Command;
 use std::sync::Arc;
-use std::time::Duration;
 
 use dexlake::analytics::pnl::{
     self, CostMethod, EquityConfig, LedgerEvent, Mark, OversellPolicy, PnlConfig, PnlQuery, Side,
 };
 use dexlake::analytics::token_metrics::{self, Window};
-use dexlake::api::client::{Client, ClientConfig};
+use dexlake::api::client::Client;
 use dexlake::api::models::WindowMetrics;
 use dexlake::api::requests::PortfolioRequest;
-use dexlake::api::retry::RetryConfig;
 use dexlake::api::search::SearchRequest;
 use dexlake::lake::Lake;
-use dexlake::sim::{Scale, SimConfig, Simulator};
+use dexlake::sim::Simulator;
 use dexlake::sync::{CancelToken, Job, SyncConfig, Syncer};
 use polars::prelude::*;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
+mod common;
+
 const SEED: u64 = 7;
 
 async fn sim() -> Simulator {
-    Simulator::start(SimConfig {
-        seed: SEED,
-        scale: Scale::Tiny,
-        ..SimConfig::default()
-    })
-    .await
-    .expect("simulator starts")
+    common::tiny_sim(SEED).await
 }
 
 fn client(sim: &Simulator) -> Client {
-    let mut config = ClientConfig {
-        base_url: sim.base_url().to_owned(),
-        api_key: Some("demo-key".into()),
-        ..ClientConfig::default()
-    };
-    config.retry = RetryConfig {
-        max_retries: 5,
-        initial_backoff: Duration::from_millis(5),
-        max_backoff: Duration::from_millis(50),
-        max_elapsed: Duration::from_secs(30),
-    };
-    Client::new(config).expect("client")
+    common::sim_client_retrying(sim, 5)
 }
 
 async fn sync(sim: &Simulator, lake: &Arc<Lake>, jobs: Vec<Job>) {

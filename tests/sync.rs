@@ -12,7 +12,6 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use dexlake::ApiStatus;
 use dexlake::api::client::{Client, ClientConfig};
-use dexlake::api::retry::RetryConfig;
 use dexlake::lake::{Dataset, Lake};
 use dexlake::sim::{Scale, SimConfig, Simulator};
 use dexlake::sync::{CancelToken, Job, JobOutcome, SyncConfig, SyncReport, Syncer};
@@ -34,18 +33,7 @@ async fn sim(fail_rate: f64, throttle_rate: f64) -> Simulator {
 }
 
 fn client(sim: &Simulator) -> Client {
-    let mut config = ClientConfig {
-        base_url: sim.base_url().to_owned(),
-        api_key: Some("demo-key".into()),
-        ..ClientConfig::default()
-    };
-    config.retry = RetryConfig {
-        max_retries: 10,
-        initial_backoff: Duration::from_millis(5),
-        max_backoff: Duration::from_millis(50),
-        max_elapsed: Duration::from_secs(30),
-    };
-    Client::new(config).expect("client")
+    common::sim_client_retrying(sim, 10)
 }
 
 /// Addresses from the simulator's catalog: altchain tokens, altchain wallets, chain 1 tokens, now.

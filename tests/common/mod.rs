@@ -4,6 +4,8 @@
 #[cfg(feature = "sim")]
 use dexlake::api::client::{Client, ClientConfig};
 #[cfg(feature = "sim")]
+use dexlake::api::retry::RetryConfig;
+#[cfg(feature = "sim")]
 use dexlake::sim::{Scale, SimConfig, Simulator};
 
 /// The simulator of the `tiny` market for `seed`, on loopback.
@@ -21,12 +23,30 @@ pub async fn tiny_sim(seed: u64) -> Simulator {
 /// A client of `sim` with its demo key.
 #[cfg(feature = "sim")]
 pub fn sim_client(sim: &Simulator) -> Client {
-    Client::new(ClientConfig {
+    Client::new(sim_config(sim)).expect("a client of the simulator")
+}
+
+/// A client of `sim` that retries up to `max_retries` times with backoffs of milliseconds, for
+/// simulators that inject faults.
+#[cfg(feature = "sim")]
+pub fn sim_client_retrying(sim: &Simulator, max_retries: u32) -> Client {
+    let mut config = sim_config(sim);
+    config.retry = RetryConfig {
+        max_retries,
+        initial_backoff: std::time::Duration::from_millis(5),
+        max_backoff: std::time::Duration::from_millis(50),
+        max_elapsed: std::time::Duration::from_secs(30),
+    };
+    Client::new(config).expect("a client of the simulator")
+}
+
+#[cfg(feature = "sim")]
+fn sim_config(sim: &Simulator) -> ClientConfig {
+    ClientConfig {
         base_url: sim.base_url().to_owned(),
         api_key: Some("demo-key".into()),
         ..ClientConfig::default()
-    })
-    .expect("a client of the simulator")
+    }
 }
 
 /// The text of every number in a JSON document, in document order (strings are skipped).
