@@ -1,6 +1,6 @@
 //! `compact`: merge the small files of each partition into larger ones, in one atomic commit.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use arrow::compute::concat_batches;
 
@@ -26,6 +26,19 @@ pub struct CompactReport {
 
 /// Runs [`Lake::compact`].
 pub fn compact(lake: &Lake) -> Result<CompactReport> {
+    compact_where(lake, |_| true)
+}
+
+/// Runs [`Lake::compact_partitions`].
+pub fn compact_partitions(lake: &Lake, partitions: &BTreeSet<Partition>) -> Result<CompactReport> {
+    if partitions.is_empty() {
+        return Ok(CompactReport::default());
+    }
+    compact_where(lake, |p| partitions.contains(p))
+}
+
+/// Compacts the partitions `keep` accepts.
+fn compact_where(lake: &Lake, keep: impl Fn(&Partition) -> bool) -> Result<CompactReport> {
     let _lock = lake.lock()?;
     manifest::recover(lake.store())?;
     let current = lake.manifest()?;
@@ -39,7 +52,7 @@ pub fn compact(lake: &Lake) -> Result<CompactReport> {
                 .push(path.clone());
         }
     }
-    groups.retain(|_, files| files.len() > 1);
+    groups.retain(|partition, files| files.len() > 1 && keep(partition));
     let mut report = CompactReport::default();
     if groups.is_empty() {
         return Ok(report);

@@ -236,6 +236,8 @@ pub struct CommitSummary {
     pub rows_added: BTreeMap<Dataset, u64>,
     /// Number of data files added.
     pub files_added: usize,
+    /// Partitions the commit wrote files into.
+    pub partitions: std::collections::BTreeSet<Partition>,
 }
 
 impl Lake {
@@ -445,6 +447,15 @@ impl Lake {
     pub fn compact(&self) -> Result<CompactReport> {
         compact::compact(self)
     }
+
+    /// [`compact`](Self::compact) limited to `partitions` (for example those a sync wrote,
+    /// from [`CommitSummary::partitions`]).
+    pub fn compact_partitions(
+        &self,
+        partitions: &std::collections::BTreeSet<Partition>,
+    ) -> Result<CompactReport> {
+        compact::compact_partitions(self, partitions)
+    }
 }
 
 /// A write transaction: staged batches and state become visible together at
@@ -504,6 +515,11 @@ impl Transaction<'_> {
         let summary = CommitSummary {
             rows_added: prepared.rows_added,
             files_added: prepared.files.len(),
+            partitions: prepared
+                .files
+                .iter()
+                .map(|f| Partition::from_file_path(&f.path))
+                .collect::<Result<_>>()?,
         };
         if prepared.files.is_empty() && prepared.remove.is_empty() && state.is_empty() {
             return Ok(summary);
