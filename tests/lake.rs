@@ -14,6 +14,7 @@ use arrow::compute::concat_batches;
 use chrono::{Duration as ChronoDuration, TimeZone, Utc};
 use dexlake::Error;
 use dexlake::api::models::{Swap, SwapType};
+use dexlake::lake::log;
 use dexlake::lake::manifest::MANIFEST_PATH;
 use dexlake::lake::sample::Samples;
 use dexlake::lake::schema::record_schema;
@@ -444,11 +445,7 @@ fn verify_reports_every_kind_of_damage() {
         let mut entry = m.files[&swap_files[3]].clone();
         entry.dataset = Dataset::Trades;
         m.files.insert(wrong.clone(), entry);
-        std::fs::write(
-            abs(MANIFEST_PATH),
-            serde_json::to_vec(&m).expect("manifest json"),
-        )
-        .expect("write manifest");
+        replace_manifest(&root, &m);
 
         let report = lake.verify().expect("verify");
         let p = &report.problems;
@@ -878,7 +875,6 @@ fn a_hostile_journal_is_refused_and_deletes_nothing() {
 
 #[test]
 fn a_missing_or_damaged_manifest_is_refused_and_repair_rebuilds_the_same_rows() {
-    use dexlake::lake::manifest::PREVIOUS_MANIFEST_PATH;
     bounded(120, || {
         let dir = tempfile::tempdir().expect("temp dir");
         let root = dir.path().join("lake");
@@ -895,14 +891,9 @@ fn a_missing_or_damaged_manifest_is_refused_and_repair_rebuilds_the_same_rows() 
             &Samples::generate(22, 120).batches().expect("batches"),
         );
         let committed = lake.manifest().expect("manifest");
-        let previous: dexlake::lake::Manifest = serde_json::from_slice(
-            &std::fs::read(root.join(PREVIOUS_MANIFEST_PATH)).expect("kept"),
-        )
-        .expect("the previous version parses");
-        assert_eq!(
-            previous.version + 1,
-            committed.version,
-            "the previous version is kept"
+        assert!(
+            root.join(log::entry_path(committed.version)).exists(),
+            "each commit is one log entry"
         );
         let frames: Vec<DataFrame> = Dataset::ALL
             .iter()
@@ -914,20 +905,17 @@ fn a_missing_or_damaged_manifest_is_refused_and_repair_rebuilds_the_same_rows() 
                 m.files.keys().collect::<Vec<_>>(),
                 committed.files.keys().collect::<Vec<_>>()
             );
-            assert_eq!(
-                m.state, committed.state,
-                "sync state from the previous version"
-            );
+            assert_eq!(m.state, committed.state, "the sync state is salvaged");
             for (d, frame) in Dataset::ALL.iter().zip(&frames) {
                 assert!(scanned_frame(lake, *d).equals_missing(frame), "{d}");
             }
             assert!(lake.verify().expect("verify").is_ok());
         };
-        let manifest = root.join(MANIFEST_PATH);
-        let text = std::fs::read(&manifest).expect("manifest");
+        let pointer = root.join(log::LAST_CHECKPOINT_PATH);
 
-        // Missing: refused, by the open handle too; `verify --repair` rebuilds the same lake.
-        std::fs::remove_file(&manifest).expect("delete the manifest");
+        // Missing: refused, by the open handle too; `verify --repair` rebuilds the same lake,
+        // with the sync state read from the checkpoints and log entries left on disk.
+        std::fs::remove_file(&pointer).expect("delete the manifest's pointer");
         let err = Lake::open(&root).expect_err("refused").to_string();
         assert!(
             err.contains("manifest is missing") && err.contains("verify --repair"),
@@ -953,13 +941,27 @@ fn a_missing_or_damaged_manifest_is_refused_and_repair_rebuilds_the_same_rows() 
         assert!(stdout.contains("rebuilt the manifest"), "{stdout}");
         same_lake(&Lake::open(&root).expect("open after repair"));
 
-        // Truncated, then garbage: refused with a pointer to the repair; a stray file that is
-        // not Parquet is reported and left alone.
+        // Truncated, then garbage, then a damaged newest log entry: refused with a pointer to
+        // the repair; a stray file that is not Parquet is reported and left alone.
         let stray = root.join("swaps/chain=altchain/date=2024-01-01/part-stray.parquet");
         std::fs::create_dir_all(stray.parent().expect("parent")).expect("folder");
         std::fs::write(&stray, b"not parquet").expect("stray");
-        for damaged in [&text[..text.len() / 2], b"\x00garbage".as_slice()] {
-            std::fs::write(&manifest, damaged).expect("damage the manifest");
+        for damage in 0..3 {
+            let text = std::fs::read(&pointer).expect("pointer");
+            match damage {
+                0 => std::fs::write(&pointer, &text[..text.len() / 2]),
+                1 => std::fs::write(&pointer, b"\x00garbage"),
+                _ => {
+                    // A commit of state alone, then its entry damaged.
+                    let lake = Lake::open(&root).expect("open");
+                    let mut tx = lake.transaction().expect("transaction");
+                    tx.set_state("sync/other", serde_json::json!(1));
+                    tx.commit().expect("commit");
+                    let version = lake.manifest().expect("manifest").version;
+                    std::fs::write(root.join(log::entry_path(version)), b"{\"vers")
+                }
+            }
+            .expect("damage the manifest");
             let err = Lake::open(&root).expect_err("refused").to_string();
             assert!(
                 err.contains("damaged") && err.contains("verify --repair"),
@@ -977,10 +979,20 @@ fn a_missing_or_damaged_manifest_is_refused_and_repair_rebuilds_the_same_rows() 
         }
         // A sound manifest is left as it is.
         std::fs::remove_file(&stray).expect("remove the stray");
-        let before = std::fs::read(&manifest).expect("manifest");
+        let before = std::fs::read(&pointer).expect("pointer");
         assert!(!Lake::repair(&root).expect("repair").rebuilt);
-        assert_eq!(std::fs::read(&manifest).expect("manifest"), before);
+        assert_eq!(std::fs::read(&pointer).expect("pointer"), before);
     });
+}
+
+/// Replaces the lake's manifest by `m`, written as the single manifest document of a lake from
+/// before the commit log (which readers still accept).
+fn replace_manifest(root: &Path, m: &dexlake::lake::Manifest) {
+    for dir in [log::LOG_DIR, log::CHECKPOINT_DIR] {
+        std::fs::remove_dir_all(root.join(dir)).expect("remove the log");
+    }
+    std::fs::remove_file(root.join(log::LAST_CHECKPOINT_PATH)).expect("remove the pointer");
+    std::fs::write(root.join(MANIFEST_PATH), m.to_bytes()).expect("write manifest");
 }
 
 /// Swaps `ids`, each at `day` plus `id` seconds, with `slot` as their block slot.
@@ -1138,7 +1150,11 @@ fn verify_reports_an_id_stored_in_two_partitions() {
             },
             data: data.into(),
         };
-        commit_files(&lake, manifest, vec![file], Vec::new()).expect("commit by hand");
+        let commit = dexlake::lake::log::Commit {
+            version: manifest.version + 1,
+            ..Default::default()
+        };
+        commit_files(&lake, commit, vec![file], Vec::new()).expect("commit by hand");
         let unranged = |lake: &Lake| {
             lake.manifest()
                 .expect("manifest")

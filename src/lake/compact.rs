@@ -41,7 +41,7 @@ pub fn compact_partitions(lake: &Lake, partitions: &BTreeSet<Partition>) -> Resu
 fn compact_where(lake: &Lake, keep: impl Fn(&Partition) -> bool) -> Result<CompactReport> {
     let _lock = lake.lock()?;
     manifest::recover(lake.store())?;
-    let current = lake.manifest()?;
+    let current = lake.snapshot()?;
     let small = lake.options().compact_below_rows as u64;
     let mut groups: BTreeMap<Partition, Vec<String>> = BTreeMap::new();
     for (path, entry) in &current.files {
@@ -91,6 +91,12 @@ fn compact_where(lake: &Lake, keep: impl Fn(&Partition) -> bool) -> Result<Compa
         added.extend(new);
         removed.extend(files);
     }
-    commit_files(lake, current, added, removed)?;
+    let commit = super::log::Commit {
+        version: current.version + 1,
+        operation: Some(super::log::COMPACT.to_owned()),
+        ..super::log::Commit::default()
+    };
+    drop(current);
+    commit_files(lake, commit, added, removed)?;
     Ok(report)
 }

@@ -360,6 +360,26 @@ pub fn markdown() -> String {
          are not stored. Snapshots (prices, price stats, profiles, portfolios) carry the time \
          they were fetched in `fetched_at`.\n\n",
     );
+    s.push_str(&format!(
+        "## Committed files\n\n\
+         A glob of a dataset's folder reads every Parquet file in it, which is the committed \
+         data except for a moment during a commit, after a crash until the next writer cleans \
+         up, and during a compaction (whose replaced files stay until it commits). Engines that \
+         must read exactly the committed files (Spark, Trino, a reader beside a writer) take the \
+         list from the commit log under `_dexlake/`:\n\n\
+         1. `{last}` names the newest checkpoint: `{{\"version\": V, ...}}`;\n\
+         2. `{cp}/<V, 20 digits>.files.json` holds `{{\"files\": {{path: entry}}}}`, paths \
+         relative to the lake root;\n\
+         3. for v = V+1, V+2, ... while `{log}/<v, 20 digits>.json` exists, drop the paths in \
+         its `remove` list and add the keys of its `add` object.\n\n\
+         The entries hold each file's `dataset`, `rows`, `bytes`, `min_time`, `max_time` (and \
+         `min_id`, `max_id` for swaps and trades), so a reader can prune by time without opening \
+         files. The sync state (cursors, covered ranges) is in `{cp}/<V>.state.json` and the \
+         entries' `state` objects.\n\n",
+        last = super::log::LAST_CHECKPOINT_PATH,
+        cp = super::log::CHECKPOINT_DIR,
+        log = super::log::LOG_DIR,
+    ));
     for dataset in Dataset::ALL {
         s.push_str(&format!(
             "## {}\n\n{}\n\n",

@@ -1,30 +1,33 @@
-//! The manifest under `<lake>/_dexlake/`: which files are committed, plus the sync layer's
-//! bookkeeping. Replacing `manifest.json` (by an atomic rename) is the one moment files become
-//! part of the lake.
+//! The manifest: which files are committed, plus the sync layer's bookkeeping, and the
+//! journal that makes a commit atomic. How the manifest is stored (a commit log with
+//! checkpoints, so that a commit costs the same whatever the size of the lake) is in
+//! [`log`].
 //!
 //! A commit runs in this order, under the writer lock:
 //! 1. `journal.json` is written, naming the files the commit adds and removes;
 //! 2. each new data file is written to a hidden temporary name, synced and renamed into place;
-//! 3. the current `manifest.json` is copied to `manifest.prev.json`, then replaced: the
-//!    commit point;
-//! 4. files the commit removed (by compaction) are deleted, then the journal.
+//! 3. the commit's log entry `_dexlake/log/<version>.json` is written (atomically): the commit
+//!    point;
+//! 4. files the commit removed (by compaction) are deleted, then the journal;
+//! 5. now and then, a checkpoint of the whole manifest is written after the entry.
 //!
 //! Recovery (the next writer, or a `verify` that finds the lock free) reads the journal: if the
-//! manifest already holds the commit, it finishes step 4; otherwise it deletes the files the
+//! log already holds the commit, it finishes step 4; otherwise it deletes the files the
 //! commit had added. Either way no file outside the manifest remains. A journal naming anything but data files of the layout is
 //! refused before anything is deleted.
 //!
-//! A manifest that is missing while data folders hold files, or that does not parse, is refused
-//! on load; [`Lake::repair`](super::Lake::repair) (`dexlake verify --repair`) rebuilds it from
-//! the files on disk (see [`repair`](super::repair)).
+//! A manifest that is missing while data folders hold files, or any part of it that does not
+//! parse, is refused on load; [`Lake::repair`](super::Lake::repair) (`dexlake verify
+//! --repair`) rebuilds it from the files on disk (see [`repair`](super::repair)).
 //!
 //! [`Lake::scan`](super::Lake::scan) reads only committed files. Readers that glob the folders
 //! (DuckDB, polars, pyarrow) see a commit's new files from step 2 on, a moment before the
 //! commit point, and after a crash until the next writer, `verify` or `Lake::open` cleans up;
 //! they never see a partial file. A compaction's replaced files stay on disk between steps 3 and
 //! 4, so a glob reader racing a compaction can count those rows twice: compact when nothing
-//! else reads the lake. A `Lake::scan` planned before a compaction can fail to find a replaced
-//! file; scanning again reads the new manifest.
+//! else reads the lake, or read the committed file list (`docs/datasets.md`). A `Lake::scan`
+//! planned before a compaction can fail to find a replaced file; scanning again reads the new
+//! manifest.
 
 use std::collections::BTreeMap;
 
@@ -33,15 +36,17 @@ use serde::{Deserialize, Serialize};
 
 use super::Dataset;
 use super::layout::Partition;
+use super::log::{self, Snapshot};
 use super::store::{Store, check_path, temp_name};
 use crate::{Error, Result};
 
 /// Folder of the lake's own files; it never holds a `.parquet` file.
 pub const META_DIR: &str = "_dexlake";
-/// The manifest, relative to the lake root.
+/// The single manifest document of lakes written before the commit log: read as the
+/// checkpoint of its version, replaced by the log at the next commit.
 pub const MANIFEST_PATH: &str = "_dexlake/manifest.json";
-/// The manifest as it was before the latest commit, kept beside the current one; `dexlake
-/// verify --repair` takes the sync state from it when the current one is lost.
+/// The manifest before the latest commit, beside [`MANIFEST_PATH`] in lakes written before the
+/// commit log.
 pub const PREVIOUS_MANIFEST_PATH: &str = "_dexlake/manifest.prev.json";
 /// The journal of the commit in progress, relative to the lake root.
 pub const JOURNAL_PATH: &str = "_dexlake/journal.json";
@@ -91,80 +96,43 @@ pub struct Manifest {
 }
 
 impl Manifest {
-    /// Reads the manifest; a lake without one is empty.
+    /// Reads the newest committed manifest, files included (see [`log`]); a lake
+    /// without one is empty.
     ///
     /// Refused with [`Error::Lake`], pointing at `dexlake verify --repair`: a missing manifest
     /// while data folders hold files (reading on would count every row twice, or fetch it all
-    /// again), and a manifest that does not parse (truncated or garbage).
+    /// again), and a part of it that does not parse (truncated or garbage).
     pub fn load(store: &dyn Store) -> Result<Manifest> {
-        if store.head(MANIFEST_PATH)?.is_none() {
-            if let Some(dataset) = datasets_with_files(store)?.first() {
-                return Err(Error::Lake {
-                    path: store.location(MANIFEST_PATH),
-                    message: format!(
-                        "the manifest is missing but the lake holds data files ({dataset}/ and maybe others), so which of them are committed is unknown; run `dexlake verify --repair` to rebuild the manifest from the files"
-                    ),
-                });
-            }
-            return Ok(Manifest {
-                format_version: MANIFEST_FORMAT_VERSION,
-                ..Manifest::default()
-            });
-        }
-        let bytes = store.get(MANIFEST_PATH)?;
-        let m = Manifest::parse(&bytes).map_err(|source| Error::LakeDecode {
-            path: store.location(MANIFEST_PATH),
-            what: "the manifest is damaged; run `dexlake verify --repair` to rebuild it from the files"
-                .to_owned(),
-            source,
-        })?;
-        if m.format_version != MANIFEST_FORMAT_VERSION {
-            return Err(Error::Lake {
-                path: store.location(MANIFEST_PATH),
-                message: format!(
-                    "manifest format {} is not supported (expected {MANIFEST_FORMAT_VERSION})",
-                    m.format_version
-                ),
-            });
-        }
-        // Scans open committed files by path, so none may point outside the lake.
-        if let Some((path, e)) = m
-            .files
-            .keys()
-            .find_map(|p| check_path(p).err().map(|e| (p, e)))
-        {
-            return Err(Error::Lake {
-                path: store.location(MANIFEST_PATH),
-                message: format!("the manifest lists {path:?}, outside the lake ({e})"),
-            });
-        }
-        Ok(m)
+        let snap = Snapshot::read(store, true)?;
+        Ok(std::sync::Arc::unwrap_or_clone(snap.manifest))
     }
 
-    /// Parses a manifest document.
+    /// Parses a manifest document (the single manifest of lakes written before the log).
     pub fn parse(bytes: &[u8]) -> std::result::Result<Manifest, serde_json::Error> {
         serde_json::from_slice(bytes)
     }
 
-    /// The manifest as JSON.
+    /// The manifest as one JSON document.
     pub fn to_bytes(&self) -> Vec<u8> {
         serde_json::to_vec_pretty(self)
             .expect("a manifest of strings, numbers and JSON values always serialises")
     }
 
-    /// Writes the manifest atomically: the commit point. The manifest it replaces is kept
-    /// first as [`PREVIOUS_MANIFEST_PATH`].
-    pub fn store(&self, store: &dyn Store) -> Result<()> {
-        if store.head(MANIFEST_PATH)?.is_some() {
-            let current = store.get(MANIFEST_PATH)?;
-            store.put(PREVIOUS_MANIFEST_PATH, &current)?;
-        }
-        store.put(MANIFEST_PATH, &self.to_bytes())
+    /// Committed files of one dataset, in path order.
+    pub fn files_of(&self, dataset: Dataset) -> impl Iterator<Item = (&String, &FileEntry)> {
+        self.files_under(format!("{}/", dataset.name()))
     }
 
-    /// Committed files of one dataset.
-    pub fn files_of(&self, dataset: Dataset) -> impl Iterator<Item = (&String, &FileEntry)> {
-        self.files.iter().filter(move |(_, e)| e.dataset == dataset)
+    /// Committed files of one partition, in path order (a range of the sorted file list, so
+    /// its cost does not grow with the rest of the lake).
+    pub fn files_in(&self, partition: &Partition) -> impl Iterator<Item = (&String, &FileEntry)> {
+        self.files_under(format!("{}/", partition.dir()))
+    }
+
+    fn files_under(&self, prefix: String) -> impl Iterator<Item = (&String, &FileEntry)> {
+        self.files
+            .range(prefix.clone()..)
+            .take_while(move |(p, _)| p.starts_with(&prefix))
     }
 }
 
@@ -258,13 +226,19 @@ fn delete_if_present(store: &dyn Store, path: &str, into: &mut Vec<String>) -> R
 /// path, another folder) is refused with [`Error::Lake`] before anything is deleted.
 pub fn recover(store: &dyn Store) -> Result<Recovery> {
     let mut rec = Recovery::default();
-    for meta in [MANIFEST_PATH, PREVIOUS_MANIFEST_PATH, JOURNAL_PATH] {
+    for meta in [JOURNAL_PATH, log::LAST_CHECKPOINT_PATH] {
         delete_if_present(store, &temp_name(meta), &mut rec.temps)?;
     }
     let Some(journal) = read_journal(store)? else {
         return Ok(rec);
     };
     let manifest = Manifest::load(store)?;
+    // The entry of the interrupted commit, half written.
+    delete_if_present(
+        store,
+        &temp_name(&log::entry_path(manifest.version + 1)),
+        &mut rec.temps,
+    )?;
     for path in journal.add.iter().chain(&journal.remove) {
         delete_if_present(store, &temp_name(path), &mut rec.temps)?;
     }
@@ -312,7 +286,7 @@ mod tests {
         let mut m = Manifest::load(&store).expect("empty manifest");
         m.version = 1;
         m.files.insert(kept.into(), entry());
-        m.store(&store).expect("manifest");
+        log::start_over(&store, &m).expect("manifest");
         store.put(kept, b"PAR1").expect("put");
         Journal {
             version: 2,
@@ -323,8 +297,8 @@ mod tests {
         .expect("journal");
         store.put(added, b"PAR1").expect("put");
         store
-            .put(&temp_name(MANIFEST_PATH), b"{")
-            .expect("half manifest");
+            .put(&temp_name(&log::entry_path(2)), b"{")
+            .expect("half log entry");
 
         let rec = recover(&store).expect("recover");
         assert_eq!(rec.rolled_back, vec![added.to_owned()]);
@@ -348,7 +322,7 @@ mod tests {
         let mut m = Manifest::load(&store).expect("empty manifest");
         m.version = 3;
         m.files.insert(new.into(), entry());
-        m.store(&store).expect("manifest");
+        log::start_over(&store, &m).expect("manifest");
         store.put(old, b"PAR1").expect("put");
         store.put(new, b"PAR1").expect("put");
         Journal {

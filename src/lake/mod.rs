@@ -19,7 +19,10 @@
 //! ```
 //!
 //! Invariant: a file is part of the lake exactly when the manifest lists it. Writes take the
-//! writer lock (`_dexlake/lock`), so two processes writing one lake serialise.
+//! writer lock (`_dexlake/lock`), so two processes writing one lake serialise. The manifest is
+//! stored as a commit log with checkpoints ([`log`]), so a commit and a state read cost the
+//! same whatever the number of files; each [`Lake`] handle (and its clones) keeps the newest
+//! version it read and only reads the entries committed since.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -38,7 +41,9 @@ pub mod compact;
 pub mod convert;
 pub mod docs;
 pub(crate) mod file;
+pub(crate) mod ids;
 pub mod layout;
+pub mod log;
 pub mod manifest;
 pub mod repair;
 pub mod sample;
@@ -227,6 +232,10 @@ pub struct Lake {
     root: PathBuf,
     store: Arc<dyn Store>,
     options: LakeOptions,
+    /// The newest manifest version read, shared by clones.
+    log: Arc<std::sync::Mutex<Option<log::Snapshot>>>,
+    /// Committed ids of the id datasets, built by the first write that needs them.
+    ids: Arc<std::sync::Mutex<BTreeMap<Dataset, ids::IdIndex>>>,
 }
 
 /// What a commit added.
@@ -256,14 +265,22 @@ impl Lake {
         let store = lake.store.as_ref();
         if let Some(lock) = lake.try_lock()? {
             manifest::recover(store)?;
-            let m = Manifest::load(store)?;
-            if store.head(manifest::MANIFEST_PATH)?.is_none() {
-                m.store(store)?;
+            let m = lake.state_snapshot()?;
+            if m.version == 0
+                && log::last_checkpoint(store)?.is_none()
+                && store.head(manifest::MANIFEST_PATH)?.is_none()
+            {
+                log::start_over(store, &m)?;
+                // Read again from the checkpoint just written.
+                *lake
+                    .log
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
             }
             drop(lock);
         } else {
             // Another writer is at work; the manifest must still be readable.
-            Manifest::load(store)?;
+            lake.state_snapshot()?;
         }
         Ok(lake)
     }
@@ -307,6 +324,8 @@ impl Lake {
             store: Arc::new(LocalStore::new(root.clone())),
             root,
             options,
+            log: Arc::default(),
+            ids: Arc::default(),
         })
     }
 
@@ -331,9 +350,102 @@ impl Lake {
         self.store.as_ref()
     }
 
-    /// The committed manifest as of now.
+    /// The committed manifest as of now (a copy; [`snapshot`](Self::snapshot) shares it).
     pub fn manifest(&self) -> Result<Manifest> {
-        Manifest::load(self.store.as_ref())
+        Ok(Arc::unwrap_or_clone(self.snapshot()?))
+    }
+
+    /// The committed manifest as of now, shared: reads only the commits since this handle's
+    /// last read.
+    pub fn snapshot(&self) -> Result<Arc<Manifest>> {
+        self.read_log(true)
+    }
+
+    /// The committed manifest as of now without its file list (empty): the state and the
+    /// version, read without the cost of the files.
+    fn state_snapshot(&self) -> Result<Arc<Manifest>> {
+        self.read_log(false)
+    }
+
+    fn read_log(&self, files: bool) -> Result<Arc<Manifest>> {
+        let mut cache = self
+            .log
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let store = self.store.as_ref();
+        let result = match cache.as_mut() {
+            Some(snap) if snap.has_files || !files => snap.catch_up(store),
+            _ => log::Snapshot::read(store, files).map(|snap| *cache = Some(snap)),
+        };
+        match result {
+            Ok(()) => Ok(Arc::clone(
+                &cache.as_ref().expect("a snapshot was just read").manifest,
+            )),
+            Err(e) => {
+                // A damaged or missing manifest is read again from scratch next time.
+                *cache = None;
+                Err(e)
+            }
+        }
+    }
+
+    /// The committed ids of `dataset` as of `manifest` (see [`ids`]), brought up to date or
+    /// built. Runs under the writer lock.
+    pub(crate) fn id_index(
+        &self,
+        manifest: &Manifest,
+        dataset: Dataset,
+    ) -> Result<std::sync::MutexGuard<'_, BTreeMap<Dataset, ids::IdIndex>>> {
+        let mut indexes = self
+            .ids
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let current = match indexes.get_mut(&dataset) {
+            Some(index) if index.version == manifest.version => true,
+            Some(index) if index.version < manifest.version => {
+                index.catch_up(self, manifest, dataset)?
+            }
+            _ => false,
+        };
+        if !current {
+            indexes.remove(&dataset);
+            let index = ids::IdIndex::build(self, manifest, dataset)?;
+            indexes.insert(dataset, index);
+        }
+        Ok(indexes)
+    }
+
+    /// Appends a commit to the log (the commit point) and to this handle's snapshot. Runs under
+    /// the writer lock.
+    pub(crate) fn append(&self, commit: log::Commit) -> Result<()> {
+        let mut cache = self
+            .log
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let store = self.store.as_ref();
+        let snap = match cache.as_mut() {
+            Some(snap) if snap.has_files => {
+                snap.catch_up(store)?;
+                snap
+            }
+            _ => cache.insert(log::Snapshot::read(store, true)?),
+        };
+        if snap.manifest.version + 1 != commit.version {
+            let found = snap.manifest.version;
+            *cache = None;
+            return Err(Error::Lake {
+                path: store.location(log::LOG_DIR),
+                message: format!(
+                    "commit {} does not follow the newest version {found}; another process wrote to the lake without its lock",
+                    commit.version
+                ),
+            });
+        }
+        let result = snap.commit(store, commit);
+        if result.is_err() {
+            *cache = None;
+        }
+        result
     }
 
     fn open_lock_file(&self) -> Result<File> {
@@ -393,7 +505,7 @@ impl Lake {
     pub fn transaction_within(&self, timeout: Duration) -> Result<Transaction<'_>> {
         let lock = self.lock_within(timeout)?;
         manifest::recover(self.store.as_ref())?;
-        let manifest = self.manifest()?;
+        let manifest = self.snapshot()?;
         Ok(Transaction {
             lake: self,
             _lock: lock,
@@ -407,28 +519,30 @@ impl Lake {
     /// `chain`, `interval` (candles and price history) and `date`, so filters on them prune files and filters on the time
     /// column prune row groups.
     pub fn scan(&self, dataset: Dataset) -> Result<polars::prelude::LazyFrame> {
-        scan::scan(self, &self.manifest()?, dataset)
+        scan::scan(self, &*self.snapshot()?, dataset)
     }
 
-    /// A committed state value.
+    /// A committed state value. Reads only the state (never the file list) and, on a handle
+    /// that read the lake before, only the commits since.
     pub fn state(&self, key: &str) -> Result<Option<serde_json::Value>> {
-        Ok(self.manifest()?.state.get(key).cloned())
+        Ok(self.state_snapshot()?.state.get(key).cloned())
     }
 
     /// Every committed state value whose key starts with `prefix`.
     pub fn states(&self, prefix: &str) -> Result<BTreeMap<String, serde_json::Value>> {
         Ok(self
-            .manifest()?
+            .state_snapshot()?
             .state
-            .into_iter()
-            .filter(|(k, _)| k.starts_with(prefix))
+            .range(prefix.to_owned()..)
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .map(|(k, v)| (k.clone(), v.clone()))
             .collect())
     }
 
     /// Committed rows of a dataset.
     pub fn row_count(&self, dataset: Dataset) -> Result<u64> {
         Ok(self
-            .manifest()?
+            .snapshot()?
             .files_of(dataset)
             .map(|(_, e)| e.rows)
             .sum())
@@ -463,7 +577,7 @@ impl Lake {
 pub struct Transaction<'a> {
     lake: &'a Lake,
     _lock: File,
-    manifest: Manifest,
+    manifest: Arc<Manifest>,
     staged: BTreeMap<Dataset, Vec<RecordBatch>>,
     state: BTreeMap<String, serde_json::Value>,
 }
@@ -524,15 +638,15 @@ impl Transaction<'_> {
         if prepared.files.is_empty() && prepared.remove.is_empty() && state.is_empty() {
             return Ok(summary);
         }
-        let mut next = manifest;
-        next.state.extend(state);
-        for (path, (lo, hi)) in prepared.id_ranges {
-            if let Some(entry) = next.files.get_mut(&path) {
-                entry.min_id = Some(lo);
-                entry.max_id = Some(hi);
-            }
-        }
-        writer::commit_files(lake, next, prepared.files, prepared.remove)?;
+        let base = manifest.version;
+        drop(manifest);
+        let commit = log::Commit {
+            version: base + 1,
+            id_ranges: prepared.id_ranges,
+            state,
+            ..log::Commit::default()
+        };
+        writer::commit_files(lake, commit, prepared.files, prepared.remove)?;
         Ok(summary)
     }
 }

@@ -4,11 +4,13 @@
 //! Each file under a dataset folder is adopted when its path is a data file path of the layout
 //! and the file is readable Parquet whose key-value metadata names the dataset of its folder;
 //! its rows, size and time range are read from the file. Everything else is left out and
-//! reported, never deleted. The sync state (cursors, covered ranges) comes from the previous
-//! manifest version when that one is readable: it is older than the files, so it claims no
-//! more than they hold, and a sync re-fetches the difference (de-duplicated by natural key).
-//! Without it the state is empty and the next sync fetches everything again, adding nothing
-//! twice.
+//! reported, never deleted. The sync state (cursors, covered ranges) is the newest one still
+//! readable: the newest checkpoint whose state parses (else the one before it), then the log
+//! entries after it up to the first damaged one (see [`log::salvage_state`]). Every commit it
+//! includes had its files written first, so it claims no more than the files hold, and a sync
+//! re-fetches the difference (de-duplicated by natural key). Without it the state is empty and
+//! the next sync fetches everything again, adding nothing twice. The rebuilt manifest is a new
+//! checkpoint, numbered after every version the log names.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -21,10 +23,8 @@ use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use super::layout::Partition;
-use super::manifest::{
-    self, FileEntry, JOURNAL_PATH, MANIFEST_FORMAT_VERSION, MANIFEST_PATH, Manifest,
-    PREVIOUS_MANIFEST_PATH,
-};
+use super::log;
+use super::manifest::{self, FileEntry, JOURNAL_PATH, MANIFEST_FORMAT_VERSION, Manifest};
 use super::schema::{DATASET_KEY, SCHEMA_VERSION_KEY};
 use super::writer::time_range;
 use super::{Dataset, Lake};
@@ -41,7 +41,8 @@ pub struct RepairReport {
     pub files: usize,
     /// Rows the new manifest lists, per dataset.
     pub rows: BTreeMap<Dataset, u64>,
-    /// Whether the sync state was taken from the previous manifest version.
+    /// Whether a sync state was salvaged from the damaged manifest (its newest readable
+    /// version).
     pub state_from_previous: bool,
     /// Files under the dataset folders that were not adopted, with the reason; they are left
     /// on disk.
@@ -64,10 +65,7 @@ pub(crate) fn repair(lake: &Lake) -> Result<RepairReport> {
     // Files an interrupted compaction had replaced hold rows its new files also hold.
     let journal = manifest::read_journal(store)?;
     let replaced: BTreeSet<&String> = journal.iter().flat_map(|j| &j.remove).collect();
-    let previous = match store.head(PREVIOUS_MANIFEST_PATH)? {
-        Some(_) => Manifest::parse(&store.get(PREVIOUS_MANIFEST_PATH)?).ok(),
-        None => None,
-    };
+    let salvaged = log::salvage_state(store);
 
     let mut report = RepairReport {
         rebuilt: true,
@@ -95,21 +93,21 @@ pub(crate) fn repair(lake: &Lake) -> Result<RepairReport> {
             }
         }
     }
-    let version = previous
-        .as_ref()
-        .map_or(0, |p| p.version)
+    let version = log::newest_named_version(store)?
+        .max(salvaged.as_ref().map_or(0, |(v, _)| *v))
         .max(journal.as_ref().map_or(0, |j| j.version))
         + 1;
-    report.state_from_previous = previous.is_some();
+    report.state_from_previous = salvaged.is_some();
     let manifest = Manifest {
         format_version: MANIFEST_FORMAT_VERSION,
         version,
         committed_at: Some(Utc::now()),
         files,
-        state: previous.map(|p| p.state).unwrap_or_default(),
+        state: salvaged.map(|(_, state)| state).unwrap_or_default(),
     };
-    // Written directly: the damaged manifest must not replace the kept previous version.
-    store.put(MANIFEST_PATH, &manifest.to_bytes())?;
+    // A new base, newer than anything the damaged log names; the damaged parts stay on disk
+    // until a later checkpoint's clean-up.
+    log::start_over(store, &manifest)?;
     store.delete(JOURNAL_PATH)?;
     report.version = manifest.version;
     report.files = manifest.files.len();

@@ -13,6 +13,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 
 pub use super::file::encode_parquet;
 use super::file::{read_columns, read_file};
+use super::ids::IdIndex;
 use super::layout::{Partition, data_file_name};
 use super::manifest::{FileEntry, Journal, Manifest};
 use super::schema::{self, SCHEMA_VERSION};
@@ -332,30 +333,48 @@ pub fn prepare_files(
         };
         let all = concat_batches(&first.schema(), batches)
             .map_err(arrow_err(format!("staging {dataset}")))?;
-        let (all, view, not_new) = if dataset.id_column().is_some() {
-            let moved = displace_moved_ids(lake, manifest, dataset, &all)?;
-            let mut view = manifest.clone();
-            for path in &moved.remove {
-                view.files.remove(path);
-            }
+        // With the id index, rows whose keys need no file read (all but moved ids, see
+        // `drop_indexed_repeats`).
+        let mut checked: Option<Vec<bool>> = None;
+        // Files the write drops are no longer part of the partitions it merges into.
+        let (all, gone, not_new) = if dataset.id_column().is_some() {
+            let indexes = lake.id_index(manifest, dataset)?;
+            let index = indexes.get(&dataset);
+            let moved = displace_moved_ids(lake, manifest, index, dataset, &all)?;
+            let gone: HashSet<String> = moved.remove.iter().cloned().collect();
             out.remove.extend(moved.remove);
             out.id_ranges.extend(moved.id_ranges);
-            (moved.staged, std::borrow::Cow::Owned(view), moved.not_new)
+            // The index knows every committed id: a staged record committed at the same time
+            // is a repeat, so the partitions' files need not be read for their keys.
+            match index {
+                Some(index) => {
+                    let (staged, moved_rows) =
+                        drop_indexed_repeats(dataset, &moved.staged, moved.from_write, index)?;
+                    checked = Some(moved_rows);
+                    (staged, gone, moved.not_new)
+                }
+                None => (moved.staged, gone, moved.not_new),
+            }
         } else {
-            (all, std::borrow::Cow::Borrowed(manifest), 0)
+            (all, HashSet::new(), 0)
         };
-        let manifest = view.as_ref();
         let mut dataset_added = 0;
         for (partition, rows) in partition_rows(dataset, &all)? {
+            let keys_checked = checked
+                .as_ref()
+                .is_some_and(|moved| rows.iter().all(|&r| !moved[r as usize]));
             let idx = arrow::array::UInt32Array::from(rows);
             let part =
                 take_record_batch(&all, &idx).map_err(arrow_err(format!("splitting {dataset}")))?;
             let (fresh, added) = if dataset.replaces_on_write() {
-                let merged = replace_known_keys(lake, manifest, &partition, &part)?;
+                let merged = replace_known_keys(lake, manifest, &gone, &partition, &part)?;
                 out.remove.extend(merged.remove);
                 (merged.batch, merged.added)
+            } else if keys_checked {
+                let n = part.num_rows() as u64;
+                (part, n)
             } else {
-                let fresh = drop_known_keys(lake, manifest, &partition, &part)?;
+                let fresh = drop_known_keys(lake, manifest, &gone, &partition, &part)?;
                 let n = fresh.num_rows() as u64;
                 (fresh, n)
             };
@@ -385,6 +404,9 @@ struct Displaced {
     remove: Vec<String>,
     /// Rows of `staged` that are not new to the lake: the re-staged records and the moved ones.
     not_new: u64,
+    /// The first rows of `staged` that come from the write (the rest are re-staged records of
+    /// dropped files).
+    from_write: usize,
     /// Id ranges of files read whose manifest entry lacked one.
     id_ranges: BTreeMap<String, (i64, i64)>,
 }
@@ -395,6 +417,7 @@ struct Displaced {
 fn displace_moved_ids(
     lake: &Lake,
     manifest: &Manifest,
+    index: Option<&IdIndex>,
     dataset: Dataset,
     all: &RecordBatch,
 ) -> Result<Displaced> {
@@ -403,6 +426,7 @@ fn displace_moved_ids(
             staged: all.clone(),
             remove: Vec::new(),
             not_new: 0,
+            from_write: all.num_rows(),
             id_ranges: BTreeMap::new(),
         });
     };
@@ -433,6 +457,7 @@ fn displace_moved_ids(
         staged_time.keys().max().copied(),
     ) else {
         return Ok(Displaced {
+            from_write: staged.num_rows(),
             staged,
             remove: Vec::new(),
             not_new: 0,
@@ -441,14 +466,47 @@ fn displace_moved_ids(
     };
 
     let schema = staged.schema();
+    let from_write = staged.num_rows();
     let mut pieces = vec![staged];
     let mut remove = Vec::new();
     let mut not_new = 0u64;
     let mut id_ranges = BTreeMap::new();
-    for (path, entry) in manifest.files_of(dataset) {
-        if entry.max_id.is_some_and(|max| max < lo) || entry.min_id.is_some_and(|min| min > hi) {
-            continue;
+    // The committed files that can hold a moved id: with the index, those of the partition and
+    // time span of each moved id's committed time; without it, every file whose id range
+    // meets the write's.
+    let candidates: Vec<(&String, &FileEntry)> = match index {
+        Some(index) => {
+            let mut old_times: Vec<i64> = staged_time
+                .iter()
+                .filter_map(|(&id, &t)| index.time_of(id).filter(|&old| old != t))
+                .collect();
+            old_times.sort_unstable();
+            old_times.dedup();
+            let mut found: BTreeMap<&String, &FileEntry> = BTreeMap::new();
+            for old in old_times {
+                let partition = Partition {
+                    dataset,
+                    chain: ChainFamily::from_chain_id(None),
+                    interval: None,
+                    date: micros_to_time(old)?.date_naive(),
+                };
+                let at = micros_to_time(old)?;
+                found.extend(
+                    manifest
+                        .files_in(&partition)
+                        .filter(|(_, e)| e.min_time <= at && at <= e.max_time),
+                );
+            }
+            found.into_iter().collect()
         }
+        None => manifest
+            .files_of(dataset)
+            .filter(|(_, e)| {
+                !(e.max_id.is_some_and(|max| max < lo) || e.min_id.is_some_and(|min| min > hi))
+            })
+            .collect(),
+    };
+    for (path, entry) in candidates {
         let keys = read_columns(lake, path, &[id_name, time_name])?;
         let file_ids = column(&keys, id_name, dataset)?.as_primitive::<Int64Type>();
         let file_times =
@@ -494,8 +552,51 @@ fn displace_moved_ids(
         staged,
         remove,
         not_new,
+        from_write,
         id_ranges,
     })
+}
+
+/// Drops the records among the first `from_write` rows of `staged` whose id the index holds
+/// at the same time: records already committed. The other rows (new ids, moved ids, records
+/// of rewritten files) stay. Also returns, per kept row, whether it is a moved id: in a lake
+/// that holds an id twice (which `verify` reports) the index knows one of its times only, so
+/// the partitions receiving moved ids are still checked against their files.
+fn drop_indexed_repeats(
+    dataset: Dataset,
+    staged: &RecordBatch,
+    from_write: usize,
+    index: &IdIndex,
+) -> Result<(RecordBatch, Vec<bool>)> {
+    let Some(id_name) = dataset.id_column() else {
+        return Ok((staged.clone(), vec![false; staged.num_rows()]));
+    };
+    let ids = column(staged, id_name, dataset)?.as_primitive::<Int64Type>();
+    let times =
+        column(staged, dataset.time_column(), dataset)?.as_primitive::<TimestampMicrosecondType>();
+    let mut keep = Vec::with_capacity(staged.num_rows());
+    let mut moved = Vec::with_capacity(staged.num_rows());
+    for row in 0..staged.num_rows() {
+        let verdict = if row >= from_write {
+            Some(false)
+        } else {
+            match index.time_of(ids.value(row)) {
+                Some(t) if t == times.value(row) => None,
+                Some(_) => Some(true),
+                None => Some(false),
+            }
+        };
+        keep.push(verdict.is_some());
+        if let Some(is_moved) = verdict {
+            moved.push(is_moved);
+        }
+    }
+    if keep.iter().all(|k| *k) {
+        return Ok((staged.clone(), moved));
+    }
+    let kept = arrow::compute::filter_record_batch(staged, &arrow::array::BooleanArray::from(keep))
+        .map_err(arrow_err(format!("dropping committed {dataset} ids")))?;
+    Ok((kept, moved))
 }
 
 /// The outcome of merging a staged partition into a replace-on-write dataset.
@@ -514,6 +615,7 @@ struct Replaced {
 fn replace_known_keys(
     lake: &Lake,
     manifest: &Manifest,
+    gone: &HashSet<String>,
     partition: &Partition,
     part: &RecordBatch,
 ) -> Result<Replaced> {
@@ -548,9 +650,8 @@ fn replace_known_keys(
     let mut files: Vec<(String, RecordBatch, Vec<bool>)> = Vec::new();
     let mut dirty: Vec<bool> = Vec::new();
     let (lo, hi) = time_range(dataset, &staged)?;
-    let dir = format!("{}/", partition.dir());
-    for (path, entry) in manifest.files_of(dataset) {
-        if !path.starts_with(&dir) || entry.max_time < lo || entry.min_time > hi {
+    for (path, entry) in manifest.files_in(partition) {
+        if gone.contains(path) || entry.max_time < lo || entry.min_time > hi {
             continue;
         }
         let committed = read_file(lake, path)?;
@@ -614,19 +715,19 @@ fn replace_known_keys(
 fn drop_known_keys(
     lake: &Lake,
     manifest: &Manifest,
+    gone: &HashSet<String>,
     partition: &Partition,
     part: &RecordBatch,
 ) -> Result<RecordBatch> {
     let dataset = partition.dataset;
     let (lo, hi) = time_range(dataset, part)?;
-    let dir = format!("{}/", partition.dir());
     let conv = key_converter(dataset, part)?;
     let mut seen: HashSet<Vec<u8>> = HashSet::new();
     // Every key includes the time column or fixes it (a committed id has the time of the
     // staged record, `displace_moved_ids` having dropped it otherwise), so only files whose
     // time range overlaps the batch can hold one of its keys.
-    for (path, entry) in manifest.files_of(dataset) {
-        if !path.starts_with(&dir) || entry.max_time < lo || entry.min_time > hi {
+    for (path, entry) in manifest.files_in(partition) {
+        if gone.contains(path) || entry.max_time < lo || entry.min_time > hi {
             continue;
         }
         let keys = read_columns(lake, path, dataset.key_columns())?;
@@ -649,34 +750,34 @@ fn drop_known_keys(
         .map_err(arrow_err(format!("dropping duplicate {dataset} keys")))
 }
 
-/// Puts the files and commits a new manifest listing them (without the `remove`d files), in
-/// the journaled order described in [`super::manifest`].
+/// Puts the files and appends `commit` (its version, state and id ranges already set) with
+/// them added and the `remove`d files removed, in the journaled order described in
+/// [`super::manifest`]. Returns the new version.
 pub fn commit_files(
     lake: &Lake,
-    mut next: Manifest,
+    mut commit: super::log::Commit,
     files: Vec<NewFile>,
     remove: Vec<String>,
 ) -> Result<u64> {
     let store = lake.store();
-    next.version += 1;
-    next.committed_at = Some(Utc::now());
+    commit.committed_at = Some(Utc::now());
     let journal = Journal {
-        version: next.version,
+        version: commit.version,
         add: files.iter().map(|f| f.path.clone()).collect(),
         remove: remove.clone(),
     };
     journal.store(store)?;
     for f in files {
         store.put(&f.path, &f.data)?;
-        next.files.insert(f.path, f.entry);
+        commit.add.insert(f.path, f.entry);
     }
-    for r in &remove {
-        next.files.remove(r);
-    }
-    next.store(store)?;
+    commit.id_ranges.retain(|path, _| !remove.contains(path));
+    commit.remove = remove.clone();
+    let version = commit.version;
+    lake.append(commit)?;
     for r in &remove {
         store.delete(r)?;
     }
     store.delete(super::manifest::JOURNAL_PATH)?;
-    Ok(next.version)
+    Ok(version)
 }

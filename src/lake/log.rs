@@ -1,0 +1,518 @@
+//! The commit log under `<lake>/_dexlake/`: how the [`Manifest`] is stored so that a commit
+//! and a state read cost the same whatever the number of files in the lake.
+//!
+//! ```text
+//! _dexlake/log/00000000000000000042.json            one commit: files added and removed, state set
+//! _dexlake/checkpoint/00000000000000000040.state.json   the sync state as of commit 40
+//! _dexlake/checkpoint/00000000000000000040.files.json   the committed files as of commit 40
+//! _dexlake/_last_checkpoint.json                     which checkpoint is the newest
+//! ```
+//!
+//! - **A commit** writes one small log entry, `log/<version>.json`, atomically (a hidden
+//!   temporary name, then a rename): the commit point. Its size depends on what the commit
+//!   changes, never on the size of the lake.
+//! - **Reading** starts from the newest checkpoint and applies the entries after it in version
+//!   order, stopping at the first version that has no entry. A reader that already holds a
+//!   version (every [`Lake`](super::Lake) handle keeps the last one it read, shared by its
+//!   clones) only asks whether the next entry exists, and applies it if so.
+//! - **The state alone** (cursors, covered ranges) is read from the checkpoint's small
+//!   `.state.json` and the entries after it, without the file list, so a job reading its
+//!   sync state in a fresh process pays for the state and at most [`MAX_TAIL_ENTRIES`]
+//!   entries, not for the files.
+//! - **Checkpoints** are written after a commit once the entries since the last checkpoint
+//!   number at least [`MIN_TAIL_ENTRIES`] and weigh at least a sixteenth of the file list, or
+//!   number [`MAX_TAIL_ENTRIES`]. Writing a checkpoint costs the size of the lake, but
+//!   happens at most once per that many bytes of log, so its cost per commit stays flat; a
+//!   cold read never applies more than [`MAX_TAIL_ENTRIES`] entries.
+//! - **Clean-up**: after a checkpoint, the entries and checkpoints older than the previous
+//!   checkpoint are deleted; the previous one is kept so that `verify --repair` can take the
+//!   sync state from it when the newest is damaged.
+//!
+//! Lakes written before the log existed hold a single `_dexlake/manifest.json`; it is read as
+//! the checkpoint of its version, and the first commit turns it into a real checkpoint and
+//! removes it.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::manifest::{
+    self, FileEntry, MANIFEST_FORMAT_VERSION, MANIFEST_PATH, Manifest, PREVIOUS_MANIFEST_PATH,
+};
+use super::store::{Store, check_path};
+use crate::{Error, Result};
+
+/// Folder of the log entries.
+pub const LOG_DIR: &str = "_dexlake/log";
+/// Folder of the checkpoints.
+pub const CHECKPOINT_DIR: &str = "_dexlake/checkpoint";
+/// Names the newest checkpoint.
+pub const LAST_CHECKPOINT_PATH: &str = "_dexlake/_last_checkpoint.json";
+/// A checkpoint is not written before this many entries follow the last one.
+pub const MIN_TAIL_ENTRIES: u64 = 100;
+/// A checkpoint is always written once this many entries follow the last one.
+pub const MAX_TAIL_ENTRIES: u64 = 2_000;
+
+/// The [`Commit::operation`] of a compaction.
+pub const COMPACT: &str = "compact";
+
+/// The log entry of commit `version`.
+pub fn entry_path(version: u64) -> String {
+    format!("{LOG_DIR}/{version:020}.json")
+}
+
+/// The state part of the checkpoint at `version`.
+pub fn state_checkpoint_path(version: u64) -> String {
+    format!("{CHECKPOINT_DIR}/{version:020}.state.json")
+}
+
+/// The file-list part of the checkpoint at `version`.
+pub fn files_checkpoint_path(version: u64) -> String {
+    format!("{CHECKPOINT_DIR}/{version:020}.files.json")
+}
+
+/// One commit of the log.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Commit {
+    /// The version this commit produces (the one before plus one).
+    pub version: u64,
+    /// When it was committed.
+    pub committed_at: Option<DateTime<Utc>>,
+    /// What made it, when that matters to readers: [`COMPACT`] for a compaction, whose added
+    /// files hold exactly the rows of its removed ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operation: Option<String>,
+    /// Files added, by path relative to the lake root.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub add: BTreeMap<String, FileEntry>,
+    /// Files removed (by compaction, or rewritten without replaced records).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub remove: Vec<String>,
+    /// Id ranges learnt for committed files whose entry lacked them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub id_ranges: BTreeMap<String, (i64, i64)>,
+    /// State values set.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub state: BTreeMap<String, serde_json::Value>,
+}
+
+/// The pointer to the newest checkpoint.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LastCheckpoint {
+    /// Version of the checkpoint.
+    pub version: u64,
+    /// Size of its file list in bytes.
+    pub files_bytes: u64,
+    /// Version of the checkpoint before it, kept for repairs; `None` for the first.
+    #[serde(default)]
+    pub previous: Option<u64>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct StateCheckpoint {
+    format_version: u32,
+    version: u64,
+    committed_at: Option<DateTime<Utc>>,
+    state: BTreeMap<String, serde_json::Value>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct FilesCheckpoint {
+    format_version: u32,
+    version: u64,
+    files: BTreeMap<String, FileEntry>,
+}
+
+/// Where a snapshot's base came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Base {
+    /// No checkpoint and no manifest: an empty lake.
+    Empty,
+    /// A checkpoint of the log.
+    Checkpoint(LastCheckpoint),
+    /// The single manifest of a lake written before the log existed.
+    Legacy,
+}
+
+/// The manifest as of one version, as a reader holds it.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    /// The manifest; its `files` are empty unless [`has_files`](Self::has_files).
+    pub manifest: std::sync::Arc<Manifest>,
+    /// Whether the file list was read.
+    pub has_files: bool,
+    base: Base,
+    tail_entries: u64,
+    tail_bytes: u64,
+}
+
+fn decode_err(
+    store: &dyn Store,
+    path: &str,
+    what: &str,
+) -> impl FnOnce(serde_json::Error) -> Error {
+    let path = store.location(path);
+    let what = format!(
+        "{what} is damaged; run `dexlake verify --repair` to rebuild the manifest from the files"
+    );
+    move |source| Error::LakeDecode { path, what, source }
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(
+    store: &dyn Store,
+    path: &str,
+    what: &str,
+) -> Result<T> {
+    let bytes = store.get(path)?;
+    serde_json::from_slice(&bytes).map_err(decode_err(store, path, what))
+}
+
+fn check_format(store: &dyn Store, path: &str, format: u32) -> Result<()> {
+    if format != MANIFEST_FORMAT_VERSION {
+        return Err(Error::Lake {
+            path: store.location(path),
+            message: format!(
+                "manifest format {format} is not supported (expected {MANIFEST_FORMAT_VERSION})"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Scans open committed files by path, so none may point outside the lake.
+fn check_files<'a>(
+    store: &dyn Store,
+    path: &str,
+    mut files: impl Iterator<Item = &'a String>,
+) -> Result<()> {
+    if let Some((p, e)) = files.find_map(|p| check_path(p).err().map(|e| (p, e))) {
+        return Err(Error::Lake {
+            path: store.location(path),
+            message: format!("the manifest lists {p:?}, outside the lake ({e})"),
+        });
+    }
+    Ok(())
+}
+
+/// Reads the newest checkpoint pointer, if any.
+pub fn last_checkpoint(store: &dyn Store) -> Result<Option<LastCheckpoint>> {
+    if store.head(LAST_CHECKPOINT_PATH)?.is_none() {
+        return Ok(None);
+    }
+    read_json(store, LAST_CHECKPOINT_PATH, "the checkpoint pointer").map(Some)
+}
+
+/// Reads one log entry, or `None` when the version has none.
+pub fn read_entry(store: &dyn Store, version: u64) -> Result<Option<(Commit, u64)>> {
+    let path = entry_path(version);
+    if store.head(&path)?.is_none() {
+        return Ok(None);
+    }
+    let bytes = store.get(&path)?;
+    let commit: Commit = serde_json::from_slice(&bytes).map_err(decode_err(
+        store,
+        &path,
+        &format!("log entry {version}"),
+    ))?;
+    if commit.version != version {
+        return Err(Error::Lake {
+            path: store.location(&path),
+            message: format!(
+                "log entry {version} says it is version {}; run `dexlake verify --repair`",
+                commit.version
+            ),
+        });
+    }
+    check_files(store, &path, commit.add.keys())?;
+    Ok(Some((commit, bytes.len() as u64)))
+}
+
+impl Snapshot {
+    /// Reads the lake's manifest: the newest checkpoint and the entries after it. Without
+    /// `files`, only the state is read.
+    ///
+    /// Refused with [`Error::Lake`], pointing at `dexlake verify --repair`: no manifest while
+    /// data folders hold files, and any part that does not parse.
+    pub fn read(store: &dyn Store, files: bool) -> Result<Snapshot> {
+        let mut snap = Snapshot::read_base(store, files)?;
+        snap.catch_up(store)?;
+        Ok(snap)
+    }
+
+    fn read_base(store: &dyn Store, files: bool) -> Result<Snapshot> {
+        let (manifest, base) = match last_checkpoint(store)? {
+            Some(last) => {
+                let path = state_checkpoint_path(last.version);
+                let s: StateCheckpoint = read_json(store, &path, "the checkpoint's state")?;
+                check_format(store, &path, s.format_version)?;
+                let mut m = Manifest {
+                    format_version: MANIFEST_FORMAT_VERSION,
+                    version: s.version,
+                    committed_at: s.committed_at,
+                    files: BTreeMap::new(),
+                    state: s.state,
+                };
+                if files {
+                    let path = files_checkpoint_path(last.version);
+                    let f: FilesCheckpoint = read_json(store, &path, "the checkpoint's file list")?;
+                    check_format(store, &path, f.format_version)?;
+                    check_files(store, &path, f.files.keys())?;
+                    m.files = f.files;
+                }
+                (m, Base::Checkpoint(last))
+            }
+            None if store.head(MANIFEST_PATH)?.is_some() => {
+                let m: Manifest = read_json(store, MANIFEST_PATH, "the manifest")?;
+                check_format(store, MANIFEST_PATH, m.format_version)?;
+                check_files(store, MANIFEST_PATH, m.files.keys())?;
+                (m, Base::Legacy)
+            }
+            None => {
+                if let Some(dataset) = manifest::datasets_with_files(store)?.first() {
+                    return Err(Error::Lake {
+                        path: store.location(LAST_CHECKPOINT_PATH),
+                        message: format!(
+                            "the manifest is missing but the lake holds data files ({dataset}/ and maybe others), so which of them are committed is unknown; run `dexlake verify --repair` to rebuild the manifest from the files"
+                        ),
+                    });
+                }
+                let m = Manifest {
+                    format_version: MANIFEST_FORMAT_VERSION,
+                    ..Manifest::default()
+                };
+                (m, Base::Empty)
+            }
+        };
+        Ok(Snapshot {
+            manifest: std::sync::Arc::new(manifest),
+            has_files: files,
+            base,
+            tail_entries: 0,
+            tail_bytes: 0,
+        })
+    }
+
+    /// Brings the snapshot to the newest committed version: applies the entries after it, or
+    /// reads the manifest again when a checkpoint's clean-up removed the entries it needs.
+    pub fn catch_up(&mut self, store: &dyn Store) -> Result<()> {
+        loop {
+            let next = self.manifest.version + 1;
+            match read_entry(store, next)? {
+                Some((commit, bytes)) => {
+                    self.apply(&commit);
+                    self.tail_entries += 1;
+                    self.tail_bytes += bytes;
+                }
+                None => {
+                    // Entries older than the previous checkpoint are deleted, and a repair
+                    // starts a new base: a reader that far behind starts over.
+                    // A lost pointer means a lost manifest: read again, to fail as a fresh
+                    // reader would.
+                    let stale = match last_checkpoint(store)? {
+                        Some(last) => last.version > self.manifest.version,
+                        None => matches!(self.base, Base::Checkpoint(_)),
+                    };
+                    if stale {
+                        *self = Snapshot::read(store, self.has_files)?;
+                    }
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    /// Applies one commit to the snapshot.
+    pub fn apply(&mut self, commit: &Commit) {
+        let has_files = self.has_files;
+        let m = std::sync::Arc::make_mut(&mut self.manifest);
+        m.version = commit.version;
+        m.committed_at = commit.committed_at;
+        m.state
+            .extend(commit.state.iter().map(|(k, v)| (k.clone(), v.clone())));
+        if has_files {
+            for path in &commit.remove {
+                m.files.remove(path);
+            }
+            for (path, entry) in &commit.add {
+                m.files.insert(path.clone(), entry.clone());
+            }
+            for (path, &(lo, hi)) in &commit.id_ranges {
+                if let Some(entry) = m.files.get_mut(path) {
+                    entry.min_id = Some(lo);
+                    entry.max_id = Some(hi);
+                }
+            }
+        }
+    }
+
+    /// Appends `commit` to the log (the commit point) and applies it. Must run under the
+    /// writer lock, on a snapshot with its files, at the newest version.
+    pub fn commit(&mut self, store: &dyn Store, commit: Commit) -> Result<()> {
+        debug_assert!(self.has_files, "commits start from a snapshot with files");
+        debug_assert_eq!(commit.version, self.manifest.version + 1);
+        if self.base == Base::Legacy {
+            // The single manifest becomes the first checkpoint before the log grows on it.
+            self.checkpoint(store)?;
+        }
+        let bytes = serde_json::to_vec(&commit)
+            .expect("a commit of strings, numbers and JSON values always serialises");
+        store.put(&entry_path(commit.version), &bytes)?;
+        self.apply(&commit);
+        self.tail_entries += 1;
+        self.tail_bytes += bytes.len() as u64;
+        if self.checkpoint_due() {
+            self.checkpoint(store)?;
+        }
+        Ok(())
+    }
+
+    fn checkpoint_due(&self) -> bool {
+        let files_bytes = match self.base {
+            Base::Checkpoint(last) => last.files_bytes,
+            Base::Empty | Base::Legacy => 0,
+        };
+        self.tail_entries >= MAX_TAIL_ENTRIES
+            || (self.tail_entries >= MIN_TAIL_ENTRIES
+                && self.tail_bytes.saturating_mul(16) >= files_bytes)
+    }
+
+    /// Writes a checkpoint of the snapshot's version and deletes what the one before the
+    /// previous checkpoint left (older entries and checkpoints, a legacy manifest).
+    pub fn checkpoint(&mut self, store: &dyn Store) -> Result<()> {
+        let m = &self.manifest;
+        let state = serde_json::to_vec(&StateCheckpoint {
+            format_version: MANIFEST_FORMAT_VERSION,
+            version: m.version,
+            committed_at: m.committed_at,
+            state: m.state.clone(),
+        })
+        .expect("a state of JSON values always serialises");
+        let files = serde_json::to_vec(&FilesCheckpoint {
+            format_version: MANIFEST_FORMAT_VERSION,
+            version: m.version,
+            files: m.files.clone(),
+        })
+        .expect("a file list of strings and numbers always serialises");
+        store.put(&state_checkpoint_path(m.version), &state)?;
+        store.put(&files_checkpoint_path(m.version), &files)?;
+        let previous = match self.base {
+            Base::Checkpoint(last) if last.version < m.version => Some(last),
+            _ => None,
+        };
+        let last = LastCheckpoint {
+            version: m.version,
+            files_bytes: files.len() as u64,
+            previous: previous.map(|p| p.version),
+        };
+        store.put(
+            LAST_CHECKPOINT_PATH,
+            &serde_json::to_vec(&last).expect("numbers always serialise"),
+        )?;
+        if self.base == Base::Legacy {
+            store.delete(MANIFEST_PATH)?;
+            store.delete(PREVIOUS_MANIFEST_PATH)?;
+        }
+        self.base = Base::Checkpoint(last);
+        self.tail_entries = 0;
+        self.tail_bytes = 0;
+        if let Some(keep) = previous.map(|p| p.version) {
+            clean_before(store, keep)?;
+        }
+        Ok(())
+    }
+}
+
+/// Deletes log entries at or below `keep` and checkpoints below it.
+fn clean_before(store: &dyn Store, keep: u64) -> Result<()> {
+    for path in store.list(LOG_DIR)? {
+        if version_of(&path).is_some_and(|v| v <= keep) {
+            store.delete(&path)?;
+        }
+    }
+    for path in store.list(CHECKPOINT_DIR)? {
+        if version_of(&path).is_some_and(|v| v < keep) {
+            store.delete(&path)?;
+        }
+    }
+    Ok(())
+}
+
+/// The version in the name of a log entry or checkpoint file.
+pub fn version_of(path: &str) -> Option<u64> {
+    let name = path.rsplit('/').next()?;
+    let digits = name.split('.').next()?;
+    if digits.len() != 20 || name.starts_with('.') {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// The newest version any file of the log names (entries and checkpoints, readable or not).
+pub fn newest_named_version(store: &dyn Store) -> Result<u64> {
+    let mut newest = 0;
+    for dir in [LOG_DIR, CHECKPOINT_DIR] {
+        for path in store.list(dir)? {
+            newest = newest.max(version_of(&path).unwrap_or(0));
+        }
+    }
+    Ok(newest)
+}
+
+/// Starts the log over from `manifest`: writes it as a checkpoint at its version (which must
+/// be newer than every version the log names) and points at it. Used by `verify --repair` and
+/// to create an empty lake.
+pub fn start_over(store: &dyn Store, manifest: &Manifest) -> Result<()> {
+    let mut snap = Snapshot {
+        manifest: std::sync::Arc::new(manifest.clone()),
+        has_files: true,
+        base: Base::Empty,
+        tail_entries: 0,
+        tail_bytes: 0,
+    };
+    snap.checkpoint(store)?;
+    // The newest state must be the one just written: a legacy manifest would shadow nothing
+    // (the pointer wins), but it is stale, so it goes.
+    store.delete(MANIFEST_PATH)?;
+    store.delete(PREVIOUS_MANIFEST_PATH)?;
+    Ok(())
+}
+
+/// The sync state of the newest readable version before damage: the newest checkpoint whose
+/// state parses (the newest, else the previous one), then the entries after it that parse, in
+/// order, up to the first that does not. Claims no more than the data files hold.
+pub fn salvage_state(store: &dyn Store) -> Option<(u64, BTreeMap<String, serde_json::Value>)> {
+    let mut candidates = Vec::new();
+    if let Ok(Some(last)) = last_checkpoint(store) {
+        candidates.push(last.version);
+        candidates.extend(last.previous);
+    }
+    // Without a readable pointer, any checkpoint on disk, newest first.
+    let mut listed: Vec<u64> = store
+        .list(CHECKPOINT_DIR)
+        .unwrap_or_default()
+        .iter()
+        .filter(|p| p.ends_with(".state.json"))
+        .filter_map(|p| version_of(p))
+        .collect();
+    listed.sort_unstable_by(|a, b| b.cmp(a));
+    candidates.extend(listed);
+    let from_checkpoint = candidates.into_iter().find_map(|v| {
+        let s: StateCheckpoint = read_json(store, &state_checkpoint_path(v), "state").ok()?;
+        Some((s.version, s.state))
+    });
+    let (mut version, mut state) = match from_checkpoint {
+        Some(found) => found,
+        None => {
+            // A lake from before the log: its kept previous manifest.
+            let bytes = store.get(PREVIOUS_MANIFEST_PATH).ok()?;
+            let m = Manifest::parse(&bytes).ok()?;
+            (m.version, m.state)
+        }
+    };
+    while let Ok(Some((commit, _))) = read_entry(store, version + 1) {
+        state.extend(commit.state);
+        version += 1;
+    }
+    Some((version, state))
+}
