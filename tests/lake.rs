@@ -1252,3 +1252,124 @@ fn verify_runs_while_a_writer_holds_the_lake() {
         assert_eq!(report.recovery.rolled_back, vec![adding]);
     });
 }
+
+#[test]
+fn the_commit_log_checkpoints_cleans_up_and_every_handle_reads_the_same_lake() {
+    bounded(180, || {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path().join("lake");
+        let writer = Lake::open(&root).expect("open");
+        let reader = Lake::open(&root).expect("open a reader");
+        write_all(
+            &writer,
+            &Samples::generate(31, 60).batches().expect("batches"),
+        );
+        assert!(reader.state("job/0").expect("state").is_none());
+        let stale = Lake::open(&root).expect("a handle that reads once, then sleeps");
+        let _ = stale.manifest().expect("manifest");
+        // Past the first checkpoint's threshold, so entries and an old checkpoint are
+        // cleaned up after the second one.
+        let commits = 2 * log::MIN_TAIL_ENTRIES + 5;
+        for i in 0..commits {
+            let mut tx = writer.transaction().expect("transaction");
+            tx.set_state(format!("job/{}", i % 7), serde_json::json!(i));
+            tx.commit().expect("commit");
+            if i % 50 == 0 {
+                // A handle that follows the log entry by entry.
+                assert_eq!(
+                    reader.state(&format!("job/{}", i % 7)).expect("state"),
+                    Some(serde_json::json!(i))
+                );
+            }
+        }
+        let last = log::last_checkpoint(writer.store())
+            .expect("pointer")
+            .expect("a checkpoint was written");
+        assert!(last.version > log::MIN_TAIL_ENTRIES, "{last:?}");
+        let oldest_entry = writer
+            .store()
+            .list(log::LOG_DIR)
+            .expect("list")
+            .iter()
+            .filter_map(|p| log::version_of(p))
+            .min()
+            .expect("entries");
+        assert!(
+            oldest_entry > 1,
+            "entries before the previous checkpoint are deleted"
+        );
+
+        let expected = writer.manifest().expect("manifest");
+        for (name, handle) in [
+            ("follower", reader),
+            ("stale", stale),
+            ("fresh", Lake::open(&root).expect("open")),
+        ] {
+            assert_eq!(handle.manifest().expect("manifest"), expected, "{name}");
+            for d in Dataset::ALL {
+                assert!(
+                    scanned_frame(&handle, d).equals_missing(&scanned_frame(&writer, d)),
+                    "{name} {d}"
+                );
+            }
+        }
+        assert!(writer.verify().expect("verify").is_ok());
+    });
+}
+
+#[test]
+fn a_lake_with_the_single_manifest_of_earlier_versions_is_read_and_moved_to_the_log() {
+    bounded(120, || {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path().join("lake");
+        let lake = Lake::open(&root).expect("open");
+        write_all(
+            &lake,
+            &Samples::generate(41, 80).batches().expect("batches"),
+        );
+        let mut tx = lake.transaction().expect("transaction");
+        tx.set_state("sync/x", serde_json::json!({"cursor": "c"}));
+        tx.commit().expect("commit");
+        let before = lake.manifest().expect("manifest");
+        let frames: Vec<DataFrame> = Dataset::ALL
+            .iter()
+            .map(|d| scanned_frame(&lake, *d))
+            .collect();
+        drop(lake);
+        replace_manifest(&root, &before);
+
+        let lake = Lake::open(&root).expect("an earlier lake opens");
+        assert_eq!(lake.manifest().expect("manifest"), before);
+        assert_eq!(
+            lake.state("sync/x").expect("state"),
+            Some(serde_json::json!({"cursor": "c"}))
+        );
+        // The first commit turns the single manifest into the log.
+        write_all(
+            &lake,
+            &Samples::generate(42, 20).batches().expect("batches"),
+        );
+        assert!(
+            !root.join(MANIFEST_PATH).exists(),
+            "the old manifest is gone"
+        );
+        assert!(root.join(log::LAST_CHECKPOINT_PATH).exists());
+        let after = Lake::open(&root)
+            .expect("open")
+            .manifest()
+            .expect("manifest");
+        assert_eq!(after.version, before.version + 1);
+        assert_eq!(after.state, before.state);
+        for d in Dataset::ALL {
+            let rows =
+                |m: &dexlake::lake::Manifest| -> u64 { m.files_of(d).map(|(_, e)| e.rows).sum() };
+            assert!(rows(&after) >= rows(&before), "{d}");
+        }
+        let fresh = Lake::open(&root).expect("open");
+        for (d, frame) in Dataset::ALL.iter().zip(&frames) {
+            let now = scanned_frame(&fresh, *d);
+            assert!(now.height() >= frame.height(), "{d}");
+        }
+        assert!(fresh.verify().expect("verify").is_ok());
+    });
+}
