@@ -30,7 +30,7 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReader;
 
 use super::file::{FileWriter, read_batches};
 use super::layout::{Partition, data_file_name};
-use super::manifest::{self, FileEntry, Journal};
+use super::manifest::{self, FileEntry, Journal, Manifest};
 use super::schema::{self, SCHEMA_VERSION};
 use super::store::temp_name;
 use super::writer::{FileData, NewFile, commit_files, id_range, time_range};
@@ -136,55 +136,12 @@ fn compact_where(
     let _lock = lake.lock()?;
     manifest::recover(lake.store())?;
     let current = lake.manifest()?;
-    let small = lake.options().compact_below_rows as u64;
-    let mut groups: BTreeMap<Partition, Vec<String>> = BTreeMap::new();
-    for (path, entry) in &current.files {
-        if entry.rows < small {
-            groups
-                .entry(Partition::from_file_path(path)?)
-                .or_default()
-                .push(path.clone());
-        }
-    }
-    groups.retain(|partition, files| files.len() > 1 && keep(partition));
+    let plans = plan(lake, &current, keep, fan_in)?;
     let mut report = CompactReport::default();
-    if groups.is_empty() {
+    if plans.is_empty() {
         return Ok(report);
     }
-    let version = current.version + 1;
-    let max_rows = lake.options().max_rows_per_file.max(1);
-    let mut seq = 0;
-    let plans: Vec<Plan> = groups
-        .into_iter()
-        .map(|(partition, files)| {
-            let rows = files.iter().map(|p| current.files[p].rows).sum();
-            Plan::new(
-                partition,
-                files,
-                rows,
-                (max_rows, fan_in),
-                version,
-                &mut seq,
-            )
-        })
-        .collect();
-
-    // Every file the merge writes is named in the journal before the first one is created, so
-    // that recovery removes them all if the commit does not land. The commit writes the
-    // journal again, naming its outputs only (the runs are gone by then).
-    Journal {
-        version,
-        add: plans
-            .iter()
-            .flat_map(|p| p.outputs.iter().chain(p.passes.iter().flatten()))
-            .cloned()
-            .collect(),
-        remove: plans
-            .iter()
-            .flat_map(|p| p.inputs.iter().cloned())
-            .collect(),
-    }
-    .store(lake.store())?;
+    journal(&current, &plans).store(lake.store())?;
     let mut added = Vec::new();
     let mut removed = Vec::new();
     for plan in plans {
@@ -208,6 +165,62 @@ fn compact_where(
     }
     commit_files(lake, current, added, removed)?;
     Ok(report)
+}
+
+/// The compaction of every partition `keep` accepts that has more than one small file.
+fn plan(
+    lake: &Lake,
+    current: &Manifest,
+    keep: impl Fn(&Partition) -> bool,
+    fan_in: usize,
+) -> Result<Vec<Plan>> {
+    let small = lake.options().compact_below_rows as u64;
+    let mut groups: BTreeMap<Partition, Vec<String>> = BTreeMap::new();
+    for (path, entry) in &current.files {
+        if entry.rows < small {
+            groups
+                .entry(Partition::from_file_path(path)?)
+                .or_default()
+                .push(path.clone());
+        }
+    }
+    groups.retain(|partition, files| files.len() > 1 && keep(partition));
+    let version = current.version + 1;
+    let max_rows = lake.options().max_rows_per_file.max(1);
+    let mut seq = 0;
+    Ok(groups
+        .into_iter()
+        .map(|(partition, files)| {
+            let rows = files.iter().map(|p| current.files[p].rows).sum();
+            Plan::new(
+                partition,
+                files,
+                rows,
+                (max_rows, fan_in),
+                version,
+                &mut seq,
+            )
+        })
+        .collect())
+}
+
+/// The journal written before the first file of a compaction: it names every file the merge
+/// writes (outputs and intermediate runs), so that recovery removes them all if the commit
+/// does not land, and the files the commit replaces. The commit writes the journal again,
+/// naming its outputs only (the runs are gone by then).
+fn journal(current: &Manifest, plans: &[Plan]) -> Journal {
+    Journal {
+        version: current.version + 1,
+        add: plans
+            .iter()
+            .flat_map(|p| p.outputs.iter().chain(p.passes.iter().flatten()))
+            .cloned()
+            .collect(),
+        remove: plans
+            .iter()
+            .flat_map(|p| p.inputs.iter().cloned())
+            .collect(),
+    }
 }
 
 /// Merges one partition's files into its planned outputs, written under their temporary names.
@@ -752,6 +765,72 @@ mod tests {
         assert_eq!(lake.manifest().expect("manifest"), manifest);
         let on_disk = lake.store().list("swaps").expect("list");
         assert_eq!(on_disk, manifest.files.keys().cloned().collect::<Vec<_>>());
+        assert!(lake.verify().expect("verify").is_ok());
+    }
+
+    #[test]
+    fn a_compaction_stopped_part_way_leaves_the_committed_rows_and_no_stray_file() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (lake, _) = lake_of_small_files(dir.path(), 11);
+        let manifest = lake.manifest().expect("manifest");
+        let before = committed(&lake);
+        for stop in 0..3 {
+            {
+                // The steps of `compact_where`, stopped where a kill could stop them.
+                let _lock = lake.lock().expect("lock");
+                let plans = plan(&lake, &manifest, |_| true, 3).expect("plan");
+                assert!(plans.len() > 1 && !plans[1].passes.is_empty());
+                journal(&manifest, &plans)
+                    .store(lake.store())
+                    .expect("journal");
+                let first = merge_partition(&lake, &plans[0], 3).expect("merge");
+                assert!(!first.is_empty());
+                match stop {
+                    // Outputs of one partition written under their temporary names.
+                    0 => {}
+                    // A run of the next partition half written.
+                    1 => {
+                        let run = &plans[1].passes[0][0];
+                        let mut writer =
+                            FileWriter::create(&lake, Dataset::Swaps, run, 16, 1).expect("run");
+                        writer.write(&before[0].1).expect("write");
+                        assert!(lake.store().head(&temp_name(run)).expect("head").is_some());
+                    }
+                    // Some outputs renamed into place by a commit that did not reach its
+                    // manifest.
+                    _ => {
+                        for f in &first {
+                            lake.store()
+                                .rename(&temp_name(&f.path), &f.path)
+                                .expect("rename");
+                        }
+                    }
+                }
+            }
+            // Recovery (here on open) removes every leftover.
+            let reopened = Lake::open(dir.path()).expect("open");
+            assert_eq!(
+                reopened.manifest().expect("manifest"),
+                manifest,
+                "stop {stop}"
+            );
+            assert_eq!(committed(&reopened), before, "stop {stop}");
+            let on_disk = reopened.store().list("swaps").expect("list");
+            assert_eq!(
+                on_disk,
+                manifest.files.keys().cloned().collect::<Vec<_>>(),
+                "stop {stop}"
+            );
+            assert!(
+                reopened
+                    .store()
+                    .head(manifest::JOURNAL_PATH)
+                    .expect("head")
+                    .is_none()
+            );
+        }
+        let report = compact_where(&lake, |_| true, 3).expect("compact");
+        assert_eq!(report.files_removed, manifest.files.len());
         assert!(lake.verify().expect("verify").is_ok());
     }
 }
