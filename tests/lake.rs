@@ -1456,3 +1456,46 @@ fn a_compaction_killed_part_way_leaves_the_same_rows_and_no_stray_file() {
         assert!(lake.verify().expect("verify").is_ok());
     });
 }
+
+#[test]
+fn compact_partitions_merges_only_the_partitions_given() {
+    use dexlake::lake::Partition;
+    bounded(120, || {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let lake = Lake::open_with(dir.path(), small_file_options()).expect("open");
+        let ids = commit_overlapping_small_files(&lake, 4, 90);
+        let before = lake.manifest().expect("manifest");
+        let partitions: BTreeSet<Partition> = before
+            .files
+            .keys()
+            .map(|p| Partition::from_file_path(p).expect("partition"))
+            .collect();
+        assert_eq!(partitions.len(), 3);
+        let first: BTreeSet<Partition> = partitions.iter().take(1).cloned().collect();
+        let dir_of = |p: &Partition| format!("{}/", p.dir());
+
+        let report = lake.compact_partitions(&first).expect("compact one");
+        assert_eq!((report.partitions, report.files_removed), (1, 4));
+        let after = lake.manifest().expect("manifest");
+        for p in &partitions {
+            let files = |m: &dexlake::lake::Manifest| {
+                m.files
+                    .iter()
+                    .filter(|(path, _)| path.starts_with(&dir_of(p)))
+                    .map(|(path, e)| (path.clone(), e.clone()))
+                    .collect::<Vec<_>>()
+            };
+            if first.contains(p) {
+                assert_eq!(files(&after).len(), 1);
+            } else {
+                assert_eq!(files(&after), files(&before), "{} untouched", p.dir());
+            }
+        }
+        assert_eq!(committed_ids(&lake), ids);
+        let none = lake
+            .compact_partitions(&BTreeSet::new())
+            .expect("compact none");
+        assert_eq!(none, dexlake::lake::CompactReport::default());
+        assert!(lake.verify().expect("verify").is_ok());
+    });
+}
