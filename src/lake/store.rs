@@ -260,6 +260,27 @@ mod tests {
     }
 
     #[test]
+    fn a_streamed_temp_file_is_hidden_until_renamed_into_place() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = LocalStore::new(dir.path());
+        let path = "swaps/chain=altchain/date=2024-01-01/part-1.parquet";
+        let mut f = store.create_temp(path).expect("create in a new folder");
+        f.write_all(b"PAR1").expect("write");
+        f.sync_all().expect("sync");
+        drop(f);
+        assert_eq!(store.head(path).expect("head"), None);
+        assert_eq!(store.list("").expect("list"), vec![temp_name(path)]);
+        store.rename(&temp_name(path), path).expect("rename");
+        assert_eq!(store.list("").expect("list"), vec![path.to_owned()]);
+        let mut read = String::new();
+        std::io::Read::read_to_string(&mut store.open_read(path).expect("open"), &mut read)
+            .expect("read");
+        assert_eq!(read, "PAR1");
+        assert!(store.create_temp("../outside.parquet").is_err());
+        assert!(store.open_read("../outside.parquet").is_err());
+    }
+
+    #[test]
     fn paths_outside_the_layout_are_refused() {
         let dir = tempfile::tempdir().expect("temp dir");
         let lake = dir.path().join("lake");
