@@ -1409,13 +1409,24 @@ fn a_compaction_killed_part_way_leaves_the_same_rows_and_no_stray_file() {
     bounded(600, || {
         let dir = tempfile::tempdir().expect("temp dir");
         let root = dir.path().join("lake");
-        let lake = Lake::open_with(&root, small_file_options()).expect("open");
-        let ids = commit_overlapping_small_files(&lake, 40, 400);
-        let manifest = lake.manifest().expect("manifest");
+        // A fresh lake of small files, and its manifest before any compaction.
+        let fresh = || {
+            if root.exists() {
+                std::fs::remove_dir_all(&root).expect("remove the compacted lake");
+            }
+            let lake = Lake::open_with(&root, small_file_options()).expect("open");
+            let ids = commit_overlapping_small_files(&lake, 40, 400);
+            (ids, lake.manifest().expect("manifest"))
+        };
+        let (mut ids, mut manifest) = fresh();
         let exe = std::env::current_exe().expect("test binary");
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        let mut longest_ms = 1_500;
         let mut killed_inside = 0;
-        for round in 0..8 {
+        for round in 0..16 {
+            if killed_inside >= 3 {
+                break;
+            }
             let mut child = Command::new(&exe)
                 .args(["--exact", "compact_crash_child", "--ignored", "--nocapture"])
                 .env(COMPACT_CRASH_ENV, &root)
@@ -1423,7 +1434,7 @@ fn a_compaction_killed_part_way_leaves_the_same_rows_and_no_stray_file() {
                 .stderr(Stdio::null())
                 .spawn()
                 .expect("spawn child");
-            std::thread::sleep(Duration::from_millis(rng.random_range(100..1_500)));
+            std::thread::sleep(Duration::from_millis(rng.random_range(20..longest_ms)));
             // `Child::kill` sends SIGKILL on Unix.
             child.kill().expect("kill child");
             child.wait().expect("reap child");
@@ -1441,8 +1452,11 @@ fn a_compaction_killed_part_way_leaves_the_same_rows_and_no_stray_file() {
                 "round {round}: files on disk are exactly the committed ones"
             );
             if now.version != manifest.version {
-                // The compaction landed before the kill.
-                break;
+                // The compaction landed before the kill: start again on a fresh lake and
+                // kill sooner.
+                (ids, manifest) = fresh();
+                longest_ms = (longest_ms / 2).max(40);
+                continue;
             }
             assert_eq!(now, manifest, "round {round}");
             if journal {
