@@ -1373,3 +1373,280 @@ fn a_lake_with_the_single_manifest_of_earlier_versions_is_read_and_moved_to_the_
         assert!(fresh.verify().expect("verify").is_ok());
     });
 }
+
+/// Options of the compaction tests: small output files, and every file of the small-file lakes
+/// below them counted as small.
+fn small_file_options() -> LakeOptions {
+    LakeOptions {
+        max_rows_per_file: 1_000,
+        compact_below_rows: 1_000,
+        row_group_rows: 256,
+        ..LakeOptions::default()
+    }
+}
+
+/// Commits `commits` transactions of `rows` swaps each over three days, commit `k` holding ids
+/// `k`, `k + commits`, `k + 2·commits`, …: every commit leaves one small file per day, and the
+/// files of a day overlap in time and id. Returns every id written.
+fn commit_overlapping_small_files(lake: &Lake, commits: i64, rows: i64) -> Vec<i64> {
+    let base = Samples::generate(1, 1).swaps[0].clone();
+    let t0 = Utc
+        .with_ymd_and_hms(2024, 5, 1, 0, 0, 0)
+        .single()
+        .expect("time");
+    for k in 0..commits {
+        let swaps: Vec<Swap> = (0..rows)
+            .map(|i| {
+                let id = k + i * commits;
+                Swap {
+                    id,
+                    block_slot: id,
+                    block_time: t0 + ChronoDuration::seconds((id * 7_919) % (3 * 86_400)),
+                    ..base.clone()
+                }
+            })
+            .collect();
+        write_all(
+            lake,
+            &[(
+                Dataset::Swaps,
+                convert::swaps_to_batch(&swaps).expect("batch"),
+            )],
+        );
+    }
+    (0..commits * rows).collect()
+}
+
+/// The committed swap ids, sorted.
+fn committed_ids(lake: &Lake) -> Vec<i64> {
+    lake.scan(Dataset::Swaps)
+        .expect("scan")
+        .select([col("id")])
+        .sort(["id"], SortMultipleOptions::default())
+        .collect()
+        .expect("collect")
+        .column("id")
+        .expect("id")
+        .i64()
+        .expect("i64")
+        .into_no_null_iter()
+        .collect()
+}
+
+#[test]
+fn compacting_more_files_than_the_merge_fan_in_keeps_every_row_in_sorted_bounded_files() {
+    use dexlake::lake::compact::MERGE_FAN_IN;
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    bounded(300, || {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let lake = Lake::open_with(dir.path(), small_file_options()).expect("open");
+        let commits = MERGE_FAN_IN as i64 + 8;
+        let ids = commit_overlapping_small_files(&lake, commits, 150);
+        let before = scanned_frame(&lake, Dataset::Swaps);
+        let manifest = lake.manifest().expect("manifest");
+        let days = 3;
+        assert_eq!(manifest.files.len(), commits as usize * days);
+
+        let report = lake.compact().expect("compact");
+        assert_eq!(report.partitions, days);
+        assert_eq!(report.files_removed, manifest.files.len());
+        assert_eq!(report.rows[&Dataset::Swaps], ids.len() as u64);
+        assert!(scanned_frame(&lake, Dataset::Swaps).equals_missing(&before));
+        assert_eq!(committed_ids(&lake), ids);
+
+        let manifest = lake.manifest().expect("manifest");
+        let mut by_day: BTreeMap<String, Vec<&String>> = BTreeMap::new();
+        for path in manifest.files.keys() {
+            let (day, _) = path.rsplit_once('/').expect("folder");
+            by_day.entry(day.to_owned()).or_default().push(path);
+        }
+        for (day, files) in by_day {
+            // In name order, the files of a day hold its rows in (block_time, id) order.
+            let mut last: Option<(i64, i64)> = None;
+            for (i, path) in files.iter().enumerate() {
+                let entry = &manifest.files[*path];
+                let data = std::fs::read(dir.path().join(path)).expect("read");
+                let reader = ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(data))
+                    .expect("parquet");
+                let groups: Vec<i64> = reader
+                    .metadata()
+                    .row_groups()
+                    .iter()
+                    .map(|g| g.num_rows())
+                    .collect();
+                let rows: i64 = groups.iter().sum();
+                assert!(
+                    groups[..groups.len() - 1].iter().all(|&g| g == 256),
+                    "{path}"
+                );
+                assert_eq!(entry.rows, rows as u64, "{path}");
+                assert!(rows <= 1_000, "{path}");
+                if i + 1 < files.len() {
+                    assert_eq!(rows, 1_000, "{day}: only the last file is short");
+                }
+                let batch = concat_batches(
+                    &reader.schema().clone(),
+                    &reader
+                        .build()
+                        .expect("reader")
+                        .collect::<Result<Vec<_>, _>>()
+                        .expect("batches"),
+                )
+                .expect("concat");
+                let times = batch
+                    .column_by_name("block_time")
+                    .expect("time")
+                    .as_any()
+                    .downcast_ref::<arrow::array::TimestampMicrosecondArray>()
+                    .expect("micros");
+                let file_ids = batch
+                    .column_by_name("id")
+                    .expect("id")
+                    .as_any()
+                    .downcast_ref::<arrow::array::Int64Array>()
+                    .expect("i64");
+                for r in 0..batch.num_rows() {
+                    let key = (times.value(r), file_ids.value(r));
+                    assert!(last.is_none_or(|l| l < key), "{path} row {r} out of order");
+                    last = Some(key);
+                }
+                let min = |a: &[i64]| a.iter().copied().min();
+                let max = |a: &[i64]| a.iter().copied().max();
+                assert_eq!(Some(entry.min_time.timestamp_micros()), min(times.values()));
+                assert_eq!(Some(entry.max_time.timestamp_micros()), max(times.values()));
+                assert_eq!(entry.min_id, min(file_ids.values()));
+                assert_eq!(entry.max_id, max(file_ids.values()));
+            }
+        }
+        // Nothing but the committed files on disk; a second compaction has nothing to do.
+        let on_disk = lake.store().list("swaps").expect("list");
+        assert_eq!(on_disk, manifest.files.keys().cloned().collect::<Vec<_>>());
+        let again = lake.compact().expect("compact again");
+        assert_eq!(again, dexlake::lake::CompactReport::default());
+        assert_eq!(lake.manifest().expect("manifest"), manifest);
+        assert!(lake.verify().expect("verify").is_ok());
+    });
+}
+
+const COMPACT_CRASH_ENV: &str = "DEXLAKE_COMPACT_CRASH_CHILD_LAKE";
+
+/// The child of the compaction crash test: compacts the lake.
+#[test]
+#[ignore = "run only as the compaction crash test's child process"]
+fn compact_crash_child() {
+    let Ok(root) = std::env::var(COMPACT_CRASH_ENV) else {
+        return;
+    };
+    let lake = Lake::open_with(&root, small_file_options()).expect("child opens the lake");
+    lake.compact().expect("child compact");
+}
+
+#[test]
+fn a_compaction_killed_part_way_leaves_the_same_rows_and_no_stray_file() {
+    bounded(600, || {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path().join("lake");
+        // A fresh lake of small files, and its manifest before any compaction.
+        let fresh = || {
+            if root.exists() {
+                std::fs::remove_dir_all(&root).expect("remove the compacted lake");
+            }
+            let lake = Lake::open_with(&root, small_file_options()).expect("open");
+            let ids = commit_overlapping_small_files(&lake, 40, 400);
+            (ids, lake.manifest().expect("manifest"))
+        };
+        let (mut ids, mut manifest) = fresh();
+        let exe = std::env::current_exe().expect("test binary");
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        let mut longest_ms = 1_500;
+        let mut killed_inside = 0;
+        for round in 0..16 {
+            if killed_inside >= 3 {
+                break;
+            }
+            let mut child = Command::new(&exe)
+                .args(["--exact", "compact_crash_child", "--ignored", "--nocapture"])
+                .env(COMPACT_CRASH_ENV, &root)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn child");
+            std::thread::sleep(Duration::from_millis(rng.random_range(20..longest_ms)));
+            // `Child::kill` sends SIGKILL on Unix.
+            child.kill().expect("kill child");
+            child.wait().expect("reap child");
+            let journal = root.join(dexlake::lake::manifest::JOURNAL_PATH).exists();
+
+            let lake = Lake::open_with(&root, small_file_options()).expect("open after kill");
+            let report = lake.verify().expect("verify");
+            assert!(report.is_ok(), "round {round}: {:?}", report.problems);
+            assert_eq!(committed_ids(&lake), ids, "round {round}");
+            let now = lake.manifest().expect("manifest");
+            let on_disk = lake.store().list("swaps").expect("list");
+            assert_eq!(
+                on_disk,
+                now.files.keys().cloned().collect::<Vec<_>>(),
+                "round {round}: files on disk are exactly the committed ones"
+            );
+            if now.version != manifest.version {
+                // The compaction landed before the kill: start again on a fresh lake and
+                // kill sooner.
+                (ids, manifest) = fresh();
+                longest_ms = (longest_ms / 2).max(40);
+                continue;
+            }
+            assert_eq!(now, manifest, "round {round}");
+            if journal {
+                killed_inside += 1;
+            }
+        }
+        assert!(killed_inside > 0, "no kill landed inside a compaction");
+        let lake = Lake::open_with(&root, small_file_options()).expect("open");
+        lake.compact().expect("compact");
+        assert_eq!(committed_ids(&lake), ids);
+        assert!(lake.verify().expect("verify").is_ok());
+    });
+}
+
+#[test]
+fn compact_partitions_merges_only_the_partitions_given() {
+    use dexlake::lake::Partition;
+    bounded(120, || {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let lake = Lake::open_with(dir.path(), small_file_options()).expect("open");
+        let ids = commit_overlapping_small_files(&lake, 4, 90);
+        let before = lake.manifest().expect("manifest");
+        let partitions: BTreeSet<Partition> = before
+            .files
+            .keys()
+            .map(|p| Partition::from_file_path(p).expect("partition"))
+            .collect();
+        assert_eq!(partitions.len(), 3);
+        let first: BTreeSet<Partition> = partitions.iter().take(1).cloned().collect();
+        let dir_of = |p: &Partition| format!("{}/", p.dir());
+
+        let report = lake.compact_partitions(&first).expect("compact one");
+        assert_eq!((report.partitions, report.files_removed), (1, 4));
+        let after = lake.manifest().expect("manifest");
+        for p in &partitions {
+            let files = |m: &dexlake::lake::Manifest| {
+                m.files
+                    .iter()
+                    .filter(|(path, _)| path.starts_with(&dir_of(p)))
+                    .map(|(path, e)| (path.clone(), e.clone()))
+                    .collect::<Vec<_>>()
+            };
+            if first.contains(p) {
+                assert_eq!(files(&after).len(), 1);
+            } else {
+                assert_eq!(files(&after), files(&before), "{} untouched", p.dir());
+            }
+        }
+        assert_eq!(committed_ids(&lake), ids);
+        let none = lake
+            .compact_partitions(&BTreeSet::new())
+            .expect("compact none");
+        assert_eq!(none, dexlake::lake::CompactReport::default());
+        assert!(lake.verify().expect("verify").is_ok());
+    });
+}

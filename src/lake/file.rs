@@ -1,7 +1,11 @@
-//! One data file: reading it (whole or some columns) and encoding it.
+//! One data file: reading it (whole, some columns, or batch by batch) and encoding it (into
+//! memory, or streamed to a temporary file).
 //!
 //! Every Parquet read and write of the lake's own code goes through here, so errors name the
-//! file the same way everywhere and the writer, compaction and verification share one reader.
+//! file the same way everywhere and the writer, compaction and verification share one reader
+//! and one set of writer properties.
+
+use std::fs::File;
 
 use arrow::array::RecordBatch;
 use arrow::compute::concat_batches;
@@ -9,12 +13,13 @@ use arrow::datatypes::SchemaRef;
 use bytes::Bytes;
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::ProjectionMask;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::metadata::{KeyValue, SortingColumn};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 
 use super::schema::{self, SCHEMA_VERSION};
+use super::store::temp_name;
 use super::{Dataset, Lake};
 use crate::{Error, Result};
 
@@ -80,14 +85,35 @@ pub(crate) fn read_columns(lake: &Lake, path: &str, names: &[&str]) -> Result<Re
     collect(lake, path, builder.with_projection(mask), projected)
 }
 
-/// Encodes a sorted batch with the file schema into Parquet bytes.
-pub fn encode_parquet(
+/// Reads a file of the lake (a data file, or the temporary file of one) in batches of at most
+/// `batch_size` rows, fetching its pages as they are decoded: memory holds one batch and one
+/// page per column, whatever the file's size.
+pub(crate) fn read_batches(
+    lake: &Lake,
+    path: &str,
+    batch_size: usize,
+) -> Result<ParquetRecordBatchReader> {
+    let perr = |source| Error::Parquet {
+        path: lake.store().location(path),
+        source,
+    };
+    let file = lake.store().open_read(path)?;
+    ParquetRecordBatchReaderBuilder::try_new(file)
+        .map_err(perr)?
+        .with_batch_size(batch_size.max(1))
+        .build()
+        .map_err(perr)
+}
+
+/// The writer properties of every data file: zstd at `zstd_level`, row groups of
+/// `row_group_rows`, page statistics, the schema version and dataset as key-value metadata,
+/// and the time column declared as the sort order.
+fn writer_properties(
     dataset: Dataset,
-    file_batch: &RecordBatch,
+    schema: &SchemaRef,
     row_group_rows: usize,
     zstd_level: i32,
-) -> Result<Vec<u8>> {
-    let schema = file_batch.schema();
+) -> Result<WriterProperties> {
     let level = ZstdLevel::try_new(zstd_level).map_err(|source| Error::Parquet {
         path: dataset.name().into(),
         source,
@@ -95,7 +121,7 @@ pub fn encode_parquet(
     let time_idx = schema
         .index_of(dataset.time_column())
         .map_err(arrow_err(format!("{dataset} time column")))?;
-    let props = WriterProperties::builder()
+    Ok(WriterProperties::builder()
         .set_compression(Compression::ZSTD(level))
         .set_max_row_group_row_count(Some(row_group_rows.max(1)))
         .set_statistics_enabled(EnabledStatistics::Page)
@@ -111,7 +137,18 @@ pub fn encode_parquet(
             descending: false,
             nulls_first: true,
         }]))
-        .build();
+        .build())
+}
+
+/// Encodes a sorted batch with the file schema into Parquet bytes.
+pub fn encode_parquet(
+    dataset: Dataset,
+    file_batch: &RecordBatch,
+    row_group_rows: usize,
+    zstd_level: i32,
+) -> Result<Vec<u8>> {
+    let schema = file_batch.schema();
+    let props = writer_properties(dataset, &schema, row_group_rows, zstd_level)?;
     let perr = |source| Error::Parquet {
         path: dataset.name().into(),
         source,
@@ -119,4 +156,69 @@ pub fn encode_parquet(
     let mut writer = ArrowWriter::try_new(Vec::new(), schema, Some(props)).map_err(perr)?;
     writer.write(file_batch).map_err(perr)?;
     writer.into_inner().map_err(perr)
+}
+
+/// A data file streamed to its [temporary name](temp_name) batch by batch, with the properties
+/// of [`encode_parquet`]: memory holds the row group being encoded, never the whole file. Once
+/// [finished](Self::finish) the file is synced and waits for a rename into place.
+pub(crate) struct FileWriter {
+    /// The data file's path (not the temporary one).
+    path: String,
+    writer: ArrowWriter<File>,
+    location: std::path::PathBuf,
+}
+
+impl FileWriter {
+    /// Creates the temporary file of `path` for batches of the dataset's file schema.
+    pub(crate) fn create(
+        lake: &Lake,
+        dataset: Dataset,
+        path: &str,
+        row_group_rows: usize,
+        zstd_level: i32,
+    ) -> Result<FileWriter> {
+        let schema = schema::file_schema(dataset);
+        let props = writer_properties(dataset, &schema, row_group_rows, zstd_level)?;
+        let file = lake.store().create_temp(path)?;
+        let location = lake.store().location(&temp_name(path));
+        let writer =
+            ArrowWriter::try_new(file, schema, Some(props)).map_err(|source| Error::Parquet {
+                path: location.clone(),
+                source,
+            })?;
+        Ok(FileWriter {
+            path: path.to_owned(),
+            writer,
+            location,
+        })
+    }
+
+    /// Appends a batch of the file schema.
+    pub(crate) fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        self.writer.write(batch).map_err(|source| Error::Parquet {
+            path: self.location.clone(),
+            source,
+        })
+    }
+
+    /// Writes the footer and syncs the file; returns the data file's path and the file's size
+    /// in bytes.
+    pub(crate) fn finish(self) -> Result<(String, u64)> {
+        let FileWriter {
+            path,
+            writer,
+            location,
+        } = self;
+        let file = writer.into_inner().map_err(|source| Error::Parquet {
+            path: location.clone(),
+            source,
+        })?;
+        file.sync_all()
+            .map_err(|e| Error::io("syncing", &location, e))?;
+        let bytes = file
+            .metadata()
+            .map_err(|e| Error::io("inspecting", &location, e))?
+            .len();
+        Ok((path, bytes))
+    }
 }

@@ -557,7 +557,10 @@ impl Lake {
         verify::verify(self)
     }
 
-    /// Merges the small files of each partition into larger ones in one atomic commit.
+    /// Merges the small files of each partition into larger ones in one atomic commit. Each
+    /// partition's files are merged in their sorted order a batch at a time and the result is
+    /// streamed to disk, so memory stays bounded however large the lake (see
+    /// [`compact`](mod@compact)).
     pub fn compact(&self) -> Result<CompactReport> {
         compact::compact(self)
     }

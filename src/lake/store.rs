@@ -24,6 +24,14 @@ pub trait Store: Debug + Send + Sync {
     fn put(&self, path: &str, data: &[u8]) -> Result<()>;
     /// Reads the whole file.
     fn get(&self, path: &str) -> Result<Vec<u8>>;
+    /// Opens a file for reading by ranges, so that a Parquet reader fetches only the pages it
+    /// decodes instead of the whole file.
+    fn open_read(&self, path: &str) -> Result<File>;
+    /// Creates (or truncates) the [temporary file](temp_name) of `path` for a writer that
+    /// streams a file too large to hold in memory, creating missing folders durably. The writer
+    /// syncs the file when done; a [`rename`](Store::rename) from the temporary name puts it in
+    /// place, as [`put`](Store::put) would.
+    fn create_temp(&self, path: &str) -> Result<File>;
     /// Size in bytes of the file, or `None` if it does not exist.
     fn head(&self, path: &str) -> Result<Option<u64>>;
     /// Every file under `prefix` (recursively), as relative paths, sorted.
@@ -114,6 +122,22 @@ fn sync_dir(dir: &Path) -> Result<()> {
         .map_err(|e| Error::io("syncing folder", dir, e))
 }
 
+/// Creates `dir` and its missing ancestors. Each new folder's entry in its parent is made
+/// durable too, or a file could vanish with its folder after a crash.
+fn create_dirs(dir: &Path) -> Result<()> {
+    if dir.exists() {
+        return Ok(());
+    }
+    let missing: Vec<&Path> = dir.ancestors().take_while(|a| !a.exists()).collect();
+    fs::create_dir_all(dir).map_err(|e| Error::io("creating folder", dir, e))?;
+    for created in missing.iter().rev() {
+        if let Some(parent) = created.parent() {
+            sync_dir(parent)?;
+        }
+    }
+    Ok(())
+}
+
 impl Store for LocalStore {
     fn put(&self, path: &str, data: &[u8]) -> Result<()> {
         let target = self.checked(path)?;
@@ -121,17 +145,7 @@ impl Store for LocalStore {
         let dir = target
             .parent()
             .expect("a path joined onto the lake root has a parent folder");
-        if !dir.exists() {
-            // Each new folder's entry in its parent must be durable too, or the file could
-            // vanish with its folder after a crash.
-            let missing: Vec<&Path> = dir.ancestors().take_while(|a| !a.exists()).collect();
-            fs::create_dir_all(dir).map_err(|e| Error::io("creating folder", dir, e))?;
-            for created in missing.iter().rev() {
-                if let Some(parent) = created.parent() {
-                    sync_dir(parent)?;
-                }
-            }
-        }
+        create_dirs(dir)?;
         let mut f = File::create(&temp).map_err(|e| Error::io("creating", &temp, e))?;
         f.write_all(data)
             .map_err(|e| Error::io("writing", &temp, e))?;
@@ -144,6 +158,21 @@ impl Store for LocalStore {
     fn get(&self, path: &str) -> Result<Vec<u8>> {
         let p = self.checked(path)?;
         fs::read(&p).map_err(|e| Error::io("reading", p, e))
+    }
+
+    fn open_read(&self, path: &str) -> Result<File> {
+        let p = self.checked(path)?;
+        File::open(&p).map_err(|e| Error::io("opening", p, e))
+    }
+
+    fn create_temp(&self, path: &str) -> Result<File> {
+        let target = self.checked(path)?;
+        let temp = self.full(&temp_name(path));
+        let dir = target
+            .parent()
+            .expect("a path joined onto the lake root has a parent folder");
+        create_dirs(dir)?;
+        File::create(&temp).map_err(|e| Error::io("creating", &temp, e))
     }
 
     fn head(&self, path: &str) -> Result<Option<u64>> {
@@ -228,6 +257,27 @@ mod tests {
         store.delete(path).expect("delete");
         store.delete(path).expect("deleting twice is fine");
         assert_eq!(store.head(path).expect("head"), None);
+    }
+
+    #[test]
+    fn a_streamed_temp_file_is_hidden_until_renamed_into_place() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = LocalStore::new(dir.path());
+        let path = "swaps/chain=altchain/date=2024-01-01/part-1.parquet";
+        let mut f = store.create_temp(path).expect("create in a new folder");
+        f.write_all(b"PAR1").expect("write");
+        f.sync_all().expect("sync");
+        drop(f);
+        assert_eq!(store.head(path).expect("head"), None);
+        assert_eq!(store.list("").expect("list"), vec![temp_name(path)]);
+        store.rename(&temp_name(path), path).expect("rename");
+        assert_eq!(store.list("").expect("list"), vec![path.to_owned()]);
+        let mut read = String::new();
+        std::io::Read::read_to_string(&mut store.open_read(path).expect("open"), &mut read)
+            .expect("read");
+        assert_eq!(read, "PAR1");
+        assert!(store.create_temp("../outside.parquet").is_err());
+        assert!(store.open_read("../outside.parquet").is_err());
     }
 
     #[test]

@@ -17,6 +17,7 @@ use super::ids::IdIndex;
 use super::layout::{Partition, data_file_name};
 use super::manifest::{FileEntry, Journal, Manifest};
 use super::schema::{self, SCHEMA_VERSION};
+use super::store::temp_name;
 use super::{Dataset, Lake};
 use crate::api::models::ChainFamily;
 use crate::{Error, Result};
@@ -34,10 +35,34 @@ pub const DEFAULT_ROW_GROUP_ROWS: usize = 65_536;
 pub struct NewFile {
     /// Path relative to the lake root.
     pub path: String,
-    /// The encoded Parquet file.
-    pub data: Bytes,
+    /// The encoded Parquet file, in memory or already on disk.
+    pub data: FileData,
     /// Its manifest entry.
     pub entry: FileEntry,
+}
+
+/// Where the bytes of a [`NewFile`] are.
+#[derive(Debug, Clone)]
+pub enum FileData {
+    /// In memory: the commit [puts](super::Store::put) them.
+    Encoded(Bytes),
+    /// Already written and synced under the file's [temporary name](super::store::temp_name)
+    /// (compaction streams its files there): the commit only renames it into place. The
+    /// commit's journal must name the file before it is written, so that recovery removes it
+    /// if the commit never lands.
+    Written,
+}
+
+impl From<Vec<u8>> for FileData {
+    fn from(data: Vec<u8>) -> Self {
+        FileData::Encoded(Bytes::from(data))
+    }
+}
+
+impl From<Bytes> for FileData {
+    fn from(data: Bytes) -> Self {
+        FileData::Encoded(data)
+    }
 }
 
 /// Checks that `batch` has exactly the dataset's record schema (names, types and nesting).
@@ -239,7 +264,7 @@ pub(crate) fn time_range(
 }
 
 /// Smallest and largest id of a batch of a dataset with an [`id_column`](Dataset::id_column).
-fn id_range(dataset: Dataset, batch: &RecordBatch) -> Result<Option<(i64, i64)>> {
+pub(crate) fn id_range(dataset: Dataset, batch: &RecordBatch) -> Result<Option<(i64, i64)>> {
     let Some(name) = dataset.id_column() else {
         return Ok(None);
     };
@@ -283,7 +308,7 @@ pub(crate) fn encode_partition(
                 min_id: ids.map(|(lo, _)| lo),
                 max_id: ids.map(|(_, hi)| hi),
             },
-            data: Bytes::from(data),
+            data: FileData::from(data),
         });
     }
     Ok(out)
@@ -768,7 +793,10 @@ pub fn commit_files(
     };
     journal.store(store)?;
     for f in files {
-        store.put(&f.path, &f.data)?;
+        match &f.data {
+            FileData::Encoded(data) => store.put(&f.path, data)?,
+            FileData::Written => store.rename(&temp_name(&f.path), &f.path)?,
+        }
         commit.add.insert(f.path, f.entry);
     }
     commit.id_ranges.retain(|path, _| !remove.contains(path));
