@@ -300,6 +300,18 @@ pub struct Prepared {
     /// Id ranges (smallest, largest) read from committed files whose manifest entry lacked
     /// them; the commit records them so later writes can skip those files.
     pub id_ranges: BTreeMap<String, (i64, i64)>,
+    /// Rows new to the lake per tag of [`prepare_files_tagged`] (tags with none are absent).
+    pub rows_added_by_tag: BTreeMap<u64, u64>,
+}
+
+/// One tag per row (null for untagged rows), carried beside a batch through de-duplication.
+type Tags = arrow::array::UInt64Array;
+
+/// Adds the rows of each tag present in `tags` to `out`.
+fn count_tags(tags: &Tags, out: &mut BTreeMap<u64, u64>) {
+    for tag in tags.iter().flatten() {
+        *out.entry(tag).or_default() += 1;
+    }
 }
 
 /// Turns the staged batches into encoded files. Per partition, a record whose key is already
@@ -324,6 +336,21 @@ pub fn prepare_files(
     staged: &BTreeMap<Dataset, Vec<RecordBatch>>,
     version: u64,
 ) -> Result<Prepared> {
+    prepare_files_tagged(lake, manifest, staged, &BTreeMap::new(), version)
+}
+
+/// [`prepare_files`] that also counts the rows new to the lake per tag: `tags` gives, per
+/// dataset, the tag of each staged batch in order (`None`, or a missing entry, for an untagged
+/// batch). A row counts for its batch's tag when it is the one the write keeps and its key (or
+/// id) was not in the lake before, so the counts of several writers sharing one commit add up
+/// to [`Prepared::rows_added`] when every batch is tagged.
+pub fn prepare_files_tagged(
+    lake: &Lake,
+    manifest: &Manifest,
+    staged: &BTreeMap<Dataset, Vec<RecordBatch>>,
+    tags: &BTreeMap<Dataset, Vec<Option<u64>>>,
+    version: u64,
+) -> Result<Prepared> {
     let mut out = Prepared::default();
     let mut seq = 0;
     for (&dataset, batches) in staged {
@@ -332,17 +359,31 @@ pub fn prepare_files(
         };
         let all = concat_batches(&first.schema(), batches)
             .map_err(arrow_err(format!("staging {dataset}")))?;
-        let (all, view, not_new) = if dataset.id_column().is_some() {
-            let moved = displace_moved_ids(lake, manifest, dataset, &all)?;
+        let batch_tags = tags.get(&dataset);
+        let all_tags: Tags = batches
+            .iter()
+            .enumerate()
+            .flat_map(|(i, b)| {
+                let tag = batch_tags.and_then(|t| t.get(i).copied().flatten());
+                std::iter::repeat_n(tag, b.num_rows())
+            })
+            .collect();
+        let (all, all_tags, view, not_new) = if dataset.id_column().is_some() {
+            let moved = displace_moved_ids(lake, manifest, dataset, &all, &all_tags)?;
             let mut view = manifest.clone();
             for path in &moved.remove {
                 view.files.remove(path);
             }
             out.remove.extend(moved.remove);
             out.id_ranges.extend(moved.id_ranges);
-            (moved.staged, std::borrow::Cow::Owned(view), moved.not_new)
+            (
+                moved.staged,
+                moved.tags,
+                std::borrow::Cow::Owned(view),
+                moved.not_new,
+            )
         } else {
-            (all, std::borrow::Cow::Borrowed(manifest), 0)
+            (all, all_tags, std::borrow::Cow::Borrowed(manifest), 0)
         };
         let manifest = view.as_ref();
         let mut dataset_added = 0;
@@ -350,12 +391,27 @@ pub fn prepare_files(
             let idx = arrow::array::UInt32Array::from(rows);
             let part =
                 take_record_batch(&all, &idx).map_err(arrow_err(format!("splitting {dataset}")))?;
+            let part_tags = arrow::compute::take(&all_tags, &idx, None)
+                .map_err(arrow_err(format!("splitting {dataset}")))?;
+            let part_tags = part_tags.as_primitive::<arrow::datatypes::UInt64Type>();
             let (fresh, added) = if dataset.replaces_on_write() {
                 let merged = replace_known_keys(lake, manifest, &partition, &part)?;
                 out.remove.extend(merged.remove);
-                (merged.batch, merged.added)
+                let added_idx = arrow::array::UInt32Array::from(merged.added_rows);
+                let added_tags = arrow::compute::take(part_tags, &added_idx, None)
+                    .map_err(arrow_err(format!("counting new {dataset} rows")))?;
+                count_tags(added_tags.as_primitive(), &mut out.rows_added_by_tag);
+                (merged.batch, added_idx.len() as u64)
             } else {
-                let fresh = drop_known_keys(lake, manifest, &partition, &part)?;
+                let (fresh, keep) = drop_known_keys(lake, manifest, &partition, &part)?;
+                match keep {
+                    None => count_tags(part_tags, &mut out.rows_added_by_tag),
+                    Some(keep) => {
+                        let kept = arrow::compute::filter(part_tags, &keep)
+                            .map_err(arrow_err(format!("counting new {dataset} rows")))?;
+                        count_tags(kept.as_primitive(), &mut out.rows_added_by_tag);
+                    }
+                }
                 let n = fresh.num_rows() as u64;
                 (fresh, n)
             };
@@ -381,6 +437,9 @@ struct Displaced {
     /// The staged records (the last of each id), plus the untouched records of committed files
     /// that held an id the write moves.
     staged: RecordBatch,
+    /// The tag of each row of `staged`: null for the records staged again and for the moved
+    /// ones, which are not new to the lake.
+    tags: Tags,
     /// Committed files to drop: they held an id the write moves to another `block_time`.
     remove: Vec<String>,
     /// Rows of `staged` that are not new to the lake: the re-staged records and the moved ones.
@@ -397,10 +456,12 @@ fn displace_moved_ids(
     manifest: &Manifest,
     dataset: Dataset,
     all: &RecordBatch,
+    all_tags: &Tags,
 ) -> Result<Displaced> {
     let Some(id_name) = dataset.id_column() else {
         return Ok(Displaced {
             staged: all.clone(),
+            tags: all_tags.clone(),
             remove: Vec::new(),
             not_new: 0,
             id_ranges: BTreeMap::new(),
@@ -414,15 +475,18 @@ fn displace_moved_ids(
     for row in 0..all.num_rows() {
         winner.insert(ids.value(row), row);
     }
-    let staged = if winner.len() == all.num_rows() {
-        all.clone()
+    let (staged, staged_tags) = if winner.len() == all.num_rows() {
+        (all.clone(), all_tags.clone())
     } else {
         let keep: Vec<bool> = (0..all.num_rows())
             .map(|row| winner[&ids.value(row)] == row)
             .collect();
-        arrow::compute::filter_record_batch(all, &arrow::array::BooleanArray::from(keep)).map_err(
-            arrow_err(format!("keeping the last {dataset} record of each id")),
-        )?
+        let keep = arrow::array::BooleanArray::from(keep);
+        let context = || format!("keeping the last {dataset} record of each id");
+        let staged =
+            arrow::compute::filter_record_batch(all, &keep).map_err(arrow_err(context()))?;
+        let tags = arrow::compute::filter(all_tags, &keep).map_err(arrow_err(context()))?;
+        (staged, tags.as_primitive().clone())
     };
     let staged_time: HashMap<i64, i64> = winner
         .iter()
@@ -434,6 +498,7 @@ fn displace_moved_ids(
     ) else {
         return Ok(Displaced {
             staged,
+            tags: staged_tags,
             remove: Vec::new(),
             not_new: 0,
             id_ranges: BTreeMap::new(),
@@ -441,7 +506,11 @@ fn displace_moved_ids(
     };
 
     let schema = staged.schema();
+    let staged_ids = column(&staged, id_name, dataset)?
+        .as_primitive::<Int64Type>()
+        .clone();
     let mut pieces = vec![staged];
+    let mut moved_ids: HashSet<i64> = HashSet::new();
     let mut remove = Vec::new();
     let mut not_new = 0u64;
     let mut id_ranges = BTreeMap::new();
@@ -471,6 +540,13 @@ fn displace_moved_ids(
         if n_moved == 0 {
             continue;
         }
+        moved_ids.extend(
+            moved
+                .iter()
+                .enumerate()
+                .filter(|(_, m)| **m)
+                .map(|(row, _)| file_ids.value(row)),
+        );
         let committed = read_file(lake, path)?;
         let committed = RecordBatch::try_new(schema.clone(), committed.columns().to_vec())
             .map_err(arrow_err(format!("{dataset} file {path}")))?;
@@ -484,6 +560,14 @@ fn displace_moved_ids(
         pieces.push(kept);
         remove.push(path.clone());
     }
+    // A moved record is not new to the lake, and the records staged again are not either.
+    let restaged: usize = pieces[1..].iter().map(RecordBatch::num_rows).sum();
+    let tags: Tags = staged_tags
+        .iter()
+        .zip(staged_ids.iter())
+        .map(|(tag, id)| tag.filter(|_| !id.is_some_and(|id| moved_ids.contains(&id))))
+        .chain(std::iter::repeat_n(None, restaged))
+        .collect();
     let staged = if pieces.len() == 1 {
         pieces.pop().expect("one piece")
     } else {
@@ -492,6 +576,7 @@ fn displace_moved_ids(
     id_ranges.retain(|path, _| !remove.contains(path));
     Ok(Displaced {
         staged,
+        tags,
         remove,
         not_new,
         id_ranges,
@@ -505,8 +590,8 @@ struct Replaced {
     batch: RecordBatch,
     /// Files to drop.
     remove: Vec<String>,
-    /// Records whose key was not committed before.
-    added: u64,
+    /// Rows of the staged partition (by position) whose key was not committed before.
+    added_rows: Vec<u32>,
 }
 
 /// Merges `part` into the committed files of its partition, the last write of a key winning.
@@ -599,24 +684,25 @@ fn replace_known_keys(
     }
     let batch =
         concat_batches(&schema, &pieces).map_err(arrow_err(format!("merging {dataset}")))?;
-    let added = (0..staged.num_rows())
+    let added_rows = (0..staged.num_rows())
         .filter(|&i| winners.contains(&i) && !found[i])
-        .count() as u64;
+        .map(|i| i as u32)
+        .collect();
     Ok(Replaced {
         batch,
         remove,
-        added,
+        added_rows,
     })
 }
 
 /// Keeps the rows of `part` whose key is neither committed in the partition nor repeated
-/// earlier in `part`.
+/// earlier in `part`; with the mask of kept rows when some were dropped.
 fn drop_known_keys(
     lake: &Lake,
     manifest: &Manifest,
     partition: &Partition,
     part: &RecordBatch,
-) -> Result<RecordBatch> {
+) -> Result<(RecordBatch, Option<arrow::array::BooleanArray>)> {
     let dataset = partition.dataset;
     let (lo, hi) = time_range(dataset, part)?;
     let dir = format!("{}/", partition.dir());
@@ -643,10 +729,12 @@ fn drop_known_keys(
         .map(|r| seen.insert(r.as_ref().to_vec()))
         .collect();
     if keep.iter().all(|k| *k) {
-        return Ok(part.clone());
+        return Ok((part.clone(), None));
     }
-    arrow::compute::filter_record_batch(part, &arrow::array::BooleanArray::from(keep))
-        .map_err(arrow_err(format!("dropping duplicate {dataset} keys")))
+    let keep = arrow::array::BooleanArray::from(keep);
+    let kept = arrow::compute::filter_record_batch(part, &keep)
+        .map_err(arrow_err(format!("dropping duplicate {dataset} keys")))?;
+    Ok((kept, Some(keep)))
 }
 
 /// Puts the files and commits a new manifest listing them (without the `remove`d files), in

@@ -75,14 +75,13 @@ impl Syncer {
                     last_fetched_at: state.last_fetched_at,
                 }
             };
-            ctx.rows_added += self
-                .commit_records(
-                    ctx.cancel,
-                    page.data,
-                    fetched_at,
-                    vec![(key.to_owned(), to_value(&state))],
-                )
-                .await?;
+            self.hand_off_records(
+                ctx,
+                page.data,
+                fetched_at,
+                vec![(key.to_owned(), to_value(&state))],
+            )
+            .await?;
             if last {
                 break;
             }

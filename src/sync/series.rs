@@ -109,14 +109,13 @@ impl Syncer {
                 queue.push_front(Range::new(reached, chunk.end));
             }
             state.covered.insert(Range::new(chunk.start, reached));
-            ctx.rows_added += self
-                .commit_records(
-                    ctx.cancel,
-                    candles,
-                    series.clone(),
-                    vec![(key.to_owned(), to_value(&state))],
-                )
-                .await?;
+            self.hand_off_records(
+                ctx,
+                candles,
+                series.clone(),
+                vec![(key.to_owned(), to_value(&state))],
+            )
+            .await?;
         }
         // An open range: page forward with the service's `count` member from the start of the
         // tail until a page holds fewer bars than asked for. The service's own "now" ends the
@@ -143,14 +142,13 @@ impl Syncer {
             };
             let next = last + interval;
             state.covered.insert(Range::new(start, next));
-            ctx.rows_added += self
-                .commit_records(
-                    ctx.cancel,
-                    candles,
-                    series.clone(),
-                    vec![(key.to_owned(), to_value(&state))],
-                )
-                .await?;
+            self.hand_off_records(
+                ctx,
+                candles,
+                series.clone(),
+                vec![(key.to_owned(), to_value(&state))],
+            )
+            .await?;
             if !full || next <= start {
                 return Ok(true);
             }
@@ -345,13 +343,7 @@ impl Syncer {
                     addresses,
                 });
             }
-            ctx.rows_added += self
-                .commit_records(
-                    ctx.cancel,
-                    series,
-                    HistorySeries { chain_id, interval },
-                    states,
-                )
+            self.hand_off_records(ctx, series, HistorySeries { chain_id, interval }, states)
                 .await?;
         }
         Ok(true)

@@ -170,20 +170,21 @@ impl Syncer {
                 run: Some(run.clone()),
                 last_fetched_at: state.last_fetched_at,
             };
-            ctx.rows_added += self
-                .commit(
-                    ctx.cancel,
-                    batch_fn,
-                    vec![(key.to_owned(), to_value(&state))],
-                )
-                .await?;
+            self.hand_off(
+                ctx,
+                rows,
+                batch_fn,
+                vec![(key.to_owned(), to_value(&state))],
+            )
+            .await?;
         }
         let done = SnapshotState {
             run: None,
             last_fetched_at: Some(fetched_at),
         };
-        self.commit(
-            ctx.cancel,
+        self.hand_off(
+            ctx,
+            0,
             || Ok(Vec::new()),
             vec![(key.to_owned(), to_value(&done))],
         )
