@@ -500,7 +500,8 @@ impl Transaction<'_> {
     /// [`write`](Self::write) with a tag: the commit counts the rows of this batch that are new
     /// to the lake under `tag` ([`CommitSummary::rows_added_by_tag`]), so several writers
     /// sharing one commit each learn what they added. Where two tags write one key, the row the
-    /// write keeps (the first, or the last in datasets that replace on write) counts.
+    /// write keeps counts: the last staged record of an id (swaps, trades) or of a key in
+    /// datasets that [replace on write](Dataset::replaces_on_write), the first otherwise.
     pub fn write_tagged(&mut self, dataset: Dataset, batch: RecordBatch, tag: u64) -> Result<()> {
         self.stage(dataset, batch, Some(tag))
     }

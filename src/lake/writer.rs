@@ -510,7 +510,7 @@ fn displace_moved_ids(
         .as_primitive::<Int64Type>()
         .clone();
     let mut pieces = vec![staged];
-    let mut moved_ids: HashSet<i64> = HashSet::new();
+    let mut rewritten_ids: HashSet<i64> = HashSet::new();
     let mut remove = Vec::new();
     let mut not_new = 0u64;
     let mut id_ranges = BTreeMap::new();
@@ -540,13 +540,9 @@ fn displace_moved_ids(
         if n_moved == 0 {
             continue;
         }
-        moved_ids.extend(
-            moved
-                .iter()
-                .enumerate()
-                .filter(|(_, m)| **m)
-                .map(|(row, _)| file_ids.value(row)),
-        );
+        // The file is dropped and its other records staged again: no staged record of an id
+        // it holds is new to the lake.
+        rewritten_ids.extend(file_ids.iter().flatten());
         let committed = read_file(lake, path)?;
         let committed = RecordBatch::try_new(schema.clone(), committed.columns().to_vec())
             .map_err(arrow_err(format!("{dataset} file {path}")))?;
@@ -560,12 +556,13 @@ fn displace_moved_ids(
         pieces.push(kept);
         remove.push(path.clone());
     }
-    // A moved record is not new to the lake, and the records staged again are not either.
+    // A moved record is not new to the lake, nor is a staged record of an id a rewritten file
+    // held, nor are the records staged again.
     let restaged: usize = pieces[1..].iter().map(RecordBatch::num_rows).sum();
     let tags: Tags = staged_tags
         .iter()
         .zip(staged_ids.iter())
-        .map(|(tag, id)| tag.filter(|_| !id.is_some_and(|id| moved_ids.contains(&id))))
+        .map(|(tag, id)| tag.filter(|_| !id.is_some_and(|id| rewritten_ids.contains(&id))))
         .chain(std::iter::repeat_n(None, restaged))
         .collect();
     let staged = if pieces.len() == 1 {
