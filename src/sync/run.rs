@@ -83,6 +83,17 @@ impl JobCtx<'_> {
         });
     }
 
+    /// Awaits one request, or `None` as soon as the run is cancelled: the request in flight is
+    /// dropped, and since nothing of it was handed off, the job's recorded progress still
+    /// points at it.
+    pub(super) async fn unless_cancelled<T>(&self, request: impl Future<Output = T>) -> Option<T> {
+        tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => None,
+            answer = request => Some(answer),
+        }
+    }
+
     /// Counts one answer of `rows` records and reports the progress.
     pub(super) fn fetched(&mut self, rows: usize) {
         self.requests += 1;

@@ -32,7 +32,10 @@ impl Syncer {
             if ctx.cancel.is_cancelled() {
                 return Ok(false);
             }
-            let Some(page) = pages.next().await else {
+            let Some(next) = ctx.unless_cancelled(pages.next()).await else {
+                return Ok(false);
+            };
+            let Some(page) = next else {
                 break;
             };
             let page = match page {

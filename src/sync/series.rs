@@ -100,7 +100,10 @@ impl Syncer {
                 to: Some(at(chunk.end)),
                 ..base.clone()
             };
-            let mut candles = self.client.candles(&req).await?;
+            let Some(answer) = ctx.unless_cancelled(self.client.candles(&req)).await else {
+                return Ok(false);
+            };
+            let mut candles = answer?;
             ctx.fetched(candles.len());
             // A bar belongs to the chunk its start falls in; the neighbour chunk owns the rest.
             candles.retain(|c| (chunk.start..chunk.end).contains(&ts(c.timestamp)));
@@ -133,7 +136,10 @@ impl Syncer {
                 count: Some(per_page),
                 ..base.clone()
             };
-            let mut candles = self.client.candles(&req).await?;
+            let Some(answer) = ctx.unless_cancelled(self.client.candles(&req)).await else {
+                return Ok(false);
+            };
+            let mut candles = answer?;
             ctx.fetched(candles.len());
             let full = candles.len() as i64 >= per_page;
             candles.retain(|c| ts(c.timestamp) >= start);
@@ -297,7 +303,13 @@ impl Syncer {
                 to: Some(at(hr.range.end)),
                 interval,
             };
-            let mut series = self.client.evm_price_history(&req).await?;
+            let Some(answer) = ctx
+                .unless_cancelled(self.client.evm_price_history(&req))
+                .await
+            else {
+                return Ok(false);
+            };
+            let mut series = answer?;
             ctx.fetched(series.iter().map(|s| s.prices.len()).sum());
             for s in &mut series {
                 s.prices

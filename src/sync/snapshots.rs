@@ -163,7 +163,13 @@ impl Syncer {
             if ctx.cancel.is_cancelled() {
                 return Ok(false);
             }
-            let (batch_fn, rows) = self.fetch_snapshot(request, fetched_at).await?;
+            let Some(answer) = ctx
+                .unless_cancelled(self.fetch_snapshot(request, fetched_at))
+                .await
+            else {
+                return Ok(false);
+            };
+            let (batch_fn, rows) = answer?;
             ctx.fetched(rows);
             run.done.insert(i);
             let state = SnapshotState {
