@@ -1223,6 +1223,7 @@ async fn a_kill_with_many_uncommitted_pages_resumes_without_gaps_or_duplicates()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_stops_a_plan_of_2000_jobs_within_two_seconds() {
+    use tokio::io::AsyncBufReadExt;
     let sim = Simulator::start(SimConfig {
         seed: SEED,
         scale: Scale::Small,
@@ -1243,10 +1244,24 @@ async fn ctrl_c_stops_a_plan_of_2000_jobs_within_two_seconds() {
     write_plan(&plan, &jobs, 2_000.0);
     let lake_dir = work.path().join("lake");
 
-    let mut child = tokio::process::Command::from(sync_cli(sim.base_url(), &lake_dir, &plan))
-        .spawn()
-        .unwrap();
-    tokio::time::sleep(Duration::from_millis(2_000)).await;
+    let mut cmd = sync_cli(sim.base_url(), &lake_dir, &plan);
+    cmd.stderr(Stdio::piped());
+    let mut child = tokio::process::Command::from(cmd).spawn().unwrap();
+    // Interrupted a second after its first job started, amid hundreds of running and
+    // finished jobs.
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if line.starts_with("start: ") {
+                return;
+            }
+        }
+        panic!("the sync ended before its first job started");
+    })
+    .await
+    .expect("a job starts in time");
+    let drain = tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
     let pid = child.id().expect("child is running").to_string();
     let sent = std::time::Instant::now();
     assert!(
@@ -1261,6 +1276,7 @@ async fn ctrl_c_stops_a_plan_of_2000_jobs_within_two_seconds() {
         .expect("exits after Ctrl-C")
         .unwrap();
     let took = sent.elapsed();
+    drain.await.unwrap();
     assert_eq!(status.code(), Some(130), "interrupted runs exit with 130");
     assert!(
         took < Duration::from_secs(2),

@@ -14,6 +14,7 @@ use std::pin::pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use arrow::record_batch::RecordBatch;
 use serde_json::Value;
 use tokio::sync::Notify;
 
@@ -22,11 +23,14 @@ use super::{CancelToken, JobOutcome, JobReport, SyncConfig, SyncEvent, SyncObser
 use crate::error::{Error, Result};
 use crate::lake::{Dataset, Lake, Partition};
 
-/// What a job hands to the buffer: rows (built later, off the async workers) and the states
-/// that describe them.
+/// Rows of one hand-off, converted on the blocking pool while the job goes on fetching.
+type Built = tokio::task::JoinHandle<Result<Vec<(Dataset, RecordBatch)>>>;
+
+/// What a job hands to the buffer: its rows (being converted, off the async workers) and the
+/// states that describe them.
 struct Piece {
     job: usize,
-    build: BatchBuilder,
+    built: Built,
     rows: usize,
     states: Vec<(String, Value)>,
     at: Instant,
@@ -99,11 +103,19 @@ pub(super) struct Group {
     max_rows: usize,
     interval: Duration,
     root: PathBuf,
+    /// Once cancelled, hand-offs no longer wait for room: the committer waits for every job's
+    /// last hand-off before its one final commit.
+    cancel: CancelToken,
 }
 
 impl Group {
     /// The buffer of a run of `jobs` (description and dataset of each, in plan order).
-    pub(super) fn new(jobs: Vec<(String, Dataset)>, config: &SyncConfig, lake: &Lake) -> Self {
+    pub(super) fn new(
+        jobs: Vec<(String, Dataset)>,
+        config: &SyncConfig,
+        lake: &Lake,
+        cancel: &CancelToken,
+    ) -> Self {
         let commit_rows = config.commit_rows.max(1);
         Group {
             buffer: Mutex::new(Buffer {
@@ -128,6 +140,7 @@ impl Group {
             max_rows: commit_rows.saturating_mul(4),
             interval: config.commit_interval,
             root: lake.root().to_path_buf(),
+            cancel: cancel.clone(),
         }
     }
 
@@ -135,9 +148,10 @@ impl Group {
         self.buffer.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Hands `rows` rows (built by `build`) and the states that describe them to the buffer.
-    /// Waits only while the buffer holds four times [`SyncConfig::commit_rows`]; fails when a
-    /// commit that held earlier rows of the job failed.
+    /// Hands `rows` rows (built by `build`, which starts at once on the blocking pool) and the
+    /// states that describe them to the buffer.
+    /// Waits only while the buffer holds four times [`SyncConfig::commit_rows`] (and the run
+    /// is not cancelled); fails when a commit that held earlier rows of the job failed.
     pub(super) async fn hand_off(
         &self,
         job: usize,
@@ -156,14 +170,17 @@ impl Group {
                         message: "a commit holding earlier rows of this job failed".into(),
                     });
                 }
-                if buf.rows == 0 || buf.rows.saturating_add(rows) <= self.max_rows {
+                if buf.rows == 0
+                    || buf.rows.saturating_add(rows) <= self.max_rows
+                    || self.cancel.is_cancelled()
+                {
                     buf.rows += rows;
                     if let Some(a) = buf.accounts.get_mut(job) {
                         a.pending += 1;
                     }
                     buf.pieces.push(Piece {
                         job,
-                        build,
+                        built: tokio::task::spawn_blocking(build),
                         rows,
                         states,
                         at: Instant::now(),
@@ -174,7 +191,10 @@ impl Group {
                     return Ok(());
                 }
             }
-            notified.await;
+            tokio::select! {
+                () = notified => {}
+                () = self.cancel.cancelled() => {}
+            }
         }
     }
 
@@ -393,74 +413,76 @@ impl Syncer {
         stats
     }
 
-    /// Builds the pieces' rows and commits them with their states in one transaction, on the
-    /// blocking pool.
+    /// Waits for the pieces' rows to be converted and commits them with their states in one
+    /// transaction, on the blocking pool. A job whose rows failed to convert is left out, all
+    /// its pieces with it.
     async fn commit_pieces(&self, pieces: Vec<Piece>, cancel: &CancelToken) -> Committed {
         let mut counts: BTreeMap<usize, usize> = BTreeMap::new();
-        for p in &pieces {
+        let mut failures: Vec<(usize, Error)> = Vec::new();
+        let mut built = Vec::with_capacity(pieces.len());
+        for p in pieces {
             *counts.entry(p.job).or_default() += 1;
+            let batches = match p.built.await {
+                Ok(r) => r,
+                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                Err(source) => Err(Error::Task {
+                    context: "converting fetched rows".to_owned(),
+                    source,
+                }),
+            };
+            match batches {
+                Ok(batches) => built.push((p.job, batches, p.states)),
+                Err(e) => {
+                    if !failures.iter().any(|(j, _)| *j == p.job) {
+                        failures.push((p.job, e));
+                    }
+                }
+            }
         }
+        built.retain(|(job, ..)| !failures.iter().any(|(j, _)| j == job));
         let lake = Arc::clone(&self.lake);
         let lock_timeout = self.config.lock_timeout;
         let cancel = cancel.clone();
         let task = tokio::task::spawn_blocking(move || {
-            commit_blocking(&lake, pieces, lock_timeout, &cancel)
+            commit_blocking(&lake, built, lock_timeout, &cancel)
         });
-        let (build_failures, result) = match task.await {
+        let result = match task.await {
             Ok(r) => r,
             Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-            Err(source) => (
-                Vec::new(),
-                Err(Error::Task {
-                    context: format!("committing to the lake {}", self.lake.root().display()),
-                    source,
-                }),
-            ),
+            Err(source) => Err(Error::Task {
+                context: format!("committing to the lake {}", self.lake.root().display()),
+                source,
+            }),
         };
         Committed {
             pieces: counts,
-            build_failures,
+            build_failures: failures,
             result,
         }
     }
 }
 
-/// The blocking part of a commit: build every piece's rows (a job whose rows fail to build is
-/// left out, all its pieces with it), wait for the lake, write each job's rows under its own
-/// tag, set the states in hand-off order, commit.
-type BlockingCommit = (Vec<(usize, Error)>, Result<crate::lake::CommitSummary>);
+/// Converted rows of one job with the states that describe them.
+type BuiltPiece = (usize, Vec<(Dataset, RecordBatch)>, Vec<(String, Value)>);
 
+/// The blocking part of a commit: wait for the lake, write each job's rows under its own tag,
+/// set the states in hand-off order, commit.
 fn commit_blocking(
     lake: &Lake,
-    pieces: Vec<Piece>,
+    built: Vec<BuiltPiece>,
     lock_timeout: Duration,
     cancel: &CancelToken,
-) -> BlockingCommit {
-    let mut failures: Vec<(usize, Error)> = Vec::new();
-    let mut built = Vec::with_capacity(pieces.len());
-    for p in pieces {
-        if failures.iter().any(|(j, _)| *j == p.job) {
-            continue;
+) -> Result<crate::lake::CommitSummary> {
+    let mut tx = wait_for_lake(lake, lock_timeout, cancel)?;
+    for (job, batches, states) in built {
+        for (dataset, batch) in batches {
+            if batch.num_rows() > 0 {
+                tx.write_tagged(dataset, batch, job as u64)?;
+            }
         }
-        match (p.build)() {
-            Ok(batches) => built.push((p.job, batches, p.states)),
-            Err(e) => failures.push((p.job, e)),
+        for (key, value) in states {
+            tx.set_state(key, value);
         }
     }
-    built.retain(|(job, ..)| !failures.iter().any(|(j, _)| j == job));
-    let result = (|| {
-        let mut tx = wait_for_lake(lake, lock_timeout, cancel)?;
-        for (job, batches, states) in built {
-            for (dataset, batch) in batches {
-                if batch.num_rows() > 0 {
-                    tx.write_tagged(dataset, batch, job as u64)?;
-                }
-            }
-            for (key, value) in states {
-                tx.set_state(key, value);
-            }
-        }
-        tx.commit()
-    })();
-    (failures, result)
+    tx.commit()
 }

@@ -306,8 +306,8 @@ impl SyncObserver for () {
     fn on_event(&self, _event: SyncEvent) {}
 }
 
-/// Cooperative cancellation: a sync checks it between requests, commits what it has fetched,
-/// and stops. Clones share one flag.
+/// Cooperative cancellation: once cancelled, a sync starts no more jobs, drops the requests in
+/// flight, commits what its jobs fetched (once), and stops. Clones share one flag.
 #[derive(Debug, Clone, Default)]
 pub struct CancelToken {
     inner: Arc<(AtomicBool, Notify)>,

@@ -166,6 +166,7 @@ impl Syncer {
             jobs.iter().map(|j| (j.describe(), j.dataset())).collect(),
             &self.config,
             &self.lake,
+            cancel,
         );
         let fetching = async {
             futures::stream::iter(jobs.iter().enumerate())

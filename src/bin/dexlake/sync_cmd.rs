@@ -50,7 +50,8 @@ struct RunFlags {
     #[arg(long, global = true, default_value = "altchain")]
     altchain_segment: String,
     /// Seconds a commit waits for another writer to release the lake, keeping the rows it
-    /// fetched, before its job fails (default 600; after Ctrl-C at most 10 more).
+    /// holds, before the jobs whose rows they are fail (default 600; after Ctrl-C at most 10
+    /// more).
     #[arg(long, global = true, value_name = "SECONDS", value_parser = crate::lock_timeout_secs)]
     lock_timeout: Option<Duration>,
     /// Commit the fetched rows once this many are waiting (default 65536).
