@@ -46,6 +46,11 @@ pub struct Syncer {
     pub(super) client: Client,
     pub(super) lake: Arc<Lake>,
     pub(super) config: SyncConfig,
+    /// The sync states as a run found them, read once at its start so that thousands of jobs
+    /// do not each read the manifest. A job's own keys change only by its own commits, so the
+    /// snapshot is its state at its start; runs overlapping on one `Syncer` may see an older
+    /// state, which makes them fetch again rows the lake already holds, never skip any.
+    states: std::sync::Mutex<Option<Arc<std::collections::BTreeMap<String, Value>>>>,
 }
 
 /// What a job is, decided once: the work of its kind with exactly what that work needs.
@@ -133,6 +138,7 @@ impl Syncer {
             client,
             lake,
             config,
+            states: std::sync::Mutex::new(None),
         }
     }
 
@@ -162,6 +168,12 @@ impl Syncer {
     ) -> SyncReport {
         let started = Instant::now();
         let before = self.client.metrics();
+        // Without a snapshot (the manifest unreadable) each job reads its state and reports
+        // the error itself.
+        let lake = Arc::clone(&self.lake);
+        if let Ok(Ok(states)) = tokio::task::spawn_blocking(move || lake.states("")).await {
+            self.set_states(Some(Arc::new(states)));
+        }
         let group = Group::new(
             jobs.iter().map(|j| (j.describe(), j.dataset())).collect(),
             &self.config,
@@ -177,6 +189,7 @@ impl Syncer {
             group.close();
         };
         let ((), stats) = tokio::join!(fetching, self.committer(&group, observer, cancel));
+        self.set_states(None);
         let after = self.client.metrics();
         let compaction =
             if self.config.compact && !cancel.is_cancelled() && !stats.partitions.is_empty() {
@@ -374,9 +387,44 @@ impl Syncer {
         })
     }
 
-    /// The sync state recorded under `key`, if any.
+    fn set_states(&self, states: Option<Arc<std::collections::BTreeMap<String, Value>>>) {
+        *self
+            .states
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = states;
+    }
+
+    fn snapshot(&self) -> Option<Arc<std::collections::BTreeMap<String, Value>>> {
+        self.states
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Every sync state whose key starts with `prefix`: from the run's snapshot during a run,
+    /// from the lake otherwise.
+    pub(super) fn states_with_prefix(
+        &self,
+        prefix: &str,
+    ) -> Result<std::collections::BTreeMap<String, Value>> {
+        match self.snapshot() {
+            Some(all) => Ok(all
+                .range(prefix.to_owned()..)
+                .take_while(|(k, _)| k.starts_with(prefix))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()),
+            None => self.lake.states(prefix),
+        }
+    }
+
+    /// The sync state recorded under `key`, if any: from the run's snapshot during a run, from
+    /// the lake otherwise.
     pub(super) fn read_state<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>> {
-        match self.lake.state(key)? {
+        let value = match self.snapshot() {
+            Some(all) => all.get(key).cloned(),
+            None => self.lake.state(key)?,
+        };
+        match value {
             None | Some(Value::Null) => Ok(None),
             Some(v) => self.decode_state(key, v).map(Some),
         }

@@ -235,7 +235,7 @@ impl Syncer {
     /// The coverage of every target of a price-history job, read from one manifest load.
     fn history_covers(&self, key: &str) -> Result<HistoryCovers> {
         let mut by_key = BTreeMap::new();
-        for (k, v) in self.lake.states(&format!("{key}/"))? {
+        for (k, v) in self.states_with_prefix(&format!("{key}/"))? {
             if v.is_null() {
                 continue;
             }
