@@ -1650,3 +1650,59 @@ fn compact_partitions_merges_only_the_partitions_given() {
         assert!(lake.verify().expect("verify").is_ok());
     });
 }
+
+#[test]
+fn tagged_writes_count_the_rows_each_tag_added() {
+    bounded(120, || {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let lake = Lake::open(dir.path()).expect("open");
+        let batch = |swaps: &[Swap]| convert::swaps_to_batch(swaps).expect("batch");
+        let mut tx = lake.transaction().expect("transaction");
+        tx.write_tagged(Dataset::Swaps, batch(&swaps_on(1, &[1, 2, 3], 1)), 7)
+            .expect("write");
+        // Overlapping writers: the last staged record of an id wins, so ids 2 and 3 count for
+        // the second writer, with 4.
+        tx.write_tagged(Dataset::Swaps, batch(&swaps_on(1, &[2, 3, 4], 1)), 9)
+            .expect("write");
+        tx.write(Dataset::Swaps, batch(&swaps_on(1, &[5], 1)))
+            .expect("write");
+        let first = tx.commit().expect("commit");
+        assert_eq!(first.rows_added.get(&Dataset::Swaps), Some(&5));
+        assert_eq!(
+            first.rows_added_by_tag,
+            BTreeMap::from([(7, 1), (9, 3)]),
+            "untagged rows are counted only per dataset"
+        );
+
+        // Known ids add nothing; an id moved to another day is not new either.
+        let mut tx = lake.transaction().expect("transaction");
+        tx.write_tagged(Dataset::Swaps, batch(&swaps_on(1, &[1, 6], 1)), 7)
+            .expect("write");
+        tx.write_tagged(Dataset::Swaps, batch(&swaps_on(2, &[3], 2)), 9)
+            .expect("write");
+        let second = tx.commit().expect("commit");
+        assert_eq!(second.rows_added.get(&Dataset::Swaps), Some(&1));
+        assert_eq!(second.rows_added_by_tag, BTreeMap::from([(7, 1)]));
+
+        // Datasets that replace on write: a revised candle is not new, a new one is.
+        let samples = Samples::generate(3, 4);
+        let candles = samples
+            .batches()
+            .expect("batches")
+            .into_iter()
+            .find(|(d, _)| *d == Dataset::Candles)
+            .expect("candles")
+            .1;
+        let mut tx = lake.transaction().expect("transaction");
+        tx.write_tagged(Dataset::Candles, candles.slice(0, 2), 1)
+            .expect("write");
+        tx.commit().expect("commit");
+        let mut tx = lake.transaction().expect("transaction");
+        tx.write_tagged(Dataset::Candles, candles.clone(), 2)
+            .expect("write");
+        let third = tx.commit().expect("commit");
+        let n = candles.num_rows() as u64;
+        assert_eq!(third.rows_added.get(&Dataset::Candles), Some(&(n - 2)));
+        assert_eq!(third.rows_added_by_tag, BTreeMap::from([(2, n - 2)]));
+    });
+}

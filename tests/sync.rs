@@ -1020,3 +1020,284 @@ async fn a_sync_meeting_a_held_lake_keeps_its_rows_until_the_lock_comes() {
         other => panic!("expected a sync error, got {other}"),
     }
 }
+
+/// Swaps of every altchain wallet, token and pool of the simulator's catalog: many small jobs
+/// whose rows overlap (one swap belongs to a wallet, a token and a pool).
+fn many_small_jobs(sim: &Simulator) -> Vec<Job> {
+    let v = serde_json::to_value(sim.market().catalog()).expect("catalog serialises");
+    let list = |name: &str| -> Vec<String> {
+        v["altchain"][name]
+            .as_array()
+            .expect("catalog list")
+            .iter()
+            .map(|x| {
+                x.get("address")
+                    .and_then(Value::as_str)
+                    .expect("an address")
+                    .to_owned()
+            })
+            .collect()
+    };
+    let mut jobs: Vec<Job> = list("wallets")
+        .into_iter()
+        .map(|w| Job::Swaps {
+            token: None,
+            wallet: Some(w),
+            pool: None,
+        })
+        .collect();
+    jobs.extend(list("tokens").into_iter().map(|t| Job::Swaps {
+        token: Some(t),
+        wallet: None,
+        pool: None,
+    }));
+    jobs.extend(list("pools").into_iter().map(|p| Job::Swaps {
+        token: None,
+        wallet: None,
+        pool: Some(p),
+    }));
+    jobs
+}
+
+/// Data files per partition folder of a dataset.
+fn files_per_partition(lake: &Lake, dataset: Dataset) -> BTreeMap<String, usize> {
+    let mut out = BTreeMap::new();
+    for (path, _) in lake.manifest().expect("manifest").files_of(dataset) {
+        let dir = path.rsplit_once('/').map_or("", |(d, _)| d).to_owned();
+        *out.entry(dir).or_insert(0) += 1;
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn group_commits_write_few_files_and_count_rows_per_job() {
+    let sim = sim(0.0, 0.0).await;
+    let jobs = many_small_jobs(&sim);
+    assert!(jobs.len() > 50, "{} jobs", jobs.len());
+    let dir = tempfile::tempdir().unwrap();
+    let lake = Arc::new(Lake::open(dir.path()).unwrap());
+    // No compaction: the files are the commits' own.
+    let config = SyncConfig {
+        recent_window: Duration::ZERO,
+        parallel_jobs: 8,
+        compact: false,
+        ..SyncConfig::default()
+    };
+    let first = run_sync_with(&sim, &lake, &jobs, config.clone()).await;
+    assert!(
+        !first.any_failed() && !first.interrupted(),
+        "{:?}",
+        first.jobs
+    );
+    let files = files_per_partition(&lake, Dataset::Swaps);
+    assert!(!files.is_empty());
+    assert!(
+        files.values().all(|n| *n <= 2),
+        "at most 2 files per partition: {files:?}"
+    );
+    assert!(first.commits <= 3, "{} commits", first.commits);
+    assert_eq!(first.partitions_written, files.len());
+    assert!(first.compaction.is_none());
+    // Every row is attributed to exactly one job, although the jobs' rows overlap.
+    let stored = lake.row_count(Dataset::Swaps).unwrap();
+    assert_eq!(first.total_rows_added(), stored);
+    let fetched: u64 = first.jobs.iter().map(|j| j.rows_fetched).sum();
+    assert!(
+        fetched > stored,
+        "jobs overlap: {fetched} fetched, {stored} stored"
+    );
+
+    let again = run_sync_with(&sim, &lake, &jobs, config).await;
+    assert!(!again.any_failed(), "{:?}", again.jobs);
+    assert!(
+        again.jobs.iter().all(|j| j.rows_added == 0),
+        "{:?}",
+        again.jobs
+    );
+    assert_eq!(lake.row_count(Dataset::Swaps).unwrap(), stored);
+    assert!(lake.verify().unwrap().is_ok());
+
+    // With the compaction on (the default), many small commits end compacted.
+    let small_dir = tempfile::tempdir().unwrap();
+    let compacted = Arc::new(Lake::open(small_dir.path()).unwrap());
+    let config = SyncConfig {
+        recent_window: Duration::ZERO,
+        parallel_jobs: 8,
+        commit_rows: 300,
+        ..SyncConfig::default()
+    };
+    let report = run_sync_with(&sim, &compacted, &jobs, config).await;
+    assert!(!report.any_failed(), "{:?}", report.jobs);
+    assert!(report.commits > 3, "{} commits", report.commits);
+    let compaction = report.compaction.as_ref().expect("the run compacts");
+    let done = compaction.result.as_ref().expect("compaction succeeds");
+    assert!(done.files_removed > 0, "{done:?}");
+    let files = files_per_partition(&compacted, Dataset::Swaps);
+    assert!(files.values().all(|n| *n <= 2), "{files:?}");
+    assert_eq!(report.total_rows_added(), stored);
+    assert_eq!(
+        rows(&lake, Dataset::Swaps, &["id"]),
+        rows(&compacted, Dataset::Swaps, &["id"])
+    );
+}
+
+/// The requests count of the newest "job 0: ... records, N requests" progress line.
+fn progress_of(line: &str) -> Option<(u64, u64)> {
+    let rest = line.strip_prefix("job 0: ")?;
+    let (records, rest) = rest.split_once(' ')?;
+    let requests = rest.split(", ").nth(1)?.strip_suffix(" requests")?;
+    Some((records.parse().ok()?, requests.parse().ok()?))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kill_with_many_uncommitted_pages_resumes_without_gaps_or_duplicates() {
+    use tokio::io::AsyncBufReadExt;
+    let sim = Simulator::start(SimConfig {
+        seed: SEED,
+        scale: Scale::Small,
+        ..SimConfig::default()
+    })
+    .await
+    .unwrap();
+    let (tokens, ..) = catalog(&sim);
+    let jobs = vec![Job::Swaps {
+        token: Some(tokens[0].clone()),
+        wallet: None,
+        pool: None,
+    }];
+    let work = tempfile::tempdir().unwrap();
+    let plan = work.path().join("plan.toml");
+    write_plan(&plan, &jobs, 100.0);
+    let reference = work.path().join("reference");
+    run_to_end(sim.base_url(), &reference, &plan).await;
+    let total = Lake::open(&reference)
+        .unwrap()
+        .row_count(Dataset::Swaps)
+        .unwrap();
+    assert!(
+        total > 5_000,
+        "the job has more than 50 pages ({total} rows)"
+    );
+
+    // Commits every 25 pages; killed once 41 pages are fetched, the buffer holds more than ten
+    // pages that no commit has written.
+    let lake_dir = work.path().join("killed");
+    let mut cmd = sync_cli(sim.base_url(), &lake_dir, &plan);
+    cmd.args(["--commit-rows", "2500"]).stderr(Stdio::piped());
+    let mut child = tokio::process::Command::from(cmd).spawn().unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let fetched = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some((records, requests)) = progress_of(&line)
+                && requests >= 41
+            {
+                return records;
+            }
+        }
+        panic!("the sync ended before 41 requests");
+    })
+    .await
+    .expect("41 requests in time");
+    child.start_kill().unwrap(); // SIGKILL
+    child.wait().await.unwrap();
+    let committed = Lake::open(&lake_dir)
+        .unwrap()
+        .row_count(Dataset::Swaps)
+        .unwrap();
+    assert!(
+        fetched >= committed + 1_000,
+        "more than ten pages were uncommitted at the kill: {fetched} fetched, {committed} committed"
+    );
+
+    run_to_end(sim.base_url(), &lake_dir, &plan).await;
+    let (a, b) = (
+        Lake::open(&reference).unwrap(),
+        Lake::open(&lake_dir).unwrap(),
+    );
+    assert!(b.verify().unwrap().is_ok());
+    assert_eq!(
+        rows(&a, Dataset::Swaps, &["id"]),
+        rows(&b, Dataset::Swaps, &["id"])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_stops_a_plan_of_2000_jobs_within_two_seconds() {
+    use tokio::io::AsyncBufReadExt;
+    let sim = Simulator::start(SimConfig {
+        seed: SEED,
+        scale: Scale::Small,
+        ..SimConfig::default()
+    })
+    .await
+    .unwrap();
+    let mut jobs = many_small_jobs(&sim);
+    let (_, wallets, _, _) = catalog(&sim);
+    jobs.extend(wallets.into_iter().map(|w| Job::Trades {
+        token: None,
+        wallet: Some(w),
+    }));
+    jobs.truncate(2_000);
+    assert_eq!(jobs.len(), 2_000);
+    let work = tempfile::tempdir().unwrap();
+    let plan = work.path().join("plan.toml");
+    write_plan(&plan, &jobs, 2_000.0);
+    let lake_dir = work.path().join("lake");
+
+    let mut cmd = sync_cli(sim.base_url(), &lake_dir, &plan);
+    cmd.stderr(Stdio::piped());
+    let mut child = tokio::process::Command::from(cmd).spawn().unwrap();
+    // Interrupted a second after its first job started, amid hundreds of running and
+    // finished jobs.
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if line.starts_with("start: ") {
+                return;
+            }
+        }
+        panic!("the sync ended before its first job started");
+    })
+    .await
+    .expect("a job starts in time");
+    let drain = tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    let pid = child.id().expect("child is running").to_string();
+    let sent = std::time::Instant::now();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .expect("exits after Ctrl-C")
+        .unwrap();
+    let took = sent.elapsed();
+    drain.await.unwrap();
+    assert_eq!(status.code(), Some(130), "interrupted runs exit with 130");
+    assert!(
+        took < Duration::from_secs(2),
+        "exited {took:?} after Ctrl-C"
+    );
+    let lake = Lake::open(&lake_dir).unwrap();
+    assert!(lake.verify().unwrap().is_ok());
+    assert!(
+        lake.row_count(Dataset::Swaps).unwrap() > 0,
+        "the fetched rows were committed"
+    );
+
+    run_to_end(sim.base_url(), &lake_dir, &plan).await;
+    let reference = work.path().join("reference");
+    run_to_end(sim.base_url(), &reference, &plan).await;
+    let (a, b) = (
+        Lake::open(&reference).unwrap(),
+        Lake::open(&lake_dir).unwrap(),
+    );
+    assert!(b.verify().unwrap().is_ok());
+    for dataset in [Dataset::Swaps, Dataset::Trades] {
+        assert_eq!(rows(&a, dataset, &["id"]), rows(&b, dataset, &["id"]));
+    }
+}

@@ -247,6 +247,8 @@ pub struct CommitSummary {
     pub files_added: usize,
     /// Partitions the commit wrote files into.
     pub partitions: std::collections::BTreeSet<Partition>,
+    /// New rows per tag of [`Transaction::write_tagged`] (untagged writes are not counted here).
+    pub rows_added_by_tag: BTreeMap<u64, u64>,
 }
 
 impl Lake {
@@ -511,6 +513,7 @@ impl Lake {
             _lock: lock,
             manifest,
             staged: BTreeMap::new(),
+            tags: BTreeMap::new(),
             state: BTreeMap::new(),
         })
     }
@@ -582,6 +585,8 @@ pub struct Transaction<'a> {
     _lock: File,
     manifest: Arc<Manifest>,
     staged: BTreeMap<Dataset, Vec<RecordBatch>>,
+    /// The tag of each staged batch, in the order of `staged`.
+    tags: BTreeMap<Dataset, Vec<Option<u64>>>,
     state: BTreeMap<String, serde_json::Value>,
 }
 
@@ -606,9 +611,23 @@ impl Transaction<'_> {
     /// Stages a batch of `dataset` (with its [`schema::record_schema`]). Records whose natural
     /// key is already committed, or staged earlier, are dropped at commit.
     pub fn write(&mut self, dataset: Dataset, batch: RecordBatch) -> Result<()> {
+        self.stage(dataset, batch, None)
+    }
+
+    /// [`write`](Self::write) with a tag: the commit counts the rows of this batch that are new
+    /// to the lake under `tag` ([`CommitSummary::rows_added_by_tag`]), so several writers
+    /// sharing one commit each learn what they added. Where two tags write one key, the row the
+    /// write keeps counts: the last staged record of an id (swaps, trades) or of a key in
+    /// datasets that [replace on write](Dataset::replaces_on_write), the first otherwise.
+    pub fn write_tagged(&mut self, dataset: Dataset, batch: RecordBatch, tag: u64) -> Result<()> {
+        self.stage(dataset, batch, Some(tag))
+    }
+
+    fn stage(&mut self, dataset: Dataset, batch: RecordBatch, tag: Option<u64>) -> Result<()> {
         writer::check_batch(dataset, &batch)?;
         if batch.num_rows() > 0 {
             self.staged.entry(dataset).or_default().push(batch);
+            self.tags.entry(dataset).or_default().push(tag);
         }
         Ok(())
     }
@@ -625,12 +644,14 @@ impl Transaction<'_> {
             _lock,
             manifest,
             staged,
+            tags,
             state,
         } = self;
         let version = manifest.version + 1;
-        let prepared = writer::prepare_files(lake, &manifest, &staged, version)?;
+        let prepared = writer::prepare_files_tagged(lake, &manifest, &staged, &tags, version)?;
         let summary = CommitSummary {
             rows_added: prepared.rows_added,
+            rows_added_by_tag: prepared.rows_added_by_tag,
             files_added: prepared.files.len(),
             partitions: prepared
                 .files

@@ -326,6 +326,18 @@ pub struct Prepared {
     /// Id ranges (smallest, largest) read from committed files whose manifest entry lacked
     /// them; the commit records them so later writes can skip those files.
     pub id_ranges: BTreeMap<String, (i64, i64)>,
+    /// Rows new to the lake per tag of [`prepare_files_tagged`] (tags with none are absent).
+    pub rows_added_by_tag: BTreeMap<u64, u64>,
+}
+
+/// One tag per row (null for untagged rows), carried beside a batch through de-duplication.
+type Tags = arrow::array::UInt64Array;
+
+/// Adds the rows of each tag present in `tags` to `out`.
+fn count_tags(tags: &Tags, out: &mut BTreeMap<u64, u64>) {
+    for tag in tags.iter().flatten() {
+        *out.entry(tag).or_default() += 1;
+    }
 }
 
 /// Turns the staged batches into encoded files. Per partition, a record whose key is already
@@ -350,6 +362,21 @@ pub fn prepare_files(
     staged: &BTreeMap<Dataset, Vec<RecordBatch>>,
     version: u64,
 ) -> Result<Prepared> {
+    prepare_files_tagged(lake, manifest, staged, &BTreeMap::new(), version)
+}
+
+/// [`prepare_files`] that also counts the rows new to the lake per tag: `tags` gives, per
+/// dataset, the tag of each staged batch in order (`None`, or a missing entry, for an untagged
+/// batch). A row counts for its batch's tag when it is the one the write keeps and its key (or
+/// id) was not in the lake before, so the counts of several writers sharing one commit add up
+/// to [`Prepared::rows_added`] when every batch is tagged.
+pub fn prepare_files_tagged(
+    lake: &Lake,
+    manifest: &Manifest,
+    staged: &BTreeMap<Dataset, Vec<RecordBatch>>,
+    tags: &BTreeMap<Dataset, Vec<Option<u64>>>,
+    version: u64,
+) -> Result<Prepared> {
     let mut out = Prepared::default();
     let mut seq = 0;
     for (&dataset, batches) in staged {
@@ -358,14 +385,23 @@ pub fn prepare_files(
         };
         let all = concat_batches(&first.schema(), batches)
             .map_err(arrow_err(format!("staging {dataset}")))?;
+        let batch_tags = tags.get(&dataset);
+        let all_tags: Tags = batches
+            .iter()
+            .enumerate()
+            .flat_map(|(i, b)| {
+                let tag = batch_tags.and_then(|t| t.get(i).copied().flatten());
+                std::iter::repeat_n(tag, b.num_rows())
+            })
+            .collect();
         // With the id index, rows whose keys need no file read (all but moved ids, see
         // `drop_indexed_repeats`).
         let mut checked: Option<Vec<bool>> = None;
         // Files the write drops are no longer part of the partitions it merges into.
-        let (all, gone, not_new) = if dataset.id_column().is_some() {
+        let (all, all_tags, gone, not_new) = if dataset.id_column().is_some() {
             let indexes = lake.id_index(manifest, dataset)?;
             let index = indexes.get(&dataset);
-            let moved = displace_moved_ids(lake, manifest, index, dataset, &all)?;
+            let moved = displace_moved_ids(lake, manifest, index, dataset, &all, &all_tags)?;
             let gone: HashSet<String> = moved.remove.iter().cloned().collect();
             out.remove.extend(moved.remove);
             out.id_ranges.extend(moved.id_ranges);
@@ -373,15 +409,20 @@ pub fn prepare_files(
             // is a repeat, so the partitions' files need not be read for their keys.
             match index {
                 Some(index) => {
-                    let (staged, moved_rows) =
-                        drop_indexed_repeats(dataset, &moved.staged, moved.from_write, index)?;
+                    let (staged, tags, moved_rows) = drop_indexed_repeats(
+                        dataset,
+                        &moved.staged,
+                        &moved.tags,
+                        moved.from_write,
+                        index,
+                    )?;
                     checked = Some(moved_rows);
-                    (staged, gone, moved.not_new)
+                    (staged, tags, gone, moved.not_new)
                 }
-                None => (moved.staged, gone, moved.not_new),
+                None => (moved.staged, moved.tags, gone, moved.not_new),
             }
         } else {
-            (all, HashSet::new(), 0)
+            (all, all_tags, HashSet::new(), 0)
         };
         let mut dataset_added = 0;
         for (partition, rows) in partition_rows(dataset, &all)? {
@@ -391,15 +432,31 @@ pub fn prepare_files(
             let idx = arrow::array::UInt32Array::from(rows);
             let part =
                 take_record_batch(&all, &idx).map_err(arrow_err(format!("splitting {dataset}")))?;
+            let part_tags = arrow::compute::take(&all_tags, &idx, None)
+                .map_err(arrow_err(format!("splitting {dataset}")))?;
+            let part_tags = part_tags.as_primitive::<arrow::datatypes::UInt64Type>();
             let (fresh, added) = if dataset.replaces_on_write() {
                 let merged = replace_known_keys(lake, manifest, &gone, &partition, &part)?;
                 out.remove.extend(merged.remove);
-                (merged.batch, merged.added)
+                let added_idx = arrow::array::UInt32Array::from(merged.added_rows);
+                let added_tags = arrow::compute::take(part_tags, &added_idx, None)
+                    .map_err(arrow_err(format!("counting new {dataset} rows")))?;
+                count_tags(added_tags.as_primitive(), &mut out.rows_added_by_tag);
+                (merged.batch, added_idx.len() as u64)
             } else if keys_checked {
+                count_tags(part_tags, &mut out.rows_added_by_tag);
                 let n = part.num_rows() as u64;
                 (part, n)
             } else {
-                let fresh = drop_known_keys(lake, manifest, &gone, &partition, &part)?;
+                let (fresh, keep) = drop_known_keys(lake, manifest, &gone, &partition, &part)?;
+                match keep {
+                    None => count_tags(part_tags, &mut out.rows_added_by_tag),
+                    Some(keep) => {
+                        let kept = arrow::compute::filter(part_tags, &keep)
+                            .map_err(arrow_err(format!("counting new {dataset} rows")))?;
+                        count_tags(kept.as_primitive(), &mut out.rows_added_by_tag);
+                    }
+                }
                 let n = fresh.num_rows() as u64;
                 (fresh, n)
             };
@@ -425,6 +482,9 @@ struct Displaced {
     /// The staged records (the last of each id), plus the untouched records of committed files
     /// that held an id the write moves.
     staged: RecordBatch,
+    /// The tag of each row of `staged`: null for the records staged again and for the moved
+    /// ones, which are not new to the lake.
+    tags: Tags,
     /// Committed files to drop: they held an id the write moves to another `block_time`.
     remove: Vec<String>,
     /// Rows of `staged` that are not new to the lake: the re-staged records and the moved ones.
@@ -445,10 +505,12 @@ fn displace_moved_ids(
     index: Option<&IdIndex>,
     dataset: Dataset,
     all: &RecordBatch,
+    all_tags: &Tags,
 ) -> Result<Displaced> {
     let Some(id_name) = dataset.id_column() else {
         return Ok(Displaced {
             staged: all.clone(),
+            tags: all_tags.clone(),
             remove: Vec::new(),
             not_new: 0,
             from_write: all.num_rows(),
@@ -463,15 +525,18 @@ fn displace_moved_ids(
     for row in 0..all.num_rows() {
         winner.insert(ids.value(row), row);
     }
-    let staged = if winner.len() == all.num_rows() {
-        all.clone()
+    let (staged, staged_tags) = if winner.len() == all.num_rows() {
+        (all.clone(), all_tags.clone())
     } else {
         let keep: Vec<bool> = (0..all.num_rows())
             .map(|row| winner[&ids.value(row)] == row)
             .collect();
-        arrow::compute::filter_record_batch(all, &arrow::array::BooleanArray::from(keep)).map_err(
-            arrow_err(format!("keeping the last {dataset} record of each id")),
-        )?
+        let keep = arrow::array::BooleanArray::from(keep);
+        let context = || format!("keeping the last {dataset} record of each id");
+        let staged =
+            arrow::compute::filter_record_batch(all, &keep).map_err(arrow_err(context()))?;
+        let tags = arrow::compute::filter(all_tags, &keep).map_err(arrow_err(context()))?;
+        (staged, tags.as_primitive().clone())
     };
     let staged_time: HashMap<i64, i64> = winner
         .iter()
@@ -484,6 +549,7 @@ fn displace_moved_ids(
         return Ok(Displaced {
             from_write: staged.num_rows(),
             staged,
+            tags: staged_tags,
             remove: Vec::new(),
             not_new: 0,
             id_ranges: BTreeMap::new(),
@@ -492,7 +558,11 @@ fn displace_moved_ids(
 
     let schema = staged.schema();
     let from_write = staged.num_rows();
+    let staged_ids = column(&staged, id_name, dataset)?
+        .as_primitive::<Int64Type>()
+        .clone();
     let mut pieces = vec![staged];
+    let mut rewritten_ids: HashSet<i64> = HashSet::new();
     let mut remove = Vec::new();
     let mut not_new = 0u64;
     let mut id_ranges = BTreeMap::new();
@@ -554,6 +624,9 @@ fn displace_moved_ids(
         if n_moved == 0 {
             continue;
         }
+        // The file is dropped and its other records staged again: no staged record of an id
+        // it holds is new to the lake.
+        rewritten_ids.extend(file_ids.iter().flatten());
         let committed = read_file(lake, path)?;
         let committed = RecordBatch::try_new(schema.clone(), committed.columns().to_vec())
             .map_err(arrow_err(format!("{dataset} file {path}")))?;
@@ -567,6 +640,15 @@ fn displace_moved_ids(
         pieces.push(kept);
         remove.push(path.clone());
     }
+    // A moved record is not new to the lake, nor is a staged record of an id a rewritten file
+    // held, nor are the records staged again.
+    let restaged: usize = pieces[1..].iter().map(RecordBatch::num_rows).sum();
+    let tags: Tags = staged_tags
+        .iter()
+        .zip(staged_ids.iter())
+        .map(|(tag, id)| tag.filter(|_| !id.is_some_and(|id| rewritten_ids.contains(&id))))
+        .chain(std::iter::repeat_n(None, restaged))
+        .collect();
     let staged = if pieces.len() == 1 {
         pieces.pop().expect("one piece")
     } else {
@@ -575,6 +657,7 @@ fn displace_moved_ids(
     id_ranges.retain(|path, _| !remove.contains(path));
     Ok(Displaced {
         staged,
+        tags,
         remove,
         not_new,
         from_write,
@@ -590,11 +673,12 @@ fn displace_moved_ids(
 fn drop_indexed_repeats(
     dataset: Dataset,
     staged: &RecordBatch,
+    tags: &Tags,
     from_write: usize,
     index: &IdIndex,
-) -> Result<(RecordBatch, Vec<bool>)> {
+) -> Result<(RecordBatch, Tags, Vec<bool>)> {
     let Some(id_name) = dataset.id_column() else {
-        return Ok((staged.clone(), vec![false; staged.num_rows()]));
+        return Ok((staged.clone(), tags.clone(), vec![false; staged.num_rows()]));
     };
     let ids = column(staged, id_name, dataset)?.as_primitive::<Int64Type>();
     let times =
@@ -617,11 +701,13 @@ fn drop_indexed_repeats(
         }
     }
     if keep.iter().all(|k| *k) {
-        return Ok((staged.clone(), moved));
+        return Ok((staged.clone(), tags.clone(), moved));
     }
-    let kept = arrow::compute::filter_record_batch(staged, &arrow::array::BooleanArray::from(keep))
-        .map_err(arrow_err(format!("dropping committed {dataset} ids")))?;
-    Ok((kept, moved))
+    let keep = arrow::array::BooleanArray::from(keep);
+    let context = || format!("dropping committed {dataset} ids");
+    let kept = arrow::compute::filter_record_batch(staged, &keep).map_err(arrow_err(context()))?;
+    let kept_tags = arrow::compute::filter(tags, &keep).map_err(arrow_err(context()))?;
+    Ok((kept, kept_tags.as_primitive().clone(), moved))
 }
 
 /// The outcome of merging a staged partition into a replace-on-write dataset.
@@ -631,8 +717,8 @@ struct Replaced {
     batch: RecordBatch,
     /// Files to drop.
     remove: Vec<String>,
-    /// Records whose key was not committed before.
-    added: u64,
+    /// Rows of the staged partition (by position) whose key was not committed before.
+    added_rows: Vec<u32>,
 }
 
 /// Merges `part` into the committed files of its partition, the last write of a key winning.
@@ -725,25 +811,26 @@ fn replace_known_keys(
     }
     let batch =
         concat_batches(&schema, &pieces).map_err(arrow_err(format!("merging {dataset}")))?;
-    let added = (0..staged.num_rows())
+    let added_rows = (0..staged.num_rows())
         .filter(|&i| winners.contains(&i) && !found[i])
-        .count() as u64;
+        .map(|i| i as u32)
+        .collect();
     Ok(Replaced {
         batch,
         remove,
-        added,
+        added_rows,
     })
 }
 
 /// Keeps the rows of `part` whose key is neither committed in the partition nor repeated
-/// earlier in `part`.
+/// earlier in `part`; with the mask of kept rows when some were dropped.
 fn drop_known_keys(
     lake: &Lake,
     manifest: &Manifest,
     gone: &HashSet<String>,
     partition: &Partition,
     part: &RecordBatch,
-) -> Result<RecordBatch> {
+) -> Result<(RecordBatch, Option<arrow::array::BooleanArray>)> {
     let dataset = partition.dataset;
     let (lo, hi) = time_range(dataset, part)?;
     let conv = key_converter(dataset, part)?;
@@ -769,10 +856,12 @@ fn drop_known_keys(
         .map(|r| seen.insert(r.as_ref().to_vec()))
         .collect();
     if keep.iter().all(|k| *k) {
-        return Ok(part.clone());
+        return Ok((part.clone(), None));
     }
-    arrow::compute::filter_record_batch(part, &arrow::array::BooleanArray::from(keep))
-        .map_err(arrow_err(format!("dropping duplicate {dataset} keys")))
+    let keep = arrow::array::BooleanArray::from(keep);
+    let kept = arrow::compute::filter_record_batch(part, &keep)
+        .map_err(arrow_err(format!("dropping duplicate {dataset} keys")))?;
+    Ok((kept, Some(keep)))
 }
 
 /// Puts the files and appends `commit` (its version, state and id ranges already set) with

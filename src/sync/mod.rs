@@ -1,10 +1,15 @@
 //! Sync: incremental, resumable, rate-aware fetch of every dataset into the lake.
 //!
 //! A [`Syncer`] runs [`Job`]s over one [`Client`](crate::api::Client), so all jobs share its
-//! rate limit and concurrency permits, and one [`Lake`](crate::lake::Lake). Every job records
-//! its progress in the lake's manifest in the same commit as the rows it fetched, so an
-//! interrupted sync (Ctrl-C, SIGKILL, a failed request) resumes where the last commit left it,
-//! with no duplicates and no gaps:
+//! rate limit and concurrency permits, and one [`Lake`](crate::lake::Lake). Jobs do not commit
+//! on their own: each hands its fetched rows, with the progress state that describes them, to
+//! one buffer shared by the run, and goes on fetching. The buffer is committed in one lake
+//! transaction when it holds [`SyncConfig::commit_rows`] rows, when its oldest rows are
+//! [`SyncConfig::commit_interval`] old, at the end of the run, and once after a cancellation,
+//! so a run of many small jobs writes few, large files. A job's progress is committed only
+//! with every row it handed off before, so an interrupted sync (Ctrl-C, SIGKILL, a failed
+//! request) resumes where the last commit left it, with no duplicates and no gaps (a kill loses
+//! at most the uncommitted buffer, which the next run fetches again):
 //!
 //! - swaps and trades come newest first: a job pages until it reaches the newest record an
 //!   earlier run committed, and an interrupted run resumes from its recorded cursor;
@@ -14,9 +19,13 @@
 //! - snapshots (prices, price stats, profiles, portfolios) carry the time they were fetched; an
 //!   interrupted snapshot resumes with the same fetch time and fetches only its missing chunks.
 //!
+//! At the end of a run that was not cancelled, the partitions its commits wrote are compacted
+//! ([`SyncConfig::compact`]), so the lake reads as fast as a compacted one.
+//!
 //! The library never prints on its own: progress goes to a [`SyncObserver`]. [`ProgressBars`] is
 //! the observer that draws it on stderr, for the CLI and for programs that want the same bars.
 
+mod group;
 mod jobs;
 mod progress;
 pub mod ranges;
@@ -47,16 +56,27 @@ pub struct SyncConfig {
     pub recent_window: Duration,
     /// Page size of paged operations (1 to 100). Default 100.
     pub page_limit: u32,
-    /// Pages fetched between two commits of swaps and trades. Default 10.
-    pub pages_per_commit: usize,
+    /// Pages of swaps and trades a job fetches between two hand-offs of its rows (and its
+    /// resume cursor) to the run's commit buffer. Default 10.
+    pub pages_per_handoff: usize,
+    /// The commit buffer is committed once it holds this many rows (counted as received, before
+    /// de-duplication). Default 65,536. The buffer holds at most four times this while a
+    /// commit runs; jobs handing off more wait for room.
+    pub commit_rows: usize,
+    /// The commit buffer is committed once its oldest rows are this old, however few. Default
+    /// 30 seconds.
+    pub commit_interval: Duration,
+    /// At the end of a run that was not cancelled, compact the partitions its commits wrote
+    /// ([`Lake::compact_partitions`](crate::lake::Lake::compact_partitions)). Default on.
+    pub compact: bool,
     /// Bars (candles, price-history points) asked for in one request. Default 1000.
     pub bars_per_request: i64,
     /// Jobs run at once (their requests still share the client's permits). Default 4.
     pub parallel_jobs: usize,
-    /// How long a commit waits for another writer to release the lake, holding the rows it
-    /// fetched (converted once) all the while; only then does its job fail with
-    /// [`Error::LakeLocked`](crate::Error::LakeLocked). Other jobs go on fetching meanwhile and
-    /// their commits queue behind it with their rows. Replaces
+    /// How long a commit waits for another writer to release the lake, holding the buffer's
+    /// rows (converted once) all the while; only then do the jobs whose rows it holds fail with
+    /// [`Error::LakeLocked`](crate::Error::LakeLocked). Jobs go on fetching meanwhile into the
+    /// next buffer (up to its bound). Replaces
     /// [`LakeOptions::lock_timeout`](crate::lake::LakeOptions::lock_timeout) for sync commits,
     /// except after a cancellation, when a commit waits no longer than the lake's own timeout.
     /// Default 10 minutes.
@@ -68,7 +88,10 @@ impl Default for SyncConfig {
         SyncConfig {
             recent_window: Duration::from_secs(3600),
             page_limit: 100,
-            pages_per_commit: 10,
+            pages_per_handoff: 10,
+            commit_rows: 65_536,
+            commit_interval: Duration::from_secs(30),
+            compact: true,
             bars_per_request: 1000,
             parallel_jobs: 4,
             lock_timeout: Duration::from_secs(600),
@@ -83,19 +106,24 @@ pub enum JobOutcome {
     Done,
     /// Stopped by cancellation after committing what it had fetched.
     Interrupted,
-    /// Failed after the client's retries; what was fetched before is committed. The error is
+    /// Not started: the run was cancelled first. The lake was not read or written for it.
+    NotStarted,
+    /// Failed after the client's retries, or because a commit holding its rows failed (those
+    /// rows are not in the lake; its recorded progress matches the rows that are, so the next
+    /// run fetches them again). What was committed before stays. The error is
     /// [`Error::Sync`](crate::Error::Sync) naming the job, with the cause as its `source`
     /// (ask it [`api_status`](crate::Error::api_status), or walk its sources).
     Failed(Arc<crate::Error>),
 }
 
 impl PartialEq for JobOutcome {
-    /// `Done` and `Interrupted` equal themselves; two failures are equal when they share the
-    /// same error (errors are not comparable by value).
+    /// `Done`, `Interrupted` and `NotStarted` equal themselves; two failures are equal when they
+    /// share the same error (errors are not comparable by value).
     fn eq(&self, other: &Self) -> bool {
         match (self, other) {
             (JobOutcome::Done, JobOutcome::Done) => true,
             (JobOutcome::Interrupted, JobOutcome::Interrupted) => true,
+            (JobOutcome::NotStarted, JobOutcome::NotStarted) => true,
             (JobOutcome::Failed(a), JobOutcome::Failed(b)) => Arc::ptr_eq(a, b),
             _ => false,
         }
@@ -119,7 +147,8 @@ pub struct JobReport {
     pub job: String,
     /// The dataset written.
     pub dataset: Dataset,
-    /// Rows new to the lake.
+    /// Rows of this job new to the lake, once committed (the commit de-duplicates across the
+    /// whole buffer and counts each job's own rows).
     pub rows_added: u64,
     /// Records received from the service (before de-duplication).
     pub rows_fetched: u64,
@@ -138,7 +167,30 @@ pub struct SyncReport {
     pub http_requests: u64,
     /// Retries made by the client during the run.
     pub retries: u64,
-    /// Wall time of the run.
+    /// Wall time of the run, compaction included.
+    pub elapsed: Duration,
+    /// Commits of the run's buffer that landed.
+    pub commits: u64,
+    /// Data files those commits added.
+    pub files_added: u64,
+    /// Time spent committing (building rows, waiting for the lake, writing), not counting the
+    /// compaction.
+    pub commit_time: Duration,
+    /// Partitions the run's commits wrote into.
+    pub partitions_written: usize,
+    /// The compaction of those partitions at the end of the run: `None` when it did not run
+    /// (turned off, cancelled run, nothing written).
+    pub compaction: Option<Compaction>,
+}
+
+/// The compaction at the end of a sync run.
+#[derive(Debug, Clone)]
+pub struct Compaction {
+    /// Partitions asked for (those the run wrote).
+    pub partitions: usize,
+    /// What it did, or why it failed (the synced rows are committed either way).
+    pub result: std::result::Result<crate::lake::CompactReport, Arc<crate::Error>>,
+    /// How long it took.
     pub elapsed: Duration,
 }
 
@@ -164,11 +216,16 @@ impl SyncReport {
             .any(|j| matches!(j.outcome, JobOutcome::Failed(_)))
     }
 
-    /// Whether any job was interrupted.
+    /// Whether any job was interrupted or not started.
     pub fn interrupted(&self) -> bool {
         self.jobs
             .iter()
-            .any(|j| j.outcome == JobOutcome::Interrupted)
+            .any(|j| matches!(j.outcome, JobOutcome::Interrupted | JobOutcome::NotStarted))
+    }
+
+    /// Rows added by all jobs.
+    pub fn total_rows_added(&self) -> u64 {
+        self.jobs.iter().map(|j| j.rows_added).sum()
     }
 }
 
@@ -214,13 +271,29 @@ pub enum SyncEvent {
         /// What was started again and why.
         reason: String,
     },
-    /// A job ended.
+    /// A job ended and its last rows are committed (or it failed, or was not started).
     JobFinished {
         /// Index of the job in the plan.
         index: usize,
         /// What it did.
         report: JobReport,
     },
+    /// The commit buffer was committed.
+    Committed {
+        /// Rows new to the lake.
+        rows_added: u64,
+        /// Data files written.
+        files_added: usize,
+        /// How long the commit took (building rows, waiting for the lake, writing).
+        elapsed: Duration,
+    },
+    /// The partitions the run wrote are being compacted.
+    Compacting {
+        /// How many.
+        partitions: usize,
+    },
+    /// The compaction at the end of the run ended.
+    Compacted(Compaction),
 }
 
 /// Receives [`SyncEvent`]s (progress bars, log lines). Called from async tasks: keep it quick.
@@ -233,8 +306,8 @@ impl SyncObserver for () {
     fn on_event(&self, _event: SyncEvent) {}
 }
 
-/// Cooperative cancellation: a sync checks it between requests, commits what it has fetched,
-/// and stops. Clones share one flag.
+/// Cooperative cancellation: once cancelled, a sync starts no more jobs, drops the requests in
+/// flight, commits what its jobs fetched (once), and stops. Clones share one flag.
 #[derive(Debug, Clone, Default)]
 pub struct CancelToken {
     inner: Arc<(AtomicBool, Notify)>,

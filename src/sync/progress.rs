@@ -6,11 +6,12 @@ use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
-use super::{SyncEvent, SyncObserver};
+use super::{Compaction, JobOutcome, SyncEvent, SyncObserver};
 
-/// A [`SyncObserver`] that shows progress on stderr: on a terminal, one bar per job and one
-/// overall (jobs done, requests made); otherwise a line per job started and finished, and one
-/// every ten requests of a job.
+/// A [`SyncObserver`] that shows progress on stderr: on a terminal, one bar per running job and
+/// one overall (jobs done, requests made, commits); otherwise a line per job started and
+/// finished, one every ten requests of a job and one per commit. The compaction at the end of
+/// a run gets a line either way.
 pub struct ProgressBars {
     jobs: usize,
     state: Mutex<ObserverState>,
@@ -24,6 +25,22 @@ struct ObserverState {
     /// Requests per job so far.
     requests: Vec<u64>,
     finished: usize,
+    commits: u64,
+}
+
+/// Plans of more jobs than this clear each job's bar when it ends, so the terminal keeps only
+/// the running ones.
+const KEEP_FINISHED_BARS_UP_TO: usize = 20;
+
+/// One line about the compaction at the end of a run.
+fn compaction_line(c: &Compaction) -> String {
+    match &c.result {
+        Ok(r) => format!(
+            "compacted {} of the {} partitions written: {} files into {} ({:.1?})",
+            r.partitions, c.partitions, r.files_removed, r.files_added, c.elapsed
+        ),
+        Err(e) => format!("compaction failed (the synced rows are committed): {e}"),
+    }
 }
 
 fn style(template: &str) -> ProgressStyle {
@@ -116,6 +133,9 @@ impl SyncObserver for ProgressBars {
                 }
                 SyncEvent::JobFinished { report, .. } => {
                     st.finished += 1;
+                    if report.outcome == JobOutcome::NotStarted {
+                        return;
+                    }
                     eprintln!(
                         "done {}/{}: {} ({} rows added, {} fetched, {} requests; {all_requests} requests in all)",
                         st.finished,
@@ -126,6 +146,19 @@ impl SyncObserver for ProgressBars {
                         report.requests
                     );
                 }
+                SyncEvent::Committed {
+                    rows_added,
+                    files_added,
+                    elapsed,
+                } => {
+                    eprintln!(
+                        "commit: {rows_added} rows added in {files_added} files ({elapsed:.1?})"
+                    );
+                }
+                SyncEvent::Compacting { partitions } => {
+                    eprintln!("compacting the {partitions} partitions written");
+                }
+                SyncEvent::Compacted(c) => eprintln!("{}", compaction_line(&c)),
             }
             return;
         };
@@ -168,14 +201,30 @@ impl SyncObserver for ProgressBars {
             }
             SyncEvent::JobFinished { index, report } => {
                 if let Some(Some(bar)) = st.bars.get(index) {
-                    bar.finish_with_message(format!(
-                        "{} +{} rows ({} req)",
-                        report.job, report.rows_added, report.requests
-                    ));
+                    if self.jobs > KEEP_FINISHED_BARS_UP_TO {
+                        bar.finish_and_clear();
+                    } else {
+                        bar.finish_with_message(format!(
+                            "{} +{} rows ({} req)",
+                            report.job, report.rows_added, report.requests
+                        ));
+                    }
                 }
                 if let Some(overall) = &st.overall {
                     overall.inc(1);
                 }
+            }
+            SyncEvent::Committed { .. } => {
+                st.commits += 1;
+                if let Some(overall) = &st.overall {
+                    overall.set_message(format!("{all_requests} requests, {} commits", st.commits));
+                }
+            }
+            SyncEvent::Compacting { partitions } => {
+                multi.suspend(|| eprintln!("compacting the {partitions} partitions written"));
+            }
+            SyncEvent::Compacted(c) => {
+                multi.suspend(|| eprintln!("{}", compaction_line(&c)));
             }
         }
     }

@@ -1,7 +1,8 @@
-//! The sync runner: turns each [`Job`] into the work of its kind once, runs it, and commits
-//! everything through one helper. The kinds live beside it: `streams.rs` (swaps, trades),
-//! `series.rs` (candles, price history), `snapshots.rs` (prices, price stats, EVM profiles,
-//! portfolios) and `search.rs` (altchain profiles).
+//! The sync runner: turns each [`Job`] into the work of its kind once, runs it, and hands
+//! everything it fetches to the run's commit buffer (`group.rs`) through one helper. The kinds
+//! live beside it: `streams.rs` (swaps, trades), `series.rs` (candles, price history),
+//! `snapshots.rs` (prices, price stats, EVM profiles, portfolios) and `search.rs` (altchain
+//! profiles).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,11 +14,12 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use super::group::Group;
 use super::jobs::Job;
 use super::series::HistoryJob;
 use super::snapshots::SnapshotRequest;
 use super::{
-    CancelToken, Estimate, JobOutcome, JobReport, SyncConfig, SyncEvent, SyncObserver, SyncReport,
+    CancelToken, Compaction, Estimate, JobOutcome, SyncConfig, SyncEvent, SyncObserver, SyncReport,
 };
 use crate::api::client::Client;
 use crate::api::requests::{SwapsRequest, TradesRequest};
@@ -44,8 +46,11 @@ pub struct Syncer {
     pub(super) client: Client,
     pub(super) lake: Arc<Lake>,
     pub(super) config: SyncConfig,
-    /// Commits of concurrent jobs take the lake's writer lock one at a time.
-    commit_lock: Arc<std::sync::Mutex<()>>,
+    /// The sync states as a run found them, read once at its start so that thousands of jobs
+    /// do not each read the manifest. A job's own keys change only by its own commits, so the
+    /// snapshot is its state at its start; runs overlapping on one `Syncer` may see an older
+    /// state, which makes them fetch again rows the lake already holds, never skip any.
+    states: std::sync::Mutex<Option<Arc<std::collections::BTreeMap<String, Value>>>>,
 }
 
 /// What a job is, decided once: the work of its kind with exactly what that work needs.
@@ -67,7 +72,8 @@ pub(super) struct JobCtx<'a> {
     pub(super) index: usize,
     pub(super) observer: &'a dyn SyncObserver,
     pub(super) cancel: &'a CancelToken,
-    pub(super) rows_added: u64,
+    /// The run's commit buffer.
+    group: &'a Group,
     pub(super) rows_fetched: u64,
     pub(super) requests: u64,
     pub(super) total: Option<u64>,
@@ -80,6 +86,17 @@ impl JobCtx<'_> {
             index: self.index,
             reason,
         });
+    }
+
+    /// Awaits one request, or `None` as soon as the run is cancelled: the request in flight is
+    /// dropped, and since nothing of it was handed off, the job's recorded progress still
+    /// points at it.
+    pub(super) async fn unless_cancelled<T>(&self, request: impl Future<Output = T>) -> Option<T> {
+        tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => None,
+            answer = request => Some(answer),
+        }
     }
 
     /// Counts one answer of `rows` records and reports the progress.
@@ -95,10 +112,11 @@ impl JobCtx<'_> {
     }
 }
 
-/// Builds the batches of one commit; runs on the blocking pool.
+/// Builds the batches of one hand-off; runs on the blocking pool, when the buffer is committed.
 pub(super) type BatchBuilder = Box<dyn FnOnce() -> Result<Vec<(Dataset, RecordBatch)>> + Send>;
 
-/// `Ok(true)`: the job got everything; `Ok(false)`: cancelled after committing.
+/// `Ok(true)`: the job got everything; `Ok(false)`: cancelled after handing off what it
+/// fetched.
 pub(super) type Finished = bool;
 
 pub(super) fn ts(t: DateTime<Utc>) -> i64 {
@@ -120,7 +138,7 @@ impl Syncer {
             client,
             lake,
             config,
-            commit_lock: Arc::new(std::sync::Mutex::new(())),
+            states: std::sync::Mutex::new(None),
         }
     }
 
@@ -134,8 +152,14 @@ impl Syncer {
         &self.lake
     }
 
-    /// Runs every job (up to [`SyncConfig::parallel_jobs`] at once) and reports each. A failed
-    /// job does not stop the others.
+    /// Runs every job (up to [`SyncConfig::parallel_jobs`] at once) and reports each, in plan
+    /// order. A failed job does not stop the others. The jobs' rows are committed in groups
+    /// (see the [module docs](super)); at the end, unless cancelled, the partitions the run
+    /// wrote are compacted when [`SyncConfig::compact`] is on.
+    ///
+    /// Once `cancel` fires, jobs not yet started are not started ([`JobOutcome::NotStarted`],
+    /// the lake untouched for them), running jobs stop at their next request, and the buffer is
+    /// committed once.
     pub async fn run(
         &self,
         jobs: &[Job],
@@ -144,28 +168,92 @@ impl Syncer {
     ) -> SyncReport {
         let started = Instant::now();
         let before = self.client.metrics();
-        let reports = futures::stream::iter(jobs.iter().enumerate())
-            .map(|(i, job)| self.run_job(i, job, observer, cancel))
-            .buffered(self.config.parallel_jobs.max(1))
-            .collect::<Vec<_>>()
-            .await;
+        // Without a snapshot (the manifest unreadable) each job reads its state and reports
+        // the error itself.
+        let lake = Arc::clone(&self.lake);
+        if let Ok(Ok(states)) = tokio::task::spawn_blocking(move || lake.states("")).await {
+            self.set_states(Some(Arc::new(states)));
+        }
+        let group = Group::new(
+            jobs.iter().map(|j| (j.describe(), j.dataset())).collect(),
+            &self.config,
+            &self.lake,
+            cancel,
+        );
+        let fetching = async {
+            futures::stream::iter(jobs.iter().enumerate())
+                .map(|(i, job)| self.run_job(i, job, observer, cancel, &group))
+                .buffer_unordered(self.config.parallel_jobs.max(1))
+                .for_each(|()| async {})
+                .await;
+            group.close();
+        };
+        let ((), stats) = tokio::join!(fetching, self.committer(&group, observer, cancel));
+        self.set_states(None);
         let after = self.client.metrics();
+        let compaction =
+            if self.config.compact && !cancel.is_cancelled() && !stats.partitions.is_empty() {
+                Some(self.compact_written(&stats.partitions, observer).await)
+            } else {
+                None
+            };
         SyncReport {
-            jobs: reports,
+            jobs: group.reports(),
             http_requests: after.requests.saturating_sub(before.requests),
             retries: after.retries.saturating_sub(before.retries),
             elapsed: started.elapsed(),
+            commits: stats.commits,
+            files_added: stats.files_added,
+            commit_time: stats.time,
+            partitions_written: stats.partitions.len(),
+            compaction,
         }
     }
 
-    /// Runs one job.
-    pub async fn run_job(
+    /// Compacts `partitions` on the blocking pool and reports it to `observer`.
+    async fn compact_written(
+        &self,
+        partitions: &std::collections::BTreeSet<crate::lake::Partition>,
+        observer: &dyn SyncObserver,
+    ) -> Compaction {
+        observer.on_event(SyncEvent::Compacting {
+            partitions: partitions.len(),
+        });
+        let started = Instant::now();
+        let lake = Arc::clone(&self.lake);
+        let wanted = partitions.clone();
+        let result =
+            match tokio::task::spawn_blocking(move || lake.compact_partitions(&wanted)).await {
+                Ok(r) => r,
+                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                Err(source) => Err(Error::Task {
+                    context: format!("compacting the lake {}", self.lake.root().display()),
+                    source,
+                }),
+            };
+        let compaction = Compaction {
+            partitions: partitions.len(),
+            result: result.map_err(Arc::new),
+            elapsed: started.elapsed(),
+        };
+        observer.on_event(SyncEvent::Compacted(compaction.clone()));
+        compaction
+    }
+
+    /// Runs one job's fetching, handing its rows to `group`; its report comes from the group
+    /// once its last rows are committed.
+    async fn run_job(
         &self,
         index: usize,
         job: &Job,
         observer: &dyn SyncObserver,
         cancel: &CancelToken,
-    ) -> JobReport {
+        group: &Group,
+    ) {
+        if cancel.is_cancelled() {
+            group.fetch_done(observer, index, 0, 0, JobOutcome::NotStarted);
+            return;
+        }
         let expected_requests = self.estimate(job).ok().and_then(|e| e.requests);
         observer.on_event(SyncEvent::JobStarted {
             index,
@@ -176,7 +264,7 @@ impl Syncer {
             index,
             observer,
             cancel,
-            rows_added: 0,
+            group,
             rows_fetched: 0,
             requests: 0,
             total: None,
@@ -193,19 +281,7 @@ impl Syncer {
                 source: Box::new(e),
             })),
         };
-        let report = JobReport {
-            job: job.describe(),
-            dataset: job.dataset(),
-            rows_added: ctx.rows_added,
-            rows_fetched: ctx.rows_fetched,
-            requests: ctx.requests,
-            outcome,
-        };
-        observer.on_event(SyncEvent::JobFinished {
-            index,
-            report: report.clone(),
-        });
-        report
+        group.fetch_done(observer, index, ctx.rows_fetched, ctx.requests, outcome);
     }
 
     /// The work of a job's kind.
@@ -311,9 +387,44 @@ impl Syncer {
         })
     }
 
-    /// The sync state recorded under `key`, if any.
+    fn set_states(&self, states: Option<Arc<std::collections::BTreeMap<String, Value>>>) {
+        *self
+            .states
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = states;
+    }
+
+    fn snapshot(&self) -> Option<Arc<std::collections::BTreeMap<String, Value>>> {
+        self.states
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Every sync state whose key starts with `prefix`: from the run's snapshot during a run,
+    /// from the lake otherwise.
+    pub(super) fn states_with_prefix(
+        &self,
+        prefix: &str,
+    ) -> Result<std::collections::BTreeMap<String, Value>> {
+        match self.snapshot() {
+            Some(all) => Ok(all
+                .range(prefix.to_owned()..)
+                .take_while(|(k, _)| k.starts_with(prefix))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()),
+            None => self.lake.states(prefix),
+        }
+    }
+
+    /// The sync state recorded under `key`, if any: from the run's snapshot during a run, from
+    /// the lake otherwise.
     pub(super) fn read_state<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>> {
-        match self.lake.state(key)? {
+        let value = match self.snapshot() {
+            Some(all) => all.get(key).cloned(),
+            None => self.lake.state(key)?,
+        };
+        match value {
             None | Some(Value::Null) => Ok(None),
             Some(v) => self.decode_state(key, v).map(Some),
         }
@@ -328,69 +439,41 @@ impl Syncer {
         })
     }
 
-    /// Converts (on the blocking pool, off the async workers) and commits batches and states in
-    /// one lake transaction. Returns the rows new to the lake.
-    ///
-    /// When another writer holds the lake, the converted rows wait with the commit, up to
-    /// [`SyncConfig::lock_timeout`], instead of being dropped after the lake's own timeout.
-    /// Once `cancel` fires, the wait is cut to the lake's
-    /// [`lock_timeout`](crate::lake::LakeOptions::lock_timeout), so a cancelled sync stops
-    /// promptly even while another writer holds the lake.
-    pub(super) async fn commit<F>(
+    /// Hands rows (built later by `build`, off the async workers) and the states that describe
+    /// them to the run's commit buffer. `rows` is their number, as received. Returns at once
+    /// unless the buffer is full; fails when a commit holding earlier rows of the job failed.
+    pub(super) async fn hand_off<F>(
         &self,
-        cancel: &CancelToken,
+        ctx: &JobCtx<'_>,
+        rows: usize,
         build: F,
         states: Vec<(String, Value)>,
-    ) -> Result<u64>
+    ) -> Result<()>
     where
         F: FnOnce() -> Result<Vec<(Dataset, RecordBatch)>> + Send + 'static,
     {
-        let lake = Arc::clone(&self.lake);
-        let lock = Arc::clone(&self.commit_lock);
-        let lock_timeout = self.config.lock_timeout;
-        let cancel = cancel.clone();
-        let task = tokio::task::spawn_blocking(move || -> Result<u64> {
-            let batches = build()?;
-            let _guard = lock
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let mut tx = wait_for_lake(&lake, lock_timeout, &cancel)?;
-            for (dataset, batch) in batches {
-                if batch.num_rows() > 0 {
-                    tx.write(dataset, batch)?;
-                }
-            }
-            for (key, value) in states {
-                tx.set_state(key, value);
-            }
-            let summary = tx.commit()?;
-            Ok(summary.rows_added.values().sum())
-        });
-        match task.await {
-            Ok(r) => r,
-            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-            Err(source) => Err(Error::Task {
-                context: format!("committing to the lake {}", self.lake.root().display()),
-                source,
-            }),
-        }
+        ctx.group
+            .hand_off(ctx.index, Box::new(build), rows, states)
+            .await
     }
 
-    /// Commits records of one dataset with the job's states: [`commit`](Self::commit) with the
-    /// records' own conversion.
-    pub(super) async fn commit_records<T>(
+    /// Hands records of one dataset with the job's states: [`hand_off`](Self::hand_off) with
+    /// the records' own conversion.
+    pub(super) async fn hand_off_records<T>(
         &self,
-        cancel: &CancelToken,
+        ctx: &JobCtx<'_>,
         records: Vec<T>,
         context: T::Context,
         states: Vec<(String, Value)>,
-    ) -> Result<u64>
+    ) -> Result<()>
     where
         T: ToBatch + Send + 'static,
         T::Context: Send + 'static,
     {
-        self.commit(
-            cancel,
+        let rows = records.len();
+        self.hand_off(
+            ctx,
+            rows,
             move || Ok(vec![(T::DATASET, T::to_batch(&records, &context)?)]),
             states,
         )
@@ -401,7 +484,7 @@ impl Syncer {
 /// Opens a lake transaction, waiting up to `timeout` for another writer, or up to the lake's
 /// own lock timeout from the moment `cancel` fires, whichever ends first. Runs on the blocking
 /// pool.
-fn wait_for_lake<'l>(
+pub(super) fn wait_for_lake<'l>(
     lake: &'l Lake,
     timeout: Duration,
     cancel: &CancelToken,

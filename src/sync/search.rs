@@ -32,7 +32,10 @@ impl Syncer {
             if ctx.cancel.is_cancelled() {
                 return Ok(false);
             }
-            let Some(page) = pages.next().await else {
+            let Some(next) = ctx.unless_cancelled(pages.next()).await else {
+                return Ok(false);
+            };
+            let Some(page) = next else {
                 break;
             };
             let page = match page {
@@ -75,14 +78,13 @@ impl Syncer {
                     last_fetched_at: state.last_fetched_at,
                 }
             };
-            ctx.rows_added += self
-                .commit_records(
-                    ctx.cancel,
-                    page.data,
-                    fetched_at,
-                    vec![(key.to_owned(), to_value(&state))],
-                )
-                .await?;
+            self.hand_off_records(
+                ctx,
+                page.data,
+                fetched_at,
+                vec![(key.to_owned(), to_value(&state))],
+            )
+            .await?;
             if last {
                 break;
             }

@@ -100,7 +100,10 @@ impl Syncer {
                 to: Some(at(chunk.end)),
                 ..base.clone()
             };
-            let mut candles = self.client.candles(&req).await?;
+            let Some(answer) = ctx.unless_cancelled(self.client.candles(&req)).await else {
+                return Ok(false);
+            };
+            let mut candles = answer?;
             ctx.fetched(candles.len());
             // A bar belongs to the chunk its start falls in; the neighbour chunk owns the rest.
             candles.retain(|c| (chunk.start..chunk.end).contains(&ts(c.timestamp)));
@@ -109,14 +112,13 @@ impl Syncer {
                 queue.push_front(Range::new(reached, chunk.end));
             }
             state.covered.insert(Range::new(chunk.start, reached));
-            ctx.rows_added += self
-                .commit_records(
-                    ctx.cancel,
-                    candles,
-                    series.clone(),
-                    vec![(key.to_owned(), to_value(&state))],
-                )
-                .await?;
+            self.hand_off_records(
+                ctx,
+                candles,
+                series.clone(),
+                vec![(key.to_owned(), to_value(&state))],
+            )
+            .await?;
         }
         // An open range: page forward with the service's `count` member from the start of the
         // tail until a page holds fewer bars than asked for. The service's own "now" ends the
@@ -134,7 +136,10 @@ impl Syncer {
                 count: Some(per_page),
                 ..base.clone()
             };
-            let mut candles = self.client.candles(&req).await?;
+            let Some(answer) = ctx.unless_cancelled(self.client.candles(&req)).await else {
+                return Ok(false);
+            };
+            let mut candles = answer?;
             ctx.fetched(candles.len());
             let full = candles.len() as i64 >= per_page;
             candles.retain(|c| ts(c.timestamp) >= start);
@@ -143,14 +148,13 @@ impl Syncer {
             };
             let next = last + interval;
             state.covered.insert(Range::new(start, next));
-            ctx.rows_added += self
-                .commit_records(
-                    ctx.cancel,
-                    candles,
-                    series.clone(),
-                    vec![(key.to_owned(), to_value(&state))],
-                )
-                .await?;
+            self.hand_off_records(
+                ctx,
+                candles,
+                series.clone(),
+                vec![(key.to_owned(), to_value(&state))],
+            )
+            .await?;
             if !full || next <= start {
                 return Ok(true);
             }
@@ -231,7 +235,7 @@ impl Syncer {
     /// The coverage of every target of a price-history job, read from one manifest load.
     fn history_covers(&self, key: &str) -> Result<HistoryCovers> {
         let mut by_key = BTreeMap::new();
-        for (k, v) in self.lake.states(&format!("{key}/"))? {
+        for (k, v) in self.states_with_prefix(&format!("{key}/"))? {
             if v.is_null() {
                 continue;
             }
@@ -299,7 +303,13 @@ impl Syncer {
                 to: Some(at(hr.range.end)),
                 interval,
             };
-            let mut series = self.client.evm_price_history(&req).await?;
+            let Some(answer) = ctx
+                .unless_cancelled(self.client.evm_price_history(&req))
+                .await
+            else {
+                return Ok(false);
+            };
+            let mut series = answer?;
             ctx.fetched(series.iter().map(|s| s.prices.len()).sum());
             for s in &mut series {
                 s.prices
@@ -345,13 +355,7 @@ impl Syncer {
                     addresses,
                 });
             }
-            ctx.rows_added += self
-                .commit_records(
-                    ctx.cancel,
-                    series,
-                    HistorySeries { chain_id, interval },
-                    states,
-                )
+            self.hand_off_records(ctx, series, HistorySeries { chain_id, interval }, states)
                 .await?;
         }
         Ok(true)

@@ -163,27 +163,34 @@ impl Syncer {
             if ctx.cancel.is_cancelled() {
                 return Ok(false);
             }
-            let (batch_fn, rows) = self.fetch_snapshot(request, fetched_at).await?;
+            let Some(answer) = ctx
+                .unless_cancelled(self.fetch_snapshot(request, fetched_at))
+                .await
+            else {
+                return Ok(false);
+            };
+            let (batch_fn, rows) = answer?;
             ctx.fetched(rows);
             run.done.insert(i);
             let state = SnapshotState {
                 run: Some(run.clone()),
                 last_fetched_at: state.last_fetched_at,
             };
-            ctx.rows_added += self
-                .commit(
-                    ctx.cancel,
-                    batch_fn,
-                    vec![(key.to_owned(), to_value(&state))],
-                )
-                .await?;
+            self.hand_off(
+                ctx,
+                rows,
+                batch_fn,
+                vec![(key.to_owned(), to_value(&state))],
+            )
+            .await?;
         }
         let done = SnapshotState {
             run: None,
             last_fetched_at: Some(fetched_at),
         };
-        self.commit(
-            ctx.cancel,
+        self.hand_off(
+            ctx,
+            0,
             || Ok(Vec::new()),
             vec![(key.to_owned(), to_value(&done))],
         )

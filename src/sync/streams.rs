@@ -121,10 +121,14 @@ impl Syncer {
         let mut pages_held = 0usize;
         let mut first_page = true;
         let finished = loop {
-            if ctx.cancel.is_cancelled() {
-                break false;
-            }
-            let page = match stream.next().await {
+            // A cancellation drops the request in flight: its page was not handed off, and the
+            // resume cursor still points at it.
+            let next = tokio::select! {
+                biased;
+                () = ctx.cancel.cancelled() => break false,
+                next = stream.next() => next,
+            };
+            let page = match next {
                 None => break true,
                 Some(Ok(page)) => page,
                 Some(Err(e))
@@ -142,7 +146,7 @@ impl Syncer {
                     continue;
                 }
                 Some(Err(e)) => {
-                    self.commit_stream(
+                    self.hand_off_stream(
                         ctx,
                         key,
                         &mut buffer,
@@ -172,8 +176,8 @@ impl Syncer {
             }
             cursor = next;
             pages_held += 1;
-            if pages_held >= self.config.pages_per_commit.max(1) {
-                self.commit_stream(
+            if pages_held >= self.config.pages_per_handoff.max(1) {
+                self.hand_off_stream(
                     ctx,
                     key,
                     &mut buffer,
@@ -192,23 +196,21 @@ impl Syncer {
         } else {
             resume_state(&state, cursor.as_deref(), top, stop)
         };
-        self.commit_stream(ctx, key, &mut buffer, &next).await?;
+        self.hand_off_stream(ctx, key, &mut buffer, &next).await?;
         Ok(finished)
     }
 
-    /// Commits the buffered records of a stream with the stream's next state.
-    async fn commit_stream<T: Streamed>(
+    /// Hands the held records of a stream to the commit buffer with the stream's next state.
+    async fn hand_off_stream<T: Streamed>(
         &self,
-        ctx: &mut JobCtx<'_>,
+        ctx: &JobCtx<'_>,
         key: &str,
-        buffer: &mut Vec<T>,
+        held: &mut Vec<T>,
         next: &StreamState,
     ) -> Result<()> {
-        let rows = std::mem::take(buffer);
-        ctx.rows_added += self
-            .commit_records(ctx.cancel, rows, (), vec![(key.to_owned(), to_value(next))])
-            .await?;
-        Ok(())
+        let rows = std::mem::take(held);
+        self.hand_off_records(ctx, rows, (), vec![(key.to_owned(), to_value(next))])
+            .await
     }
 
     /// A dry run of a stream: requests it will make, from its recorded state.

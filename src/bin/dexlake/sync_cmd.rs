@@ -12,7 +12,8 @@ use dexlake::api::client::{Client, ClientConfig};
 use dexlake::api::retry::{MAX_CONCURRENCY, RateLimit};
 use dexlake::lake::Lake;
 use dexlake::sync::{
-    CancelToken, Job, JobOutcome, Plan, ProgressBars, SyncConfig, Syncer, read_search_request,
+    CancelToken, Job, JobOutcome, JobReport, Plan, ProgressBars, SyncConfig, SyncReport, Syncer,
+    read_search_request,
 };
 
 use crate::Global;
@@ -49,9 +50,26 @@ struct RunFlags {
     #[arg(long, global = true, default_value = "altchain")]
     altchain_segment: String,
     /// Seconds a commit waits for another writer to release the lake, keeping the rows it
-    /// fetched, before its job fails (default 600; after Ctrl-C at most 10 more).
+    /// holds, before the jobs whose rows they are fail (default 600; after Ctrl-C at most 10
+    /// more).
     #[arg(long, global = true, value_name = "SECONDS", value_parser = crate::lock_timeout_secs)]
     lock_timeout: Option<Duration>,
+    /// Commit the fetched rows once this many are waiting (default 65536).
+    #[arg(long, global = true, value_name = "ROWS")]
+    commit_rows: Option<usize>,
+    /// Commit the fetched rows once the oldest has waited this long (default 30).
+    #[arg(long, global = true, value_name = "SECONDS", value_parser = crate::lock_timeout_secs)]
+    commit_interval: Option<Duration>,
+    /// Do not compact the partitions the run wrote at its end.
+    #[arg(long, global = true)]
+    no_compact: bool,
+    /// Write the per-job table to FILE: JSON when it ends in `.json`, CSV otherwise.
+    #[arg(long, global = true, value_name = "FILE")]
+    jobs_report: Option<PathBuf>,
+    /// Print the per-job table however many jobs the plan has (by default only plans of at
+    /// most 20 jobs get it; larger ones get the 10 largest jobs).
+    #[arg(long, global = true)]
+    verbose: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -263,7 +281,12 @@ struct Prepared {
     client: ClientConfig,
     sync: SyncConfig,
     dry_run: bool,
+    jobs_report: Option<PathBuf>,
+    verbose: bool,
 }
+
+/// Largest `--commit-rows` accepted.
+const MAX_COMMIT_ROWS: usize = 1 << 24;
 
 /// Turns the flags (and the plan file) into checked jobs and configurations; every number is
 /// validated here with a clear message.
@@ -308,10 +331,19 @@ fn prepare(global: &Global, args: SyncArgs) -> anyhow::Result<Prepared> {
         "--recent-window must be at most {MAX_RECENT_WINDOW_SECS} seconds, got {}",
         flags.recent_window
     );
+    if let Some(rows) = flags.commit_rows {
+        anyhow::ensure!(
+            (1..=MAX_COMMIT_ROWS).contains(&rows),
+            "--commit-rows must be 1 to {MAX_COMMIT_ROWS}, got {rows}"
+        );
+    }
     let defaults = SyncConfig::default();
     let sync = SyncConfig {
         recent_window: Duration::from_secs(flags.recent_window),
         lock_timeout: flags.lock_timeout.unwrap_or(defaults.lock_timeout),
+        commit_rows: flags.commit_rows.unwrap_or(defaults.commit_rows),
+        commit_interval: flags.commit_interval.unwrap_or(defaults.commit_interval),
+        compact: !flags.no_compact,
         ..defaults
     };
     Ok(Prepared {
@@ -319,6 +351,8 @@ fn prepare(global: &Global, args: SyncArgs) -> anyhow::Result<Prepared> {
         client: config,
         sync,
         dry_run: flags.dry_run,
+        jobs_report: flags.jobs_report,
+        verbose: flags.verbose,
     })
 }
 
@@ -329,6 +363,8 @@ pub fn run(global: &Global, args: SyncArgs) -> anyhow::Result<ExitCode> {
         client,
         sync,
         dry_run,
+        jobs_report,
+        verbose,
     } = prepare(global, args)?;
     let client = Client::new(client)?;
     // The lake keeps its default lock timeout: a sync's commits wait `sync.lock_timeout`, and
@@ -357,11 +393,18 @@ pub fn run(global: &Global, args: SyncArgs) -> anyhow::Result<ExitCode> {
     let cancel = CancelToken::new();
     let observer = ProgressBars::new(jobs.len());
     let report = runtime.block_on(async {
+        // The first Ctrl-C stops the run: jobs not started are not started, running jobs stop
+        // at their next request and the fetched rows are committed once. A second one exits at
+        // once; the lake keeps its last commit.
         let watcher = {
             let cancel = cancel.clone();
             tokio::spawn(async move {
                 if tokio::signal::ctrl_c().await.is_ok() {
                     cancel.cancel();
+                    if tokio::signal::ctrl_c().await.is_ok() {
+                        eprintln!("interrupted again: exiting without committing the fetched rows");
+                        std::process::exit(130);
+                    }
                 }
             })
         };
@@ -370,7 +413,49 @@ pub fn run(global: &Global, args: SyncArgs) -> anyhow::Result<ExitCode> {
         report
     });
     observer.finish();
+    // Blocking tasks still running (none once the run returned) are not waited for.
+    runtime.shutdown_background();
 
+    print_summary(&report, verbose);
+    if let Some(path) = &jobs_report {
+        write_jobs_report(path, &report)
+            .with_context(|| format!("writing the jobs report {}", path.display()))?;
+        println!("  per-job report: {}", path.display());
+    }
+    let mut interrupted = 0usize;
+    let mut not_started = 0usize;
+    for j in &report.jobs {
+        match &j.outcome {
+            JobOutcome::Done => {}
+            JobOutcome::Interrupted => interrupted += 1,
+            JobOutcome::NotStarted => not_started += 1,
+            JobOutcome::Failed(error) => eprintln!("failed: {}", error_chain(error.as_ref())),
+        }
+    }
+    if interrupted + not_started > 0 {
+        eprintln!(
+            "interrupted: {interrupted} jobs stopped (progress committed), {not_started} not started; run again to resume"
+        );
+    }
+    Ok(if report.any_failed() {
+        ExitCode::FAILURE
+    } else if report.interrupted() {
+        ExitCode::from(130)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Plans of more jobs than this get totals and the largest jobs instead of the per-job table
+/// (unless `--verbose`).
+const FULL_TABLE_UP_TO: usize = 20;
+
+/// Jobs listed by rows added in the summary of a large plan.
+const LARGEST_JOBS: usize = 10;
+
+/// Prints the run's totals, its commits and compaction, and the per-job table (or, for plans
+/// of more than [`FULL_TABLE_UP_TO`] jobs without `verbose`, the [`LARGEST_JOBS`] largest).
+fn print_summary(report: &SyncReport, verbose: bool) {
     println!("sync finished in {:.1?}", report.elapsed);
     for (dataset, rows) in report.rows_added() {
         println!("  {dataset:<16} {rows:>10} rows added");
@@ -381,29 +466,123 @@ pub fn run(global: &Global, args: SyncArgs) -> anyhow::Result<ExitCode> {
         report.http_requests,
         report.retries
     );
-    for j in &report.jobs {
+    let count = |f: fn(&JobOutcome) -> bool| report.jobs.iter().filter(|j| f(&j.outcome)).count();
+    println!(
+        "  jobs: {} done, {} interrupted, {} not started, {} failed (of {})",
+        count(|o| *o == JobOutcome::Done),
+        count(|o| *o == JobOutcome::Interrupted),
+        count(|o| *o == JobOutcome::NotStarted),
+        count(|o| matches!(o, JobOutcome::Failed(_))),
+        report.jobs.len()
+    );
+    println!(
+        "  commits: {} ({} files into {} partitions, {:.1?} committing)",
+        report.commits, report.files_added, report.partitions_written, report.commit_time
+    );
+    if let Some(c) = &report.compaction {
+        match &c.result {
+            Ok(r) => println!(
+                "  compaction: {} of {} partitions, {} files into {} ({:.1?})",
+                r.partitions, c.partitions, r.files_removed, r.files_added, c.elapsed
+            ),
+            Err(e) => println!(
+                "  compaction failed (the synced rows are committed; `dexlake compact` retries): {}",
+                error_chain(e.as_ref())
+            ),
+        }
+    }
+    let row = |j: &JobReport| {
         println!(
             "  {:<60} {:>9} rows added {:>6} requests",
             j.job, j.rows_added, j.requests
         );
-    }
-    for j in &report.jobs {
-        match &j.outcome {
-            JobOutcome::Done => {}
-            JobOutcome::Interrupted => eprintln!(
-                "interrupted: {} (progress committed; run again to resume)",
-                j.job
-            ),
-            JobOutcome::Failed(error) => eprintln!("failed: {}", error_chain(error.as_ref())),
-        }
-    }
-    Ok(if report.any_failed() {
-        ExitCode::FAILURE
-    } else if report.interrupted() {
-        ExitCode::from(130)
+    };
+    if verbose || report.jobs.len() <= FULL_TABLE_UP_TO {
+        report.jobs.iter().for_each(row);
     } else {
-        ExitCode::SUCCESS
-    })
+        let mut largest: Vec<&JobReport> = report.jobs.iter().collect();
+        largest.sort_by_key(|j| std::cmp::Reverse(j.rows_added));
+        println!(
+            "  the {LARGEST_JOBS} largest of {} jobs (--verbose or --jobs-report FILE for all):",
+            report.jobs.len()
+        );
+        largest.into_iter().take(LARGEST_JOBS).for_each(row);
+    }
+}
+
+/// One line of the per-job report.
+#[derive(serde::Serialize)]
+struct JobLine<'a> {
+    index: usize,
+    job: &'a str,
+    dataset: &'a str,
+    outcome: &'static str,
+    rows_added: u64,
+    rows_fetched: u64,
+    requests: u64,
+    error: String,
+}
+
+/// Writes every job's report to `path`: a JSON array when it ends in `.json`, CSV otherwise.
+fn write_jobs_report(path: &std::path::Path, report: &SyncReport) -> anyhow::Result<()> {
+    let lines: Vec<JobLine<'_>> = report
+        .jobs
+        .iter()
+        .enumerate()
+        .map(|(index, j)| JobLine {
+            index,
+            job: &j.job,
+            dataset: j.dataset.name(),
+            outcome: match j.outcome {
+                JobOutcome::Done => "done",
+                JobOutcome::Interrupted => "interrupted",
+                JobOutcome::NotStarted => "not started",
+                JobOutcome::Failed(_) => "failed",
+            },
+            rows_added: j.rows_added,
+            rows_fetched: j.rows_fetched,
+            requests: j.requests,
+            error: j
+                .outcome
+                .error()
+                .map(|e| error_chain(e))
+                .unwrap_or_default(),
+        })
+        .collect();
+    let json = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("json"));
+    let text = if json {
+        serde_json::to_string_pretty(&lines)?
+    } else {
+        let mut out =
+            String::from("index,job,dataset,outcome,rows_added,rows_fetched,requests,error\n");
+        for l in &lines {
+            out.push_str(&format!(
+                "{},{},{},{},{},{},{},{}\n",
+                l.index,
+                csv_field(l.job),
+                l.dataset,
+                l.outcome,
+                l.rows_added,
+                l.rows_fetched,
+                l.requests,
+                csv_field(&l.error)
+            ));
+        }
+        out
+    };
+    std::fs::write(path, text)?;
+    Ok(())
+}
+
+/// A CSV field, quoted when it holds a comma, a quote or a line break.
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_owned()
+    }
 }
 
 /// An error and its causes on one line, each cause once (a cause whose text its parent already

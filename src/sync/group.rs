@@ -1,0 +1,488 @@
+//! Group commits: jobs hand their fetched rows and their next states to one shared buffer,
+//! and one committer writes the buffer in a single lake transaction when it is big enough, old
+//! enough, or the run ends.
+//!
+//! A job's pieces enter the buffer in the order the job hands them off and the whole buffer is
+//! committed at once, so a state is never committed without every row handed off before it. A
+//! failed commit fails the jobs whose rows it held: their later pieces are dropped from the
+//! buffer and their later hand-offs refused, so their committed states still match their
+//! committed rows.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::pin::pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use arrow::record_batch::RecordBatch;
+use serde_json::Value;
+use tokio::sync::Notify;
+
+use super::run::{BatchBuilder, Syncer, wait_for_lake};
+use super::{CancelToken, JobOutcome, JobReport, SyncConfig, SyncEvent, SyncObserver};
+use crate::error::{Error, Result};
+use crate::lake::{Dataset, Lake, Partition};
+
+/// Rows of one hand-off, converted on the blocking pool while the job goes on fetching.
+type Built = tokio::task::JoinHandle<Result<Vec<(Dataset, RecordBatch)>>>;
+
+/// What a job hands to the buffer: its rows (being converted, off the async workers) and the
+/// states that describe them.
+struct Piece {
+    job: usize,
+    built: Built,
+    rows: usize,
+    states: Vec<(String, Value)>,
+    at: Instant,
+}
+
+/// What a job did once its fetching ended.
+struct Fetched {
+    rows_fetched: u64,
+    requests: u64,
+    outcome: JobOutcome,
+}
+
+/// One job's account: what it handed off and what of it was committed.
+struct Account {
+    job: String,
+    dataset: Dataset,
+    rows_added: u64,
+    /// Pieces handed off and not yet committed (nor dropped).
+    pending: usize,
+    /// The error of a commit that held this job's rows.
+    failed: Option<Arc<Error>>,
+    fetched: Option<Fetched>,
+    reported: bool,
+}
+
+impl Account {
+    fn report(&self) -> JobReport {
+        let (rows_fetched, requests, outcome) = match &self.fetched {
+            Some(f) => (f.rows_fetched, f.requests, f.outcome.clone()),
+            None => (0, 0, JobOutcome::NotStarted),
+        };
+        JobReport {
+            job: self.job.clone(),
+            dataset: self.dataset,
+            rows_added: self.rows_added,
+            rows_fetched,
+            requests,
+            outcome: match &self.failed {
+                Some(e) => JobOutcome::Failed(Arc::clone(e)),
+                None => outcome,
+            },
+        }
+    }
+}
+
+struct Buffer {
+    pieces: Vec<Piece>,
+    rows: usize,
+    accounts: Vec<Account>,
+    /// Every job's fetching has ended: nothing more will be handed off.
+    closed: bool,
+}
+
+/// Figures of a run's commits.
+#[derive(Debug, Default)]
+pub(super) struct CommitStats {
+    pub(super) commits: u64,
+    pub(super) files_added: u64,
+    pub(super) time: Duration,
+    pub(super) partitions: BTreeSet<Partition>,
+}
+
+/// The shared buffer of one run and the accounts of its jobs.
+pub(super) struct Group {
+    buffer: Mutex<Buffer>,
+    /// Wakes the committer (a hand-off, the end of the run) and hand-offs waiting for room
+    /// (the end of a commit).
+    wake: Notify,
+    commit_rows: usize,
+    max_rows: usize,
+    interval: Duration,
+    root: PathBuf,
+    /// Once cancelled, hand-offs no longer wait for room: the committer waits for every job's
+    /// last hand-off before its one final commit.
+    cancel: CancelToken,
+}
+
+impl Group {
+    /// The buffer of a run of `jobs` (description and dataset of each, in plan order).
+    pub(super) fn new(
+        jobs: Vec<(String, Dataset)>,
+        config: &SyncConfig,
+        lake: &Lake,
+        cancel: &CancelToken,
+    ) -> Self {
+        let commit_rows = config.commit_rows.max(1);
+        Group {
+            buffer: Mutex::new(Buffer {
+                pieces: Vec::new(),
+                rows: 0,
+                accounts: jobs
+                    .into_iter()
+                    .map(|(job, dataset)| Account {
+                        job,
+                        dataset,
+                        rows_added: 0,
+                        pending: 0,
+                        failed: None,
+                        fetched: None,
+                        reported: false,
+                    })
+                    .collect(),
+                closed: false,
+            }),
+            wake: Notify::new(),
+            commit_rows,
+            max_rows: commit_rows.saturating_mul(4),
+            interval: config.commit_interval,
+            root: lake.root().to_path_buf(),
+            cancel: cancel.clone(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Buffer> {
+        self.buffer.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Hands `rows` rows (built by `build`, which starts at once on the blocking pool) and the
+    /// states that describe them to the buffer.
+    /// Waits only while the buffer holds four times [`SyncConfig::commit_rows`] (and the run
+    /// is not cancelled); fails when a commit that held earlier rows of the job failed.
+    pub(super) async fn hand_off(
+        &self,
+        job: usize,
+        build: BatchBuilder,
+        rows: usize,
+        states: Vec<(String, Value)>,
+    ) -> Result<()> {
+        loop {
+            let mut notified = pin!(self.wake.notified());
+            notified.as_mut().enable();
+            {
+                let mut buf = self.lock();
+                if buf.accounts.get(job).is_some_and(|a| a.failed.is_some()) {
+                    return Err(Error::Lake {
+                        path: self.root.clone(),
+                        message: "a commit holding earlier rows of this job failed".into(),
+                    });
+                }
+                if buf.rows == 0
+                    || buf.rows.saturating_add(rows) <= self.max_rows
+                    || self.cancel.is_cancelled()
+                {
+                    buf.rows += rows;
+                    if let Some(a) = buf.accounts.get_mut(job) {
+                        a.pending += 1;
+                    }
+                    buf.pieces.push(Piece {
+                        job,
+                        built: tokio::task::spawn_blocking(build),
+                        rows,
+                        states,
+                        at: Instant::now(),
+                    });
+                    if buf.rows >= self.commit_rows {
+                        self.wake.notify_waiters();
+                    }
+                    return Ok(());
+                }
+            }
+            tokio::select! {
+                () = notified => {}
+                () = self.cancel.cancelled() => {}
+            }
+        }
+    }
+
+    /// Records the end of a job's fetching. Its [`SyncEvent::JobFinished`] goes out once its
+    /// last rows are committed: at once when it has none waiting in the buffer.
+    pub(super) fn fetch_done(
+        &self,
+        observer: &dyn SyncObserver,
+        job: usize,
+        rows_fetched: u64,
+        requests: u64,
+        outcome: JobOutcome,
+    ) {
+        let ready = {
+            let mut buf = self.lock();
+            if let Some(a) = buf.accounts.get_mut(job) {
+                a.fetched = Some(Fetched {
+                    rows_fetched,
+                    requests,
+                    outcome,
+                });
+            }
+            ready_reports(&mut buf)
+        };
+        for (index, report) in ready {
+            observer.on_event(SyncEvent::JobFinished { index, report });
+        }
+    }
+
+    /// Every job's fetching has ended: the committer commits what is left and stops.
+    pub(super) fn close(&self) {
+        self.lock().closed = true;
+        self.wake.notify_waiters();
+    }
+
+    /// The reports of every job, in plan order.
+    pub(super) fn reports(&self) -> Vec<JobReport> {
+        self.lock().accounts.iter().map(Account::report).collect()
+    }
+
+    /// Waits until the buffer is due (big enough, old enough, or the run over) and takes it;
+    /// `None` once the run is over and the buffer empty. After a cancellation only the end of
+    /// the run makes it due, so the buffer is committed once, when every job has stopped.
+    async fn next_batch(&self, cancel: &CancelToken) -> Option<Vec<Piece>> {
+        loop {
+            let mut notified = pin!(self.wake.notified());
+            notified.as_mut().enable();
+            let sleep = {
+                let mut buf = self.lock();
+                if buf.closed && buf.pieces.is_empty() {
+                    return None;
+                }
+                let cancelled = cancel.is_cancelled();
+                let age = buf.pieces.first().map(|p| p.at.elapsed());
+                let due = buf.closed
+                    || (!cancelled
+                        && (buf.rows >= self.commit_rows
+                            || age.is_some_and(|a| a >= self.interval)));
+                if due && !buf.pieces.is_empty() {
+                    buf.rows = 0;
+                    return Some(std::mem::take(&mut buf.pieces));
+                }
+                match age {
+                    Some(age) if !cancelled => Some(self.interval.saturating_sub(age)),
+                    _ => None,
+                }
+            };
+            match sleep {
+                Some(d) => {
+                    tokio::select! {
+                        () = notified => {}
+                        () = tokio::time::sleep(d) => {}
+                    }
+                }
+                None => notified.await,
+            }
+        }
+    }
+
+    /// Applies the outcome of one commit to the accounts; returns the reports now ready.
+    fn committed(&self, done: Committed) -> Vec<(usize, JobReport)> {
+        let mut buf = self.lock();
+        for (job, n) in &done.pieces {
+            if let Some(a) = buf.accounts.get_mut(*job) {
+                a.pending = a.pending.saturating_sub(*n);
+            }
+        }
+        let mut failed: Vec<(usize, Error)> = done.build_failures;
+        match done.result {
+            Ok(summary) => {
+                for (tag, rows) in summary.rows_added_by_tag {
+                    if let Some(a) = usize::try_from(tag)
+                        .ok()
+                        .and_then(|i| buf.accounts.get_mut(i))
+                    {
+                        a.rows_added += rows;
+                    }
+                }
+            }
+            Err(e) => {
+                let mut jobs = done.pieces.keys().copied();
+                if let Some(first) = jobs.next() {
+                    for other in jobs {
+                        failed.push((other, shared(&e, &self.root)));
+                    }
+                    failed.push((first, e));
+                }
+            }
+        }
+        let failed_jobs: BTreeSet<usize> = failed.iter().map(|(j, _)| *j).collect();
+        for (job, e) in failed {
+            if let Some(a) = buf.accounts.get_mut(job)
+                && a.failed.is_none()
+            {
+                a.failed = Some(Arc::new(Error::Sync {
+                    job: a.job.clone(),
+                    source: Box::new(e),
+                }));
+            }
+        }
+        // Later pieces of a failed job would commit states past the lost rows: drop them.
+        if !failed_jobs.is_empty() {
+            let pieces = std::mem::take(&mut buf.pieces);
+            let mut kept = Vec::with_capacity(pieces.len());
+            let mut rows = 0;
+            for p in pieces {
+                if failed_jobs.contains(&p.job) {
+                    if let Some(a) = buf.accounts.get_mut(p.job) {
+                        a.pending = a.pending.saturating_sub(1);
+                    }
+                } else {
+                    rows += p.rows;
+                    kept.push(p);
+                }
+            }
+            buf.pieces = kept;
+            buf.rows = rows;
+        }
+        let ready = ready_reports(&mut buf);
+        drop(buf);
+        self.wake.notify_waiters();
+        ready
+    }
+}
+
+/// The reports of jobs whose fetching ended and whose rows are all committed, marked reported.
+fn ready_reports(buf: &mut Buffer) -> Vec<(usize, JobReport)> {
+    let mut out = Vec::new();
+    for (i, a) in buf.accounts.iter_mut().enumerate() {
+        if !a.reported && a.pending == 0 && a.fetched.is_some() {
+            a.reported = true;
+            out.push((i, a.report()));
+        }
+    }
+    out
+}
+
+/// The error of a commit for another job whose rows it held (errors are not `Clone`): a held
+/// lake stays [`Error::LakeLocked`]; anything else becomes a lake error with the same text.
+fn shared(e: &Error, root: &std::path::Path) -> Error {
+    match e {
+        Error::LakeLocked { path } => Error::LakeLocked { path: path.clone() },
+        other => {
+            let mut message = format!("the commit holding this job's rows failed: {other}");
+            let mut source = std::error::Error::source(other);
+            while let Some(cause) = source {
+                message.push_str(&format!(": {cause}"));
+                source = cause.source();
+            }
+            Error::Lake {
+                path: root.to_path_buf(),
+                message,
+            }
+        }
+    }
+}
+
+/// The outcome of one commit of the buffer.
+struct Committed {
+    /// Pieces per job the buffer held (those of jobs whose rows failed to build included).
+    pieces: BTreeMap<usize, usize>,
+    /// Jobs whose rows could not be built; their pieces were left out of the commit.
+    build_failures: Vec<(usize, Error)>,
+    result: Result<crate::lake::CommitSummary>,
+}
+
+impl Syncer {
+    /// Runs the committer of a run: commits the buffer each time it is due, one commit at a
+    /// time, reports jobs whose last rows landed, and stops once the run is over and the
+    /// buffer committed.
+    pub(super) async fn committer(
+        &self,
+        group: &Group,
+        observer: &dyn SyncObserver,
+        cancel: &CancelToken,
+    ) -> CommitStats {
+        let mut stats = CommitStats::default();
+        while let Some(pieces) = group.next_batch(cancel).await {
+            let started = Instant::now();
+            let done = self.commit_pieces(pieces, cancel).await;
+            stats.time += started.elapsed();
+            if let Ok(summary) = &done.result {
+                stats.commits += 1;
+                stats.files_added += summary.files_added as u64;
+                stats.partitions.extend(summary.partitions.iter().cloned());
+                observer.on_event(SyncEvent::Committed {
+                    rows_added: summary.rows_added.values().sum(),
+                    files_added: summary.files_added,
+                    elapsed: started.elapsed(),
+                });
+            }
+            for (index, report) in group.committed(done) {
+                observer.on_event(SyncEvent::JobFinished { index, report });
+            }
+        }
+        stats
+    }
+
+    /// Waits for the pieces' rows to be converted and commits them with their states in one
+    /// transaction, on the blocking pool. A job whose rows failed to convert is left out, all
+    /// its pieces with it.
+    async fn commit_pieces(&self, pieces: Vec<Piece>, cancel: &CancelToken) -> Committed {
+        let mut counts: BTreeMap<usize, usize> = BTreeMap::new();
+        let mut failures: Vec<(usize, Error)> = Vec::new();
+        let mut built = Vec::with_capacity(pieces.len());
+        for p in pieces {
+            *counts.entry(p.job).or_default() += 1;
+            let batches = match p.built.await {
+                Ok(r) => r,
+                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                Err(source) => Err(Error::Task {
+                    context: "converting fetched rows".to_owned(),
+                    source,
+                }),
+            };
+            match batches {
+                Ok(batches) => built.push((p.job, batches, p.states)),
+                Err(e) => {
+                    if !failures.iter().any(|(j, _)| *j == p.job) {
+                        failures.push((p.job, e));
+                    }
+                }
+            }
+        }
+        built.retain(|(job, ..)| !failures.iter().any(|(j, _)| j == job));
+        let lake = Arc::clone(&self.lake);
+        let lock_timeout = self.config.lock_timeout;
+        let cancel = cancel.clone();
+        let task = tokio::task::spawn_blocking(move || {
+            commit_blocking(&lake, built, lock_timeout, &cancel)
+        });
+        let result = match task.await {
+            Ok(r) => r,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(source) => Err(Error::Task {
+                context: format!("committing to the lake {}", self.lake.root().display()),
+                source,
+            }),
+        };
+        Committed {
+            pieces: counts,
+            build_failures: failures,
+            result,
+        }
+    }
+}
+
+/// Converted rows of one job with the states that describe them.
+type BuiltPiece = (usize, Vec<(Dataset, RecordBatch)>, Vec<(String, Value)>);
+
+/// The blocking part of a commit: wait for the lake, write each job's rows under its own tag,
+/// set the states in hand-off order, commit.
+fn commit_blocking(
+    lake: &Lake,
+    built: Vec<BuiltPiece>,
+    lock_timeout: Duration,
+    cancel: &CancelToken,
+) -> Result<crate::lake::CommitSummary> {
+    let mut tx = wait_for_lake(lake, lock_timeout, cancel)?;
+    for (job, batches, states) in built {
+        for (dataset, batch) in batches {
+            if batch.num_rows() > 0 {
+                tx.write_tagged(dataset, batch, job as u64)?;
+            }
+        }
+        for (key, value) in states {
+            tx.set_state(key, value);
+        }
+    }
+    tx.commit()
+}
