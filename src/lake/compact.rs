@@ -65,7 +65,8 @@ pub struct CompactReport {
 
 /// Runs [`Lake::compact`].
 pub fn compact(lake: &Lake) -> Result<CompactReport> {
-    compact_where(lake, |_| true, MERGE_FAN_IN)
+    let below = lake.options().compact_below_rows as u64;
+    compact_where(lake, |_| true, below, MERGE_FAN_IN)
 }
 
 /// Runs [`Lake::compact_partitions`].
@@ -73,7 +74,10 @@ pub fn compact_partitions(lake: &Lake, partitions: &BTreeSet<Partition>) -> Resu
     if partitions.is_empty() {
         return Ok(CompactReport::default());
     }
-    compact_where(lake, |p| partitions.contains(p), MERGE_FAN_IN)
+    // A sync's partitions end in one file per `max_rows_per_file` rows: every file not yet
+    // full is merged, not only those under `compact_below_rows`.
+    let below = lake.options().max_rows_per_file as u64;
+    compact_where(lake, |p| partitions.contains(p), below, MERGE_FAN_IN)
 }
 
 /// The files one partition's compaction reads and writes, all named before any is written.
@@ -126,17 +130,19 @@ impl Plan {
     }
 }
 
-/// Compacts the partitions `keep` accepts, merging at most `fan_in` files at once.
+/// Compacts the files of fewer than `below` rows in the partitions `keep` accepts, merging at
+/// most `fan_in` files at once.
 fn compact_where(
     lake: &Lake,
     keep: impl Fn(&Partition) -> bool,
+    below: u64,
     fan_in: usize,
 ) -> Result<CompactReport> {
     let fan_in = fan_in.max(2);
     let _lock = lake.lock()?;
     manifest::recover(lake.store())?;
     let current = lake.snapshot()?;
-    let plans = plan(lake, &current, keep, fan_in)?;
+    let plans = plan(lake, &current, keep, below, fan_in)?;
     let mut report = CompactReport::default();
     if plans.is_empty() {
         return Ok(report);
@@ -173,14 +179,15 @@ fn compact_where(
     Ok(report)
 }
 
-/// The compaction of every partition `keep` accepts that has more than one small file.
+/// The compaction of every partition `keep` accepts that has more than one file of fewer than
+/// `small` rows.
 fn plan(
     lake: &Lake,
     current: &Manifest,
     keep: impl Fn(&Partition) -> bool,
+    small: u64,
     fan_in: usize,
 ) -> Result<Vec<Plan>> {
-    let small = lake.options().compact_below_rows as u64;
     let mut groups: BTreeMap<Partition, Vec<String>> = BTreeMap::new();
     for (path, entry) in &current.files {
         if entry.rows < small {
@@ -685,7 +692,8 @@ mod tests {
         assert!(most > Some(9), "a partition needs two passes at fan-in 3");
 
         // Fan-in 3: 11 files → 4 runs → 2 runs → the outputs.
-        let report = compact_where(&lake, |_| true, 3).expect("compact");
+        let report = compact_where(&lake, |_| true, lake.options().compact_below_rows as u64, 3)
+            .expect("compact");
         assert_eq!(report.partitions, partitions.len());
         assert_eq!(report.rows[&Dataset::Swaps], all.num_rows() as u64);
         let after = committed(&lake);
@@ -745,7 +753,8 @@ mod tests {
         );
         // Nothing left to do.
         assert_eq!(
-            compact_where(&lake, |_| true, 3).expect("again"),
+            compact_where(&lake, |_| true, lake.options().compact_below_rows as u64, 3)
+                .expect("again"),
             CompactReport::default()
         );
     }
@@ -766,7 +775,8 @@ mod tests {
             crate::lake::file::encode_parquet(Dataset::Swaps, &reversed, 1024, 3).expect("encode");
         lake.store().put(&path, &data).expect("put");
 
-        let err = compact_where(&lake, |_| true, 2).expect_err("refused");
+        let err = compact_where(&lake, |_| true, lake.options().compact_below_rows as u64, 2)
+            .expect_err("refused");
         assert!(err.to_string().contains("not in the swaps order"), "{err}");
         assert_eq!(lake.manifest().expect("manifest"), manifest);
         let on_disk = lake.store().list("swaps").expect("list");
@@ -784,7 +794,8 @@ mod tests {
             {
                 // The steps of `compact_where`, stopped where a kill could stop them.
                 let _lock = lake.lock().expect("lock");
-                let plans = plan(&lake, &manifest, |_| true, 3).expect("plan");
+                let below = lake.options().compact_below_rows as u64;
+                let plans = plan(&lake, &manifest, |_| true, below, 3).expect("plan");
                 assert!(plans.len() > 1 && !plans[1].passes.is_empty());
                 journal(&manifest, &plans)
                     .store(lake.store())
@@ -835,7 +846,8 @@ mod tests {
                     .is_none()
             );
         }
-        let report = compact_where(&lake, |_| true, 3).expect("compact");
+        let report = compact_where(&lake, |_| true, lake.options().compact_below_rows as u64, 3)
+            .expect("compact");
         assert_eq!(report.files_removed, manifest.files.len());
         assert!(lake.verify().expect("verify").is_ok());
     }

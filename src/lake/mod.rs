@@ -569,7 +569,9 @@ impl Lake {
     }
 
     /// [`compact`](Self::compact) limited to `partitions` (for example those a sync wrote,
-    /// from [`CommitSummary::partitions`]).
+    /// from [`CommitSummary::partitions`]), merging every file of fewer than
+    /// [`max_rows_per_file`](LakeOptions::max_rows_per_file) rows, so each partition ends
+    /// with one file per that many rows.
     pub fn compact_partitions(
         &self,
         partitions: &std::collections::BTreeSet<Partition>,
