@@ -878,14 +878,13 @@ fn a_missing_or_damaged_manifest_is_refused_and_repair_rebuilds_the_same_rows() 
     bounded(120, || {
         let dir = tempfile::tempdir().expect("temp dir");
         let root = dir.path().join("lake");
-        let lake = Lake::open(&root).expect("open");
-        write_all(
-            &lake,
-            &Samples::generate(21, 120).batches().expect("batches"),
+        let lake = lake_with_state(
+            &root,
+            21,
+            120,
+            "sync/example",
+            serde_json::json!({"cursor": "c1"}),
         );
-        let mut tx = lake.transaction().expect("transaction");
-        tx.set_state("sync/example", serde_json::json!({"cursor": "c1"}));
-        tx.commit().expect("state commit");
         write_all(
             &lake,
             &Samples::generate(22, 120).batches().expect("batches"),
@@ -983,6 +982,26 @@ fn a_missing_or_damaged_manifest_is_refused_and_repair_rebuilds_the_same_rows() 
         assert!(!Lake::repair(&root).expect("repair").rebuilt);
         assert_eq!(std::fs::read(&pointer).expect("pointer"), before);
     });
+}
+
+/// A lake at `root` holding the samples of `seed` (`rows` swaps and trades) and one sync state
+/// committed after them.
+fn lake_with_state(
+    root: &Path,
+    seed: u64,
+    rows: usize,
+    key: &str,
+    value: serde_json::Value,
+) -> Lake {
+    let lake = Lake::open(root).expect("open");
+    write_all(
+        &lake,
+        &Samples::generate(seed, rows).batches().expect("batches"),
+    );
+    let mut tx = lake.transaction().expect("transaction");
+    tx.set_state(key, value);
+    tx.commit().expect("state commit");
+    lake
 }
 
 /// Replaces the lake's manifest by `m`, written as the single manifest document of a lake from
@@ -1322,14 +1341,7 @@ fn a_lake_with_the_single_manifest_of_earlier_versions_is_read_and_moved_to_the_
     bounded(120, || {
         let dir = tempfile::tempdir().expect("temp dir");
         let root = dir.path().join("lake");
-        let lake = Lake::open(&root).expect("open");
-        write_all(
-            &lake,
-            &Samples::generate(41, 80).batches().expect("batches"),
-        );
-        let mut tx = lake.transaction().expect("transaction");
-        tx.set_state("sync/x", serde_json::json!({"cursor": "c"}));
-        tx.commit().expect("commit");
+        let lake = lake_with_state(&root, 41, 80, "sync/x", serde_json::json!({"cursor": "c"}));
         let before = lake.manifest().expect("manifest");
         let frames: Vec<DataFrame> = Dataset::ALL
             .iter()

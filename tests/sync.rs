@@ -361,18 +361,7 @@ async fn ctrl_c_commits_what_was_fetched_and_exits_cleanly() {
         .spawn()
         .unwrap();
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let pid = child.id().expect("child is running").to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-INT", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
-    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
-        .await
-        .expect("exits after Ctrl-C")
-        .unwrap();
+    let (status, _) = interrupt(&mut child).await;
     assert_eq!(status.code(), Some(130), "interrupted runs exit with 130");
 
     let lake = Lake::open(&lake_dir).unwrap();
@@ -1262,20 +1251,7 @@ async fn ctrl_c_stops_a_plan_of_2000_jobs_within_two_seconds() {
     .expect("a job starts in time");
     let drain = tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     tokio::time::sleep(Duration::from_millis(1_000)).await;
-    let pid = child.id().expect("child is running").to_string();
-    let sent = std::time::Instant::now();
-    assert!(
-        Command::new("kill")
-            .args(["-INT", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
-    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
-        .await
-        .expect("exits after Ctrl-C")
-        .unwrap();
-    let took = sent.elapsed();
+    let (status, took) = interrupt(&mut child).await;
     drain.await.unwrap();
     assert_eq!(status.code(), Some(130), "interrupted runs exit with 130");
     assert!(
@@ -1300,4 +1276,23 @@ async fn ctrl_c_stops_a_plan_of_2000_jobs_within_two_seconds() {
     for dataset in [Dataset::Swaps, Dataset::Trades] {
         assert_eq!(rows(&a, dataset, &["id"]), rows(&b, dataset, &["id"]));
     }
+}
+
+/// Sends SIGINT (Ctrl-C) to a running child and waits up to 30 s for it to exit; returns its
+/// status and the time it took to exit.
+async fn interrupt(child: &mut tokio::process::Child) -> (std::process::ExitStatus, Duration) {
+    let pid = child.id().expect("child is running").to_string();
+    let sent = std::time::Instant::now();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .expect("exits after Ctrl-C")
+        .unwrap();
+    (status, sent.elapsed())
 }

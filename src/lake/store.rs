@@ -145,8 +145,7 @@ impl Store for LocalStore {
         let dir = target
             .parent()
             .expect("a path joined onto the lake root has a parent folder");
-        create_dirs(dir)?;
-        let mut f = File::create(&temp).map_err(|e| Error::io("creating", &temp, e))?;
+        let mut f = self.create_temp(path)?;
         f.write_all(data)
             .map_err(|e| Error::io("writing", &temp, e))?;
         f.sync_all().map_err(|e| Error::io("syncing", &temp, e))?;
