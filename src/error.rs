@@ -262,6 +262,17 @@ pub enum Error {
         source: tokio::task::JoinError,
     },
 
+    /// Another writer committed the same version first (a writer that did not take the lake's
+    /// lock, or one on a store without locks): nothing of this commit became visible, and its
+    /// files were removed. Start the write again from the new version.
+    #[error("lake {path}: version {version} was committed by another writer first; nothing of this commit is visible, start it again", path = path.display())]
+    CommitConflict {
+        /// The lake's log folder.
+        path: PathBuf,
+        /// The version both writers tried to commit.
+        version: u64,
+    },
+
     /// Another process holds the lake's write lock.
     #[error("lake {path} is locked by another writer", path = path.display())]
     LakeLocked {

@@ -1718,3 +1718,58 @@ fn tagged_writes_count_the_rows_each_tag_added() {
         assert_eq!(third.rows_added_by_tag, BTreeMap::from([(2, n - 2)]));
     });
 }
+
+#[test]
+fn a_commit_whose_version_another_writer_took_fails_cleanly_and_removes_its_files() {
+    bounded(120, || {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path().join("lake");
+        let lake = lake_with_state(&root, 51, 40, "sync/a", serde_json::json!(1));
+        let before = lake.manifest().expect("manifest");
+        let on_disk = swaps_on_disk(&root);
+        let mut tx = lake.transaction().expect("transaction");
+        tx.write(
+            Dataset::Swaps,
+            convert::swaps_to_batch(&swaps_on(9, &[900_001, 900_002], 9)).expect("batch"),
+        )
+        .expect("write");
+        // Meanwhile a writer that ignores the lock commits the same version: state only.
+        let rogue = log::Commit {
+            version: before.version + 1,
+            committed_at: Some(Utc::now()),
+            state: BTreeMap::from([("sync/b".to_owned(), serde_json::json!(2))]),
+            ..Default::default()
+        };
+        std::fs::write(
+            root.join(log::entry_path(before.version + 1)),
+            serde_json::to_vec(&rogue).expect("json"),
+        )
+        .expect("rogue entry");
+        let err = tx.commit().expect_err("the version is taken");
+        assert!(
+            matches!(err, Error::CommitConflict { version, .. } if version == before.version + 1),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("another writer"), "{err}");
+        // The other writer's commit stands, none of this one is visible or left on disk.
+        let after = Lake::open(&root).expect("open");
+        let m = after.manifest().expect("manifest");
+        assert_eq!(m.version, before.version + 1);
+        assert_eq!(m.state.get("sync/b"), Some(&serde_json::json!(2)));
+        assert_eq!(m.files, before.files);
+        assert_eq!(swaps_on_disk(&root), on_disk);
+        assert!(after.verify().expect("verify").is_ok());
+        // Started again, the write lands on the new version.
+        write_all(
+            &after,
+            &[(
+                Dataset::Swaps,
+                convert::swaps_to_batch(&swaps_on(9, &[900_001, 900_002], 9)).expect("batch"),
+            )],
+        );
+        assert_eq!(
+            after.manifest().expect("manifest").version,
+            before.version + 2
+        );
+    });
+}

@@ -8,9 +8,11 @@
 //! _dexlake/_last_checkpoint.json                     which checkpoint is the newest
 //! ```
 //!
-//! - **A commit** writes one small log entry, `log/<version>.json`, atomically (a hidden
-//!   temporary name, then a rename): the commit point. Its size depends on what the commit
-//!   changes, never on the size of the lake.
+//! - **A commit** writes one small log entry, `log/<version>.json`, atomically and only if no
+//!   entry of that version exists ([`Store::put_new`]): the commit point. Its size depends on
+//!   what the commit changes, never on the size of the lake. Writers take the lake's lock, so
+//!   the entry is normally free; when it is not (a writer that ignored the lock), the commit
+//!   fails with [`Error::CommitConflict`] instead of replacing the other's.
 //! - **Reading** starts from the newest checkpoint and applies the entries after it in version
 //!   order, stopping at the first version that has no entry. A reader that already holds a
 //!   version (every [`Lake`](super::Lake) handle keeps the last one it read, shared by its
@@ -357,7 +359,12 @@ impl Snapshot {
         }
         let bytes = serde_json::to_vec(&commit)
             .expect("a commit of strings, numbers and JSON values always serialises");
-        store.put(&entry_path(commit.version), &bytes)?;
+        if !store.put_new(&entry_path(commit.version), &bytes)? {
+            return Err(Error::CommitConflict {
+                path: store.location(LOG_DIR),
+                version: commit.version,
+            });
+        }
         self.apply(&commit);
         self.tail_entries += 1;
         self.tail_bytes += bytes.len() as u64;

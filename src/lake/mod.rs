@@ -433,14 +433,11 @@ impl Lake {
             _ => cache.insert(log::Snapshot::read(store, true)?),
         };
         if snap.manifest.version + 1 != commit.version {
-            let found = snap.manifest.version;
+            // Another writer committed this version first (it ignored the lock).
             *cache = None;
-            return Err(Error::Lake {
+            return Err(Error::CommitConflict {
                 path: store.location(log::LOG_DIR),
-                message: format!(
-                    "commit {} does not follow the newest version {found}; another process wrote to the lake without its lock",
-                    commit.version
-                ),
+                version: commit.version,
             });
         }
         let result = snap.commit(store, commit);

@@ -22,6 +22,11 @@ pub trait Store: Debug + Send + Sync {
     /// Writes `data` to `path` atomically and durably: readers see either no file or the whole
     /// file, never a prefix, and the file survives a crash once this returns.
     fn put(&self, path: &str, data: &[u8]) -> Result<()>;
+    /// Writes `data` to `path` only if no file is there, atomically and durably like
+    /// [`put`](Store::put): `Ok(false)` (and nothing written) when `path` exists. A commit
+    /// point written this way cannot replace another writer's (on an object store, a
+    /// conditional create).
+    fn put_new(&self, path: &str, data: &[u8]) -> Result<bool>;
     /// Reads the whole file.
     fn get(&self, path: &str) -> Result<Vec<u8>>;
     /// Opens a file for reading by ranges, so that a Parquet reader fetches only the pages it
@@ -152,6 +157,30 @@ impl Store for LocalStore {
         drop(f);
         fs::rename(&temp, &target).map_err(|e| Error::io("renaming into place", &target, e))?;
         sync_dir(dir)
+    }
+
+    fn put_new(&self, path: &str, data: &[u8]) -> Result<bool> {
+        let target = self.checked(path)?;
+        let temp = self.full(&temp_name(path));
+        let dir = target
+            .parent()
+            .expect("a path joined onto the lake root has a parent folder");
+        let mut f = self.create_temp(path)?;
+        f.write_all(data)
+            .map_err(|e| Error::io("writing", &temp, e))?;
+        f.sync_all().map_err(|e| Error::io("syncing", &temp, e))?;
+        drop(f);
+        // A hard link fails when the target exists, where a rename would replace it.
+        let linked = fs::hard_link(&temp, &target);
+        fs::remove_file(&temp).map_err(|e| Error::io("removing", &temp, e))?;
+        match linked {
+            Ok(()) => {
+                sync_dir(dir)?;
+                Ok(true)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+            Err(e) => Err(Error::io("linking into place", &target, e)),
+        }
     }
 
     fn get(&self, path: &str) -> Result<Vec<u8>> {
@@ -328,5 +357,16 @@ mod tests {
             "swaps/chain=altchain/date=2024-01-01/.part-1.parquet.tmp"
         );
         assert!(!t.ends_with(".parquet"));
+    }
+
+    #[test]
+    fn put_new_never_replaces_a_file() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = LocalStore::new(dir.path());
+        let path = "_dexlake/log/00000000000000000007.json";
+        assert!(store.put_new(path, b"first").expect("put_new"));
+        assert!(!store.put_new(path, b"second").expect("put_new again"));
+        assert_eq!(store.get(path).expect("get"), b"first");
+        assert_eq!(store.list("_dexlake").expect("list"), vec![path.to_owned()]);
     }
 }

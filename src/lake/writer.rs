@@ -891,7 +891,17 @@ pub fn commit_files(
     commit.id_ranges.retain(|path, _| !remove.contains(path));
     commit.remove = remove.clone();
     let version = commit.version;
-    lake.append(commit)?;
+    if let Err(e) = lake.append(commit) {
+        if matches!(e, Error::CommitConflict { .. }) {
+            // Another writer's commit holds this version: the journal would take this
+            // commit's files for committed ones, so they go now.
+            for path in &journal.add {
+                store.delete(path)?;
+            }
+            store.delete(super::manifest::JOURNAL_PATH)?;
+        }
+        return Err(e);
+    }
     for r in &remove {
         store.delete(r)?;
     }
