@@ -1773,3 +1773,23 @@ fn a_commit_whose_version_another_writer_took_fails_cleanly_and_removes_its_file
         );
     });
 }
+
+#[test]
+fn repeats_are_dropped_after_a_compaction_of_files_the_writer_added() {
+    bounded(120, || {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let lake = Lake::open(dir.path()).expect("open");
+        let batch = |ids: &[i64]| convert::swaps_to_batch(&swaps_on(1, ids, 1)).expect("batch");
+        write_all(&lake, &[(Dataset::Swaps, batch(&[1, 2, 3]))]);
+        write_all(&lake, &[(Dataset::Swaps, batch(&[10, 11, 12]))]);
+        let report = lake.compact().expect("compact");
+        assert_eq!(report.files_removed, 2, "{report:?}");
+        // The same handle writes the second batch again, then a mix of old and new ids.
+        let again = write_all(&lake, &[(Dataset::Swaps, batch(&[10, 11, 12]))]);
+        assert!(again.rows_added.is_empty(), "{again:?}");
+        let mixed = write_all(&lake, &[(Dataset::Swaps, batch(&[3, 12, 20]))]);
+        assert_eq!(mixed.rows_added.get(&Dataset::Swaps), Some(&1));
+        assert_eq!(lake.row_count(Dataset::Swaps).expect("rows"), 7);
+        assert!(lake.verify().expect("verify").is_ok());
+    });
+}

@@ -9,10 +9,10 @@
 //! memory instead: it is built once per handle (reading the `id` and time columns of the
 //! dataset's files, in parallel), then brought up to date before each write by reading the
 //! log entries since its version and the `id` and time columns of the files they added
-//! (compactions excepted: their files hold rows already indexed). Ids never leave a dataset
-//! (a rewritten file's rows are all in the files that replace it), so adding is enough. When
-//! the entries are gone (a checkpoint's clean-up) or the manifest was rebuilt, it is built
-//! again.
+//! (a compaction's only when it merged such files: otherwise they hold indexed rows). Ids
+//! never leave a dataset (a rewritten file's rows are all in the files that replace it), so
+//! adding is enough. When the entries are gone (a checkpoint's clean-up) or the manifest was
+//! rebuilt, it is built again.
 //!
 //! Memory: 16 bytes per committed id (160 MB for 10 million swaps), in sorted arrays plus a
 //! small hash map of recent ids that is merged into them as it grows.
@@ -87,24 +87,33 @@ impl IdIndex {
         })
     }
 
-    /// Brings the index to `manifest`'s version, or returns `false` when that needs a rebuild.
+    /// Brings the index to `manifest`'s version, or returns `false` when that needs a rebuild
+    /// (the entries since its version are gone).
+    ///
+    /// Files whose rows may be missing from the index are followed through the entries: each
+    /// file a write adds; a compaction's outputs only when it merged such a file (otherwise
+    /// they hold indexed rows only); a file dropped by a later write hands its rows to that
+    /// write's new files. The files still listed at the end are read.
     pub fn catch_up(&mut self, lake: &Lake, manifest: &Manifest, dataset: Dataset) -> Result<bool> {
         let prefix = format!("{}/", dataset.name());
-        let mut added = Vec::new();
+        let mut pending: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
         for version in self.version + 1..=manifest.version {
             let Some((commit, _)) = log::read_entry(lake.store(), version)? else {
                 return Ok(false);
             };
-            if commit.operation.as_deref() == Some(log::COMPACT) {
+            let mut merged_pending = false;
+            for path in &commit.remove {
+                merged_pending |= pending.remove(path);
+            }
+            if commit.operation.as_deref() == Some(log::COMPACT) && !merged_pending {
                 continue;
             }
-            added.extend(commit.add.into_keys().filter(|p| p.starts_with(&prefix)));
+            pending.extend(commit.add.into_keys().filter(|p| p.starts_with(&prefix)));
         }
-        if added.iter().any(|p| !manifest.files.contains_key(p)) {
-            // Added then removed again: a rewrite this index cannot follow step by step.
+        if pending.iter().any(|p| !manifest.files.contains_key(p)) {
             return Ok(false);
         }
-        let pairs = read_pairs(lake, dataset, &added.iter().collect::<Vec<_>>())?;
+        let pairs = read_pairs(lake, dataset, &pending.iter().collect::<Vec<_>>())?;
         self.insert(pairs);
         self.version = manifest.version;
         Ok(true)
