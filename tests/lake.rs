@@ -779,19 +779,7 @@ fn a_writer_killed_at_random_points_leaves_a_sound_lake() {
                 .unwrap_or(0);
             assert!(commits >= last_commits, "committed state went back");
             last_commits = commits;
-            let ids: Vec<i64> = lake
-                .scan(Dataset::Swaps)
-                .expect("scan")
-                .select([col("id")])
-                .sort(["id"], SortMultipleOptions::default())
-                .collect()
-                .expect("collect")
-                .column("id")
-                .expect("id")
-                .i64()
-                .expect("i64")
-                .into_no_null_iter()
-                .collect();
+            let ids = committed_ids(&lake);
             let want: Vec<i64> = (0..commits * ROWS_PER_COMMIT).collect();
             assert!(
                 ids == want,

@@ -258,13 +258,7 @@ async fn run_to_end(base_url: &str, lake: &Path, plan: &Path) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_and_resume_gives_the_same_lake_with_fewer_requests() {
-    let sim = Simulator::start(SimConfig {
-        seed: SEED,
-        scale: Scale::Small,
-        ..SimConfig::default()
-    })
-    .await
-    .unwrap();
+    let sim = common::sim_at(SEED, Scale::Small).await;
     let (tokens, wallets, _, _) = catalog(&sim);
     let jobs = vec![
         Job::Swaps {
@@ -338,13 +332,7 @@ async fn sigkill_and_resume_gives_the_same_lake_with_fewer_requests() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_commits_what_was_fetched_and_exits_cleanly() {
-    let sim = Simulator::start(SimConfig {
-        seed: SEED,
-        scale: Scale::Small,
-        ..SimConfig::default()
-    })
-    .await
-    .unwrap();
+    let sim = common::sim_at(SEED, Scale::Small).await;
     let (tokens, _, _, _) = catalog(&sim);
     let jobs = vec![Job::Swaps {
         token: Some(tokens[0].clone()),
@@ -1141,13 +1129,7 @@ fn progress_of(line: &str) -> Option<(u64, u64)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kill_with_many_uncommitted_pages_resumes_without_gaps_or_duplicates() {
     use tokio::io::AsyncBufReadExt;
-    let sim = Simulator::start(SimConfig {
-        seed: SEED,
-        scale: Scale::Small,
-        ..SimConfig::default()
-    })
-    .await
-    .unwrap();
+    let sim = common::sim_at(SEED, Scale::Small).await;
     let (tokens, ..) = catalog(&sim);
     let jobs = vec![Job::Swaps {
         token: Some(tokens[0].clone()),
@@ -1213,13 +1195,7 @@ async fn a_kill_with_many_uncommitted_pages_resumes_without_gaps_or_duplicates()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_stops_a_plan_of_2000_jobs_within_two_seconds() {
     use tokio::io::AsyncBufReadExt;
-    let sim = Simulator::start(SimConfig {
-        seed: SEED,
-        scale: Scale::Small,
-        ..SimConfig::default()
-    })
-    .await
-    .unwrap();
+    let sim = common::sim_at(SEED, Scale::Small).await;
     let mut jobs = many_small_jobs(&sim);
     let (_, wallets, _, _) = catalog(&sim);
     jobs.extend(wallets.into_iter().map(|w| Job::Trades {

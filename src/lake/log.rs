@@ -34,6 +34,7 @@
 //! the checkpoint of its version, and the first commit turns it into a real checkpoint and
 //! removes it.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
@@ -111,19 +112,21 @@ pub struct LastCheckpoint {
     pub previous: Option<u64>,
 }
 
+/// The state part of a checkpoint; written from a borrowed state, read into an owned one.
 #[derive(Debug, Serialize, Deserialize)]
-struct StateCheckpoint {
+struct StateCheckpoint<'a> {
     format_version: u32,
     version: u64,
     committed_at: Option<DateTime<Utc>>,
-    state: BTreeMap<String, serde_json::Value>,
+    state: Cow<'a, BTreeMap<String, serde_json::Value>>,
 }
 
+/// The file-list part of a checkpoint; written from a borrowed list, read into an owned one.
 #[derive(Debug, Serialize, Deserialize)]
-struct FilesCheckpoint {
+struct FilesCheckpoint<'a> {
     format_version: u32,
     version: u64,
-    files: BTreeMap<String, FileEntry>,
+    files: Cow<'a, BTreeMap<String, FileEntry>>,
 }
 
 /// Where a snapshot's base came from.
@@ -253,14 +256,14 @@ impl Snapshot {
                     version: s.version,
                     committed_at: s.committed_at,
                     files: BTreeMap::new(),
-                    state: s.state,
+                    state: s.state.into_owned(),
                 };
                 if files {
                     let path = files_checkpoint_path(last.version);
                     let f: FilesCheckpoint = read_json(store, &path, "the checkpoint's file list")?;
                     check_format(store, &path, f.format_version)?;
                     check_files(store, &path, f.files.keys())?;
-                    m.files = f.files;
+                    m.files = f.files.into_owned();
                 }
                 (m, Base::Checkpoint(last))
             }
@@ -392,13 +395,13 @@ impl Snapshot {
             format_version: MANIFEST_FORMAT_VERSION,
             version: m.version,
             committed_at: m.committed_at,
-            state: m.state.clone(),
+            state: Cow::Borrowed(&m.state),
         })
         .expect("a state of JSON values always serialises");
         let files = serde_json::to_vec(&FilesCheckpoint {
             format_version: MANIFEST_FORMAT_VERSION,
             version: m.version,
-            files: m.files.clone(),
+            files: Cow::Borrowed(&m.files),
         })
         .expect("a file list of strings and numbers always serialises");
         store.put(&state_checkpoint_path(m.version), &state)?;
@@ -506,7 +509,7 @@ pub fn salvage_state(store: &dyn Store) -> Option<(u64, BTreeMap<String, serde_j
     candidates.extend(listed);
     let from_checkpoint = candidates.into_iter().find_map(|v| {
         let s: StateCheckpoint = read_json(store, &state_checkpoint_path(v), "state").ok()?;
-        Some((s.version, s.state))
+        Some((s.version, s.state.into_owned()))
     });
     let (mut version, mut state) = match from_checkpoint {
         Some(found) => found,

@@ -113,11 +113,30 @@ impl LocalStore {
         Ok(self.full(path))
     }
 
+    /// Writes `data` durably to the temporary file of `path`; returns the local paths of
+    /// `path` and of that temporary file, for [`Store::put`] and [`Store::put_new`] to put it
+    /// in place.
+    fn write_temp(&self, path: &str, data: &[u8]) -> Result<(PathBuf, PathBuf)> {
+        let target = self.checked(path)?;
+        let temp = self.full(&temp_name(path));
+        let mut f = self.create_temp(path)?;
+        f.write_all(data)
+            .map_err(|e| Error::io("writing", &temp, e))?;
+        f.sync_all().map_err(|e| Error::io("syncing", &temp, e))?;
+        Ok((target, temp))
+    }
+
     fn full(&self, path: &str) -> PathBuf {
         let mut p = self.root.clone();
         p.extend(path.split('/').filter(|s| !s.is_empty()));
         p
     }
+}
+
+/// The folder of a local path inside the lake.
+fn parent_of(path: &Path) -> &Path {
+    path.parent()
+        .expect("a path joined onto the lake root has a parent folder")
 }
 
 /// Flushes a folder's entry table so a rename or create inside it survives a crash.
@@ -145,37 +164,19 @@ fn create_dirs(dir: &Path) -> Result<()> {
 
 impl Store for LocalStore {
     fn put(&self, path: &str, data: &[u8]) -> Result<()> {
-        let target = self.checked(path)?;
-        let temp = self.full(&temp_name(path));
-        let dir = target
-            .parent()
-            .expect("a path joined onto the lake root has a parent folder");
-        let mut f = self.create_temp(path)?;
-        f.write_all(data)
-            .map_err(|e| Error::io("writing", &temp, e))?;
-        f.sync_all().map_err(|e| Error::io("syncing", &temp, e))?;
-        drop(f);
+        let (target, temp) = self.write_temp(path, data)?;
         fs::rename(&temp, &target).map_err(|e| Error::io("renaming into place", &target, e))?;
-        sync_dir(dir)
+        sync_dir(parent_of(&target))
     }
 
     fn put_new(&self, path: &str, data: &[u8]) -> Result<bool> {
-        let target = self.checked(path)?;
-        let temp = self.full(&temp_name(path));
-        let dir = target
-            .parent()
-            .expect("a path joined onto the lake root has a parent folder");
-        let mut f = self.create_temp(path)?;
-        f.write_all(data)
-            .map_err(|e| Error::io("writing", &temp, e))?;
-        f.sync_all().map_err(|e| Error::io("syncing", &temp, e))?;
-        drop(f);
+        let (target, temp) = self.write_temp(path, data)?;
         // A hard link fails when the target exists, where a rename would replace it.
         let linked = fs::hard_link(&temp, &target);
         fs::remove_file(&temp).map_err(|e| Error::io("removing", &temp, e))?;
         match linked {
             Ok(()) => {
-                sync_dir(dir)?;
+                sync_dir(parent_of(&target))?;
                 Ok(true)
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
@@ -196,10 +197,7 @@ impl Store for LocalStore {
     fn create_temp(&self, path: &str) -> Result<File> {
         let target = self.checked(path)?;
         let temp = self.full(&temp_name(path));
-        let dir = target
-            .parent()
-            .expect("a path joined onto the lake root has a parent folder");
-        create_dirs(dir)?;
+        create_dirs(parent_of(&target))?;
         File::create(&temp).map_err(|e| Error::io("creating", &temp, e))
     }
 

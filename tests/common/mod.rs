@@ -11,9 +11,15 @@ use dexlake::sim::{Scale, SimConfig, Simulator};
 /// The simulator of the `tiny` market for `seed`, on loopback.
 #[cfg(feature = "sim")]
 pub async fn tiny_sim(seed: u64) -> Simulator {
+    sim_at(seed, Scale::Tiny).await
+}
+
+/// The simulator of the market of `scale` for `seed`, on loopback.
+#[cfg(feature = "sim")]
+pub async fn sim_at(seed: u64, scale: Scale) -> Simulator {
     Simulator::start(SimConfig {
         seed,
-        scale: Scale::Tiny,
+        scale,
         ..SimConfig::default()
     })
     .await
