@@ -2,14 +2,13 @@
 //! idempotent writes, the writer lock, verify, compact, row-group pruning, and a writer killed
 //! with SIGKILL at random points.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Cursor;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use arrow::array::RecordBatch;
 use arrow::compute::concat_batches;
 use chrono::{Duration as ChronoDuration, TimeZone, Utc};
 use dexlake::Error;
@@ -17,87 +16,13 @@ use dexlake::api::models::{Swap, SwapType};
 use dexlake::lake::log;
 use dexlake::lake::manifest::MANIFEST_PATH;
 use dexlake::lake::sample::Samples;
-use dexlake::lake::schema::record_schema;
-use dexlake::lake::writer::encode_parquet;
 use dexlake::lake::{Dataset, Lake, LakeOptions, Problem, convert, docs};
+use common::lake::{
+    batches_of, bounded, commit_overlapping_small_files, committed_ids, expected_frame,
+    scanned_frame, small_file_options, write_all,
+};
 use polars::prelude::*;
 use rand::{Rng, SeedableRng};
-
-/// Runs `f` on its own thread and fails the test if it takes longer than `secs`.
-fn bounded<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let (tx, rx) = mpsc::channel();
-    let handle = std::thread::spawn(move || {
-        let out = f();
-        let _ = tx.send(());
-        out
-    });
-    match rx.recv_timeout(Duration::from_secs(secs)) {
-        Ok(()) => handle.join().expect("the bounded test body panicked"),
-        Err(mpsc::RecvTimeoutError::Disconnected) => {
-            // The body panicked before reporting; surface its panic.
-            match handle.join() {
-                Ok(v) => v,
-                Err(e) => std::panic::resume_unwind(e),
-            }
-        }
-        Err(mpsc::RecvTimeoutError::Timeout) => panic!("test took longer than {secs} s"),
-    }
-}
-
-fn write_all(lake: &Lake, batches: &[(Dataset, RecordBatch)]) -> dexlake::lake::CommitSummary {
-    let mut tx = lake.transaction().expect("transaction");
-    for (d, b) in batches {
-        tx.write(*d, b.clone()).expect("write");
-    }
-    tx.commit().expect("commit")
-}
-
-/// Sort columns that make rows of a dataset unique.
-fn order_by(dataset: Dataset) -> Vec<&'static str> {
-    let mut by = Vec::new();
-    if dataset.has_chain_id() {
-        by.push("chain_id");
-    }
-    by.extend(dataset.path_columns());
-    by.extend(dataset.key_columns());
-    by
-}
-
-/// The input batches of one dataset as polars reads them from a plain Parquet file: the
-/// reference a lake scan must equal.
-fn expected_frame(dataset: Dataset, batches: &[&RecordBatch]) -> DataFrame {
-    let all = concat_batches(&record_schema(dataset), batches.iter().copied()).expect("concat");
-    let bytes = encode_parquet(dataset, &all, 1 << 20, 1).expect("encode");
-    let df = ParquetReader::new(Cursor::new(bytes))
-        .finish()
-        .expect("polars reads the reference file");
-    df.sort(order_by(dataset), SortMultipleOptions::default())
-        .expect("sort")
-}
-
-/// The committed rows of a dataset, record columns only, in key order.
-fn scanned_frame(lake: &Lake, dataset: Dataset) -> DataFrame {
-    let cols: Vec<String> = record_schema(dataset)
-        .fields()
-        .iter()
-        .map(|f| f.name().clone())
-        .collect();
-    lake.scan(dataset)
-        .expect("scan")
-        .collect()
-        .expect("collect")
-        .select(cols)
-        .expect("record columns")
-        .sort(order_by(dataset), SortMultipleOptions::default())
-        .expect("sort")
-}
-
-fn batches_of(all: &[(Dataset, RecordBatch)], dataset: Dataset) -> Vec<&RecordBatch> {
-    all.iter()
-        .filter(|(d, _)| *d == dataset)
-        .map(|(_, b)| b)
-        .collect()
-}
 
 #[test]
 fn every_dataset_round_trips_through_the_lake() {
@@ -1372,65 +1297,6 @@ fn a_lake_with_the_single_manifest_of_earlier_versions_is_read_and_moved_to_the_
         }
         assert!(fresh.verify().expect("verify").is_ok());
     });
-}
-
-/// Options of the compaction tests: small output files, and every file of the small-file lakes
-/// below them counted as small.
-fn small_file_options() -> LakeOptions {
-    LakeOptions {
-        max_rows_per_file: 1_000,
-        compact_below_rows: 1_000,
-        row_group_rows: 256,
-        ..LakeOptions::default()
-    }
-}
-
-/// Commits `commits` transactions of `rows` swaps each over three days, commit `k` holding ids
-/// `k`, `k + commits`, `k + 2·commits`, …: every commit leaves one small file per day, and the
-/// files of a day overlap in time and id. Returns every id written.
-fn commit_overlapping_small_files(lake: &Lake, commits: i64, rows: i64) -> Vec<i64> {
-    let base = Samples::generate(1, 1).swaps[0].clone();
-    let t0 = Utc
-        .with_ymd_and_hms(2024, 5, 1, 0, 0, 0)
-        .single()
-        .expect("time");
-    for k in 0..commits {
-        let swaps: Vec<Swap> = (0..rows)
-            .map(|i| {
-                let id = k + i * commits;
-                Swap {
-                    id,
-                    block_slot: id,
-                    block_time: t0 + ChronoDuration::seconds((id * 7_919) % (3 * 86_400)),
-                    ..base.clone()
-                }
-            })
-            .collect();
-        write_all(
-            lake,
-            &[(
-                Dataset::Swaps,
-                convert::swaps_to_batch(&swaps).expect("batch"),
-            )],
-        );
-    }
-    (0..commits * rows).collect()
-}
-
-/// The committed swap ids, sorted.
-fn committed_ids(lake: &Lake) -> Vec<i64> {
-    lake.scan(Dataset::Swaps)
-        .expect("scan")
-        .select([col("id")])
-        .sort(["id"], SortMultipleOptions::default())
-        .collect()
-        .expect("collect")
-        .column("id")
-        .expect("id")
-        .i64()
-        .expect("i64")
-        .into_no_null_iter()
-        .collect()
 }
 
 #[test]

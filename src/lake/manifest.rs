@@ -148,8 +148,13 @@ pub struct Journal {
 }
 
 impl Journal {
-    /// Writes the journal atomically.
+    /// Writes the journal atomically. A store without a writer lock keeps no journal (it
+    /// would be shared by writers running side by side): there, an interrupted commit leaves
+    /// its files unreferenced, and readers never see them.
     pub fn store(&self, store: &dyn Store) -> Result<()> {
+        if !store.has_writer_lock() {
+            return Ok(());
+        }
         let bytes = serde_json::to_vec_pretty(self)
             .expect("a journal of strings and numbers always serialises");
         store.put(JOURNAL_PATH, &bytes)
@@ -188,7 +193,7 @@ pub fn datasets_with_files(store: &dyn Store) -> Result<Vec<Dataset>> {
 /// Reads the journal of an interrupted commit, if there is one, refusing one that names
 /// anything but data files of the layout.
 pub fn read_journal(store: &dyn Store) -> Result<Option<Journal>> {
-    if store.head(JOURNAL_PATH)?.is_none() {
+    if !store.has_writer_lock() || store.head(JOURNAL_PATH)?.is_none() {
         return Ok(None);
     }
     let bytes = store.get(JOURNAL_PATH)?;
@@ -212,6 +217,14 @@ pub fn read_journal(store: &dyn Store) -> Result<Option<Journal>> {
     Ok(Some(journal))
 }
 
+/// Removes the journal once its commit is done (or undone).
+pub fn clear_journal(store: &dyn Store) -> Result<()> {
+    if store.has_writer_lock() {
+        store.delete(JOURNAL_PATH)?;
+    }
+    Ok(())
+}
+
 fn delete_if_present(store: &dyn Store, path: &str, into: &mut Vec<String>) -> Result<()> {
     if store.head(path)?.is_some() {
         store.delete(path)?;
@@ -226,6 +239,10 @@ fn delete_if_present(store: &dyn Store, path: &str, into: &mut Vec<String>) -> R
 /// path, another folder) is refused with [`Error::Lake`] before anything is deleted.
 pub fn recover(store: &dyn Store) -> Result<Recovery> {
     let mut rec = Recovery::default();
+    if !store.has_writer_lock() {
+        // Other writers may be at work: nothing of theirs is touched.
+        return Ok(rec);
+    }
     for meta in [JOURNAL_PATH, log::LAST_CHECKPOINT_PATH] {
         delete_if_present(store, &temp_name(meta), &mut rec.temps)?;
     }

@@ -18,8 +18,13 @@
 //! # let _ = (summary, frame); Ok(()) }
 //! ```
 //!
-//! Invariant: a file is part of the lake exactly when the manifest lists it. Writes take the
-//! writer lock (`_dexlake/lock`), so two processes writing one lake serialise. The manifest is
+//! The root is a local folder or an S3-compatible object store (`s3://bucket/prefix`, see
+//! [`object`]); everything else is the same on both.
+//!
+//! Invariant: a file is part of the lake exactly when the manifest lists it. Writes to a
+//! folder take the writer lock (`_dexlake/lock`), so two processes writing one lake serialise;
+//! on an object store, writers run side by side and the conditional create of each log entry
+//! decides which commit takes a version (the other commits again on the new version). The manifest is
 //! stored as a commit log with checkpoints ([`log`]), so a commit and a state read cost the
 //! same whatever the number of files; each [`Lake`] handle (and its clones) keeps the newest
 //! version it read and only reads the entries committed since.
@@ -45,6 +50,7 @@ pub(crate) mod ids;
 pub mod layout;
 pub mod log;
 pub mod manifest;
+pub mod object;
 pub mod repair;
 pub mod sample;
 pub mod scan;
@@ -58,7 +64,8 @@ pub use compact::CompactReport;
 pub use layout::Partition;
 pub use manifest::{FileEntry, Manifest, Recovery};
 pub use repair::RepairReport;
-pub use store::{LocalStore, Store};
+pub use object::{ObjectRoot, ObjectStoreLake};
+pub use store::{LocalStore, ReadFile, Store};
 pub use verify::{Problem, VerifyReport};
 
 /// The datasets of the lake.
@@ -257,8 +264,10 @@ impl Lake {
         Lake::open_with(root, LakeOptions::default())
     }
 
-    /// Opens the lake at `root`, creating its folders and manifest if missing. When no writer
-    /// holds the lock, leftovers of an interrupted commit are cleaned up first.
+    /// Opens the lake at `root` (a folder, or an `s3://bucket/prefix` URL whose credentials and
+    /// endpoint come from the environment's AWS variables), creating its folders and manifest
+    /// if missing. When no writer holds the lock, leftovers of an interrupted commit are
+    /// cleaned up first.
     ///
     /// A lake whose data folders hold files but whose manifest is missing, or whose manifest
     /// is damaged, is refused with [`Error::Lake`]; [`Lake::repair`] rebuilds the manifest.
@@ -287,6 +296,20 @@ impl Lake {
         Ok(lake)
     }
 
+    /// Whether a lake is at `root`: a folder that exists, or an object-store prefix that holds
+    /// a lake's log or manifest. Reading commands check this so that they never create a lake.
+    pub fn exists(root: impl Into<PathBuf>) -> Result<bool> {
+        let root = root.into();
+        if ObjectRoot::parse(&root.to_string_lossy())?.is_none() {
+            return Ok(root.is_dir());
+        }
+        let lake = Lake::at(root, LakeOptions::default())?;
+        let store = lake.store();
+        Ok(log::last_checkpoint(store)?.is_some()
+            || store.head(manifest::MANIFEST_PATH)?.is_some()
+            || !store.list(log::LOG_DIR)?.is_empty())
+    }
+
     /// Rebuilds the manifest of the lake at `root` from the data files on disk when it is
     /// missing or damaged (see [`repair`](mod@repair)), under the writer lock. A sound
     /// manifest is left as it is. Nothing is deleted: files that cannot be accounted for are
@@ -303,6 +326,16 @@ impl Lake {
 
     /// The lake at `root`, its folders created, without reading the manifest.
     fn at(root: PathBuf, options: LakeOptions) -> Result<Lake> {
+        if let Some(object_root) = ObjectRoot::parse(&root.to_string_lossy())? {
+            let store = ObjectStoreLake::from_env(object_root)?;
+            return Ok(Lake {
+                root: PathBuf::from(store.root().url()),
+                store: Arc::new(store),
+                options,
+                log: Arc::default(),
+                ids: Arc::default(),
+            });
+        }
         let meta = root.join(manifest::META_DIR);
         std::fs::create_dir_all(&meta).map_err(|e| Error::io("creating folder", &meta, e))?;
         let root = root
@@ -331,7 +364,7 @@ impl Lake {
         })
     }
 
-    /// The lake's root folder.
+    /// The lake's root: its folder, or its URL (`s3://bucket/prefix`) on an object store.
     pub fn root(&self) -> &Path {
         &self.root
     }
@@ -457,11 +490,15 @@ impl Lake {
             .map_err(|e| Error::io("opening the lock file", path, e))
     }
 
-    /// Takes the writer lock if it is free right now.
-    fn try_lock(&self) -> Result<Option<File>> {
+    /// Takes the writer lock if it is free right now. A store without a lock file (an
+    /// object store) always grants it: there, commits serialise on the log.
+    pub(crate) fn try_lock(&self) -> Result<Option<WriterLock>> {
+        if !self.store.has_writer_lock() {
+            return Ok(Some(WriterLock { _file: None }));
+        }
         let f = self.open_lock_file()?;
         match f.try_lock() {
-            Ok(()) => Ok(Some(f)),
+            Ok(()) => Ok(Some(WriterLock { _file: Some(f) })),
             Err(TryLockError::WouldBlock) => Ok(None),
             Err(TryLockError::Error(e)) => Err(Error::io(
                 "locking",
@@ -472,12 +509,12 @@ impl Lake {
     }
 
     /// Takes the writer lock, waiting up to [`LakeOptions::lock_timeout`].
-    pub(crate) fn lock(&self) -> Result<File> {
+    pub(crate) fn lock(&self) -> Result<WriterLock> {
         self.lock_within(self.options.lock_timeout)
     }
 
     /// Takes the writer lock, waiting up to `timeout`.
-    fn lock_within(&self, timeout: Duration) -> Result<File> {
+    fn lock_within(&self, timeout: Duration) -> Result<WriterLock> {
         let start = Instant::now();
         loop {
             if let Some(f) = self.try_lock()? {
@@ -577,11 +614,22 @@ impl Lake {
     }
 }
 
+/// How many times a commit on an object store is tried when other writers keep taking its
+/// version first.
+pub const COMMIT_ATTEMPTS: usize = 20;
+
+/// The writer lock of a lake, held until dropped (on a local folder, a lock on
+/// `_dexlake/lock`; on an object store, nothing).
+#[derive(Debug)]
+pub(crate) struct WriterLock {
+    _file: Option<File>,
+}
+
 /// A write transaction: staged batches and state become visible together at
 /// [`Transaction::commit`]; dropping it without committing discards them.
 pub struct Transaction<'a> {
     lake: &'a Lake,
-    _lock: File,
+    _lock: WriterLock,
     manifest: Arc<Manifest>,
     staged: BTreeMap<Dataset, Vec<RecordBatch>>,
     /// The tag of each staged batch, in the order of `staged`.
@@ -637,39 +685,59 @@ impl Transaction<'_> {
     }
 
     /// Writes the staged data and makes it and the state visible atomically.
+    ///
+    /// On a store without a writer lock (an object store), a commit whose version another
+    /// writer took first is prepared again on the new version (its rows checked again against
+    /// what that writer added) and committed again, up to [`COMMIT_ATTEMPTS`] times. On a
+    /// folder that can only happen when a writer ignored the lock, and it fails with
+    /// [`Error::CommitConflict`].
     pub fn commit(self) -> Result<CommitSummary> {
         let Transaction {
             lake,
             _lock,
-            manifest,
+            mut manifest,
             staged,
             tags,
             state,
         } = self;
-        let version = manifest.version + 1;
-        let prepared = writer::prepare_files_tagged(lake, &manifest, &staged, &tags, version)?;
-        let summary = CommitSummary {
-            rows_added: prepared.rows_added,
-            rows_added_by_tag: prepared.rows_added_by_tag,
-            files_added: prepared.files.len(),
-            partitions: prepared
-                .files
-                .iter()
-                .map(|f| Partition::from_file_path(&f.path))
-                .collect::<Result<_>>()?,
-        };
-        if prepared.files.is_empty() && prepared.remove.is_empty() && state.is_empty() {
-            return Ok(summary);
+        let mut attempt = 1;
+        loop {
+            let version = manifest.version + 1;
+            let prepared =
+                writer::prepare_files_tagged(lake, &manifest, &staged, &tags, version)?;
+            let summary = CommitSummary {
+                rows_added: prepared.rows_added,
+                rows_added_by_tag: prepared.rows_added_by_tag,
+                files_added: prepared.files.len(),
+                partitions: prepared
+                    .files
+                    .iter()
+                    .map(|f| Partition::from_file_path(&f.path))
+                    .collect::<Result<_>>()?,
+            };
+            if prepared.files.is_empty() && prepared.remove.is_empty() && state.is_empty() {
+                return Ok(summary);
+            }
+            drop(manifest);
+            let commit = log::Commit {
+                version,
+                id_ranges: prepared.id_ranges,
+                state: state.clone(),
+                ..log::Commit::default()
+            };
+            match writer::commit_files(lake, commit, prepared.files, prepared.remove) {
+                Ok(_) => return Ok(summary),
+                Err(Error::CommitConflict { .. })
+                    if !lake.store.has_writer_lock() && attempt < COMMIT_ATTEMPTS =>
+                {
+                    // Back off a little, differently per writer, so racing writers spread out.
+                    let jitter = rand::random::<u64>() % 50;
+                    std::thread::sleep(Duration::from_millis(10 * attempt as u64 + jitter));
+                    attempt += 1;
+                    manifest = lake.snapshot()?;
+                }
+                Err(e) => return Err(e),
+            }
         }
-        let base = manifest.version;
-        drop(manifest);
-        let commit = log::Commit {
-            version: base + 1,
-            id_ranges: prepared.id_ranges,
-            state,
-            ..log::Commit::default()
-        };
-        writer::commit_files(lake, commit, prepared.files, prepared.remove)?;
-        Ok(summary)
     }
 }

@@ -24,7 +24,7 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use super::layout::Partition;
 use super::log;
-use super::manifest::{self, FileEntry, JOURNAL_PATH, MANIFEST_FORMAT_VERSION, Manifest};
+use super::manifest::{self, FileEntry, MANIFEST_FORMAT_VERSION, Manifest};
 use super::schema::{DATASET_KEY, SCHEMA_VERSION_KEY};
 use super::writer::time_range;
 use super::{Dataset, Lake};
@@ -108,7 +108,7 @@ pub(crate) fn repair(lake: &Lake) -> Result<RepairReport> {
     // A new base, newer than anything the damaged log names; the damaged parts stay on disk
     // until a later checkpoint's clean-up.
     log::start_over(store, &manifest)?;
-    store.delete(JOURNAL_PATH)?;
+    manifest::clear_journal(store)?;
     report.version = manifest.version;
     report.files = manifest.files.len();
     report.rows = rows_of(&manifest);

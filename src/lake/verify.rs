@@ -121,6 +121,10 @@ pub struct VerifyReport {
     pub recovery: Recovery,
     /// Everything wrong; empty when the lake is sound.
     pub problems: Vec<Problem>,
+    /// On a store without a writer lock (an object store): data files no commit references,
+    /// written by a commit still in progress or left by one that was interrupted or lost its
+    /// version to another writer. Readers never see them, so they are not problems there.
+    pub unreferenced: Vec<String>,
 }
 
 impl VerifyReport {
@@ -239,12 +243,12 @@ fn check(lake: &Lake, manifest: &Manifest) -> Result<VerifyReport> {
         }
     }
     writing.extend(in_progress(lake)?);
-    problems.extend(
-        untracked
-            .into_iter()
-            .filter(|p| !writing.contains(p))
-            .map(|path| Problem::UntrackedFile { path }),
-    );
+    let untracked = untracked.into_iter().filter(|p| !writing.contains(p));
+    if lake.store().has_writer_lock() {
+        problems.extend(untracked.map(|path| Problem::UntrackedFile { path }));
+    } else {
+        report.unreferenced.extend(untracked);
+    }
     for path in lake.store().list(manifest::META_DIR)? {
         if path.ends_with(".parquet") {
             problems.push(Problem::UntrackedFile { path });

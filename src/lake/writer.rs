@@ -898,13 +898,13 @@ pub fn commit_files(
             for path in &journal.add {
                 store.delete(path)?;
             }
-            store.delete(super::manifest::JOURNAL_PATH)?;
+            super::manifest::clear_journal(store)?;
         }
         return Err(e);
     }
     for r in &remove {
         store.delete(r)?;
     }
-    store.delete(super::manifest::JOURNAL_PATH)?;
+    super::manifest::clear_journal(store)?;
     Ok(version)
 }

@@ -83,3 +83,5 @@ pub fn number_texts(json: &str) -> Vec<&str> {
     }
     out
 }
+
+pub mod lake;

@@ -100,7 +100,7 @@ pub fn schema(_global: &Global, args: SchemaArgs) -> anyhow::Result<ExitCode> {
 pub fn verify(global: &Global, args: VerifyArgs) -> anyhow::Result<ExitCode> {
     if args.repair {
         anyhow::ensure!(
-            global.lake.is_dir(),
+            Lake::exists(&global.lake)?,
             "no lake at {} (set --lake or DEXLAKE_LAKE)",
             global.lake.display()
         );
@@ -150,6 +150,12 @@ pub fn verify(global: &Global, args: VerifyArgs) -> anyhow::Result<ExitCode> {
     );
     for (dataset, n) in &report.rows {
         println!("  {dataset}: {n} rows");
+    }
+    if !report.unreferenced.is_empty() {
+        println!(
+            "{} data files no commit references (a commit in progress, or one interrupted or taken over by another writer); readers never see them",
+            report.unreferenced.len()
+        );
     }
     if report.is_ok() {
         println!("ok");

@@ -29,7 +29,9 @@ struct Cli {
 /// Flags every command understands.
 #[derive(Args, Debug, Clone)]
 pub struct Global {
-    /// The lake's root folder.
+    /// The lake's root: a folder, or an S3-compatible object store as `s3://bucket/prefix`
+    /// (credentials, region and endpoint from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+    /// AWS_REGION and AWS_ENDPOINT_URL).
     #[arg(long, global = true, default_value = "./lake", env = "DEXLAKE_LAKE")]
     pub lake: PathBuf,
     /// Base URL of the service.

@@ -58,7 +58,7 @@ impl Output {
 /// create a lake).
 pub fn existing_lake(global: &Global) -> anyhow::Result<Lake> {
     anyhow::ensure!(
-        global.lake.is_dir(),
+        Lake::exists(&global.lake)?,
         "no lake at {} (set --lake or DEXLAKE_LAKE)",
         global.lake.display()
     );
