@@ -1,25 +1,12 @@
 """Other engines find the committed files from the commit log, as docs/datasets.md says."""
 
-import json
+import sys
 from pathlib import Path
 
 import duckdb
 
-
-def committed_files(root):
-    """The committed data files of the lake at `root`, by the procedure of docs/datasets.md."""
-    meta = Path(root) / "_dexlake"
-    version = json.loads((meta / "_last_checkpoint.json").read_text())["version"]
-    files = json.loads((meta / "checkpoint" / f"{version:020}.files.json").read_text())["files"]
-    while True:
-        version += 1
-        entry = meta / "log" / f"{version:020}.json"
-        if not entry.exists():
-            return files
-        commit = json.loads(entry.read_text())
-        for path in commit.get("remove", []):
-            files.pop(path, None)
-        files.update(commit.get("add", {}))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "spark"))
+from committed_files import committed_files, dataset_files  # noqa: E402
 
 
 def test_the_log_lists_exactly_the_files_on_disk(fixture_lake):
@@ -35,9 +22,7 @@ def test_the_log_lists_exactly_the_files_on_disk(fixture_lake):
 
 def test_duckdb_reads_the_listed_files(fixture_lake):
     root, counts, _ = fixture_lake
-    swaps = sorted(
-        str(Path(root) / p) for p, e in committed_files(root).items() if e["dataset"] == "swaps"
-    )
+    swaps = [str(Path(root) / p) for p in dataset_files(committed_files(root), "swaps")]
     listed = ", ".join(f"'{p}'" for p in swaps)
     con = duckdb.connect()
     (n,) = con.execute(f"SELECT count(*) FROM read_parquet([{listed}], hive_partitioning = true)").fetchone()
