@@ -51,7 +51,7 @@ from collections import deque
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from committed_files import committed_files, dataset_files, local_reader  # noqa: E402
+from committed_files import LakeError, committed_files, dataset_files, local_reader  # noqa: E402
 
 BAR_SECONDS = 60
 MICROS = 1_000_000
@@ -412,7 +412,7 @@ def session(master, shuffle_partitions):
 def run(spark, lake, out):
     """Computes both outputs; returns {name: rows written}."""
     read = hadoop_reader(spark, lake) if is_url(lake) else local_reader(lake)
-    files = committed_files(lake if not is_url(lake) else None, read=read)
+    files = committed_files(lake, read=read)
     swaps = read_dataset(spark, lake, files, "swaps")
     trades = read_dataset(spark, lake, files, "trades")
     log(f"{len(dataset_files(files, 'swaps'))} swaps files and "
@@ -445,8 +445,13 @@ def main():
     args = parser.parse_args()
     lake = args.lake if is_url(args.lake) else str(Path(args.lake).resolve())
     out = args.out if is_url(args.out) else str(Path(args.out).resolve())
-    if not is_url(lake) and not Path(lake).is_dir():
-        sys.exit(f"dexlake_spark: the lake {lake} is not a folder")
+    if not is_url(lake):
+        if not Path(lake).is_dir():
+            sys.exit(f"dexlake_spark: the lake {lake} is not a folder")
+        try:
+            committed_files(lake)  # fail before starting Spark when the log is unreadable
+        except LakeError as err:
+            sys.exit(f"dexlake_spark: {err}")
     try:
         import pyspark  # noqa: F401
     except ImportError:
@@ -455,12 +460,8 @@ def main():
     spark.sparkContext.setLogLevel("ERROR")
     try:
         run(spark, lake, out)
-    except Exception as err:  # noqa: BLE001 - one clear line, then the trace for the curious
-        from committed_files import LakeError
-
-        if isinstance(err, LakeError):
-            sys.exit(f"dexlake_spark: {err}")
-        raise
+    except LakeError as err:
+        sys.exit(f"dexlake_spark: {err}")
     finally:
         spark.stop()
 
