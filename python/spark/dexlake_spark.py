@@ -19,7 +19,7 @@ needs the hadoop-aws jar (and its AWS SDK) on Spark's classpath, e.g. `--package
 org.apache.hadoop:hadoop-aws:<Spark's Hadoop version>` with spark-submit, and the usual
 `fs.s3a.*` settings; the tests use a local lake.
 
-Semantics (docs in /work/shared/design/semantics.md §1 and §2 of the project; code in
+Semantics (those of dexlake's analytics, see the module docs of
 src/analytics/events.rs, ohlcv/ and pnl.rs):
 - A swap's token side: the bought side (`*_out`) of a `quote_token` swap, the sold side
   (`*_in`) of a `token_quote` swap, both sides of a `token_token` swap; `quote_quote` and
