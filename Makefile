@@ -5,7 +5,7 @@ CARGO ?= cargo
 PYTHON ?= python3
 VENV := .venv
 VPY := $(VENV)/bin/python
-PY_PACKAGES := duckdb polars pyarrow pytest nbclient nbformat ipykernel matplotlib
+PY_PACKAGES := duckdb polars pyarrow pytest nbclient nbformat ipykernel matplotlib pyspark pandas
 # Only for `make screenshot` (not part of `make test`).
 SCREENSHOT_PACKAGES := selenium pillow
 
@@ -47,6 +47,8 @@ py-test: venv
 	@set -e; bin="$$($(DEXLAKE_BIN_PATH))"; \
 	if ls python/tests/test_*.py >/dev/null 2>&1; then \
 		DEXLAKE_BIN="$$bin" $(VPY) -m pytest -q python/tests; \
+		if ! command -v java >/dev/null 2>&1; then \
+			echo "py-test: skipped the Spark test (no Java); install openjdk-17-jre-headless to run it"; fi; \
 	else echo "py-test: no Python tests yet"; fi
 
 # Every notebook runs top to bottom (with nbclient, headless: MPLBACKEND=Agg unless the notebook

@@ -1,25 +1,14 @@
 """Other engines find the committed files from the commit log, as docs/datasets.md says."""
 
 import json
+import sys
 from pathlib import Path
 
 import duckdb
+import pytest
 
-
-def committed_files(root):
-    """The committed data files of the lake at `root`, by the procedure of docs/datasets.md."""
-    meta = Path(root) / "_dexlake"
-    version = json.loads((meta / "_last_checkpoint.json").read_text())["version"]
-    files = json.loads((meta / "checkpoint" / f"{version:020}.files.json").read_text())["files"]
-    while True:
-        version += 1
-        entry = meta / "log" / f"{version:020}.json"
-        if not entry.exists():
-            return files
-        commit = json.loads(entry.read_text())
-        for path in commit.get("remove", []):
-            files.pop(path, None)
-        files.update(commit.get("add", {}))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "spark"))
+from committed_files import LakeError, committed_files, dataset_files  # noqa: E402
 
 
 def test_the_log_lists_exactly_the_files_on_disk(fixture_lake):
@@ -35,10 +24,35 @@ def test_the_log_lists_exactly_the_files_on_disk(fixture_lake):
 
 def test_duckdb_reads_the_listed_files(fixture_lake):
     root, counts, _ = fixture_lake
-    swaps = sorted(
-        str(Path(root) / p) for p, e in committed_files(root).items() if e["dataset"] == "swaps"
-    )
+    swaps = [str(Path(root) / p) for p in dataset_files(committed_files(root), "swaps")]
     listed = ", ".join(f"'{p}'" for p in swaps)
     con = duckdb.connect()
     (n,) = con.execute(f"SELECT count(*) FROM read_parquet([{listed}], hive_partitioning = true)").fetchone()
     assert n == counts["swaps"]
+
+
+def entry(dataset="swaps"):
+    return {"dataset": dataset, "rows": 1, "bytes": 1, "min_time": "2025-01-01T00:00:00Z",
+            "max_time": "2025-01-01T00:00:00Z"}
+
+
+def test_a_legacy_manifest_is_the_checkpoint_of_its_version(tmp_path):
+    meta = tmp_path / "_dexlake"
+    (meta / "log").mkdir(parents=True)
+    (meta / "manifest.json").write_text(json.dumps({"version": 3, "files": {"a": entry(), "b": entry()}}))
+    # An entry at or before the manifest's version is not applied; the next one is.
+    (meta / "log" / f"{3:020}.json").write_text(json.dumps({"add": {"old": entry()}}))
+    (meta / "log" / f"{4:020}.json").write_text(json.dumps({"remove": ["a"], "add": {"c": entry("trades")}}))
+    files = committed_files(tmp_path)
+    assert sorted(files) == ["b", "c"]
+    assert dataset_files(files, "trades") == ["c"]
+
+
+def test_a_lake_without_its_log_is_an_error(tmp_path):
+    with pytest.raises(LakeError, match="manifest is missing"):
+        committed_files(tmp_path)
+    meta = tmp_path / "_dexlake"
+    meta.mkdir()
+    (meta / "_last_checkpoint.json").write_text(json.dumps({"version": 7}))
+    with pytest.raises(LakeError, match="names checkpoint 7"):
+        committed_files(tmp_path)

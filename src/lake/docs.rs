@@ -380,6 +380,23 @@ pub fn markdown() -> String {
         cp = super::log::CHECKPOINT_DIR,
         log = super::log::LOG_DIR,
     ));
+    s.push_str(
+        "Other engines read exactly the committed files the same way: list them from the log as \
+         above, keep the dataset's paths (the entries' `dataset`), and hand the engine those \
+         paths, never the dataset's folder or a glob of it; the hive columns `chain` and `date` \
+         come from the paths.\n\n\
+         - **Spark**: `spark.read.option(\"basePath\", LAKE).parquet(*paths)`, each listed path \
+         prefixed with the lake root; `basePath` makes Spark take `chain` and `date` from the \
+         paths. `python/spark/dexlake_spark.py` is the worked example (the listing is \
+         `python/spark/committed_files.py`): it computes the bars of `dexlake ohlcv` and the \
+         ledgers of `dexlake pnl` and is tested against them. A lake on S3 (`s3a://...`) \
+         needs hadoop-aws on Spark's classpath.\n\
+         - **Trino** (Hive connector): do not point a table's location at the dataset's folder, \
+         which reads every file in it. Register the listed files instead, e.g. a table stored \
+         as `SymlinkTextInputFormat` whose manifest in each partition folder lists that \
+         partition's committed files (rewritten after each commit, as Delta Lake does for \
+         Trino), or filter queries on the hidden `\"$path\"` column with the listed paths.\n\n",
+    );
     for dataset in Dataset::ALL {
         s.push_str(&format!(
             "## {}\n\n{}\n\n",
