@@ -11,16 +11,16 @@ use std::time::{Duration, Instant};
 
 use arrow::compute::concat_batches;
 use chrono::{Duration as ChronoDuration, TimeZone, Utc};
+use common::lake::{
+    batches_of, bounded, commit_overlapping_small_files, committed_ids, expected_frame,
+    scanned_frame, small_file_options, write_all,
+};
 use dexlake::Error;
 use dexlake::api::models::{Swap, SwapType};
 use dexlake::lake::log;
 use dexlake::lake::manifest::MANIFEST_PATH;
 use dexlake::lake::sample::Samples;
 use dexlake::lake::{Dataset, Lake, LakeOptions, Problem, convert, docs};
-use common::lake::{
-    batches_of, bounded, commit_overlapping_small_files, committed_ids, expected_frame,
-    scanned_frame, small_file_options, write_all,
-};
 use polars::prelude::*;
 use rand::{Rng, SeedableRng};
 

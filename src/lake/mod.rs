@@ -63,8 +63,8 @@ pub use crate::api::models::ChainFamily;
 pub use compact::CompactReport;
 pub use layout::Partition;
 pub use manifest::{FileEntry, Manifest, Recovery};
-pub use repair::RepairReport;
 pub use object::{ObjectRoot, ObjectStoreLake};
+pub use repair::RepairReport;
 pub use store::{LocalStore, ReadFile, Store};
 pub use verify::{Problem, VerifyReport};
 
@@ -703,8 +703,7 @@ impl Transaction<'_> {
         let mut attempt = 1;
         loop {
             let version = manifest.version + 1;
-            let prepared =
-                writer::prepare_files_tagged(lake, &manifest, &staged, &tags, version)?;
+            let prepared = writer::prepare_files_tagged(lake, &manifest, &staged, &tags, version)?;
             let summary = CommitSummary {
                 rows_added: prepared.rows_added,
                 rows_added_by_tag: prepared.rows_added_by_tag,

@@ -61,9 +61,8 @@ fn block_on<T: Send + 'static>(
         // The receiver is gone only if the caller panicked; nothing to report then.
         let _ = tx.send(fut.await);
     });
-    rx.recv().map_err(|_| Error::Config(
-        "the object store's runtime stopped before answering".into(),
-    ))
+    rx.recv()
+        .map_err(|_| Error::Config("the object store's runtime stopped before answering".into()))
 }
 
 /// A lake root that is an object-store URL, split into its parts.
@@ -341,7 +340,16 @@ impl Store for ObjectStoreLake {
                 .try_collect::<Vec<object_store::ObjectMeta>>()
                 .await
         })?
-        .map_err(|e| self.err(if prefix.is_empty() { "_dexlake" } else { prefix }, e))?;
+        .map_err(|e| {
+            self.err(
+                if prefix.is_empty() {
+                    "_dexlake"
+                } else {
+                    prefix
+                },
+                e,
+            )
+        })?;
         let strip = if self.root.prefix.is_empty() {
             String::new()
         } else {
@@ -404,11 +412,9 @@ impl RangeReader {
     pub fn range(&self, start: u64, end: u64) -> Result<Bytes> {
         let store = Arc::clone(&self.store);
         let key = self.key.clone();
-        block_on(async move { store.get_range(&key, start..end).await })?.map_err(|e| {
-            Error::Lake {
-                path: self.location.clone(),
-                message: e.to_string(),
-            }
+        block_on(async move { store.get_range(&key, start..end).await })?.map_err(|e| Error::Lake {
+            path: self.location.clone(),
+            message: e.to_string(),
         })
     }
 
