@@ -65,7 +65,7 @@ pub use layout::Partition;
 pub use manifest::{FileEntry, Manifest, Recovery};
 pub use object::{ObjectRoot, ObjectStoreLake};
 pub use repair::RepairReport;
-pub use store::{LocalStore, ReadFile, Store};
+pub use store::{LocalStore, Store};
 pub use verify::{Problem, VerifyReport};
 
 /// The datasets of the lake.

@@ -13,15 +13,16 @@
 //! - **Streamed files** ([`Store::create_temp`]) are written to a local temporary file and
 //!   uploaded (in parts when large) by the [`rename`](Store::rename) that puts them in place;
 //!   until then only this process sees them.
-//! - **Reads by range:** [`Store::open_read`] fetches the byte ranges a Parquet reader asks for,
-//!   so a reader of two columns does not download the whole file.
+//! - **Streamed reads:** [`Store::open_read`] downloads the object into an anonymous local file,
+//!   in one request and without holding it in memory. (Scans do not go through it: polars
+//!   reads the objects itself, by ranges.)
 //!
 //! The store's calls block the calling thread on a runtime of their own, so they work from
 //! plain threads, rayon workers and async tasks alike.
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::Read;
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -31,7 +32,7 @@ use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, WriteMultipart};
 
-use super::store::{ReadFile, Store, check_path, temp_name};
+use super::store::{Store, check_path, temp_name};
 use crate::{Error, Result};
 
 /// Size of the parts of a multipart upload, and the size from which a streamed file is
@@ -240,6 +241,12 @@ enum Upload {
     Store(object_store::Error),
 }
 
+/// Why a download failed.
+enum Fetch {
+    Io(std::io::Error),
+    Store(object_store::Error),
+}
+
 impl Store for ObjectStoreLake {
     fn put(&self, path: &str, data: &[u8]) -> Result<()> {
         let key = self.key(path)?;
@@ -275,24 +282,37 @@ impl Store for ObjectStoreLake {
         .map_err(|e| self.err(path, e))
     }
 
-    fn open_read(&self, path: &str) -> Result<ReadFile> {
-        check_path(path)?;
+    fn open_read(&self, path: &str) -> Result<File> {
+        let key = self.key(path)?;
         if let Some(local) = self.temps().get(path) {
-            let f = File::open(local).map_err(|e| Error::io("opening", local.to_path_buf(), e))?;
-            return Ok(ReadFile::Local(f));
+            return File::open(local).map_err(|e| Error::io("opening", local.to_path_buf(), e));
         }
-        let Some(size) = self.head(path)? else {
-            return Err(Error::Lake {
-                path: self.location(path),
-                message: "not found".into(),
-            });
-        };
-        Ok(ReadFile::Remote(RangeReader {
-            store: Arc::clone(&self.store),
-            key: self.key_unchecked(path),
-            location: self.location(path),
-            size,
-        }))
+        // Streamed to an anonymous local file (gone when closed): one request per object, and
+        // the Parquet reader then reads its pages by offset without holding the whole object.
+        let mut file = tempfile::tempfile()
+            .map_err(|e| Error::io("creating a temporary file in", std::env::temp_dir(), e))?;
+        let store = Arc::clone(&self.store);
+        let (back, fetched) = block_on(async move {
+            let fetched = async {
+                let mut stream = store.get(&key).await.map_err(Fetch::Store)?.into_stream();
+                while let Some(chunk) = stream.try_next().await.map_err(Fetch::Store)? {
+                    file.write_all(&chunk).map_err(Fetch::Io)?;
+                }
+                file.seek(SeekFrom::Start(0)).map_err(Fetch::Io)?;
+                Ok(())
+            }
+            .await;
+            (file, fetched)
+        })?;
+        match fetched {
+            Ok(()) => Ok(back),
+            Err(Fetch::Io(e)) => Err(Error::io(
+                "writing a temporary file in",
+                std::env::temp_dir(),
+                e,
+            )),
+            Err(Fetch::Store(e)) => Err(self.err(path, e)),
+        }
     }
 
     fn create_temp(&self, path: &str) -> Result<File> {
@@ -398,36 +418,9 @@ impl Store for ObjectStoreLake {
     }
 }
 
-/// A file of an object store read by byte ranges, for the Parquet reader.
-#[derive(Debug)]
-pub struct RangeReader {
-    store: Arc<dyn ObjectStore>,
-    key: ObjectPath,
-    location: PathBuf,
-    size: u64,
-}
-
-impl RangeReader {
-    /// The object's bytes in `start..end`.
-    pub fn range(&self, start: u64, end: u64) -> Result<Bytes> {
-        let store = Arc::clone(&self.store);
-        let key = self.key.clone();
-        block_on(async move { store.get_range(&key, start..end).await })?.map_err(|e| Error::Lake {
-            path: self.location.clone(),
-            message: e.to_string(),
-        })
-    }
-
-    /// The object's size in bytes.
-    pub fn size(&self) -> u64 {
-        self.size
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
 
     #[test]
     fn roots_parse() {

@@ -30,9 +30,10 @@ pub trait Store: Debug + Send + Sync {
     fn put_new(&self, path: &str, data: &[u8]) -> Result<bool>;
     /// Reads the whole file.
     fn get(&self, path: &str) -> Result<Vec<u8>>;
-    /// Opens a file for reading by ranges, so that a Parquet reader fetches only the pages it
-    /// decodes instead of the whole file.
-    fn open_read(&self, path: &str) -> Result<ReadFile>;
+    /// Opens a file for reading by ranges, so that a Parquet reader holds only the pages it
+    /// decodes instead of the whole file. (An object store downloads the object to an
+    /// anonymous local file first: one request, and memory stays bounded.)
+    fn open_read(&self, path: &str) -> Result<File>;
     /// Creates (or truncates) the [temporary file](temp_name) of `path` for a writer that
     /// streams a file too large to hold in memory, creating missing folders durably. The writer
     /// syncs the file when done; a [`rename`](Store::rename) from the temporary name puts it in
@@ -55,62 +56,6 @@ pub trait Store: Debug + Send + Sync {
     fn has_writer_lock(&self) -> bool {
         true
     }
-}
-
-/// A file opened by [`Store::open_read`]: a local file, or an object read by byte ranges. It
-/// is a Parquet [`ChunkReader`](parquet::file::reader::ChunkReader).
-#[derive(Debug)]
-pub enum ReadFile {
-    /// A local file.
-    Local(File),
-    /// An object of an object store.
-    Remote(super::object::RangeReader),
-}
-
-impl parquet::file::reader::Length for ReadFile {
-    fn len(&self) -> u64 {
-        match self {
-            ReadFile::Local(f) => f.len(),
-            ReadFile::Remote(r) => r.size(),
-        }
-    }
-}
-
-impl parquet::file::reader::ChunkReader for ReadFile {
-    type T = Box<dyn std::io::Read + Send>;
-
-    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
-        match self {
-            ReadFile::Local(f) => Ok(Box::new(f.get_read(start)?)),
-            ReadFile::Remote(r) => Ok(Box::new(std::io::Cursor::new(
-                r.range(start, r.size()).map_err(parquet_external)?,
-            ))),
-        }
-    }
-
-    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<bytes::Bytes> {
-        match self {
-            ReadFile::Local(f) => f.get_bytes(start, length),
-            ReadFile::Remote(r) => r
-                .range(start, start.saturating_add(length as u64))
-                .map_err(parquet_external),
-        }
-    }
-}
-
-impl std::io::Read for ReadFile {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        match self {
-            ReadFile::Local(f) => f.read(buf),
-            ReadFile::Remote(_) => Err(std::io::Error::other(
-                "an object is read by ranges (ChunkReader), not as a stream",
-            )),
-        }
-    }
-}
-
-fn parquet_external(e: Error) -> parquet::errors::ParquetError {
-    parquet::errors::ParquetError::External(Box::new(e))
 }
 
 /// Checks that `path` is a path of the lake's layout: relative, `/`-separated, without empty,
@@ -253,11 +198,9 @@ impl Store for LocalStore {
         fs::read(&p).map_err(|e| Error::io("reading", p, e))
     }
 
-    fn open_read(&self, path: &str) -> Result<ReadFile> {
+    fn open_read(&self, path: &str) -> Result<File> {
         let p = self.checked(path)?;
-        File::open(&p)
-            .map(ReadFile::Local)
-            .map_err(|e| Error::io("opening", p, e))
+        File::open(&p).map_err(|e| Error::io("opening", p, e))
     }
 
     fn create_temp(&self, path: &str) -> Result<File> {
