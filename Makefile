@@ -11,7 +11,7 @@ PY_PACKAGES := duckdb polars pyarrow pytest nbclient nbformat ipykernel matplotl
 # Only for `make screenshot` (not part of `make test`).
 SCREENSHOT_PACKAGES := selenium pillow
 
-.PHONY: test fmt clippy rust-test doc py-test venv notebooks screenshot bench compare compare-pnl
+.PHONY: test fmt clippy rust-test doc py-test venv notebooks screenshot bench compare compare-pnl compare-s3
 
 # The target folder (honours CARGO_TARGET_DIR and a shared one outside the clone).
 TARGET_DIR = $(CARGO) metadata --format-version 1 --no-deps | $(VPY) -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])'
@@ -99,3 +99,9 @@ compare: venv
 compare-pnl: venv
 	$(CARGO) build --release --bin dexlake --examples
 	$(VPY) benches/compare/pnl.py --dexlake "$$($(TARGET_DIR))/release/dexlake" $(COMPARE_ARGS)
+
+# Write, sync and scan throughput of a lake on an S3-compatible server (moto on loopback) next to
+# a local folder (not part of `make test`); see benches/compare/s3.py.
+compare-s3: venv
+	$(CARGO) build --release --bin dexlake --examples
+	$(VPY) benches/compare/s3.py --dexlake "$$($(TARGET_DIR))/release/dexlake" $(COMPARE_ARGS)
