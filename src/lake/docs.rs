@@ -375,7 +375,14 @@ pub fn markdown() -> String {
          The entries hold each file's `dataset`, `rows`, `bytes`, `min_time`, `max_time` (and \
          `min_id`, `max_id` for swaps and trades), so a reader can prune by time without opening \
          files. The sync state (cursors, covered ranges) is in `{cp}/<V>.state.json` and the \
-         entries' `state` objects.\n\n",
+         entries' `state` objects.\n\n\
+         On an object store (`s3://bucket/prefix`) the steps are the same GETs under the \
+         prefix; instead of probing versions one by one, a reader may LIST `{log}/` starting \
+         after the checkpoint's entry and apply the entries in order, stopping at the first \
+         gap. There a glob is wrong for longer: the files of an interrupted commit, or of one \
+         that lost its version to another writer, stay in the bucket unreferenced (no writer \
+         may delete what another could be committing), so only the log says what is \
+         committed.\n\n",
         last = super::log::LAST_CHECKPOINT_PATH,
         cp = super::log::CHECKPOINT_DIR,
         log = super::log::LOG_DIR,
