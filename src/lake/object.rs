@@ -123,6 +123,8 @@ impl ObjectRoot {
 pub struct ObjectStoreLake {
     root: ObjectRoot,
     store: Arc<dyn ObjectStore>,
+    /// Added to every error when the environment names no credentials.
+    hint: &'static str,
     /// Streamed files not yet uploaded, by their temporary lake path.
     temps: Mutex<HashMap<String, tempfile::TempPath>>,
 }
@@ -151,9 +153,21 @@ impl ObjectStoreLake {
                 root.url()
             ))
         })?;
+        let named = [
+            "AWS_ACCESS_KEY_ID",
+            "AWS_WEB_IDENTITY_TOKEN_FILE",
+            "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+            "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        ];
+        let hint = if named.iter().any(|v| std::env::var_os(v).is_some()) {
+            ""
+        } else {
+            " (no credentials in the environment: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, and AWS_ENDPOINT_URL for a server other than AWS)"
+        };
         Ok(ObjectStoreLake {
             root,
             store: Arc::new(store),
+            hint,
             temps: Mutex::default(),
         })
     }
@@ -180,7 +194,7 @@ impl ObjectStoreLake {
     fn err(&self, path: &str, source: object_store::Error) -> Error {
         Error::Lake {
             path: self.location(path),
-            message: source.to_string(),
+            message: format!("{source}{}", self.hint),
         }
     }
 
@@ -464,6 +478,7 @@ mod tests {
                 prefix: "p".into(),
             },
             store: Arc::new(store),
+            hint: "",
             temps: Mutex::default(),
         };
         let shown = format!("{lake:?}");
