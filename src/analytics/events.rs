@@ -175,17 +175,6 @@ impl Events {
         }
     }
 
-    /// Frees the spare capacity left by growing the columns.
-    fn shrink_to_fit(&mut self) {
-        self.time.shrink_to_fit();
-        self.slot.shrink_to_fit();
-        self.id.shrink_to_fit();
-        self.price.shrink_to_fit();
-        self.base.shrink_to_fit();
-        self.usd.shrink_to_fit();
-        self.buy.shrink_to_fit();
-    }
-
     /// Builds the columns from events in any order, sorting them into event order.
     pub fn from_ticks(ticks: impl IntoIterator<Item = Tick>) -> Events {
         let mut e = Events::default();
@@ -412,40 +401,97 @@ fn read_file(
         .select(cols.iter().map(|c| col(*c)).collect::<Vec<_>>())
         .collect()
         .map_err(polars_err("reading events"))?;
-    let mut by_token = rows_to_events(&df, source, wanted)?;
-    // Every file's chunks are held until all files are read: without their spare capacity.
-    by_token.values_mut().for_each(Events::shrink_to_fit);
-    Ok(by_token)
+    // Each token's columns are allocated at their final size: no spare capacity is held.
+    rows_to_events(&df, source, wanted)
 }
 
-/// The events list of `token`, created on first use (one allocation of the name per token).
-fn entry<'a>(map: &'a mut TokenMap<Events>, token: &str) -> &'a mut Events {
-    if !map.contains_key(token) {
-        map.insert(token.to_owned(), Events::default());
+/// Token sides of the rows of one file: each side's token as a small index into the file's
+/// distinct tokens, so a token's name is hashed once per row and allocated once per file.
+struct Sides<'a> {
+    /// Distinct tokens of the file, by index.
+    names: Vec<&'a str>,
+    index: HashMap<&'a str, u32, Fast>,
+    /// Events per token index.
+    counts: Vec<usize>,
+}
+
+impl<'a> Sides<'a> {
+    fn new() -> Self {
+        Sides {
+            names: Vec::new(),
+            index: HashMap::default(),
+            counts: Vec::new(),
+        }
     }
-    map.get_mut(token).expect("inserted above")
+
+    /// The index of `token`, counting one more event for it.
+    fn count(&mut self, token: &'a str) -> u32 {
+        let k = match self.index.get(token) {
+            Some(&k) => k,
+            None => {
+                let k = u32::try_from(self.names.len()).expect("fewer than 2^32 tokens per file");
+                self.names.push(token);
+                self.counts.push(0);
+                self.index.insert(token, k);
+                k
+            }
+        };
+        self.counts[k as usize] += 1;
+        k
+    }
+
+    /// Empty event columns sized for each token's events.
+    fn columns(&self) -> Vec<Events> {
+        self.counts
+            .iter()
+            .map(|&n| Events {
+                time: Vec::with_capacity(n),
+                slot: Vec::with_capacity(n),
+                id: Vec::with_capacity(n),
+                price: Vec::with_capacity(n),
+                base: Vec::with_capacity(n),
+                usd: Vec::with_capacity(n),
+                buy: Vec::with_capacity(n),
+            })
+            .collect()
+    }
+
+    /// The filled columns by token name.
+    fn into_map(self, columns: Vec<Events>) -> TokenMap<Events> {
+        self.names
+            .into_iter()
+            .map(str::to_owned)
+            .zip(columns)
+            .collect()
+    }
 }
 
-/// The token side of each row of a frame of swaps or trades, by token.
+/// No token side on this row.
+const NO_SIDE: u32 = u32::MAX;
+
+/// The token side of each row of a frame of swaps or trades, by token. A first pass finds each
+/// row's token sides and counts the events per token, a second one fills columns allocated at
+/// their final size.
 fn rows_to_events(
     df: &DataFrame,
     source: EventSource,
     wanted: Option<&TokenSet<'_>>,
 ) -> Result<TokenMap<Events>> {
-    let mut by_token: TokenMap<Events> = TokenMap::default();
     let time = micros(df.column("block_time").map_err(polars_err("events"))?)?;
     let slot = i64s(df, "block_slot")?;
     let id = i64s(df, "id")?;
     let keep = |t: &str| wanted.is_none_or(|w| w.contains(t));
+    let mut sides = Sides::new();
+    let mut columns;
     match source {
         EventSource::Swaps => {
             let kind = strs(df, "swap_type")?;
             let t_in = strs(df, "token_address_in")?;
             let t_out = strs(df, "token_address_out")?;
-            let (a_in, a_out) = (f64s(df, "token_amount_in")?, f64s(df, "token_amount_out")?);
-            let (p_in, p_out) = (f64s(df, "token_price_in")?, f64s(df, "token_price_out")?);
-            let (u_in, u_out) = (f64s(df, "usd_amount_in")?, f64s(df, "usd_amount_out")?);
-            for (i, ((k, ti), to)) in kind.iter().zip(t_in.iter()).zip(t_out.iter()).enumerate() {
+            // The token of each row's bought (`out`) and sold (`in`) side, or NO_SIDE.
+            let mut outs = Vec::with_capacity(df.height());
+            let mut ins = Vec::with_capacity(df.height());
+            for ((k, ti), to) in kind.iter().zip(t_in.iter()).zip(t_out.iter()) {
                 let k = k.unwrap_or_default();
                 let (ti, to) = (ti.unwrap_or_default(), to.unwrap_or_default());
                 let (side_out, side_in) = match wanted {
@@ -455,23 +501,30 @@ fn rows_to_events(
                         matches!(k, "token_quote" | "token_token"),
                     ),
                 };
-                let base = (time[i], slot[i], id[i]);
-                if side_out {
-                    entry(&mut by_token, to).push(Tick {
-                        time: base.0,
-                        slot: base.1,
-                        id: base.2,
+                outs.push(if side_out { sides.count(to) } else { NO_SIDE });
+                ins.push(if side_in { sides.count(ti) } else { NO_SIDE });
+            }
+            columns = sides.columns();
+            let (a_in, a_out) = (f64s(df, "token_amount_in")?, f64s(df, "token_amount_out")?);
+            let (p_in, p_out) = (f64s(df, "token_price_in")?, f64s(df, "token_price_out")?);
+            let (u_in, u_out) = (f64s(df, "usd_amount_in")?, f64s(df, "usd_amount_out")?);
+            for (i, (&o, &n)) in outs.iter().zip(&ins).enumerate() {
+                if o != NO_SIDE {
+                    columns[o as usize].push(Tick {
+                        time: time[i],
+                        slot: slot[i],
+                        id: id[i],
                         price: p_out[i],
                         base: a_out[i],
                         usd: u_out[i],
                         buy: true,
                     });
                 }
-                if side_in {
-                    entry(&mut by_token, ti).push(Tick {
-                        time: base.0,
-                        slot: base.1,
-                        id: base.2,
+                if n != NO_SIDE {
+                    columns[n as usize].push(Tick {
+                        time: time[i],
+                        slot: slot[i],
+                        id: id[i],
                         price: p_in[i],
                         base: a_in[i],
                         usd: u_in[i],
@@ -483,17 +536,24 @@ fn rows_to_events(
         EventSource::Trades => {
             let token = strs(df, "token_address")?;
             let dir = strs(df, "direction")?;
+            let tokens: Vec<u32> = token
+                .iter()
+                .map(|t| {
+                    let t = t.unwrap_or_default();
+                    if keep(t) { sides.count(t) } else { NO_SIDE }
+                })
+                .collect();
+            columns = sides.columns();
             let (amount, price, usd) = (
                 f64s(df, "token_amount")?,
                 f64s(df, "token_price")?,
                 f64s(df, "usd_amount")?,
             );
-            for (i, (t, d)) in token.iter().zip(dir.iter()).enumerate() {
-                let t = t.unwrap_or_default();
-                if !keep(t) {
+            for (i, (&t, d)) in tokens.iter().zip(dir.iter()).enumerate() {
+                if t == NO_SIDE {
                     continue;
                 }
-                entry(&mut by_token, t).push(Tick {
+                columns[t as usize].push(Tick {
                     time: time[i],
                     slot: slot[i],
                     id: id[i],
@@ -505,7 +565,7 @@ fn rows_to_events(
             }
         }
     }
-    Ok(by_token)
+    Ok(sides.into_map(columns))
 }
 
 /// Reads the token side of the selected events in `range` from the lake, grouped by token
