@@ -271,23 +271,13 @@ pub(crate) fn time_lit(t: DateTime<Utc>) -> Expr {
 /// Microseconds of a datetime column of any unit.
 fn micros(c: &Column) -> Result<Vec<i64>> {
     let ca = c.datetime().map_err(polars_err("reading block_time"))?;
-    let scale = match ca.time_unit() {
-        TimeUnit::Nanoseconds => -1000,
-        TimeUnit::Microseconds => 1,
-        TimeUnit::Milliseconds => 1000,
-    };
-    Ok(ca
-        .physical()
-        .iter()
-        .map(|v| {
-            let v = v.unwrap_or_default();
-            if scale < 0 {
-                v.div_euclid(-scale)
-            } else {
-                v * scale
-            }
-        })
-        .collect())
+    let mut v = values(ca.physical(), 0);
+    match ca.time_unit() {
+        TimeUnit::Nanoseconds => v.iter_mut().for_each(|x| *x = x.div_euclid(1000)),
+        TimeUnit::Microseconds => {}
+        TimeUnit::Milliseconds => v.iter_mut().for_each(|x| *x *= 1000),
+    }
+    Ok(v)
 }
 
 fn strs<'a>(df: &'a DataFrame, name: &str) -> Result<&'a StringChunked> {
@@ -296,24 +286,37 @@ fn strs<'a>(df: &'a DataFrame, name: &str) -> Result<&'a StringChunked> {
         .map_err(polars_err("reading a string column"))
 }
 
+/// The values of a primitive column as one vector, nulls as `null`: copied array by array
+/// (a plain copy when an array has no nulls).
+fn values<T>(ca: &ChunkedArray<T>, null: T::Native) -> Vec<T::Native>
+where
+    T: PolarsNumericType,
+{
+    let mut out = Vec::with_capacity(ca.len());
+    for arr in ca.downcast_iter() {
+        if arr.validity().is_none_or(|v| v.unset_bits() == 0) {
+            out.extend_from_slice(arr.values());
+        } else {
+            out.extend(arr.iter().map(|v| v.copied().unwrap_or(null)));
+        }
+    }
+    out
+}
+
 fn f64s(df: &DataFrame, name: &str) -> Result<Vec<f64>> {
-    Ok(df
+    let ca = df
         .column(name)
         .and_then(|c| c.f64())
-        .map_err(polars_err("reading a number column"))?
-        .iter()
-        .map(|v| v.unwrap_or(f64::NAN))
-        .collect())
+        .map_err(polars_err("reading a number column"))?;
+    Ok(values(ca, f64::NAN))
 }
 
 fn i64s(df: &DataFrame, name: &str) -> Result<Vec<i64>> {
-    Ok(df
+    let ca = df
         .column(name)
         .and_then(|c| c.i64())
-        .map_err(polars_err("reading an integer column"))?
-        .iter()
-        .map(Option::unwrap_or_default)
-        .collect())
+        .map_err(polars_err("reading an integer column"))?;
+    Ok(values(ca, 0))
 }
 
 /// The latest `block_time` of `source` in the lake, if it holds any event (from the time span
