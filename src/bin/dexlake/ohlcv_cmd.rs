@@ -159,14 +159,17 @@ fn selection(which: &Which) -> Selection {
     }
 }
 
+/// The distinct tokens of a frame of bars (a token's bars are consecutive rows).
 fn present_tokens(df: &DataFrame) -> anyhow::Result<BTreeSet<String>> {
-    Ok(df
-        .column("token_address")?
-        .str()?
-        .iter()
-        .flatten()
-        .map(str::to_owned)
-        .collect())
+    let mut out = BTreeSet::new();
+    let mut last: Option<&str> = None;
+    for t in df.column("token_address")?.str()?.iter().flatten() {
+        if last != Some(t) {
+            out.insert(t.to_owned());
+            last = Some(t);
+        }
+    }
+    Ok(out)
 }
 
 fn what(source: EventSource) -> &'static str {
@@ -267,7 +270,10 @@ pub fn ohlcv(global: &Global, args: OhlcvArgs) -> anyhow::Result<ExitCode> {
                 let mut sink = ParquetSink::new(out);
                 let mut present = BTreeSet::new();
                 bars_in_batches(&lake, source, &sel, range, &options, 256, |df| {
-                    if let Ok(tokens) = present_tokens(&df) {
+                    // Only a list of tokens names the missing ones.
+                    if matches!(sel, Selection::Tokens(_))
+                        && let Ok(tokens) = present_tokens(&df)
+                    {
                         present.extend(tokens);
                     }
                     sink.write(&df).map_err(|e| dexlake::Error::Io {
