@@ -691,7 +691,12 @@ impl LedgerSet {
 
     /// Runs every ledger in parallel; the results come in ledger order.
     pub fn run(&self, config: &PnlConfig) -> Result<Vec<Ledger>> {
-        (0..self.len())
+        self.run_range(0..self.len(), config)
+    }
+
+    /// Runs the ledgers `range` in parallel; the results come in ledger order.
+    fn run_range(&self, range: std::ops::Range<usize>, config: &PnlConfig) -> Result<Vec<Ledger>> {
+        range
             .into_par_iter()
             .map(|k| {
                 run_ledger(self.events_of(k), config).map_err(|o| Error::Oversell {
@@ -703,6 +708,12 @@ impl LedgerSet {
                 })
             })
             .collect()
+    }
+
+    /// Frees the events once the ledgers have run: the names and latest prices stay.
+    fn release_events(&mut self) {
+        self.events = Vec::new();
+        self.offsets = Vec::new();
     }
 
     /// The mark of `token` under `mark` (`None` when the latest price is unknown).
@@ -1511,15 +1522,82 @@ fn pct(a: f64, b: f64) -> Option<f64> {
     (b != 0.0).then(|| 100.0 * a / b)
 }
 
-/// Builds the report frames of computed ledgers.
+/// Builds the report frames of computed ledgers (ledger `k` of `set` is `ledgers[k]`).
 pub fn report(set: &LedgerSet, ledgers: &[Ledger], config: &PnlConfig) -> Result<PnlReport> {
+    report_range(set, 0, ledgers, config)
+}
+
+/// Ledgers run and reported this many at a time by [`run_report`].
+const REPORT_CHUNK: usize = 1 << 16;
+
+/// Runs the ledgers of `set` and builds their report a chunk of [`REPORT_CHUNK`] ledgers at a
+/// time: only one chunk's [`Ledger`]s (their lots, positions and matches) are held at once,
+/// the report's rows of the others are. The frames are those of [`LedgerSet::run`] then
+/// [`report`], in ledger order.
+pub fn run_report(set: &LedgerSet, config: &PnlConfig) -> Result<PnlReport> {
+    run_report_in(set, config, REPORT_CHUNK)
+}
+
+/// [`run_report`] `chunk` ledgers at a time.
+fn run_report_in(set: &LedgerSet, config: &PnlConfig, chunk: usize) -> Result<PnlReport> {
+    let mut out: Option<PnlReport> = None;
+    for start in (0..set.len()).step_by(chunk.max(1)) {
+        let range = start..(start + chunk.max(1)).min(set.len());
+        let ledgers = set.run_range(range, config)?;
+        let part = report_range(set, start, &ledgers, config)?;
+        drop(ledgers);
+        match out.as_mut() {
+            None => out = Some(part),
+            Some(all) => all.append(part)?,
+        }
+    }
+    match out {
+        Some(all) => Ok(all),
+        None => report(set, &[], config),
+    }
+}
+
+impl PnlReport {
+    /// Appends the rows of `other`, a report of the next ledgers.
+    fn append(&mut self, other: PnlReport) -> Result<()> {
+        let stack = |a: &mut DataFrame, b: &DataFrame, what: &str| {
+            a.vstack_mut(b).map(drop).map_err(polars_err(what))
+        };
+        stack(
+            &mut self.ledgers,
+            &other.ledgers,
+            "stacking the ledgers table",
+        )?;
+        stack(
+            &mut self.positions,
+            &other.positions,
+            "stacking the positions table",
+        )?;
+        if let (Some(a), Some(b)) = (self.lots.as_mut(), other.lots.as_ref()) {
+            stack(a, b, "stacking the lots table")?;
+        }
+        Ok(())
+    }
+}
+
+/// [`report`] of `ledgers`, the computed ledgers `start..start + ledgers.len()` of `set`.
+fn report_range(
+    set: &LedgerSet,
+    start: usize,
+    ledgers: &[Ledger],
+    config: &PnlConfig,
+) -> Result<PnlReport> {
     let n = ledgers.len();
+    let (wallets, tokens) = (
+        &set.wallets[start..start + n],
+        &set.tokens[start..start + n],
+    );
     let mut mark = Vec::with_capacity(n);
     let mut unrealized = Vec::with_capacity(n);
     let mut total = Vec::with_capacity(n);
     let mut roi = Vec::with_capacity(n);
     for (k, l) in ledgers.iter().enumerate() {
-        let m = set.mark_of(&set.tokens[k], config.mark);
+        let m = set.mark_of(&tokens[k], config.mark);
         let u = if l.open_quantity() == 0.0 {
             Some(l.unrealized(0.0))
         } else {
@@ -1535,8 +1613,8 @@ pub fn report(set: &LedgerSet, ledgers: &[Ledger], config: &PnlConfig) -> Result
     let u = |f: fn(&Ledger) -> u64| -> Vec<u64> { ledgers.iter().map(f).collect() };
     // The ledgers' wallets and tokens once; the other tables take rows of them, which shares
     // the strings instead of copying them.
-    let wallet_ca = StringChunked::new("wallet_address".into(), &set.wallets);
-    let token_ca = StringChunked::new("token_address".into(), &set.tokens);
+    let wallet_ca = StringChunked::new("wallet_address".into(), wallets);
+    let token_ca = StringChunked::new("token_address".into(), tokens);
     let by_ledger = |idx: &[IdxSize]| -> Result<(Column, Column)> {
         let w = wallet_ca.take(idx).map_err(polars_err("wallet_address"))?;
         let t = token_ca.take(idx).map_err(polars_err("token_address"))?;
@@ -1706,9 +1784,7 @@ pub fn pnl_from_frames(
     query: &PnlQuery,
     config: &PnlConfig,
 ) -> Result<PnlReport> {
-    let set = ledgers_from_frames(trades, swaps, query)?;
-    let ledgers = set.run(config)?;
-    report(&set, &ledgers, config)
+    run_report(&ledgers_from_frames(trades, swaps, query)?, config)
 }
 
 /// PnL of the lake's trades (and swaps for wallets the lake has only swaps for).
@@ -1718,7 +1794,10 @@ pub fn wallet_pnl(lake: &Lake, query: &PnlQuery, config: &PnlConfig) -> Result<P
     // The latest price of a token comes from every wallet's trades, so the scan is not
     // narrowed to the wallets asked for.
     let (trades, swaps) = lake_frames(lake, query)?;
-    pnl_from_frames(&trades, Some(&swaps), query, config)
+    let set = ledgers_from_frames(&trades, Some(&swaps), query)?;
+    // The frames (about 100 bytes per trade) are not needed once the events are grouped.
+    drop((trades, swaps));
+    run_report(&set, config)
 }
 
 /// Ranks every wallet of the lake by total PnL (realized + unrealized, summed over its tokens),
@@ -1729,7 +1808,9 @@ pub fn wallet_pnl(lake: &Lake, query: &PnlQuery, config: &PnlConfig) -> Result<P
 /// won; null without any).
 pub fn leaderboard(lake: &Lake, config: &PnlConfig, top: usize) -> Result<DataFrame> {
     let (trades, swaps) = lake_frames(lake, &PnlQuery::default())?;
-    leaderboard_from_frames(&trades, Some(&swaps), config, top)
+    let set = ledgers_from_frames(&trades, Some(&swaps), &PnlQuery::default())?;
+    drop((trades, swaps));
+    leaderboard_of(set, config, top)
 }
 
 /// [`leaderboard`] over in-memory frames.
@@ -1739,8 +1820,17 @@ pub fn leaderboard_from_frames(
     config: &PnlConfig,
     top: usize,
 ) -> Result<DataFrame> {
-    let set = ledgers_from_frames(trades, swaps, &PnlQuery::default())?;
+    leaderboard_of(
+        ledgers_from_frames(trades, swaps, &PnlQuery::default())?,
+        config,
+        top,
+    )
+}
+
+/// The leaderboard of grouped events.
+fn leaderboard_of(mut set: LedgerSet, config: &PnlConfig, top: usize) -> Result<DataFrame> {
     let ledgers = set.run(config)?;
+    set.release_events();
     struct Row {
         wallet: String,
         tokens: u32,
@@ -2420,6 +2510,57 @@ mod tests {
         };
         let none = pnl_from_frames(&frame(&rows), None, &q, &config).expect("pnl");
         assert_eq!(none.ledgers.height(), 0);
+    }
+
+    #[test]
+    fn a_report_built_chunk_by_chunk_equals_the_whole_report() {
+        let wallets: Vec<String> = (0..23).map(|w| format!("w{w:02}")).collect();
+        let tokens = ["A", "B", "C"];
+        let mut rows = Vec::new();
+        for (i, w) in wallets.iter().enumerate() {
+            for (j, t) in tokens.iter().enumerate() {
+                for e in 0..(1 + (i + j) % 5) {
+                    let id = (i * 100 + j * 10 + e) as i64;
+                    let sell = (i + j + e) % 3 == 2;
+                    rows.push((
+                        w.as_str(),
+                        *t,
+                        if sell { "sell" } else { "buy" },
+                        1.0 + ((i * 7 + e * 3) % 11) as f64,
+                        0.5 + ((j * 5 + e) % 7) as f64,
+                        id,
+                        id,
+                    ));
+                }
+            }
+        }
+        let set = ledgers_from_frames(&frame(&rows), None, &PnlQuery::default()).expect("set");
+        assert!(set.len() > 60);
+        let config = PnlConfig {
+            lots: true,
+            ..PnlConfig::default()
+        };
+        let whole = report(&set, &set.run(&config).expect("run"), &config).expect("report");
+        for chunk in [1, 7, 64, 1000] {
+            let chunked = run_report_in(&set, &config, chunk).expect("chunked");
+            assert!(
+                chunked.ledgers.equals_missing(&whole.ledgers),
+                "chunk {chunk}"
+            );
+            assert!(
+                chunked.positions.equals_missing(&whole.positions),
+                "chunk {chunk}"
+            );
+            let (a, b) = (
+                chunked.lots.expect("lots"),
+                whole.lots.as_ref().expect("lots"),
+            );
+            assert!(a.equals_missing(b), "chunk {chunk}");
+        }
+        let empty = ledgers_from_frames(&frame(&[]), None, &PnlQuery::default()).expect("set");
+        let none = run_report_in(&empty, &config, 7).expect("empty");
+        assert_eq!(none.ledgers.height(), 0);
+        assert_eq!(none.ledgers.width(), PnlReport::LEDGER_COLUMNS.len());
     }
 
     /// wallet, swap type, token in, token out, amount in, amount out, USD in, USD out, time.
