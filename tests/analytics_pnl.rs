@@ -379,6 +379,47 @@ async fn cli_prints_positions_and_fails_clearly() {
     );
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 3);
 
+    // Every ledger as Parquet (written a chunk of ledgers at a time) equals the library's tables.
+    let config = PnlConfig {
+        lots: true,
+        ..PnlConfig::default()
+    };
+    let report = pnl::wallet_pnl(&lake, &PnlQuery::default(), &config).expect("pnl");
+    for (flag, want) in [
+        (None, &report.ledgers),
+        (Some("--positions"), &report.positions),
+        (Some("--lots"), report.lots.as_ref().expect("lots")),
+    ] {
+        let file = dir.path().join("all.parquet");
+        let out = Command::new(exe)
+            .args([
+                "pnl",
+                "--lake",
+                lake_arg,
+                "--all-wallets",
+                "--format",
+                "parquet",
+            ])
+            .args(flag)
+            .arg("--out")
+            .arg(&file)
+            .output()
+            .expect("runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let got = ParquetReader::new(std::fs::File::open(&file).expect("written"))
+            .finish()
+            .expect("parquet");
+        assert!(want.height() > 0, "{flag:?}: no rows");
+        assert!(
+            got.equals_missing(want),
+            "{flag:?}: the file differs from the library"
+        );
+    }
+
     let out = Command::new(exe)
         .args(["pnl", "--lake", lake_arg, "--wallet", "nobody"])
         .output()

@@ -1541,20 +1541,35 @@ pub fn run_report(set: &LedgerSet, config: &PnlConfig) -> Result<PnlReport> {
 /// [`run_report`] `chunk` ledgers at a time.
 fn run_report_in(set: &LedgerSet, config: &PnlConfig, chunk: usize) -> Result<PnlReport> {
     let mut out: Option<PnlReport> = None;
+    report_chunks(set, config, chunk, |part| match out.as_mut() {
+        None => {
+            out = Some(part);
+            Ok(())
+        }
+        Some(all) => all.append(part),
+    })?;
+    match out {
+        Some(all) => Ok(all),
+        None => report(set, &[], config),
+    }
+}
+
+/// Runs the ledgers of `set` `chunk` at a time and hands each chunk's report to `sink`, in
+/// ledger order; `sink` is not called when there is no ledger.
+fn report_chunks(
+    set: &LedgerSet,
+    config: &PnlConfig,
+    chunk: usize,
+    mut sink: impl FnMut(PnlReport) -> Result<()>,
+) -> Result<()> {
     for start in (0..set.len()).step_by(chunk.max(1)) {
         let range = start..(start + chunk.max(1)).min(set.len());
         let ledgers = set.run_range(range, config)?;
         let part = report_range(set, start, &ledgers, config)?;
         drop(ledgers);
-        match out.as_mut() {
-            None => out = Some(part),
-            Some(all) => all.append(part)?,
-        }
+        sink(part)?;
     }
-    match out {
-        Some(all) => Ok(all),
-        None => report(set, &[], config),
-    }
+    Ok(())
 }
 
 impl PnlReport {
@@ -1798,6 +1813,22 @@ pub fn wallet_pnl(lake: &Lake, query: &PnlQuery, config: &PnlConfig) -> Result<P
     // The frames (about 100 bytes per trade) are not needed once the events are grouped.
     drop((trades, swaps));
     run_report(&set, config)
+}
+
+/// [`wallet_pnl`] handed to `sink` a chunk of [`REPORT_CHUNK`] ledgers at a time, in ledger
+/// order, instead of as one report: each part holds the tables of its ledgers, so only the
+/// grouped events and one part are in memory at once. For writing large results to a file.
+/// Without any ledger `sink` is not called.
+pub fn wallet_pnl_in_batches(
+    lake: &Lake,
+    query: &PnlQuery,
+    config: &PnlConfig,
+    sink: impl FnMut(PnlReport) -> Result<()>,
+) -> Result<()> {
+    let (trades, swaps) = lake_frames(lake, query)?;
+    let set = ledgers_from_frames(&trades, Some(&swaps), query)?;
+    drop((trades, swaps));
+    report_chunks(&set, config, REPORT_CHUNK, sink)
 }
 
 /// Ranks every wallet of the lake by total PnL (realized + unrealized, summed over its tokens),

@@ -9,13 +9,13 @@ use chrono::{DateTime, Utc};
 use clap::Args;
 use dexlake::analytics::metrics::RatioConfig;
 use dexlake::analytics::pnl::{
-    self, CostMethod, EquityConfig, Mark, OversellPolicy, PnlConfig, PnlQuery,
+    self, CostMethod, EquityConfig, Mark, OversellPolicy, PnlConfig, PnlQuery, PnlReport,
 };
 use dexlake::analytics::token_metrics::{self, Window, parse_window};
 use polars::prelude::*;
 
 use crate::Global;
-use crate::output::{Format, emit, existing_lake};
+use crate::output::{Format, ParquetSink, emit, existing_lake};
 
 /// Arguments of `dexlake pnl`.
 #[derive(Args, Debug)]
@@ -123,15 +123,33 @@ pub fn pnl(global: &Global, args: PnlArgs) -> anyhow::Result<ExitCode> {
             wallets: None,
             token: args.token.clone(),
         };
-        let report = pnl::wallet_pnl(&lake, &query, &config)?;
-        let df = if args.lots {
-            report.lots.unwrap_or_default()
-        } else if args.positions {
-            report.positions
-        } else {
-            report.ledgers
+        let table = |report: PnlReport| {
+            if args.lots {
+                report.lots.unwrap_or_default()
+            } else if args.positions {
+                report.positions
+            } else {
+                report.ledgers
+            }
         };
-        return emit(df, args.format, args.out.as_deref());
+        if let (Format::Parquet, Some(out)) = (args.format, &args.out) {
+            // Every ledger of the lake can be millions of rows: written a chunk of ledgers at
+            // a time, so memory holds the grouped trades and one chunk's tables.
+            let mut sink = ParquetSink::new(out);
+            pnl::wallet_pnl_in_batches(&lake, &query, &config, |part| {
+                sink.write(&table(part)).map_err(|e| dexlake::Error::Io {
+                    action: "writing",
+                    path: out.clone(),
+                    source: std::io::Error::other(format!("{e:#}")),
+                })
+            })?;
+            if sink.rows > 0 {
+                sink.finish()?;
+                return Ok(ExitCode::SUCCESS);
+            }
+        }
+        let report = pnl::wallet_pnl(&lake, &query, &config)?;
+        return emit(table(report), args.format, args.out.as_deref());
     }
     let Some(wallet) = args.wallet else {
         anyhow::bail!("give --wallet W (or --all-wallets, or --top N for the leaderboard)");
