@@ -361,8 +361,9 @@ fn run_child(kind: &str) {
                 lake.compact().expect("child compact");
             }
         },
-        // Commits 12 blocks from its start block, each with the block before it: racing writers
-        // whose blocks overlap write many ids both.
+        // Commits 12 blocks from its start block, each with the block after it, and compacts
+        // after every fourth: racing writers whose blocks overlap write many ids both, and
+        // compactions race with commits.
         "race" => {
             let start: i64 = std::env::var(CHILD_START_ENV)
                 .expect("start")
@@ -379,6 +380,10 @@ fn run_child(kind: &str) {
                 .expect("write");
                 tx.set_state(format!("race/{start}"), serde_json::json!(k));
                 tx.commit().expect("a racing commit lands, again if needed");
+                if k % 4 == 3 {
+                    lake.compact()
+                        .expect("a racing compaction lands, planned again if needed");
+                }
             }
         }
         other => panic!("unknown child {other}"),

@@ -138,6 +138,34 @@ fn compact_where(
     below: u64,
     fan_in: usize,
 ) -> Result<CompactReport> {
+    // On an object store another writer may commit while the files merge; the compaction then
+    // loses its version (and removes its files) and is planned again on the new files.
+    // A merge can also fail reading a file that such a commit replaced.
+    let mut attempt = 1;
+    loop {
+        let base = lake.snapshot()?.version;
+        match compact_once(lake, &keep, below, fan_in) {
+            Err(e) if !lake.store().has_writer_lock() && attempt < COMPACT_ATTEMPTS => {
+                if !matches!(e, Error::CommitConflict { .. }) && lake.snapshot()?.version == base {
+                    return Err(e);
+                }
+                attempt += 1;
+            }
+            result => return result,
+        }
+    }
+}
+
+/// How many times a compaction on an object store is planned when other writers keep taking
+/// its version first.
+const COMPACT_ATTEMPTS: usize = 3;
+
+fn compact_once(
+    lake: &Lake,
+    keep: &impl Fn(&Partition) -> bool,
+    below: u64,
+    fan_in: usize,
+) -> Result<CompactReport> {
     let fan_in = fan_in.max(2);
     let _lock = lake.lock()?;
     manifest::recover(lake.store())?;

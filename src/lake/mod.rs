@@ -687,8 +687,10 @@ impl Transaction<'_> {
     /// Writes the staged data and makes it and the state visible atomically.
     ///
     /// On a store without a writer lock (an object store), a commit whose version another
-    /// writer took first is prepared again on the new version (its rows checked again against
-    /// what that writer added) and committed again, up to [`COMMIT_ATTEMPTS`] times. On a
+    /// writer took first, or whose preparation failed while another writer committed (which
+    /// may have replaced a file it read), is prepared again on the new version (its rows
+    /// checked again against what that writer added) and committed again, up to
+    /// [`COMMIT_ATTEMPTS`] times. On a
     /// folder that can only happen when a writer ignored the lock, and it fails with
     /// [`Error::CommitConflict`].
     pub fn commit(self) -> Result<CommitSummary> {
@@ -703,7 +705,22 @@ impl Transaction<'_> {
         let mut attempt = 1;
         loop {
             let version = manifest.version + 1;
-            let prepared = writer::prepare_files_tagged(lake, &manifest, &staged, &tags, version)?;
+            let prepared =
+                match writer::prepare_files_tagged(lake, &manifest, &staged, &tags, version) {
+                    Ok(prepared) => prepared,
+                    // Another writer committed meanwhile and may have replaced a file this
+                    // commit was reading: prepared again on the new version.
+                    Err(e) if !lake.store.has_writer_lock() && attempt < COMMIT_ATTEMPTS => {
+                        let newer = lake.snapshot()?;
+                        if newer.version == manifest.version {
+                            return Err(e);
+                        }
+                        attempt += 1;
+                        manifest = newer;
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                };
             let summary = CommitSummary {
                 rows_added: prepared.rows_added,
                 rows_added_by_tag: prepared.rows_added_by_tag,
