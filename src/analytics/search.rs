@@ -300,7 +300,12 @@ fn read_paths(request: &SearchRequest) -> Vec<String> {
         filter_paths(filter, &mut out);
     }
     if let Some(query) = &request.query {
-        out.extend(TextMatcher::new(query).fields().iter().map(|f| (*f).to_owned()));
+        out.extend(
+            TextMatcher::new(query)
+                .fields()
+                .iter()
+                .map(|f| (*f).to_owned()),
+        );
     }
     out
 }
@@ -312,11 +317,7 @@ pub fn search_lazy(profiles: LazyFrame, request: &SearchRequest) -> Result<Searc
 }
 
 /// The search; `page` says where the page's whole rows are read from.
-fn search_with(
-    profiles: LazyFrame,
-    request: &SearchRequest,
-    page: Page<'_>,
-) -> Result<SearchPage> {
+fn search_with(profiles: LazyFrame, request: &SearchRequest, page: Page<'_>) -> Result<SearchPage> {
     request.validate()?;
     let mut profiles = profiles;
     let schema = profiles

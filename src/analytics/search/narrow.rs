@@ -14,9 +14,12 @@ use arrow::array::{Array, AsArray, RecordBatch};
 use arrow::datatypes::{DataType as ArrowType, Float64Type, Int64Type, TimeUnit as ArrowUnit};
 use chrono::{DateTime, Utc};
 use parquet::arrow::ProjectionMask;
-use parquet::arrow::arrow_reader::{ParquetRecordBatchReaderBuilder, RowSelection};
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
+};
 use parquet::schema::types::SchemaDescriptor;
 use polars::prelude::*;
+use rayon::prelude::*;
 
 use crate::lake::{ChainFamily, Dataset, Lake, Partition};
 use crate::{Error, Result};
@@ -50,11 +53,19 @@ pub(super) fn read(
     }
     let prefixes: Vec<Vec<&str>> = paths.iter().map(|p| existing_prefix(p, schema)).collect();
     let wanted = at.timestamp_micros();
+    // One file per task: the files are decoded in parallel, then stacked in their order.
+    let read: Vec<Result<(ArrowReaderMetadata, Option<DataFrame>)>> = files
+        .par_iter()
+        .map(|path| read_file(lake, path, &prefixes, schema))
+        .collect();
     let mut frame: Option<DataFrame> = None;
     let mut locations = Vec::new();
-    for (index, path) in files.iter().enumerate() {
+    let mut metadata = Vec::with_capacity(files.len());
+    for (index, result) in read.into_iter().enumerate() {
         let file = u32::try_from(index).expect("fewer than 2^32 files in a partition");
-        let Some(df) = read_file(lake, path, &prefixes, schema)? else {
+        let (meta, df) = result?;
+        metadata.push(meta);
+        let Some(df) = df else {
             return Ok(None);
         };
         let fetched = df
@@ -87,6 +98,7 @@ pub(super) fn read(
     Ok(Some(Keys {
         frame,
         files,
+        metadata,
         locations,
     }))
 }
@@ -96,6 +108,8 @@ pub(super) struct Keys {
     /// `token_address` and the leaves read, one row per profile of the snapshot.
     pub frame: DataFrame,
     files: Vec<String>,
+    /// The footer of each file, read once.
+    metadata: Vec<ArrowReaderMetadata>,
     /// The file (an index into `files`) and the row within it of each row of `frame`.
     locations: Vec<(u32, u32)>,
 }
@@ -120,11 +134,28 @@ impl Keys {
             by_file.entry(file).or_default().push((in_file, k));
         }
         let mut picked: Vec<Option<DataFrame>> = vec![None; rows.len()];
-        for (file, mut wanted) in by_file {
-            wanted.sort_unstable();
-            wanted.dedup_by_key(|(r, _)| *r);
-            let path = &self.files[file as usize];
-            let Some(df) = read_rows(lake, path, &wanted, &prefixes, schema)? else {
+        let read: Vec<Result<(Vec<(u32, usize)>, Option<DataFrame>)>> = by_file
+            .into_iter()
+            .collect::<Vec<_>>()
+            .into_par_iter()
+            .map(|(file, mut wanted)| {
+                wanted.sort_unstable();
+                wanted.dedup_by_key(|(r, _)| *r);
+                let index = file as usize;
+                let df = read_rows(
+                    lake,
+                    &self.files[index],
+                    &self.metadata[index],
+                    &wanted,
+                    &prefixes,
+                    schema,
+                )?;
+                Ok((wanted, df))
+            })
+            .collect();
+        for result in read {
+            let (wanted, df) = result?;
+            let Some(df) = df else {
                 return Ok(None);
             };
             for (i, (_, k)) in wanted.iter().enumerate() {
@@ -149,11 +180,13 @@ impl Keys {
 fn read_rows(
     lake: &Lake,
     path: &str,
+    metadata: &ArrowReaderMetadata,
     wanted: &[(u32, usize)],
     prefixes: &[Vec<&str>],
     schema: &Schema,
 ) -> Result<Option<DataFrame>> {
-    let builder = open(lake, path)?;
+    let file = lake.store().open_read(path)?;
+    let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, metadata.clone());
     let mask = leaf_mask(builder.parquet_schema(), prefixes, false);
     let total = usize::try_from(builder.metadata().file_metadata().num_rows()).unwrap_or(0);
     let selection = RowSelection::from_consecutive_ranges(
@@ -204,13 +237,25 @@ fn existing_prefix<'p>(path: &'p str, schema: &Schema) -> Vec<&'p str> {
     prefix
 }
 
-/// A reader builder over one file of the lake, reading its pages by range.
-fn open(lake: &Lake, path: &str) -> Result<ParquetRecordBatchReaderBuilder<std::fs::File>> {
+/// A reader builder over one file of the lake, reading its pages by range, and the file's
+/// footer.
+fn open(
+    lake: &Lake,
+    path: &str,
+) -> Result<(
+    ParquetRecordBatchReaderBuilder<std::fs::File>,
+    ArrowReaderMetadata,
+)> {
     let file = lake.store().open_read(path)?;
-    ParquetRecordBatchReaderBuilder::try_new(file).map_err(|source| Error::Parquet {
-        path: lake.store().location(path),
-        source,
-    })
+    let metadata =
+        ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()).map_err(|source| {
+            Error::Parquet {
+                path: lake.store().location(path),
+                source,
+            }
+        })?;
+    let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, metadata.clone());
+    Ok((builder, metadata))
 }
 
 /// The leaves under the prefixes (and `fetched_at`, when asked).
@@ -242,8 +287,8 @@ fn read_file(
     path: &str,
     prefixes: &[Vec<&str>],
     schema: &Schema,
-) -> Result<Option<DataFrame>> {
-    let builder = open(lake, path)?;
+) -> Result<(ArrowReaderMetadata, Option<DataFrame>)> {
+    let (builder, metadata) = open(lake, path)?;
     let mask = leaf_mask(builder.parquet_schema(), prefixes, true);
     let rows = usize::try_from(builder.metadata().file_metadata().num_rows())
         .unwrap_or(usize::MAX)
@@ -256,7 +301,7 @@ fn read_file(
             path: lake.store().location(path),
             source,
         })?;
-    collect_frames(reader, path, schema)
+    Ok((metadata, collect_frames(reader, path, schema)?))
 }
 
 /// The batches of a reader as one polars frame (see [`frame_of`]).
@@ -370,7 +415,12 @@ fn series_of(name: &str, array: &dyn Array, dtype: &DataType) -> Option<Series> 
                 builder.finish().into_series()
             } else {
                 let values = series_of("item", list.values().as_ref(), inner)?;
-                let mut builder = polars::chunked_array::builder::get_list_builder(inner, values.len(), list.len(), name);
+                let mut builder = polars::chunked_array::builder::get_list_builder(
+                    inner,
+                    values.len(),
+                    list.len(),
+                    name,
+                );
                 for i in 0..list.len() {
                     if list.is_null(i) {
                         builder.append_null();
@@ -461,7 +511,11 @@ mod tests {
             .timestamp_opt(1_748_740_000, 0)
             .single()
             .expect("a valid time");
-        for (chunk, fetched_at) in [(0..7, at), (7..12, at), (0..5, at + chrono::Duration::hours(1))] {
+        for (chunk, fetched_at) in [
+            (0..7, at),
+            (7..12, at),
+            (0..5, at + chrono::Duration::hours(1)),
+        ] {
             let profiles: Vec<AltTokenProfile> = chunk.map(profile).collect();
             let batch = alt_profiles_to_batch(&profiles, fetched_at).expect("batch");
             let mut tx = lake.transaction().expect("transaction");
