@@ -134,7 +134,7 @@ impl Keys {
             by_file.entry(file).or_default().push((in_file, k));
         }
         let mut picked: Vec<Option<DataFrame>> = vec![None; rows.len()];
-        let read: Vec<Result<(Vec<(u32, usize)>, Option<DataFrame>)>> = by_file
+        let read: Vec<Result<FileRows>> = by_file
             .into_iter()
             .collect::<Vec<_>>()
             .into_par_iter()
@@ -175,6 +175,10 @@ impl Keys {
         Ok(out)
     }
 }
+
+/// The rows read from one file (row in file and place in the page, ascending by row) and their
+/// frame, `None` when a column does not convert.
+type FileRows = (Vec<(u32, usize)>, Option<DataFrame>);
 
 /// The rows `wanted` (row in file, ascending) of one file, the leaves under `prefixes`.
 fn read_rows(
@@ -474,14 +478,14 @@ mod tests {
             updated_at: now,
             synced_at: now,
             token_address: format!("t{i:02}"),
-            labels: (i % 3 != 0).then(|| vec!["hot".to_owned(), format!("l{i}")]),
-            matched_labels: (i % 2 == 0).then(|| {
+            labels: (!i.is_multiple_of(3)).then(|| vec!["hot".to_owned(), format!("l{i}")]),
+            matched_labels: i.is_multiple_of(2).then(|| {
                 BTreeMap::from([("hot".to_owned(), vec![format!("rule {i}"), "r".into()])])
             }),
             dynamic_labels: Vec::new(),
             metadata: (i % 4 != 1).then(|| TokenMetadata {
                 name: Some(format!("Token {i}")),
-                symbol: (i % 5 != 0).then(|| format!("T{i}")),
+                symbol: (!i.is_multiple_of(5)).then(|| format!("T{i}")),
                 verified: Some(i % 2 == 1),
                 created_at: Some(now),
                 ..TokenMetadata::default()
