@@ -196,8 +196,8 @@ pub fn search(lake: &Lake, request: &SearchRequest, snapshot: Snapshot) -> Resul
     request.validate()?;
     let at = snapshot_time(lake, snapshot)?;
     let mut frame = document_frame(lake, at)?;
-    // The page's rows are read by address, a top-level column whose filter the Parquet reader
-    // takes, so only the matching rows are decoded in full.
+    // Otherwise the page's rows are read by address, a top-level column whose filter the
+    // Parquet reader takes.
     let by_address = snapshot_scan(lake, at)?.select(DOCUMENT_COLUMNS.map(col));
     let schema = frame
         .collect_schema()
