@@ -11,7 +11,7 @@ PY_PACKAGES := duckdb polars pyarrow pytest nbclient nbformat ipykernel matplotl
 # Only for `make screenshot` (not part of `make test`).
 SCREENSHOT_PACKAGES := selenium pillow
 
-.PHONY: test fmt clippy rust-test doc py-test venv notebooks screenshot bench compare compare-pnl compare-s3
+.PHONY: test fmt clippy rust-test doc py-test venv notebooks screenshot bench compare compare-pnl compare-s3 compare-search
 
 # The target folder (honours CARGO_TARGET_DIR and a shared one outside the clone).
 TARGET_DIR = $(CARGO) metadata --format-version 1 --no-deps | $(VPY) -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])'
@@ -99,6 +99,15 @@ compare: venv
 compare-pnl: venv
 	$(CARGO) build --release --bin dexlake --examples
 	$(VPY) benches/compare/pnl.py --dexlake "$$($(TARGET_DIR))/release/dexlake" $(COMPARE_ARGS)
+
+# Local search-profiles on 1M profiles against polars (in memory and from Parquet) and DuckDB
+# (not part of `make test`). The search bench writes its lake once under
+# target/compare-search-lake and times dexlake in memory; see benches/compare/search.py.
+compare-search: venv
+	$(CARGO) build --release --bin dexlake --examples
+	$(VPY) benches/compare/search.py --dexlake "$$($(TARGET_DIR))/release/dexlake" \
+		--bench "$$($(CARGO) build --release --bench search --message-format json 2>/dev/null | $(VPY) -c 'import json,sys; print([m["executable"] for m in map(json.loads, sys.stdin) if m.get("target", {}).get("name") == "search" and m.get("executable")][-1])')" \
+		--lake "$$($(TARGET_DIR))/compare-search-lake" $(COMPARE_ARGS)
 
 # Write, sync and scan throughput of a lake on an S3-compatible server (moto on loopback) next to
 # a local folder (not part of `make test`); see benches/compare/s3.py.

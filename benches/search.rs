@@ -1,20 +1,30 @@
 //! Local search-profiles on one million synthetic profiles: a filter of three conditions, a sort
 //! and a page of 100, over a snapshot already in memory and over the lake's Parquet files. Run
 //! with `cargo bench --bench search`.
+//!
+//! With `DEXLAKE_SEARCH_COMPARE=DIR` set, the binary is instead the dexlake side of
+//! `benches/compare/search.py`: it writes the same lake into `DIR` unless a lake there already
+//! holds its profiles (`DEXLAKE_SEARCH_PROFILES`, default one million), then times the request
+//! `DEXLAKE_SEARCH_RUNS` times (default 5) in memory and from the lake's files, and prints one
+//! JSON object: the seconds of each run and the page's token addresses and count.
 
 use std::collections::BTreeMap;
 use std::hint::black_box;
 
 use chrono::{TimeZone, Utc};
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use std::time::Instant;
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group};
 use dexlake::analytics::search::{Snapshot, search, search_lazy, snapshot_frame};
 use dexlake::api::models::{AltTokenProfile, Market, TimeWindow, TokenMetadata, WindowMetrics};
 use dexlake::api::search::SearchRequest;
 use dexlake::lake::convert::alt_profiles_to_batch;
 use dexlake::lake::{Dataset, Lake};
+use dexlake::search::SearchPage;
 use polars::prelude::IntoLazy;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use serde_json::Value;
 
 /// Full sizes under `cargo bench`; small ones when `cargo test --all-targets` runs each
 /// benchmark once as a smoke test (criterion passes `--bench` only in the former case).
@@ -79,6 +89,12 @@ fn profile(rng: &mut ChaCha8Rng, i: usize) -> AltTokenProfile {
 fn lake_of(n: usize) -> (tempfile::TempDir, Lake) {
     let dir = tempfile::tempdir().expect("tempdir");
     let lake = Lake::open(dir.path()).expect("lake");
+    write_profiles(&lake, n);
+    (dir, lake)
+}
+
+/// Writes one snapshot of `n` profiles into `lake`, in commits of 100 000.
+fn write_profiles(lake: &Lake, n: usize) {
     let fetched_at = Utc
         .timestamp_opt(1_748_736_000, 0)
         .single()
@@ -94,7 +110,6 @@ fn lake_of(n: usize) -> (tempfile::TempDir, Lake) {
         tx.commit().expect("commit");
         start = end;
     }
-    (dir, lake)
 }
 
 fn request() -> SearchRequest {
@@ -136,5 +151,69 @@ fn filter_sort_top_100(c: &mut Criterion) {
     group.finish();
 }
 
+/// The dexlake side of `benches/compare/search.py` (see the module docs).
+fn compare(dir: &str) {
+    let var = |name: &str, default: usize| {
+        std::env::var(name)
+            .ok()
+            .map(|v| v.parse().expect("a count"))
+            .unwrap_or(default)
+    };
+    let n = var("DEXLAKE_SEARCH_PROFILES", 1_000_000);
+    let runs = var("DEXLAKE_SEARCH_RUNS", 5);
+    let lake = Lake::open(dir).expect("lake");
+    let held = lake.row_count(Dataset::TokenProfiles).expect("row count");
+    if held == 0 {
+        let start = Instant::now();
+        write_profiles(&lake, n);
+        eprintln!("wrote {n} profiles into {dir} in {:.1?}", start.elapsed());
+    } else {
+        assert_eq!(held, n as u64, "{dir} holds another number of profiles");
+    }
+    let req = request();
+    let in_memory = snapshot_frame(&lake, Snapshot::Latest)
+        .expect("snapshot")
+        .collect()
+        .expect("collect");
+    let time = |f: &dyn Fn() -> SearchPage| {
+        let mut seconds = Vec::with_capacity(runs);
+        let mut page = None;
+        for _ in 0..runs {
+            let start = Instant::now();
+            let p = black_box(f());
+            seconds.push(start.elapsed().as_secs_f64());
+            page = Some(p);
+        }
+        (seconds, page.expect("at least one run"))
+    };
+    let (memory_s, memory_page) =
+        time(&|| search_lazy(in_memory.clone().lazy(), &req).expect("search"));
+    let (lake_s, lake_page) = time(&|| search(&lake, &req, Snapshot::Latest).expect("search"));
+    assert_eq!(memory_page, lake_page, "both paths give one answer");
+    let addresses: Vec<&Value> = lake_page
+        .data
+        .iter()
+        .filter_map(|d| d.get("token_address"))
+        .collect();
+    println!(
+        "{}",
+        serde_json::json!({
+            "profiles": n,
+            "in_memory_s": memory_s,
+            "parquet_s": lake_s,
+            "count": lake_page.count,
+            "addresses": addresses,
+        })
+    );
+}
+
 criterion_group!(benches, filter_sort_top_100);
-criterion_main!(benches);
+
+fn main() {
+    if let Ok(dir) = std::env::var("DEXLAKE_SEARCH_COMPARE") {
+        compare(&dir);
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

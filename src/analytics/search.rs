@@ -21,6 +21,14 @@
 //! * **Projection** and `dynamic_labels`: only the page's rows become JSON documents, in the
 //!   service's form, and the engine's [`project`] shapes them.
 //!
+//! * **From the lake's files** ([`search`]), the columns the filter, sort and text query name are
+//!   read first, and only the leaves of the nested structs under those paths (the Parquet
+//!   reader's leaf projection: a filter on `metrics.1h.volume` decodes that one number of every
+//!   profile, not every window's metrics); the page is chosen from them, and its rows alone are
+//!   then read whole, by row selection, with the sections the response carries.
+//! * **In memory** ([`search_lazy`]), the filter is evaluated as a column beside the sort keys,
+//!   and the page's rows are sliced out of the frame by number.
+//!
 //! A request whose sort path is an object or an array (`market`, `labels`), or whose filter
 //! reads inside `matched_labels` (a list of entries in the lake, an object in the service's
 //! documents), is answered by the engine itself over the snapshot's documents: slower, never
@@ -187,26 +195,129 @@ fn snapshot_scan(lake: &Lake, at: DateTime<Utc>) -> Result<LazyFrame> {
 pub fn search(lake: &Lake, request: &SearchRequest, snapshot: Snapshot) -> Result<SearchPage> {
     request.validate()?;
     let at = snapshot_time(lake, snapshot)?;
-    let frame = document_frame(lake, at)?;
-    // The page's rows are read by address, a top-level column whose filter the Parquet reader
-    // takes, so only the matching rows are decoded in full.
+    let mut frame = document_frame(lake, at)?;
+    // Otherwise the page's rows are read by address, a top-level column whose filter the
+    // Parquet reader takes.
     let by_address = snapshot_scan(lake, at)?.select(DOCUMENT_COLUMNS.map(col));
-    search_with(frame, request, Some(by_address))
+    let schema = frame
+        .collect_schema()
+        .map_err(polars("reading the profiles' schema"))?;
+    if columnar_covers(request, &schema)? {
+        // The filter, sort and text query read a few leaves of the nested columns: only those
+        // are decoded, for every profile of the snapshot, and then the page's whole rows only.
+        if let Some(keys) = narrow::read(lake, at, &read_paths(request), &schema)? {
+            let frame = keys.frame.clone().lazy();
+            return search_with(
+                frame,
+                request,
+                Page::Located {
+                    lake,
+                    keys: &keys,
+                    schema: &schema,
+                    by_address,
+                },
+            );
+        }
+    }
+    search_with(frame, request, Page::ByAddress(by_address))
+}
+
+/// The dotted paths a page's documents need: the members always returned, the sections the
+/// options ask for, and the dynamic labels' filters.
+fn page_paths(request: &SearchRequest) -> Vec<String> {
+    let mut out: Vec<String> = ["updated_at", "synced_at", "token_address"]
+        .map(str::to_owned)
+        .to_vec();
+    if let Some(options) = &request.options {
+        if options.include_labels == Some(true) {
+            out.extend(["labels".to_owned(), "matched_labels".to_owned()]);
+        }
+        if options.include_metadata == Some(true) {
+            out.push("metadata".to_owned());
+        }
+        if options.include_market == Some(true) {
+            out.push("market".to_owned());
+        }
+        for window in options.include_metrics.iter().flatten() {
+            out.push(format!("metrics.{}", window.as_str()));
+        }
+    }
+    for filter in request.dynamic_labels.iter().flat_map(|d| d.values()) {
+        filter_paths(filter, &mut out);
+    }
+    out
+}
+
+/// Every field path a filter names, in `$and` and `$or` too.
+fn filter_paths(filter: &Filter, out: &mut Vec<String>) {
+    for clause in &filter.clauses {
+        match clause {
+            Clause::And(filters) | Clause::Or(filters) => {
+                filters.iter().for_each(|f| filter_paths(f, out));
+            }
+            Clause::Field { path, .. } => out.push(path.clone()),
+        }
+    }
+}
+
+/// Where the columnar path reads the page's whole rows from.
+enum Page<'a> {
+    /// The searched frame itself, by row number.
+    ByRow,
+    /// This frame of the snapshot, by `token_address` (a top-level column whose filter the
+    /// Parquet reader takes).
+    ByAddress(LazyFrame),
+    /// The lake's files, at the rows the key columns were read from; by address when a column
+    /// has a type the file reader does not convert.
+    Located {
+        lake: &'a Lake,
+        keys: &'a narrow::Keys,
+        schema: &'a Schema,
+        by_address: LazyFrame,
+    },
+}
+
+/// Whether the columnar path answers the request over profiles of `schema` (else the engine
+/// does, over whole documents).
+fn columnar_covers(request: &SearchRequest, schema: &Schema) -> Result<bool> {
+    if let Some(filter) = &request.filter
+        && compile(filter, schema)?.is_none()
+    {
+        return Ok(false);
+    }
+    Ok(match resolve(&SortSpec::of(request).field, schema) {
+        Resolved::Value { kind, .. } => kind.sort_rank().is_some(),
+        Resolved::Missing => true,
+        Resolved::Unsupported => false,
+    })
+}
+
+/// The dotted paths the columnar path reads before the page is chosen: `token_address`, the
+/// filter's, the sort's and the text query's.
+fn read_paths(request: &SearchRequest) -> Vec<String> {
+    let mut out = vec!["token_address".to_owned(), SortSpec::of(request).field];
+    if let Some(filter) = &request.filter {
+        filter_paths(filter, &mut out);
+    }
+    if let Some(query) = &request.query {
+        out.extend(
+            TextMatcher::new(query)
+                .fields()
+                .iter()
+                .map(|f| (*f).to_owned()),
+        );
+    }
+    out
 }
 
 /// Answers a search-profiles request over any frame of profiles with the lake's columns
 /// ([`DOCUMENT_COLUMNS`] at least), one row per `token_address`.
 pub fn search_lazy(profiles: LazyFrame, request: &SearchRequest) -> Result<SearchPage> {
-    search_with(profiles, request, None)
+    search_with(profiles, request, Page::ByRow)
 }
 
-/// The search; `by_address`, when given, is where the page's full rows are read from (by
-/// `token_address`) instead of `profiles` (by row number).
-fn search_with(
-    profiles: LazyFrame,
-    request: &SearchRequest,
-    by_address: Option<LazyFrame>,
-) -> Result<SearchPage> {
+/// The search; `page` says where the page's whole rows are read from.
+fn search_with(profiles: LazyFrame, request: &SearchRequest, page: Page<'_>) -> Result<SearchPage> {
     request.validate()?;
     let mut profiles = profiles;
     let schema = profiles
@@ -236,7 +347,7 @@ fn search_with(
     };
     match (predicate, sort_column) {
         (Some(predicate), Some((sort_expr, rank, kind))) => columnar(
-            profiles, by_address, request, &schema, predicate, &sort, sort_expr, rank, kind,
+            profiles, page, request, &schema, predicate, &sort, sort_expr, rank, kind,
         ),
         _ => by_engine(profiles, request),
     }
@@ -255,7 +366,7 @@ fn by_engine(profiles: LazyFrame, request: &SearchRequest) -> Result<SearchPage>
 )]
 fn columnar(
     profiles: LazyFrame,
-    by_address: Option<LazyFrame>,
+    source: Page<'_>,
     request: &SearchRequest,
     schema: &Schema,
     predicate: Expr,
@@ -297,7 +408,7 @@ fn columnar(
             key_columns.push(value.alias(name.as_str()));
         }
     }
-    let with_row = profiles.with_row_index(ROW, None);
+    let with_row = profiles.clone().with_row_index(ROW, None);
     // The predicate is evaluated as a column beside the keys and the rows filtered afterwards,
     // so the struct columns it reads are only read: filtering the frame itself would copy every
     // nested field of every matching row.
@@ -384,9 +495,32 @@ fn columnar(
 
     let wanted: Vec<IdxSize> = (0..shown).filter_map(|i| rows.get(i)).collect();
     let options = request.options.clone().unwrap_or_default();
+    let mut source = source;
+    if let Page::Located {
+        lake,
+        keys,
+        schema,
+        by_address,
+    } = source
+    {
+        source = match keys.rows(lake, &wanted, &page_paths(request), schema)? {
+            Some(rows) => {
+                let data = documents(&rows)?
+                    .iter()
+                    .map(|doc| project(doc, &options, request))
+                    .collect();
+                return Ok(SearchPage {
+                    count,
+                    cursor: next,
+                    data,
+                });
+            }
+            None => Page::ByAddress(by_address),
+        };
+    }
     let data = if wanted.is_empty() {
         Vec::new()
-    } else if let Some(frame) = by_address {
+    } else if let Page::ByAddress(frame) = source {
         let page_addresses = page
             .column("token_address")
             .map_err(polars("reading the page's profiles"))?
@@ -410,24 +544,19 @@ fn columnar(
             .map(|doc| project(doc, &options, request))
             .collect()
     } else {
-        let picked = with_row
-            .filter(col(ROW).is_in(lit(Series::new(ROW.into(), &wanted)).implode(false), false))
+        // Each row sliced out by number (no copy): filtering the frame by a mask, or gathering
+        // from it, would visit (or first rechunk) every nested leaf array for the page's few.
+        let all = profiles
             .collect()
             .map_err(polars("reading the page's profiles"))?;
-        let picked_rows = picked
-            .column(ROW)
-            .map_err(polars("reading the page's profiles"))?
-            .idx()
-            .map_err(polars("reading the page's profiles"))?;
-        let order: HashMap<IdxSize, usize> = (0..picked_rows.len())
-            .filter_map(|i| Some((picked_rows.get(i)?, i)))
-            .collect();
-        let docs = documents(&picked)?;
-        wanted
-            .iter()
-            .filter_map(|r| order.get(r))
-            .map(|&i| project(&docs[i], &options, request))
-            .collect()
+        let mut data = Vec::with_capacity(wanted.len());
+        for row in wanted {
+            let offset = i64::from(row);
+            for doc in documents(&all.slice(offset, 1))? {
+                data.push(project(&doc, &options, request));
+            }
+        }
+        data
     };
     Ok(SearchPage {
         count,
@@ -492,6 +621,8 @@ fn after(last: &Position<'_>, rank: u8, descending: bool) -> Result<Expr> {
         .then(null_after)
         .otherwise(value_after))
 }
+
+mod narrow;
 
 // ----- Filters as polars expressions -----
 

@@ -1,0 +1,584 @@
+//! The few leaves of a snapshot's profiles that a search reads before its page is chosen.
+//!
+//! polars decodes a struct column whole, and a profile's `metrics` holds every window's few
+//! dozen numbers: a filter on `metrics.1h.volume` would decode all of them for every profile.
+//! Here the snapshot's files are read with the Parquet reader's leaf projection instead, only
+//! the leaves under the paths the request names (plus `token_address` and `fetched_at`), and
+//! turned into a polars frame of the same column types, the structs holding only those fields.
+//! The search's expressions resolve the same paths in it to the same values, so its answer is
+//! that of the whole frame; the page's full rows are read afterwards by address.
+
+use std::collections::BTreeMap;
+
+use arrow::array::{Array, AsArray, RecordBatch};
+use arrow::datatypes::{DataType as ArrowType, Float64Type, Int64Type, TimeUnit as ArrowUnit};
+use chrono::{DateTime, Utc};
+use parquet::arrow::ProjectionMask;
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
+};
+use parquet::schema::types::SchemaDescriptor;
+use polars::prelude::*;
+use rayon::prelude::*;
+
+use crate::lake::{ChainFamily, Dataset, Lake, Partition};
+use crate::{Error, Result};
+
+const FETCHED_AT: &str = "fetched_at";
+
+/// The rows of the snapshot fetched at `at`, with `token_address` and the leaves under `paths`
+/// only; the column types are those of `schema` (the profiles' whole schema), structs holding a
+/// subset of their fields. `None` when a column has a type this reader does not convert (the
+/// caller then reads the whole frame).
+pub(super) fn read(
+    lake: &Lake,
+    at: DateTime<Utc>,
+    paths: &[String],
+    schema: &Schema,
+) -> Result<Option<Keys>> {
+    let manifest = lake.snapshot()?;
+    let partition = Partition {
+        dataset: Dataset::TokenProfiles,
+        chain: ChainFamily::Altchain,
+        interval: None,
+        date: at.date_naive(),
+    };
+    let files: Vec<String> = manifest
+        .files_in(&partition)
+        .filter(|(_, entry)| entry.min_time <= at && at <= entry.max_time)
+        .map(|(path, _)| path.clone())
+        .collect();
+    if files.is_empty() {
+        return Ok(None);
+    }
+    let prefixes: Vec<Vec<&str>> = paths.iter().map(|p| existing_prefix(p, schema)).collect();
+    let wanted = at.timestamp_micros();
+    // One file per task: the files are decoded in parallel, then stacked in their order.
+    let read: Vec<Result<(ArrowReaderMetadata, Option<DataFrame>)>> = files
+        .par_iter()
+        .map(|path| read_file(lake, path, &prefixes, schema))
+        .collect();
+    let mut frame: Option<DataFrame> = None;
+    let mut locations = Vec::new();
+    let mut metadata = Vec::with_capacity(files.len());
+    for (index, result) in read.into_iter().enumerate() {
+        let file = u32::try_from(index).expect("fewer than 2^32 files in a partition");
+        let (meta, df) = result?;
+        metadata.push(meta);
+        let Some(df) = df else {
+            return Ok(None);
+        };
+        let fetched = df
+            .column(FETCHED_AT)
+            .and_then(|c| c.i64())
+            .map_err(polars_err("selecting the snapshot's profiles"))?;
+        let mask: BooleanChunked = fetched
+            .iter()
+            .map(|t| t == Some(wanted))
+            .collect::<BooleanChunked>();
+        for (row, keep) in mask.iter().enumerate() {
+            if keep == Some(true) {
+                let row = u32::try_from(row).expect("fewer than 2^32 rows in a file");
+                locations.push((file, row));
+            }
+        }
+        let df = df
+            .filter(&mask)
+            .and_then(|df| df.drop(FETCHED_AT))
+            .map_err(polars_err("selecting the snapshot's profiles"))?;
+        match &mut frame {
+            None => frame = Some(df),
+            Some(acc) => {
+                acc.vstack_mut(&df)
+                    .map_err(polars_err("stacking the profiles' key columns"))?;
+            }
+        }
+    }
+    let Some(frame) = frame else { return Ok(None) };
+    Ok(Some(Keys {
+        frame,
+        files,
+        metadata,
+        locations,
+    }))
+}
+
+/// The key columns of a snapshot, and where each row lies in the lake's files.
+pub(super) struct Keys {
+    /// `token_address` and the leaves read, one row per profile of the snapshot.
+    pub frame: DataFrame,
+    files: Vec<String>,
+    /// The footer of each file, read once.
+    metadata: Vec<ArrowReaderMetadata>,
+    /// The file (an index into `files`) and the row within it of each row of `frame`.
+    locations: Vec<(u32, u32)>,
+}
+
+impl Keys {
+    /// The rows at the given rows of [`Keys::frame`], in that order, read from their files by
+    /// row selection, with the leaves under `paths` (whole columns and structs of a subset of
+    /// their fields, as [`read`]). `None` when a column has a type this reader does not
+    /// convert.
+    pub(super) fn rows(
+        &self,
+        lake: &Lake,
+        rows: &[IdxSize],
+        paths: &[String],
+        schema: &Schema,
+    ) -> Result<Option<DataFrame>> {
+        let prefixes: Vec<Vec<&str>> = paths.iter().map(|p| existing_prefix(p, schema)).collect();
+        let mut by_file: BTreeMap<u32, Vec<(u32, usize)>> = BTreeMap::new();
+        for (k, row) in rows.iter().enumerate() {
+            let index = usize::try_from(*row).expect("a row number fits in usize");
+            let (file, in_file) = self.locations[index];
+            by_file.entry(file).or_default().push((in_file, k));
+        }
+        let mut picked: Vec<Option<DataFrame>> = vec![None; rows.len()];
+        let read: Vec<Result<FileRows>> = by_file
+            .into_iter()
+            .collect::<Vec<_>>()
+            .into_par_iter()
+            .map(|(file, mut wanted)| {
+                wanted.sort_unstable();
+                wanted.dedup_by_key(|(r, _)| *r);
+                let index = file as usize;
+                let df = read_rows(
+                    lake,
+                    &self.files[index],
+                    &self.metadata[index],
+                    &wanted,
+                    &prefixes,
+                    schema,
+                )?;
+                Ok((wanted, df))
+            })
+            .collect();
+        for result in read {
+            let (wanted, df) = result?;
+            let Some(df) = df else {
+                return Ok(None);
+            };
+            for (i, (_, k)) in wanted.iter().enumerate() {
+                picked[*k] = Some(df.slice(i64::try_from(i).expect("a small index"), 1));
+            }
+        }
+        let mut out: Option<DataFrame> = None;
+        for df in picked.into_iter().flatten() {
+            match &mut out {
+                None => out = Some(df),
+                Some(acc) => {
+                    acc.vstack_mut(&df)
+                        .map_err(polars_err("stacking the page's profiles"))?;
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The rows read from one file (row in file and place in the page, ascending by row) and their
+/// frame, `None` when a column does not convert.
+type FileRows = (Vec<(u32, usize)>, Option<DataFrame>);
+
+/// The rows `wanted` (row in file, ascending) of one file, the leaves under `prefixes`.
+fn read_rows(
+    lake: &Lake,
+    path: &str,
+    metadata: &ArrowReaderMetadata,
+    wanted: &[(u32, usize)],
+    prefixes: &[Vec<&str>],
+    schema: &Schema,
+) -> Result<Option<DataFrame>> {
+    let file = lake.store().open_read(path)?;
+    let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, metadata.clone());
+    let mask = leaf_mask(builder.parquet_schema(), prefixes, false);
+    let total = usize::try_from(builder.metadata().file_metadata().num_rows()).unwrap_or(0);
+    let selection = RowSelection::from_consecutive_ranges(
+        wanted.iter().map(|(r, _)| {
+            let r = *r as usize;
+            r..r + 1
+        }),
+        total,
+    );
+    let reader = builder
+        .with_projection(mask)
+        .with_row_selection(selection)
+        .with_batch_size(wanted.len().max(1))
+        .build()
+        .map_err(|source| Error::Parquet {
+            path: lake.store().location(path),
+            source,
+        })?;
+    collect_frames(reader, path, schema)
+}
+
+fn polars_err(context: &str) -> impl FnOnce(PolarsError) -> Error + '_ {
+    move |source| Error::Polars {
+        context: context.to_owned(),
+        source,
+    }
+}
+
+/// The longest prefix of a dotted path that names a column or a field of nested structs in
+/// `schema`: the leaves under it are what the path can read. Empty when the column is absent.
+fn existing_prefix<'p>(path: &'p str, schema: &Schema) -> Vec<&'p str> {
+    let mut segments = path.split('.');
+    let first = segments.next().unwrap_or_default();
+    let Some(mut dtype) = schema.get(first) else {
+        return Vec::new();
+    };
+    let mut prefix = vec![first];
+    for segment in segments {
+        let DataType::Struct(fields) = dtype else {
+            break;
+        };
+        let Some(field) = fields.iter().find(|f| f.name().as_str() == segment) else {
+            break;
+        };
+        prefix.push(segment);
+        dtype = field.dtype();
+    }
+    prefix
+}
+
+/// A reader builder over one file of the lake, reading its pages by range, and the file's
+/// footer.
+fn open(
+    lake: &Lake,
+    path: &str,
+) -> Result<(
+    ParquetRecordBatchReaderBuilder<std::fs::File>,
+    ArrowReaderMetadata,
+)> {
+    let file = lake.store().open_read(path)?;
+    let metadata =
+        ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()).map_err(|source| {
+            Error::Parquet {
+                path: lake.store().location(path),
+                source,
+            }
+        })?;
+    let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, metadata.clone());
+    Ok((builder, metadata))
+}
+
+/// The leaves under the prefixes (and `fetched_at`, when asked).
+fn leaf_mask(
+    parquet_schema: &SchemaDescriptor,
+    prefixes: &[Vec<&str>],
+    fetched_at: bool,
+) -> ProjectionMask {
+    let leaves: Vec<usize> = parquet_schema
+        .columns()
+        .iter()
+        .enumerate()
+        .filter(|(_, column)| {
+            let parts = column.path().parts();
+            (fetched_at && parts.first().is_some_and(|p| p == FETCHED_AT))
+                || prefixes.iter().any(|prefix| {
+                    !prefix.is_empty()
+                        && parts.len() >= prefix.len()
+                        && parts.iter().zip(prefix).all(|(a, b)| a == b)
+                })
+        })
+        .map(|(i, _)| i)
+        .collect();
+    ProjectionMask::leaves(parquet_schema, leaves)
+}
+
+fn read_file(
+    lake: &Lake,
+    path: &str,
+    prefixes: &[Vec<&str>],
+    schema: &Schema,
+) -> Result<(ArrowReaderMetadata, Option<DataFrame>)> {
+    let (builder, metadata) = open(lake, path)?;
+    let mask = leaf_mask(builder.parquet_schema(), prefixes, true);
+    let rows = usize::try_from(builder.metadata().file_metadata().num_rows())
+        .unwrap_or(usize::MAX)
+        .max(1);
+    let reader = builder
+        .with_projection(mask)
+        .with_batch_size(rows)
+        .build()
+        .map_err(|source| Error::Parquet {
+            path: lake.store().location(path),
+            source,
+        })?;
+    Ok((metadata, collect_frames(reader, path, schema)?))
+}
+
+/// The batches of a reader as one polars frame (see [`frame_of`]).
+fn collect_frames(
+    reader: impl Iterator<Item = std::result::Result<RecordBatch, arrow::error::ArrowError>>,
+    path: &str,
+    schema: &Schema,
+) -> Result<Option<DataFrame>> {
+    let mut out: Option<DataFrame> = None;
+    for batch in reader {
+        let batch = batch.map_err(|source| Error::Arrow {
+            context: format!("reading {path}"),
+            source,
+        })?;
+        let Some(df) = frame_of(&batch, schema)? else {
+            return Ok(None);
+        };
+        match &mut out {
+            None => out = Some(df),
+            Some(acc) => {
+                acc.vstack_mut(&df)
+                    .map_err(polars_err("stacking the profiles' columns"))?;
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn frame_of(batch: &RecordBatch, schema: &Schema) -> Result<Option<DataFrame>> {
+    let mut columns = Vec::with_capacity(batch.num_columns());
+    for (field, array) in batch.schema().fields().iter().zip(batch.columns()) {
+        let name = field.name().as_str();
+        let series = if name == FETCHED_AT {
+            match array.data_type() {
+                ArrowType::Timestamp(ArrowUnit::Microsecond, _) => Some(
+                    Int64Chunked::from_iter_options(
+                        name.into(),
+                        array
+                            .as_primitive::<arrow::datatypes::TimestampMicrosecondType>()
+                            .iter(),
+                    )
+                    .into_series(),
+                ),
+                _ => None,
+            }
+        } else {
+            schema
+                .get(name)
+                .and_then(|dtype| series_of(name, array.as_ref(), dtype))
+        };
+        let Some(series) = series else {
+            return Ok(None);
+        };
+        columns.push(series.into_column());
+    }
+    let height = batch.num_rows();
+    DataFrame::new(height, columns)
+        .map(Some)
+        .map_err(polars_err("building the profiles' key columns"))
+}
+
+/// An arrow-rs array as a polars series of `dtype` (a struct of a subset of `dtype`'s fields);
+/// `None` for types a profile's key columns do not have.
+fn series_of(name: &str, array: &dyn Array, dtype: &DataType) -> Option<Series> {
+    let name = PlSmallStr::from_str(name);
+    Some(match (array.data_type(), dtype) {
+        (ArrowType::Int64, DataType::Int64) => {
+            Int64Chunked::from_iter_options(name, array.as_primitive::<Int64Type>().iter())
+                .into_series()
+        }
+        (ArrowType::Float64, DataType::Float64) => {
+            Float64Chunked::from_iter_options(name, array.as_primitive::<Float64Type>().iter())
+                .into_series()
+        }
+        (ArrowType::Boolean, DataType::Boolean) => {
+            BooleanChunked::from_iter_options(name, array.as_boolean().iter()).into_series()
+        }
+        (ArrowType::Utf8, DataType::String) => {
+            StringChunked::from_iter_options(name, array.as_string::<i32>().iter()).into_series()
+        }
+        (ArrowType::Timestamp(ArrowUnit::Microsecond, _), DataType::Datetime(_, _)) => {
+            Int64Chunked::from_iter_options(
+                name,
+                array
+                    .as_primitive::<arrow::datatypes::TimestampMicrosecondType>()
+                    .iter(),
+            )
+            .into_series()
+            .cast(&DataType::Datetime(TimeUnit::Microseconds, None))
+            .ok()?
+            .cast(dtype)
+            .ok()?
+        }
+        (ArrowType::List(_), DataType::List(inner)) => {
+            let list = array.as_list::<i32>();
+            let offsets = list.value_offsets();
+            let strings = list
+                .values()
+                .as_string_opt::<i32>()
+                .filter(|v| **inner == DataType::String && v.null_count() == 0);
+            if let Some(values) = strings {
+                let mut builder = ListStringChunkedBuilder::new(name, list.len(), values.len());
+                for i in 0..list.len() {
+                    if list.is_null(i) {
+                        builder.append_null();
+                    } else {
+                        let (start, end) = (offsets[i] as usize, offsets[i + 1] as usize);
+                        builder.append_values_iter((start..end).map(|j| values.value(j)));
+                    }
+                }
+                builder.finish().into_series()
+            } else {
+                let values = series_of("item", list.values().as_ref(), inner)?;
+                let mut builder = polars::chunked_array::builder::get_list_builder(
+                    inner,
+                    values.len(),
+                    list.len(),
+                    name,
+                );
+                for i in 0..list.len() {
+                    if list.is_null(i) {
+                        builder.append_null();
+                    } else {
+                        let start = i64::from(offsets[i]);
+                        let len = usize::try_from(offsets[i + 1] - offsets[i]).ok()?;
+                        builder.append_series(&values.slice(start, len)).ok()?;
+                    }
+                }
+                builder.finish().into_series()
+            }
+        }
+        (ArrowType::Struct(_), DataType::Struct(fields)) => {
+            let array = array.as_struct();
+            let mut children = Vec::with_capacity(array.num_columns());
+            for (field, child) in array.fields().iter().zip(array.columns()) {
+                let target = fields.iter().find(|f| f.name().as_str() == field.name())?;
+                children.push(series_of(field.name(), child.as_ref(), target.dtype())?);
+            }
+            let len = array.len();
+            let mut ca = StructChunked::from_series(name.clone(), len, children.iter()).ok()?;
+            if array.null_count() > 0 {
+                let valid =
+                    BooleanChunked::from_iter_values(name, (0..len).map(|i| array.is_valid(i)));
+                let bitmap = valid.downcast_iter().next()?.values().clone();
+                ca = ca.with_outer_validity(Some(bitmap));
+            }
+            ca.into_series()
+        }
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use chrono::TimeZone;
+
+    use super::*;
+    use crate::analytics::search::{DOCUMENT_COLUMNS, Snapshot, documents, snapshot_frame};
+    use crate::api::models::{AltTokenProfile, Market, TimeWindow, TokenMetadata, WindowMetrics};
+    use crate::lake::convert::alt_profiles_to_batch;
+
+    fn profile(i: usize) -> AltTokenProfile {
+        let now = Utc
+            .timestamp_opt(1_748_736_000 + i64::try_from(i).expect("small"), 1_000)
+            .single()
+            .expect("a valid time");
+        AltTokenProfile {
+            updated_at: now,
+            synced_at: now,
+            token_address: format!("t{i:02}"),
+            labels: (!i.is_multiple_of(3)).then(|| vec!["hot".to_owned(), format!("l{i}")]),
+            matched_labels: i.is_multiple_of(2).then(|| {
+                BTreeMap::from([("hot".to_owned(), vec![format!("rule {i}"), "r".into()])])
+            }),
+            dynamic_labels: Vec::new(),
+            metadata: (i % 4 != 1).then(|| TokenMetadata {
+                name: Some(format!("Token {i}")),
+                symbol: (!i.is_multiple_of(5)).then(|| format!("T{i}")),
+                verified: Some(i % 2 == 1),
+                created_at: Some(now),
+                ..TokenMetadata::default()
+            }),
+            market: (i % 4 != 2).then(|| Market {
+                liquidity: (i % 3 != 1).then_some(100.0 * i as f64),
+                holders: Some(i64::try_from(i).expect("small")),
+                ..Market::default()
+            }),
+            metrics: BTreeMap::from([(
+                TimeWindow::from_wire("1h"),
+                WindowMetrics {
+                    volume: (i % 5 != 2).then_some(10.0 * i as f64),
+                    trade_count: Some(3),
+                    ..WindowMetrics::default()
+                },
+            )]),
+        }
+    }
+
+    /// The key columns and the rows read from the files equal the polars scan of the snapshot.
+    #[test]
+    fn keys_and_rows_equal_the_whole_scan() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let lake = Lake::open(dir.path()).expect("lake");
+        let at = Utc
+            .timestamp_opt(1_748_740_000, 0)
+            .single()
+            .expect("a valid time");
+        for (chunk, fetched_at) in [
+            (0..7, at),
+            (7..12, at),
+            (0..5, at + chrono::Duration::hours(1)),
+        ] {
+            let profiles: Vec<AltTokenProfile> = chunk.map(profile).collect();
+            let batch = alt_profiles_to_batch(&profiles, fetched_at).expect("batch");
+            let mut tx = lake.transaction().expect("transaction");
+            tx.write(Dataset::TokenProfiles, batch).expect("stage");
+            tx.commit().expect("commit");
+        }
+        let mut whole = snapshot_frame(&lake, Snapshot::At(at)).expect("snapshot");
+        let schema = whole.collect_schema().expect("schema");
+        let whole = whole.collect().expect("collect");
+        let paths: Vec<String> = [
+            "token_address",
+            "market.liquidity",
+            "metrics.1h.volume",
+            "labels",
+            "metadata.symbol",
+            "metadata.created_at",
+            "updated_at",
+            "market.nothing",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        let keys = read(&lake, at, &paths, &schema)
+            .expect("read")
+            .expect("the profile columns convert");
+        assert_eq!(keys.frame.height(), whole.height());
+        let leaves = |df: DataFrame| {
+            df.lazy()
+                .select([
+                    col("token_address"),
+                    col("market").struct_().field_by_name("liquidity"),
+                    col("metrics")
+                        .struct_()
+                        .field_by_name("1h")
+                        .struct_()
+                        .field_by_name("volume"),
+                    col("labels"),
+                    col("metadata").struct_().field_by_name("symbol"),
+                    col("metadata").struct_().field_by_name("created_at"),
+                    col("metadata").is_null().alias("no_metadata"),
+                    col("market").is_null().alias("no_market"),
+                    col("updated_at"),
+                ])
+                .collect()
+                .expect("leaves")
+        };
+        assert_eq!(leaves(keys.frame.clone()), leaves(whole.clone()));
+
+        let order: Vec<IdxSize> = vec![11, 0, 5, 7, 3];
+        let every: Vec<String> = DOCUMENT_COLUMNS.map(str::to_owned).to_vec();
+        let rows = keys
+            .rows(&lake, &order, &every, &schema)
+            .expect("rows")
+            .expect("every column converts");
+        let picked = whole
+            .take(&IdxCa::from_vec("i".into(), order))
+            .expect("take");
+        assert_eq!(
+            documents(&rows).expect("documents"),
+            documents(&picked).expect("documents")
+        );
+    }
+}
