@@ -1528,7 +1528,7 @@ pub fn report(set: &LedgerSet, ledgers: &[Ledger], config: &PnlConfig) -> Result
 }
 
 /// Ledgers run and reported this many at a time by [`run_report`].
-const REPORT_CHUNK: usize = 1 << 16;
+pub const REPORT_CHUNK: usize = 1 << 16;
 
 /// Runs the ledgers of `set` and builds their report a chunk of [`REPORT_CHUNK`] ledgers at a
 /// time: only one chunk's [`Ledger`]s (their lots, positions and matches) are held at once,
