@@ -13,6 +13,7 @@ MinIO would be more faithful but is not available from the package registries th
 can use.
 """
 
+import logging
 import signal
 import sys
 
@@ -20,8 +21,12 @@ import boto3
 from moto.server import ThreadedMotoServer
 
 
-def main() -> int:
-    buckets = sys.argv[1:] or ["lake-test"]
+def start(buckets, key="test"):
+    """Starts moto on 127.0.0.1 (a free port) with `buckets` created, requests not logged.
+
+    Returns (server, endpoint URL, boto3 client); stop it with `server.stop()`.
+    """
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
@@ -29,12 +34,17 @@ def main() -> int:
     client = boto3.client(
         "s3",
         endpoint_url=endpoint,
-        aws_access_key_id="test",
-        aws_secret_access_key="test",
+        aws_access_key_id=key,
+        aws_secret_access_key=key,
         region_name="us-east-1",
     )
     for bucket in buckets:
         client.create_bucket(Bucket=bucket)
+    return server, endpoint, client
+
+
+def main() -> int:
+    server, endpoint, _ = start(sys.argv[1:] or ["lake-test"])
     print(f"listening on {endpoint}", flush=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:

@@ -12,11 +12,11 @@ use std::time::{Duration, Instant};
 use arrow::compute::concat_batches;
 use chrono::{Duration as ChronoDuration, TimeZone, Utc};
 use common::lake::{
-    batches_of, bounded, commit_overlapping_small_files, committed_ids, expected_frame,
-    scanned_frame, small_file_options, write_all,
+    batches_of, bounded, commit_overlapping_small_files, committed_ids, crash_writer_loop,
+    expected_frame, scanned_frame, small_file_options, write_all,
 };
 use dexlake::Error;
-use dexlake::api::models::{Swap, SwapType};
+use dexlake::api::models::Swap;
 use dexlake::lake::log;
 use dexlake::lake::manifest::MANIFEST_PATH;
 use dexlake::lake::sample::Samples;
@@ -613,58 +613,13 @@ fn docs_datasets_md_matches_the_code() {
 const CRASH_ENV: &str = "DEXLAKE_CRASH_CHILD_LAKE";
 const ROWS_PER_COMMIT: i64 = 1_500;
 
-/// The swaps commit `i` writes: ids `[i·N, (i+1)·N)` over three days.
-fn crash_swaps(i: i64) -> Vec<Swap> {
-    let base = Samples::generate(1, 1).swaps[0].clone();
-    let t0 = Utc
-        .with_ymd_and_hms(2024, 5, 1, 0, 0, 0)
-        .single()
-        .expect("time");
-    (i * ROWS_PER_COMMIT..(i + 1) * ROWS_PER_COMMIT)
-        .map(|id| Swap {
-            id,
-            swap_type: SwapType::QuoteToken,
-            block_slot: id,
-            block_time: t0 + ChronoDuration::seconds((id * 7_919) % (3 * 86_400)),
-            ..base.clone()
-        })
-        .collect()
-}
-
 /// The child: commits forever, each commit adding the next id range, re-writing the previous
 /// one (which must change nothing) and recording how many commits exist; compacts now and then.
 #[test]
 #[ignore = "run only as the crash test's child process"]
 fn crash_writer_child() {
-    let Ok(root) = std::env::var(CRASH_ENV) else {
-        return;
-    };
-    let opts = LakeOptions {
-        compact_below_rows: 100_000,
-        ..LakeOptions::default()
-    };
-    let lake = Lake::open_with(&root, opts).expect("child opens the lake");
-    loop {
-        let done = lake
-            .state("crash/commits")
-            .expect("state")
-            .and_then(|v| v.as_i64())
-            .unwrap_or(0);
-        let mut tx = lake.transaction().expect("child tx");
-        let mut swaps = crash_swaps(done);
-        if done > 0 {
-            swaps.extend(crash_swaps(done - 1));
-        }
-        tx.write(
-            Dataset::Swaps,
-            convert::swaps_to_batch(&swaps).expect("batch"),
-        )
-        .expect("write");
-        tx.set_state("crash/commits", serde_json::json!(done + 1));
-        tx.commit().expect("child commit");
-        if done % 4 == 3 {
-            lake.compact().expect("child compact");
-        }
+    if let Ok(root) = std::env::var(CRASH_ENV) {
+        crash_writer_loop(&root, ROWS_PER_COMMIT);
     }
 }
 

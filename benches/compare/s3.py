@@ -32,21 +32,10 @@ BUCKET = "bench"
 
 
 def start_moto():
-    import logging
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
+    import s3_server
 
-    import boto3
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    boto3.client(
-        "s3", endpoint_url=endpoint, aws_access_key_id="bench", aws_secret_access_key="bench",
-        region_name="us-east-1",
-    ).create_bucket(Bucket=BUCKET)
+    server, endpoint, _ = s3_server.start([BUCKET], key="bench")
     return server, endpoint
 
 

@@ -19,8 +19,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "spark"))
 from committed_files import committed_files, dataset_files  # noqa: E402
 
-moto_server = pytest.importorskip("moto.server", reason="moto is not installed; run `make venv`")
-boto3 = pytest.importorskip("boto3", reason="boto3 is not installed; run `make venv`")
+pytest.importorskip("moto.server", reason="moto is not installed; run `make venv`")
+pytest.importorskip("boto3", reason="boto3 is not installed; run `make venv`")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import s3_server  # noqa: E402
 
 BUCKET = "lake-interop"
 DATASETS = ["swaps", "trades", "candles", "price_history", "prices", "price_stats", "token_profiles", "portfolios"]
@@ -29,10 +31,7 @@ DATASETS = ["swaps", "trades", "candles", "price_history", "prices", "price_stat
 @pytest.fixture(scope="module")
 def s3():
     """A moto server on loopback with one bucket; yields (endpoint, environment for dexlake)."""
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
+    server, endpoint, client = s3_server.start([BUCKET])
     env = dict(
         os.environ,
         AWS_ENDPOINT_URL=endpoint,
@@ -40,14 +39,6 @@ def s3():
         AWS_SECRET_ACCESS_KEY="test",
         AWS_REGION="us-east-1",
     )
-    client = boto3.client(
-        "s3",
-        endpoint_url=endpoint,
-        aws_access_key_id="test",
-        aws_secret_access_key="test",
-        region_name="us-east-1",
-    )
-    client.create_bucket(Bucket=BUCKET)
     yield endpoint, env, client
     server.stop()
 

@@ -158,7 +158,7 @@ fn compact_where(
 
 /// How many times a compaction on an object store is planned when other writers keep taking
 /// its version first.
-const COMPACT_ATTEMPTS: usize = 3;
+const COMPACT_ATTEMPTS: usize = 5;
 
 fn compact_once(
     lake: &Lake,

@@ -8,7 +8,7 @@ use std::time::Duration;
 use arrow::array::RecordBatch;
 use arrow::compute::concat_batches;
 use chrono::{Duration as ChronoDuration, TimeZone, Utc};
-use dexlake::api::models::Swap;
+use dexlake::api::models::{Swap, SwapType};
 use dexlake::lake::sample::Samples;
 use dexlake::lake::schema::record_schema;
 use dexlake::lake::writer::encode_parquet;
@@ -148,4 +148,55 @@ pub fn committed_ids(lake: &Lake) -> Vec<i64> {
         .expect("i64")
         .into_no_null_iter()
         .collect()
+}
+
+/// The swaps block `i` of a crash test writes: ids `[i·rows, (i+1)·rows)` over three days.
+pub fn block_swaps(i: i64, rows: i64) -> Vec<Swap> {
+    let base = Samples::generate(1, 1).swaps[0].clone();
+    let t0 = Utc
+        .with_ymd_and_hms(2024, 5, 1, 0, 0, 0)
+        .single()
+        .expect("time");
+    (i * rows..(i + 1) * rows)
+        .map(|id| Swap {
+            id,
+            swap_type: SwapType::QuoteToken,
+            block_slot: id,
+            block_time: t0 + ChronoDuration::seconds((id * 7_919) % (3 * 86_400)),
+            ..base.clone()
+        })
+        .collect()
+}
+
+/// The writer a crash test kills: commits forever, each commit adding the next block of
+/// `rows` ids, re-writing the previous one (which must change nothing) and recording the
+/// number of commits as the state `crash/commits`; compacts after every fourth commit.
+pub fn crash_writer_loop(root: &str, rows: i64) -> ! {
+    let opts = LakeOptions {
+        compact_below_rows: 100_000,
+        ..LakeOptions::default()
+    };
+    let lake = Lake::open_with(root, opts).expect("child opens the lake");
+    loop {
+        let done = lake
+            .state("crash/commits")
+            .expect("state")
+            .and_then(|v| v.as_i64())
+            .unwrap_or(0);
+        let mut swaps = block_swaps(done, rows);
+        if done > 0 {
+            swaps.extend(block_swaps(done - 1, rows));
+        }
+        let mut tx = lake.transaction().expect("child tx");
+        tx.write(
+            Dataset::Swaps,
+            convert::swaps_to_batch(&swaps).expect("batch"),
+        )
+        .expect("write");
+        tx.set_state("crash/commits", serde_json::json!(done + 1));
+        tx.commit().expect("child commit");
+        if done % 4 == 3 {
+            lake.compact().expect("child compact");
+        }
+    }
 }
