@@ -145,12 +145,7 @@ fn compact_where(
     loop {
         let base = lake.snapshot()?.version;
         match compact_once(lake, &keep, below, fan_in) {
-            Err(e) if !lake.store().has_writer_lock() && attempt < COMPACT_ATTEMPTS => {
-                if !matches!(e, Error::CommitConflict { .. }) && lake.snapshot()?.version == base {
-                    return Err(e);
-                }
-                attempt += 1;
-            }
+            Err(e) if attempt < COMPACT_ATTEMPTS && lake.lost_race(&e, base)? => attempt += 1,
             result => return result,
         }
     }

@@ -450,6 +450,17 @@ impl Lake {
         Ok(indexes)
     }
 
+    /// Whether `error`, from a write that started on `base`, may be another writer's doing and
+    /// the write worth another attempt on the newest version: on a store without a writer
+    /// lock, a commit that lost its version, or any failure while the log moved past `base`
+    /// (another writer may have replaced a file the write was reading). Never on a folder.
+    pub(crate) fn lost_race(&self, error: &Error, base: u64) -> Result<bool> {
+        if self.store.has_writer_lock() {
+            return Ok(false);
+        }
+        Ok(matches!(error, Error::CommitConflict { .. }) || self.snapshot()?.version != base)
+    }
+
     /// Appends a commit to the log (the commit point) and to this handle's snapshot. Runs under
     /// the writer lock.
     pub(crate) fn append(&self, commit: log::Commit) -> Result<()> {
@@ -704,56 +715,52 @@ impl Transaction<'_> {
         } = self;
         let mut attempt = 1;
         loop {
-            let version = manifest.version + 1;
-            let prepared =
-                match writer::prepare_files_tagged(lake, &manifest, &staged, &tags, version) {
-                    Ok(prepared) => prepared,
-                    // Another writer committed meanwhile and may have replaced a file this
-                    // commit was reading: prepared again on the new version.
-                    Err(e) if !lake.store.has_writer_lock() && attempt < COMMIT_ATTEMPTS => {
-                        let newer = lake.snapshot()?;
-                        if newer.version == manifest.version {
-                            return Err(e);
-                        }
-                        attempt += 1;
-                        manifest = newer;
-                        continue;
-                    }
-                    Err(e) => return Err(e),
-                };
-            let summary = CommitSummary {
-                rows_added: prepared.rows_added,
-                rows_added_by_tag: prepared.rows_added_by_tag,
-                files_added: prepared.files.len(),
-                partitions: prepared
-                    .files
-                    .iter()
-                    .map(|f| Partition::from_file_path(&f.path))
-                    .collect::<Result<_>>()?,
-            };
-            if prepared.files.is_empty() && prepared.remove.is_empty() && state.is_empty() {
-                return Ok(summary);
-            }
-            drop(manifest);
-            let commit = log::Commit {
-                version,
-                id_ranges: prepared.id_ranges,
-                state: state.clone(),
-                ..log::Commit::default()
-            };
-            match writer::commit_files(lake, commit, prepared.files, prepared.remove) {
-                Ok(_) => return Ok(summary),
-                Err(Error::CommitConflict { .. })
-                    if !lake.store.has_writer_lock() && attempt < COMMIT_ATTEMPTS =>
-                {
+            let base = manifest.version;
+            match commit_on(lake, manifest, &staged, &tags, &state) {
+                Err(e) if attempt < COMMIT_ATTEMPTS && lake.lost_race(&e, base)? => {
                     // Back off a little, differently per writer, so racing writers spread out.
                     let jitter = rand::random::<u64>() % 50;
                     std::thread::sleep(Duration::from_millis(10 * attempt as u64 + jitter));
                     attempt += 1;
                     manifest = lake.snapshot()?;
                 }
-                Err(e) => return Err(e),
+                result => return result,
             }
         }
     }
+}
+
+/// One attempt of [`Transaction::commit`] on `manifest`: prepares the staged rows against it
+/// and commits them as its next version.
+fn commit_on(
+    lake: &Lake,
+    manifest: Arc<Manifest>,
+    staged: &BTreeMap<Dataset, Vec<RecordBatch>>,
+    tags: &BTreeMap<Dataset, Vec<Option<u64>>>,
+    state: &BTreeMap<String, serde_json::Value>,
+) -> Result<CommitSummary> {
+    let version = manifest.version + 1;
+    let prepared = writer::prepare_files_tagged(lake, &manifest, staged, tags, version)?;
+    let summary = CommitSummary {
+        rows_added: prepared.rows_added,
+        rows_added_by_tag: prepared.rows_added_by_tag,
+        files_added: prepared.files.len(),
+        partitions: prepared
+            .files
+            .iter()
+            .map(|f| Partition::from_file_path(&f.path))
+            .collect::<Result<_>>()?,
+    };
+    if prepared.files.is_empty() && prepared.remove.is_empty() && state.is_empty() {
+        return Ok(summary);
+    }
+    drop(manifest);
+    let commit = log::Commit {
+        version,
+        id_ranges: prepared.id_ranges,
+        state: state.clone(),
+        ..log::Commit::default()
+    };
+    writer::commit_files(lake, commit, prepared.files, prepared.remove)?;
+    Ok(summary)
 }
