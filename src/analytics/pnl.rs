@@ -1806,13 +1806,16 @@ pub fn pnl_from_frames(
 ///
 /// A wallet with no trade in the lake gives empty tables, not an error.
 pub fn wallet_pnl(lake: &Lake, query: &PnlQuery, config: &PnlConfig) -> Result<PnlReport> {
-    // The latest price of a token comes from every wallet's trades, so the scan is not
-    // narrowed to the wallets asked for.
+    run_report(&lake_ledgers(lake, query)?, config)
+}
+
+/// The grouped events of the lake's trades (and swaps for wallets without trades) that `query`
+/// selects. The latest price of a token comes from every wallet's trades, so the scan is not
+/// narrowed to the wallets asked for; the frames (about 100 bytes per trade) are freed once
+/// the events are grouped.
+fn lake_ledgers(lake: &Lake, query: &PnlQuery) -> Result<LedgerSet> {
     let (trades, swaps) = lake_frames(lake, query)?;
-    let set = ledgers_from_frames(&trades, Some(&swaps), query)?;
-    // The frames (about 100 bytes per trade) are not needed once the events are grouped.
-    drop((trades, swaps));
-    run_report(&set, config)
+    ledgers_from_frames(&trades, Some(&swaps), query)
 }
 
 /// [`wallet_pnl`] handed to `sink` a chunk of [`REPORT_CHUNK`] ledgers at a time, in ledger
@@ -1825,10 +1828,7 @@ pub fn wallet_pnl_in_batches(
     config: &PnlConfig,
     sink: impl FnMut(PnlReport) -> Result<()>,
 ) -> Result<()> {
-    let (trades, swaps) = lake_frames(lake, query)?;
-    let set = ledgers_from_frames(&trades, Some(&swaps), query)?;
-    drop((trades, swaps));
-    report_chunks(&set, config, REPORT_CHUNK, sink)
+    report_chunks(&lake_ledgers(lake, query)?, config, REPORT_CHUNK, sink)
 }
 
 /// Ranks every wallet of the lake by total PnL (realized + unrealized, summed over its tokens),
@@ -1838,10 +1838,7 @@ pub fn wallet_pnl_in_batches(
 /// `total_pnl`, `buy_cost`, `roi`, `wins`, `losses`, `win_rate` (percent of closed positions
 /// won; null without any).
 pub fn leaderboard(lake: &Lake, config: &PnlConfig, top: usize) -> Result<DataFrame> {
-    let (trades, swaps) = lake_frames(lake, &PnlQuery::default())?;
-    let set = ledgers_from_frames(&trades, Some(&swaps), &PnlQuery::default())?;
-    drop((trades, swaps));
-    leaderboard_of(set, config, top)
+    leaderboard_of(lake_ledgers(lake, &PnlQuery::default())?, config, top)
 }
 
 /// [`leaderboard`] over in-memory frames.

@@ -147,6 +147,10 @@ pub fn pnl(global: &Global, args: PnlArgs) -> anyhow::Result<ExitCode> {
                 sink.finish()?;
                 return Ok(ExitCode::SUCCESS);
             }
+            // No row: the file still gets the table's columns, from the report of no ledger.
+            drop(sink);
+            let empty = pnl::report(&pnl::LedgerSet::default(), &[], &config)?;
+            return emit(table(empty), args.format, args.out.as_deref());
         }
         let report = pnl::wallet_pnl(&lake, &query, &config)?;
         return emit(table(report), args.format, args.out.as_deref());
