@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use arrow::compute::concat_batches;
 use chrono::{Duration as ChronoDuration, TimeZone, Utc};
 use common::lake::{
-    batches_of, bounded, commit_overlapping_small_files, committed_ids, crash_writer_loop,
-    expected_frame, scanned_frame, small_file_options, write_all,
+    batches_of, bounded, check_after_kill, commit_overlapping_small_files, committed_ids,
+    crash_writer_loop, expected_frame, scanned_frame, small_file_options, write_all,
 };
 use dexlake::Error;
 use dexlake::api::models::Swap;
@@ -649,22 +649,13 @@ fn a_writer_killed_at_random_points_leaves_a_sound_lake() {
                 interrupted_commits += 1;
             }
 
-            let lake = Lake::open(&root).expect("open after crash");
-            let report = lake.verify().expect("verify");
-            assert!(report.is_ok(), "round {round}: {:?}", report.problems);
-            let commits = lake
-                .state("crash/commits")
-                .expect("state")
-                .and_then(|v| v.as_i64())
-                .unwrap_or(0);
-            assert!(commits >= last_commits, "committed state went back");
-            last_commits = commits;
-            let ids = committed_ids(&lake);
-            let want: Vec<i64> = (0..commits * ROWS_PER_COMMIT).collect();
-            assert!(
-                ids == want,
-                "round {round}: the lake does not hold exactly {commits} commits"
+            let (lake, commits) = check_after_kill(
+                root.to_str().expect("UTF-8 temp path"),
+                round,
+                last_commits,
+                ROWS_PER_COMMIT,
             );
+            last_commits = commits;
             // No leftovers that a `**/*.parquet` glob could pick up.
             let on_disk: BTreeSet<String> = lake
                 .store()

@@ -4,7 +4,6 @@
 
 use std::collections::HashSet;
 use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
 
 use dexlake::lake::{Dataset, Lake};
@@ -47,16 +46,7 @@ async fn synced_lake(sim: &Simulator, root: &Path) -> Arc<Lake> {
 }
 
 fn dexlake(args: &[&str]) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_dexlake"))
-        .args(args)
-        .output()
-        .expect("the dexlake binary runs");
-    assert!(
-        out.status.success(),
-        "dexlake {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("JSON output")
+    serde_json::from_str(&common::dexlake_cli(args)).expect("JSON output")
 }
 
 fn rfc3339(t: chrono::DateTime<chrono::Utc>) -> String {

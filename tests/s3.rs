@@ -19,9 +19,10 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use common::dexlake_cli;
 use common::lake::{
-    batches_of, block_swaps, bounded, commit_overlapping_small_files, committed_ids,
-    crash_writer_loop, expected_frame, scanned_frame, small_file_options, write_all,
+    batches_of, block_swaps, bounded, check_after_kill, commit_overlapping_small_files,
+    committed_ids, crash_writer_loop, expected_frame, scanned_frame, small_file_options, write_all,
 };
 use dexlake::lake::sample::Samples;
 use dexlake::lake::{Dataset, Lake, LakeOptions, Problem, convert};
@@ -372,21 +373,7 @@ fn a_writer_killed_at_random_points_leaves_a_readable_lake() {
         std::thread::sleep(Duration::from_millis(rng.random_range(300..1_500)));
         writer.kill().expect("SIGKILL");
         writer.wait().expect("reap");
-        let lake = Lake::open(&lake_root).expect("open after the kill");
-        let report = lake.verify().expect("verify");
-        assert!(report.is_ok(), "round {round}: {:?}", report.problems);
-        let commits = lake
-            .state("crash/commits")
-            .expect("state")
-            .and_then(|v| v.as_i64())
-            .unwrap_or(0);
-        assert!(commits >= last_commits, "committed state went back");
-        last_commits = commits;
-        let want: Vec<i64> = (0..commits * ROWS_PER_COMMIT).collect();
-        assert!(
-            committed_ids(&lake) == want,
-            "round {round}: the lake does not hold exactly {commits} commits"
-        );
+        last_commits = check_after_kill(&lake_root, round, last_commits, ROWS_PER_COMMIT).1;
     }
     assert!(
         last_commits > 2,
@@ -428,21 +415,6 @@ fn two_racing_writers_lose_no_row_and_store_none_twice() {
     assert!(m.version >= 24, "version {}", m.version);
 }
 
-/// Runs the CLI with `args`, returning its standard output; fails the test on a non-zero exit.
-fn cli(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_dexlake"))
-        .args(args)
-        .output()
-        .expect("run dexlake");
-    assert!(
-        out.status.success(),
-        "dexlake {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("UTF-8 output")
-}
-
 /// Starts `dexlake sim` on loopback; returns it and its base URL.
 fn start_sim() -> (Child, String) {
     let mut sim = Command::new(env!("CARGO_BIN_EXE_dexlake"))
@@ -473,7 +445,7 @@ fn start_sim() -> (Child, String) {
 
 fn the_cli_syncs_bars_and_pnl_on_s3_as_on_a_folder() {
     let (mut sim, url) = start_sim();
-    let catalog: serde_json::Value = serde_json::from_str(&cli(&[
+    let catalog: serde_json::Value = serde_json::from_str(&dexlake_cli(&[
         "sim",
         "--seed",
         "7",
@@ -496,7 +468,7 @@ fn the_cli_syncs_bars_and_pnl_on_s3_as_on_a_folder() {
     for lake in [folder.as_str(), s3.as_str()] {
         for token in &tokens {
             for dataset in ["swaps", "trades"] {
-                cli(&[
+                dexlake_cli(&[
                     "--lake",
                     lake,
                     "--base-url",
@@ -510,7 +482,7 @@ fn the_cli_syncs_bars_and_pnl_on_s3_as_on_a_folder() {
                 ]);
             }
         }
-        let verified = cli(&["--lake", lake, "verify"]);
+        let verified = dexlake_cli(&["--lake", lake, "verify"]);
         assert!(verified.trim_end().ends_with("ok"), "{verified}");
     }
     let _ = sim.kill();
@@ -536,8 +508,8 @@ fn the_cli_syncs_bars_and_pnl_on_s3_as_on_a_folder() {
         ][..],
         &["pnl", "--top", "20", "--format", "csv"][..],
     ] {
-        let a = cli(&[&["--lake", folder.as_str()][..], args].concat());
-        let b = cli(&[&["--lake", s3.as_str()][..], args].concat());
+        let a = dexlake_cli(&[&["--lake", folder.as_str()][..], args].concat());
+        let b = dexlake_cli(&[&["--lake", s3.as_str()][..], args].concat());
         assert!(a.lines().count() > 1, "{}: no rows", args[0]);
         assert_eq!(a, b, "{} differs between the folder and s3", args[0]);
     }

@@ -200,3 +200,25 @@ pub fn crash_writer_loop(root: &str, rows: i64) -> ! {
         }
     }
 }
+
+/// After the crash writer of [`crash_writer_loop`] was killed: opens the lake at `root` and
+/// checks that `verify` finds it sound, that its committed commit count did not go back from
+/// `last_commits`, and that it holds exactly the ids of its commits. Returns the lake and the
+/// commit count.
+pub fn check_after_kill(root: &str, round: usize, last_commits: i64, rows: i64) -> (Lake, i64) {
+    let lake = Lake::open(root).expect("open after the kill");
+    let report = lake.verify().expect("verify");
+    assert!(report.is_ok(), "round {round}: {:?}", report.problems);
+    let commits = lake
+        .state("crash/commits")
+        .expect("state")
+        .and_then(|v| v.as_i64())
+        .unwrap_or(0);
+    assert!(commits >= last_commits, "committed state went back");
+    let want: Vec<i64> = (0..commits * rows).collect();
+    assert!(
+        committed_ids(&lake) == want,
+        "round {round}: the lake does not hold exactly {commits} commits"
+    );
+    (lake, commits)
+}

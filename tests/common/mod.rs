@@ -84,4 +84,20 @@ pub fn number_texts(json: &str) -> Vec<&str> {
     out
 }
 
+/// Runs the `dexlake` binary with `args` and returns its standard output; fails the test,
+/// with the command's standard error, on a non-zero exit.
+pub fn dexlake_cli(args: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dexlake"))
+        .args(args)
+        .output()
+        .expect("the dexlake binary runs");
+    assert!(
+        out.status.success(),
+        "dexlake {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8 output")
+}
+
 pub mod lake;
