@@ -224,7 +224,7 @@ impl ObjectStoreLake {
         // The parts are sent from inside the runtime (they are its tasks); at most two are in
         // flight, so memory stays bounded whatever the file's size.
         let uploaded = block_on(async move {
-            let upload = store.put_multipart(&key).await.map_err(Upload::Store)?;
+            let upload = store.put_multipart(&key).await.map_err(Transfer::Store)?;
             let mut parts = WriteMultipart::new_with_chunk_size(upload, PART_BYTES);
             let mut buf = vec![0u8; PART_BYTES];
             loop {
@@ -232,31 +232,25 @@ impl ObjectStoreLake {
                     Ok(0) => break,
                     Ok(n) => n,
                     Err(e) => {
-                        parts.abort().await.map_err(Upload::Store)?;
-                        return Err(Upload::Io(e));
+                        parts.abort().await.map_err(Transfer::Store)?;
+                        return Err(Transfer::Io(e));
                     }
                 };
                 parts.write(&buf[..n]);
-                parts.wait_for_capacity(2).await.map_err(Upload::Store)?;
+                parts.wait_for_capacity(2).await.map_err(Transfer::Store)?;
             }
-            parts.finish().await.map_err(Upload::Store)
+            parts.finish().await.map_err(Transfer::Store)
         })?;
         match uploaded {
             Ok(_) => Ok(()),
-            Err(Upload::Io(e)) => Err(Error::io("reading", path, e)),
-            Err(Upload::Store(e)) => Err(self.err(to, e)),
+            Err(Transfer::Io(e)) => Err(Error::io("reading", path, e)),
+            Err(Transfer::Store(e)) => Err(self.err(to, e)),
         }
     }
 }
 
-/// Why a multipart upload failed.
-enum Upload {
-    Io(std::io::Error),
-    Store(object_store::Error),
-}
-
-/// Why a download failed.
-enum Fetch {
+/// Why a transfer between a local file and the store failed: the local file or the store.
+enum Transfer {
     Io(std::io::Error),
     Store(object_store::Error),
 }
@@ -308,11 +302,15 @@ impl Store for ObjectStoreLake {
         let store = Arc::clone(&self.store);
         let (back, fetched) = block_on(async move {
             let fetched = async {
-                let mut stream = store.get(&key).await.map_err(Fetch::Store)?.into_stream();
-                while let Some(chunk) = stream.try_next().await.map_err(Fetch::Store)? {
-                    file.write_all(&chunk).map_err(Fetch::Io)?;
+                let mut stream = store
+                    .get(&key)
+                    .await
+                    .map_err(Transfer::Store)?
+                    .into_stream();
+                while let Some(chunk) = stream.try_next().await.map_err(Transfer::Store)? {
+                    file.write_all(&chunk).map_err(Transfer::Io)?;
                 }
-                file.seek(SeekFrom::Start(0)).map_err(Fetch::Io)?;
+                file.seek(SeekFrom::Start(0)).map_err(Transfer::Io)?;
                 Ok(())
             }
             .await;
@@ -320,12 +318,12 @@ impl Store for ObjectStoreLake {
         })?;
         match fetched {
             Ok(()) => Ok(back),
-            Err(Fetch::Io(e)) => Err(Error::io(
+            Err(Transfer::Io(e)) => Err(Error::io(
                 "writing a temporary file in",
                 std::env::temp_dir(),
                 e,
             )),
-            Err(Fetch::Store(e)) => Err(self.err(path, e)),
+            Err(Transfer::Store(e)) => Err(self.err(path, e)),
         }
     }
 
