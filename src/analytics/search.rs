@@ -27,7 +27,9 @@
 //!   profile, not every window's metrics); the page is chosen from them, and its rows alone are
 //!   then read whole, by row selection, with the sections the response carries.
 //! * **In memory** ([`search_lazy`]), the filter is evaluated as a column beside the sort keys,
-//!   and the page's rows are sliced out of the frame by number.
+//!   and the page's rows are sliced out of the frame by number. A nested path reads its one leaf
+//!   array (polars' `struct.field` would build every sibling of each struct on the way), and a
+//!   `labels` condition compares each list's strings in one pass over the chunk.
 //!
 //! A request whose sort path is an object or an array (`market`, `labels`), or whose filter
 //! reads inside `matched_labels` (a list of entries in the lake, an object in the service's
@@ -680,8 +682,7 @@ fn resolve(path: &str, schema: &Schema) -> Resolved {
     let Some(mut dtype) = schema.get(first).cloned() else {
         return Resolved::Missing;
     };
-    let mut expr = col(first);
-    let mut parents_present: Option<Expr> = None;
+    let mut inner: Vec<PlSmallStr> = Vec::new();
     for segment in segments {
         if first == "matched_labels" {
             return Resolved::Unsupported;
@@ -692,12 +693,7 @@ fn resolve(path: &str, schema: &Schema) -> Resolved {
         let Some(field) = fields.iter().find(|f| f.name().as_str() == segment) else {
             return Resolved::Missing;
         };
-        let present = expr.clone().is_not_null();
-        parents_present = Some(match parents_present {
-            None => present,
-            Some(p) => p.and(present),
-        });
-        expr = expr.struct_().field_by_name(segment);
+        inner.push(field.name().clone());
         dtype = field.dtype().clone();
     }
     let kind = if path == "matched_labels" {
@@ -708,11 +704,65 @@ fn resolve(path: &str, schema: &Schema) -> Resolved {
     let Some(kind) = kind else {
         return Resolved::Unsupported;
     };
-    let expr = match parents_present {
-        None => expr,
-        Some(present) => when(present).then(expr).otherwise(lit(NULL)),
+    let expr = if inner.is_empty() {
+        col(first)
+    } else {
+        nested_value(first, inner, dtype)
     };
     Resolved::Value { expr, kind }
+}
+
+/// The value at `column.inner[0].inner[1]...` of a struct column, null where it or one of its
+/// parents is null.
+///
+/// polars' `struct.field` builds every sibling field of the struct and pushes the struct's
+/// nulls into each of them (a profile's `metrics` holds 7 windows of about 50 numbers); this
+/// reads the one leaf array of each chunk and combines the parents' validity into it.
+fn nested_value(column: &str, inner: Vec<PlSmallStr>, dtype: DataType) -> Expr {
+    let name = inner.last().cloned().unwrap_or_default();
+    let out = Field::new(name.clone(), dtype.clone());
+    col(column).map(
+        move |c: Column| nested_leaf(&c, &inner, &dtype, &name),
+        move |_, _| Ok(out.clone()),
+    )
+}
+
+fn nested_leaf(
+    column: &Column,
+    inner: &[PlSmallStr],
+    dtype: &DataType,
+    name: &PlSmallStr,
+) -> PolarsResult<Column> {
+    use polars_arrow::array::{Array, StructArray};
+    use polars_arrow::compute::utils::combine_validities_and;
+
+    let series = column.as_materialized_series();
+    let outer = series.struct_()?;
+    let mut chunks = Vec::with_capacity(outer.chunks().len());
+    for chunk in outer.chunks() {
+        let mut array: &dyn Array = chunk.as_ref();
+        let mut level = outer.dtype();
+        let mut validity = None;
+        for segment in inner {
+            let DataType::Struct(fields) = level else {
+                polars_bail!(SchemaMismatch: "{segment} is not inside a struct");
+            };
+            let Some(i) = fields.iter().position(|f| f.name() == segment) else {
+                polars_bail!(StructFieldNotFound: "{segment}");
+            };
+            let Some(parent) = array.as_any().downcast_ref::<StructArray>() else {
+                polars_bail!(SchemaMismatch: "{segment}: the parent array is not a struct");
+            };
+            validity = combine_validities_and(validity.as_ref(), parent.validity());
+            array = parent.values()[i].as_ref();
+            level = fields[i].dtype();
+        }
+        let validity = combine_validities_and(validity.as_ref(), array.validity());
+        chunks.push(array.with_validity(validity));
+    }
+    // SAFETY: the chunks are the arrays of the struct field whose dtype is `dtype`.
+    let leaf = unsafe { Series::from_chunks_and_dtype_unchecked(name.clone(), chunks, dtype) };
+    Ok(leaf.into_column())
 }
 
 /// The filter as a boolean polars expression over a frame of profiles with the lake's
@@ -812,9 +862,7 @@ fn any_equal(resolved: &Resolved, scalars: &[Scalar]) -> Expr {
                     .eq(lit(t.clone())),
             ),
             (Kind::Bool, Scalar::Bool(b)) => Some(expr.clone().eq(lit(*b))),
-            (Kind::StringList, Scalar::Str(t)) => {
-                Some(expr.clone().list().contains(lit(t.clone()), false))
-            }
+            (Kind::StringList, Scalar::Str(t)) => Some(list_contains(expr.clone(), t.clone())),
             _ => None,
         };
         if let Some(hit) = hit {
@@ -822,6 +870,53 @@ fn any_equal(resolved: &Resolved, scalars: &[Scalar]) -> Expr {
         }
     }
     out
+}
+
+/// Whether a list of strings holds `needle`: null where the list is null, as polars'
+/// `list.contains` (which goes through `is_in` row by row, with a lookup per row; this compares
+/// the elements of each chunk in one pass).
+fn list_contains(list: Expr, needle: String) -> Expr {
+    list.map(
+        move |c: Column| list_contains_column(&c, &needle),
+        |_, field| Ok(Field::new(field.name().clone(), DataType::Boolean)),
+    )
+}
+
+fn list_contains_column(column: &Column, needle: &str) -> PolarsResult<Column> {
+    use polars_arrow::array::{Array, BooleanArray, ListArray, Utf8ViewArray};
+    use polars_arrow::bitmap::MutableBitmap;
+
+    let series = column.as_materialized_series();
+    let lists = series.list()?;
+    let mut chunks: Vec<ArrayRef> = Vec::with_capacity(lists.chunks().len());
+    for list in lists.downcast_iter() {
+        let list: &ListArray<i64> = list;
+        let Some(values) = list.values().as_any().downcast_ref::<Utf8ViewArray>() else {
+            polars_bail!(SchemaMismatch: "expected a list of strings");
+        };
+        let offsets = list.offsets().buffer();
+        let mut hits = MutableBitmap::with_capacity(list.len());
+        for row in 0..list.len() {
+            let (start, end) = (offsets[row] as usize, offsets[row + 1] as usize);
+            let hit = (start..end).any(|j| {
+                values.is_valid(j)
+                    // SAFETY: `j` is within the list's offsets, so within `values`.
+                    && unsafe { values.value_unchecked(j) } == needle
+            });
+            hits.push(hit);
+        }
+        let out = BooleanArray::new(
+            polars_arrow::datatypes::ArrowDataType::Boolean,
+            hits.into(),
+            list.validity().cloned(),
+        );
+        chunks.push(Box::new(out));
+    }
+    // SAFETY: boolean arrays for a Boolean series.
+    let out = unsafe {
+        Series::from_chunks_and_dtype_unchecked(series.name().clone(), chunks, &DataType::Boolean)
+    };
+    Ok(out.into_column())
 }
 
 /// A range operator: numbers only; never null.
@@ -936,4 +1031,108 @@ fn json_of(value: AnyValue<'_>, matched_labels: bool) -> Option<Value> {
         }
         other => Value::String(other.to_string()),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two frames stacked (two chunks) and sliced, so the kernels see chunk offsets.
+    fn chunked_and_sliced(make: impl Fn(u64) -> DataFrame) -> DataFrame {
+        let mut df = make(0);
+        df.vstack_mut(&make(1)).expect("vstack");
+        assert_eq!(df.first_col_n_chunks(), 2);
+        let height = df.height();
+        df.slice(1, height - 2)
+    }
+
+    fn collect_one(df: &DataFrame, expr: Expr) -> Series {
+        df.clone()
+            .lazy()
+            .select([expr.alias("out")])
+            .collect()
+            .expect("collect")
+            .column("out")
+            .expect("out")
+            .as_materialized_series()
+            .clone()
+    }
+
+    /// polars pushes a struct's nulls into its fields when it builds the struct, so the parents'
+    /// validity that `nested_leaf` combines in is a guard for arrays built otherwise.
+    #[test]
+    fn nested_leaf_equals_struct_field_with_parent_nulls() {
+        let df = chunked_and_sliced(|seed| {
+            let n = 40;
+            let values: Vec<Option<f64>> = (0..n)
+                .map(|i| (i % 3 != 0).then_some((i + seed) as f64))
+                .collect();
+            let outer: Vec<bool> = (0..n).map(|i| (i + seed) % 4 != 1).collect();
+            let inner: Vec<bool> = (0..n).map(|i| (i + seed) % 5 != 2).collect();
+            let base = df![
+                "v" => values,
+                "w" => (0..n).map(|i| i as f64).collect::<Vec<_>>(),
+                "outer" => outer,
+                "inner" => inner,
+            ]
+            .expect("frame");
+            base.lazy()
+                .select([when(col("outer"))
+                    .then(as_struct(vec![
+                        col("w"),
+                        when(col("inner"))
+                            .then(as_struct(vec![col("v"), col("w")]))
+                            .otherwise(lit(NULL))
+                            .alias("a"),
+                    ]))
+                    .otherwise(lit(NULL))
+                    .alias("s")])
+                .collect()
+                .expect("struct frame")
+        });
+        let schema = df.schema().as_ref().clone();
+        let Resolved::Value { expr, kind } = resolve("s.a.v", &schema) else {
+            panic!("s.a.v resolves to a value");
+        };
+        assert_eq!(kind, Kind::Number);
+        let got = collect_one(&df, expr);
+        let a = col("s").struct_().field_by_name("a");
+        let generic = when(col("s").is_not_null().and(a.clone().is_not_null()))
+            .then(a.struct_().field_by_name("v"))
+            .otherwise(lit(NULL));
+        let expected = collect_one(&df, generic);
+        assert!(got.null_count() > 0 && got.null_count() < got.len());
+        assert!(got.equals_missing(&expected), "{got:?}\nvs\n{expected:?}");
+        assert!(matches!(resolve("s.a.x", &schema), Resolved::Missing));
+        assert!(matches!(resolve("s.w.v", &schema), Resolved::Missing));
+    }
+
+    #[test]
+    fn list_contains_equals_polars_list_contains() {
+        let df = chunked_and_sliced(|seed| {
+            let rows: Vec<Option<Series>> = (0..30u64)
+                .map(|i| match (i + seed) % 6 {
+                    0 => None,
+                    1 => Some(Series::new("".into(), Vec::<&str>::new())),
+                    2 => Some(Series::new("".into(), [Some("hot"), Some("new")])),
+                    3 => Some(Series::new("".into(), [None, Some("hot")])),
+                    4 => Some(Series::new("".into(), [Some("ho"), None])),
+                    _ => Some(Series::new(
+                        "".into(),
+                        [Some("hotter"), Some("trending"), Some("hot")],
+                    )),
+                })
+                .collect();
+            let labels: ListChunked = rows.into_iter().collect();
+            DataFrame::new(
+                30,
+                vec![labels.into_series().with_name("labels".into()).into()],
+            )
+            .expect("frame")
+        });
+        let got = collect_one(&df, list_contains(col("labels"), "hot".to_owned()));
+        let expected = collect_one(&df, col("labels").list().contains(lit("hot"), false));
+        assert!(got.equals_missing(&expected), "{got:?}\nvs\n{expected:?}");
+        assert!(got.bool().expect("bool").any());
+    }
 }
