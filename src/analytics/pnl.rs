@@ -916,13 +916,170 @@ where
 
 /// The distinct strings of some string arrays, sorted, and for each array the index of each
 /// row's string among them (nulls read as the empty string). Each range of rows is interned
-/// with a small dictionary of its own, in parallel, and the dictionaries are then merged.
+/// with a small dictionary of its own ([`StrDict`]), in parallel, and the dictionaries are
+/// then merged.
 fn intern<'a>(arrays: &[&'a StrArray]) -> (Vec<&'a str>, Vec<Vec<u32>>) {
     let parts = arrays
         .iter()
-        .map(|&arr| local_dicts(arr.len(), |i| Some(str_at(arr, i))))
+        .map(|&arr| {
+            let no_nulls = nulls(arr) == 0;
+            ranges(arr.len())
+                .map(|range| {
+                    let mut dict = StrDict::default();
+                    let ids: Vec<u32> = if no_nulls {
+                        range.map(|i| dict.id(arr.value(i), i)).collect()
+                    } else {
+                        range.map(|i| dict.id(str_at(arr, i), i)).collect()
+                    };
+                    let names = dict
+                        .first
+                        .iter()
+                        .map(|&i| str_at(arr, i as usize))
+                        .collect();
+                    (names, ids)
+                })
+                .collect()
+        })
         .collect();
     merge_dicts(parts)
+}
+
+/// The local dictionary of the strings of one range of rows: an open-addressing table of
+/// ids (each slot holds 32 bits of the key's hash and the id + 1, 0 when empty) with the keys'
+/// bytes copied one after another, so that a lookup reads one slot and a few bytes nearby
+/// instead of the string where the frame holds it. Ids are given in first-seen order.
+#[derive(Default)]
+struct StrDict {
+    slots: Vec<u64>,
+    /// Hash of each key.
+    hashes: Vec<u64>,
+    /// Start of each key's bytes in `bytes`, and the end of the last.
+    starts: Vec<u32>,
+    bytes: Vec<u8>,
+    /// Row of each key's first occurrence.
+    first: Vec<u32>,
+}
+
+impl StrDict {
+    /// The id of `s`, seen at row `row`; a new id if `s` is new.
+    #[inline]
+    fn id(&mut self, s: &str, row: usize) -> u32 {
+        let s = s.as_bytes();
+        let h = hash_bytes(s);
+        if self.slots.is_empty() {
+            self.grow();
+        }
+        let tag = h >> 32;
+        let mask = self.slots.len() - 1;
+        let mut i = h as usize & mask;
+        loop {
+            let slot = self.slots[i];
+            if slot == 0 {
+                break;
+            }
+            if slot >> 32 == tag {
+                let id = (slot as u32 - 1) as usize;
+                let (a, b) = (self.starts[id] as usize, self.starts[id + 1] as usize);
+                if same_bytes(&self.bytes[a..b], s) {
+                    return id as u32;
+                }
+            }
+            i = (i + 1) & mask;
+        }
+        let id = self.first.len() as u32;
+        self.slots[i] = (tag << 32) | u64::from(id + 1);
+        self.hashes.push(h);
+        self.bytes.extend_from_slice(s);
+        self.starts.push(self.bytes.len() as u32);
+        self.first.push(row as u32);
+        if 2 * self.first.len() > self.slots.len() {
+            self.grow();
+        }
+        id
+    }
+
+    /// Doubles the table (or makes the first one) and puts the keys back.
+    fn grow(&mut self) {
+        if self.starts.is_empty() {
+            self.starts.push(0);
+        }
+        let size = (2 * self.slots.len()).max(1024);
+        let mask = size - 1;
+        self.slots = vec![0; size];
+        for (id, &h) in self.hashes.iter().enumerate() {
+            let mut i = h as usize & mask;
+            while self.slots[i] != 0 {
+                i = (i + 1) & mask;
+            }
+            self.slots[i] = ((h >> 32) << 32) | (id as u64 + 1);
+        }
+    }
+}
+
+/// Eight bytes of `b` from `i` as one word.
+#[inline]
+fn word(b: &[u8], i: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[i..i + 8]);
+    u64::from_le_bytes(w)
+}
+
+/// Whether two byte strings are equal, a word at a time (keys are short: addresses).
+#[inline]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    if n < 8 {
+        return a == b;
+    }
+    let mut i = 0;
+    while i + 8 < n {
+        if word(a, i) != word(b, i) {
+            return false;
+        }
+        i += 8;
+    }
+    word(a, n - 8) == word(b, n - 8)
+}
+
+/// The product of two words folded into one (the high half xor the low half).
+#[inline]
+fn fold_mul(a: u64, b: u64) -> u64 {
+    let p = u128::from(a) * u128::from(b);
+    (p as u64) ^ ((p >> 64) as u64)
+}
+
+/// A fast hash of a short byte string for [`StrDict`] (its quality only affects speed: keys
+/// are always compared).
+#[inline]
+fn hash_bytes(b: &[u8]) -> u64 {
+    const K0: u64 = 0x243f_6a88_85a3_08d3;
+    const K1: u64 = 0x1319_8a2e_0370_7344;
+    const K2: u64 = 0xa409_3822_299f_31d0;
+    let n = b.len();
+    let mut h = K0 ^ n as u64;
+    if n < 8 {
+        let mut w = 0u64;
+        for (k, &x) in b.iter().enumerate() {
+            w |= u64::from(x) << (8 * k);
+        }
+        h = fold_mul(h ^ w, K1);
+    } else {
+        let mut i = 0;
+        while i + 16 < n {
+            h = fold_mul(word(b, i) ^ h, word(b, i + 8) ^ K1);
+            i += 16;
+        }
+        let tail = if n >= 16 {
+            (word(b, n - 16), word(b, n - 8))
+        } else {
+            (word(b, 0), word(b, n - 8))
+        };
+        h = fold_mul(tail.0 ^ h, tail.1 ^ K2);
+    }
+    fold_mul(h, K2 ^ K0)
 }
 
 /// A USD value: the given amount when it is a finite positive number, else price × quantity.
@@ -1156,62 +1313,85 @@ fn swap_rows(swaps: &DataFrame, ids: SwapIds<'_>, filter: TokenFilter) -> Result
     Ok(rows)
 }
 
-/// The events of the rows with a key, each written at its key's next position: `cursor[k]`
-/// is where the events of key `k` start (non-decreasing in `k`), `total` the number of
-/// events. Parts of the keys, with their own slices of the output, run in parallel, each
-/// over all rows in order; the positions do not depend on the number of parts.
-fn scatter(
-    rows: &RawRows,
-    key: impl Fn(usize) -> Option<usize> + Sync,
-    cursor: &mut [u32],
-    total: usize,
-) -> Vec<LedgerEvent> {
-    let placeholder = LedgerEvent {
-        time: 0,
-        slot: 0,
-        id: 0,
-        side: Side::Buy,
-        quantity: 0.0,
-        usd: 0.0,
-        fee: 0.0,
-    };
-    let mut events = vec![placeholder; total];
+/// The events of the rows, each written at the next position of its ledger: `ledger_of[r]`
+/// is the ledger of row `r` (`u32::MAX` for no event), ledger `k` takes the positions
+/// `offsets[k]..offsets[k + 1]`, which the rows of ledger `k` fill exactly, in row order.
+/// Parts of the ledgers, with their own slices of the output, run in parallel, each over all
+/// rows in order; the positions do not depend on the number of parts. The events are written
+/// once, into memory not filled beforehand.
+fn scatter(rows: &RawRows, ledger_of: &[u32], offsets: &[usize]) -> Vec<LedgerEvent> {
+    let ledgers = offsets.len() - 1;
+    let total = offsets[ledgers];
+    let mut events: Vec<LedgerEvent> = Vec::with_capacity(total);
+    let mut cursor: Vec<usize> = offsets[..ledgers].to_vec();
     let parts = rayon::current_num_threads().clamp(1, 8);
     let mut bounds = vec![0usize];
     for p in 1..parts {
         let target = total * p / parts;
-        let k = cursor.partition_point(|&c| (c as usize) < target);
+        let k = offsets[..ledgers].partition_point(|&c| c < target);
         bounds.push(k.max(*bounds.last().unwrap_or(&0)));
     }
-    bounds.push(cursor.len());
-    let mut jobs: Vec<(usize, usize, &mut [u32], &mut [LedgerEvent])> = Vec::new();
-    let (mut cursor_rest, mut events_rest) = (cursor, events.as_mut_slice());
-    let mut done = 0usize;
+    bounds.push(ledgers);
+    type Job<'a> = (
+        usize,
+        usize,
+        &'a mut [usize],
+        &'a mut [std::mem::MaybeUninit<LedgerEvent>],
+    );
+    let mut jobs: Vec<Job> = Vec::new();
+    let (mut cursor_rest, mut events_rest) = (
+        cursor.as_mut_slice(),
+        &mut events.spare_capacity_mut()[..total],
+    );
     for w in bounds.windows(2) {
         let (k0, k1) = (w[0], w[1]);
-        let end = if k1 < k0 + cursor_rest.len() {
-            cursor_rest[k1 - k0] as usize
-        } else {
-            total
-        };
         let (c, c_tail) = cursor_rest.split_at_mut(k1 - k0);
-        let (e, e_tail) = events_rest.split_at_mut(end - done);
-        jobs.push((k0, done, c, e));
-        (cursor_rest, events_rest, done) = (c_tail, e_tail, end);
+        let (e, e_tail) = events_rest.split_at_mut(offsets[k1] - offsets[k0]);
+        jobs.push((k0, offsets[k0], c, e));
+        (cursor_rest, events_rest) = (c_tail, e_tail);
     }
     jobs.into_par_iter().for_each(|(k0, e0, cursor, events)| {
-        for r in 0..rows.len() {
-            if let Some(k) = key(r)
-                && k >= k0
-                && k - k0 < cursor.len()
-            {
-                let c = &mut cursor[k - k0];
-                events[*c as usize - e0] = rows.event(r);
+        for (r, &k) in ledger_of.iter().enumerate() {
+            let k = (k as usize).wrapping_sub(k0);
+            if k < cursor.len() {
+                let c = &mut cursor[k];
+                events[*c - e0].write(rows.event(r));
                 *c += 1;
             }
         }
     });
+    // Every ledger's cursor went from its start to its end one position at a time, so each
+    // position of 0..total was written exactly once.
+    assert!(
+        cursor.iter().zip(&offsets[1..]).all(|(c, end)| c == end),
+        "events scattered beyond their ledgers"
+    );
+    // SAFETY: the first `total` elements are initialized (checked just above).
+    unsafe { events.set_len(total) };
     events
+}
+
+/// The number of rows of each of `cells` keys (`key` gives a row's key, `None` for no
+/// event), counted in parallel: parts of the keys, each over all rows.
+fn count_keys(n: usize, cells: usize, key: impl Fn(usize) -> Option<usize> + Sync) -> Vec<u32> {
+    let mut count = vec![0u32; cells];
+    let parts = rayon::current_num_threads().clamp(1, 8);
+    let size = cells.div_ceil(parts).max(1);
+    count
+        .par_chunks_mut(size)
+        .enumerate()
+        .for_each(|(p, part)| {
+            let k0 = p * size;
+            for r in 0..n {
+                if let Some(k) = key(r) {
+                    let k = k.wrapping_sub(k0);
+                    if k < part.len() {
+                        part[k] += 1;
+                    }
+                }
+            }
+        });
+    count
 }
 
 /// Groups the events into ledgers sorted by (wallet, token), each in event order (ties in
@@ -1284,48 +1464,43 @@ fn group(
         .len()
         .checked_mul(token_count)
         .filter(|&cells| cells <= (4 * n).clamp(1 << 20, 1 << 26));
-    let (pairs, offsets, mut events) = if let Some(cells) = dense {
-        // Few enough (wallet, token) cells to count the rows of each directly.
-        let cell = |r: usize| rows.wallet[r] as usize * token_count + rows.token[r] as usize;
-        let mut cursor = vec![0u32; cells];
-        for r in 0..n {
-            if kept(r) {
-                cursor[cell(r)] += 1;
-            }
-        }
-        let (mut pairs, mut offsets) = (Vec::new(), vec![0usize]);
-        let mut end = 0usize;
-        for (c, slot) in cursor.iter_mut().enumerate() {
+    let (pairs, ledger_of) = if let Some(cells) = dense {
+        // Few enough (wallet, token) cells to count the rows of each directly; the non-empty
+        // cells, in order, are the ledgers.
+        let cell = |r: usize| {
+            kept(r).then(|| rows.wallet[r] as usize * token_count + rows.token[r] as usize)
+        };
+        let mut count = count_keys(n, cells, cell);
+        let mut pairs = Vec::new();
+        for (c, slot) in count.iter_mut().enumerate() {
             if *slot > 0 {
+                *slot = pairs.len() as u32;
                 pairs.push((((c / token_count) as u64) << 32) | (c % token_count) as u64);
-                let start = end;
-                end += *slot as usize;
-                offsets.push(end);
-                *slot = start as u32;
             }
         }
-        let events = scatter(rows, |r| kept(r).then(|| cell(r)), &mut cursor, end);
-        (pairs, offsets, events)
+        let ledger_of: Vec<u32> = (0..n)
+            .into_par_iter()
+            .map(|r| cell(r).map_or(u32::MAX, |c| count[c]))
+            .collect();
+        (pairs, ledger_of)
     } else {
         let pair = |r: usize| {
             kept(r).then(|| (u64::from(rows.wallet[r]) << 32) | u64::from(rows.token[r]))
         };
         let (pairs, mut ledger_of) = merge_dicts(vec![local_dicts(n, pair)]);
-        let ledger_of = ledger_of.pop().unwrap_or_default();
-        let mut offsets = vec![0usize; pairs.len() + 1];
-        for &k in &ledger_of {
-            if k != u32::MAX {
-                offsets[k as usize + 1] += 1;
-            }
-        }
-        for k in 0..pairs.len() {
-            offsets[k + 1] += offsets[k];
-        }
-        let mut cursor: Vec<u32> = offsets[..pairs.len()].iter().map(|&o| o as u32).collect();
-        let key = |r: usize| (ledger_of[r] != u32::MAX).then(|| ledger_of[r] as usize);
-        let events = scatter(rows, key, &mut cursor, offsets[pairs.len()]);
-        (pairs, offsets, events)
+        (pairs, ledger_of.pop().unwrap_or_default())
     };
+    let mut offsets = vec![0usize; pairs.len() + 1];
+    for &k in &ledger_of {
+        if k != u32::MAX {
+            offsets[k as usize + 1] += 1;
+        }
+    }
+    for k in 0..pairs.len() {
+        offsets[k + 1] += offsets[k];
+    }
+    let mut events = scatter(rows, &ledger_of, &offsets);
+    drop(ledger_of);
     // Event order inside each ledger, whatever the row order (a stable sort: ties keep it).
     let mut chunks: Vec<&mut [LedgerEvent]> = Vec::with_capacity(pairs.len());
     let mut rest = events.as_mut_slice();
@@ -1566,7 +1741,7 @@ fn report_chunks(
         let range = start..(start + chunk.max(1)).min(set.len());
         let ledgers = set.run_range(range, config)?;
         let part = report_range(set, start, &ledgers, config)?;
-        drop(ledgers);
+        drop_in_background(ledgers);
         sink(part)?;
     }
     Ok(())
@@ -1799,14 +1974,26 @@ pub fn pnl_from_frames(
     query: &PnlQuery,
     config: &PnlConfig,
 ) -> Result<PnlReport> {
-    run_report(&ledgers_from_frames(trades, swaps, query)?, config)
+    let set = ledgers_from_frames(trades, swaps, query)?;
+    let report = run_report(&set, config);
+    drop_in_background(set);
+    report
+}
+
+/// Drops `value` on a thread of its own: freeing large buffers (unmapping their pages) then
+/// does not delay the caller. Dropped in place when no thread can be started.
+fn drop_in_background<T: Send + 'static>(value: T) {
+    drop(std::thread::Builder::new().spawn(move || drop(value)));
 }
 
 /// PnL of the lake's trades (and swaps for wallets the lake has only swaps for).
 ///
 /// A wallet with no trade in the lake gives empty tables, not an error.
 pub fn wallet_pnl(lake: &Lake, query: &PnlQuery, config: &PnlConfig) -> Result<PnlReport> {
-    run_report(&lake_ledgers(lake, query)?, config)
+    let set = lake_ledgers(lake, query)?;
+    let report = run_report(&set, config);
+    drop_in_background(set);
+    report
 }
 
 /// The grouped events of the lake's trades (and swaps for wallets without trades) that `query`
