@@ -917,7 +917,7 @@ where
 /// The distinct strings of some string arrays, sorted, and for each array the index of each
 /// row's string among them (nulls read as the empty string). Each range of rows is interned
 /// with a small dictionary of its own ([`StrDict`]), in parallel, and the dictionaries are
-/// then merged.
+/// then merged ([`merge_strs`]).
 fn intern<'a>(arrays: &[&'a StrArray]) -> (Vec<&'a str>, Vec<Vec<u32>>) {
     let parts = arrays
         .iter()
@@ -926,10 +926,10 @@ fn intern<'a>(arrays: &[&'a StrArray]) -> (Vec<&'a str>, Vec<Vec<u32>>) {
             ranges(arr.len())
                 .map(|range| {
                     let mut dict = StrDict::default();
-                    let ids: Vec<u32> = if no_nulls {
-                        range.map(|i| dict.id(arr.value(i), i)).collect()
+                    let ids = if no_nulls {
+                        dict.ids(range, |i| arr.value(i).as_bytes())
                     } else {
-                        range.map(|i| dict.id(str_at(arr, i), i)).collect()
+                        dict.ids(range, |i| str_at(arr, i).as_bytes())
                     };
                     let names = dict
                         .first
@@ -941,35 +941,152 @@ fn intern<'a>(arrays: &[&'a StrArray]) -> (Vec<&'a str>, Vec<Vec<u32>>) {
                 .collect()
         })
         .collect();
-    merge_dicts(parts)
+    merge_strs(parts)
 }
 
-/// The local dictionary of the strings of one range of rows: an open-addressing table of
-/// ids (each slot holds 32 bits of the key's hash and the id + 1, 0 when empty) with the keys'
-/// bytes copied one after another, so that a lookup reads one slot and a few bytes nearby
-/// instead of the string where the frame holds it. Ids are given in first-seen order.
+/// [`merge_dicts`] for strings: the local dictionaries' names are interned once more, into
+/// one [`StrDict`], instead of hashed twice.
+fn merge_strs<'a>(columns: Vec<Vec<Part<&'a str>>>) -> (Vec<&'a str>, Vec<Vec<u32>>) {
+    let mut all = StrDict::default();
+    let mut names: Vec<&str> = Vec::new();
+    let globals: Vec<Vec<Vec<u32>>> = columns
+        .iter()
+        .map(|parts| {
+            parts
+                .iter()
+                .map(|(local, _)| {
+                    local
+                        .iter()
+                        .map(|s| {
+                            let id = all.id(s.as_bytes());
+                            if id as usize == names.len() {
+                                names.push(s);
+                            }
+                            id
+                        })
+                        .collect()
+                })
+                .collect()
+        })
+        .collect();
+    let mut order: Vec<u32> = (0..names.len() as u32).collect();
+    order.sort_unstable_by_key(|&k| names[k as usize]);
+    let mut rank = vec![0u32; names.len()];
+    for (r, &k) in order.iter().enumerate() {
+        rank[k as usize] = r as u32;
+    }
+    let dict = order.iter().map(|&k| names[k as usize]).collect();
+    let ids = columns
+        .into_iter()
+        .zip(globals)
+        .map(|(parts, globals)| {
+            let ranges: Vec<Vec<u32>> = parts
+                .into_par_iter()
+                .zip(globals)
+                .map(|((_, mut ids), global)| {
+                    let to: Vec<u32> = global.iter().map(|&g| rank[g as usize]).collect();
+                    for id in &mut ids {
+                        if *id != u32::MAX {
+                            *id = to[*id as usize];
+                        }
+                    }
+                    ids
+                })
+                .collect();
+            ranges.concat()
+        })
+        .collect();
+    (dict, ids)
+}
+
+/// Keys looked up together by [`StrDict::ids`]: their table slots are read before any is
+/// compared, so that the memory reads of several keys overlap.
+const BATCH: usize = 16;
+
+/// The local dictionary of the strings of one range of rows: an open-addressing table whose
+/// slots hold 24 bits of the key's hash and where the key's record starts (+ 1; 0 when
+/// empty); a record is the key's length and id (4 bytes each) and its bytes, records one
+/// after another. A lookup reads one slot and one record instead of the string where the
+/// frame holds it. Ids are given in first-seen order.
 #[derive(Default)]
 struct StrDict {
     slots: Vec<u64>,
-    /// Hash of each key.
-    hashes: Vec<u64>,
-    /// Start of each key's bytes in `bytes`, and the end of the last.
-    starts: Vec<u32>,
-    bytes: Vec<u8>,
-    /// Row of each key's first occurrence.
+    records: Vec<u8>,
+    /// Hash and record start of each key.
+    keys: Vec<(u64, u64)>,
+    /// Row of each key's first occurrence (for [`StrDict::ids`]).
     first: Vec<u32>,
 }
 
+/// Bits of a slot that hold the record's start (+ 1).
+const RECORD_BITS: u32 = 40;
+
 impl StrDict {
-    /// The id of `s`, seen at row `row`; a new id if `s` is new.
-    #[inline]
-    fn id(&mut self, s: &str, row: usize) -> u32 {
-        let s = s.as_bytes();
-        let h = hash_bytes(s);
+    /// The ids of the strings of the rows `range` (`key(i)` is the string of row `i`).
+    fn ids<'k>(
+        &mut self,
+        range: std::ops::Range<usize>,
+        key: impl Fn(usize) -> &'k [u8],
+    ) -> Vec<u32> {
+        let mut out = Vec::with_capacity(range.len());
+        let (mut hashes, mut slots) = ([0u64; BATCH], [0u64; BATCH]);
+        let mut start = range.start;
+        while start < range.end {
+            let m = BATCH.min(range.end - start);
+            for (j, h) in hashes[..m].iter_mut().enumerate() {
+                *h = hash_bytes(key(start + j));
+            }
+            if self.slots.is_empty() {
+                self.grow();
+            }
+            let mask = self.slots.len() - 1;
+            for (s, &h) in slots[..m].iter_mut().zip(&hashes[..m]) {
+                *s = self.slots[h as usize & mask];
+            }
+            for j in 0..m {
+                let k = key(start + j);
+                // A slot read before an insertion of this batch still names the right
+                // record when it matches: records never move and keep their id.
+                let id = match self.matches(slots[j], hashes[j], k) {
+                    Some(id) => id,
+                    None => {
+                        let (id, new) = self.find(k, hashes[j]);
+                        if new {
+                            self.first.push((start + j) as u32);
+                        }
+                        id
+                    }
+                };
+                out.push(id);
+            }
+            start += m;
+        }
+        out
+    }
+
+    /// The id of `s`; a new id if `s` is new.
+    fn id(&mut self, s: &[u8]) -> u32 {
         if self.slots.is_empty() {
             self.grow();
         }
-        let tag = h >> 32;
+        self.find(s, hash_bytes(s)).0
+    }
+
+    /// The id of the key of `slot` when it is `s` (of hash `h`).
+    #[inline]
+    fn matches(&self, slot: u64, h: u64, s: &[u8]) -> Option<u32> {
+        if slot == 0 || slot >> RECORD_BITS != h >> RECORD_BITS {
+            return None;
+        }
+        let at = (slot & ((1 << RECORD_BITS) - 1)) as usize - 1;
+        let rec = &self.records[at..];
+        let len = u32::from_le_bytes([rec[0], rec[1], rec[2], rec[3]]) as usize;
+        (len == s.len() && same_bytes(&rec[8..8 + len], s))
+            .then(|| u32::from_le_bytes([rec[4], rec[5], rec[6], rec[7]]))
+    }
+
+    /// The id of `s` (of hash `h`), and whether it is new.
+    fn find(&mut self, s: &[u8], h: u64) -> (u32, bool) {
         let mask = self.slots.len() - 1;
         let mut i = h as usize & mask;
         loop {
@@ -977,41 +1094,37 @@ impl StrDict {
             if slot == 0 {
                 break;
             }
-            if slot >> 32 == tag {
-                let id = (slot as u32 - 1) as usize;
-                let (a, b) = (self.starts[id] as usize, self.starts[id + 1] as usize);
-                if same_bytes(&self.bytes[a..b], s) {
-                    return id as u32;
-                }
+            if let Some(id) = self.matches(slot, h, s) {
+                return (id, false);
             }
             i = (i + 1) & mask;
         }
-        let id = self.first.len() as u32;
-        self.slots[i] = (tag << 32) | u64::from(id + 1);
-        self.hashes.push(h);
-        self.bytes.extend_from_slice(s);
-        self.starts.push(self.bytes.len() as u32);
-        self.first.push(row as u32);
-        if 2 * self.first.len() > self.slots.len() {
+        let id = self.keys.len() as u32;
+        let at = self.records.len() as u64;
+        assert!(at + 1 < 1 << RECORD_BITS, "strings too long to intern");
+        self.slots[i] = ((h >> RECORD_BITS) << RECORD_BITS) | (at + 1);
+        self.records
+            .extend_from_slice(&(s.len() as u32).to_le_bytes());
+        self.records.extend_from_slice(&id.to_le_bytes());
+        self.records.extend_from_slice(s);
+        self.keys.push((h, at));
+        if 2 * self.keys.len() > self.slots.len() {
             self.grow();
         }
-        id
+        (id, true)
     }
 
     /// Doubles the table (or makes the first one) and puts the keys back.
     fn grow(&mut self) {
-        if self.starts.is_empty() {
-            self.starts.push(0);
-        }
         let size = (2 * self.slots.len()).max(1024);
         let mask = size - 1;
         self.slots = vec![0; size];
-        for (id, &h) in self.hashes.iter().enumerate() {
+        for &(h, at) in &self.keys {
             let mut i = h as usize & mask;
             while self.slots[i] != 0 {
                 i = (i + 1) & mask;
             }
-            self.slots[i] = ((h >> 32) << 32) | (id as u64 + 1);
+            self.slots[i] = ((h >> RECORD_BITS) << RECORD_BITS) | (at + 1);
         }
     }
 }
@@ -1323,6 +1436,7 @@ fn scatter(rows: &RawRows, ledger_of: &[u32], offsets: &[usize]) -> Vec<LedgerEv
     let ledgers = offsets.len() - 1;
     let total = offsets[ledgers];
     let mut events: Vec<LedgerEvent> = Vec::with_capacity(total);
+    huge_pages(&mut events);
     let mut cursor: Vec<usize> = offsets[..ledgers].to_vec();
     let parts = rayon::current_num_threads().clamp(1, 8);
     let mut bounds = vec![0usize];
@@ -1371,10 +1485,31 @@ fn scatter(rows: &RawRows, ledger_of: &[u32], offsets: &[usize]) -> Vec<LedgerEv
     events
 }
 
+/// Asks the kernel to back the memory of `v` (not yet written) with huge pages where it can:
+/// a large buffer written at random places then takes fewer page faults and TLB misses.
+fn huge_pages<T>(v: &mut Vec<T>) {
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 << 20;
+        let bytes = v.capacity() * std::mem::size_of::<T>();
+        let start = v.as_mut_ptr() as usize;
+        let (from, to) = (start.next_multiple_of(HUGE), (start + bytes) / HUGE * HUGE);
+        if to > from {
+            // SAFETY: the range lies inside the allocation of `v`; the advice only changes how
+            // the kernel backs its pages, not their contents.
+            unsafe { libc::madvise(from as *mut libc::c_void, to - from, libc::MADV_HUGEPAGE) };
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = v;
+}
+
 /// The number of rows of each of `cells` keys (`key` gives a row's key, `None` for no
 /// event), counted in parallel: parts of the keys, each over all rows.
 fn count_keys(n: usize, cells: usize, key: impl Fn(usize) -> Option<usize> + Sync) -> Vec<u32> {
-    let mut count = vec![0u32; cells];
+    let mut count: Vec<u32> = Vec::with_capacity(cells);
+    huge_pages(&mut count);
+    count.resize(cells, 0);
     let parts = rayon::current_num_threads().clamp(1, 8);
     let size = cells.div_ceil(parts).max(1);
     count
@@ -1782,10 +1917,17 @@ fn report_range(
         &set.wallets[start..start + n],
         &set.tokens[start..start + n],
     );
-    let mut mark = Vec::with_capacity(n);
-    let mut unrealized = Vec::with_capacity(n);
-    let mut total = Vec::with_capacity(n);
-    let mut roi = Vec::with_capacity(n);
+    // The ledgers' columns in one pass over the ledgers.
+    let f = || Vec::<f64>::with_capacity(n);
+    let o = || Vec::<Option<f64>>::with_capacity(n);
+    let c = || Vec::<u64>::with_capacity(n);
+    let (mut buy_count, mut sell_count) = (c(), c());
+    let (mut bought, mut sold, mut open, mut buy_cost, mut proceeds) = (f(), f(), f(), f(), f());
+    let (mut cost_basis, mut realized, mut fees, mut net) = (f(), f(), f(), f());
+    let (mut mark, mut unrealized, mut total, mut roi) = (o(), o(), o(), o());
+    let (mut realized_roi, mut holding) = (o(), o());
+    let (mut opened, mut closed, mut wins, mut losses) = (c(), c(), c(), c());
+    let (mut oversold, mut ignored) = (f(), f());
     for (k, l) in ledgers.iter().enumerate() {
         let m = set.mark_of(&tokens[k], config.mark);
         let u = if l.open_quantity() == 0.0 {
@@ -1797,10 +1939,27 @@ fn report_range(
         unrealized.push(u);
         total.push(u.map(|u| l.realized + u));
         roi.push(u.and_then(|u| pct(l.realized + u, l.buy_cost)));
+        buy_count.push(l.buys);
+        sell_count.push(l.sells);
+        bought.push(l.buy_quantity);
+        sold.push(l.sold_quantity);
+        open.push(l.open_quantity());
+        buy_cost.push(l.buy_cost);
+        proceeds.push(l.proceeds);
+        cost_basis.push(l.open_cost());
+        realized.push(l.realized);
+        fees.push(l.fees);
+        net.push(l.realized - l.fees);
+        realized_roi.push(pct(l.realized, l.sold_cost));
+        holding.push(l.holding_seconds());
+        opened.push(l.positions.len() as u64);
+        closed.push(l.positions.iter().filter(|p| p.closed_at.is_some()).count() as u64);
+        let (w, lo) = l.wins_losses();
+        wins.push(w);
+        losses.push(lo);
+        oversold.push(l.oversold_quantity);
+        ignored.push(l.ignored_quantity);
     }
-    let wl: Vec<(u64, u64)> = ledgers.iter().map(Ledger::wins_losses).collect();
-    let g = |f: fn(&Ledger) -> f64| -> Vec<f64> { ledgers.iter().map(f).collect() };
-    let u = |f: fn(&Ledger) -> u64| -> Vec<u64> { ledgers.iter().map(f).collect() };
     // The ledgers' wallets and tokens once; the other tables take rows of them, which shares
     // the strings instead of copying them.
     let wallet_ca = StringChunked::new("wallet_address".into(), wallets);
@@ -1814,44 +1973,29 @@ fn report_range(
         wallet_ca.clone().into_column(),
         token_ca.clone().into_column(),
         Column::new("method".into(), vec![config.method.as_str(); n]),
-        Column::new("buy_count".into(), u(|l| l.buys)),
-        Column::new("sell_count".into(), u(|l| l.sells)),
-        Column::new("bought_quantity".into(), g(|l| l.buy_quantity)),
-        Column::new("sold_quantity".into(), g(|l| l.sold_quantity)),
-        Column::new("open_quantity".into(), g(Ledger::open_quantity)),
-        Column::new("buy_cost".into(), g(|l| l.buy_cost)),
-        Column::new("sell_proceeds".into(), g(|l| l.proceeds)),
-        Column::new("cost_basis".into(), g(Ledger::open_cost)),
+        Column::new("buy_count".into(), buy_count),
+        Column::new("sell_count".into(), sell_count),
+        Column::new("bought_quantity".into(), bought),
+        Column::new("sold_quantity".into(), sold),
+        Column::new("open_quantity".into(), open),
+        Column::new("buy_cost".into(), buy_cost),
+        Column::new("sell_proceeds".into(), proceeds),
+        Column::new("cost_basis".into(), cost_basis),
         Column::new("mark_price".into(), mark),
-        Column::new("realized_pnl".into(), g(|l| l.realized)),
+        Column::new("realized_pnl".into(), realized),
         Column::new("unrealized_pnl".into(), unrealized),
         Column::new("total_pnl".into(), total),
-        Column::new("fees".into(), g(|l| l.fees)),
-        Column::new("realized_pnl_net".into(), g(|l| l.realized - l.fees)),
+        Column::new("fees".into(), fees),
+        Column::new("realized_pnl_net".into(), net),
         Column::new("roi".into(), roi),
-        Column::new(
-            "realized_roi".into(),
-            ledgers
-                .iter()
-                .map(|l| pct(l.realized, l.sold_cost))
-                .collect::<Vec<_>>(),
-        ),
-        Column::new(
-            "avg_holding_seconds".into(),
-            ledgers
-                .iter()
-                .map(Ledger::holding_seconds)
-                .collect::<Vec<_>>(),
-        ),
-        Column::new("positions_opened".into(), u(|l| l.positions.len() as u64)),
-        Column::new(
-            "positions_closed".into(),
-            u(|l| l.positions.iter().filter(|p| p.closed_at.is_some()).count() as u64),
-        ),
-        Column::new("wins".into(), wl.iter().map(|x| x.0).collect::<Vec<_>>()),
-        Column::new("losses".into(), wl.iter().map(|x| x.1).collect::<Vec<_>>()),
-        Column::new("oversold_quantity".into(), g(|l| l.oversold_quantity)),
-        Column::new("ignored_quantity".into(), g(|l| l.ignored_quantity)),
+        Column::new("realized_roi".into(), realized_roi),
+        Column::new("avg_holding_seconds".into(), holding),
+        Column::new("positions_opened".into(), opened),
+        Column::new("positions_closed".into(), closed),
+        Column::new("wins".into(), wins),
+        Column::new("losses".into(), losses),
+        Column::new("oversold_quantity".into(), oversold),
+        Column::new("ignored_quantity".into(), ignored),
     ];
     let ledgers_df = DataFrame::new(n, cols).map_err(polars_err("building the ledgers table"))?;
 
@@ -2776,6 +2920,172 @@ mod tests {
         let none = run_report_in(&empty, &config, 7).expect("empty");
         assert_eq!(none.ledgers.height(), 0);
         assert_eq!(none.ledgers.width(), PnlReport::LEDGER_COLUMNS.len());
+    }
+
+    /// A trade row of [`grouping_equals_a_plain_grouping`]: wallet, token (`None` for null),
+    /// direction, amount, USD, price, time, slot, id.
+    type TradeRow = (
+        Option<String>,
+        Option<String>,
+        &'static str,
+        f64,
+        f64,
+        f64,
+        i64,
+        i64,
+        i64,
+    );
+
+    fn trade_frame(rows: &[TradeRow]) -> DataFrame {
+        let f = |name: &str, g: fn(&TradeRow) -> f64| {
+            Column::new(name.into(), rows.iter().map(g).collect::<Vec<_>>())
+        };
+        let i = |name: &str, g: fn(&TradeRow) -> i64| {
+            Column::new(name.into(), rows.iter().map(g).collect::<Vec<_>>())
+        };
+        DataFrame::new(
+            rows.len(),
+            vec![
+                Column::new(
+                    "wallet_address".into(),
+                    rows.iter().map(|r| r.0.as_deref()).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "token_address".into(),
+                    rows.iter().map(|r| r.1.as_deref()).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "direction".into(),
+                    rows.iter().map(|r| r.2).collect::<Vec<_>>(),
+                ),
+                f("token_amount", |r| r.3),
+                f("usd_amount", |r| r.4),
+                f("token_price", |r| r.5),
+                i("block_time", |r| r.6),
+                i("block_slot", |r| r.7),
+                i("id", |r| r.8),
+            ],
+        )
+        .expect("frame")
+    }
+
+    /// The ledgers of `rows` grouped the plain way: a sorted map from (wallet, token) to the
+    /// events in row order, each ledger then sorted by event key (stably).
+    fn plain_grouping(
+        rows: &[TradeRow],
+        query: &PnlQuery,
+    ) -> (Vec<String>, Vec<String>, Vec<usize>, Vec<LedgerEvent>) {
+        let mut map: std::collections::BTreeMap<(String, String), Vec<LedgerEvent>> =
+            std::collections::BTreeMap::new();
+        for r in rows {
+            let side = match r.2 {
+                "buy" => Side::Buy,
+                "sell" => Side::Sell,
+                _ => continue,
+            };
+            let (w, t) = (
+                r.0.clone().unwrap_or_default(),
+                r.1.clone().unwrap_or_default(),
+            );
+            if query.wallets.as_ref().is_some_and(|ws| !ws.contains(&w))
+                || query.token.as_ref().is_some_and(|q| *q != t)
+            {
+                continue;
+            }
+            map.entry((w, t)).or_default().push(LedgerEvent {
+                time: r.6,
+                slot: r.7,
+                id: r.8,
+                side,
+                quantity: quantity_of(r.3),
+                usd: usd_value(r.4, r.5, r.3),
+                fee: 0.0,
+            });
+        }
+        let (mut wallets, mut tokens, mut offsets, mut events) =
+            (Vec::new(), Vec::new(), vec![0], Vec::new());
+        for ((w, t), mut e) in map {
+            e.sort_by_key(LedgerEvent::order_key);
+            wallets.push(w);
+            tokens.push(t);
+            events.extend(e);
+            offsets.push(events.len());
+        }
+        (wallets, tokens, offsets, events)
+    }
+
+    #[test]
+    fn grouping_equals_a_plain_grouping() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        // (rows, wallets, tokens, nulls): more rows than one range of the parallel passes and
+        // enough wallets to grow the interning tables (the wallet x token grid counted
+        // directly); then few rows over a grid too large for that (the pairs interned), with
+        // null wallets and tokens, and names of every length up to 40 bytes.
+        for (n, wallets, tokens, nulls) in [
+            (RANGE + 5_000, 3_000usize, 40usize, false),
+            (6_000, 20_000, 100, true),
+        ] {
+            let name = |p: char, k: usize| -> String {
+                let mut s = format!("{p}{k}");
+                s.extend(std::iter::repeat_n('x', k % 41));
+                s
+            };
+            let mut rows: Vec<TradeRow> = (0..n)
+                .map(|i| {
+                    let w = rng.random_range(0..wallets);
+                    let t = rng.random_range(0..tokens);
+                    let null = nulls && rng.random_bool(0.02);
+                    let time = rng.random_range(0..(n as i64 / 4));
+                    (
+                        (!null || rng.random_bool(0.5)).then(|| name('w', w)),
+                        (!null || rng.random_bool(0.5)).then(|| name('t', t)),
+                        ["buy", "sell", "buy", "transfer"][rng.random_range(0..4usize)],
+                        rng.random_range(0.5..100.0),
+                        if rng.random_bool(0.1) {
+                            f64::NAN
+                        } else {
+                            rng.random_range(0.1..1_000.0)
+                        },
+                        rng.random_range(0.01..10.0),
+                        time,
+                        time / 2,
+                        rng.random_range(0..(i as i64 / 2 + 1)),
+                    )
+                })
+                .collect();
+            // Wallets and tokens seen once.
+            rows.push((
+                Some("once".into()),
+                Some("only".into()),
+                "buy",
+                1.0,
+                1.0,
+                1.0,
+                5,
+                5,
+                5,
+            ));
+            let queries = [
+                PnlQuery::default(),
+                PnlQuery {
+                    wallets: Some(vec![name('w', 7), name('w', 8), "once".into()]),
+                    token: None,
+                },
+                PnlQuery {
+                    wallets: None,
+                    token: Some(name('t', 3)),
+                },
+            ];
+            for query in &queries {
+                let set = ledgers_from_frames(&trade_frame(&rows), None, query).expect("set");
+                let (w, t, o, e) = plain_grouping(&rows, query);
+                assert_eq!(set.wallets, w, "{n} rows");
+                assert_eq!(set.tokens, t, "{n} rows");
+                assert_eq!(set.offsets, o, "{n} rows");
+                assert!(set.events == e, "{n} rows");
+            }
+        }
     }
 
     /// wallet, swap type, token in, token out, amount in, amount out, USD in, USD out, time.
