@@ -946,7 +946,7 @@ fn intern<'a>(arrays: &[&'a StrArray]) -> (Vec<&'a str>, Vec<Vec<u32>>) {
 
 /// [`merge_dicts`] for strings: the local dictionaries' names are interned once more, into
 /// one [`StrDict`], instead of hashed twice.
-fn merge_strs<'a>(columns: Vec<Vec<Part<&'a str>>>) -> (Vec<&'a str>, Vec<Vec<u32>>) {
+fn merge_strs(columns: Vec<Vec<Part<&str>>>) -> (Vec<&str>, Vec<Vec<u32>>) {
     let mut all = StrDict::default();
     let mut names: Vec<&str> = Vec::new();
     let globals: Vec<Vec<Vec<u32>>> = columns
