@@ -1599,16 +1599,19 @@ fn group(
         .len()
         .checked_mul(token_count)
         .filter(|&cells| cells <= (4 * n).clamp(1 << 20, 1 << 26));
-    let (pairs, ledger_of) = if let Some(cells) = dense {
+    let (pairs, ledger_of, offsets) = if let Some(cells) = dense {
         // Few enough (wallet, token) cells to count the rows of each directly; the non-empty
         // cells, in order, are the ledgers.
         let cell = |r: usize| {
             kept(r).then(|| rows.wallet[r] as usize * token_count + rows.token[r] as usize)
         };
         let mut count = count_keys(n, cells, cell);
-        let mut pairs = Vec::new();
+        let (mut pairs, mut offsets) = (Vec::new(), vec![0usize]);
+        let mut end = 0usize;
         for (c, slot) in count.iter_mut().enumerate() {
             if *slot > 0 {
+                end += *slot as usize;
+                offsets.push(end);
                 *slot = pairs.len() as u32;
                 pairs.push((((c / token_count) as u64) << 32) | (c % token_count) as u64);
             }
@@ -1617,23 +1620,24 @@ fn group(
             .into_par_iter()
             .map(|r| cell(r).map_or(u32::MAX, |c| count[c]))
             .collect();
-        (pairs, ledger_of)
+        (pairs, ledger_of, offsets)
     } else {
         let pair = |r: usize| {
             kept(r).then(|| (u64::from(rows.wallet[r]) << 32) | u64::from(rows.token[r]))
         };
         let (pairs, mut ledger_of) = merge_dicts(vec![local_dicts(n, pair)]);
-        (pairs, ledger_of.pop().unwrap_or_default())
-    };
-    let mut offsets = vec![0usize; pairs.len() + 1];
-    for &k in &ledger_of {
-        if k != u32::MAX {
-            offsets[k as usize + 1] += 1;
+        let ledger_of = ledger_of.pop().unwrap_or_default();
+        let mut offsets = vec![0usize; pairs.len() + 1];
+        for &k in &ledger_of {
+            if k != u32::MAX {
+                offsets[k as usize + 1] += 1;
+            }
         }
-    }
-    for k in 0..pairs.len() {
-        offsets[k + 1] += offsets[k];
-    }
+        for k in 0..pairs.len() {
+            offsets[k + 1] += offsets[k];
+        }
+        (pairs, ledger_of, offsets)
+    };
     let mut events = scatter(rows, &ledger_of, &offsets);
     drop(ledger_of);
     // Event order inside each ledger, whatever the row order (a stable sort: ties keep it).
@@ -1917,49 +1921,6 @@ fn report_range(
         &set.wallets[start..start + n],
         &set.tokens[start..start + n],
     );
-    // The ledgers' columns in one pass over the ledgers.
-    let f = || Vec::<f64>::with_capacity(n);
-    let o = || Vec::<Option<f64>>::with_capacity(n);
-    let c = || Vec::<u64>::with_capacity(n);
-    let (mut buy_count, mut sell_count) = (c(), c());
-    let (mut bought, mut sold, mut open, mut buy_cost, mut proceeds) = (f(), f(), f(), f(), f());
-    let (mut cost_basis, mut realized, mut fees, mut net) = (f(), f(), f(), f());
-    let (mut mark, mut unrealized, mut total, mut roi) = (o(), o(), o(), o());
-    let (mut realized_roi, mut holding) = (o(), o());
-    let (mut opened, mut closed, mut wins, mut losses) = (c(), c(), c(), c());
-    let (mut oversold, mut ignored) = (f(), f());
-    for (k, l) in ledgers.iter().enumerate() {
-        let m = set.mark_of(&tokens[k], config.mark);
-        let u = if l.open_quantity() == 0.0 {
-            Some(l.unrealized(0.0))
-        } else {
-            m.map(|m| l.unrealized(m))
-        };
-        mark.push(m);
-        unrealized.push(u);
-        total.push(u.map(|u| l.realized + u));
-        roi.push(u.and_then(|u| pct(l.realized + u, l.buy_cost)));
-        buy_count.push(l.buys);
-        sell_count.push(l.sells);
-        bought.push(l.buy_quantity);
-        sold.push(l.sold_quantity);
-        open.push(l.open_quantity());
-        buy_cost.push(l.buy_cost);
-        proceeds.push(l.proceeds);
-        cost_basis.push(l.open_cost());
-        realized.push(l.realized);
-        fees.push(l.fees);
-        net.push(l.realized - l.fees);
-        realized_roi.push(pct(l.realized, l.sold_cost));
-        holding.push(l.holding_seconds());
-        opened.push(l.positions.len() as u64);
-        closed.push(l.positions.iter().filter(|p| p.closed_at.is_some()).count() as u64);
-        let (w, lo) = l.wins_losses();
-        wins.push(w);
-        losses.push(lo);
-        oversold.push(l.oversold_quantity);
-        ignored.push(l.ignored_quantity);
-    }
     // The ledgers' wallets and tokens once; the other tables take rows of them, which shares
     // the strings instead of copying them.
     let wallet_ca = StringChunked::new("wallet_address".into(), wallets);
@@ -1969,141 +1930,193 @@ fn report_range(
         let t = token_ca.take(idx).map_err(polars_err("token_address"))?;
         Ok((w.into_column(), t.into_column()))
     };
-    let cols = vec![
-        wallet_ca.clone().into_column(),
-        token_ca.clone().into_column(),
-        Column::new("method".into(), vec![config.method.as_str(); n]),
-        Column::new("buy_count".into(), buy_count),
-        Column::new("sell_count".into(), sell_count),
-        Column::new("bought_quantity".into(), bought),
-        Column::new("sold_quantity".into(), sold),
-        Column::new("open_quantity".into(), open),
-        Column::new("buy_cost".into(), buy_cost),
-        Column::new("sell_proceeds".into(), proceeds),
-        Column::new("cost_basis".into(), cost_basis),
-        Column::new("mark_price".into(), mark),
-        Column::new("realized_pnl".into(), realized),
-        Column::new("unrealized_pnl".into(), unrealized),
-        Column::new("total_pnl".into(), total),
-        Column::new("fees".into(), fees),
-        Column::new("realized_pnl_net".into(), net),
-        Column::new("roi".into(), roi),
-        Column::new("realized_roi".into(), realized_roi),
-        Column::new("avg_holding_seconds".into(), holding),
-        Column::new("positions_opened".into(), opened),
-        Column::new("positions_closed".into(), closed),
-        Column::new("wins".into(), wins),
-        Column::new("losses".into(), losses),
-        Column::new("oversold_quantity".into(), oversold),
-        Column::new("ignored_quantity".into(), ignored),
-    ];
-    let ledgers_df = DataFrame::new(n, cols).map_err(polars_err("building the ledgers table"))?;
-
-    let np: usize = ledgers.iter().map(|l| l.positions.len()).sum();
-    let mut pk: Vec<IdxSize> = Vec::with_capacity(np);
-    let (mut pi, mut po, mut pc) = (
-        Vec::with_capacity(np),
-        Vec::with_capacity(np),
-        Vec::with_capacity(np),
-    );
-    let (mut ps, mut pr, mut pout) = (
-        Vec::with_capacity(np),
-        Vec::with_capacity(np),
-        Vec::with_capacity(np),
-    );
-    for (k, l) in ledgers.iter().enumerate() {
-        for (i, p) in l.positions.iter().enumerate() {
-            pk.push(k as IdxSize);
-            pi.push(i as u32);
-            po.push(Some(p.opened_at));
-            pc.push(p.closed_at);
-            ps.push(if p.closed_at.is_some() {
-                "closed"
-            } else {
-                "open"
-            });
-            pr.push(p.realized);
-            pout.push(p.closed_at.map(|_| {
-                if p.realized > 0.0 {
-                    "win"
-                } else if p.realized < 0.0 {
-                    "loss"
-                } else {
-                    "even"
-                }
-            }));
-        }
-    }
-    let (pw, pt) = by_ledger(&pk)?;
-    let positions = DataFrame::new(
-        np,
-        vec![
-            pw,
-            pt,
-            Column::new("position_index".into(), pi),
-            ts_col("opened_at", po)?,
-            ts_col("closed_at", pc)?,
-            Column::new("status".into(), ps),
-            Column::new("realized_pnl".into(), pr),
-            Column::new("outcome".into(), pout),
-        ],
-    )
-    .map_err(polars_err("building the positions table"))?;
-
-    let lots = if config.lots {
-        let mut rows: Vec<(usize, LotMatch)> = Vec::new();
+    // The three tables are built at the same time.
+    let ledgers_table = || -> Result<DataFrame> {
+        // The ledgers' columns in one pass over the ledgers.
+        let f = || Vec::<f64>::with_capacity(n);
+        let o = || Vec::<Option<f64>>::with_capacity(n);
+        let c = || Vec::<u64>::with_capacity(n);
+        let (mut buy_count, mut sell_count) = (c(), c());
+        let (mut bought, mut sold, mut open, mut buy_cost, mut proceeds) =
+            (f(), f(), f(), f(), f());
+        let (mut cost_basis, mut realized, mut fees, mut net) = (f(), f(), f(), f());
+        let (mut mark, mut unrealized, mut total, mut roi) = (o(), o(), o(), o());
+        let (mut realized_roi, mut holding) = (o(), o());
+        let (mut opened, mut closed, mut wins, mut losses) = (c(), c(), c(), c());
+        let (mut oversold, mut ignored) = (f(), f());
         for (k, l) in ledgers.iter().enumerate() {
-            for m in l.lots.iter().flatten() {
-                rows.push((k, *m));
+            let m = set.mark_of(&tokens[k], config.mark);
+            let u = if l.open_quantity() == 0.0 {
+                Some(l.unrealized(0.0))
+            } else {
+                m.map(|m| l.unrealized(m))
+            };
+            mark.push(m);
+            unrealized.push(u);
+            total.push(u.map(|u| l.realized + u));
+            roi.push(u.and_then(|u| pct(l.realized + u, l.buy_cost)));
+            buy_count.push(l.buys);
+            sell_count.push(l.sells);
+            bought.push(l.buy_quantity);
+            sold.push(l.sold_quantity);
+            open.push(l.open_quantity());
+            buy_cost.push(l.buy_cost);
+            proceeds.push(l.proceeds);
+            cost_basis.push(l.open_cost());
+            realized.push(l.realized);
+            fees.push(l.fees);
+            net.push(l.realized - l.fees);
+            realized_roi.push(pct(l.realized, l.sold_cost));
+            holding.push(l.holding_seconds());
+            opened.push(l.positions.len() as u64);
+            closed.push(l.positions.iter().filter(|p| p.closed_at.is_some()).count() as u64);
+            let (w, lo) = l.wins_losses();
+            wins.push(w);
+            losses.push(lo);
+            oversold.push(l.oversold_quantity);
+            ignored.push(l.ignored_quantity);
+        }
+        let cols = vec![
+            wallet_ca.clone().into_column(),
+            token_ca.clone().into_column(),
+            Column::new("method".into(), vec![config.method.as_str(); n]),
+            Column::new("buy_count".into(), buy_count),
+            Column::new("sell_count".into(), sell_count),
+            Column::new("bought_quantity".into(), bought),
+            Column::new("sold_quantity".into(), sold),
+            Column::new("open_quantity".into(), open),
+            Column::new("buy_cost".into(), buy_cost),
+            Column::new("sell_proceeds".into(), proceeds),
+            Column::new("cost_basis".into(), cost_basis),
+            Column::new("mark_price".into(), mark),
+            Column::new("realized_pnl".into(), realized),
+            Column::new("unrealized_pnl".into(), unrealized),
+            Column::new("total_pnl".into(), total),
+            Column::new("fees".into(), fees),
+            Column::new("realized_pnl_net".into(), net),
+            Column::new("roi".into(), roi),
+            Column::new("realized_roi".into(), realized_roi),
+            Column::new("avg_holding_seconds".into(), holding),
+            Column::new("positions_opened".into(), opened),
+            Column::new("positions_closed".into(), closed),
+            Column::new("wins".into(), wins),
+            Column::new("losses".into(), losses),
+            Column::new("oversold_quantity".into(), oversold),
+            Column::new("ignored_quantity".into(), ignored),
+        ];
+        DataFrame::new(n, cols).map_err(polars_err("building the ledgers table"))
+    };
+    let positions_table = || -> Result<DataFrame> {
+        let np: usize = ledgers.iter().map(|l| l.positions.len()).sum();
+        let mut pk: Vec<IdxSize> = Vec::with_capacity(np);
+        let (mut pi, mut po, mut pc) = (
+            Vec::with_capacity(np),
+            Vec::with_capacity(np),
+            Vec::with_capacity(np),
+        );
+        let (mut ps, mut pr, mut pout) = (
+            Vec::with_capacity(np),
+            Vec::with_capacity(np),
+            Vec::with_capacity(np),
+        );
+        for (k, l) in ledgers.iter().enumerate() {
+            for (i, p) in l.positions.iter().enumerate() {
+                pk.push(k as IdxSize);
+                pi.push(i as u32);
+                po.push(Some(p.opened_at));
+                pc.push(p.closed_at);
+                ps.push(if p.closed_at.is_some() {
+                    "closed"
+                } else {
+                    "open"
+                });
+                pr.push(p.realized);
+                pout.push(p.closed_at.map(|_| {
+                    if p.realized > 0.0 {
+                        "win"
+                    } else if p.realized < 0.0 {
+                        "loss"
+                    } else {
+                        "even"
+                    }
+                }));
             }
         }
-        let nl = rows.len();
-        let idx: Vec<IdxSize> = rows.iter().map(|(k, _)| *k as IdxSize).collect();
-        let (lw, lt) = by_ledger(&idx)?;
-        Some(
-            DataFrame::new(
-                nl,
-                vec![
-                    lw,
-                    lt,
-                    Column::new(
-                        "sell_id".into(),
-                        rows.iter().map(|(_, m)| m.sell_id).collect::<Vec<_>>(),
-                    ),
-                    ts_col(
-                        "sell_time",
-                        rows.iter().map(|(_, m)| Some(m.sell_time)).collect(),
-                    )?,
-                    Column::new(
-                        "buy_id".into(),
-                        rows.iter().map(|(_, m)| m.buy_id).collect::<Vec<_>>(),
-                    ),
-                    ts_col("buy_time", rows.iter().map(|(_, m)| m.buy_time).collect())?,
-                    Column::new(
-                        "quantity".into(),
-                        rows.iter().map(|(_, m)| m.quantity).collect::<Vec<_>>(),
-                    ),
-                    Column::new(
-                        "cost_basis".into(),
-                        rows.iter().map(|(_, m)| m.cost).collect::<Vec<_>>(),
-                    ),
-                    Column::new(
-                        "proceeds".into(),
-                        rows.iter().map(|(_, m)| m.proceeds).collect::<Vec<_>>(),
-                    ),
-                    Column::new(
-                        "realized_pnl".into(),
-                        rows.iter()
-                            .map(|(_, m)| m.proceeds - m.cost)
-                            .collect::<Vec<_>>(),
-                    ),
-                ],
-            )
-            .map_err(polars_err("building the lots table"))?,
+        let (pw, pt) = by_ledger(&pk)?;
+        DataFrame::new(
+            np,
+            vec![
+                pw,
+                pt,
+                Column::new("position_index".into(), pi),
+                ts_col("opened_at", po)?,
+                ts_col("closed_at", pc)?,
+                Column::new("status".into(), ps),
+                Column::new("realized_pnl".into(), pr),
+                Column::new("outcome".into(), pout),
+            ],
         )
-    } else {
-        None
+        .map_err(polars_err("building the positions table"))
     };
+    let lots_table = || -> Result<Option<DataFrame>> {
+        if config.lots {
+            let mut rows: Vec<(usize, LotMatch)> = Vec::new();
+            for (k, l) in ledgers.iter().enumerate() {
+                for m in l.lots.iter().flatten() {
+                    rows.push((k, *m));
+                }
+            }
+            let nl = rows.len();
+            let idx: Vec<IdxSize> = rows.iter().map(|(k, _)| *k as IdxSize).collect();
+            let (lw, lt) = by_ledger(&idx)?;
+            Ok(Some(
+                DataFrame::new(
+                    nl,
+                    vec![
+                        lw,
+                        lt,
+                        Column::new(
+                            "sell_id".into(),
+                            rows.iter().map(|(_, m)| m.sell_id).collect::<Vec<_>>(),
+                        ),
+                        ts_col(
+                            "sell_time",
+                            rows.iter().map(|(_, m)| Some(m.sell_time)).collect(),
+                        )?,
+                        Column::new(
+                            "buy_id".into(),
+                            rows.iter().map(|(_, m)| m.buy_id).collect::<Vec<_>>(),
+                        ),
+                        ts_col("buy_time", rows.iter().map(|(_, m)| m.buy_time).collect())?,
+                        Column::new(
+                            "quantity".into(),
+                            rows.iter().map(|(_, m)| m.quantity).collect::<Vec<_>>(),
+                        ),
+                        Column::new(
+                            "cost_basis".into(),
+                            rows.iter().map(|(_, m)| m.cost).collect::<Vec<_>>(),
+                        ),
+                        Column::new(
+                            "proceeds".into(),
+                            rows.iter().map(|(_, m)| m.proceeds).collect::<Vec<_>>(),
+                        ),
+                        Column::new(
+                            "realized_pnl".into(),
+                            rows.iter()
+                                .map(|(_, m)| m.proceeds - m.cost)
+                                .collect::<Vec<_>>(),
+                        ),
+                    ],
+                )
+                .map_err(polars_err("building the lots table"))?,
+            ))
+        } else {
+            Ok(None)
+        }
+    };
+    let (ledgers_df, (positions, lots)) =
+        rayon::join(ledgers_table, || rayon::join(positions_table, lots_table));
+    let (ledgers_df, positions, lots) = (ledgers_df?, positions?, lots?);
     Ok(PnlReport {
         ledgers: ledgers_df,
         positions,
