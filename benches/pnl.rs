@@ -78,9 +78,89 @@ fn trades(n: usize) -> DataFrame {
     .expect("bench frame")
 }
 
+/// A digest of every value of a frame (floats by their bits), with its shape.
+fn digest(df: &DataFrame) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for c in df.columns() {
+        c.name().as_str().hash(&mut h);
+        let s = c.as_materialized_series();
+        match s.dtype() {
+            DataType::Float64 => {
+                for v in s.f64().expect("f64").iter() {
+                    v.map(f64::to_bits).hash(&mut h);
+                }
+            }
+            DataType::Datetime(_, _) | DataType::Int64 => {
+                let s = s.cast(&DataType::Int64).expect("i64");
+                for v in s.i64().expect("i64").iter() {
+                    v.hash(&mut h);
+                }
+            }
+            _ => {
+                let s = s.cast(&DataType::String).expect("str");
+                for v in s.str().expect("str").iter() {
+                    v.hash(&mut h);
+                }
+            }
+        }
+    }
+    format!("{}x{} {:016x}", df.height(), df.width(), h.finish())
+}
+
+/// With `PNL_DUMP` set, prints digests of the reports of the bench frame (in time order and
+/// shuffled) for every method with the lots table, filtered queries and the leaderboard, to
+/// compare two builds' results.
+fn dump(df: &DataFrame) {
+    use rand::seq::SliceRandom;
+    let mut idx: Vec<IdxSize> = (0..df.height() as IdxSize).collect();
+    idx.shuffle(&mut ChaCha8Rng::seed_from_u64(7));
+    let shuffled = df.take(&IdxCa::from_vec("i".into(), idx)).expect("take");
+    let wallet = |w: usize| format!("W{w:043}");
+    let queries = [
+        PnlQuery::default(),
+        PnlQuery {
+            wallets: Some(vec![wallet(3), wallet(17_777), "nobody".into()]),
+            token: None,
+        },
+        PnlQuery {
+            wallets: None,
+            token: Some(format!("T{:043}", 21)),
+        },
+        PnlQuery {
+            wallets: Some(vec![wallet(3), wallet(10), wallet(5_000)]),
+            token: Some(format!("T{:043}", 21)),
+        },
+    ];
+    for (name, frame) in [("ordered", df), ("shuffled", &shuffled)] {
+        for method in CostMethod::ALL {
+            let config = PnlConfig {
+                method,
+                lots: true,
+                ..PnlConfig::default()
+            };
+            for (q, query) in queries.iter().enumerate() {
+                let r = pnl::pnl_from_frames(frame, None, query, &config).expect("pnl");
+                println!(
+                    "{name} {method} q{q}: ledgers {} positions {} lots {}",
+                    digest(&r.ledgers),
+                    digest(&r.positions),
+                    digest(r.lots.as_ref().expect("lots"))
+                );
+            }
+            let top = pnl::leaderboard_from_frames(frame, None, &config, 1_000).expect("top");
+            println!("{name} {method} leaderboard {}", digest(&top));
+        }
+    }
+}
+
 fn pnl_throughput(c: &mut Criterion) {
     let n = scale(2_000_000);
     let df = trades(n);
+    if std::env::var_os("PNL_DUMP").is_some() {
+        dump(&df);
+        return;
+    }
     let set = pnl::ledgers_from_frames(&df, None, &PnlQuery::default()).expect("ledgers");
     let mut group = c.benchmark_group("pnl");
     group.sample_size(10);

@@ -916,13 +916,283 @@ where
 
 /// The distinct strings of some string arrays, sorted, and for each array the index of each
 /// row's string among them (nulls read as the empty string). Each range of rows is interned
-/// with a small dictionary of its own, in parallel, and the dictionaries are then merged.
+/// with a small dictionary of its own ([`StrDict`]), in parallel, and the dictionaries are
+/// then merged ([`merge_strs`]).
 fn intern<'a>(arrays: &[&'a StrArray]) -> (Vec<&'a str>, Vec<Vec<u32>>) {
     let parts = arrays
         .iter()
-        .map(|&arr| local_dicts(arr.len(), |i| Some(str_at(arr, i))))
+        .map(|&arr| {
+            let no_nulls = nulls(arr) == 0;
+            ranges(arr.len())
+                .map(|range| {
+                    let mut dict = StrDict::default();
+                    let ids = if no_nulls {
+                        dict.ids(range, |i| arr.value(i).as_bytes())
+                    } else {
+                        dict.ids(range, |i| str_at(arr, i).as_bytes())
+                    };
+                    let names = dict
+                        .first
+                        .iter()
+                        .map(|&i| str_at(arr, i as usize))
+                        .collect();
+                    (names, ids)
+                })
+                .collect()
+        })
         .collect();
-    merge_dicts(parts)
+    merge_strs(parts)
+}
+
+/// [`merge_dicts`] for strings: the local dictionaries' names are interned once more, into
+/// one [`StrDict`], instead of hashed twice.
+fn merge_strs(columns: Vec<Vec<Part<&str>>>) -> (Vec<&str>, Vec<Vec<u32>>) {
+    let mut all = StrDict::default();
+    let mut names: Vec<&str> = Vec::new();
+    let globals: Vec<Vec<Vec<u32>>> = columns
+        .iter()
+        .map(|parts| {
+            parts
+                .iter()
+                .map(|(local, _)| {
+                    local
+                        .iter()
+                        .map(|s| {
+                            let id = all.id(s.as_bytes());
+                            if id as usize == names.len() {
+                                names.push(s);
+                            }
+                            id
+                        })
+                        .collect()
+                })
+                .collect()
+        })
+        .collect();
+    let mut order: Vec<u32> = (0..names.len() as u32).collect();
+    order.sort_unstable_by_key(|&k| names[k as usize]);
+    let mut rank = vec![0u32; names.len()];
+    for (r, &k) in order.iter().enumerate() {
+        rank[k as usize] = r as u32;
+    }
+    let dict = order.iter().map(|&k| names[k as usize]).collect();
+    let ids = columns
+        .into_iter()
+        .zip(globals)
+        .map(|(parts, globals)| {
+            let ranges: Vec<Vec<u32>> = parts
+                .into_par_iter()
+                .zip(globals)
+                .map(|((_, mut ids), global)| {
+                    let to: Vec<u32> = global.iter().map(|&g| rank[g as usize]).collect();
+                    for id in &mut ids {
+                        if *id != u32::MAX {
+                            *id = to[*id as usize];
+                        }
+                    }
+                    ids
+                })
+                .collect();
+            ranges.concat()
+        })
+        .collect();
+    (dict, ids)
+}
+
+/// Keys looked up together by [`StrDict::ids`]: their table slots are read before any is
+/// compared, so that the memory reads of several keys overlap.
+const BATCH: usize = 16;
+
+/// The local dictionary of the strings of one range of rows: an open-addressing table whose
+/// slots hold 24 bits of the key's hash and where the key's record starts (+ 1; 0 when
+/// empty); a record is the key's length and id (4 bytes each) and its bytes, records one
+/// after another. A lookup reads one slot and one record instead of the string where the
+/// frame holds it. Ids are given in first-seen order.
+#[derive(Default)]
+struct StrDict {
+    slots: Vec<u64>,
+    records: Vec<u8>,
+    /// Hash and record start of each key.
+    keys: Vec<(u64, u64)>,
+    /// Row of each key's first occurrence (for [`StrDict::ids`]).
+    first: Vec<u32>,
+}
+
+/// Bits of a slot that hold the record's start (+ 1).
+const RECORD_BITS: u32 = 40;
+
+impl StrDict {
+    /// The ids of the strings of the rows `range` (`key(i)` is the string of row `i`).
+    fn ids<'k>(
+        &mut self,
+        range: std::ops::Range<usize>,
+        key: impl Fn(usize) -> &'k [u8],
+    ) -> Vec<u32> {
+        let mut out = Vec::with_capacity(range.len());
+        let (mut hashes, mut slots) = ([0u64; BATCH], [0u64; BATCH]);
+        let mut start = range.start;
+        while start < range.end {
+            let m = BATCH.min(range.end - start);
+            for (j, h) in hashes[..m].iter_mut().enumerate() {
+                *h = hash_bytes(key(start + j));
+            }
+            if self.slots.is_empty() {
+                self.grow();
+            }
+            let mask = self.slots.len() - 1;
+            for (s, &h) in slots[..m].iter_mut().zip(&hashes[..m]) {
+                *s = self.slots[h as usize & mask];
+            }
+            for j in 0..m {
+                let k = key(start + j);
+                // A slot read before an insertion of this batch still names the right
+                // record when it matches: records never move and keep their id.
+                let id = match self.matches(slots[j], hashes[j], k) {
+                    Some(id) => id,
+                    None => {
+                        let (id, new) = self.find(k, hashes[j]);
+                        if new {
+                            self.first.push((start + j) as u32);
+                        }
+                        id
+                    }
+                };
+                out.push(id);
+            }
+            start += m;
+        }
+        out
+    }
+
+    /// The id of `s`; a new id if `s` is new.
+    fn id(&mut self, s: &[u8]) -> u32 {
+        if self.slots.is_empty() {
+            self.grow();
+        }
+        self.find(s, hash_bytes(s)).0
+    }
+
+    /// The id of the key of `slot` when it is `s` (of hash `h`).
+    #[inline]
+    fn matches(&self, slot: u64, h: u64, s: &[u8]) -> Option<u32> {
+        if slot == 0 || slot >> RECORD_BITS != h >> RECORD_BITS {
+            return None;
+        }
+        let at = (slot & ((1 << RECORD_BITS) - 1)) as usize - 1;
+        let rec = &self.records[at..];
+        let len = u32::from_le_bytes([rec[0], rec[1], rec[2], rec[3]]) as usize;
+        (len == s.len() && same_bytes(&rec[8..8 + len], s))
+            .then(|| u32::from_le_bytes([rec[4], rec[5], rec[6], rec[7]]))
+    }
+
+    /// The id of `s` (of hash `h`), and whether it is new.
+    fn find(&mut self, s: &[u8], h: u64) -> (u32, bool) {
+        let mask = self.slots.len() - 1;
+        let mut i = h as usize & mask;
+        loop {
+            let slot = self.slots[i];
+            if slot == 0 {
+                break;
+            }
+            if let Some(id) = self.matches(slot, h, s) {
+                return (id, false);
+            }
+            i = (i + 1) & mask;
+        }
+        let id = self.keys.len() as u32;
+        let at = self.records.len() as u64;
+        assert!(at + 1 < 1 << RECORD_BITS, "strings too long to intern");
+        self.slots[i] = ((h >> RECORD_BITS) << RECORD_BITS) | (at + 1);
+        self.records
+            .extend_from_slice(&(s.len() as u32).to_le_bytes());
+        self.records.extend_from_slice(&id.to_le_bytes());
+        self.records.extend_from_slice(s);
+        self.keys.push((h, at));
+        if 2 * self.keys.len() > self.slots.len() {
+            self.grow();
+        }
+        (id, true)
+    }
+
+    /// Doubles the table (or makes the first one) and puts the keys back.
+    fn grow(&mut self) {
+        let size = (2 * self.slots.len()).max(1024);
+        let mask = size - 1;
+        self.slots = vec![0; size];
+        for &(h, at) in &self.keys {
+            let mut i = h as usize & mask;
+            while self.slots[i] != 0 {
+                i = (i + 1) & mask;
+            }
+            self.slots[i] = ((h >> RECORD_BITS) << RECORD_BITS) | (at + 1);
+        }
+    }
+}
+
+/// Eight bytes of `b` from `i` as one word.
+#[inline]
+fn word(b: &[u8], i: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[i..i + 8]);
+    u64::from_le_bytes(w)
+}
+
+/// Whether two byte strings are equal, a word at a time (keys are short: addresses).
+#[inline]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    if n < 8 {
+        return a == b;
+    }
+    let mut i = 0;
+    while i + 8 < n {
+        if word(a, i) != word(b, i) {
+            return false;
+        }
+        i += 8;
+    }
+    word(a, n - 8) == word(b, n - 8)
+}
+
+/// The product of two words folded into one (the high half xor the low half).
+#[inline]
+fn fold_mul(a: u64, b: u64) -> u64 {
+    let p = u128::from(a) * u128::from(b);
+    (p as u64) ^ ((p >> 64) as u64)
+}
+
+/// A fast hash of a short byte string for [`StrDict`] (its quality only affects speed: keys
+/// are always compared).
+#[inline]
+fn hash_bytes(b: &[u8]) -> u64 {
+    const K0: u64 = 0x243f_6a88_85a3_08d3;
+    const K1: u64 = 0x1319_8a2e_0370_7344;
+    const K2: u64 = 0xa409_3822_299f_31d0;
+    let n = b.len();
+    let mut h = K0 ^ n as u64;
+    if n < 8 {
+        let mut w = 0u64;
+        for (k, &x) in b.iter().enumerate() {
+            w |= u64::from(x) << (8 * k);
+        }
+        h = fold_mul(h ^ w, K1);
+    } else {
+        let mut i = 0;
+        while i + 16 < n {
+            h = fold_mul(word(b, i) ^ h, word(b, i + 8) ^ K1);
+            i += 16;
+        }
+        let tail = if n >= 16 {
+            (word(b, n - 16), word(b, n - 8))
+        } else {
+            (word(b, 0), word(b, n - 8))
+        };
+        h = fold_mul(tail.0 ^ h, tail.1 ^ K2);
+    }
+    fold_mul(h, K2 ^ K0)
 }
 
 /// A USD value: the given amount when it is a finite positive number, else price × quantity.
@@ -1156,62 +1426,107 @@ fn swap_rows(swaps: &DataFrame, ids: SwapIds<'_>, filter: TokenFilter) -> Result
     Ok(rows)
 }
 
-/// The events of the rows with a key, each written at its key's next position: `cursor[k]`
-/// is where the events of key `k` start (non-decreasing in `k`), `total` the number of
-/// events. Parts of the keys, with their own slices of the output, run in parallel, each
-/// over all rows in order; the positions do not depend on the number of parts.
-fn scatter(
-    rows: &RawRows,
-    key: impl Fn(usize) -> Option<usize> + Sync,
-    cursor: &mut [u32],
-    total: usize,
-) -> Vec<LedgerEvent> {
-    let placeholder = LedgerEvent {
-        time: 0,
-        slot: 0,
-        id: 0,
-        side: Side::Buy,
-        quantity: 0.0,
-        usd: 0.0,
-        fee: 0.0,
-    };
-    let mut events = vec![placeholder; total];
+/// The events of the rows, each written at the next position of its ledger: `ledger_of[r]`
+/// is the ledger of row `r` (`u32::MAX` for no event), ledger `k` takes the positions
+/// `offsets[k]..offsets[k + 1]`, which the rows of ledger `k` fill exactly, in row order.
+/// Parts of the ledgers, with their own slices of the output, run in parallel, each over all
+/// rows in order; the positions do not depend on the number of parts. The events are written
+/// once, into memory not filled beforehand.
+fn scatter(rows: &RawRows, ledger_of: &[u32], offsets: &[usize]) -> Vec<LedgerEvent> {
+    let ledgers = offsets.len() - 1;
+    let total = offsets[ledgers];
+    let mut events: Vec<LedgerEvent> = Vec::with_capacity(total);
+    huge_pages(&mut events);
+    let mut cursor: Vec<usize> = offsets[..ledgers].to_vec();
     let parts = rayon::current_num_threads().clamp(1, 8);
     let mut bounds = vec![0usize];
     for p in 1..parts {
         let target = total * p / parts;
-        let k = cursor.partition_point(|&c| (c as usize) < target);
+        let k = offsets[..ledgers].partition_point(|&c| c < target);
         bounds.push(k.max(*bounds.last().unwrap_or(&0)));
     }
-    bounds.push(cursor.len());
-    let mut jobs: Vec<(usize, usize, &mut [u32], &mut [LedgerEvent])> = Vec::new();
-    let (mut cursor_rest, mut events_rest) = (cursor, events.as_mut_slice());
-    let mut done = 0usize;
+    bounds.push(ledgers);
+    type Job<'a> = (
+        usize,
+        usize,
+        &'a mut [usize],
+        &'a mut [std::mem::MaybeUninit<LedgerEvent>],
+    );
+    let mut jobs: Vec<Job> = Vec::new();
+    let (mut cursor_rest, mut events_rest) = (
+        cursor.as_mut_slice(),
+        &mut events.spare_capacity_mut()[..total],
+    );
     for w in bounds.windows(2) {
         let (k0, k1) = (w[0], w[1]);
-        let end = if k1 < k0 + cursor_rest.len() {
-            cursor_rest[k1 - k0] as usize
-        } else {
-            total
-        };
         let (c, c_tail) = cursor_rest.split_at_mut(k1 - k0);
-        let (e, e_tail) = events_rest.split_at_mut(end - done);
-        jobs.push((k0, done, c, e));
-        (cursor_rest, events_rest, done) = (c_tail, e_tail, end);
+        let (e, e_tail) = events_rest.split_at_mut(offsets[k1] - offsets[k0]);
+        jobs.push((k0, offsets[k0], c, e));
+        (cursor_rest, events_rest) = (c_tail, e_tail);
     }
     jobs.into_par_iter().for_each(|(k0, e0, cursor, events)| {
-        for r in 0..rows.len() {
-            if let Some(k) = key(r)
-                && k >= k0
-                && k - k0 < cursor.len()
-            {
-                let c = &mut cursor[k - k0];
-                events[*c as usize - e0] = rows.event(r);
+        for (r, &k) in ledger_of.iter().enumerate() {
+            let k = (k as usize).wrapping_sub(k0);
+            if k < cursor.len() {
+                let c = &mut cursor[k];
+                events[*c - e0].write(rows.event(r));
                 *c += 1;
             }
         }
     });
+    // Every ledger's cursor went from its start to its end one position at a time, so each
+    // position of 0..total was written exactly once.
+    assert!(
+        cursor.iter().zip(&offsets[1..]).all(|(c, end)| c == end),
+        "events scattered beyond their ledgers"
+    );
+    // SAFETY: the first `total` elements are initialized (checked just above).
+    unsafe { events.set_len(total) };
     events
+}
+
+/// Asks the kernel to back the memory of `v` (not yet written) with huge pages where it can:
+/// a large buffer written at random places then takes fewer page faults and TLB misses.
+fn huge_pages<T>(v: &mut Vec<T>) {
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 << 20;
+        let bytes = v.capacity() * std::mem::size_of::<T>();
+        let start = v.as_mut_ptr() as usize;
+        let (from, to) = (start.next_multiple_of(HUGE), (start + bytes) / HUGE * HUGE);
+        if to > from {
+            // SAFETY: the range lies inside the allocation of `v`; the advice only changes how
+            // the kernel backs its pages, not their contents.
+            unsafe { libc::madvise(from as *mut libc::c_void, to - from, libc::MADV_HUGEPAGE) };
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = v;
+}
+
+/// The number of rows of each of `cells` keys (`key` gives a row's key, `None` for no
+/// event), counted in parallel: parts of the keys, each over all rows.
+fn count_keys(n: usize, cells: usize, key: impl Fn(usize) -> Option<usize> + Sync) -> Vec<u32> {
+    let mut count: Vec<u32> = Vec::with_capacity(cells);
+    huge_pages(&mut count);
+    count.resize(cells, 0);
+    let parts = rayon::current_num_threads().clamp(1, 8);
+    let size = cells.div_ceil(parts).max(1);
+    count
+        .par_chunks_mut(size)
+        .enumerate()
+        .for_each(|(p, part)| {
+            let k0 = p * size;
+            for r in 0..n {
+                if let Some(k) = key(r) {
+                    let k = k.wrapping_sub(k0);
+                    if k < part.len() {
+                        part[k] += 1;
+                    }
+                }
+            }
+        });
+    count
 }
 
 /// Groups the events into ledgers sorted by (wallet, token), each in event order (ties in
@@ -1284,28 +1599,28 @@ fn group(
         .len()
         .checked_mul(token_count)
         .filter(|&cells| cells <= (4 * n).clamp(1 << 20, 1 << 26));
-    let (pairs, offsets, mut events) = if let Some(cells) = dense {
-        // Few enough (wallet, token) cells to count the rows of each directly.
-        let cell = |r: usize| rows.wallet[r] as usize * token_count + rows.token[r] as usize;
-        let mut cursor = vec![0u32; cells];
-        for r in 0..n {
-            if kept(r) {
-                cursor[cell(r)] += 1;
-            }
-        }
+    let (pairs, ledger_of, offsets) = if let Some(cells) = dense {
+        // Few enough (wallet, token) cells to count the rows of each directly; the non-empty
+        // cells, in order, are the ledgers.
+        let cell = |r: usize| {
+            kept(r).then(|| rows.wallet[r] as usize * token_count + rows.token[r] as usize)
+        };
+        let mut count = count_keys(n, cells, cell);
         let (mut pairs, mut offsets) = (Vec::new(), vec![0usize]);
         let mut end = 0usize;
-        for (c, slot) in cursor.iter_mut().enumerate() {
+        for (c, slot) in count.iter_mut().enumerate() {
             if *slot > 0 {
-                pairs.push((((c / token_count) as u64) << 32) | (c % token_count) as u64);
-                let start = end;
                 end += *slot as usize;
                 offsets.push(end);
-                *slot = start as u32;
+                *slot = pairs.len() as u32;
+                pairs.push((((c / token_count) as u64) << 32) | (c % token_count) as u64);
             }
         }
-        let events = scatter(rows, |r| kept(r).then(|| cell(r)), &mut cursor, end);
-        (pairs, offsets, events)
+        let ledger_of: Vec<u32> = (0..n)
+            .into_par_iter()
+            .map(|r| cell(r).map_or(u32::MAX, |c| count[c]))
+            .collect();
+        (pairs, ledger_of, offsets)
     } else {
         let pair = |r: usize| {
             kept(r).then(|| (u64::from(rows.wallet[r]) << 32) | u64::from(rows.token[r]))
@@ -1321,11 +1636,10 @@ fn group(
         for k in 0..pairs.len() {
             offsets[k + 1] += offsets[k];
         }
-        let mut cursor: Vec<u32> = offsets[..pairs.len()].iter().map(|&o| o as u32).collect();
-        let key = |r: usize| (ledger_of[r] != u32::MAX).then(|| ledger_of[r] as usize);
-        let events = scatter(rows, key, &mut cursor, offsets[pairs.len()]);
-        (pairs, offsets, events)
+        (pairs, ledger_of, offsets)
     };
+    let mut events = scatter(rows, &ledger_of, &offsets);
+    drop(ledger_of);
     // Event order inside each ledger, whatever the row order (a stable sort: ties keep it).
     let mut chunks: Vec<&mut [LedgerEvent]> = Vec::with_capacity(pairs.len());
     let mut rest = events.as_mut_slice();
@@ -1566,7 +1880,7 @@ fn report_chunks(
         let range = start..(start + chunk.max(1)).min(set.len());
         let ledgers = set.run_range(range, config)?;
         let part = report_range(set, start, &ledgers, config)?;
-        drop(ledgers);
+        drop_in_background(ledgers);
         sink(part)?;
     }
     Ok(())
@@ -1607,25 +1921,6 @@ fn report_range(
         &set.wallets[start..start + n],
         &set.tokens[start..start + n],
     );
-    let mut mark = Vec::with_capacity(n);
-    let mut unrealized = Vec::with_capacity(n);
-    let mut total = Vec::with_capacity(n);
-    let mut roi = Vec::with_capacity(n);
-    for (k, l) in ledgers.iter().enumerate() {
-        let m = set.mark_of(&tokens[k], config.mark);
-        let u = if l.open_quantity() == 0.0 {
-            Some(l.unrealized(0.0))
-        } else {
-            m.map(|m| l.unrealized(m))
-        };
-        mark.push(m);
-        unrealized.push(u);
-        total.push(u.map(|u| l.realized + u));
-        roi.push(u.and_then(|u| pct(l.realized + u, l.buy_cost)));
-    }
-    let wl: Vec<(u64, u64)> = ledgers.iter().map(Ledger::wins_losses).collect();
-    let g = |f: fn(&Ledger) -> f64| -> Vec<f64> { ledgers.iter().map(f).collect() };
-    let u = |f: fn(&Ledger) -> u64| -> Vec<u64> { ledgers.iter().map(f).collect() };
     // The ledgers' wallets and tokens once; the other tables take rows of them, which shares
     // the strings instead of copying them.
     let wallet_ca = StringChunked::new("wallet_address".into(), wallets);
@@ -1635,156 +1930,193 @@ fn report_range(
         let t = token_ca.take(idx).map_err(polars_err("token_address"))?;
         Ok((w.into_column(), t.into_column()))
     };
-    let cols = vec![
-        wallet_ca.clone().into_column(),
-        token_ca.clone().into_column(),
-        Column::new("method".into(), vec![config.method.as_str(); n]),
-        Column::new("buy_count".into(), u(|l| l.buys)),
-        Column::new("sell_count".into(), u(|l| l.sells)),
-        Column::new("bought_quantity".into(), g(|l| l.buy_quantity)),
-        Column::new("sold_quantity".into(), g(|l| l.sold_quantity)),
-        Column::new("open_quantity".into(), g(Ledger::open_quantity)),
-        Column::new("buy_cost".into(), g(|l| l.buy_cost)),
-        Column::new("sell_proceeds".into(), g(|l| l.proceeds)),
-        Column::new("cost_basis".into(), g(Ledger::open_cost)),
-        Column::new("mark_price".into(), mark),
-        Column::new("realized_pnl".into(), g(|l| l.realized)),
-        Column::new("unrealized_pnl".into(), unrealized),
-        Column::new("total_pnl".into(), total),
-        Column::new("fees".into(), g(|l| l.fees)),
-        Column::new("realized_pnl_net".into(), g(|l| l.realized - l.fees)),
-        Column::new("roi".into(), roi),
-        Column::new(
-            "realized_roi".into(),
-            ledgers
-                .iter()
-                .map(|l| pct(l.realized, l.sold_cost))
-                .collect::<Vec<_>>(),
-        ),
-        Column::new(
-            "avg_holding_seconds".into(),
-            ledgers
-                .iter()
-                .map(Ledger::holding_seconds)
-                .collect::<Vec<_>>(),
-        ),
-        Column::new("positions_opened".into(), u(|l| l.positions.len() as u64)),
-        Column::new(
-            "positions_closed".into(),
-            u(|l| l.positions.iter().filter(|p| p.closed_at.is_some()).count() as u64),
-        ),
-        Column::new("wins".into(), wl.iter().map(|x| x.0).collect::<Vec<_>>()),
-        Column::new("losses".into(), wl.iter().map(|x| x.1).collect::<Vec<_>>()),
-        Column::new("oversold_quantity".into(), g(|l| l.oversold_quantity)),
-        Column::new("ignored_quantity".into(), g(|l| l.ignored_quantity)),
-    ];
-    let ledgers_df = DataFrame::new(n, cols).map_err(polars_err("building the ledgers table"))?;
-
-    let np: usize = ledgers.iter().map(|l| l.positions.len()).sum();
-    let mut pk: Vec<IdxSize> = Vec::with_capacity(np);
-    let (mut pi, mut po, mut pc) = (
-        Vec::with_capacity(np),
-        Vec::with_capacity(np),
-        Vec::with_capacity(np),
-    );
-    let (mut ps, mut pr, mut pout) = (
-        Vec::with_capacity(np),
-        Vec::with_capacity(np),
-        Vec::with_capacity(np),
-    );
-    for (k, l) in ledgers.iter().enumerate() {
-        for (i, p) in l.positions.iter().enumerate() {
-            pk.push(k as IdxSize);
-            pi.push(i as u32);
-            po.push(Some(p.opened_at));
-            pc.push(p.closed_at);
-            ps.push(if p.closed_at.is_some() {
-                "closed"
-            } else {
-                "open"
-            });
-            pr.push(p.realized);
-            pout.push(p.closed_at.map(|_| {
-                if p.realized > 0.0 {
-                    "win"
-                } else if p.realized < 0.0 {
-                    "loss"
-                } else {
-                    "even"
-                }
-            }));
-        }
-    }
-    let (pw, pt) = by_ledger(&pk)?;
-    let positions = DataFrame::new(
-        np,
-        vec![
-            pw,
-            pt,
-            Column::new("position_index".into(), pi),
-            ts_col("opened_at", po)?,
-            ts_col("closed_at", pc)?,
-            Column::new("status".into(), ps),
-            Column::new("realized_pnl".into(), pr),
-            Column::new("outcome".into(), pout),
-        ],
-    )
-    .map_err(polars_err("building the positions table"))?;
-
-    let lots = if config.lots {
-        let mut rows: Vec<(usize, LotMatch)> = Vec::new();
+    // The three tables are built at the same time.
+    let ledgers_table = || -> Result<DataFrame> {
+        // The ledgers' columns in one pass over the ledgers.
+        let f = || Vec::<f64>::with_capacity(n);
+        let o = || Vec::<Option<f64>>::with_capacity(n);
+        let c = || Vec::<u64>::with_capacity(n);
+        let (mut buy_count, mut sell_count) = (c(), c());
+        let (mut bought, mut sold, mut open, mut buy_cost, mut proceeds) =
+            (f(), f(), f(), f(), f());
+        let (mut cost_basis, mut realized, mut fees, mut net) = (f(), f(), f(), f());
+        let (mut mark, mut unrealized, mut total, mut roi) = (o(), o(), o(), o());
+        let (mut realized_roi, mut holding) = (o(), o());
+        let (mut opened, mut closed, mut wins, mut losses) = (c(), c(), c(), c());
+        let (mut oversold, mut ignored) = (f(), f());
         for (k, l) in ledgers.iter().enumerate() {
-            for m in l.lots.iter().flatten() {
-                rows.push((k, *m));
+            let m = set.mark_of(&tokens[k], config.mark);
+            let u = if l.open_quantity() == 0.0 {
+                Some(l.unrealized(0.0))
+            } else {
+                m.map(|m| l.unrealized(m))
+            };
+            mark.push(m);
+            unrealized.push(u);
+            total.push(u.map(|u| l.realized + u));
+            roi.push(u.and_then(|u| pct(l.realized + u, l.buy_cost)));
+            buy_count.push(l.buys);
+            sell_count.push(l.sells);
+            bought.push(l.buy_quantity);
+            sold.push(l.sold_quantity);
+            open.push(l.open_quantity());
+            buy_cost.push(l.buy_cost);
+            proceeds.push(l.proceeds);
+            cost_basis.push(l.open_cost());
+            realized.push(l.realized);
+            fees.push(l.fees);
+            net.push(l.realized - l.fees);
+            realized_roi.push(pct(l.realized, l.sold_cost));
+            holding.push(l.holding_seconds());
+            opened.push(l.positions.len() as u64);
+            closed.push(l.positions.iter().filter(|p| p.closed_at.is_some()).count() as u64);
+            let (w, lo) = l.wins_losses();
+            wins.push(w);
+            losses.push(lo);
+            oversold.push(l.oversold_quantity);
+            ignored.push(l.ignored_quantity);
+        }
+        let cols = vec![
+            wallet_ca.clone().into_column(),
+            token_ca.clone().into_column(),
+            Column::new("method".into(), vec![config.method.as_str(); n]),
+            Column::new("buy_count".into(), buy_count),
+            Column::new("sell_count".into(), sell_count),
+            Column::new("bought_quantity".into(), bought),
+            Column::new("sold_quantity".into(), sold),
+            Column::new("open_quantity".into(), open),
+            Column::new("buy_cost".into(), buy_cost),
+            Column::new("sell_proceeds".into(), proceeds),
+            Column::new("cost_basis".into(), cost_basis),
+            Column::new("mark_price".into(), mark),
+            Column::new("realized_pnl".into(), realized),
+            Column::new("unrealized_pnl".into(), unrealized),
+            Column::new("total_pnl".into(), total),
+            Column::new("fees".into(), fees),
+            Column::new("realized_pnl_net".into(), net),
+            Column::new("roi".into(), roi),
+            Column::new("realized_roi".into(), realized_roi),
+            Column::new("avg_holding_seconds".into(), holding),
+            Column::new("positions_opened".into(), opened),
+            Column::new("positions_closed".into(), closed),
+            Column::new("wins".into(), wins),
+            Column::new("losses".into(), losses),
+            Column::new("oversold_quantity".into(), oversold),
+            Column::new("ignored_quantity".into(), ignored),
+        ];
+        DataFrame::new(n, cols).map_err(polars_err("building the ledgers table"))
+    };
+    let positions_table = || -> Result<DataFrame> {
+        let np: usize = ledgers.iter().map(|l| l.positions.len()).sum();
+        let mut pk: Vec<IdxSize> = Vec::with_capacity(np);
+        let (mut pi, mut po, mut pc) = (
+            Vec::with_capacity(np),
+            Vec::with_capacity(np),
+            Vec::with_capacity(np),
+        );
+        let (mut ps, mut pr, mut pout) = (
+            Vec::with_capacity(np),
+            Vec::with_capacity(np),
+            Vec::with_capacity(np),
+        );
+        for (k, l) in ledgers.iter().enumerate() {
+            for (i, p) in l.positions.iter().enumerate() {
+                pk.push(k as IdxSize);
+                pi.push(i as u32);
+                po.push(Some(p.opened_at));
+                pc.push(p.closed_at);
+                ps.push(if p.closed_at.is_some() {
+                    "closed"
+                } else {
+                    "open"
+                });
+                pr.push(p.realized);
+                pout.push(p.closed_at.map(|_| {
+                    if p.realized > 0.0 {
+                        "win"
+                    } else if p.realized < 0.0 {
+                        "loss"
+                    } else {
+                        "even"
+                    }
+                }));
             }
         }
-        let nl = rows.len();
-        let idx: Vec<IdxSize> = rows.iter().map(|(k, _)| *k as IdxSize).collect();
-        let (lw, lt) = by_ledger(&idx)?;
-        Some(
-            DataFrame::new(
-                nl,
-                vec![
-                    lw,
-                    lt,
-                    Column::new(
-                        "sell_id".into(),
-                        rows.iter().map(|(_, m)| m.sell_id).collect::<Vec<_>>(),
-                    ),
-                    ts_col(
-                        "sell_time",
-                        rows.iter().map(|(_, m)| Some(m.sell_time)).collect(),
-                    )?,
-                    Column::new(
-                        "buy_id".into(),
-                        rows.iter().map(|(_, m)| m.buy_id).collect::<Vec<_>>(),
-                    ),
-                    ts_col("buy_time", rows.iter().map(|(_, m)| m.buy_time).collect())?,
-                    Column::new(
-                        "quantity".into(),
-                        rows.iter().map(|(_, m)| m.quantity).collect::<Vec<_>>(),
-                    ),
-                    Column::new(
-                        "cost_basis".into(),
-                        rows.iter().map(|(_, m)| m.cost).collect::<Vec<_>>(),
-                    ),
-                    Column::new(
-                        "proceeds".into(),
-                        rows.iter().map(|(_, m)| m.proceeds).collect::<Vec<_>>(),
-                    ),
-                    Column::new(
-                        "realized_pnl".into(),
-                        rows.iter()
-                            .map(|(_, m)| m.proceeds - m.cost)
-                            .collect::<Vec<_>>(),
-                    ),
-                ],
-            )
-            .map_err(polars_err("building the lots table"))?,
+        let (pw, pt) = by_ledger(&pk)?;
+        DataFrame::new(
+            np,
+            vec![
+                pw,
+                pt,
+                Column::new("position_index".into(), pi),
+                ts_col("opened_at", po)?,
+                ts_col("closed_at", pc)?,
+                Column::new("status".into(), ps),
+                Column::new("realized_pnl".into(), pr),
+                Column::new("outcome".into(), pout),
+            ],
         )
-    } else {
-        None
+        .map_err(polars_err("building the positions table"))
     };
+    let lots_table = || -> Result<Option<DataFrame>> {
+        if config.lots {
+            let mut rows: Vec<(usize, LotMatch)> = Vec::new();
+            for (k, l) in ledgers.iter().enumerate() {
+                for m in l.lots.iter().flatten() {
+                    rows.push((k, *m));
+                }
+            }
+            let nl = rows.len();
+            let idx: Vec<IdxSize> = rows.iter().map(|(k, _)| *k as IdxSize).collect();
+            let (lw, lt) = by_ledger(&idx)?;
+            Ok(Some(
+                DataFrame::new(
+                    nl,
+                    vec![
+                        lw,
+                        lt,
+                        Column::new(
+                            "sell_id".into(),
+                            rows.iter().map(|(_, m)| m.sell_id).collect::<Vec<_>>(),
+                        ),
+                        ts_col(
+                            "sell_time",
+                            rows.iter().map(|(_, m)| Some(m.sell_time)).collect(),
+                        )?,
+                        Column::new(
+                            "buy_id".into(),
+                            rows.iter().map(|(_, m)| m.buy_id).collect::<Vec<_>>(),
+                        ),
+                        ts_col("buy_time", rows.iter().map(|(_, m)| m.buy_time).collect())?,
+                        Column::new(
+                            "quantity".into(),
+                            rows.iter().map(|(_, m)| m.quantity).collect::<Vec<_>>(),
+                        ),
+                        Column::new(
+                            "cost_basis".into(),
+                            rows.iter().map(|(_, m)| m.cost).collect::<Vec<_>>(),
+                        ),
+                        Column::new(
+                            "proceeds".into(),
+                            rows.iter().map(|(_, m)| m.proceeds).collect::<Vec<_>>(),
+                        ),
+                        Column::new(
+                            "realized_pnl".into(),
+                            rows.iter()
+                                .map(|(_, m)| m.proceeds - m.cost)
+                                .collect::<Vec<_>>(),
+                        ),
+                    ],
+                )
+                .map_err(polars_err("building the lots table"))?,
+            ))
+        } else {
+            Ok(None)
+        }
+    };
+    let (ledgers_df, (positions, lots)) =
+        rayon::join(ledgers_table, || rayon::join(positions_table, lots_table));
+    let (ledgers_df, positions, lots) = (ledgers_df?, positions?, lots?);
     Ok(PnlReport {
         ledgers: ledgers_df,
         positions,
@@ -1799,14 +2131,26 @@ pub fn pnl_from_frames(
     query: &PnlQuery,
     config: &PnlConfig,
 ) -> Result<PnlReport> {
-    run_report(&ledgers_from_frames(trades, swaps, query)?, config)
+    let set = ledgers_from_frames(trades, swaps, query)?;
+    let report = run_report(&set, config);
+    drop_in_background(set);
+    report
+}
+
+/// Drops `value` on a thread of its own: freeing large buffers (unmapping their pages) then
+/// does not delay the caller. Dropped in place when no thread can be started.
+fn drop_in_background<T: Send + 'static>(value: T) {
+    drop(std::thread::Builder::new().spawn(move || drop(value)));
 }
 
 /// PnL of the lake's trades (and swaps for wallets the lake has only swaps for).
 ///
 /// A wallet with no trade in the lake gives empty tables, not an error.
 pub fn wallet_pnl(lake: &Lake, query: &PnlQuery, config: &PnlConfig) -> Result<PnlReport> {
-    run_report(&lake_ledgers(lake, query)?, config)
+    let set = lake_ledgers(lake, query)?;
+    let report = run_report(&set, config);
+    drop_in_background(set);
+    report
 }
 
 /// The grouped events of the lake's trades (and swaps for wallets without trades) that `query`
@@ -2589,6 +2933,172 @@ mod tests {
         let none = run_report_in(&empty, &config, 7).expect("empty");
         assert_eq!(none.ledgers.height(), 0);
         assert_eq!(none.ledgers.width(), PnlReport::LEDGER_COLUMNS.len());
+    }
+
+    /// A trade row of [`grouping_equals_a_plain_grouping`]: wallet, token (`None` for null),
+    /// direction, amount, USD, price, time, slot, id.
+    type TradeRow = (
+        Option<String>,
+        Option<String>,
+        &'static str,
+        f64,
+        f64,
+        f64,
+        i64,
+        i64,
+        i64,
+    );
+
+    fn trade_frame(rows: &[TradeRow]) -> DataFrame {
+        let f = |name: &str, g: fn(&TradeRow) -> f64| {
+            Column::new(name.into(), rows.iter().map(g).collect::<Vec<_>>())
+        };
+        let i = |name: &str, g: fn(&TradeRow) -> i64| {
+            Column::new(name.into(), rows.iter().map(g).collect::<Vec<_>>())
+        };
+        DataFrame::new(
+            rows.len(),
+            vec![
+                Column::new(
+                    "wallet_address".into(),
+                    rows.iter().map(|r| r.0.as_deref()).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "token_address".into(),
+                    rows.iter().map(|r| r.1.as_deref()).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "direction".into(),
+                    rows.iter().map(|r| r.2).collect::<Vec<_>>(),
+                ),
+                f("token_amount", |r| r.3),
+                f("usd_amount", |r| r.4),
+                f("token_price", |r| r.5),
+                i("block_time", |r| r.6),
+                i("block_slot", |r| r.7),
+                i("id", |r| r.8),
+            ],
+        )
+        .expect("frame")
+    }
+
+    /// The ledgers of `rows` grouped the plain way: a sorted map from (wallet, token) to the
+    /// events in row order, each ledger then sorted by event key (stably).
+    fn plain_grouping(
+        rows: &[TradeRow],
+        query: &PnlQuery,
+    ) -> (Vec<String>, Vec<String>, Vec<usize>, Vec<LedgerEvent>) {
+        let mut map: std::collections::BTreeMap<(String, String), Vec<LedgerEvent>> =
+            std::collections::BTreeMap::new();
+        for r in rows {
+            let side = match r.2 {
+                "buy" => Side::Buy,
+                "sell" => Side::Sell,
+                _ => continue,
+            };
+            let (w, t) = (
+                r.0.clone().unwrap_or_default(),
+                r.1.clone().unwrap_or_default(),
+            );
+            if query.wallets.as_ref().is_some_and(|ws| !ws.contains(&w))
+                || query.token.as_ref().is_some_and(|q| *q != t)
+            {
+                continue;
+            }
+            map.entry((w, t)).or_default().push(LedgerEvent {
+                time: r.6,
+                slot: r.7,
+                id: r.8,
+                side,
+                quantity: quantity_of(r.3),
+                usd: usd_value(r.4, r.5, r.3),
+                fee: 0.0,
+            });
+        }
+        let (mut wallets, mut tokens, mut offsets, mut events) =
+            (Vec::new(), Vec::new(), vec![0], Vec::new());
+        for ((w, t), mut e) in map {
+            e.sort_by_key(LedgerEvent::order_key);
+            wallets.push(w);
+            tokens.push(t);
+            events.extend(e);
+            offsets.push(events.len());
+        }
+        (wallets, tokens, offsets, events)
+    }
+
+    #[test]
+    fn grouping_equals_a_plain_grouping() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        // (rows, wallets, tokens, nulls): more rows than one range of the parallel passes and
+        // enough wallets to grow the interning tables (the wallet x token grid counted
+        // directly); then few rows over a grid too large for that (the pairs interned), with
+        // null wallets and tokens, and names of every length up to 40 bytes.
+        for (n, wallets, tokens, nulls) in [
+            (RANGE + 5_000, 3_000usize, 40usize, false),
+            (6_000, 20_000, 100, true),
+        ] {
+            let name = |p: char, k: usize| -> String {
+                let mut s = format!("{p}{k}");
+                s.extend(std::iter::repeat_n('x', k % 41));
+                s
+            };
+            let mut rows: Vec<TradeRow> = (0..n)
+                .map(|i| {
+                    let w = rng.random_range(0..wallets);
+                    let t = rng.random_range(0..tokens);
+                    let null = nulls && rng.random_bool(0.02);
+                    let time = rng.random_range(0..(n as i64 / 4));
+                    (
+                        (!null || rng.random_bool(0.5)).then(|| name('w', w)),
+                        (!null || rng.random_bool(0.5)).then(|| name('t', t)),
+                        ["buy", "sell", "buy", "transfer"][rng.random_range(0..4usize)],
+                        rng.random_range(0.5..100.0),
+                        if rng.random_bool(0.1) {
+                            f64::NAN
+                        } else {
+                            rng.random_range(0.1..1_000.0)
+                        },
+                        rng.random_range(0.01..10.0),
+                        time,
+                        time / 2,
+                        rng.random_range(0..(i as i64 / 2 + 1)),
+                    )
+                })
+                .collect();
+            // Wallets and tokens seen once.
+            rows.push((
+                Some("once".into()),
+                Some("only".into()),
+                "buy",
+                1.0,
+                1.0,
+                1.0,
+                5,
+                5,
+                5,
+            ));
+            let queries = [
+                PnlQuery::default(),
+                PnlQuery {
+                    wallets: Some(vec![name('w', 7), name('w', 8), "once".into()]),
+                    token: None,
+                },
+                PnlQuery {
+                    wallets: None,
+                    token: Some(name('t', 3)),
+                },
+            ];
+            for query in &queries {
+                let set = ledgers_from_frames(&trade_frame(&rows), None, query).expect("set");
+                let (w, t, o, e) = plain_grouping(&rows, query);
+                assert_eq!(set.wallets, w, "{n} rows");
+                assert_eq!(set.tokens, t, "{n} rows");
+                assert_eq!(set.offsets, o, "{n} rows");
+                assert!(set.events == e, "{n} rows");
+            }
+        }
     }
 
     /// wallet, swap type, token in, token out, amount in, amount out, USD in, USD out, time.
