@@ -27,7 +27,7 @@
 //!   profile, not every window's metrics); the page is chosen from them, and its rows alone are
 //!   then read whole, by row selection, with the sections the response carries.
 //! * **In memory** ([`search_lazy`]), the filter is evaluated as a column beside the sort keys,
-//!   and the page's rows are sliced out of the frame by number. A nested path reads its one leaf
+//!   and the page's rows are read in place by number. A nested path reads its one leaf
 //!   array (polars' `struct.field` would build every sibling of each struct on the way), and a
 //!   `labels` condition compares each list's strings in one pass over the chunk.
 //!
@@ -546,19 +546,15 @@ fn columnar(
             .map(|doc| project(doc, &options, request))
             .collect()
     } else {
-        // Each row sliced out by number (no copy): filtering the frame by a mask, or gathering
-        // from it, would visit (or first rechunk) every nested leaf array for the page's few.
+        // Each row read in place by number: filtering the frame by a mask, or gathering from
+        // it, would visit (or first rechunk) every nested leaf array for the page's few.
         let all = profiles
             .collect()
             .map_err(polars("reading the page's profiles"))?;
-        let mut data = Vec::with_capacity(wanted.len());
-        for row in wanted {
-            let offset = i64::from(row);
-            for doc in documents(&all.slice(offset, 1))? {
-                data.push(project(&doc, &options, request));
-            }
-        }
-        data
+        documents_at(&all, wanted.iter().map(|&row| row as usize))?
+            .iter()
+            .map(|doc| project(doc, &options, request))
+            .collect()
     };
     Ok(SearchPage {
         count,
@@ -885,33 +881,42 @@ fn list_contains(list: Expr, needle: String) -> Expr {
 fn list_contains_column(column: &Column, needle: &str) -> PolarsResult<Column> {
     use polars_arrow::array::{Array, BooleanArray, ListArray, Utf8ViewArray};
     use polars_arrow::bitmap::MutableBitmap;
+    use rayon::prelude::*;
 
+    let Ok(needle_length) = u32::try_from(needle.len()) else {
+        polars_bail!(ComputeError: "a string of over 4 GiB");
+    };
     let series = column.as_materialized_series();
     let lists = series.list()?;
-    let mut chunks: Vec<ArrayRef> = Vec::with_capacity(lists.chunks().len());
-    for list in lists.downcast_iter() {
-        let list: &ListArray<i64> = list;
-        let Some(values) = list.values().as_any().downcast_ref::<Utf8ViewArray>() else {
-            polars_bail!(SchemaMismatch: "expected a list of strings");
-        };
-        let offsets = list.offsets().buffer();
-        let mut hits = MutableBitmap::with_capacity(list.len());
-        for row in 0..list.len() {
-            let (start, end) = (offsets[row] as usize, offsets[row + 1] as usize);
-            let hit = (start..end).any(|j| {
-                values.is_valid(j)
-                    // SAFETY: `j` is within the list's offsets, so within `values`.
-                    && unsafe { values.value_unchecked(j) } == needle
-            });
-            hits.push(hit);
-        }
-        let out = BooleanArray::new(
-            polars_arrow::datatypes::ArrowDataType::Boolean,
-            hits.into(),
-            list.validity().cloned(),
-        );
-        chunks.push(Box::new(out));
-    }
+    let arrays: Vec<&ListArray<i64>> = lists.downcast_iter().collect();
+    // One task per chunk (a file or a row group of the lake).
+    let chunks = arrays
+        .par_iter()
+        .map(|list| -> PolarsResult<ArrayRef> {
+            let Some(values) = list.values().as_any().downcast_ref::<Utf8ViewArray>() else {
+                polars_bail!(SchemaMismatch: "expected a list of strings");
+            };
+            let offsets = list.offsets().buffer();
+            let views = values.views();
+            let mut hits = MutableBitmap::with_capacity(list.len());
+            for bounds in offsets.windows(2) {
+                let (start, end) = (bounds[0] as usize, bounds[1] as usize);
+                let hit = (start..end).any(|j| {
+                    // A string of another length is rejected from its view alone.
+                    views[j].length == needle_length
+                        && values.is_valid(j)
+                        // SAFETY: `j` is within the list's offsets, so within `values`.
+                        && unsafe { values.value_unchecked(j) } == needle
+                });
+                hits.push(hit);
+            }
+            Ok(Box::new(BooleanArray::new(
+                polars_arrow::datatypes::ArrowDataType::Boolean,
+                hits.into(),
+                list.validity().cloned(),
+            )))
+        })
+        .collect::<PolarsResult<Vec<ArrayRef>>>()?;
     // SAFETY: boolean arrays for a Boolean series.
     let out = unsafe {
         Series::from_chunks_and_dtype_unchecked(series.name().clone(), chunks, &DataType::Boolean)
@@ -945,33 +950,38 @@ fn datetime_of(value: i64, unit: TimeUnit) -> DateTime<Utc> {
 /// RFC 3339 strings, `matched_labels` as an object, and member order that of the service's
 /// model.
 pub fn documents(df: &DataFrame) -> Result<Vec<Value>> {
+    documents_at(df, 0..df.height())
+}
+
+/// The documents of the given rows of `df`, in that order. Each value is read in place: slicing
+/// the frame to a row would copy the array handles of every nested field.
+fn documents_at(df: &DataFrame, rows: impl Iterator<Item = usize>) -> Result<Vec<Value>> {
     let columns: Vec<&Column> = DOCUMENT_COLUMNS
         .iter()
         .filter_map(|name| df.column(name).ok())
         .collect();
-    (0..df.height())
-        .map(|i| {
-            let mut map = Map::new();
-            for column in &columns {
-                let value = column
-                    .get(i)
-                    .map_err(polars("turning profiles into documents"))?;
-                let labels = column.name().as_str() == "matched_labels";
-                if let Some(v) = json_of(value, labels) {
-                    map.insert(column.name().to_string(), v);
-                }
+    rows.map(|i| {
+        let mut map = Map::new();
+        for column in &columns {
+            let value = column
+                .get(i)
+                .map_err(polars("turning profiles into documents"))?;
+            let labels = column.name().as_str() == "matched_labels";
+            if let Some(v) = json_of(value, labels) {
+                map.insert(column.name().to_string(), v);
             }
-            let doc = Value::Object(map);
-            let profile: AltTokenProfile =
-                serde_json::from_value(doc.clone()).map_err(|source| Error::Decode {
-                    operation: Operation::AltSearchProfiles.name(),
-                    excerpt: doc.to_string().chars().take(300).collect(),
-                    source,
-                })?;
-            Ok(serde_json::to_value(profile)
-                .expect("a profile of finite numbers and strings converts to JSON"))
-        })
-        .collect()
+        }
+        let doc = Value::Object(map);
+        let profile: AltTokenProfile =
+            serde_json::from_value(doc.clone()).map_err(|source| Error::Decode {
+                operation: Operation::AltSearchProfiles.name(),
+                excerpt: doc.to_string().chars().take(300).collect(),
+                source,
+            })?;
+        Ok(serde_json::to_value(profile)
+            .expect("a profile of finite numbers and strings converts to JSON"))
+    })
+    .collect()
 }
 
 fn json_of(value: AnyValue<'_>, matched_labels: bool) -> Option<Value> {
@@ -1116,7 +1126,7 @@ mod tests {
                     1 => Some(Series::new("".into(), Vec::<&str>::new())),
                     2 => Some(Series::new("".into(), [Some("hot"), Some("new")])),
                     3 => Some(Series::new("".into(), [None, Some("hot")])),
-                    4 => Some(Series::new("".into(), [Some("ho"), None])),
+                    4 => Some(Series::new("".into(), [Some("hop"), None, Some("ho")])),
                     _ => Some(Series::new(
                         "".into(),
                         [Some("hotter"), Some("trending"), Some("hot")],
