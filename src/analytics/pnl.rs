@@ -898,14 +898,9 @@ where
         .map(|parts| {
             let ranges: Vec<Vec<u32>> = parts
                 .into_par_iter()
-                .map(|(names, mut ids)| {
+                .map(|(names, ids)| {
                     let to: Vec<u32> = names.iter().map(|s| rank[s]).collect();
-                    for id in &mut ids {
-                        if *id != u32::MAX {
-                            *id = to[*id as usize];
-                        }
-                    }
-                    ids
+                    relabel(ids, &to)
                 })
                 .collect();
             ranges.concat()
@@ -942,6 +937,16 @@ fn intern<'a>(arrays: &[&'a StrArray]) -> (Vec<&'a str>, Vec<Vec<u32>>) {
         })
         .collect();
     merge_strs(parts)
+}
+
+/// Local ids replaced by `to[id]`; `u32::MAX` (no key) kept.
+fn relabel(mut ids: Vec<u32>, to: &[u32]) -> Vec<u32> {
+    for id in &mut ids {
+        if *id != u32::MAX {
+            *id = to[*id as usize];
+        }
+    }
+    ids
 }
 
 /// [`merge_dicts`] for strings: the local dictionaries' names are interned once more, into
@@ -983,14 +988,9 @@ fn merge_strs(columns: Vec<Vec<Part<&str>>>) -> (Vec<&str>, Vec<Vec<u32>>) {
             let ranges: Vec<Vec<u32>> = parts
                 .into_par_iter()
                 .zip(globals)
-                .map(|((_, mut ids), global)| {
+                .map(|((_, ids), global)| {
                     let to: Vec<u32> = global.iter().map(|&g| rank[g as usize]).collect();
-                    for id in &mut ids {
-                        if *id != u32::MAX {
-                            *id = to[*id as usize];
-                        }
-                    }
-                    ids
+                    relabel(ids, &to)
                 })
                 .collect();
             ranges.concat()
