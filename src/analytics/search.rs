@@ -735,6 +735,9 @@ fn nested_leaf(
     let series = column.as_materialized_series();
     let outer = series.struct_()?;
     let mut chunks = Vec::with_capacity(outer.chunks().len());
+    // The leaf's type in this frame, which may differ from the schema the filter was compiled
+    // for (`filter_expr` runs on any frame of profiles).
+    let mut found = dtype;
     for chunk in outer.chunks() {
         let mut array: &dyn Array = chunk.as_ref();
         let mut level = outer.dtype();
@@ -755,9 +758,15 @@ fn nested_leaf(
         }
         let validity = combine_validities_and(validity.as_ref(), array.validity());
         chunks.push(array.with_validity(validity));
+        found = level;
     }
-    // SAFETY: the chunks are the arrays of the struct field whose dtype is `dtype`.
-    let leaf = unsafe { Series::from_chunks_and_dtype_unchecked(name.clone(), chunks, dtype) };
+    // SAFETY: the chunks are the arrays of the struct field whose dtype is `found`.
+    let leaf = unsafe { Series::from_chunks_and_dtype_unchecked(name.clone(), chunks, found) };
+    let leaf = if found == dtype {
+        leaf
+    } else {
+        leaf.cast(dtype)?
+    };
     Ok(leaf.into_column())
 }
 
@@ -1112,6 +1121,38 @@ mod tests {
             .otherwise(lit(NULL));
         let expected = collect_one(&df, generic);
         assert!(got.null_count() > 0 && got.null_count() < got.len());
+        assert!(got.equals_missing(&expected), "{got:?}\nvs\n{expected:?}");
+        // A frame whose leaf has another type than the schema the expression was made for
+        // (`filter_expr` compiles against the lake's schema): the value is cast, not misread.
+        let as_float = nested_value("s", vec!["a".into(), "w".into()], DataType::Float64);
+        let a_int = df
+            .clone()
+            .lazy()
+            .select([as_struct(vec![
+                col("s")
+                    .struct_()
+                    .field_by_name("a")
+                    .struct_()
+                    .field_by_name("w")
+                    .cast(DataType::Int64)
+                    .alias("w"),
+            ])
+            .alias("a")])
+            .select([as_struct(vec![col("a")]).alias("s")])
+            .collect()
+            .expect("an integer leaf");
+        let got = collect_one(&a_int, as_float);
+        let expected = collect_one(
+            &df,
+            col("s")
+                .struct_()
+                .field_by_name("a")
+                .struct_()
+                .field_by_name("w")
+                .cast(DataType::Int64)
+                .cast(DataType::Float64),
+        );
+        assert_eq!(got.dtype(), &DataType::Float64);
         assert!(got.equals_missing(&expected), "{got:?}\nvs\n{expected:?}");
         assert!(matches!(resolve("s.a.x", &schema), Resolved::Missing));
         assert!(matches!(resolve("s.w.v", &schema), Resolved::Missing));
