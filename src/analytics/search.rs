@@ -895,7 +895,14 @@ fn list_contains_column(column: &Column, needle: &str) -> PolarsResult<Column> {
     let Ok(needle_length) = u32::try_from(needle.len()) else {
         polars_bail!(ComputeError: "a string of over 4 GiB");
     };
+    // A frame's lists of another element type (categories, say) are compared as strings.
+    let strings = DataType::List(Box::new(DataType::String));
     let series = column.as_materialized_series();
+    let series = if series.dtype() == &strings {
+        series.clone()
+    } else {
+        series.cast(&strings)?
+    };
     let lists = series.list()?;
     let arrays: Vec<&ListArray<i64>> = lists.downcast_iter().collect();
     // One task per chunk (a file or a row group of the lake).
@@ -1185,5 +1192,17 @@ mod tests {
         let expected = collect_one(&df, col("labels").list().contains(lit("hot"), false));
         assert!(got.equals_missing(&expected), "{got:?}\nvs\n{expected:?}");
         assert!(got.bool().expect("bool").any());
+
+        // Lists of categories are compared as strings.
+        let categories = DataType::List(Box::new(DataType::from_categories(Categories::global())));
+        let as_categories = collect_one(&df, col("labels").cast(categories.clone()));
+        assert_eq!(as_categories.dtype(), &categories);
+        let frame = DataFrame::new(
+            as_categories.len(),
+            vec![as_categories.with_name("labels".into()).into()],
+        )
+        .expect("frame");
+        let got = collect_one(&frame, list_contains(col("labels"), "hot".to_owned()));
+        assert!(got.equals_missing(&expected), "{got:?}\nvs\n{expected:?}");
     }
 }
