@@ -86,13 +86,7 @@ pub(super) fn read(
             .filter(&mask)
             .and_then(|df| df.drop(FETCHED_AT))
             .map_err(polars_err("selecting the snapshot's profiles"))?;
-        match &mut frame {
-            None => frame = Some(df),
-            Some(acc) => {
-                acc.vstack_mut(&df)
-                    .map_err(polars_err("stacking the profiles' key columns"))?;
-            }
-        }
+        stack(&mut frame, df, "stacking the profiles' key columns")?;
     }
     let Some(frame) = frame else { return Ok(None) };
     Ok(Some(Keys {
@@ -164,13 +158,7 @@ impl Keys {
         }
         let mut out: Option<DataFrame> = None;
         for df in picked.into_iter().flatten() {
-            match &mut out {
-                None => out = Some(df),
-                Some(acc) => {
-                    acc.vstack_mut(&df)
-                        .map_err(polars_err("stacking the page's profiles"))?;
-                }
-            }
+            stack(&mut out, df, "stacking the page's profiles")?;
         }
         Ok(out)
     }
@@ -323,15 +311,20 @@ fn collect_frames(
         let Some(df) = frame_of(&batch, schema)? else {
             return Ok(None);
         };
-        match &mut out {
-            None => out = Some(df),
-            Some(acc) => {
-                acc.vstack_mut(&df)
-                    .map_err(polars_err("stacking the profiles' columns"))?;
-            }
-        }
+        stack(&mut out, df, "stacking the profiles' columns")?;
     }
     Ok(out)
+}
+
+/// `df` appended below the frame in `out`, or put there when it is the first.
+fn stack(out: &mut Option<DataFrame>, df: DataFrame, context: &str) -> Result<()> {
+    match out {
+        None => *out = Some(df),
+        Some(acc) => {
+            acc.vstack_mut(&df).map_err(polars_err(context))?;
+        }
+    }
+    Ok(())
 }
 
 fn frame_of(batch: &RecordBatch, schema: &Schema) -> Result<Option<DataFrame>> {
