@@ -311,18 +311,9 @@ async fn cli_prints_positions_and_fails_clearly() {
     .await;
     let exe = env!("CARGO_BIN_EXE_dexlake");
     let lake_arg = dir.path().to_str().expect("utf-8 path");
-    let out = Command::new(exe)
-        .args([
-            "pnl", "--lake", lake_arg, "--wallet", &wallet, "--format", "csv",
-        ])
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).expect("utf-8");
+    let text = common::dexlake_cli(&[
+        "pnl", "--lake", lake_arg, "--wallet", &wallet, "--format", "csv",
+    ]);
     let header = text.lines().next().expect("header");
     for c in [
         "wallet_address",
@@ -338,19 +329,20 @@ async fn cli_prints_positions_and_fails_clearly() {
     assert!(text.lines().count() > 1);
 
     let json_out = dir.path().join("lots.json");
-    let out = Command::new(exe)
-        .args([
-            "pnl", "--lake", lake_arg, "--wallet", &wallet, "--lots", "--method", "hifo",
-        ])
-        .args(["--format", "json", "--out"])
-        .arg(&json_out)
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::dexlake_cli(&[
+        "pnl",
+        "--lake",
+        lake_arg,
+        "--wallet",
+        &wallet,
+        "--lots",
+        "--method",
+        "hifo",
+        "--format",
+        "json",
+        "--out",
+        json_out.to_str().expect("utf-8 path"),
+    ]);
     let lots: Value =
         serde_json::from_slice(&std::fs::read(&json_out).expect("written")).expect("json");
     assert!(
@@ -358,26 +350,18 @@ async fn cli_prints_positions_and_fails_clearly() {
             .is_some_and(|a| !a.is_empty() && a[0].get("buy_id").is_some())
     );
 
-    let out = Command::new(exe)
-        .args([
-            "token-metrics",
-            "--lake",
-            lake_arg,
-            "--token",
-            &token,
-            "--window",
-            "1d,1h",
-            "--format",
-            "csv",
-        ])
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 3);
+    let metrics = common::dexlake_cli(&[
+        "token-metrics",
+        "--lake",
+        lake_arg,
+        "--token",
+        &token,
+        "--window",
+        "1d,1h",
+        "--format",
+        "csv",
+    ]);
+    assert_eq!(metrics.lines().count(), 3);
 
     // Every ledger as Parquet (written a chunk of ledgers at a time) equals the library's tables.
     let config = PnlConfig {
@@ -391,25 +375,17 @@ async fn cli_prints_positions_and_fails_clearly() {
         (Some("--lots"), report.lots.as_ref().expect("lots")),
     ] {
         let file = dir.path().join("all.parquet");
-        let out = Command::new(exe)
-            .args([
-                "pnl",
-                "--lake",
-                lake_arg,
-                "--all-wallets",
-                "--format",
-                "parquet",
-            ])
-            .args(flag)
-            .arg("--out")
-            .arg(&file)
-            .output()
-            .expect("runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let mut args = vec![
+            "pnl",
+            "--lake",
+            lake_arg,
+            "--all-wallets",
+            "--format",
+            "parquet",
+        ];
+        args.extend(flag);
+        args.extend(["--out", file.to_str().expect("utf-8 path")]);
+        common::dexlake_cli(&args);
         let got = ParquetReader::new(std::fs::File::open(&file).expect("written"))
             .finish()
             .expect("parquet");

@@ -1132,33 +1132,21 @@ mod tests {
         // A frame whose leaf has another type than the schema the expression was made for
         // (`filter_expr` compiles against the lake's schema): the value is cast, not misread.
         let as_float = nested_value("s", vec!["a".into(), "w".into()], DataType::Float64);
+        let w_int = col("s")
+            .struct_()
+            .field_by_name("a")
+            .struct_()
+            .field_by_name("w")
+            .cast(DataType::Int64);
         let a_int = df
             .clone()
             .lazy()
-            .select([as_struct(vec![
-                col("s")
-                    .struct_()
-                    .field_by_name("a")
-                    .struct_()
-                    .field_by_name("w")
-                    .cast(DataType::Int64)
-                    .alias("w"),
-            ])
-            .alias("a")])
+            .select([as_struct(vec![w_int.clone().alias("w")]).alias("a")])
             .select([as_struct(vec![col("a")]).alias("s")])
             .collect()
             .expect("an integer leaf");
         let got = collect_one(&a_int, as_float);
-        let expected = collect_one(
-            &df,
-            col("s")
-                .struct_()
-                .field_by_name("a")
-                .struct_()
-                .field_by_name("w")
-                .cast(DataType::Int64)
-                .cast(DataType::Float64),
-        );
+        let expected = collect_one(&df, w_int.cast(DataType::Float64));
         assert_eq!(got.dtype(), &DataType::Float64);
         assert!(got.equals_missing(&expected), "{got:?}\nvs\n{expected:?}");
         assert!(matches!(resolve("s.a.x", &schema), Resolved::Missing));
