@@ -24,8 +24,11 @@
 //! * **From the lake's files** ([`search`]), the columns the filter, sort and text query name are
 //!   read first, and only the leaves of the nested structs under those paths (the Parquet
 //!   reader's leaf projection: a filter on `metrics.1h.volume` decodes that one number of every
-//!   profile, not every window's metrics); the page is chosen from them, and its rows alone are
-//!   then read whole, by row selection, with the sections the response carries.
+//!   profile, not every window's metrics). `token_address`, which breaks the sort's ties, is
+//!   read next for the matching profiles only, by row selection (unless the request names it).
+//!   The page is chosen from these, and its rows alone are then read whole, by row selection,
+//!   with the sections the response carries. A file whose manifest entry says it holds one
+//!   snapshot is read without its `fetched_at`.
 //! * **In memory** ([`search_lazy`]), the filter is evaluated as a column beside the sort keys,
 //!   and the page's rows are read in place by number. A nested path reads its one leaf
 //!   array (polars' `struct.field` would build every sibling of each struct on the way), and a
@@ -294,10 +297,11 @@ fn columnar_covers(request: &SearchRequest, schema: &Schema) -> Result<bool> {
     })
 }
 
-/// The dotted paths the columnar path reads before the page is chosen: `token_address`, the
-/// filter's, the sort's and the text query's.
+/// The dotted paths the columnar path reads before the page is chosen: the filter's, the
+/// sort's and the text query's. `token_address` (which breaks the sort's ties) is read after
+/// the filter, for the matching profiles only, unless one of these paths names it.
 fn read_paths(request: &SearchRequest) -> Vec<String> {
-    let mut out = vec!["token_address".to_owned(), SortSpec::of(request).field];
+    let mut out = vec![SortSpec::of(request).field];
     if let Some(filter) = &request.filter {
         filter_paths(filter, &mut out);
     }
@@ -389,11 +393,12 @@ fn columnar(
                 .collect()
         })
         .unwrap_or_default();
-    let mut key_columns = vec![
-        col(ROW),
-        col("token_address"),
-        sort_value(sort_expr, kind).alias(SORT),
-    ];
+    // The key columns of a lake's files may leave `token_address` for later (see `read_paths`).
+    let late_address = !schema.contains("token_address");
+    let mut key_columns = vec![col(ROW), sort_value(sort_expr, kind).alias(SORT)];
+    if !late_address {
+        key_columns.push(col("token_address"));
+    }
     if let Some(t) = &text {
         for (path, name) in t.fields().iter().zip(&text_columns) {
             let value = match resolve(path, schema) {
@@ -429,6 +434,33 @@ fn columnar(
         .filter(&keep)
         .and_then(|df| df.drop(KEEP))
         .map_err(polars("filtering profiles"))?;
+    if late_address {
+        let Page::Located {
+            lake,
+            keys: located,
+            schema: whole,
+            ..
+        } = &source
+        else {
+            return Err(Error::InvalidArgument {
+                argument: "profiles".into(),
+                reason: "the frame has no token_address column".into(),
+            });
+        };
+        let rows = keys
+            .column(ROW)
+            .and_then(|c| c.idx())
+            .map_err(polars("reading the matches' addresses"))?;
+        let rows: Vec<IdxSize> = rows.into_no_null_iter().collect();
+        let addresses = located
+            .column_at(lake, &rows, "token_address", whole)?
+            .ok_or_else(|| Error::Lake {
+                path: lake.root().to_owned(),
+                message: "the profiles' token_address column has an unexpected type".into(),
+            })?;
+        keys.with_column(addresses)
+            .map_err(polars("reading the matches' addresses"))?;
+    }
     if let Some(t) = &text {
         let mut columns = Vec::with_capacity(text_columns.len());
         for name in &text_columns {
