@@ -106,30 +106,62 @@ fn polars(context: &str) -> impl FnOnce(PolarsError) -> Error + '_ {
 
 /// The times of the altchain profile snapshots the lake holds, oldest first.
 pub fn snapshots(lake: &Lake) -> Result<Vec<DateTime<Utc>>> {
-    let df = altchain_profiles(lake)?
-        .select([col("fetched_at")])
-        .unique(None, UniqueKeepStrategy::Any)
-        .sort(["fetched_at"], SortMultipleOptions::default())
-        .collect()
-        .map_err(polars("listing profile snapshots"))?;
-    let times = df
-        .column("fetched_at")
-        .map_err(polars("listing profile snapshots"))?;
-    let mut out = Vec::with_capacity(times.len());
-    for i in 0..times.len() {
-        match times.get(i).map_err(polars("listing profile snapshots"))? {
-            AnyValue::Datetime(v, unit, _) | AnyValue::DatetimeOwned(v, unit, _) => {
-                out.push(datetime_of(v, unit));
-            }
-            _ => {
-                return Err(Error::Lake {
-                    path: lake.root().to_owned(),
-                    message: "a token_profiles fetched_at is null".into(),
-                });
+    // A file's manifest entry holds the range of its `fetched_at`: a file of one snapshot
+    // (what a sync writes) names it without being read. Only files that compaction merged
+    // from several snapshots are read, their `fetched_at` column alone.
+    let manifest = lake.snapshot()?;
+    let prefix = format!(
+        "{}/chain={}/",
+        Dataset::TokenProfiles.name(),
+        ChainFamily::Altchain
+    );
+    let mut held = std::collections::BTreeSet::new();
+    let mut mixed = Vec::new();
+    for (path, entry) in manifest.files_of(Dataset::TokenProfiles) {
+        if !path.starts_with(&prefix) {
+            continue;
+        }
+        if entry.min_time == entry.max_time {
+            held.insert(entry.min_time);
+        } else {
+            let location = PlRefPath::try_from_pathbuf(lake.store().location(path))
+                .map_err(polars("listing profile snapshots"))?;
+            mixed.push(location);
+        }
+    }
+    if !mixed.is_empty() {
+        let args = ScanArgsParquet {
+            hive_options: HiveOptions {
+                enabled: Some(false),
+                ..HiveOptions::default()
+            },
+            glob: false,
+            ..ScanArgsParquet::default()
+        };
+        let df = LazyFrame::scan_parquet_files(mixed.into_iter().collect(), args)
+            .map_err(polars("listing profile snapshots"))?
+            .select([col("fetched_at")])
+            .unique(None, UniqueKeepStrategy::Any)
+            .collect()
+            .map_err(polars("listing profile snapshots"))?;
+        let times = df
+            .column("fetched_at")
+            .map_err(polars("listing profile snapshots"))?;
+        for i in 0..times.len() {
+            match times.get(i).map_err(polars("listing profile snapshots"))? {
+                AnyValue::Datetime(v, unit, _) | AnyValue::DatetimeOwned(v, unit, _) => {
+                    held.insert(datetime_of(v, unit));
+                }
+                _ => {
+                    return Err(Error::Lake {
+                        path: lake.root().to_owned(),
+                        message: "a token_profiles fetched_at is null".into(),
+                    });
+                }
             }
         }
     }
-    Ok(out)
+    Ok(held.into_iter().collect())
 }
 
 fn altchain_profiles(lake: &Lake) -> Result<LazyFrame> {

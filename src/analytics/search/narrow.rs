@@ -608,7 +608,9 @@ mod tests {
     use chrono::TimeZone;
 
     use super::*;
-    use crate::analytics::search::{DOCUMENT_COLUMNS, Snapshot, documents, snapshot_frame};
+    use crate::analytics::search::{
+        DOCUMENT_COLUMNS, Snapshot, documents, snapshot_frame, snapshots,
+    };
     use crate::api::models::{AltTokenProfile, Market, TimeWindow, TokenMetadata, WindowMetrics};
     use crate::lake::convert::alt_profiles_to_batch;
 
@@ -670,8 +672,11 @@ mod tests {
             tx.write(Dataset::TokenProfiles, batch).expect("stage");
             tx.commit().expect("commit");
         }
+        let held = vec![at, at + chrono::Duration::hours(1)];
+        assert_eq!(snapshots(&lake).expect("snapshots"), held);
         check_keys_and_rows(&lake, at);
         lake.compact().expect("compact");
+        assert_eq!(snapshots(&lake).expect("snapshots"), held);
         let manifest = lake.snapshot().expect("manifest");
         let mixed = manifest
             .files_of(Dataset::TokenProfiles)
