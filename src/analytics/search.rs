@@ -466,7 +466,68 @@ fn columnar(
         .filter(&keep)
         .and_then(|df| df.drop(KEEP))
         .map_err(polars("filtering profiles"))?;
+    if let Some(t) = &text {
+        let mut columns = Vec::with_capacity(text_columns.len());
+        for name in &text_columns {
+            let column = keys.column(name).map_err(polars("text query"))?;
+            columns.push(column.str().map_err(polars("text query"))?.clone());
+        }
+        let mask: BooleanChunked = (0..keys.height())
+            .map(|i| {
+                columns
+                    .iter()
+                    .any(|c| c.get(i).is_some_and(|v| t.matches_field(v)))
+            })
+            .collect();
+        keys = keys.filter(&mask).map_err(polars("text query"))?;
+    }
+    let count = u64::try_from(keys.height()).expect("a frame height fits in u64");
+
+    let descending = sort.descending;
+    let order = || {
+        SortMultipleOptions::default()
+            .with_order_descending_multi([descending, descending])
+            .with_nulls_last_multi([descending, descending])
+    };
+    let last = match &request.cursor {
+        Some(cursor) => Some(Cursor::decode(cursor, sort)?),
+        None => None,
+    };
     if late_address {
+        // Only rows that can reach the page need their address, which orders ties of the
+        // sort value: with a cursor, those not before it by value; without, those not after
+        // the sort value of the row that follows the page.
+        if let Some(last) = &last {
+            let (beyond, tie) = beyond_and_tie(&last.value, rank, descending);
+            keys = keys
+                .lazy()
+                .filter(beyond.or(tie))
+                .collect()
+                .map_err(polars("applying the cursor"))?;
+        } else {
+            let top = keys
+                .clone()
+                .lazy()
+                .select([col(SORT)])
+                .sort_by_exprs(
+                    [col(SORT)],
+                    SortMultipleOptions::default()
+                        .with_order_descending(descending)
+                        .with_nulls_last(descending),
+                )
+                .limit(IdxSize::try_from(limit + 1).expect("a page limit fits in IdxSize"))
+                .collect()
+                .map_err(polars("sorting profiles"))?;
+            if top.height() > limit {
+                let sorted = top.column(SORT).map_err(polars("sorting profiles"))?;
+                let (beyond, _) = beyond_and_tie(&sort_key(sorted, limit), rank, descending);
+                keys = keys
+                    .lazy()
+                    .filter(beyond.not())
+                    .collect()
+                    .map_err(polars("sorting profiles"))?;
+            }
+        }
         let Page::Located {
             lake,
             keys: located,
@@ -493,36 +554,12 @@ fn columnar(
         keys.with_column(addresses)
             .map_err(polars("reading the matches' addresses"))?;
     }
-    if let Some(t) = &text {
-        let mut columns = Vec::with_capacity(text_columns.len());
-        for name in &text_columns {
-            let column = keys.column(name).map_err(polars("text query"))?;
-            columns.push(column.str().map_err(polars("text query"))?.clone());
-        }
-        let mask: BooleanChunked = (0..keys.height())
-            .map(|i| {
-                columns
-                    .iter()
-                    .any(|c| c.get(i).is_some_and(|v| t.matches_field(v)))
-            })
-            .collect();
-        keys = keys.filter(&mask).map_err(polars("text query"))?;
-    }
-    let count = u64::try_from(keys.height()).expect("a frame height fits in u64");
-
     let mut page = keys.lazy();
-    if let Some(cursor) = &request.cursor {
-        let last = Cursor::decode(cursor, sort)?;
-        page = page.filter(after(&last, rank, sort.descending)?);
+    if let Some(last) = &last {
+        page = page.filter(after(last, rank, descending)?);
     }
-    let descending = sort.descending;
     let page = page
-        .sort_by_exprs(
-            [col(SORT), col("token_address")],
-            SortMultipleOptions::default()
-                .with_order_descending_multi([descending, descending])
-                .with_nulls_last_multi([descending, descending]),
-        )
+        .sort_by_exprs([col(SORT), col("token_address")], order())
         .limit(IdxSize::try_from(limit + 1).expect("a page limit fits in IdxSize"))
         .collect()
         .map_err(polars("sorting profiles"))?;
@@ -542,15 +579,8 @@ fn columnar(
             AnyValue::StringOwned(s) => s.to_string(),
             _ => String::new(),
         };
-        let value = match page.column(SORT).map_err(polars("cursor"))?.get(i) {
-            Ok(AnyValue::Float64(x)) => SortKey::number(x),
-            Ok(AnyValue::Boolean(b)) => SortKey::Bool(b),
-            Ok(AnyValue::String(s)) => SortKey::Str(s.to_owned().into()),
-            Ok(AnyValue::StringOwned(s)) => SortKey::Str(s.to_string().into()),
-            _ => SortKey::Null,
-        };
         let position = Position {
-            value,
+            value: sort_key(page.column(SORT).map_err(polars("cursor"))?, i),
             token_address: SortKey::Str(address.into()),
             ordinal: u64::from(rows.get(i).unwrap_or_default()),
         };
@@ -637,6 +667,17 @@ fn sort_value(expr: Expr, kind: Kind) -> Expr {
     }
 }
 
+/// The sort value of row `i` of the sort column, as the engine's cursors hold it.
+fn sort_key(column: &Column, i: usize) -> SortKey<'static> {
+    match column.get(i) {
+        Ok(AnyValue::Float64(x)) => SortKey::number(x),
+        Ok(AnyValue::Boolean(b)) => SortKey::Bool(b),
+        Ok(AnyValue::String(s)) => SortKey::Str(s.to_owned().into()),
+        Ok(AnyValue::StringOwned(s)) => SortKey::Str(s.to_string().into()),
+        _ => SortKey::Null,
+    }
+}
+
 /// Rows strictly after the cursor's position in the request's order (keyset paging), for a
 /// sort column whose non-null values have type rank `rank` (0 when the column is missing).
 fn after(last: &Position<'_>, rank: u8, descending: bool) -> Result<Expr> {
@@ -652,36 +693,48 @@ fn after(last: &Position<'_>, rank: u8, descending: bool) -> Result<Expr> {
     } else {
         address.gt(lit(last_address.to_string()))
     };
-    let value = col(SORT);
-    let last_rank = last.value.rank();
-    let null_after = if last_rank == 0 {
-        address_after.clone()
+    let (beyond, tie) = beyond_and_tie(&last.value, rank, descending);
+    Ok(beyond.or(tie.and(address_after)))
+}
+
+/// Rows whose sort value lies strictly after `value` in the request's order, and rows whose
+/// sort value equals it (null equal to null), for a sort column whose non-null values have
+/// type rank `rank` (0 when the column is missing). Nulls come first ascending, last
+/// descending; values of another type rank order by rank.
+fn beyond_and_tie(value: &SortKey<'_>, rank: u8, descending: bool) -> (Expr, Expr) {
+    let column = col(SORT);
+    let value_rank = value.rank();
+    let (null_beyond, null_tie) = if value_rank == 0 {
+        (lit(false), lit(true))
     } else {
-        lit(descending)
+        (lit(descending), lit(false))
     };
-    let value_after = if rank == 0 {
-        lit(false)
-    } else if last_rank < rank {
-        lit(!descending)
-    } else if last_rank > rank {
-        lit(descending)
+    let (beyond, tie) = if rank == 0 {
+        (lit(false), lit(false))
+    } else if value_rank < rank {
+        (lit(!descending), lit(false))
+    } else if value_rank > rank {
+        (lit(descending), lit(false))
     } else {
-        let v = match &last.value {
+        let v = match value {
             SortKey::Num(x) => lit(*x),
             SortKey::Str(s) => lit(s.to_string()),
             SortKey::Bool(b) => lit(*b),
             _ => unreachable!("a rank of a scalar column is that of a number, string or bool"),
         };
         let beyond = if descending {
-            value.clone().lt(v.clone())
+            column.clone().lt(v.clone())
         } else {
-            value.clone().gt(v.clone())
+            column.clone().gt(v.clone())
         };
-        beyond.or(value.clone().eq(v).and(address_after))
+        (beyond, column.clone().eq(v))
     };
-    Ok(when(value.is_null())
-        .then(null_after)
-        .otherwise(value_after))
+    (
+        when(column.clone().is_null())
+            .then(null_beyond)
+            .otherwise(beyond),
+        when(column.is_null()).then(null_tie).otherwise(tie),
+    )
 }
 
 mod narrow;
