@@ -75,6 +75,9 @@ pub const DOCUMENT_COLUMNS: [&str; 8] = [
 /// fractional digits only when they are not zero), as `DateTime<Utc>` serializes.
 const TIMESTAMP_FORMAT: &str = "%Y-%m-%dT%H:%M:%S%.fZ";
 
+/// Up to this many candidates for a page read from the lake's files, their page columns are
+/// read in one pass with their addresses.
+const PREFETCH_ROWS: usize = 1_000;
 const ROW: &str = "__dexlake_row";
 const SORT: &str = "__dexlake_sort";
 const KEEP: &str = "__dexlake_keep";
@@ -493,6 +496,8 @@ fn columnar(
         Some(cursor) => Some(Cursor::decode(cursor, sort)?),
         None => None,
     };
+    // The candidates' rows (ascending) and their page columns, when read with their addresses.
+    let mut prefetched: Option<(Vec<IdxSize>, DataFrame)> = None;
     if late_address {
         // Only rows that can reach the page need their address, which orders ties of the
         // sort value: with a cursor, those not before it by value; without, those not after
@@ -545,12 +550,25 @@ fn columnar(
             .and_then(|c| c.idx())
             .map_err(polars("reading the matches' addresses"))?;
         let rows: Vec<IdxSize> = rows.into_no_null_iter().collect();
-        let addresses = located
-            .column_at(lake, &rows, "token_address", whole)?
-            .ok_or_else(|| Error::Lake {
-                path: lake.root().to_owned(),
-                message: "the profiles' token_address column has an unexpected type".into(),
-            })?;
+        // Few candidates (no long run of ties at the page's end): their page columns are read
+        // in the same pass as their addresses, and the page is taken from them.
+        if !rows.is_empty() && rows.len() <= PREFETCH_ROWS {
+            prefetched = located
+                .rows(lake, &rows, &page_paths(request), whole)?
+                .map(|frame| (rows.clone(), frame));
+        }
+        let addresses = match &prefetched {
+            Some((_, frame)) => frame
+                .column("token_address")
+                .map_err(polars("reading the matches' addresses"))?
+                .clone(),
+            None => located
+                .column_at(lake, &rows, "token_address", whole)?
+                .ok_or_else(|| Error::Lake {
+                    path: lake.root().to_owned(),
+                    message: "the profiles' token_address column has an unexpected type".into(),
+                })?,
+        };
         keys.with_column(addresses)
             .map_err(polars("reading the matches' addresses"))?;
     }
@@ -591,6 +609,22 @@ fn columnar(
 
     let wanted: Vec<IdxSize> = (0..shown).filter_map(|i| rows.get(i)).collect();
     let options = request.options.clone().unwrap_or_default();
+    if let Some((candidates, frame)) = &prefetched {
+        let positions = wanted.iter().map(|row| {
+            candidates
+                .binary_search(row)
+                .expect("the page's rows are among the candidates")
+        });
+        let data = documents_at(frame, positions)?
+            .iter()
+            .map(|doc| project(doc, &options, request))
+            .collect();
+        return Ok(SearchPage {
+            count,
+            cursor: next,
+            data,
+        });
+    }
     let mut source = source;
     if let Page::Located {
         lake,

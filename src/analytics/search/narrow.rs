@@ -144,6 +144,9 @@ impl Keys {
             let (file, in_file) = self.locations[index];
             by_file.entry(file).or_default().push((in_file, k));
         }
+        // Rows in ascending order are the files' rows in file order: the files' frames are
+        // stacked as they are.
+        let ascending = rows.is_sorted_by(|a, b| a < b);
         let mut picked: Vec<Option<DataFrame>> = vec![None; rows.len()];
         let read: Vec<Result<FileRows>> = by_file
             .into_iter()
@@ -164,16 +167,20 @@ impl Keys {
                 Ok((wanted, df))
             })
             .collect();
+        let mut out: Option<DataFrame> = None;
         for result in read {
             let (wanted, df) = result?;
             let Some(df) = df else {
                 return Ok(None);
             };
+            if ascending {
+                stack(&mut out, df, "stacking the page's profiles")?;
+                continue;
+            }
             for (i, (_, k)) in wanted.iter().enumerate() {
                 picked[*k] = Some(df.slice(i64::try_from(i).expect("a small index"), 1));
             }
         }
-        let mut out: Option<DataFrame> = None;
         for df in picked.into_iter().flatten() {
             stack(&mut out, df, "stacking the page's profiles")?;
         }
@@ -729,21 +736,24 @@ mod tests {
         };
         assert_eq!(leaves(keys.frame.clone()), leaves(whole.clone()));
 
-        let order: Vec<IdxSize> = [11, 0, 5, 7, 3]
-            .into_iter()
-            .filter(|&i| (i as usize) < whole.height())
-            .collect();
         let every: Vec<String> = DOCUMENT_COLUMNS.map(str::to_owned).to_vec();
-        let rows = keys
-            .rows(lake, &order, &every, &schema)
-            .expect("rows")
-            .expect("every column converts");
-        let picked = whole
-            .take(&IdxCa::from_vec("i".into(), order))
-            .expect("take");
-        assert_eq!(
-            documents(&rows).expect("documents"),
-            documents(&picked).expect("documents")
-        );
+        // Any order, and ascending order (the files' frames stacked as read).
+        for order in [[11, 0, 5, 7, 3], [0, 3, 5, 7, 11]] {
+            let order: Vec<IdxSize> = order
+                .into_iter()
+                .filter(|&i| (i as usize) < whole.height())
+                .collect();
+            let rows = keys
+                .rows(lake, &order, &every, &schema)
+                .expect("rows")
+                .expect("every column converts");
+            let picked = whole
+                .take(&IdxCa::from_vec("i".into(), order))
+                .expect("take");
+            assert_eq!(
+                documents(&rows).expect("documents"),
+                documents(&picked).expect("documents")
+            );
+        }
     }
 }
