@@ -13,11 +13,19 @@
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+
+use arrow::array::{Array, ArrayRef, ArrowPrimitiveType, AsArray, PrimitiveArray, RecordBatch};
+use arrow::datatypes::{
+    DataType as ArrowType, Float64Type, Int32Type, Int64Type, TimeUnit as ArrowUnit,
+};
+use parquet::arrow::arrow_reader::ArrowReaderMetadata;
 
 use chrono::{DateTime, Utc};
 use polars::prelude::*;
 use rayon::prelude::*;
 
+use crate::lake::file::SharedFile;
 use crate::lake::{Dataset, Lake};
 use crate::{Error, Result};
 
@@ -135,6 +143,36 @@ impl Events {
         self.base.push(t.base);
         self.usd.push(t.usd);
         self.buy.push(t.buy);
+    }
+
+    /// `n` events of zeros, every page of the columns written once.
+    fn zeroed(n: usize) -> Events {
+        fn filled<T: Clone>(n: usize, v: T) -> Vec<T> {
+            let mut out = Vec::with_capacity(n);
+            out.resize(n, v);
+            out
+        }
+        Events {
+            time: filled(n, 0),
+            slot: filled(n, 0),
+            id: filled(n, 0),
+            price: filled(n, 0.0),
+            base: filled(n, 0.0),
+            usd: filled(n, 0.0),
+            buy: filled(n, false),
+        }
+    }
+
+    /// Overwrites the event at `i`.
+    #[inline]
+    fn set(&mut self, i: usize, t: Tick) {
+        self.time[i] = t.time;
+        self.slot[i] = t.slot;
+        self.id[i] = t.id;
+        self.price[i] = t.price;
+        self.base[i] = t.base;
+        self.usd[i] = t.usd;
+        self.buy[i] = t.buy;
     }
 
     /// The event at `i`.
@@ -581,6 +619,18 @@ pub fn load_events(
     selection: &Selection,
     range: TimeRange,
 ) -> Result<Vec<TokenEvents>> {
+    load_events_with(lake, source, selection, range, source == EventSource::Swaps)
+}
+
+/// [`load_events`], reading swaps row group by row group with arrow-rs (`columnar`) or each
+/// file through a polars query (trades always are).
+fn load_events_with(
+    lake: &Lake,
+    source: EventSource,
+    selection: &Selection,
+    range: TimeRange,
+    columnar: bool,
+) -> Result<Vec<TokenEvents>> {
     range.validate()?;
     let wanted: Option<TokenSet<'_>> = match selection {
         Selection::Token(t) => Some(std::iter::once(t.as_str()).collect()),
@@ -599,15 +649,19 @@ pub fn load_events(
         range.to.map(|t| t.timestamp_micros()),
     );
     // Files whose time span misses the range are not opened.
-    let mut files: Vec<PathBuf> = manifest
+    let mut paths: Vec<String> = manifest
         .files_of(source.dataset())
         .filter(|(_, e)| {
             lo.is_none_or(|lo| e.max_time.timestamp_micros() >= lo)
                 && hi.is_none_or(|hi| e.min_time.timestamp_micros() < hi)
         })
-        .map(|(p, _)| lake.store().location(p))
+        .map(|(p, _)| p.clone())
         .collect();
-    files.sort();
+    paths.sort();
+    if columnar && source == EventSource::Swaps {
+        return load_swaps(lake, &paths, selection, wanted.as_ref(), range);
+    }
+    let files: Vec<PathBuf> = paths.iter().map(|p| lake.store().location(p)).collect();
     // A few reader threads, each one file at a time: only the compact event columns outlive a
     // file's frame. They are plain threads with large stacks, not rayon workers: a polars query
     // started from a rayon worker can exhaust its stack.
@@ -663,4 +717,564 @@ pub fn load_events(
         .collect();
     out.sort_by(|a, b| a.token.cmp(&b.token));
     Ok(out)
+}
+
+// ---------------------------------------------------------------------------------------
+// Swaps, read row group by row group with arrow-rs.
+//
+// Two passes over the row groups, both in parallel: the first reads only the swap type and
+// the two token addresses (kept as dictionaries, so a token's name is looked up once per row
+// group, not once per row) and finds each row's token sides; with every token's count known,
+// each token's columns are allocated at their final size, and the second pass reads the
+// numbers and writes each event straight to its place. Within a token, events are laid out in
+// file order, row group order and row order, as concatenating the files would.
+
+/// The columns of the first pass (plus `block_time` with a bounded range and `pool_address`
+/// for a pool).
+const SIDE_COLUMNS: [&str; 3] = ["swap_type", "token_address_in", "token_address_out"];
+
+/// The columns of the second pass.
+const NUMBER_COLUMNS: [&str; 9] = [
+    "id",
+    "block_slot",
+    "block_time",
+    "token_amount_in",
+    "token_amount_out",
+    "token_price_in",
+    "token_price_out",
+    "usd_amount_in",
+    "usd_amount_out",
+];
+
+/// Token addresses seen so far, numbered in order of first sight.
+#[derive(Default)]
+struct Registry {
+    index: TokenMap<u32>,
+    names: Vec<String>,
+}
+
+impl Registry {
+    fn id(&mut self, token: &str) -> u32 {
+        if let Some(&k) = self.index.get(token) {
+            return k;
+        }
+        let k = u32::try_from(self.names.len()).expect("fewer than 2^32 tokens");
+        self.names.push(token.to_owned());
+        self.index.insert(token.to_owned(), k);
+        k
+    }
+}
+
+/// The token sides of one row group: per row, the bought (`out`) and sold (`in`) side as an
+/// index into `tokens` (or [`NO_SIDE`]).
+#[derive(Default)]
+struct GroupSides {
+    outs: Vec<u32>,
+    ins: Vec<u32>,
+    /// Registry id of each token of the row group.
+    tokens: Vec<u32>,
+    /// Events per token of the row group.
+    counts: Vec<usize>,
+    /// Where each token's events of this row group start in its columns.
+    starts: Vec<usize>,
+}
+
+fn arrow_err(context: String) -> impl FnOnce(arrow::error::ArrowError) -> Error {
+    move |source| Error::Arrow { context, source }
+}
+
+fn column<'a>(batch: &'a RecordBatch, name: &str, path: &str) -> Result<&'a ArrayRef> {
+    batch
+        .column_by_name(name)
+        .ok_or_else(|| Error::InvalidArgument {
+            argument: "lake".into(),
+            reason: format!("{path} lacks column {name}"),
+        })
+}
+
+/// A string column as a dictionary (codes and distinct values), whatever it was read as; a
+/// null reads as the empty string, as in the frame path.
+fn dictionary(batch: &RecordBatch, name: &str, path: &str) -> Result<(Vec<u32>, Vec<String>)> {
+    let array = column(batch, name, path)?;
+    let dict_type = ArrowType::Dictionary(Box::new(ArrowType::Int32), Box::new(ArrowType::Utf8));
+    let cast;
+    let array = if array.data_type() == &dict_type {
+        array
+    } else {
+        cast = arrow::compute::cast(array, &dict_type)
+            .map_err(arrow_err(format!("reading {name} of {path}")))?;
+        &cast
+    };
+    let dict = array.as_dictionary::<Int32Type>();
+    let values = dict.values().as_string::<i32>();
+    let mut names: Vec<String> = (0..values.len())
+        .map(|i| {
+            if values.is_null(i) {
+                String::new()
+            } else {
+                values.value(i).to_owned()
+            }
+        })
+        .collect();
+    let keys = dict.keys();
+    let codes: Vec<u32> = if keys.null_count() == 0 {
+        keys.values().iter().map(|&k| k as u32).collect()
+    } else {
+        if names.iter().all(|n| !n.is_empty()) {
+            names.push(String::new());
+        }
+        let empty = names.iter().position(String::is_empty).unwrap_or(0) as u32;
+        keys.iter().map(|k| k.map_or(empty, |k| k as u32)).collect()
+    };
+    Ok((codes, names))
+}
+
+/// The values of a primitive column as `T` (cast if stored otherwise), nulls as `null`.
+fn numbers<T: ArrowPrimitiveType>(
+    batch: &RecordBatch,
+    name: &str,
+    path: &str,
+    null: T::Native,
+) -> Result<PrimitiveArray<T>> {
+    let array = column(batch, name, path)?;
+    let array = if let ArrowType::Timestamp(unit, _) = array.data_type() {
+        let raw = arrow::compute::cast(array, &ArrowType::Int64)
+            .map_err(arrow_err(format!("reading {name} of {path}")))?;
+        let raw = raw.as_primitive::<Int64Type>();
+        let micros: PrimitiveArray<Int64Type> = match unit {
+            ArrowUnit::Second => raw.unary(|x| x * 1_000_000),
+            ArrowUnit::Millisecond => raw.unary(|x| x * 1000),
+            ArrowUnit::Microsecond => raw.clone(),
+            ArrowUnit::Nanosecond => raw.unary(|x| x.div_euclid(1000)),
+        };
+        Arc::new(micros) as ArrayRef
+    } else {
+        Arc::clone(array)
+    };
+    let cast = arrow::compute::cast(&array, &T::DATA_TYPE)
+        .map_err(arrow_err(format!("reading {name} of {path}")))?;
+    let values = cast.as_primitive::<T>();
+    Ok(if values.null_count() == 0 {
+        values.clone()
+    } else {
+        values.iter().map(|v| Some(v.unwrap_or(null))).collect()
+    })
+}
+
+/// The token sides of one row group (see [`GroupSides`]); tokens are numbered in `registry`.
+#[allow(clippy::too_many_arguments)]
+fn group_sides(
+    batch: &RecordBatch,
+    path: &str,
+    wanted: Option<&TokenSet<'_>>,
+    pool: Option<&str>,
+    lo: Option<i64>,
+    hi: Option<i64>,
+    registry: &Mutex<Registry>,
+) -> Result<GroupSides> {
+    let n = batch.num_rows();
+    let (kinds, kind_names) = dictionary(batch, "swap_type", path)?;
+    let (ins, in_names) = dictionary(batch, "token_address_in", path)?;
+    let (outs, out_names) = dictionary(batch, "token_address_out", path)?;
+    // Which rows are in the range and of the pool.
+    let mut keep: Option<Vec<bool>> = None;
+    if lo.is_some() || hi.is_some() {
+        let time = numbers::<Int64Type>(batch, "block_time", path, 0)?;
+        keep = Some(
+            time.values()
+                .iter()
+                .map(|&t| lo.is_none_or(|lo| t >= lo) && hi.is_none_or(|hi| t < hi))
+                .collect(),
+        );
+    }
+    if let Some(p) = pool {
+        let (codes, names) = dictionary(batch, "pool_address", path)?;
+        let is_pool: Vec<bool> = names.iter().map(|n| n == p).collect();
+        let k = keep.get_or_insert_with(|| vec![true; n]);
+        for (k, &c) in k.iter_mut().zip(&codes) {
+            *k &= is_pool[c as usize];
+        }
+    }
+    // Whether each side can be a token side: by the swap type, or by the wanted tokens.
+    let bought: Vec<bool> = kind_names
+        .iter()
+        .map(|k| matches!(k.as_str(), "quote_token" | "token_token"))
+        .collect();
+    let sold: Vec<bool> = kind_names
+        .iter()
+        .map(|k| matches!(k.as_str(), "token_quote" | "token_token"))
+        .collect();
+    let wanted_of = |names: &[String]| -> Option<Vec<bool>> {
+        wanted.map(|w| names.iter().map(|t| w.contains(t.as_str())).collect())
+    };
+    let (want_in, want_out) = (wanted_of(&in_names), wanted_of(&out_names));
+    // Each row's sides as codes of their dictionary, and which codes are used.
+    let mut side_out = Vec::with_capacity(n);
+    let mut side_in = Vec::with_capacity(n);
+    let mut used_out = vec![false; out_names.len()];
+    let mut used_in = vec![false; in_names.len()];
+    for i in 0..n {
+        let row = keep.as_ref().is_none_or(|k| k[i]);
+        let (k, ti, to) = (kinds[i] as usize, ins[i] as usize, outs[i] as usize);
+        let (o, s) = match (&want_out, &want_in) {
+            (Some(wo), Some(wi)) => (wo[to], wi[ti]),
+            _ => (bought[k], sold[k]),
+        };
+        side_out.push(if row && o {
+            used_out[to] = true;
+            to as u32
+        } else {
+            NO_SIDE
+        });
+        side_in.push(if row && s {
+            used_in[ti] = true;
+            ti as u32
+        } else {
+            NO_SIDE
+        });
+    }
+    // The registry id of each used code (one lock per row group), then a local index per
+    // distinct token of the row group.
+    let ids = |used: &[bool], names: &[String], reg: &mut Registry| -> Vec<u32> {
+        used.iter()
+            .zip(names)
+            .map(|(&u, name)| if u { reg.id(name) } else { NO_SIDE })
+            .collect()
+    };
+    let (out_ids, in_ids) = {
+        let mut reg = registry.lock().unwrap_or_else(PoisonError::into_inner);
+        (
+            ids(&used_out, &out_names, &mut reg),
+            ids(&used_in, &in_names, &mut reg),
+        )
+    };
+    let mut local: HashMap<u32, u32, Fast> = HashMap::default();
+    let mut tokens = Vec::new();
+    let mut to_local = |ids: Vec<u32>| -> Vec<u32> {
+        ids.into_iter()
+            .map(|id| {
+                if id == NO_SIDE {
+                    return NO_SIDE;
+                }
+                *local.entry(id).or_insert_with(|| {
+                    tokens.push(id);
+                    (tokens.len() - 1) as u32
+                })
+            })
+            .collect()
+    };
+    let (out_local, in_local) = (to_local(out_ids), to_local(in_ids));
+    let mut counts = vec![0usize; tokens.len()];
+    for (sides, map) in [(&mut side_out, &out_local), (&mut side_in, &in_local)] {
+        for s in sides.iter_mut().filter(|s| **s != NO_SIDE) {
+            *s = map[*s as usize];
+            counts[*s as usize] += 1;
+        }
+    }
+    Ok(GroupSides {
+        outs: side_out,
+        ins: side_in,
+        tokens,
+        counts,
+        starts: Vec::new(),
+    })
+}
+
+/// The smallest `block_time` of a row group from its statistics (`i64::MIN` without them).
+fn group_min_time(metadata: &ArrowReaderMetadata, group: usize) -> i64 {
+    let rg = metadata.metadata().row_group(group);
+    let Ok(idx) = metadata.schema().index_of("block_time") else {
+        return i64::MIN;
+    };
+    rg.columns()
+        .iter()
+        .find(|c| c.column_path().parts() == ["block_time"])
+        .or_else(|| rg.columns().get(idx))
+        .and_then(|c| match c.statistics() {
+            Some(parquet::file::statistics::Statistics::Int64(s)) => s.min_opt().copied(),
+            _ => None,
+        })
+        .unwrap_or(i64::MIN)
+}
+
+/// The token side of the selected swaps in `range` from the data files `paths` (store paths,
+/// sorted), by token in address order, each in event order.
+fn load_swaps(
+    lake: &Lake,
+    paths: &[String],
+    selection: &Selection,
+    wanted: Option<&TokenSet<'_>>,
+    range: TimeRange,
+) -> Result<Vec<TokenEvents>> {
+    let dictionaries = [
+        "swap_type",
+        "token_address_in",
+        "token_address_out",
+        "pool_address",
+    ];
+    let files: Vec<(SharedFile, ArrowReaderMetadata)> = paths
+        .par_iter()
+        .map(|p| {
+            let file = SharedFile::open(lake, p)?;
+            let footer = file.footer_with_dictionaries(&dictionaries)?;
+            Ok((file, footer))
+        })
+        .collect::<Result<_>>()?;
+    let groups: Vec<(usize, usize)> = files
+        .iter()
+        .enumerate()
+        .flat_map(|(k, (_, m))| (0..m.metadata().num_row_groups()).map(move |g| (k, g)))
+        .collect();
+    let (lo, hi) = (
+        range.from.map(|t| t.timestamp_micros()),
+        range.to.map(|t| t.timestamp_micros()),
+    );
+    let pool = match selection {
+        Selection::Pool(p) => Some(p.as_str()),
+        _ => None,
+    };
+    let mut side_columns = SIDE_COLUMNS.to_vec();
+    if lo.is_some() || hi.is_some() {
+        side_columns.push("block_time");
+    }
+    if pool.is_some() {
+        side_columns.push("pool_address");
+    }
+    let registry = Mutex::new(Registry::default());
+    let mut sides: Vec<GroupSides> = groups
+        .par_iter()
+        .map(|&(k, g)| {
+            let (file, footer) = &files[k];
+            let batch = file.read_row_group(footer, g, &side_columns)?;
+            group_sides(&batch, &paths[k], wanted, pool, lo, hi, &registry)
+        })
+        .collect::<Result<_>>()?;
+    let registry = registry
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner);
+    // Each token's events of a row group follow those of the row groups before it, in the
+    // order of their first times (files usually hold disjoint times, so a token's events are
+    // then already in event order and `Events::sort` only checks it).
+    let mut order: Vec<usize> = (0..groups.len()).collect();
+    order.sort_by_key(|&i| {
+        let (k, g) = groups[i];
+        (group_min_time(&files[k].1, g), k, g)
+    });
+    let mut totals = vec![0usize; registry.names.len()];
+    for &i in &order {
+        let s = &mut sides[i];
+        s.starts = s
+            .tokens
+            .iter()
+            .zip(&s.counts)
+            .map(|(&t, &c)| {
+                let at = totals[t as usize];
+                totals[t as usize] += c;
+                at
+            })
+            .collect();
+    }
+    // Allocated (and written once, so that the pages are mapped here, in parallel) at their
+    // final size.
+    let columns: Vec<Events> = totals.par_iter().map(|&n| Events::zeroed(n)).collect();
+    let columns = Mutex::new(columns);
+    groups
+        .par_iter()
+        .zip(sides.into_par_iter())
+        .try_for_each(|(&(k, g), s)| -> Result<()> {
+            if s.tokens.is_empty() {
+                return Ok(());
+            }
+            let (file, footer) = &files[k];
+            let path = &paths[k];
+            let batch = file.read_row_group(footer, g, &NUMBER_COLUMNS)?;
+            let id = numbers::<Int64Type>(&batch, "id", path, 0)?;
+            let slot = numbers::<Int64Type>(&batch, "block_slot", path, 0)?;
+            let time = numbers::<Int64Type>(&batch, "block_time", path, 0)?;
+            let f = |name: &str| numbers::<Float64Type>(&batch, name, path, f64::NAN);
+            let (a_in, a_out) = (f("token_amount_in")?, f("token_amount_out")?);
+            let (p_in, p_out) = (f("token_price_in")?, f("token_price_out")?);
+            let (u_in, u_out) = (f("usd_amount_in")?, f("usd_amount_out")?);
+            let (id, slot, time) = (id.values(), slot.values(), time.values());
+            let (a_in, a_out, p_in, p_out, u_in, u_out) = (
+                a_in.values(),
+                a_out.values(),
+                p_in.values(),
+                p_out.values(),
+                u_in.values(),
+                u_out.values(),
+            );
+            let mut cursor = s.starts.clone();
+            let mut columns = columns.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut put = |local: u32, tick: Tick| {
+                let l = local as usize;
+                columns[s.tokens[l] as usize].set(cursor[l], tick);
+                cursor[l] += 1;
+            };
+            for (i, (&o, &n)) in s.outs.iter().zip(&s.ins).enumerate() {
+                if o != NO_SIDE {
+                    put(
+                        o,
+                        Tick {
+                            time: time[i],
+                            slot: slot[i],
+                            id: id[i],
+                            price: p_out[i],
+                            base: a_out[i],
+                            usd: u_out[i],
+                            buy: true,
+                        },
+                    );
+                }
+                if n != NO_SIDE {
+                    put(
+                        n,
+                        Tick {
+                            time: time[i],
+                            slot: slot[i],
+                            id: id[i],
+                            price: p_in[i],
+                            base: a_in[i],
+                            usd: u_in[i],
+                            buy: false,
+                        },
+                    );
+                }
+            }
+            Ok(())
+        })?;
+    let columns = columns.into_inner().unwrap_or_else(PoisonError::into_inner);
+    let mut out: Vec<TokenEvents> = registry
+        .names
+        .into_par_iter()
+        .zip(columns)
+        .map(|(token, mut events)| {
+            events.sort();
+            TokenEvents { token, events }
+        })
+        .collect();
+    out.sort_by(|a, b| a.token.cmp(&b.token));
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+
+    use super::*;
+    use crate::api::models::{Swap, SwapType};
+    use crate::lake::{LakeOptions, convert};
+
+    /// A swap of `kind` between `t_in` and `t_out`; its numbers derive from `id`.
+    fn swap(id: i64, kind: SwapType, t_in: &str, t_out: &str, time_s: i64, slot: i64) -> Swap {
+        let x = id as f64;
+        Swap {
+            id,
+            swap_type: kind,
+            protocol: "amm".into(),
+            wallet_address: "W".into(),
+            pool_address: format!("POOL-{}", id % 3),
+            token_address_in: t_in.into(),
+            token_address_out: t_out.into(),
+            token_amount_in: 1.0 + x,
+            token_amount_out: 2.0 + x / 7.0,
+            token_price_in: 3.0 + x / 11.0,
+            token_price_out: 4.0 + x / 13.0,
+            pre_token_balance_in: 0.0,
+            pre_token_balance_out: 0.0,
+            post_token_balance_in: 0.0,
+            post_token_balance_out: 0.0,
+            usd_amount_in: 5.0 + x,
+            usd_amount_out: 6.0 + x,
+            block_slot: slot,
+            block_time: Utc.timestamp_opt(time_s, 0).unwrap(),
+            tx_hash: format!("tx{id}"),
+        }
+    }
+
+    /// Swaps of every type over a few tokens, with many events sharing `(block_time,
+    /// block_slot)` (ids decide), in files written newest first with row groups of 7 rows.
+    fn lake() -> (tempfile::TempDir, Lake) {
+        let kinds = [
+            (SwapType::QuoteToken, "Q", "A"),
+            (SwapType::TokenQuote, "B", "Q"),
+            (SwapType::TokenToken, "A", "C"),
+            (SwapType::QuoteQuote, "Q", "R"),
+            (SwapType::QuoteToken, "Q", "C"),
+            (SwapType::TokenQuote, "A", "Q"),
+            (SwapType::TokenToken, "C", "B"),
+        ];
+        let swaps: Vec<Swap> = (0..300i64)
+            .map(|k| {
+                // Ids in an order unrelated to time, so ties are broken by id, not by row.
+                let id = (k * 37) % 301 + 1;
+                let (kind, t_in, t_out) = &kinds[(k % 7) as usize];
+                swap(id, kind.clone(), t_in, t_out, 1_000 + k / 4 * 10, k / 8)
+            })
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let options = LakeOptions {
+            row_group_rows: 7,
+            ..LakeOptions::default()
+        };
+        let lake = Lake::open_with(dir.path(), options).unwrap();
+        for chunk in swaps.chunks(45).rev() {
+            let mut chunk = chunk.to_vec();
+            chunk.reverse();
+            let mut tx = lake.transaction().unwrap();
+            tx.write(Dataset::Swaps, convert::swaps_to_batch(&chunk).unwrap())
+                .unwrap();
+            tx.commit().unwrap();
+        }
+        (dir, lake)
+    }
+
+    #[test]
+    fn row_groups_read_as_dictionaries_give_the_frames_events() {
+        let (_dir, lake) = lake();
+        let files = lake.manifest().unwrap().files_of(Dataset::Swaps).count();
+        assert!(files >= 6, "{files} files");
+        let range = TimeRange {
+            from: Some(Utc.timestamp_opt(1_200, 0).unwrap()),
+            to: Some(Utc.timestamp_opt(1_555, 0).unwrap()),
+        };
+        let cases = [
+            (Selection::AllTokens, TimeRange::default()),
+            (Selection::AllTokens, range),
+            (Selection::Token("C".into()), TimeRange::default()),
+            (Selection::Tokens(vec!["Q".into(), "A".into()]), range),
+            (Selection::Pool("POOL-1".into()), TimeRange::default()),
+        ];
+        for (selection, range) in cases {
+            let columnar =
+                load_events_with(&lake, EventSource::Swaps, &selection, range, true).unwrap();
+            let frames =
+                load_events_with(&lake, EventSource::Swaps, &selection, range, false).unwrap();
+            assert!(!columnar.is_empty(), "{selection:?}");
+            assert_eq!(columnar, frames, "{selection:?} {range:?}");
+            for t in &columnar {
+                let e = &t.events;
+                assert!((1..e.len()).all(|i| e.key(i - 1) < e.key(i)), "{}", t.token);
+            }
+        }
+        // Ties on (block_time, block_slot) are frequent, and broken by id.
+        let all = load_events(
+            &lake,
+            EventSource::Swaps,
+            &Selection::AllTokens,
+            TimeRange::default(),
+        )
+        .unwrap();
+        let ties = all
+            .iter()
+            .flat_map(|t| {
+                let e = &t.events;
+                (1..e.len())
+                    .filter(move |&i| (e.time[i - 1], e.slot[i - 1]) == (e.time[i], e.slot[i]))
+            })
+            .count();
+        assert!(ties > 20, "{ties} ties");
+        let names: Vec<&str> = all.iter().map(|t| t.token.as_str()).collect();
+        assert_eq!(names, ["A", "B", "C"]);
+    }
 }
