@@ -175,6 +175,20 @@ impl Events {
         self.buy[i] = t.buy;
     }
 
+    /// Overwrites the `n` events from `at` with those of `src` from `from`.
+    fn copy_from(&mut self, at: usize, src: &Events, from: usize, n: usize) {
+        fn copy<T: Copy>(to: &mut [T], at: usize, src: &[T], from: usize, n: usize) {
+            to[at..at + n].copy_from_slice(&src[from..from + n]);
+        }
+        copy(&mut self.time, at, &src.time, from, n);
+        copy(&mut self.slot, at, &src.slot, from, n);
+        copy(&mut self.id, at, &src.id, from, n);
+        copy(&mut self.price, at, &src.price, from, n);
+        copy(&mut self.base, at, &src.base, from, n);
+        copy(&mut self.usd, at, &src.usd, from, n);
+        copy(&mut self.buy, at, &src.buy, from, n);
+    }
+
     /// The event at `i`.
     pub fn tick(&self, i: usize) -> Tick {
         Tick {
@@ -1076,8 +1090,10 @@ fn load_swaps(
     }
     // Allocated (and written once, so that the pages are mapped here, in parallel) at their
     // final size.
-    let columns: Vec<Events> = totals.par_iter().map(|&n| Events::zeroed(n)).collect();
-    let columns = Mutex::new(columns);
+    let columns: Vec<Mutex<Events>> = totals
+        .par_iter()
+        .map(|&n| Mutex::new(Events::zeroed(n)))
+        .collect();
     groups
         .par_iter()
         .zip(sides.into_par_iter())
@@ -1104,11 +1120,19 @@ fn load_swaps(
                 u_in.values(),
                 u_out.values(),
             );
-            let mut cursor = s.starts.clone();
-            let mut columns = columns.lock().unwrap_or_else(PoisonError::into_inner);
-            let mut put = |local: u32, tick: Tick| {
-                let l = local as usize;
-                columns[s.tokens[l] as usize].set(cursor[l], tick);
+            // The row group's events grouped by token here, then each token's run copied to
+            // its place under that token's lock alone.
+            let mut local = Events::zeroed(s.counts.iter().sum());
+            let mut first = Vec::with_capacity(s.counts.len());
+            let mut at = 0;
+            for &c in &s.counts {
+                first.push(at);
+                at += c;
+            }
+            let mut cursor = first.clone();
+            let mut put = |l: u32, tick: Tick| {
+                let l = l as usize;
+                local.set(cursor[l], tick);
                 cursor[l] += 1;
             };
             for (i, (&o, &n)) in s.outs.iter().zip(&s.ins).enumerate() {
@@ -1141,14 +1165,20 @@ fn load_swaps(
                     );
                 }
             }
+            for (l, &t) in s.tokens.iter().enumerate() {
+                let mut dest = columns[t as usize]
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                dest.copy_from(s.starts[l], &local, first[l], s.counts[l]);
+            }
             Ok(())
         })?;
-    let columns = columns.into_inner().unwrap_or_else(PoisonError::into_inner);
     let mut out: Vec<TokenEvents> = registry
         .names
         .into_par_iter()
         .zip(columns)
-        .map(|(token, mut events)| {
+        .map(|(token, events)| {
+            let mut events = events.into_inner().unwrap_or_else(PoisonError::into_inner);
             events.sort();
             TokenEvents { token, events }
         })
