@@ -17,7 +17,7 @@ use dexlake::lake::Lake;
 use polars::io::parquet::write::{StatisticsOptions, get_encodings};
 use polars::prelude::*;
 use polars_parquet::write::{
-    CompressedPage, CompressionOptions, Version, WriteOptions, array_to_columns, compress,
+    CompressedPage, CompressionOptions, Encoding, Version, WriteOptions, array_to_columns, compress,
 };
 use rayon::prelude::*;
 use serde_json::{Map, Value};
@@ -345,7 +345,18 @@ impl<'a> ParquetSink<'a> {
         let mut df = df.clone();
         df.align_chunks_par();
         let options = page_options()?;
-        let encodings = get_encodings(&df.schema().to_arrow(CompatLevel::newest()));
+        // Floats are written plain: polars would estimate each float column's distinct values
+        // and build a dictionary, then drop it as not worth it (prices and sums are nearly all
+        // distinct), for the same pages.
+        let arrow_schema = df.schema().to_arrow(CompatLevel::newest());
+        let encodings: Vec<Vec<Encoding>> = get_encodings(&arrow_schema)
+            .iter()
+            .zip(arrow_schema.iter_values())
+            .map(|(encoding, field)| match field.dtype() {
+                ArrowDataType::Float32 | ArrowDataType::Float64 => vec![Encoding::Plain],
+                _ => encoding.clone(),
+            })
+            .collect();
         let fields = writer.parquet_schema().fields().to_vec();
         for batch in df.iter_chunks(CompatLevel::newest(), false) {
             let rows = batch.len();
@@ -356,7 +367,7 @@ impl<'a> ParquetSink<'a> {
                 .columns()
                 .par_iter()
                 .zip(&fields)
-                .zip(encodings.as_slice())
+                .zip(&encodings)
                 .map(|((array, field), encoding)| {
                     array_to_columns(array, field.clone(), options, encoding)?
                         .into_iter()
