@@ -13,7 +13,7 @@
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use arrow::array::{Array, ArrayRef, ArrowPrimitiveType, AsArray, PrimitiveArray, RecordBatch};
 use arrow::datatypes::{
@@ -524,6 +524,9 @@ impl<'a> Sides<'a> {
 /// No token side on this row.
 const NO_SIDE: u32 = u32::MAX;
 
+/// A token the registry has not numbered yet.
+const UNSEEN: u32 = u32::MAX - 1;
+
 /// The token side of each row of a frame of swaps or trades, by token. A first pass finds each
 /// row's token sides and counts the events per token, a second one fills columns allocated at
 /// their final size.
@@ -806,9 +809,36 @@ fn column<'a>(batch: &'a RecordBatch, name: &str, path: &str) -> Result<&'a Arra
         })
 }
 
+/// The distinct values of a string column read as a dictionary (see [`dictionary`]).
+struct Values {
+    values: ArrayRef,
+    /// An empty string added after the values (for null codes).
+    empty: bool,
+}
+
+impl Values {
+    /// The values by code; a null value reads as the empty string.
+    fn names(&self) -> Vec<&str> {
+        let values = self.values.as_string::<i32>();
+        let mut names: Vec<&str> = (0..values.len())
+            .map(|i| {
+                if values.is_null(i) {
+                    ""
+                } else {
+                    values.value(i)
+                }
+            })
+            .collect();
+        if self.empty {
+            names.push("");
+        }
+        names
+    }
+}
+
 /// A string column as a dictionary (codes and distinct values), whatever it was read as; a
 /// null reads as the empty string, as in the frame path.
-fn dictionary(batch: &RecordBatch, name: &str, path: &str) -> Result<(Vec<u32>, Vec<String>)> {
+fn dictionary(batch: &RecordBatch, name: &str, path: &str) -> Result<(Vec<u32>, Values)> {
     let array = column(batch, name, path)?;
     let dict_type = ArrowType::Dictionary(Box::new(ArrowType::Int32), Box::new(ArrowType::Utf8));
     let cast;
@@ -820,27 +850,23 @@ fn dictionary(batch: &RecordBatch, name: &str, path: &str) -> Result<(Vec<u32>, 
         &cast
     };
     let dict = array.as_dictionary::<Int32Type>();
-    let values = dict.values().as_string::<i32>();
-    let mut names: Vec<String> = (0..values.len())
-        .map(|i| {
-            if values.is_null(i) {
-                String::new()
-            } else {
-                values.value(i).to_owned()
-            }
-        })
-        .collect();
     let keys = dict.keys();
+    let mut values = Values {
+        values: Arc::clone(dict.values()),
+        empty: false,
+    };
     let codes: Vec<u32> = if keys.null_count() == 0 {
         keys.values().iter().map(|&k| k as u32).collect()
     } else {
-        if names.iter().all(|n| !n.is_empty()) {
-            names.push(String::new());
-        }
-        let empty = names.iter().position(String::is_empty).unwrap_or(0) as u32;
+        let names = values.names();
+        let empty = match names.iter().position(|n| n.is_empty()) {
+            Some(i) => i,
+            None => names.len(),
+        } as u32;
+        values.empty = empty as usize == names.len();
         keys.iter().map(|k| k.map_or(empty, |k| k as u32)).collect()
     };
-    Ok((codes, names))
+    Ok((codes, values))
 }
 
 /// The values of a primitive column as `T` (cast if stored otherwise), nulls as `null`.
@@ -884,12 +910,14 @@ fn group_sides(
     pool: Option<&str>,
     lo: Option<i64>,
     hi: Option<i64>,
-    registry: &Mutex<Registry>,
+    registry: &RwLock<Registry>,
 ) -> Result<GroupSides> {
     let n = batch.num_rows();
-    let (kinds, kind_names) = dictionary(batch, "swap_type", path)?;
-    let (ins, in_names) = dictionary(batch, "token_address_in", path)?;
-    let (outs, out_names) = dictionary(batch, "token_address_out", path)?;
+    let (kinds, kind_values) = dictionary(batch, "swap_type", path)?;
+    let (ins, in_values) = dictionary(batch, "token_address_in", path)?;
+    let (outs, out_values) = dictionary(batch, "token_address_out", path)?;
+    let (kind_names, in_names, out_names) =
+        (kind_values.names(), in_values.names(), out_values.names());
     // Which rows are in the range and of the pool.
     let mut keep: Option<Vec<bool>> = None;
     if lo.is_some() || hi.is_some() {
@@ -902,8 +930,8 @@ fn group_sides(
         );
     }
     if let Some(p) = pool {
-        let (codes, names) = dictionary(batch, "pool_address", path)?;
-        let is_pool: Vec<bool> = names.iter().map(|n| n == p).collect();
+        let (codes, values) = dictionary(batch, "pool_address", path)?;
+        let is_pool: Vec<bool> = values.names().into_iter().map(|n| n == p).collect();
         let k = keep.get_or_insert_with(|| vec![true; n]);
         for (k, &c) in k.iter_mut().zip(&codes) {
             *k &= is_pool[c as usize];
@@ -912,14 +940,14 @@ fn group_sides(
     // Whether each side can be a token side: by the swap type, or by the wanted tokens.
     let bought: Vec<bool> = kind_names
         .iter()
-        .map(|k| matches!(k.as_str(), "quote_token" | "token_token"))
+        .map(|k| matches!(*k, "quote_token" | "token_token"))
         .collect();
     let sold: Vec<bool> = kind_names
         .iter()
-        .map(|k| matches!(k.as_str(), "token_quote" | "token_token"))
+        .map(|k| matches!(*k, "token_quote" | "token_token"))
         .collect();
-    let wanted_of = |names: &[String]| -> Option<Vec<bool>> {
-        wanted.map(|w| names.iter().map(|t| w.contains(t.as_str())).collect())
+    let wanted_of = |names: &[&str]| -> Option<Vec<bool>> {
+        wanted.map(|w| names.iter().map(|t| w.contains(t)).collect())
     };
     let (want_in, want_out) = (wanted_of(&in_names), wanted_of(&out_names));
     // Each row's sides as codes of their dictionary, and which codes are used.
@@ -947,21 +975,32 @@ fn group_sides(
             NO_SIDE
         });
     }
-    // The registry id of each used code (one lock per row group), then a local index per
-    // distinct token of the row group.
-    let ids = |used: &[bool], names: &[String], reg: &mut Registry| -> Vec<u32> {
+    // The registry id of each used code (a shared lock per row group; the exclusive one only
+    // for tokens not seen before), then a local index per distinct token of the row group.
+    let lookup = |used: &[bool], names: &[&str], reg: &Registry| -> Vec<u32> {
         used.iter()
             .zip(names)
-            .map(|(&u, name)| if u { reg.id(name) } else { NO_SIDE })
+            .map(|(&u, name)| match u {
+                false => NO_SIDE,
+                true => reg.index.get(*name).copied().unwrap_or(UNSEEN),
+            })
             .collect()
     };
-    let (out_ids, in_ids) = {
-        let mut reg = registry.lock().unwrap_or_else(PoisonError::into_inner);
+    let (mut out_ids, mut in_ids) = {
+        let reg = registry.read().unwrap_or_else(PoisonError::into_inner);
         (
-            ids(&used_out, &out_names, &mut reg),
-            ids(&used_in, &in_names, &mut reg),
+            lookup(&used_out, &out_names, &reg),
+            lookup(&used_in, &in_names, &reg),
         )
     };
+    if out_ids.contains(&UNSEEN) || in_ids.contains(&UNSEEN) {
+        let mut reg = registry.write().unwrap_or_else(PoisonError::into_inner);
+        for (ids, names) in [(&mut out_ids, &out_names), (&mut in_ids, &in_names)] {
+            for (id, name) in ids.iter_mut().zip(names).filter(|(id, _)| **id == UNSEEN) {
+                *id = reg.id(name);
+            }
+        }
+    }
     let mut local: HashMap<u32, u32, Fast> = HashMap::default();
     let mut tokens = Vec::new();
     let mut to_local = |ids: Vec<u32>| -> Vec<u32> {
@@ -1054,7 +1093,7 @@ fn load_swaps(
     if pool.is_some() {
         side_columns.push("pool_address");
     }
-    let registry = Mutex::new(Registry::default());
+    let registry = RwLock::new(Registry::default());
     let mut sides: Vec<GroupSides> = groups
         .par_iter()
         .map(|&(k, g)| {
