@@ -145,21 +145,17 @@ impl Events {
         self.buy.push(t.buy);
     }
 
-    /// `n` events of zeros, every page of the columns written once.
+    /// `n` events of zeros (zeroed allocations: large columns get pages of zeros from the
+    /// system, mapped when first written).
     fn zeroed(n: usize) -> Events {
-        fn filled<T: Clone>(n: usize, v: T) -> Vec<T> {
-            let mut out = Vec::with_capacity(n);
-            out.resize(n, v);
-            out
-        }
         Events {
-            time: filled(n, 0),
-            slot: filled(n, 0),
-            id: filled(n, 0),
-            price: filled(n, 0.0),
-            base: filled(n, 0.0),
-            usd: filled(n, 0.0),
-            buy: filled(n, false),
+            time: vec![0; n],
+            slot: vec![0; n],
+            id: vec![0; n],
+            price: vec![0.0; n],
+            base: vec![0.0; n],
+            usd: vec![0.0; n],
+            buy: vec![false; n],
         }
     }
 
@@ -1127,8 +1123,7 @@ fn load_swaps(
             })
             .collect();
     }
-    // Allocated (and written once, so that the pages are mapped here, in parallel) at their
-    // final size.
+    // Allocated at their final size.
     let columns: Vec<Mutex<Events>> = totals
         .par_iter()
         .map(|&n| Mutex::new(Events::zeroed(n)))
