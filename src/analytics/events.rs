@@ -746,6 +746,17 @@ fn load_events_with(
 /// for a pool).
 const SIDE_COLUMNS: [&str; 3] = ["swap_type", "token_address_in", "token_address_out"];
 
+/// The string columns read as dictionaries.
+const DICTIONARY_COLUMNS: [&str; 4] = [
+    "swap_type",
+    "token_address_in",
+    "token_address_out",
+    "pool_address",
+];
+
+/// Files open at once in each pass (a few in tests, so that they read several windows).
+const FILES_AT_ONCE: usize = if cfg!(test) { 4 } else { 64 };
+
 /// The columns of the second pass.
 const NUMBER_COLUMNS: [&str; 9] = [
     "id",
@@ -1055,25 +1066,6 @@ fn load_swaps(
     wanted: Option<&TokenSet<'_>>,
     range: TimeRange,
 ) -> Result<Vec<TokenEvents>> {
-    let dictionaries = [
-        "swap_type",
-        "token_address_in",
-        "token_address_out",
-        "pool_address",
-    ];
-    let files: Vec<(SharedFile, ArrowReaderMetadata)> = paths
-        .par_iter()
-        .map(|p| {
-            let file = SharedFile::open(lake, p)?;
-            let footer = file.footer_with_dictionaries(&dictionaries)?;
-            Ok((file, footer))
-        })
-        .collect::<Result<_>>()?;
-    let groups: Vec<(usize, usize)> = files
-        .iter()
-        .enumerate()
-        .flat_map(|(k, (_, m))| (0..m.metadata().num_row_groups()).map(move |g| (k, g)))
-        .collect();
     let (lo, hi) = (
         range.from.map(|t| t.timestamp_micros()),
         range.to.map(|t| t.timestamp_micros()),
@@ -1090,14 +1082,42 @@ fn load_swaps(
         side_columns.push("pool_address");
     }
     let registry = RwLock::new(Registry::default());
-    let mut sides: Vec<GroupSides> = groups
-        .par_iter()
-        .map(|&(k, g)| {
-            let (file, footer) = &files[k];
-            let batch = file.read_row_group(footer, g, &side_columns)?;
-            group_sides(&batch, &paths[k], wanted, pool, lo, hi, &registry)
-        })
-        .collect::<Result<_>>()?;
+    // The files are opened a window at a time, for each pass: a lake of many files never holds
+    // a descriptor (or, on an object store, a fetched copy) per file at once.
+    let windows: Vec<std::ops::Range<usize>> = (0..paths.len())
+        .step_by(FILES_AT_ONCE)
+        .map(|w| w..(w + FILES_AT_ONCE).min(paths.len()))
+        .collect();
+    let mut footers: Vec<ArrowReaderMetadata> = Vec::with_capacity(paths.len());
+    // Row groups as (file, row group), in file order.
+    let mut groups: Vec<(usize, usize)> = Vec::new();
+    let mut sides: Vec<GroupSides> = Vec::new();
+    for window in &windows {
+        let opened: Vec<(SharedFile, ArrowReaderMetadata)> = window
+            .clone()
+            .into_par_iter()
+            .map(|k| {
+                let file = SharedFile::open(lake, &paths[k])?;
+                let footer = file.footer_with_dictionaries(&DICTIONARY_COLUMNS)?;
+                Ok((file, footer))
+            })
+            .collect::<Result<_>>()?;
+        let first = groups.len();
+        for (j, (_, footer)) in opened.iter().enumerate() {
+            let k = window.start + j;
+            groups.extend((0..footer.metadata().num_row_groups()).map(|g| (k, g)));
+        }
+        let found: Vec<GroupSides> = groups[first..]
+            .par_iter()
+            .map(|&(k, g)| {
+                let (file, footer) = &opened[k - window.start];
+                let batch = file.read_row_group(footer, g, &side_columns)?;
+                group_sides(&batch, &paths[k], wanted, pool, lo, hi, &registry)
+            })
+            .collect::<Result<_>>()?;
+        sides.extend(found);
+        footers.extend(opened.into_iter().map(|(_, footer)| footer));
+    }
     let registry = registry
         .into_inner()
         .unwrap_or_else(PoisonError::into_inner);
@@ -1107,7 +1127,7 @@ fn load_swaps(
     let mut order: Vec<usize> = (0..groups.len()).collect();
     order.sort_by_key(|&i| {
         let (k, g) = groups[i];
-        (group_min_time(&files[k].1, g), k, g)
+        (group_min_time(&footers[k], g), k, g)
     });
     let mut totals = vec![0usize; registry.names.len()];
     for &i in &order {
@@ -1128,85 +1148,113 @@ fn load_swaps(
         .par_iter()
         .map(|&n| Mutex::new(Events::zeroed(n)))
         .collect();
-    groups
-        .par_iter()
-        .zip(sides.into_par_iter())
-        .try_for_each(|(&(k, g), s)| -> Result<()> {
-            if s.tokens.is_empty() {
-                return Ok(());
-            }
-            let (file, footer) = &files[k];
-            let path = &paths[k];
-            let batch = file.read_row_group(footer, g, &NUMBER_COLUMNS)?;
-            let id = numbers::<Int64Type>(&batch, "id", path, 0)?;
-            let slot = numbers::<Int64Type>(&batch, "block_slot", path, 0)?;
-            let time = numbers::<Int64Type>(&batch, "block_time", path, 0)?;
-            let f = |name: &str| numbers::<Float64Type>(&batch, name, path, f64::NAN);
-            let (a_in, a_out) = (f("token_amount_in")?, f("token_amount_out")?);
-            let (p_in, p_out) = (f("token_price_in")?, f("token_price_out")?);
-            let (u_in, u_out) = (f("usd_amount_in")?, f("usd_amount_out")?);
-            let (id, slot, time) = (id.values(), slot.values(), time.values());
-            let (a_in, a_out, p_in, p_out, u_in, u_out) = (
-                a_in.values(),
-                a_out.values(),
-                p_in.values(),
-                p_out.values(),
-                u_in.values(),
-                u_out.values(),
-            );
-            // The row group's events grouped by token here, then each token's run copied to
-            // its place under that token's lock alone.
-            let mut local = Events::zeroed(s.counts.iter().sum());
-            let mut first = Vec::with_capacity(s.counts.len());
-            let mut at = 0;
-            for &c in &s.counts {
-                first.push(at);
-                at += c;
-            }
-            let mut cursor = first.clone();
-            let mut put = |l: u32, tick: Tick| {
-                let l = l as usize;
-                local.set(cursor[l], tick);
-                cursor[l] += 1;
-            };
-            for (i, (&o, &n)) in s.outs.iter().zip(&s.ins).enumerate() {
-                if o != NO_SIDE {
-                    put(
-                        o,
-                        Tick {
-                            time: time[i],
-                            slot: slot[i],
-                            id: id[i],
-                            price: p_out[i],
-                            base: a_out[i],
-                            usd: u_out[i],
-                            buy: true,
-                        },
-                    );
+    let mut sides = sides.into_iter();
+    let mut at = 0;
+    for window in &windows {
+        let n = groups[at..]
+            .iter()
+            .take_while(|(k, _)| window.contains(k))
+            .count();
+        let (window_groups, window_sides): (&[(usize, usize)], Vec<GroupSides>) =
+            (&groups[at..at + n], sides.by_ref().take(n).collect());
+        at += n;
+        // Only files with events of the selection are opened again.
+        let mut needed = vec![false; window.len()];
+        for (&(k, _), s) in window_groups.iter().zip(&window_sides) {
+            needed[k - window.start] |= !s.tokens.is_empty();
+        }
+        let opened: Vec<Option<SharedFile>> = window
+            .clone()
+            .into_par_iter()
+            .map(|k| {
+                needed[k - window.start]
+                    .then(|| SharedFile::open(lake, &paths[k]))
+                    .transpose()
+            })
+            .collect::<Result<_>>()?;
+        window_groups
+            .par_iter()
+            .zip(window_sides.into_par_iter())
+            .try_for_each(|(&(k, g), s)| -> Result<()> {
+                let Some(file) = opened[k - window.start]
+                    .as_ref()
+                    .filter(|_| !s.tokens.is_empty())
+                else {
+                    return Ok(());
+                };
+                let footer = &footers[k];
+                let path = &paths[k];
+                let batch = file.read_row_group(footer, g, &NUMBER_COLUMNS)?;
+                let id = numbers::<Int64Type>(&batch, "id", path, 0)?;
+                let slot = numbers::<Int64Type>(&batch, "block_slot", path, 0)?;
+                let time = numbers::<Int64Type>(&batch, "block_time", path, 0)?;
+                let f = |name: &str| numbers::<Float64Type>(&batch, name, path, f64::NAN);
+                let (a_in, a_out) = (f("token_amount_in")?, f("token_amount_out")?);
+                let (p_in, p_out) = (f("token_price_in")?, f("token_price_out")?);
+                let (u_in, u_out) = (f("usd_amount_in")?, f("usd_amount_out")?);
+                let (id, slot, time) = (id.values(), slot.values(), time.values());
+                let (a_in, a_out, p_in, p_out, u_in, u_out) = (
+                    a_in.values(),
+                    a_out.values(),
+                    p_in.values(),
+                    p_out.values(),
+                    u_in.values(),
+                    u_out.values(),
+                );
+                // The row group's events grouped by token here, then each token's run copied to
+                // its place under that token's lock alone.
+                let mut local = Events::zeroed(s.counts.iter().sum());
+                let mut first = Vec::with_capacity(s.counts.len());
+                let mut at = 0;
+                for &c in &s.counts {
+                    first.push(at);
+                    at += c;
                 }
-                if n != NO_SIDE {
-                    put(
-                        n,
-                        Tick {
-                            time: time[i],
-                            slot: slot[i],
-                            id: id[i],
-                            price: p_in[i],
-                            base: a_in[i],
-                            usd: u_in[i],
-                            buy: false,
-                        },
-                    );
+                let mut cursor = first.clone();
+                let mut put = |l: u32, tick: Tick| {
+                    let l = l as usize;
+                    local.set(cursor[l], tick);
+                    cursor[l] += 1;
+                };
+                for (i, (&o, &n)) in s.outs.iter().zip(&s.ins).enumerate() {
+                    if o != NO_SIDE {
+                        put(
+                            o,
+                            Tick {
+                                time: time[i],
+                                slot: slot[i],
+                                id: id[i],
+                                price: p_out[i],
+                                base: a_out[i],
+                                usd: u_out[i],
+                                buy: true,
+                            },
+                        );
+                    }
+                    if n != NO_SIDE {
+                        put(
+                            n,
+                            Tick {
+                                time: time[i],
+                                slot: slot[i],
+                                id: id[i],
+                                price: p_in[i],
+                                base: a_in[i],
+                                usd: u_in[i],
+                                buy: false,
+                            },
+                        );
+                    }
                 }
-            }
-            for (l, &t) in s.tokens.iter().enumerate() {
-                let mut dest = columns[t as usize]
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner);
-                dest.copy_from(s.starts[l], &local, first[l], s.counts[l]);
-            }
-            Ok(())
-        })?;
+                for (l, &t) in s.tokens.iter().enumerate() {
+                    let mut dest = columns[t as usize]
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner);
+                    dest.copy_from(s.starts[l], &local, first[l], s.counts[l]);
+                }
+                Ok(())
+            })?;
+    }
     let mut out: Vec<TokenEvents> = registry
         .names
         .into_par_iter()
