@@ -13,11 +13,19 @@
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use arrow::array::{Array, ArrayRef, ArrowPrimitiveType, AsArray, PrimitiveArray, RecordBatch};
+use arrow::datatypes::{
+    DataType as ArrowType, Float64Type, Int32Type, Int64Type, TimeUnit as ArrowUnit,
+};
+use parquet::arrow::arrow_reader::ArrowReaderMetadata;
 
 use chrono::{DateTime, Utc};
 use polars::prelude::*;
 use rayon::prelude::*;
 
+use crate::lake::file::SharedFile;
 use crate::lake::{Dataset, Lake};
 use crate::{Error, Result};
 
@@ -135,6 +143,46 @@ impl Events {
         self.base.push(t.base);
         self.usd.push(t.usd);
         self.buy.push(t.buy);
+    }
+
+    /// `n` events of zeros (zeroed allocations: large columns get pages of zeros from the
+    /// system, mapped when first written).
+    fn zeroed(n: usize) -> Events {
+        Events {
+            time: vec![0; n],
+            slot: vec![0; n],
+            id: vec![0; n],
+            price: vec![0.0; n],
+            base: vec![0.0; n],
+            usd: vec![0.0; n],
+            buy: vec![false; n],
+        }
+    }
+
+    /// Overwrites the event at `i`.
+    #[inline]
+    fn set(&mut self, i: usize, t: Tick) {
+        self.time[i] = t.time;
+        self.slot[i] = t.slot;
+        self.id[i] = t.id;
+        self.price[i] = t.price;
+        self.base[i] = t.base;
+        self.usd[i] = t.usd;
+        self.buy[i] = t.buy;
+    }
+
+    /// Overwrites the `n` events from `at` with those of `src` from `from`.
+    fn copy_from(&mut self, at: usize, src: &Events, from: usize, n: usize) {
+        fn copy<T: Copy>(to: &mut [T], at: usize, src: &[T], from: usize, n: usize) {
+            to[at..at + n].copy_from_slice(&src[from..from + n]);
+        }
+        copy(&mut self.time, at, &src.time, from, n);
+        copy(&mut self.slot, at, &src.slot, from, n);
+        copy(&mut self.id, at, &src.id, from, n);
+        copy(&mut self.price, at, &src.price, from, n);
+        copy(&mut self.base, at, &src.base, from, n);
+        copy(&mut self.usd, at, &src.usd, from, n);
+        copy(&mut self.buy, at, &src.buy, from, n);
     }
 
     /// The event at `i`.
@@ -472,6 +520,9 @@ impl<'a> Sides<'a> {
 /// No token side on this row.
 const NO_SIDE: u32 = u32::MAX;
 
+/// A token the registry has not numbered yet.
+const UNSEEN: u32 = u32::MAX - 1;
+
 /// The token side of each row of a frame of swaps or trades, by token. A first pass finds each
 /// row's token sides and counts the events per token, a second one fills columns allocated at
 /// their final size.
@@ -581,6 +632,18 @@ pub fn load_events(
     selection: &Selection,
     range: TimeRange,
 ) -> Result<Vec<TokenEvents>> {
+    load_events_with(lake, source, selection, range, source == EventSource::Swaps)
+}
+
+/// [`load_events`], reading swaps row group by row group with arrow-rs (`columnar`) or each
+/// file through a polars query (trades always are).
+fn load_events_with(
+    lake: &Lake,
+    source: EventSource,
+    selection: &Selection,
+    range: TimeRange,
+    columnar: bool,
+) -> Result<Vec<TokenEvents>> {
     range.validate()?;
     let wanted: Option<TokenSet<'_>> = match selection {
         Selection::Token(t) => Some(std::iter::once(t.as_str()).collect()),
@@ -599,15 +662,19 @@ pub fn load_events(
         range.to.map(|t| t.timestamp_micros()),
     );
     // Files whose time span misses the range are not opened.
-    let mut files: Vec<PathBuf> = manifest
+    let mut paths: Vec<String> = manifest
         .files_of(source.dataset())
         .filter(|(_, e)| {
             lo.is_none_or(|lo| e.max_time.timestamp_micros() >= lo)
                 && hi.is_none_or(|hi| e.min_time.timestamp_micros() < hi)
         })
-        .map(|(p, _)| lake.store().location(p))
+        .map(|(p, _)| p.clone())
         .collect();
-    files.sort();
+    paths.sort();
+    if columnar && source == EventSource::Swaps {
+        return load_swaps(lake, &paths, selection, wanted.as_ref(), range);
+    }
+    let files: Vec<PathBuf> = paths.iter().map(|p| lake.store().location(p)).collect();
     // A few reader threads, each one file at a time: only the compact event columns outlive a
     // file's frame. They are plain threads with large stacks, not rayon workers: a polars query
     // started from a rayon worker can exhaust its stack.
@@ -663,4 +730,663 @@ pub fn load_events(
         .collect();
     out.sort_by(|a, b| a.token.cmp(&b.token));
     Ok(out)
+}
+
+// ---------------------------------------------------------------------------------------
+// Swaps, read row group by row group with arrow-rs.
+//
+// Two passes over the row groups, both in parallel: the first reads only the swap type and
+// the two token addresses (kept as dictionaries, so a token's name is looked up once per row
+// group, not once per row) and finds each row's token sides; with every token's count known,
+// each token's columns are allocated at their final size, and the second pass reads the
+// numbers and writes each event straight to its place. Within a token, events are laid out in
+// file order, row group order and row order, as concatenating the files would.
+
+/// The columns of the first pass (plus `block_time` with a bounded range and `pool_address`
+/// for a pool).
+const SIDE_COLUMNS: [&str; 3] = ["swap_type", "token_address_in", "token_address_out"];
+
+/// The string columns read as dictionaries.
+const DICTIONARY_COLUMNS: [&str; 4] = [
+    "swap_type",
+    "token_address_in",
+    "token_address_out",
+    "pool_address",
+];
+
+/// Files open at once in each pass (a few in tests, so that they read several windows).
+const FILES_AT_ONCE: usize = if cfg!(test) { 4 } else { 64 };
+
+/// The columns of the second pass.
+const NUMBER_COLUMNS: [&str; 9] = [
+    "id",
+    "block_slot",
+    "block_time",
+    "token_amount_in",
+    "token_amount_out",
+    "token_price_in",
+    "token_price_out",
+    "usd_amount_in",
+    "usd_amount_out",
+];
+
+/// Token addresses seen so far, numbered in order of first sight.
+#[derive(Default)]
+struct Registry {
+    index: TokenMap<u32>,
+    names: Vec<String>,
+}
+
+impl Registry {
+    fn id(&mut self, token: &str) -> u32 {
+        if let Some(&k) = self.index.get(token) {
+            return k;
+        }
+        let k = u32::try_from(self.names.len()).expect("fewer than 2^32 tokens");
+        self.names.push(token.to_owned());
+        self.index.insert(token.to_owned(), k);
+        k
+    }
+}
+
+/// The token sides of one row group: per row, the bought (`out`) and sold (`in`) side as an
+/// index into `tokens` (or [`NO_SIDE`]).
+#[derive(Default)]
+struct GroupSides {
+    outs: Vec<u32>,
+    ins: Vec<u32>,
+    /// Registry id of each token of the row group.
+    tokens: Vec<u32>,
+    /// Events per token of the row group.
+    counts: Vec<usize>,
+    /// Where each token's events of this row group start in its columns.
+    starts: Vec<usize>,
+}
+
+fn arrow_err(context: String) -> impl FnOnce(arrow::error::ArrowError) -> Error {
+    move |source| Error::Arrow { context, source }
+}
+
+fn column<'a>(batch: &'a RecordBatch, name: &str, path: &str) -> Result<&'a ArrayRef> {
+    batch
+        .column_by_name(name)
+        .ok_or_else(|| Error::InvalidArgument {
+            argument: "lake".into(),
+            reason: format!("{path} lacks column {name}"),
+        })
+}
+
+/// The distinct values of a string column read as a dictionary (see [`dictionary`]).
+struct Values {
+    values: ArrayRef,
+    /// An empty string added after the values (for null codes).
+    empty: bool,
+}
+
+impl Values {
+    /// The values by code; a null value reads as the empty string.
+    fn names(&self) -> Vec<&str> {
+        let values = self.values.as_string::<i32>();
+        let mut names: Vec<&str> = (0..values.len())
+            .map(|i| {
+                if values.is_null(i) {
+                    ""
+                } else {
+                    values.value(i)
+                }
+            })
+            .collect();
+        if self.empty {
+            names.push("");
+        }
+        names
+    }
+}
+
+/// A string column as a dictionary (codes and distinct values), whatever it was read as; a
+/// null reads as the empty string, as in the frame path.
+fn dictionary(batch: &RecordBatch, name: &str, path: &str) -> Result<(Vec<u32>, Values)> {
+    let array = column(batch, name, path)?;
+    let dict_type = ArrowType::Dictionary(Box::new(ArrowType::Int32), Box::new(ArrowType::Utf8));
+    let cast;
+    let array = if array.data_type() == &dict_type {
+        array
+    } else {
+        cast = arrow::compute::cast(array, &dict_type)
+            .map_err(arrow_err(format!("reading {name} of {path}")))?;
+        &cast
+    };
+    let dict = array.as_dictionary::<Int32Type>();
+    let keys = dict.keys();
+    let mut values = Values {
+        values: Arc::clone(dict.values()),
+        empty: false,
+    };
+    let codes: Vec<u32> = if keys.null_count() == 0 {
+        keys.values().iter().map(|&k| k as u32).collect()
+    } else {
+        let names = values.names();
+        let empty = match names.iter().position(|n| n.is_empty()) {
+            Some(i) => i,
+            None => names.len(),
+        } as u32;
+        values.empty = empty as usize == names.len();
+        keys.iter().map(|k| k.map_or(empty, |k| k as u32)).collect()
+    };
+    Ok((codes, values))
+}
+
+/// The values of a primitive column as `T` (cast if stored otherwise), nulls as `null`.
+fn numbers<T: ArrowPrimitiveType>(
+    batch: &RecordBatch,
+    name: &str,
+    path: &str,
+    null: T::Native,
+) -> Result<PrimitiveArray<T>> {
+    let array = column(batch, name, path)?;
+    let array = if let ArrowType::Timestamp(unit, _) = array.data_type() {
+        let raw = arrow::compute::cast(array, &ArrowType::Int64)
+            .map_err(arrow_err(format!("reading {name} of {path}")))?;
+        let raw = raw.as_primitive::<Int64Type>();
+        let micros: PrimitiveArray<Int64Type> = match unit {
+            ArrowUnit::Second => raw.unary(|x| x * 1_000_000),
+            ArrowUnit::Millisecond => raw.unary(|x| x * 1000),
+            ArrowUnit::Microsecond => raw.clone(),
+            ArrowUnit::Nanosecond => raw.unary(|x| x.div_euclid(1000)),
+        };
+        Arc::new(micros) as ArrayRef
+    } else {
+        Arc::clone(array)
+    };
+    let cast = arrow::compute::cast(&array, &T::DATA_TYPE)
+        .map_err(arrow_err(format!("reading {name} of {path}")))?;
+    let values = cast.as_primitive::<T>();
+    Ok(if values.null_count() == 0 {
+        values.clone()
+    } else {
+        values.iter().map(|v| Some(v.unwrap_or(null))).collect()
+    })
+}
+
+/// The token sides of one row group (see [`GroupSides`]); tokens are numbered in `registry`.
+#[allow(clippy::too_many_arguments)]
+fn group_sides(
+    batch: &RecordBatch,
+    path: &str,
+    wanted: Option<&TokenSet<'_>>,
+    pool: Option<&str>,
+    lo: Option<i64>,
+    hi: Option<i64>,
+    registry: &RwLock<Registry>,
+) -> Result<GroupSides> {
+    let n = batch.num_rows();
+    let (kinds, kind_values) = dictionary(batch, "swap_type", path)?;
+    let (ins, in_values) = dictionary(batch, "token_address_in", path)?;
+    let (outs, out_values) = dictionary(batch, "token_address_out", path)?;
+    let (kind_names, in_names, out_names) =
+        (kind_values.names(), in_values.names(), out_values.names());
+    // Which rows are in the range and of the pool.
+    let mut keep: Option<Vec<bool>> = None;
+    if lo.is_some() || hi.is_some() {
+        let time = numbers::<Int64Type>(batch, "block_time", path, 0)?;
+        keep = Some(
+            time.values()
+                .iter()
+                .map(|&t| lo.is_none_or(|lo| t >= lo) && hi.is_none_or(|hi| t < hi))
+                .collect(),
+        );
+    }
+    if let Some(p) = pool {
+        let (codes, values) = dictionary(batch, "pool_address", path)?;
+        let is_pool: Vec<bool> = values.names().into_iter().map(|n| n == p).collect();
+        let k = keep.get_or_insert_with(|| vec![true; n]);
+        for (k, &c) in k.iter_mut().zip(&codes) {
+            *k &= is_pool[c as usize];
+        }
+    }
+    // Whether each side can be a token side: by the swap type, or by the wanted tokens.
+    let bought: Vec<bool> = kind_names
+        .iter()
+        .map(|k| matches!(*k, "quote_token" | "token_token"))
+        .collect();
+    let sold: Vec<bool> = kind_names
+        .iter()
+        .map(|k| matches!(*k, "token_quote" | "token_token"))
+        .collect();
+    let wanted_of = |names: &[&str]| -> Option<Vec<bool>> {
+        wanted.map(|w| names.iter().map(|t| w.contains(t)).collect())
+    };
+    let (want_in, want_out) = (wanted_of(&in_names), wanted_of(&out_names));
+    // Each row's sides as codes of their dictionary, and which codes are used.
+    let mut side_out = Vec::with_capacity(n);
+    let mut side_in = Vec::with_capacity(n);
+    let mut used_out = vec![false; out_names.len()];
+    let mut used_in = vec![false; in_names.len()];
+    for i in 0..n {
+        let row = keep.as_ref().is_none_or(|k| k[i]);
+        let (k, ti, to) = (kinds[i] as usize, ins[i] as usize, outs[i] as usize);
+        let (o, s) = match (&want_out, &want_in) {
+            (Some(wo), Some(wi)) => (wo[to], wi[ti]),
+            _ => (bought[k], sold[k]),
+        };
+        side_out.push(if row && o {
+            used_out[to] = true;
+            to as u32
+        } else {
+            NO_SIDE
+        });
+        side_in.push(if row && s {
+            used_in[ti] = true;
+            ti as u32
+        } else {
+            NO_SIDE
+        });
+    }
+    // The registry id of each used code (a shared lock per row group; the exclusive one only
+    // for tokens not seen before), then a local index per distinct token of the row group.
+    let lookup = |used: &[bool], names: &[&str], reg: &Registry| -> Vec<u32> {
+        used.iter()
+            .zip(names)
+            .map(|(&u, name)| match u {
+                false => NO_SIDE,
+                true => reg.index.get(*name).copied().unwrap_or(UNSEEN),
+            })
+            .collect()
+    };
+    let (mut out_ids, mut in_ids) = {
+        let reg = registry.read().unwrap_or_else(PoisonError::into_inner);
+        (
+            lookup(&used_out, &out_names, &reg),
+            lookup(&used_in, &in_names, &reg),
+        )
+    };
+    if out_ids.contains(&UNSEEN) || in_ids.contains(&UNSEEN) {
+        let mut reg = registry.write().unwrap_or_else(PoisonError::into_inner);
+        for (ids, names) in [(&mut out_ids, &out_names), (&mut in_ids, &in_names)] {
+            for (id, name) in ids.iter_mut().zip(names).filter(|(id, _)| **id == UNSEEN) {
+                *id = reg.id(name);
+            }
+        }
+    }
+    let mut local: HashMap<u32, u32, Fast> = HashMap::default();
+    let mut tokens = Vec::new();
+    let mut to_local = |ids: Vec<u32>| -> Vec<u32> {
+        ids.into_iter()
+            .map(|id| {
+                if id == NO_SIDE {
+                    return NO_SIDE;
+                }
+                *local.entry(id).or_insert_with(|| {
+                    tokens.push(id);
+                    (tokens.len() - 1) as u32
+                })
+            })
+            .collect()
+    };
+    let (out_local, in_local) = (to_local(out_ids), to_local(in_ids));
+    let mut counts = vec![0usize; tokens.len()];
+    for (sides, map) in [(&mut side_out, &out_local), (&mut side_in, &in_local)] {
+        for s in sides.iter_mut().filter(|s| **s != NO_SIDE) {
+            *s = map[*s as usize];
+            counts[*s as usize] += 1;
+        }
+    }
+    Ok(GroupSides {
+        outs: side_out,
+        ins: side_in,
+        tokens,
+        counts,
+        starts: Vec::new(),
+    })
+}
+
+/// The smallest `block_time` of a row group from its statistics (`i64::MIN` without them).
+fn group_min_time(metadata: &ArrowReaderMetadata, group: usize) -> i64 {
+    let rg = metadata.metadata().row_group(group);
+    let Ok(idx) = metadata.schema().index_of("block_time") else {
+        return i64::MIN;
+    };
+    rg.columns()
+        .iter()
+        .find(|c| c.column_path().parts() == ["block_time"])
+        .or_else(|| rg.columns().get(idx))
+        .and_then(|c| match c.statistics() {
+            Some(parquet::file::statistics::Statistics::Int64(s)) => s.min_opt().copied(),
+            _ => None,
+        })
+        .unwrap_or(i64::MIN)
+}
+
+/// The token side of the selected swaps in `range` from the data files `paths` (store paths,
+/// sorted), by token in address order, each in event order.
+fn load_swaps(
+    lake: &Lake,
+    paths: &[String],
+    selection: &Selection,
+    wanted: Option<&TokenSet<'_>>,
+    range: TimeRange,
+) -> Result<Vec<TokenEvents>> {
+    let (lo, hi) = (
+        range.from.map(|t| t.timestamp_micros()),
+        range.to.map(|t| t.timestamp_micros()),
+    );
+    let pool = match selection {
+        Selection::Pool(p) => Some(p.as_str()),
+        _ => None,
+    };
+    let mut side_columns = SIDE_COLUMNS.to_vec();
+    if lo.is_some() || hi.is_some() {
+        side_columns.push("block_time");
+    }
+    if pool.is_some() {
+        side_columns.push("pool_address");
+    }
+    let registry = RwLock::new(Registry::default());
+    // The files are opened a window at a time, for each pass: a lake of many files never holds
+    // a descriptor (or, on an object store, a fetched copy) per file at once.
+    let windows: Vec<std::ops::Range<usize>> = (0..paths.len())
+        .step_by(FILES_AT_ONCE)
+        .map(|w| w..(w + FILES_AT_ONCE).min(paths.len()))
+        .collect();
+    let mut footers: Vec<ArrowReaderMetadata> = Vec::with_capacity(paths.len());
+    // Row groups as (file, row group), in file order.
+    let mut groups: Vec<(usize, usize)> = Vec::new();
+    let mut sides: Vec<GroupSides> = Vec::new();
+    for window in &windows {
+        let opened: Vec<(SharedFile, ArrowReaderMetadata)> = window
+            .clone()
+            .into_par_iter()
+            .map(|k| {
+                let file = SharedFile::open(lake, &paths[k])?;
+                let footer = file.footer_with_dictionaries(&DICTIONARY_COLUMNS)?;
+                Ok((file, footer))
+            })
+            .collect::<Result<_>>()?;
+        let first = groups.len();
+        for (j, (_, footer)) in opened.iter().enumerate() {
+            let k = window.start + j;
+            groups.extend((0..footer.metadata().num_row_groups()).map(|g| (k, g)));
+        }
+        let found: Vec<GroupSides> = groups[first..]
+            .par_iter()
+            .map(|&(k, g)| {
+                let (file, footer) = &opened[k - window.start];
+                let batch = file.read_row_group(footer, g, &side_columns)?;
+                group_sides(&batch, &paths[k], wanted, pool, lo, hi, &registry)
+            })
+            .collect::<Result<_>>()?;
+        sides.extend(found);
+        footers.extend(opened.into_iter().map(|(_, footer)| footer));
+    }
+    let registry = registry
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner);
+    // Each token's events of a row group follow those of the row groups before it, in the
+    // order of their first times (files usually hold disjoint times, so a token's events are
+    // then already in event order and `Events::sort` only checks it).
+    let mut order: Vec<usize> = (0..groups.len()).collect();
+    order.sort_by_key(|&i| {
+        let (k, g) = groups[i];
+        (group_min_time(&footers[k], g), k, g)
+    });
+    let mut totals = vec![0usize; registry.names.len()];
+    for &i in &order {
+        let s = &mut sides[i];
+        s.starts = s
+            .tokens
+            .iter()
+            .zip(&s.counts)
+            .map(|(&t, &c)| {
+                let at = totals[t as usize];
+                totals[t as usize] += c;
+                at
+            })
+            .collect();
+    }
+    // Allocated at their final size.
+    let columns: Vec<Mutex<Events>> = totals
+        .par_iter()
+        .map(|&n| Mutex::new(Events::zeroed(n)))
+        .collect();
+    let mut sides = sides.into_iter();
+    let mut at = 0;
+    for window in &windows {
+        let n = groups[at..]
+            .iter()
+            .take_while(|(k, _)| window.contains(k))
+            .count();
+        let (window_groups, window_sides): (&[(usize, usize)], Vec<GroupSides>) =
+            (&groups[at..at + n], sides.by_ref().take(n).collect());
+        at += n;
+        // Only files with events of the selection are opened again.
+        let mut needed = vec![false; window.len()];
+        for (&(k, _), s) in window_groups.iter().zip(&window_sides) {
+            needed[k - window.start] |= !s.tokens.is_empty();
+        }
+        let opened: Vec<Option<SharedFile>> = window
+            .clone()
+            .into_par_iter()
+            .map(|k| {
+                needed[k - window.start]
+                    .then(|| SharedFile::open(lake, &paths[k]))
+                    .transpose()
+            })
+            .collect::<Result<_>>()?;
+        window_groups
+            .par_iter()
+            .zip(window_sides.into_par_iter())
+            .try_for_each(|(&(k, g), s)| -> Result<()> {
+                let Some(file) = opened[k - window.start]
+                    .as_ref()
+                    .filter(|_| !s.tokens.is_empty())
+                else {
+                    return Ok(());
+                };
+                let footer = &footers[k];
+                let path = &paths[k];
+                let batch = file.read_row_group(footer, g, &NUMBER_COLUMNS)?;
+                let id = numbers::<Int64Type>(&batch, "id", path, 0)?;
+                let slot = numbers::<Int64Type>(&batch, "block_slot", path, 0)?;
+                let time = numbers::<Int64Type>(&batch, "block_time", path, 0)?;
+                let f = |name: &str| numbers::<Float64Type>(&batch, name, path, f64::NAN);
+                let (a_in, a_out) = (f("token_amount_in")?, f("token_amount_out")?);
+                let (p_in, p_out) = (f("token_price_in")?, f("token_price_out")?);
+                let (u_in, u_out) = (f("usd_amount_in")?, f("usd_amount_out")?);
+                let (id, slot, time) = (id.values(), slot.values(), time.values());
+                let (a_in, a_out, p_in, p_out, u_in, u_out) = (
+                    a_in.values(),
+                    a_out.values(),
+                    p_in.values(),
+                    p_out.values(),
+                    u_in.values(),
+                    u_out.values(),
+                );
+                // The row group's events grouped by token here, then each token's run copied to
+                // its place under that token's lock alone.
+                let mut local = Events::zeroed(s.counts.iter().sum());
+                let mut first = Vec::with_capacity(s.counts.len());
+                let mut at = 0;
+                for &c in &s.counts {
+                    first.push(at);
+                    at += c;
+                }
+                let mut cursor = first.clone();
+                let mut put = |l: u32, tick: Tick| {
+                    let l = l as usize;
+                    local.set(cursor[l], tick);
+                    cursor[l] += 1;
+                };
+                for (i, (&o, &n)) in s.outs.iter().zip(&s.ins).enumerate() {
+                    if o != NO_SIDE {
+                        put(
+                            o,
+                            Tick {
+                                time: time[i],
+                                slot: slot[i],
+                                id: id[i],
+                                price: p_out[i],
+                                base: a_out[i],
+                                usd: u_out[i],
+                                buy: true,
+                            },
+                        );
+                    }
+                    if n != NO_SIDE {
+                        put(
+                            n,
+                            Tick {
+                                time: time[i],
+                                slot: slot[i],
+                                id: id[i],
+                                price: p_in[i],
+                                base: a_in[i],
+                                usd: u_in[i],
+                                buy: false,
+                            },
+                        );
+                    }
+                }
+                for (l, &t) in s.tokens.iter().enumerate() {
+                    let mut dest = columns[t as usize]
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner);
+                    dest.copy_from(s.starts[l], &local, first[l], s.counts[l]);
+                }
+                Ok(())
+            })?;
+    }
+    let mut out: Vec<TokenEvents> = registry
+        .names
+        .into_par_iter()
+        .zip(columns)
+        .map(|(token, events)| {
+            let mut events = events.into_inner().unwrap_or_else(PoisonError::into_inner);
+            events.sort();
+            TokenEvents { token, events }
+        })
+        .collect();
+    out.sort_by(|a, b| a.token.cmp(&b.token));
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+
+    use super::*;
+    use crate::api::models::{Swap, SwapType};
+    use crate::lake::{LakeOptions, convert};
+
+    /// A swap of `kind` between `t_in` and `t_out`; its numbers derive from `id`.
+    fn swap(id: i64, kind: SwapType, t_in: &str, t_out: &str, time_s: i64, slot: i64) -> Swap {
+        let x = id as f64;
+        Swap {
+            id,
+            swap_type: kind,
+            protocol: "amm".into(),
+            wallet_address: "W".into(),
+            pool_address: format!("POOL-{}", id % 3),
+            token_address_in: t_in.into(),
+            token_address_out: t_out.into(),
+            token_amount_in: 1.0 + x,
+            token_amount_out: 2.0 + x / 7.0,
+            token_price_in: 3.0 + x / 11.0,
+            token_price_out: 4.0 + x / 13.0,
+            pre_token_balance_in: 0.0,
+            pre_token_balance_out: 0.0,
+            post_token_balance_in: 0.0,
+            post_token_balance_out: 0.0,
+            usd_amount_in: 5.0 + x,
+            usd_amount_out: 6.0 + x,
+            block_slot: slot,
+            block_time: Utc.timestamp_opt(time_s, 0).unwrap(),
+            tx_hash: format!("tx{id}"),
+        }
+    }
+
+    /// Swaps of every type over a few tokens, with many events sharing `(block_time,
+    /// block_slot)` (ids decide), in files written newest first with row groups of 7 rows.
+    fn lake() -> (tempfile::TempDir, Lake) {
+        let kinds = [
+            (SwapType::QuoteToken, "Q", "A"),
+            (SwapType::TokenQuote, "B", "Q"),
+            (SwapType::TokenToken, "A", "C"),
+            (SwapType::QuoteQuote, "Q", "R"),
+            (SwapType::QuoteToken, "Q", "C"),
+            (SwapType::TokenQuote, "A", "Q"),
+            (SwapType::TokenToken, "C", "B"),
+        ];
+        let swaps: Vec<Swap> = (0..300i64)
+            .map(|k| {
+                // Ids in an order unrelated to time, so ties are broken by id, not by row.
+                let id = (k * 37) % 301 + 1;
+                let (kind, t_in, t_out) = &kinds[(k % 7) as usize];
+                swap(id, kind.clone(), t_in, t_out, 1_000 + k / 4 * 10, k / 8)
+            })
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let options = LakeOptions {
+            row_group_rows: 7,
+            ..LakeOptions::default()
+        };
+        let lake = Lake::open_with(dir.path(), options).unwrap();
+        for chunk in swaps.chunks(45).rev() {
+            let mut chunk = chunk.to_vec();
+            chunk.reverse();
+            let mut tx = lake.transaction().unwrap();
+            tx.write(Dataset::Swaps, convert::swaps_to_batch(&chunk).unwrap())
+                .unwrap();
+            tx.commit().unwrap();
+        }
+        (dir, lake)
+    }
+
+    #[test]
+    fn row_groups_read_as_dictionaries_give_the_frames_events() {
+        let (_dir, lake) = lake();
+        let files = lake.manifest().unwrap().files_of(Dataset::Swaps).count();
+        assert!(files >= 6, "{files} files");
+        let range = TimeRange {
+            from: Some(Utc.timestamp_opt(1_200, 0).unwrap()),
+            to: Some(Utc.timestamp_opt(1_555, 0).unwrap()),
+        };
+        let cases = [
+            (Selection::AllTokens, TimeRange::default()),
+            (Selection::AllTokens, range),
+            (Selection::Token("C".into()), TimeRange::default()),
+            (Selection::Tokens(vec!["Q".into(), "A".into()]), range),
+            (Selection::Pool("POOL-1".into()), TimeRange::default()),
+        ];
+        for (selection, range) in cases {
+            let columnar =
+                load_events_with(&lake, EventSource::Swaps, &selection, range, true).unwrap();
+            let frames =
+                load_events_with(&lake, EventSource::Swaps, &selection, range, false).unwrap();
+            assert!(!columnar.is_empty(), "{selection:?}");
+            assert_eq!(columnar, frames, "{selection:?} {range:?}");
+            for t in &columnar {
+                let e = &t.events;
+                assert!((1..e.len()).all(|i| e.key(i - 1) < e.key(i)), "{}", t.token);
+            }
+        }
+        // Ties on (block_time, block_slot) are frequent, and broken by id.
+        let all = load_events(
+            &lake,
+            EventSource::Swaps,
+            &Selection::AllTokens,
+            TimeRange::default(),
+        )
+        .unwrap();
+        let ties = all
+            .iter()
+            .flat_map(|t| {
+                let e = &t.events;
+                (1..e.len())
+                    .filter(move |&i| (e.time[i - 1], e.slot[i - 1]) == (e.time[i], e.slot[i]))
+            })
+            .count();
+        assert!(ties > 20, "{ties} ties");
+        let names: Vec<&str> = all.iter().map(|t| t.token.as_str()).collect();
+        assert_eq!(names, ["A", "B", "C"]);
+    }
 }

@@ -9,11 +9,14 @@ use std::fs::File;
 
 use arrow::array::RecordBatch;
 use arrow::compute::concat_batches;
-use arrow::datatypes::SchemaRef;
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use bytes::Bytes;
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::ProjectionMask;
-use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
+    ParquetRecordBatchReaderBuilder,
+};
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::metadata::{KeyValue, SortingColumn};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
@@ -220,5 +223,179 @@ impl FileWriter {
             .map_err(|e| Error::io("inspecting", &location, e))?
             .len();
         Ok((path, bytes))
+    }
+}
+
+/// A data file opened once and read by position, so that several threads can decode its row
+/// groups at the same time (a cloned `File` would share one seek offset).
+#[derive(Clone)]
+pub(crate) struct SharedFile {
+    file: std::sync::Arc<File>,
+    len: u64,
+    location: std::path::PathBuf,
+}
+
+/// Reads `buf.len()` bytes or fewer at `offset` without moving any seek offset.
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::FileExt::read_at(file, buf, offset)
+    }
+    #[cfg(windows)]
+    {
+        std::os::windows::fs::FileExt::seek_read(file, buf, offset)
+    }
+}
+
+/// A reader of a [`SharedFile`] from a position on.
+pub(crate) struct PositionedRead {
+    file: std::sync::Arc<File>,
+    pos: u64,
+}
+
+impl std::io::Read for PositionedRead {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = read_at(&self.file, buf, self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl parquet::file::reader::Length for SharedFile {
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+impl parquet::file::reader::ChunkReader for SharedFile {
+    type T = std::io::BufReader<PositionedRead>;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        Ok(std::io::BufReader::new(PositionedRead {
+            file: std::sync::Arc::clone(&self.file),
+            pos: start,
+        }))
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        let mut buf = vec![0u8; length];
+        let mut done = 0;
+        while done < length {
+            let n = read_at(&self.file, &mut buf[done..], start + done as u64)?;
+            if n == 0 {
+                return Err(parquet::errors::ParquetError::EOF(format!(
+                    "expected {length} bytes at {start}, read {done}"
+                )));
+            }
+            done += n;
+        }
+        Ok(buf.into())
+    }
+}
+
+impl SharedFile {
+    /// Opens a data file of the lake (an object store fetches it once, here).
+    pub(crate) fn open(lake: &Lake, path: &str) -> Result<SharedFile> {
+        let location = lake.store().location(path);
+        let file = lake.store().open_read(path)?;
+        let len = file
+            .metadata()
+            .map_err(|e| Error::io("inspecting", &location, e))?
+            .len();
+        Ok(SharedFile {
+            file: std::sync::Arc::new(file),
+            len,
+            location,
+        })
+    }
+
+    fn perr(&self) -> impl FnOnce(parquet::errors::ParquetError) -> Error + '_ {
+        |source| Error::Parquet {
+            path: self.location.clone(),
+            source,
+        }
+    }
+
+    /// The file's footer, with the named string columns read as dictionaries
+    /// (`Dictionary(Int32, Utf8)`): each row group's distinct values once and a code per row,
+    /// instead of a string per row. Columns absent from the file are ignored here.
+    pub(crate) fn footer_with_dictionaries(
+        &self,
+        dictionaries: &[&str],
+    ) -> Result<ArrowReaderMetadata> {
+        let plain =
+            ArrowReaderMetadata::load(self, ArrowReaderOptions::new()).map_err(self.perr())?;
+        let fields: Vec<Field> = plain
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| {
+                let string = matches!(
+                    f.data_type(),
+                    DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+                );
+                if string && dictionaries.contains(&f.name().as_str()) {
+                    let dict =
+                        DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8));
+                    f.as_ref().clone().with_data_type(dict)
+                } else {
+                    f.as_ref().clone()
+                }
+            })
+            .collect();
+        let schema = std::sync::Arc::new(Schema::new_with_metadata(
+            fields,
+            plain.schema().metadata().clone(),
+        ));
+        ArrowReaderMetadata::try_new(
+            std::sync::Arc::clone(plain.metadata()),
+            ArrowReaderOptions::new().with_schema(schema),
+        )
+        .map_err(self.perr())
+    }
+
+    /// The named columns of one row group as one batch (columns in file order; find them by
+    /// name). A missing column is an error naming the file.
+    pub(crate) fn read_row_group(
+        &self,
+        metadata: &ArrowReaderMetadata,
+        row_group: usize,
+        names: &[&str],
+    ) -> Result<RecordBatch> {
+        let schema = metadata.schema();
+        let mut wanted = names
+            .iter()
+            .map(|name| {
+                schema.index_of(name).map_err(arrow_err(format!(
+                    "{} lacks column {name}",
+                    self.location.display()
+                )))
+            })
+            .collect::<Result<Vec<usize>>>()?;
+        wanted.sort_unstable();
+        wanted.dedup();
+        let rows = metadata.metadata().row_group(row_group).num_rows().max(1);
+        let builder =
+            ParquetRecordBatchReaderBuilder::new_with_metadata(self.clone(), metadata.clone());
+        let mask = ProjectionMask::roots(builder.parquet_schema(), wanted.iter().copied());
+        let projected = std::sync::Arc::new(
+            schema
+                .project(&wanted)
+                .map_err(arrow_err(format!("columns of {}", self.location.display())))?,
+        );
+        let reader = builder
+            .with_projection(mask)
+            .with_row_groups(vec![row_group])
+            .with_batch_size(usize::try_from(rows).unwrap_or(usize::MAX))
+            .build()
+            .map_err(self.perr())?;
+        let batches = reader
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(arrow_err(format!("reading {}", self.location.display())))?;
+        match batches.len() {
+            1 => Ok(batches.into_iter().next().expect("one batch")),
+            _ => concat_batches(&projected, &batches)
+                .map_err(arrow_err(format!("reading {}", self.location.display()))),
+        }
     }
 }

@@ -226,14 +226,30 @@ pub(crate) fn time_bars(pieces: impl Iterator<Item = Piece>, spec: &TimeSpec) ->
         acc.incomplete |= spec.incomplete(start);
         out.push(spec.label(start), &acc);
     };
+    // On a fixed grid, the current bucket's bounds answer whether a piece falls in it, without
+    // a division per piece.
+    let fixed = matches!(spec.grid, Grid::Fixed { .. });
+    let mut end = i64::MIN;
+    let holds = |start: i64, end: i64, t: i64| match spec.closed {
+        Side::Left => start <= t && t < end,
+        Side::Right => start < t && t <= end,
+    };
     for p in pieces {
         if p.count == 0 {
+            continue;
+        }
+        if let Some((start, acc)) = &mut current
+            && fixed
+            && holds(*start, end, p.t)
+        {
+            merge(acc, &p);
             continue;
         }
         let b = spec.grid.start(p.t, spec.closed);
         match &mut current {
             Some((start, acc)) if *start == b => merge(acc, &p),
             _ => {
+                end = spec.grid.next(b);
                 if let Some((start, acc)) = current.take() {
                     flush(&mut out, start, acc);
                     if spec.fill != Fill::Skip {

@@ -327,15 +327,41 @@ pub fn bars_in_batches(
     let tokens = load_events(lake, source, selection, range)?;
     let spec = options.spec(default_end(&tokens, range))?;
     let long = is_long(selection);
+    let make = |batch: Vec<TokenEvents>| {
+        per_token(batch, long, |t| kernel::event_time_bars(&t.events, &spec))
+    };
     let mut tokens = tokens.into_iter();
+    // The bars of a batch are built on another thread while `sink` takes the batch before,
+    // so building and writing overlap; batches still reach `sink` in order.
+    let mut ready: Option<DataFrame> = None;
     loop {
         let batch: Vec<TokenEvents> = tokens.by_ref().take(tokens_per_batch.max(1)).collect();
         if batch.is_empty() {
-            return Ok(());
+            return ready.map_or(Ok(()), sink);
         }
-        sink(per_token(batch, long, |t| {
-            kernel::event_time_bars(&t.events, &spec)
-        })?)?;
+        let mut batch = Some(batch);
+        let overlapped = std::thread::scope(|scope| {
+            let (todo, make) = (&mut batch, &make);
+            let building = std::thread::Builder::new()
+                .name("dexlake-bars".into())
+                .spawn_scoped(scope, move || todo.take().map(make));
+            let building = building.ok()?;
+            let sunk = ready.take().map_or(Ok(()), &mut sink);
+            let next = building
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p));
+            Some((next, sunk))
+        });
+        let (next, sunk) = match overlapped {
+            Some((Some(next), sunk)) => (next, sunk),
+            // No thread could be started: one after the other on this one.
+            _ => {
+                let sunk = ready.take().map_or(Ok(()), &mut sink);
+                (make(batch.take().unwrap_or_default()), sunk)
+            }
+        };
+        sunk?;
+        ready = Some(next?);
     }
 }
 
