@@ -498,10 +498,35 @@ fn columnar(
     };
     // The candidates' rows (ascending) and their page columns, when read with their addresses.
     let mut prefetched: Option<(Vec<IdxSize>, DataFrame)> = None;
+    // Without a cursor, only rows not after the sort value of the row that follows the page
+    // can reach it: a top-k of the value alone finds that value, and only those rows are then
+    // ordered by (value, address), the address breaking ties.
+    if last.is_none() {
+        let top = keys
+            .clone()
+            .lazy()
+            .select([col(SORT)])
+            .sort_by_exprs(
+                [col(SORT)],
+                SortMultipleOptions::default()
+                    .with_order_descending(descending)
+                    .with_nulls_last(descending),
+            )
+            .limit(IdxSize::try_from(limit + 1).expect("a page limit fits in IdxSize"))
+            .collect()
+            .map_err(polars("sorting profiles"))?;
+        if top.height() > limit {
+            let sorted = top.column(SORT).map_err(polars("sorting profiles"))?;
+            let (beyond, _) = beyond_and_tie(&sort_key(sorted, limit), rank, descending);
+            keys = keys
+                .lazy()
+                .filter(beyond.not())
+                .collect()
+                .map_err(polars("sorting profiles"))?;
+        }
+    }
     if late_address {
-        // Only rows that can reach the page need their address, which orders ties of the
-        // sort value: with a cursor, those not before it by value; without, those not after
-        // the sort value of the row that follows the page.
+        // Only those rows need their address; with a cursor, the rows not before it by value.
         if let Some(last) = &last {
             let (beyond, tie) = beyond_and_tie(&last.value, rank, descending);
             keys = keys
@@ -509,29 +534,6 @@ fn columnar(
                 .filter(beyond.or(tie))
                 .collect()
                 .map_err(polars("applying the cursor"))?;
-        } else {
-            let top = keys
-                .clone()
-                .lazy()
-                .select([col(SORT)])
-                .sort_by_exprs(
-                    [col(SORT)],
-                    SortMultipleOptions::default()
-                        .with_order_descending(descending)
-                        .with_nulls_last(descending),
-                )
-                .limit(IdxSize::try_from(limit + 1).expect("a page limit fits in IdxSize"))
-                .collect()
-                .map_err(polars("sorting profiles"))?;
-            if top.height() > limit {
-                let sorted = top.column(SORT).map_err(polars("sorting profiles"))?;
-                let (beyond, _) = beyond_and_tie(&sort_key(sorted, limit), rank, descending);
-                keys = keys
-                    .lazy()
-                    .filter(beyond.not())
-                    .collect()
-                    .map_err(polars("sorting profiles"))?;
-            }
         }
         let Page::Located {
             lake,
