@@ -12,7 +12,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use arrow::array::{Array, ArrayRef, ArrowPrimitiveType, AsArray, PrimitiveArray, RecordBatch};
@@ -26,6 +25,7 @@ use polars::prelude::*;
 use rayon::prelude::*;
 
 use crate::lake::file::SharedFile;
+use crate::lake::scan::scan_files;
 use crate::lake::{Dataset, Lake};
 use crate::{Error, Result};
 
@@ -379,24 +379,14 @@ pub fn latest_event_time(lake: &Lake, source: EventSource) -> Result<Option<Date
 
 /// The token side of the selected events of one Parquet file, by token (unsorted).
 fn read_file(
-    path: &Path,
+    lake: &Lake,
+    path: &str,
     source: EventSource,
     selection: &Selection,
     wanted: Option<&TokenSet<'_>>,
     range: TimeRange,
 ) -> Result<TokenMap<Events>> {
-    let file =
-        PlRefPath::try_from_pathbuf(path.to_path_buf()).map_err(polars_err("opening a file"))?;
-    let args = ScanArgsParquet {
-        hive_options: HiveOptions {
-            enabled: Some(false),
-            ..HiveOptions::default()
-        },
-        glob: false,
-        ..ScanArgsParquet::default()
-    };
-    let mut lf = LazyFrame::scan_parquet_files(std::iter::once(file).collect(), args)
-        .map_err(polars_err("scanning a file"))?;
+    let mut lf = scan_files(lake, source.dataset(), [path])?;
     if let Some(from) = range.from {
         lf = lf.filter(col("block_time").gt_eq(time_lit(from)));
     }
@@ -674,22 +664,21 @@ fn load_events_with(
     if columnar && source == EventSource::Swaps {
         return load_swaps(lake, &paths, selection, wanted.as_ref(), range);
     }
-    let files: Vec<PathBuf> = paths.iter().map(|p| lake.store().location(p)).collect();
     // A few reader threads, each one file at a time: only the compact event columns outlive a
     // file's frame. They are plain threads with large stacks, not rayon workers: a polars query
     // started from a rayon worker can exhaust its stack.
     let read = |k: usize, every: usize| -> Result<Vec<TokenMap<Events>>> {
-        files
+        paths
             .iter()
             .skip(k)
             .step_by(every)
-            .map(|path| read_file(path, source, selection, wanted.as_ref(), range))
+            .map(|path| read_file(lake, path, source, selection, wanted.as_ref(), range))
             .collect()
     };
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .clamp(1, 4)
-        .min(files.len().max(1));
+        .min(paths.len().max(1));
     let parts: Vec<Result<Vec<TokenMap<Events>>>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|k| {

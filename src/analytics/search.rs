@@ -51,7 +51,7 @@ use serde_json::{Map, Value};
 use crate::api::models::{AltTokenProfile, ChainFamily};
 use crate::api::requests::{DEFAULT_LIMIT, Operation};
 use crate::api::search::{Clause, Condition, Filter, Scalar, SearchRequest};
-use crate::lake::scan::empty_frame;
+use crate::lake::scan::{empty_frame, scan_files};
 use crate::lake::{Dataset, Lake};
 use crate::search::{Cursor, Position, SearchPage, SortKey, SortSpec, TextMatcher, project};
 use crate::{Error, Result};
@@ -127,22 +127,11 @@ pub fn snapshots(lake: &Lake) -> Result<Vec<DateTime<Utc>>> {
         if entry.min_time == entry.max_time {
             held.insert(entry.min_time);
         } else {
-            let location = PlRefPath::try_from_pathbuf(lake.store().location(path))
-                .map_err(polars("listing profile snapshots"))?;
-            mixed.push(location);
+            mixed.push(path.as_str());
         }
     }
     if !mixed.is_empty() {
-        let args = ScanArgsParquet {
-            hive_options: HiveOptions {
-                enabled: Some(false),
-                ..HiveOptions::default()
-            },
-            glob: false,
-            ..ScanArgsParquet::default()
-        };
-        let df = LazyFrame::scan_parquet_files(mixed.into_iter().collect(), args)
-            .map_err(polars("listing profile snapshots"))?
+        let df = scan_files(lake, Dataset::TokenProfiles, mixed)?
             .select([col("fetched_at")])
             .unique(None, UniqueKeepStrategy::Any)
             .collect()
@@ -610,22 +599,14 @@ fn columnar(
     };
 
     let wanted: Vec<IdxSize> = (0..shown).filter_map(|i| rows.get(i)).collect();
-    let options = request.options.clone().unwrap_or_default();
     if let Some((candidates, frame)) = &prefetched {
         let positions = wanted.iter().map(|row| {
             candidates
                 .binary_search(row)
                 .expect("the page's rows are among the candidates")
         });
-        let data = documents_at(frame, positions)?
-            .iter()
-            .map(|doc| project(doc, &options, request))
-            .collect();
-        return Ok(SearchPage {
-            count,
-            cursor: next,
-            data,
-        });
+        let docs = documents_at(frame, positions)?;
+        return Ok(answer(count, next, &docs, request));
     }
     let mut source = source;
     if let Page::Located {
@@ -636,21 +617,11 @@ fn columnar(
     } = source
     {
         source = match keys.rows(lake, &wanted, &page_paths(request), schema)? {
-            Some(rows) => {
-                let data = documents(&rows)?
-                    .iter()
-                    .map(|doc| project(doc, &options, request))
-                    .collect();
-                return Ok(SearchPage {
-                    count,
-                    cursor: next,
-                    data,
-                });
-            }
+            Some(rows) => return Ok(answer(count, next, &documents(&rows)?, request)),
             None => Page::ByAddress(by_address),
         };
     }
-    let data = if wanted.is_empty() {
+    let docs = if wanted.is_empty() {
         Vec::new()
     } else if let Page::ByAddress(frame) = source {
         let page_addresses = page
@@ -672,8 +643,7 @@ fn columnar(
             .filter_map(|d| Some((d.get("token_address")?.as_str()?, d)))
             .collect();
         (0..shown)
-            .filter_map(|i| by_address.get(page_addresses.get(i)?))
-            .map(|doc| project(doc, &options, request))
+            .filter_map(|i| by_address.get(page_addresses.get(i)?).copied().cloned())
             .collect()
     } else {
         // Each row read in place by number: filtering the frame by a mask, or gathering from
@@ -682,15 +652,26 @@ fn columnar(
             .collect()
             .map_err(polars("reading the page's profiles"))?;
         documents_at(&all, wanted.iter().map(|&row| row as usize))?
+    };
+    Ok(answer(count, next, &docs, request))
+}
+
+/// The response: the page's documents (in page order) shaped by the request's options.
+fn answer(
+    count: u64,
+    cursor: Option<String>,
+    docs: &[Value],
+    request: &SearchRequest,
+) -> SearchPage {
+    let options = request.options.clone().unwrap_or_default();
+    SearchPage {
+        count,
+        cursor,
+        data: docs
             .iter()
             .map(|doc| project(doc, &options, request))
-            .collect()
-    };
-    Ok(SearchPage {
-        count,
-        cursor: next,
-        data,
-    })
+            .collect(),
+    }
 }
 
 /// The sort expression of a column: numbers as `f64` with `-0` made `0` (as the engine

@@ -94,3 +94,27 @@ pub fn scan(lake: &Lake, manifest: &Manifest, dataset: Dataset) -> Result<LazyFr
         .map_err(polars_err(dataset))?;
     Ok(lf.select(order))
 }
+
+/// A lazy scan of some data files of the lake, by their paths relative to its root: their own
+/// columns only, without the hive columns of their folders. For reading a few files the
+/// manifest named (a dataset's whole scan is [`scan`]).
+pub fn scan_files<'a>(
+    lake: &Lake,
+    dataset: Dataset,
+    paths: impl IntoIterator<Item = &'a str>,
+) -> Result<LazyFrame> {
+    let paths: Vec<PlRefPath> = paths
+        .into_iter()
+        .map(|p| PlRefPath::try_from_pathbuf(lake.store().location(p)))
+        .collect::<PolarsResult<_>>()
+        .map_err(polars_err(dataset))?;
+    let args = ScanArgsParquet {
+        hive_options: HiveOptions {
+            enabled: Some(false),
+            ..HiveOptions::default()
+        },
+        glob: false,
+        ..ScanArgsParquet::default()
+    };
+    LazyFrame::scan_parquet_files(paths.into_iter().collect(), args).map_err(polars_err(dataset))
+}
