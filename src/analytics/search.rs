@@ -24,11 +24,13 @@
 //! * **From the lake's files** ([`search`]), the columns the filter, sort and text query name are
 //!   read first, and only the leaves of the nested structs under those paths (the Parquet
 //!   reader's leaf projection: a filter on `metrics.1h.volume` decodes that one number of every
-//!   profile, not every window's metrics). `token_address`, which breaks the sort's ties, is
-//!   read next for the matching profiles only, by row selection (unless the request names it).
-//!   The page is chosen from these, and its rows alone are then read whole, by row selection,
-//!   with the sections the response carries. A file whose manifest entry says it holds one
-//!   snapshot is read without its `fetched_at`.
+//!   profile, not every window's metrics). A top-k of the sort value then finds the value of
+//!   the row that follows the page; `token_address`, which breaks the sort's ties, is read by
+//!   row selection only for the matching profiles not after that value (with a cursor, not
+//!   before it), unless the request names it. The page is chosen from these, and its rows
+//!   alone are read whole, by row selection, with the sections the response carries (in the
+//!   same pass as the addresses when the candidates are few). A file whose manifest entry says
+//!   it holds one snapshot is read without its `fetched_at`.
 //! * **In memory** ([`search_lazy`]), the filter is evaluated as a column beside the sort keys,
 //!   and the page's rows are read in place by number. A nested path reads its one leaf
 //!   array (polars' `struct.field` would build every sibling of each struct on the way), and a
@@ -323,7 +325,8 @@ fn columnar_covers(request: &SearchRequest, schema: &Schema) -> Result<bool> {
 
 /// The dotted paths the columnar path reads before the page is chosen: the filter's, the
 /// sort's and the text query's. `token_address` (which breaks the sort's ties) is read after
-/// the filter, for the matching profiles only, unless one of these paths names it.
+/// the filter, only for the profiles that can reach the page, unless one of these paths names
+/// it.
 fn read_paths(request: &SearchRequest) -> Vec<String> {
     let mut out = vec![SortSpec::of(request).field];
     if let Some(filter) = &request.filter {
