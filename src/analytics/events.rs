@@ -510,6 +510,48 @@ impl<'a> Sides<'a> {
 /// No token side on this row.
 const NO_SIDE: u32 = u32::MAX;
 
+/// Whether a swap of this type has a token side when no token is named: its bought (`out`)
+/// side and its sold (`in`) side (see the module docs).
+fn token_sides(swap_type: &str) -> (bool, bool) {
+    (
+        matches!(swap_type, "quote_token" | "token_token"),
+        matches!(swap_type, "token_quote" | "token_token"),
+    )
+}
+
+/// The numeric columns of some swaps, row by row: each row's bought or sold side as an event.
+struct SwapRows<'a> {
+    time: &'a [i64],
+    slot: &'a [i64],
+    id: &'a [i64],
+    amount_in: &'a [f64],
+    amount_out: &'a [f64],
+    price_in: &'a [f64],
+    price_out: &'a [f64],
+    usd_in: &'a [f64],
+    usd_out: &'a [f64],
+}
+
+impl SwapRows<'_> {
+    /// Row `i`'s bought (`out`) side when `bought`, else its sold (`in`) side.
+    fn tick(&self, i: usize, bought: bool) -> Tick {
+        let (price, base, usd) = if bought {
+            (self.price_out[i], self.amount_out[i], self.usd_out[i])
+        } else {
+            (self.price_in[i], self.amount_in[i], self.usd_in[i])
+        };
+        Tick {
+            time: self.time[i],
+            slot: self.slot[i],
+            id: self.id[i],
+            price,
+            base,
+            usd,
+            buy: bought,
+        }
+    }
+}
+
 /// A token the registry has not numbered yet.
 const UNSEEN: u32 = u32::MAX - 1;
 
@@ -540,10 +582,7 @@ fn rows_to_events(
                 let (ti, to) = (ti.unwrap_or_default(), to.unwrap_or_default());
                 let (side_out, side_in) = match wanted {
                     Some(w) => (w.contains(to), w.contains(ti)),
-                    None => (
-                        matches!(k, "quote_token" | "token_token"),
-                        matches!(k, "token_quote" | "token_token"),
-                    ),
+                    None => token_sides(k),
                 };
                 outs.push(if side_out { sides.count(to) } else { NO_SIDE });
                 ins.push(if side_in { sides.count(ti) } else { NO_SIDE });
@@ -552,28 +591,23 @@ fn rows_to_events(
             let (a_in, a_out) = (f64s(df, "token_amount_in")?, f64s(df, "token_amount_out")?);
             let (p_in, p_out) = (f64s(df, "token_price_in")?, f64s(df, "token_price_out")?);
             let (u_in, u_out) = (f64s(df, "usd_amount_in")?, f64s(df, "usd_amount_out")?);
+            let rows = SwapRows {
+                time: &time,
+                slot: &slot,
+                id: &id,
+                amount_in: &a_in,
+                amount_out: &a_out,
+                price_in: &p_in,
+                price_out: &p_out,
+                usd_in: &u_in,
+                usd_out: &u_out,
+            };
             for (i, (&o, &n)) in outs.iter().zip(&ins).enumerate() {
                 if o != NO_SIDE {
-                    columns[o as usize].push(Tick {
-                        time: time[i],
-                        slot: slot[i],
-                        id: id[i],
-                        price: p_out[i],
-                        base: a_out[i],
-                        usd: u_out[i],
-                        buy: true,
-                    });
+                    columns[o as usize].push(rows.tick(i, true));
                 }
                 if n != NO_SIDE {
-                    columns[n as usize].push(Tick {
-                        time: time[i],
-                        slot: slot[i],
-                        id: id[i],
-                        price: p_in[i],
-                        base: a_in[i],
-                        usd: u_in[i],
-                        buy: false,
-                    });
+                    columns[n as usize].push(rows.tick(i, false));
                 }
             }
         }
@@ -934,14 +968,7 @@ fn group_sides(
         }
     }
     // Whether each side can be a token side: by the swap type, or by the wanted tokens.
-    let bought: Vec<bool> = kind_names
-        .iter()
-        .map(|k| matches!(*k, "quote_token" | "token_token"))
-        .collect();
-    let sold: Vec<bool> = kind_names
-        .iter()
-        .map(|k| matches!(*k, "token_quote" | "token_token"))
-        .collect();
+    let (bought, sold): (Vec<bool>, Vec<bool>) = kind_names.iter().map(|k| token_sides(k)).unzip();
     let wanted_of = |names: &[&str]| -> Option<Vec<bool>> {
         wanted.map(|w| names.iter().map(|t| w.contains(t)).collect())
     };
@@ -1181,15 +1208,17 @@ fn load_swaps(
                 let (a_in, a_out) = (f("token_amount_in")?, f("token_amount_out")?);
                 let (p_in, p_out) = (f("token_price_in")?, f("token_price_out")?);
                 let (u_in, u_out) = (f("usd_amount_in")?, f("usd_amount_out")?);
-                let (id, slot, time) = (id.values(), slot.values(), time.values());
-                let (a_in, a_out, p_in, p_out, u_in, u_out) = (
-                    a_in.values(),
-                    a_out.values(),
-                    p_in.values(),
-                    p_out.values(),
-                    u_in.values(),
-                    u_out.values(),
-                );
+                let rows = SwapRows {
+                    time: time.values(),
+                    slot: slot.values(),
+                    id: id.values(),
+                    amount_in: a_in.values(),
+                    amount_out: a_out.values(),
+                    price_in: p_in.values(),
+                    price_out: p_out.values(),
+                    usd_in: u_in.values(),
+                    usd_out: u_out.values(),
+                };
                 // The row group's events grouped by token here, then each token's run copied to
                 // its place under that token's lock alone.
                 let mut local = Events::zeroed(s.counts.iter().sum());
@@ -1207,32 +1236,10 @@ fn load_swaps(
                 };
                 for (i, (&o, &n)) in s.outs.iter().zip(&s.ins).enumerate() {
                     if o != NO_SIDE {
-                        put(
-                            o,
-                            Tick {
-                                time: time[i],
-                                slot: slot[i],
-                                id: id[i],
-                                price: p_out[i],
-                                base: a_out[i],
-                                usd: u_out[i],
-                                buy: true,
-                            },
-                        );
+                        put(o, rows.tick(i, true));
                     }
                     if n != NO_SIDE {
-                        put(
-                            n,
-                            Tick {
-                                time: time[i],
-                                slot: slot[i],
-                                id: id[i],
-                                price: p_in[i],
-                                base: a_in[i],
-                                usd: u_in[i],
-                                buy: false,
-                            },
-                        );
+                        put(n, rows.tick(i, false));
                     }
                 }
                 for (l, &t) in s.tokens.iter().enumerate() {
