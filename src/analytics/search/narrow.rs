@@ -14,7 +14,10 @@
 use std::collections::BTreeMap;
 
 use arrow::array::{Array, AsArray, RecordBatch};
-use arrow::datatypes::{DataType as ArrowType, Float64Type, Int64Type, TimeUnit as ArrowUnit};
+use arrow::datatypes::{
+    ArrowPrimitiveType, DataType as ArrowType, Float64Type, Int64Type, TimeUnit as ArrowUnit,
+    TimestampMicrosecondType,
+};
 use chrono::{DateTime, Utc};
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{
@@ -423,13 +426,9 @@ fn frame_of(batch: &RecordBatch, schema: &Schema) -> Result<Option<DataFrame>> {
         let series = if name == FETCHED_AT {
             match array.data_type() {
                 ArrowType::Timestamp(ArrowUnit::Microsecond, _) => {
-                    let times = array.as_primitive::<arrow::datatypes::TimestampMicrosecondType>();
-                    let values = pa::PrimitiveArray::<i64>::new(
-                        pa::ArrowDataType::Int64,
-                        times.values().to_vec().into(),
-                        validity(times.nulls()),
-                    );
-                    Some(Int64Chunked::with_chunk(name.into(), values).into_series())
+                    let times =
+                        primitive::<TimestampMicrosecondType>(array, pa::ArrowDataType::Int64);
+                    Some(Int64Chunked::with_chunk(name.into(), times).into_series())
                 }
                 _ => None,
             }
@@ -516,37 +515,28 @@ fn offsets(offsets: &[i32]) -> Option<pa::OffsetsBuffer<i32>> {
     pa::OffsetsBuffer::try_from(offsets.to_vec()).ok()
 }
 
+/// An arrow-rs array of primitive type `T` as a polars-arrow array of `dtype` (of the same
+/// native type), its values and validity copied whole.
+fn primitive<T>(array: &dyn Array, dtype: pa::ArrowDataType) -> pa::PrimitiveArray<T::Native>
+where
+    T: ArrowPrimitiveType,
+    T::Native: polars_arrow::types::NativeType,
+{
+    let a = array.as_primitive::<T>();
+    pa::PrimitiveArray::new(dtype, a.values().to_vec().into(), validity(a.nulls()))
+}
+
 /// An arrow-rs array of a type a profile's key columns have, as a polars-arrow array of the
 /// same logical type (`None` for other types).
 fn to_polars(array: &dyn Array) -> Option<Box<dyn pa::Array>> {
     Some(match array.data_type() {
-        ArrowType::Int64 => {
-            let a = array.as_primitive::<Int64Type>();
-            pa::PrimitiveArray::<i64>::new(
-                pa::ArrowDataType::Int64,
-                a.values().to_vec().into(),
-                validity(a.nulls()),
-            )
-            .boxed()
-        }
-        ArrowType::Float64 => {
-            let a = array.as_primitive::<Float64Type>();
-            pa::PrimitiveArray::<f64>::new(
-                pa::ArrowDataType::Float64,
-                a.values().to_vec().into(),
-                validity(a.nulls()),
-            )
-            .boxed()
-        }
+        ArrowType::Int64 => primitive::<Int64Type>(array, pa::ArrowDataType::Int64).boxed(),
+        ArrowType::Float64 => primitive::<Float64Type>(array, pa::ArrowDataType::Float64).boxed(),
         ArrowType::Timestamp(ArrowUnit::Microsecond, zone) => {
-            let a = array.as_primitive::<arrow::datatypes::TimestampMicrosecondType>();
-            pa::PrimitiveArray::<i64>::new(
-                pa::ArrowDataType::Timestamp(
-                    pa::TimeUnit::Microsecond,
-                    zone.as_deref().map(PlSmallStr::from_str),
-                ),
-                a.values().to_vec().into(),
-                validity(a.nulls()),
+            let zone = zone.as_deref().map(PlSmallStr::from_str);
+            primitive::<TimestampMicrosecondType>(
+                array,
+                pa::ArrowDataType::Timestamp(pa::TimeUnit::Microsecond, zone),
             )
             .boxed()
         }
