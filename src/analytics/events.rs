@@ -412,21 +412,14 @@ fn read_file(
     if let Selection::Pool(p) = selection {
         lf = lf.filter(col("pool_address").eq(lit(p.as_str())));
     }
+    // A swap's columns are those the row-group reader reads in its two passes.
+    let swap_columns: Vec<&str> = SIDE_COLUMNS
+        .iter()
+        .chain(&NUMBER_COLUMNS)
+        .copied()
+        .collect();
     let cols: &[&str] = match source {
-        EventSource::Swaps => &[
-            "id",
-            "swap_type",
-            "token_address_in",
-            "token_address_out",
-            "token_amount_in",
-            "token_amount_out",
-            "token_price_in",
-            "token_price_out",
-            "usd_amount_in",
-            "usd_amount_out",
-            "block_slot",
-            "block_time",
-        ],
+        EventSource::Swaps => &swap_columns,
         EventSource::Trades => &[
             "id",
             "token_address",
