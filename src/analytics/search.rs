@@ -556,12 +556,16 @@ fn columnar(
                 .column("token_address")
                 .map_err(polars("reading the matches' addresses"))?
                 .clone(),
+            None if rows.is_empty() => Column::new_empty("token_address".into(), &DataType::String),
             None => located
-                .column_at(lake, &rows, "token_address", whole)?
+                .rows(lake, &rows, &["token_address".to_owned()], whole)?
                 .ok_or_else(|| Error::Lake {
                     path: lake.root().to_owned(),
                     message: "the profiles' token_address column has an unexpected type".into(),
-                })?,
+                })?
+                .column("token_address")
+                .map_err(polars("reading the matches' addresses"))?
+                .clone(),
         };
         keys.with_column(addresses)
             .map_err(polars("reading the matches' addresses"))?;

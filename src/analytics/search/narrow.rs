@@ -7,9 +7,9 @@
 //! one snapshot), and turned into a polars frame of the same column types, the structs holding
 //! only those fields. The search's expressions resolve the same paths in it to the same values,
 //! so its answer is that of the whole frame. The arrow-rs arrays become polars' by copying
-//! their buffers whole. [`Keys`] remembers where each row lies, so a column for the matching
-//! rows ([`Keys::column_at`]) and the page's whole rows ([`Keys::rows`]) are read afterwards by
-//! row selection.
+//! their buffers whole. [`Keys`] remembers where each row lies, so the addresses of the rows
+//! that can reach the page, and the page's rows, are read afterwards by row selection
+//! ([`Keys::rows`]).
 
 use std::collections::BTreeMap;
 
@@ -188,69 +188,6 @@ impl Keys {
             stack(&mut out, df, "stacking the page's profiles")?;
         }
         Ok(out)
-    }
-}
-
-impl Keys {
-    /// One top-level column at the given rows of [`Keys::frame`], which must ascend (as a
-    /// filter leaves them), read from the files by row selection. `None` when the column has a
-    /// type this reader does not convert.
-    pub(super) fn column_at(
-        &self,
-        lake: &Lake,
-        rows: &[IdxSize],
-        name: &str,
-        schema: &Schema,
-    ) -> Result<Option<Column>> {
-        assert!(
-            rows.is_sorted_by(|a, b| a < b),
-            "rows of the key frame in ascending order"
-        );
-        // The key frame's rows follow the files in order, so each file's rows are a run.
-        let mut runs: Vec<(u32, Vec<(u32, usize)>)> = Vec::new();
-        for (k, row) in rows.iter().enumerate() {
-            let index = usize::try_from(*row).expect("a row number fits in usize");
-            let (file, in_file) = self.locations[index];
-            match runs.last_mut() {
-                Some((f, wanted)) if *f == file => wanted.push((in_file, k)),
-                _ => runs.push((file, vec![(in_file, k)])),
-            }
-        }
-        let prefixes = vec![vec![name]];
-        let read: Vec<Result<Option<DataFrame>>> = runs
-            .par_iter()
-            .map(|(file, wanted)| {
-                let index = *file as usize;
-                read_rows(
-                    lake,
-                    &self.files[index],
-                    &self.metadata[index],
-                    wanted,
-                    &prefixes,
-                    schema,
-                )
-            })
-            .collect();
-        let mut out: Option<DataFrame> = None;
-        for df in read {
-            let Some(df) = df? else { return Ok(None) };
-            stack(&mut out, df, "stacking a key column")?;
-        }
-        let column = match out {
-            Some(df) => df
-                .column(name)
-                .map_err(polars_err("reading a key column"))?
-                .clone(),
-            None => Column::new_empty(
-                name.into(),
-                schema.get(name).ok_or_else(|| Error::Lake {
-                    path: lake.root().to_owned(),
-                    message: format!("the profiles have no {name} column"),
-                })?,
-            ),
-        };
-        assert_eq!(column.len(), rows.len(), "one value per row asked for");
-        Ok(Some(column))
     }
 }
 
