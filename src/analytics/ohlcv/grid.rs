@@ -73,6 +73,7 @@ impl Grid {
     }
 
     /// Start of the left-closed bucket `[start, next(start))` holding `t`.
+    #[inline]
     pub(crate) fn left_start(&self, t: i64) -> i64 {
         match self {
             Grid::Fixed { width, anchor } => (t - anchor).div_euclid(*width) * width + anchor,
@@ -81,19 +82,12 @@ impl Grid {
                 tz,
                 offset,
                 anchor_day,
-            } => {
-                let local = utc_micros(t).with_timezone(tz).naive_local() - *offset;
-                let day = local
-                    .date()
-                    .signed_duration_since(NaiveDate::default())
-                    .num_days();
-                let start_day = (day - anchor_day).div_euclid(*days) * days + anchor_day;
-                local_start(tz, start_day, *offset)
-            }
+            } => calendar_left_start(t, *days, tz, *offset, *anchor_day),
         }
     }
 
     /// Start of the bucket that holds `t` when buckets are closed on `closed`.
+    #[inline]
     pub(crate) fn start(&self, t: i64, closed: Side) -> i64 {
         match closed {
             Side::Left => self.left_start(t),
@@ -103,21 +97,39 @@ impl Grid {
     }
 
     /// Start of the bucket after the one starting at `start`.
+    #[inline]
     pub(crate) fn next(&self, start: i64) -> i64 {
         match self {
             Grid::Fixed { width, .. } => start + width,
             Grid::Calendar {
                 days, tz, offset, ..
-            } => {
-                let local = utc_micros(start).with_timezone(tz).naive_local() - *offset;
-                let day = local
-                    .date()
-                    .signed_duration_since(NaiveDate::default())
-                    .num_days();
-                local_start(tz, day + days, *offset)
-            }
+            } => calendar_next(start, *days, tz, *offset),
         }
     }
+}
+
+// The calendar grid's steps stay out of line, so the fixed grid's arithmetic inlines into the
+// kernels' loops.
+
+#[inline(never)]
+fn calendar_left_start(t: i64, days: i64, tz: &Tz, offset: Duration, anchor_day: i64) -> i64 {
+    let local = utc_micros(t).with_timezone(tz).naive_local() - offset;
+    let day = local
+        .date()
+        .signed_duration_since(NaiveDate::default())
+        .num_days();
+    let start_day = (day - anchor_day).div_euclid(days) * days + anchor_day;
+    local_start(tz, start_day, offset)
+}
+
+#[inline(never)]
+fn calendar_next(start: i64, days: i64, tz: &Tz, offset: Duration) -> i64 {
+    let local = utc_micros(start).with_timezone(tz).naive_local() - offset;
+    let day = local
+        .date()
+        .signed_duration_since(NaiveDate::default())
+        .num_days();
+    local_start(tz, day + days, offset)
 }
 
 fn utc_micros(t: i64) -> DateTime<chrono::Utc> {

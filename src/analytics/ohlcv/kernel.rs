@@ -94,7 +94,86 @@ impl BarColumns {
         self.timestamp.is_empty()
     }
 
-    fn push(&mut self, label: i64, a: &Piece) {
+    /// Columns of `n` zero bars, to be overwritten through [`BarColumns::slots`]. The memory
+    /// comes zeroed from the allocator, so its pages are touched only when written.
+    pub(crate) fn zeroed(n: usize) -> BarColumns {
+        BarColumns {
+            timestamp: vec![0; n],
+            open: vec![0.0; n],
+            high: vec![0.0; n],
+            low: vec![0.0; n],
+            close: vec![0.0; n],
+            null_prices: vec![false; n],
+            volume: vec![0.0; n],
+            base_volume: vec![0.0; n],
+            buy_volume: vec![0.0; n],
+            sell_volume: vec![0.0; n],
+            sum_pq: vec![0.0; n],
+            sum_q: vec![0.0; n],
+            count: vec![0; n],
+            incomplete: vec![false; n],
+        }
+    }
+
+    /// The columns cut into consecutive shares of `lens` bars each (which should add up to
+    /// [`BarColumns::len`]), one per part, so that parts can write their bars side by side.
+    pub(crate) fn slots(&mut self, lens: &[usize]) -> Vec<BarSlots<'_>> {
+        fn cut<'a, T>(mut rest: &'a mut [T], lens: &[usize]) -> std::vec::IntoIter<&'a mut [T]> {
+            let mut out = Vec::with_capacity(lens.len());
+            for &n in lens {
+                let n = n.min(rest.len());
+                let (a, b) = std::mem::take(&mut rest).split_at_mut(n);
+                out.push(a);
+                rest = b;
+            }
+            out.into_iter()
+        }
+        let mut timestamp = cut(&mut self.timestamp, lens);
+        let mut open = cut(&mut self.open, lens);
+        let mut high = cut(&mut self.high, lens);
+        let mut low = cut(&mut self.low, lens);
+        let mut close = cut(&mut self.close, lens);
+        let mut null_prices = cut(&mut self.null_prices, lens);
+        let mut volume = cut(&mut self.volume, lens);
+        let mut base_volume = cut(&mut self.base_volume, lens);
+        let mut buy_volume = cut(&mut self.buy_volume, lens);
+        let mut sell_volume = cut(&mut self.sell_volume, lens);
+        let mut sum_pq = cut(&mut self.sum_pq, lens);
+        let mut sum_q = cut(&mut self.sum_q, lens);
+        let mut count = cut(&mut self.count, lens);
+        let mut incomplete = cut(&mut self.incomplete, lens);
+        lens.iter()
+            .map(|_| BarSlots {
+                at: 0,
+                timestamp: timestamp.next().unwrap_or_default(),
+                open: open.next().unwrap_or_default(),
+                high: high.next().unwrap_or_default(),
+                low: low.next().unwrap_or_default(),
+                close: close.next().unwrap_or_default(),
+                null_prices: null_prices.next().unwrap_or_default(),
+                volume: volume.next().unwrap_or_default(),
+                base_volume: base_volume.next().unwrap_or_default(),
+                buy_volume: buy_volume.next().unwrap_or_default(),
+                sell_volume: sell_volume.next().unwrap_or_default(),
+                sum_pq: sum_pq.next().unwrap_or_default(),
+                sum_q: sum_q.next().unwrap_or_default(),
+                count: count.next().unwrap_or_default(),
+                incomplete: incomplete.next().unwrap_or_default(),
+            })
+            .collect()
+    }
+}
+
+/// Where a kernel puts the bars it closes, one after another.
+pub(crate) trait BarOut {
+    /// A bar of one or more pieces, labelled `label`.
+    fn bar(&mut self, label: i64, a: &Piece);
+    /// A bar with no events (a filled bucket): `price` for its prices, or null prices.
+    fn empty(&mut self, label: i64, price: Option<f64>);
+}
+
+impl BarOut for BarColumns {
+    fn bar(&mut self, label: i64, a: &Piece) {
         self.timestamp.push(label);
         self.open.push(a.open);
         self.high.push(a.high);
@@ -111,7 +190,7 @@ impl BarColumns {
         self.incomplete.push(a.incomplete);
     }
 
-    fn push_empty(&mut self, label: i64, price: Option<f64>) {
+    fn empty(&mut self, label: i64, price: Option<f64>) {
         self.timestamp.push(label);
         let p = price.unwrap_or(f64::NAN);
         self.open.push(p);
@@ -132,43 +211,90 @@ impl BarColumns {
         self.count.push(0);
         self.incomplete.push(false);
     }
+}
 
-    /// Empty columns with room for `n` bars.
-    pub fn with_capacity(n: usize) -> BarColumns {
-        BarColumns {
-            timestamp: Vec::with_capacity(n),
-            open: Vec::with_capacity(n),
-            high: Vec::with_capacity(n),
-            low: Vec::with_capacity(n),
-            close: Vec::with_capacity(n),
-            null_prices: Vec::with_capacity(n),
-            volume: Vec::with_capacity(n),
-            base_volume: Vec::with_capacity(n),
-            buy_volume: Vec::with_capacity(n),
-            sell_volume: Vec::with_capacity(n),
-            sum_pq: Vec::with_capacity(n),
-            sum_q: Vec::with_capacity(n),
-            count: Vec::with_capacity(n),
-            incomplete: Vec::with_capacity(n),
-        }
+/// Counts the bars a kernel closes without keeping them.
+#[derive(Debug, Default)]
+pub(crate) struct CountBars(pub usize);
+
+impl BarOut for CountBars {
+    #[inline]
+    fn bar(&mut self, _: i64, _: &Piece) {
+        self.0 += 1;
     }
 
-    /// Appends `other`'s bars.
-    pub fn extend(&mut self, other: BarColumns) {
-        self.timestamp.extend(other.timestamp);
-        self.open.extend(other.open);
-        self.high.extend(other.high);
-        self.low.extend(other.low);
-        self.close.extend(other.close);
-        self.null_prices.extend(other.null_prices);
-        self.volume.extend(other.volume);
-        self.base_volume.extend(other.base_volume);
-        self.buy_volume.extend(other.buy_volume);
-        self.sell_volume.extend(other.sell_volume);
-        self.sum_pq.extend(other.sum_pq);
-        self.sum_q.extend(other.sum_q);
-        self.count.extend(other.count);
-        self.incomplete.extend(other.incomplete);
+    #[inline]
+    fn empty(&mut self, _: i64, _: Option<f64>) {
+        self.0 += 1;
+    }
+}
+
+/// One part's share of [`BarColumns::zeroed`] columns, filled in order. A bar beyond the share
+/// is counted but not written, so [`BarSlots::exact`] tells whether the share fit.
+#[derive(Debug)]
+pub(crate) struct BarSlots<'a> {
+    at: usize,
+    timestamp: &'a mut [i64],
+    open: &'a mut [f64],
+    high: &'a mut [f64],
+    low: &'a mut [f64],
+    close: &'a mut [f64],
+    null_prices: &'a mut [bool],
+    volume: &'a mut [f64],
+    base_volume: &'a mut [f64],
+    buy_volume: &'a mut [f64],
+    sell_volume: &'a mut [f64],
+    sum_pq: &'a mut [f64],
+    sum_q: &'a mut [f64],
+    count: &'a mut [i64],
+    incomplete: &'a mut [bool],
+}
+
+impl BarSlots<'_> {
+    /// Whether exactly as many bars were written as the share holds.
+    pub(crate) fn exact(&self) -> bool {
+        self.at == self.timestamp.len()
+    }
+}
+
+impl BarOut for BarSlots<'_> {
+    #[inline]
+    fn bar(&mut self, label: i64, a: &Piece) {
+        let i = self.at;
+        self.at += 1;
+        if i >= self.timestamp.len() {
+            return;
+        }
+        self.timestamp[i] = label;
+        self.open[i] = a.open;
+        self.high[i] = a.high;
+        self.low[i] = a.low;
+        self.close[i] = a.close;
+        self.volume[i] = a.volume;
+        self.base_volume[i] = a.base;
+        self.buy_volume[i] = a.buy;
+        self.sell_volume[i] = a.sell;
+        self.sum_pq[i] = a.pq;
+        self.sum_q[i] = a.q;
+        self.count[i] = a.count;
+        self.incomplete[i] = a.incomplete;
+    }
+
+    #[inline]
+    fn empty(&mut self, label: i64, price: Option<f64>) {
+        let i = self.at;
+        self.at += 1;
+        if i >= self.timestamp.len() {
+            return;
+        }
+        // The zeroed columns already hold the empty bar's sums, count and flag.
+        self.timestamp[i] = label;
+        let p = price.unwrap_or(f64::NAN);
+        self.open[i] = p;
+        self.high[i] = p;
+        self.low[i] = p;
+        self.close[i] = p;
+        self.null_prices[i] = price.is_none();
     }
 }
 
@@ -218,13 +344,17 @@ impl TimeSpec {
     }
 }
 
-/// Time bars of pieces in time order. Pieces with `count == 0` (filled bars) are skipped.
-pub(crate) fn time_bars(pieces: impl Iterator<Item = Piece>, spec: &TimeSpec) -> BarColumns {
-    let mut out = BarColumns::default();
+/// Time bars of pieces in time order, into `out`. Pieces with `count == 0` (filled bars) are
+/// skipped.
+pub(crate) fn time_bars<B: BarOut + ?Sized>(
+    pieces: impl Iterator<Item = Piece>,
+    spec: &TimeSpec,
+    out: &mut B,
+) {
     let mut current: Option<(i64, Piece)> = None;
-    let flush = |out: &mut BarColumns, start: i64, mut acc: Piece| {
+    let flush = |out: &mut B, start: i64, mut acc: Piece| {
         acc.incomplete |= spec.incomplete(start);
-        out.push(spec.label(start), &acc);
+        out.bar(spec.label(start), &acc);
     };
     // On a fixed grid, the current bucket's bounds answer whether a piece falls in it, without
     // a division per piece.
@@ -251,7 +381,7 @@ pub(crate) fn time_bars(pieces: impl Iterator<Item = Piece>, spec: &TimeSpec) ->
             _ => {
                 end = spec.grid.next(b);
                 if let Some((start, acc)) = current.take() {
-                    flush(&mut out, start, acc);
+                    flush(out, start, acc);
                     if spec.fill != Fill::Skip {
                         let price = match spec.fill {
                             Fill::ForwardFill => Some(acc.close),
@@ -259,7 +389,7 @@ pub(crate) fn time_bars(pieces: impl Iterator<Item = Piece>, spec: &TimeSpec) ->
                         };
                         let mut s = spec.grid.next(start);
                         while s < b {
-                            out.push_empty(spec.label(s), price);
+                            out.empty(spec.label(s), price);
                             s = spec.grid.next(s);
                         }
                     }
@@ -269,21 +399,19 @@ pub(crate) fn time_bars(pieces: impl Iterator<Item = Piece>, spec: &TimeSpec) ->
         }
     }
     if let Some((start, acc)) = current {
-        flush(&mut out, start, acc);
+        flush(out, start, acc);
     }
-    out
 }
 
-/// Time bars of one token's events.
-pub(crate) fn event_time_bars(e: &Events, spec: &TimeSpec) -> BarColumns {
-    time_bars((0..e.len()).map(|i| Piece::of_event(e, i)), spec)
+/// Time bars of one token's events, into `out`.
+pub(crate) fn event_time_bars<B: BarOut + ?Sized>(e: &Events, spec: &TimeSpec, out: &mut B) {
+    time_bars((0..e.len()).map(|i| Piece::of_event(e, i)), spec, out)
 }
 
 /// Tick, volume or dollar bars of one token's events (see [`EventRule`]). A bar is labelled
 /// with the time of its first event; the last bar is incomplete when its threshold was not
-/// reached.
-pub(crate) fn event_bars(e: &Events, rule: EventRule) -> BarColumns {
-    let mut out = BarColumns::default();
+/// reached. Into `out`.
+pub(crate) fn event_bars<B: BarOut + ?Sized>(e: &Events, rule: EventRule, out: &mut B) {
     let mut acc: Option<Piece> = None;
     let mut first = 0i64;
     for i in 0..e.len() {
@@ -304,13 +432,72 @@ pub(crate) fn event_bars(e: &Events, rule: EventRule) -> BarColumns {
             EventRule::UsdVolume(v) => a.volume >= v,
         };
         if full {
-            out.push(first, a);
+            out.bar(first, a);
             acc = None;
         }
     }
     if let Some(mut a) = acc {
         a.incomplete = true;
-        out.push(first, &a);
+        out.bar(first, &a);
     }
-    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analytics::events::Tick;
+    use crate::analytics::ohlcv::BarOptions;
+
+    fn events(times: &[i64]) -> Events {
+        Events::from_ticks(times.iter().enumerate().map(|(i, &t)| Tick {
+            time: t * 1_000_000,
+            slot: i as i64,
+            id: i as i64,
+            price: 1.0 + i as f64,
+            base: 2.0,
+            usd: 3.0 + i as f64,
+            buy: i % 2 == 0,
+        }))
+    }
+
+    /// Counting, then writing into shares of zeroed columns, gives the bars that pushing gives,
+    /// filled (null and forward-filled) bars included; a share too small is reported, not
+    /// overrun.
+    #[test]
+    fn counted_shares_hold_the_bars_pushing_gives() {
+        let parts = [
+            events(&[0, 10, 130, 400]),
+            events(&[]),
+            events(&[59, 61, 300]),
+        ];
+        for fill in [Fill::Skip, Fill::Null, Fill::ForwardFill] {
+            let spec = BarOptions {
+                fill,
+                ..BarOptions::with_width(60)
+            }
+            .spec(400_000_001)
+            .unwrap();
+            let mut pushed = BarColumns::default();
+            let mut lens = Vec::new();
+            for e in &parts {
+                let mut n = CountBars::default();
+                event_time_bars(e, &spec, &mut n);
+                lens.push(n.0);
+                event_time_bars(e, &spec, &mut pushed);
+            }
+            assert_eq!(lens.iter().sum::<usize>(), pushed.len(), "{fill:?}");
+            let mut written = BarColumns::zeroed(pushed.len());
+            for (e, mut slots) in parts.iter().zip(written.slots(&lens)) {
+                event_time_bars(e, &spec, &mut slots);
+                assert!(slots.exact());
+            }
+            // Debug text compares the NaN prices of null bars too (shortest round-trip floats).
+            assert_eq!(format!("{written:?}"), format!("{pushed:?}"), "{fill:?}");
+        }
+        let spec = BarOptions::with_width(60).spec(400_000_001).unwrap();
+        let mut short = BarColumns::zeroed(1);
+        let mut slots = short.slots(&[1]);
+        event_time_bars(&parts[0], &spec, &mut slots[0]);
+        assert!(!slots[0].exact());
+    }
 }

@@ -58,7 +58,7 @@ use super::events::{EventSource, Selection, TimeRange, TokenEvents, load_events}
 use crate::lake::Lake;
 use crate::{Error, Result};
 use grid::Grid;
-use kernel::{Piece, TimeSpec};
+use kernel::{BarOut, CountBars, Piece, TimeSpec};
 
 /// Names of the bar columns, in order.
 pub const BAR_COLUMNS: [&str; 14] = [
@@ -205,10 +205,18 @@ pub fn bars_frame(bars: BarColumns, tokens: Option<Vec<(String, usize)>>) -> Res
     let nulls = &bars.null_prices;
     let mut cols: Vec<Column> = Vec::with_capacity(15);
     if let Some(t) = tokens {
-        let names = t
-            .iter()
-            .flat_map(|(name, k)| std::iter::repeat_n(name.as_str(), *k));
-        cols.push(StringChunked::from_iter_values("token_address".into(), names).into_column());
+        // Each name is stored once; the bars' cells are views of it (a gather of 16-byte
+        // views, not a copy of the text per bar).
+        let names = t.iter().map(|(name, _)| name.as_str());
+        let distinct = StringChunked::from_iter_values("token_address".into(), names);
+        let at: Vec<IdxSize> = (0..t.len() as IdxSize)
+            .zip(&t)
+            .flat_map(|(i, (_, k))| std::iter::repeat_n(i, *k))
+            .collect();
+        let column = distinct
+            .take(&IdxCa::from_vec(PlSmallStr::EMPTY, at))
+            .map_err(polars_err)?;
+        cols.push(column.into_column());
     }
     let ts = Int64Chunked::from_vec("timestamp".into(), bars.timestamp)
         .into_column()
@@ -234,30 +242,73 @@ pub fn bars_frame(bars: BarColumns, tokens: Option<Vec<(String, usize)>>) -> Res
     DataFrame::new(n, cols).map_err(polars_err)
 }
 
-/// Bars of each token in parallel, concatenated in token order. Owned events are dropped as
-/// soon as their token's bars are built.
-fn per_token<T>(
-    tokens: Vec<T>,
-    long: bool,
-    f: impl Fn(&TokenEvents) -> BarColumns + Sync + Send,
-) -> Result<DataFrame>
-where
-    T: std::borrow::Borrow<TokenEvents> + Send,
-{
-    let parts: Vec<(String, BarColumns)> = tokens
-        .into_par_iter()
-        .map(|t| {
-            let t = t.borrow();
-            (t.token.clone(), f(t))
+/// A bar kernel over one part of the input (a token's events, or a token's run of finer bars):
+/// closes the part's bars, in order, into any [`BarOut`]. Generic rather than a closure, so the
+/// counting pass of [`bars_of_parts`] compiles to the kernel's bucket logic alone.
+trait PartBars<P>: Sync {
+    fn bars<B: BarOut>(&self, part: &P, out: &mut B);
+}
+
+/// Time bars of a token's events.
+struct TimeBarsOf<'a>(&'a TimeSpec);
+
+impl<T: std::borrow::Borrow<TokenEvents>> PartBars<T> for TimeBarsOf<'_> {
+    fn bars<B: BarOut>(&self, t: &T, out: &mut B) {
+        kernel::event_time_bars(&t.borrow().events, self.0, out)
+    }
+}
+
+/// Tick, volume or dollar bars of a token's events.
+struct EventBarsOf(EventRule);
+
+impl<T: std::borrow::Borrow<TokenEvents>> PartBars<T> for EventBarsOf {
+    fn bars<B: BarOut>(&self, t: &T, out: &mut B) {
+        kernel::event_bars(&t.borrow().events, self.0, out)
+    }
+}
+
+/// The bars of many parts side by side, written straight into columns of their final size: a
+/// first pass counts each part's bars, a second writes them into the part's share of the
+/// columns. No part's bars are grown, copied or concatenated, and the columns' memory is
+/// touched once. Returns the columns, in the parts' order, and each part's number of bars.
+/// Owned parts are dropped as soon as their bars are written.
+fn bars_of_parts<P: Send + Sync>(
+    parts: Vec<P>,
+    kernel: &impl PartBars<P>,
+) -> Result<(BarColumns, Vec<usize>)> {
+    let lens: Vec<usize> = parts
+        .par_iter()
+        .map(|p| {
+            let mut n = CountBars::default();
+            kernel.bars(p, &mut n);
+            n.0
         })
         .collect();
-    let mut all = BarColumns::with_capacity(parts.iter().map(|p| p.1.len()).sum());
-    let mut names = Vec::with_capacity(parts.len());
-    for (token, b) in parts {
-        names.push((token, b.len()));
-        all.extend(b);
+    let mut all = BarColumns::zeroed(lens.iter().sum());
+    let exact = parts
+        .into_par_iter()
+        .zip(all.slots(&lens))
+        .map(|(p, mut slots)| {
+            kernel.bars(&p, &mut slots);
+            slots.exact()
+        })
+        .collect::<Vec<bool>>();
+    if exact.contains(&false) {
+        return Err(polars_err(PolarsError::ComputeError(
+            "a part's bars differ between counting and writing".into(),
+        )));
     }
-    bars_frame(all, long.then_some(names))
+    Ok((all, lens))
+}
+
+/// Bars of each token in parallel, in token order.
+fn per_token<T>(tokens: Vec<T>, long: bool, kernel: &impl PartBars<T>) -> Result<DataFrame>
+where
+    T: std::borrow::Borrow<TokenEvents> + Send + Sync,
+{
+    let names: Vec<String> = tokens.iter().map(|t| t.borrow().token.clone()).collect();
+    let (all, lens) = bars_of_parts(tokens, kernel)?;
+    bars_frame(all, long.then(|| names.into_iter().zip(lens).collect()))
 }
 
 /// Whether a selection gives a long frame with a `token_address` column.
@@ -287,9 +338,7 @@ pub fn bars_of_events(
     options: &BarOptions,
 ) -> Result<DataFrame> {
     let spec = options.spec(default_end(tokens, range))?;
-    per_token(tokens.iter().collect(), long, |t| {
-        kernel::event_time_bars(&t.events, &spec)
-    })
+    per_token(tokens.iter().collect(), long, &TimeBarsOf(&spec))
 }
 
 /// Time bars of the selected events of the lake in `range`.
@@ -304,9 +353,7 @@ pub fn bars(
     Grid::of(options)?;
     let tokens = load_events(lake, source, selection, range)?;
     let spec = options.spec(default_end(&tokens, range))?;
-    per_token(tokens, is_long(selection), |t| {
-        kernel::event_time_bars(&t.events, &spec)
-    })
+    per_token(tokens, is_long(selection), &TimeBarsOf(&spec))
 }
 
 /// Time bars of the selected events of the lake in `range`, handed to `sink` in batches of
@@ -327,9 +374,7 @@ pub fn bars_in_batches(
     let tokens = load_events(lake, source, selection, range)?;
     let spec = options.spec(default_end(&tokens, range))?;
     let long = is_long(selection);
-    let make = |batch: Vec<TokenEvents>| {
-        per_token(batch, long, |t| kernel::event_time_bars(&t.events, &spec))
-    };
+    let make = |batch: Vec<TokenEvents>| per_token(batch, long, &TimeBarsOf(&spec));
     let mut tokens = tokens.into_iter();
     // The bars of a batch are built on another thread while `sink` takes the batch before,
     // so building and writing overlap; batches still reach `sink` in order.
@@ -381,9 +426,7 @@ pub fn event_bars_of_events(
             reason: format!("{rule:?}: the threshold must be positive"),
         });
     }
-    per_token(tokens.iter().collect(), long, |t| {
-        kernel::event_bars(&t.events, rule)
-    })
+    per_token(tokens.iter().collect(), long, &EventBarsOf(rule))
 }
 
 /// Tick, volume or dollar bars of the selected events of the lake in `range`.
@@ -501,15 +544,28 @@ pub fn resample(bars: &DataFrame, options: &BarOptions) -> Result<DataFrame> {
         count: count[i],
         incomplete: incomplete[i],
     };
-    let parts: Vec<BarColumns> = runs
-        .par_iter()
-        .map(|&(a, b)| kernel::time_bars(order[a..b].iter().map(|&i| piece(i)), &spec))
-        .collect();
-    let mut all = BarColumns::with_capacity(parts.iter().map(BarColumns::len).sum());
-    let mut names = Vec::with_capacity(parts.len());
-    for (&(a, _), part) in runs.iter().zip(parts) {
-        names.push((tokens[order[a]].clone(), part.len()));
-        all.extend(part);
+    /// Time bars of a token's run of finer bars (`order[a..b]`).
+    struct FinerBars<'a, F> {
+        order: &'a [usize],
+        piece: F,
+        spec: &'a TimeSpec,
     }
+    impl<F: Fn(usize) -> Piece + Sync> PartBars<(usize, usize)> for FinerBars<'_, F> {
+        fn bars<B: BarOut>(&self, &(a, b): &(usize, usize), out: &mut B) {
+            let pieces = self.order[a..b].iter().map(|&i| (self.piece)(i));
+            kernel::time_bars(pieces, self.spec, out)
+        }
+    }
+    let finer = FinerBars {
+        order: &order,
+        piece,
+        spec: &spec,
+    };
+    let (all, lens) = bars_of_parts(runs.clone(), &finer)?;
+    let names = runs
+        .iter()
+        .zip(lens)
+        .map(|(&(a, _), n)| (tokens[order[a]].clone(), n))
+        .collect();
     bars_frame(all, has_token.then_some(names))
 }
