@@ -348,27 +348,31 @@ fn runs_as_dictionary(array: &dyn polars_arrow::array::Array) -> Option<ArrayRef
     Some(dictionary.boxed())
 }
 
-/// A column whose data pages zstd shrinks by less than this share in the first row group is
-/// written uncompressed from the next row group on. Bars' prices and sums (nearly all distinct
-/// floats) shrink by 5 to 7 %, and compressing them was most of the output's compression time;
-/// counts, timestamps, token addresses and the often-zero buy and sell volumes shrink by 14 to
-/// 99 % and stay compressed.
+/// A column whose data pages zstd shrinks by less than this share in its first row group of at
+/// least [`MIN_SAMPLE`] bytes is written uncompressed from the next row group on. Bars' prices
+/// and sums (nearly all distinct floats) shrink by 5 to 7 %, and compressing them was most of
+/// the output's compression time; counts, timestamps, token addresses and the often-zero buy
+/// and sell volumes shrink by 14 to 99 % and stay compressed.
 const MIN_SAVING: f64 = 0.10;
+
+/// The encoded bytes a column's row group needs before its saving decides anything: a few
+/// values say little, and zstd's frame overhead alone can outweigh them.
+const MIN_SAMPLE: usize = 64 << 10;
 
 /// A Parquet file written batch by batch (one or more row groups per batch), created at the
 /// first batch: a result that is never written leaves no file. The pages of a row group are
 /// encoded and compressed in parallel, a column per task (polars' batched writer compresses
 /// them one after another on the writing thread), then written in order.
 ///
-/// Every column of the first row group is compressed (zstd level 1); a column that saves less
-/// than [`MIN_SAVING`] there is written uncompressed in the row groups that follow. Parquet
-/// records the codec per column chunk, so every reader reads the mix; the choice depends only
-/// on the data and the batches, never on the thread count.
+/// Every column is compressed (zstd level 1) until a row group gives it [`MIN_SAMPLE`] bytes;
+/// a column that saved less than [`MIN_SAVING`] there is written uncompressed in the row
+/// groups that follow. Parquet records the codec per column chunk, so every reader reads the
+/// mix; the choice depends only on the data and the batches, never on the thread count.
 pub struct ParquetSink<'a> {
     path: &'a Path,
     writer: Option<polars::io::parquet::write::BatchedWriter<File>>,
-    /// Per column, whether its pages are compressed: decided by the first row group.
-    compressed: Option<Vec<bool>>,
+    /// Per column, whether its pages are compressed, once a row group has decided it.
+    compressed: Vec<Option<bool>>,
     /// Rows written so far.
     pub rows: usize,
 }
@@ -386,7 +390,7 @@ impl<'a> ParquetSink<'a> {
         ParquetSink {
             path,
             writer: None,
-            compressed: None,
+            compressed: Vec::new(),
             rows: 0,
         }
     }
@@ -430,7 +434,8 @@ impl<'a> ParquetSink<'a> {
             if rows == 0 {
                 continue;
             }
-            let compressed = self.compressed.as_deref();
+            self.compressed.resize(batch.columns().len(), None);
+            let compressed = &self.compressed;
             let columns: PolarsResult<Vec<ColumnPages>> = batch
                 .columns()
                 .par_iter()
@@ -438,8 +443,8 @@ impl<'a> ParquetSink<'a> {
                 .zip(&encodings)
                 .enumerate()
                 .map(|(i, ((array, field), encoding))| {
-                    let compression = match compressed {
-                        Some(c) if !c[i] => CompressionOptions::Uncompressed,
+                    let compression = match compressed[i] {
+                        Some(false) => CompressionOptions::Uncompressed,
                         _ => options.compression,
                     };
                     let runs = runs_as_dictionary(array.as_ref());
@@ -464,13 +469,10 @@ impl<'a> ParquetSink<'a> {
                 })
                 .collect();
             let columns = anyhow::Context::with_context(columns, context)?;
-            if self.compressed.is_none() {
-                self.compressed = Some(
-                    columns
-                        .iter()
-                        .map(|c| (c.packed as f64) < (c.raw as f64) * (1.0 - MIN_SAVING))
-                        .collect(),
-                );
+            for (decided, c) in self.compressed.iter_mut().zip(&columns) {
+                if decided.is_none() && c.raw >= MIN_SAMPLE {
+                    *decided = Some((c.packed as f64) < (c.raw as f64) * (1.0 - MIN_SAVING));
+                }
             }
             let pages: Vec<Vec<CompressedPage>> =
                 columns.into_iter().flat_map(|c| c.pages).collect();
@@ -537,11 +539,11 @@ mod tests {
         assert!(back.equals_missing(&all), "{back}\n{all}");
     }
 
-    /// A column that zstd barely shrinks in the first row group is written uncompressed from
-    /// the second on; one that shrinks stays compressed; integers are delta-encoded; the file
-    /// reads back whole.
+    /// A column that zstd barely shrinks in its first row group of enough bytes is written
+    /// uncompressed from the next one on; one that shrinks stays compressed; integers are
+    /// delta-encoded; the file reads back whole.
     #[test]
-    fn columns_that_do_not_shrink_are_written_uncompressed_after_the_first_row_group() {
+    fn columns_that_do_not_shrink_are_written_uncompressed_once_measured() {
         use parquet::basic::Compression;
         use parquet::file::reader::{FileReader, SerializedFileReader};
         let dir = tempfile::tempdir().unwrap();
@@ -557,8 +559,7 @@ mod tests {
                 })
                 .collect()
         };
-        let frame = |seed: u64| {
-            let n = 20_000;
+        let frame = |seed: u64, n: usize| {
             df!(
                 "price" => noise(seed, n),
                 "buy_volume" => (0..n).map(|i| if i % 3 == 0 { 5.0 } else { 0.0 }).collect::<Vec<f64>>(),
@@ -566,7 +567,13 @@ mod tests {
             )
             .unwrap()
         };
-        let frames = [frame(1), frame(2), frame(3)];
+        // A first row group too small to decide, then three of 160 KB per column.
+        let frames = [
+            frame(1, 10),
+            frame(2, 20_000),
+            frame(3, 20_000),
+            frame(4, 20_000),
+        ];
         let mut sink = ParquetSink::new(&path);
         for f in &frames {
             sink.write(f).unwrap();
@@ -575,7 +582,7 @@ mod tests {
 
         let reader = SerializedFileReader::new(File::open(&path).unwrap()).unwrap();
         let meta = reader.metadata();
-        assert_eq!(meta.num_row_groups(), 3);
+        assert_eq!(meta.num_row_groups(), 4);
         let codecs: Vec<(bool, bool)> = meta
             .row_groups()
             .iter()
@@ -584,7 +591,10 @@ mod tests {
                 (zstd(0), zstd(1))
             })
             .collect();
-        assert_eq!(codecs, vec![(true, true), (false, true), (false, true)]);
+        assert_eq!(
+            codecs,
+            vec![(true, true), (true, true), (false, true), (false, true)]
+        );
         // 64-bit integers are delta-encoded.
         let count = meta.row_group(0).column(2);
         assert!(
