@@ -524,19 +524,26 @@ mod tests {
         let distinct: Vec<Option<&str>> = names.iter().map(|s| Some(s.as_str())).collect();
         let with_nulls: Vec<Option<&str>> = vec![Some("A"), None, Some("A"), Some("B"), None];
         let frames = [frame(runs), frame(distinct), frame(with_nulls)];
-        let mut sink = ParquetSink::new(&path);
-        for f in &frames {
+        let (back, all) = round_trip(&path, &frames);
+        assert!(back.equals_missing(&all), "{back}\n{all}");
+    }
+
+    /// Writes `frames` through a sink to `path`; returns the file read back and the frames
+    /// stacked.
+    fn round_trip(path: &Path, frames: &[DataFrame]) -> (DataFrame, DataFrame) {
+        let mut sink = ParquetSink::new(path);
+        for f in frames {
             sink.write(f).unwrap();
         }
         sink.finish().unwrap();
-        let back = ParquetReader::new(File::open(&path).unwrap())
+        let back = ParquetReader::new(File::open(path).unwrap())
             .finish()
             .unwrap();
         let mut all = frames[0].clone();
         for f in &frames[1..] {
             all.vstack_mut(f).unwrap();
         }
-        assert!(back.equals_missing(&all), "{back}\n{all}");
+        (back, all)
     }
 
     /// A column that zstd barely shrinks in its first row group of enough bytes is written
@@ -574,11 +581,8 @@ mod tests {
             frame(3, 20_000),
             frame(4, 20_000),
         ];
-        let mut sink = ParquetSink::new(&path);
-        for f in &frames {
-            sink.write(f).unwrap();
-        }
-        sink.finish().unwrap();
+        let (back, all) = round_trip(&path, &frames);
+        assert!(back.equals_missing(&all));
 
         let reader = SerializedFileReader::new(File::open(&path).unwrap()).unwrap();
         let meta = reader.metadata();
@@ -604,13 +608,5 @@ mod tests {
             "{:?}",
             count.encodings().collect::<Vec<_>>()
         );
-        let back = ParquetReader::new(File::open(&path).unwrap())
-            .finish()
-            .unwrap();
-        let mut all = frames[0].clone();
-        for f in &frames[1..] {
-            all.vstack_mut(f).unwrap();
-        }
-        assert!(back.equals_missing(&all));
     }
 }
