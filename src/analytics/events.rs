@@ -413,10 +413,10 @@ fn read_file(
         lf = lf.filter(col("pool_address").eq(lit(p.as_str())));
     }
     // A swap's columns are those the row-group reader reads in its two passes.
-    let swap_columns: Vec<&str> = SIDE_COLUMNS
-        .iter()
-        .chain(&NUMBER_COLUMNS)
-        .copied()
+    let swap_columns: Vec<&str> = SWAPS
+        .side_columns()
+        .into_iter()
+        .chain(SWAPS.number_columns())
         .collect();
     let cols: &[&str] = match source {
         EventSource::Swaps => &swap_columns,
@@ -649,11 +649,12 @@ pub fn load_events(
     selection: &Selection,
     range: TimeRange,
 ) -> Result<Vec<TokenEvents>> {
-    load_events_with(lake, source, selection, range, source == EventSource::Swaps)
+    load_events_with(lake, source, selection, range, true)
 }
 
-/// [`load_events`], reading swaps row group by row group with arrow-rs (`columnar`) or each
-/// file through a polars query (trades always are).
+/// [`load_events`], reading row group by row group with arrow-rs (`columnar`), or each file
+/// through a polars query: the simpler reader, kept as the row-group reader's reference in the
+/// tests.
 fn load_events_with(
     lake: &Lake,
     source: EventSource,
@@ -688,8 +689,8 @@ fn load_events_with(
         .map(|(p, _)| p.clone())
         .collect();
     paths.sort();
-    if columnar && source == EventSource::Swaps {
-        return load_swaps(lake, &paths, selection, wanted.as_ref(), range);
+    if columnar {
+        return load_columnar(lake, &paths, source, selection, wanted.as_ref(), range);
     }
     // A few reader threads, each one file at a time: only the compact event columns outlive a
     // file's frame. They are plain threads with large stacks, not rayon workers: a polars query
@@ -749,42 +750,112 @@ fn load_events_with(
 }
 
 // ---------------------------------------------------------------------------------------
-// Swaps, read row group by row group with arrow-rs.
+// Swaps and trades, read row group by row group with arrow-rs.
 //
-// Two passes over the row groups, both in parallel: the first reads only the swap type and
-// the two token addresses (kept as dictionaries, so a token's name is looked up once per row
-// group, not once per row) and finds each row's token sides; with every token's count known,
-// each token's columns are allocated at their final size, and the second pass reads the
-// numbers and writes each event straight to its place. Within a token, events are laid out in
-// file order, row group order and row order, as concatenating the files would.
+// Two passes over the row groups, both in parallel: the first reads only the kind (swap type
+// or trade direction) and the token addresses (kept as dictionaries, so a token's name is
+// looked up once per row group, not once per row) and finds each row's token sides; with every
+// token's count known, each token's columns are allocated at their final size, and the second
+// pass reads the numbers and writes each event straight to its place. Within a token, events
+// are laid out in file order, row group order and row order, as concatenating the files would.
 
-/// The columns of the first pass (plus `block_time` with a bounded range and `pool_address`
-/// for a pool).
-const SIDE_COLUMNS: [&str; 3] = ["swap_type", "token_address_in", "token_address_out"];
+/// Where a dataset's rows keep their token sides. A swap has a bought (`*_out`) and a sold
+/// (`*_in`) side; a trade has one, bought when its direction is `buy`, and its columns serve
+/// as both.
+struct Layout {
+    /// The column whose value picks a row's sides (`swap_type`, `direction`).
+    kind: &'static str,
+    /// Which sides a kind picks: (bought, sold).
+    sides: fn(&str) -> (bool, bool),
+    /// Whether a wanted token's side counts whatever the kind (a swap of the token on either
+    /// side), or only the side the kind picks.
+    wanted_any_side: bool,
+    /// The sold and bought sides' token, amount, price and USD amount columns.
+    token: [&'static str; 2],
+    amount: [&'static str; 2],
+    price: [&'static str; 2],
+    usd: [&'static str; 2],
+}
 
-/// The string columns read as dictionaries.
-const DICTIONARY_COLUMNS: [&str; 4] = [
+impl Layout {
+    fn of(source: EventSource) -> &'static Layout {
+        match source {
+            EventSource::Swaps => &SWAPS,
+            EventSource::Trades => &TRADES,
+        }
+    }
+
+    /// The columns of the first pass, each once (plus `block_time` with a bounded range and
+    /// `pool_address` for a pool).
+    fn side_columns(&self) -> Vec<&'static str> {
+        distinct([self.kind, self.token[0], self.token[1]])
+    }
+
+    /// The columns of the second pass, each once.
+    fn number_columns(&self) -> Vec<&'static str> {
+        let [a, b] = [self.amount, self.price];
+        distinct([
+            "id",
+            "block_slot",
+            "block_time",
+            a[0],
+            a[1],
+            b[0],
+            b[1],
+            self.usd[0],
+            self.usd[1],
+        ])
+    }
+}
+
+fn distinct<const N: usize>(names: [&'static str; N]) -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::with_capacity(N);
+    for n in names {
+        if !out.contains(&n) {
+            out.push(n);
+        }
+    }
+    out
+}
+
+/// A trade's one side: bought when its direction is `buy`, sold otherwise.
+fn trade_sides(direction: &str) -> (bool, bool) {
+    let buy = direction == "buy";
+    (buy, !buy)
+}
+
+const SWAPS: Layout = Layout {
+    kind: "swap_type",
+    sides: token_sides,
+    wanted_any_side: true,
+    token: ["token_address_in", "token_address_out"],
+    amount: ["token_amount_in", "token_amount_out"],
+    price: ["token_price_in", "token_price_out"],
+    usd: ["usd_amount_in", "usd_amount_out"],
+};
+
+const TRADES: Layout = Layout {
+    kind: "direction",
+    sides: trade_sides,
+    wanted_any_side: false,
+    token: ["token_address", "token_address"],
+    amount: ["token_amount", "token_amount"],
+    price: ["token_price", "token_price"],
+    usd: ["usd_amount", "usd_amount"],
+};
+
+/// The string columns read as dictionaries (those absent from a file are ignored).
+const DICTIONARY_COLUMNS: [&str; 6] = [
     "swap_type",
     "token_address_in",
     "token_address_out",
     "pool_address",
+    "direction",
+    "token_address",
 ];
 
 /// Files open at once in each pass (a few in tests, so that they read several windows).
 const FILES_AT_ONCE: usize = if cfg!(test) { 4 } else { 64 };
-
-/// The columns of the second pass.
-const NUMBER_COLUMNS: [&str; 9] = [
-    "id",
-    "block_slot",
-    "block_time",
-    "token_amount_in",
-    "token_amount_out",
-    "token_price_in",
-    "token_price_out",
-    "usd_amount_in",
-    "usd_amount_out",
-];
 
 /// Token addresses seen so far, numbered in order of first sight.
 #[derive(Default)]
@@ -929,6 +1000,7 @@ fn numbers<T: ArrowPrimitiveType>(
 fn group_sides(
     batch: &RecordBatch,
     path: &str,
+    layout: &Layout,
     wanted: Option<&TokenSet<'_>>,
     pool: Option<&str>,
     lo: Option<i64>,
@@ -936,9 +1008,9 @@ fn group_sides(
     registry: &RwLock<Registry>,
 ) -> Result<GroupSides> {
     let n = batch.num_rows();
-    let (kinds, kind_values) = dictionary(batch, "swap_type", path)?;
-    let (ins, in_values) = dictionary(batch, "token_address_in", path)?;
-    let (outs, out_values) = dictionary(batch, "token_address_out", path)?;
+    let (kinds, kind_values) = dictionary(batch, layout.kind, path)?;
+    let (ins, in_values) = dictionary(batch, layout.token[0], path)?;
+    let (outs, out_values) = dictionary(batch, layout.token[1], path)?;
     let (kind_names, in_names, out_names) =
         (kind_values.names(), in_values.names(), out_values.names());
     // Which rows are in the range and of the pool.
@@ -961,7 +1033,8 @@ fn group_sides(
         }
     }
     // Whether each side can be a token side: by the swap type, or by the wanted tokens.
-    let (bought, sold): (Vec<bool>, Vec<bool>) = kind_names.iter().map(|k| token_sides(k)).unzip();
+    let (bought, sold): (Vec<bool>, Vec<bool>) =
+        kind_names.iter().map(|k| (layout.sides)(k)).unzip();
     let wanted_of = |names: &[&str]| -> Option<Vec<bool>> {
         wanted.map(|w| names.iter().map(|t| w.contains(t)).collect())
     };
@@ -975,7 +1048,8 @@ fn group_sides(
         let row = keep.as_ref().is_none_or(|k| k[i]);
         let (k, ti, to) = (kinds[i] as usize, ins[i] as usize, outs[i] as usize);
         let (o, s) = match (&want_out, &want_in) {
-            (Some(wo), Some(wi)) => (wo[to], wi[ti]),
+            (Some(wo), Some(wi)) if layout.wanted_any_side => (wo[to], wi[ti]),
+            (Some(wo), Some(wi)) => (bought[k] && wo[to], sold[k] && wi[ti]),
             _ => (bought[k], sold[k]),
         };
         side_out.push(if row && o {
@@ -1066,11 +1140,12 @@ fn group_min_time(metadata: &ArrowReaderMetadata, group: usize) -> i64 {
         .unwrap_or(i64::MIN)
 }
 
-/// The token side of the selected swaps in `range` from the data files `paths` (store paths,
-/// sorted), by token in address order, each in event order.
-fn load_swaps(
+/// The token side of the selected swaps or trades in `range` from the data files `paths`
+/// (store paths, sorted), by token in address order, each in event order.
+fn load_columnar(
     lake: &Lake,
     paths: &[String],
+    source: EventSource,
     selection: &Selection,
     wanted: Option<&TokenSet<'_>>,
     range: TimeRange,
@@ -1083,7 +1158,8 @@ fn load_swaps(
         Selection::Pool(p) => Some(p.as_str()),
         _ => None,
     };
-    let mut side_columns = SIDE_COLUMNS.to_vec();
+    let layout = Layout::of(source);
+    let mut side_columns = layout.side_columns();
     if lo.is_some() || hi.is_some() {
         side_columns.push("block_time");
     }
@@ -1121,7 +1197,7 @@ fn load_swaps(
             .map(|&(k, g)| {
                 let (file, footer) = &opened[k - window.start];
                 let batch = file.read_row_group(footer, g, &side_columns)?;
-                group_sides(&batch, &paths[k], wanted, pool, lo, hi, &registry)
+                group_sides(&batch, &paths[k], layout, wanted, pool, lo, hi, &registry)
             })
             .collect::<Result<_>>()?;
         sides.extend(found);
@@ -1152,6 +1228,7 @@ fn load_swaps(
             })
             .collect();
     }
+    let number_columns = layout.number_columns();
     // Allocated at their final size.
     let columns: Vec<Mutex<Events>> = totals
         .par_iter()
@@ -1193,14 +1270,15 @@ fn load_swaps(
                 };
                 let footer = &footers[k];
                 let path = &paths[k];
-                let batch = file.read_row_group(footer, g, &NUMBER_COLUMNS)?;
+                let batch = file.read_row_group(footer, g, &number_columns)?;
                 let id = numbers::<Int64Type>(&batch, "id", path, 0)?;
                 let slot = numbers::<Int64Type>(&batch, "block_slot", path, 0)?;
                 let time = numbers::<Int64Type>(&batch, "block_time", path, 0)?;
                 let f = |name: &str| numbers::<Float64Type>(&batch, name, path, f64::NAN);
-                let (a_in, a_out) = (f("token_amount_in")?, f("token_amount_out")?);
-                let (p_in, p_out) = (f("token_price_in")?, f("token_price_out")?);
-                let (u_in, u_out) = (f("usd_amount_in")?, f("usd_amount_out")?);
+                let [(a_in, a_out), (p_in, p_out), (u_in, u_out)] =
+                    [layout.amount, layout.price, layout.usd].map(|[i, o]| (f(i), f(o)));
+                let (a_in, a_out, p_in, p_out) = (a_in?, a_out?, p_in?, p_out?);
+                let (u_in, u_out) = (u_in?, u_out?);
                 let rows = SwapRows {
                     time: time.values(),
                     slot: slot.values(),
@@ -1263,7 +1341,7 @@ mod tests {
     use chrono::TimeZone;
 
     use super::*;
-    use crate::api::models::{Swap, SwapType};
+    use crate::api::models::{Direction, PositionState, Swap, SwapType, Trade};
     use crate::lake::{LakeOptions, convert};
 
     /// A swap of `kind` between `t_in` and `t_out`; its numbers derive from `id`.
@@ -1319,15 +1397,57 @@ mod tests {
             ..LakeOptions::default()
         };
         let lake = Lake::open_with(dir.path(), options).unwrap();
-        for chunk in swaps.chunks(45).rev() {
-            let mut chunk = chunk.to_vec();
-            chunk.reverse();
+        // Trades of the same tokens: buys, sells and an undocumented direction (a sell).
+        let directions = [
+            Direction::Buy,
+            Direction::Sell,
+            Direction::Buy,
+            Direction::Other("transfer".into()),
+        ];
+        let trades: Vec<Trade> = swaps
+            .iter()
+            .enumerate()
+            .map(|(k, s)| trade(s, ["A", "B", "C", "Q"][k % 4], directions[k % 4].clone()))
+            .collect();
+        for (swaps, trades) in swaps.chunks(45).rev().zip(trades.chunks(45).rev()) {
+            let (mut swaps, mut trades) = (swaps.to_vec(), trades.to_vec());
+            swaps.reverse();
+            trades.reverse();
             let mut tx = lake.transaction().unwrap();
-            tx.write(Dataset::Swaps, convert::swaps_to_batch(&chunk).unwrap())
+            tx.write(Dataset::Swaps, convert::swaps_to_batch(&swaps).unwrap())
+                .unwrap();
+            tx.write(Dataset::Trades, convert::trades_to_batch(&trades).unwrap())
                 .unwrap();
             tx.commit().unwrap();
         }
         (dir, lake)
+    }
+
+    /// A trade of `token` at the time, slot and id of `s`, its numbers from the swap's.
+    fn trade(s: &Swap, token: &str, direction: Direction) -> Trade {
+        Trade {
+            id: s.id,
+            protocol: s.protocol.clone(),
+            swap_type: s.swap_type.clone(),
+            wallet_address: "W".into(),
+            token_address: token.into(),
+            quote_address: "Q".into(),
+            position_address: "P".into(),
+            direction,
+            position_state: PositionState::Trade,
+            token_amount: s.token_amount_in,
+            quote_amount: s.token_amount_out,
+            native_amount: 0.0,
+            usd_amount: s.usd_amount_in,
+            pre_token_balance: 0.0,
+            post_token_balance: 0.0,
+            token_price: s.token_price_in,
+            quote_price: 1.0,
+            token_mcap: 0.0,
+            block_slot: s.block_slot,
+            block_time: s.block_time,
+            tx_hash: s.tx_hash.clone(),
+        }
     }
 
     #[test]
@@ -1346,18 +1466,38 @@ mod tests {
             (Selection::Tokens(vec!["Q".into(), "A".into()]), range),
             (Selection::Pool("POOL-1".into()), TimeRange::default()),
         ];
-        for (selection, range) in cases {
-            let columnar =
-                load_events_with(&lake, EventSource::Swaps, &selection, range, true).unwrap();
-            let frames =
-                load_events_with(&lake, EventSource::Swaps, &selection, range, false).unwrap();
-            assert!(!columnar.is_empty(), "{selection:?}");
-            assert_eq!(columnar, frames, "{selection:?} {range:?}");
-            for t in &columnar {
-                let e = &t.events;
-                assert!((1..e.len()).all(|i| e.key(i - 1) < e.key(i)), "{}", t.token);
+        for source in [EventSource::Swaps, EventSource::Trades] {
+            for (selection, range) in &cases {
+                // Trades carry no pool.
+                if source == EventSource::Trades && matches!(selection, Selection::Pool(_)) {
+                    continue;
+                }
+                let read = |columnar| {
+                    load_events_with(&lake, source, selection, *range, columnar).unwrap()
+                };
+                let (columnar, frames) = (read(true), read(false));
+                assert!(!columnar.is_empty(), "{source:?} {selection:?}");
+                assert_eq!(columnar, frames, "{source:?} {selection:?} {range:?}");
+                for t in &columnar {
+                    let e = &t.events;
+                    assert!((1..e.len()).all(|i| e.key(i - 1) < e.key(i)), "{}", t.token);
+                }
             }
         }
+        // A trade is one event, a buy only when its direction says so.
+        let trades = load_events(
+            &lake,
+            EventSource::Trades,
+            &Selection::AllTokens,
+            TimeRange::default(),
+        )
+        .unwrap();
+        let events: usize = trades.iter().map(|t| t.events.len()).sum();
+        let buys: usize = trades
+            .iter()
+            .map(|t| t.events.buy.iter().filter(|&&b| b).count())
+            .sum();
+        assert_eq!((events, buys), (300, 150));
         // Ties on (block_time, block_slot) are frequent, and broken by id.
         let all = load_events(
             &lake,
