@@ -412,25 +412,13 @@ fn read_file(
     if let Selection::Pool(p) = selection {
         lf = lf.filter(col("pool_address").eq(lit(p.as_str())));
     }
-    // A swap's columns are those the row-group reader reads in its two passes.
-    let swap_columns: Vec<&str> = SWAPS
+    // The columns the row-group reader reads in its two passes.
+    let layout = Layout::of(source);
+    let cols: Vec<&str> = layout
         .side_columns()
         .into_iter()
-        .chain(SWAPS.number_columns())
+        .chain(layout.number_columns())
         .collect();
-    let cols: &[&str] = match source {
-        EventSource::Swaps => &swap_columns,
-        EventSource::Trades => &[
-            "id",
-            "token_address",
-            "direction",
-            "token_amount",
-            "token_price",
-            "usd_amount",
-            "block_slot",
-            "block_time",
-        ],
-    };
     let df = lf
         .select(cols.iter().map(|c| col(*c)).collect::<Vec<_>>())
         .collect()
@@ -793,21 +781,22 @@ impl Layout {
 
     /// The columns of the second pass, each once.
     fn number_columns(&self) -> Vec<&'static str> {
-        let [a, b] = [self.amount, self.price];
+        let [a, p, u] = [self.amount, self.price, self.usd];
         distinct([
             "id",
             "block_slot",
             "block_time",
             a[0],
             a[1],
-            b[0],
-            b[1],
-            self.usd[0],
-            self.usd[1],
+            p[0],
+            p[1],
+            u[0],
+            u[1],
         ])
     }
 }
 
+/// `names` without repeats, in order of first appearance.
 fn distinct<const N: usize>(names: [&'static str; N]) -> Vec<&'static str> {
     let mut out: Vec<&'static str> = Vec::with_capacity(N);
     for n in names {
