@@ -999,7 +999,14 @@ fn group_sides(
     let n = batch.num_rows();
     let (kinds, kind_values) = dictionary(batch, layout.kind, path)?;
     let (ins, in_values) = dictionary(batch, layout.token[0], path)?;
-    let (outs, out_values) = dictionary(batch, layout.token[1], path)?;
+    // A trade's one token column serves as both sides: decoded once.
+    let other;
+    let (outs, out_values) = if layout.token[1] == layout.token[0] {
+        (&ins, &in_values)
+    } else {
+        other = dictionary(batch, layout.token[1], path)?;
+        (&other.0, &other.1)
+    };
     let (kind_names, in_names, out_names) =
         (kind_values.names(), in_values.names(), out_values.names());
     // Which rows are in the range and of the pool.
@@ -1021,7 +1028,7 @@ fn group_sides(
             *k &= is_pool[c as usize];
         }
     }
-    // Whether each side can be a token side: by the swap type, or by the wanted tokens.
+    // Whether each side can be a token side: by the kind, or by the wanted tokens.
     let (bought, sold): (Vec<bool>, Vec<bool>) =
         kind_names.iter().map(|k| (layout.sides)(k)).unzip();
     let wanted_of = |names: &[&str]| -> Option<Vec<bool>> {
@@ -1264,10 +1271,10 @@ fn load_columnar(
                 let slot = numbers::<Int64Type>(&batch, "block_slot", path, 0)?;
                 let time = numbers::<Int64Type>(&batch, "block_time", path, 0)?;
                 let f = |name: &str| numbers::<Float64Type>(&batch, name, path, f64::NAN);
-                let [(a_in, a_out), (p_in, p_out), (u_in, u_out)] =
-                    [layout.amount, layout.price, layout.usd].map(|[i, o]| (f(i), f(o)));
-                let (a_in, a_out, p_in, p_out) = (a_in?, a_out?, p_in?, p_out?);
-                let (u_in, u_out) = (u_in?, u_out?);
+                let sides = |[i, o]: [&str; 2]| -> Result<_> { Ok((f(i)?, f(o)?)) };
+                let (a_in, a_out) = sides(layout.amount)?;
+                let (p_in, p_out) = sides(layout.price)?;
+                let (u_in, u_out) = sides(layout.usd)?;
                 let rows = SwapRows {
                     time: time.values(),
                     slot: slot.values(),
