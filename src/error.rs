@@ -331,6 +331,16 @@ impl From<crate::api::search::FilterError> for Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// The one way a polars failure becomes an [`Error`]: `.map_err(Error::polars("step"))`
+    /// keeps the step (a dataset, a column, what was being built) as the context.
+    pub fn polars(context: impl Into<String>) -> impl Fn(polars::error::PolarsError) -> Self {
+        let context = context.into();
+        move |source| Error::Polars {
+            context: context.clone(),
+            source,
+        }
+    }
+
     /// Wraps an I/O error with what was being done and to which path.
     pub fn io(action: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io {

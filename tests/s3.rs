@@ -10,6 +10,7 @@
 //! other thread runs. Without moto the test says so and passes, unless
 //! `DEXLAKE_REQUIRE_S3=1` (set by `make test`) makes a missing server a failure.
 
+#[path = "it/common/mod.rs"]
 mod common;
 
 use std::collections::BTreeSet;

@@ -301,13 +301,6 @@ const READER_STACK: usize = 64 << 20;
 /// Predicates above this many tokens are applied after reading instead of in the scan.
 const MAX_PUSHED_TOKENS: usize = 64;
 
-fn polars_err(context: &'static str) -> impl Fn(PolarsError) -> Error {
-    move |source| Error::Polars {
-        context: context.into(),
-        source,
-    }
-}
-
 /// A `block_time` literal of the lake's type.
 pub(crate) fn time_lit(t: DateTime<Utc>) -> Expr {
     lit(t.timestamp_micros()).cast(DataType::Datetime(
@@ -318,7 +311,7 @@ pub(crate) fn time_lit(t: DateTime<Utc>) -> Expr {
 
 /// Microseconds of a datetime column of any unit.
 fn micros(c: &Column) -> Result<Vec<i64>> {
-    let ca = c.datetime().map_err(polars_err("reading block_time"))?;
+    let ca = c.datetime().map_err(Error::polars("reading block_time"))?;
     let mut v = values(ca.physical(), 0);
     match ca.time_unit() {
         TimeUnit::Nanoseconds => v.iter_mut().for_each(|x| *x = x.div_euclid(1000)),
@@ -331,7 +324,7 @@ fn micros(c: &Column) -> Result<Vec<i64>> {
 fn strs<'a>(df: &'a DataFrame, name: &str) -> Result<&'a StringChunked> {
     df.column(name)
         .and_then(|c| c.str())
-        .map_err(polars_err("reading a string column"))
+        .map_err(Error::polars("reading a string column"))
 }
 
 /// The values of a primitive column as one vector, nulls as `null`: copied array by array
@@ -355,7 +348,7 @@ fn f64s(df: &DataFrame, name: &str) -> Result<Vec<f64>> {
     let ca = df
         .column(name)
         .and_then(|c| c.f64())
-        .map_err(polars_err("reading a number column"))?;
+        .map_err(Error::polars("reading a number column"))?;
     Ok(values(ca, f64::NAN))
 }
 
@@ -363,7 +356,7 @@ fn i64s(df: &DataFrame, name: &str) -> Result<Vec<i64>> {
     let ca = df
         .column(name)
         .and_then(|c| c.i64())
-        .map_err(polars_err("reading an integer column"))?;
+        .map_err(Error::polars("reading an integer column"))?;
     Ok(values(ca, 0))
 }
 
@@ -422,7 +415,7 @@ fn read_file(
     let df = lf
         .select(cols.iter().map(|c| col(*c)).collect::<Vec<_>>())
         .collect()
-        .map_err(polars_err("reading events"))?;
+        .map_err(Error::polars("reading events"))?;
     // Each token's columns are allocated at their final size: no spare capacity is held.
     rows_to_events(&df, source, wanted)
 }
@@ -544,7 +537,7 @@ fn rows_to_events(
     source: EventSource,
     wanted: Option<&TokenSet<'_>>,
 ) -> Result<TokenMap<Events>> {
-    let time = micros(df.column("block_time").map_err(polars_err("events"))?)?;
+    let time = micros(df.column("block_time").map_err(Error::polars("events"))?)?;
     let slot = i64s(df, "block_slot")?;
     let id = i64s(df, "id")?;
     let keep = |t: &str| wanted.is_none_or(|w| w.contains(t));

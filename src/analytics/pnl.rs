@@ -734,13 +734,6 @@ pub struct PnlQuery {
     pub token: Option<String>,
 }
 
-fn polars_err(context: &str) -> impl FnOnce(PolarsError) -> Error + '_ {
-    move |source| Error::Polars {
-        context: context.to_owned(),
-        source,
-    }
-}
-
 /// Columns read from the trades dataset.
 pub const TRADE_COLUMNS: [&str; 9] = [
     "wallet_address",
@@ -775,8 +768,8 @@ pub(crate) fn f64_col(df: &DataFrame, name: &str) -> Result<Vec<f64>> {
     let c = df
         .column(name)
         .and_then(|c| c.cast(&DataType::Float64))
-        .map_err(polars_err(name))?;
-    let ca = c.f64().map_err(polars_err(name))?;
+        .map_err(Error::polars(name))?;
+    let ca = c.f64().map_err(Error::polars(name))?;
     let mut out = Vec::with_capacity(ca.len());
     for arr in ca.downcast_iter() {
         if nulls(arr) == 0 {
@@ -793,8 +786,8 @@ pub(crate) fn i64_col(df: &DataFrame, name: &str) -> Result<Vec<i64>> {
     let c = df
         .column(name)
         .and_then(|c| c.cast(&DataType::Int64))
-        .map_err(polars_err(name))?;
-    let ca = c.i64().map_err(polars_err(name))?;
+        .map_err(Error::polars(name))?;
+    let ca = c.i64().map_err(Error::polars(name))?;
     let mut out = Vec::with_capacity(ca.len());
     for arr in ca.downcast_iter() {
         if nulls(arr) == 0 {
@@ -811,7 +804,7 @@ pub(crate) fn str_col<'a>(df: &'a DataFrame, name: &str) -> Result<Vec<&'a str>>
     let ca = df
         .column(name)
         .and_then(|c| c.str())
-        .map_err(polars_err(name))?;
+        .map_err(Error::polars(name))?;
     Ok(ca.iter().map(|v| v.unwrap_or("")).collect())
 }
 
@@ -823,7 +816,7 @@ fn str_chunk<'a>(df: &'a DataFrame, name: &str) -> Result<Cow<'a, StringChunked>
     let ca = df
         .column(name)
         .and_then(|c| c.str())
-        .map_err(polars_err(name))?;
+        .map_err(Error::polars(name))?;
     Ok(ca.rechunk())
 }
 
@@ -1279,7 +1272,7 @@ impl RawRows<'_> {
 /// A float column, borrowed when it is one chunk of floats without nulls, else as
 /// [`f64_col`] reads it.
 fn f64_slice<'a>(df: &'a DataFrame, name: &str) -> Result<Cow<'a, [f64]>> {
-    let c = df.column(name).map_err(polars_err(name))?;
+    let c = df.column(name).map_err(Error::polars(name))?;
     if let Ok(slice) = c.f64().and_then(|ca| ca.cont_slice()) {
         return Ok(Cow::Borrowed(slice));
     }
@@ -1289,7 +1282,7 @@ fn f64_slice<'a>(df: &'a DataFrame, name: &str) -> Result<Cow<'a, [f64]>> {
 /// An integer column (or the counts of a timestamp column), borrowed when it is one chunk
 /// without nulls, else as [`i64_col`] reads it.
 fn i64_slice<'a>(df: &'a DataFrame, name: &str) -> Result<Cow<'a, [i64]>> {
-    let c = df.column(name).map_err(polars_err(name))?;
+    let c = df.column(name).map_err(Error::polars(name))?;
     let physical = match c.dtype() {
         DataType::Int64 => c.i64().ok(),
         DataType::Datetime(_, _) => c.datetime().ok().map(|d| d.physical()),
@@ -1770,8 +1763,8 @@ pub fn lake_frames(lake: &Lake, query: &PnlQuery) -> Result<(DataFrame, DataFram
                 .or(col("token_address_out").eq(lit(t.as_str()))),
         );
     }
-    let trades = trades.collect().map_err(polars_err("reading trades"))?;
-    let swaps = swaps.collect().map_err(polars_err("reading swaps"))?;
+    let trades = trades.collect().map_err(Error::polars("reading trades"))?;
+    let swaps = swaps.collect().map_err(Error::polars("reading swaps"))?;
     Ok((trades, swaps))
 }
 
@@ -1829,7 +1822,7 @@ fn ts_col(name: &str, values: Vec<Option<i64>>) -> Result<Column> {
             Some(TimeZone::UTC),
         ))
         .map(Column::from)
-        .map_err(polars_err(name))
+        .map_err(Error::polars(name))
 }
 
 fn pct(a: f64, b: f64) -> Option<f64> {
@@ -1890,7 +1883,7 @@ impl PnlReport {
     /// Appends the rows of `other`, a report of the next ledgers.
     fn append(&mut self, other: PnlReport) -> Result<()> {
         let stack = |a: &mut DataFrame, b: &DataFrame, what: &str| {
-            a.vstack_mut(b).map(drop).map_err(polars_err(what))
+            a.vstack_mut(b).map(drop).map_err(Error::polars(what))
         };
         stack(
             &mut self.ledgers,
@@ -1926,8 +1919,10 @@ fn report_range(
     let wallet_ca = StringChunked::new("wallet_address".into(), wallets);
     let token_ca = StringChunked::new("token_address".into(), tokens);
     let by_ledger = |idx: &[IdxSize]| -> Result<(Column, Column)> {
-        let w = wallet_ca.take(idx).map_err(polars_err("wallet_address"))?;
-        let t = token_ca.take(idx).map_err(polars_err("token_address"))?;
+        let w = wallet_ca
+            .take(idx)
+            .map_err(Error::polars("wallet_address"))?;
+        let t = token_ca.take(idx).map_err(Error::polars("token_address"))?;
         Ok((w.into_column(), t.into_column()))
     };
     // The three tables are built at the same time.
@@ -2004,7 +1999,7 @@ fn report_range(
             Column::new("oversold_quantity".into(), oversold),
             Column::new("ignored_quantity".into(), ignored),
         ];
-        DataFrame::new(n, cols).map_err(polars_err("building the ledgers table"))
+        DataFrame::new(n, cols).map_err(Error::polars("building the ledgers table"))
     };
     let positions_table = || -> Result<DataFrame> {
         let np: usize = ledgers.iter().map(|l| l.positions.len()).sum();
@@ -2056,7 +2051,7 @@ fn report_range(
                 Column::new("outcome".into(), pout),
             ],
         )
-        .map_err(polars_err("building the positions table"))
+        .map_err(Error::polars("building the positions table"))
     };
     let lots_table = || -> Result<Option<DataFrame>> {
         if config.lots {
@@ -2108,7 +2103,7 @@ fn report_range(
                         ),
                     ],
                 )
-                .map_err(polars_err("building the lots table"))?,
+                .map_err(Error::polars("building the lots table"))?,
             ))
         } else {
             Ok(None)
@@ -2298,7 +2293,7 @@ fn leaderboard_of(mut set: LedgerSet, config: &PnlConfig, top: usize) -> Result<
             ),
         ],
     )
-    .map_err(polars_err("building the leaderboard"))
+    .map_err(Error::polars("building the leaderboard"))
 }
 
 /// A trade price on a token's price path: (period, event-order key, price).
@@ -2498,7 +2493,7 @@ fn performance_frames(
             Column::new("return".into(), &returns),
         ],
     )
-    .map_err(polars_err("building the equity curve"))?;
+    .map_err(Error::polars("building the equity curve"))?;
     let finite: Vec<f64> = returns.iter().copied().filter(|r| r.is_finite()).collect();
     let m = metrics::ReturnMetrics::of(&finite, &config.ratios);
     let nan_none = |x: f64| (!x.is_nan()).then_some(x);
@@ -2533,7 +2528,7 @@ fn performance_frames(
             Column::new("roi".into(), [pct(last_total, capital)]),
         ],
     )
-    .map_err(polars_err("building the wallet metrics"))?;
+    .map_err(Error::polars("building the wallet metrics"))?;
     Ok(WalletPerformance {
         curve: curve_df,
         metrics: metrics_df,

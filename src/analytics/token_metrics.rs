@@ -82,13 +82,6 @@ pub const COLUMNS: [&str; 10] = [
     "id",
 ];
 
-fn polars_err(context: &str) -> impl FnOnce(PolarsError) -> Error + '_ {
-    move |source| Error::Polars {
-        context: context.to_owned(),
-        source,
-    }
-}
-
 /// Parses a window length: a positive integer and a unit `s`, `m`, `h`, `d` or `w`
 /// (`1d`, `6h`, `90m`, `30d`).
 pub fn parse_window(s: &str) -> Result<i64> {
@@ -553,7 +546,7 @@ pub fn lake_token_trades(lake: &Lake, token: &str) -> Result<TokenTrades> {
         .filter(col("token_address").eq(lit(token)))
         .select(cols)
         .collect()
-        .map_err(polars_err("reading the token's trades"))?;
+        .map_err(Error::polars("reading the token's trades"))?;
     TokenTrades::from_frame(&df)
 }
 
@@ -563,11 +556,11 @@ pub fn lake_now(lake: &Lake) -> Result<Option<DateTime<Utc>>> {
         .scan(Dataset::Trades)?
         .select([col("block_time").cast(DataType::Int64).max()])
         .collect()
-        .map_err(polars_err("reading the latest trade time"))?;
+        .map_err(Error::polars("reading the latest trade time"))?;
     let v = df
         .column("block_time")
         .and_then(|c| c.i64().map(|c| c.get(0)))
-        .map_err(polars_err("reading the latest trade time"))?;
+        .map_err(Error::polars("reading the latest trade time"))?;
     Ok(v.and_then(DateTime::from_timestamp_micros))
 }
 
@@ -616,7 +609,7 @@ pub fn metrics_frame(
                 TimeUnit::Microseconds,
                 Some(TimeZone::UTC),
             ))
-            .map_err(polars_err("window_end"))?
+            .map_err(Error::polars("window_end"))?
             .into(),
     ];
     let ints: Vec<Vec<Option<i64>>> = rows.iter().map(|r| r.1.integers()).collect();
@@ -642,7 +635,7 @@ pub fn metrics_frame(
         })
         .collect();
     let dist = StructChunked::from_series("wallet_roi_distribution".into(), n, buckets.iter())
-        .map_err(polars_err("wallet_roi_distribution"))?;
+        .map_err(Error::polars("wallet_roi_distribution"))?;
     cols.push(dist.into_series().into());
     let nums: Vec<Vec<Option<f64>>> = rows.iter().map(|r| r.1.numbers()).collect();
     for (k, name) in WindowMetrics::NUMBER_FIELDS.iter().enumerate() {
@@ -651,7 +644,7 @@ pub fn metrics_frame(
             nums.iter().map(|v| v[k]).collect::<Vec<_>>(),
         ));
     }
-    DataFrame::new(n, cols).map_err(polars_err("building the token metrics"))
+    DataFrame::new(n, cols).map_err(Error::polars("building the token metrics"))
 }
 
 #[cfg(test)]

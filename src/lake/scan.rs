@@ -44,13 +44,6 @@ pub fn scan_columns(dataset: Dataset) -> Vec<String> {
     cols
 }
 
-fn polars_err(dataset: Dataset) -> impl FnOnce(PolarsError) -> Error {
-    move |source| Error::Polars {
-        context: format!("scanning {dataset}"),
-        source,
-    }
-}
-
 /// An empty frame with the dataset's scan columns and types, read back from an empty Parquet
 /// file so the types are exactly those polars gives the real files.
 pub fn empty_frame(dataset: Dataset) -> Result<LazyFrame> {
@@ -58,10 +51,10 @@ pub fn empty_frame(dataset: Dataset) -> Result<LazyFrame> {
     let bytes = encode_parquet(dataset, &empty, 1024, 1)?;
     let mut df = ParquetReader::new(Cursor::new(bytes))
         .finish()
-        .map_err(polars_err(dataset))?;
+        .map_err(Error::polars(format!("scanning {dataset}")))?;
     for name in hive_columns(dataset) {
         df.with_column(Column::new_empty(name.into(), &hive_dtype(name)))
-            .map_err(polars_err(dataset))?;
+            .map_err(Error::polars(format!("scanning {dataset}")))?;
     }
     Ok(df.lazy())
 }
@@ -72,7 +65,7 @@ pub fn scan(lake: &Lake, manifest: &Manifest, dataset: Dataset) -> Result<LazyFr
         .files_of(dataset)
         .map(|(p, _)| PlRefPath::try_from_pathbuf(lake.store().location(p)))
         .collect::<PolarsResult<_>>()
-        .map_err(polars_err(dataset))?;
+        .map_err(Error::polars(format!("scanning {dataset}")))?;
     let order: Vec<Expr> = scan_columns(dataset)
         .into_iter()
         .map(|c| col(c.as_str()))
@@ -91,7 +84,7 @@ pub fn scan(lake: &Lake, manifest: &Manifest, dataset: Dataset) -> Result<LazyFr
         ..ScanArgsParquet::default()
     };
     let lf = LazyFrame::scan_parquet_files(paths.into_iter().collect(), args)
-        .map_err(polars_err(dataset))?;
+        .map_err(Error::polars(format!("scanning {dataset}")))?;
     Ok(lf.select(order))
 }
 
@@ -107,7 +100,7 @@ pub fn scan_files<'a>(
         .into_iter()
         .map(|p| PlRefPath::try_from_pathbuf(lake.store().location(p)))
         .collect::<PolarsResult<_>>()
-        .map_err(polars_err(dataset))?;
+        .map_err(Error::polars(format!("scanning {dataset}")))?;
     let args = ScanArgsParquet {
         hive_options: HiveOptions {
             enabled: Some(false),
@@ -116,5 +109,6 @@ pub fn scan_files<'a>(
         glob: false,
         ..ScanArgsParquet::default()
     };
-    LazyFrame::scan_parquet_files(paths.into_iter().collect(), args).map_err(polars_err(dataset))
+    LazyFrame::scan_parquet_files(paths.into_iter().collect(), args)
+        .map_err(Error::polars(format!("scanning {dataset}")))
 }

@@ -39,13 +39,6 @@ pre { background: #f6f6f8; padding: 8px; overflow-x: auto; }
 .note { color: #8a6d3b; }
 ";
 
-fn polars_err(source: PolarsError) -> Error {
-    Error::Polars {
-        context: "writing the report page".into(),
-        source,
-    }
-}
-
 fn f64_at(df: &DataFrame, name: &str, i: usize) -> Option<f64> {
     df.column(name).ok()?.f64().ok()?.get(i)
 }
@@ -141,9 +134,9 @@ pub(super) fn page(r: &Report, charts: &[String]) -> Result<String> {
     let stats = &r.price_stats;
     let tokens_col = stats
         .column("token_address")
-        .map_err(polars_err)?
+        .map_err(Error::polars("writing the report page"))?
         .str()
-        .map_err(polars_err)?;
+        .map_err(Error::polars("writing the report page"))?;
     for (i, t) in r.tokens.iter().enumerate() {
         let row = tokens_col
             .iter()

@@ -165,13 +165,6 @@ impl BarOptions {
     }
 }
 
-fn polars_err(source: PolarsError) -> Error {
-    Error::Polars {
-        context: "building bars".into(),
-        source,
-    }
-}
-
 fn utc_type() -> DataType {
     DataType::Datetime(TimeUnit::Microseconds, Some(TimeZone::UTC))
 }
@@ -215,13 +208,13 @@ pub fn bars_frame(bars: BarColumns, tokens: Option<Vec<(String, usize)>>) -> Res
             .collect();
         let column = distinct
             .take(&IdxCa::from_vec(PlSmallStr::EMPTY, at))
-            .map_err(polars_err)?;
+            .map_err(Error::polars("building bars"))?;
         cols.push(column.into_column());
     }
     let ts = Int64Chunked::from_vec("timestamp".into(), bars.timestamp)
         .into_column()
         .cast(&utc_type())
-        .map_err(polars_err)?;
+        .map_err(Error::polars("building bars"))?;
     let plain = |name: &str, v: Vec<f64>| Float64Chunked::from_vec(name.into(), v).into_column();
     cols.extend([
         ts,
@@ -239,7 +232,7 @@ pub fn bars_frame(bars: BarColumns, tokens: Option<Vec<(String, usize)>>) -> Res
         Int64Chunked::from_vec("count".into(), bars.count).into_column(),
         vwap,
     ]);
-    DataFrame::new(n, cols).map_err(polars_err)
+    DataFrame::new(n, cols).map_err(Error::polars("building bars"))
 }
 
 /// A bar kernel over one part of the input (a token's events, or a token's run of finer bars):
@@ -294,7 +287,7 @@ fn bars_of_parts<P: Send + Sync>(
         })
         .collect::<Vec<bool>>();
     if exact.contains(&false) {
-        return Err(polars_err(PolarsError::ComputeError(
+        return Err(Error::polars("building bars")(PolarsError::ComputeError(
             "a part's bars differ between counting and writing".into(),
         )));
     }
@@ -446,7 +439,7 @@ fn col_f64(df: &DataFrame, name: &str) -> Result<Vec<Option<f64>>> {
     Ok(df
         .column(name)
         .and_then(|c| c.f64())
-        .map_err(polars_err)?
+        .map_err(Error::polars("building bars"))?
         .iter()
         .collect())
 }
@@ -476,14 +469,14 @@ pub fn resample(bars: &DataFrame, options: &BarOptions) -> Result<DataFrame> {
             c.datetime()
                 .map(|d| d.physical().iter().map(Option::unwrap_or_default).collect())
         })
-        .map_err(polars_err)?;
+        .map_err(Error::polars("building bars"))?;
     let tokens: Vec<String> = if has_token {
         bars.column("token_address")
             .and_then(|c| {
                 c.str()
                     .map(|s| s.iter().map(|v| v.unwrap_or_default().to_owned()).collect())
             })
-            .map_err(polars_err)?
+            .map_err(Error::polars("building bars"))?
     } else {
         vec![String::new(); bars.height()]
     };
@@ -508,14 +501,14 @@ pub fn resample(bars: &DataFrame, options: &BarOptions) -> Result<DataFrame> {
             c.i64()
                 .map(|v| v.iter().map(Option::unwrap_or_default).collect())
         })
-        .map_err(polars_err)?;
+        .map_err(Error::polars("building bars"))?;
     let incomplete: Vec<bool> = bars
         .column("incomplete")
         .and_then(|c| {
             c.bool()
                 .map(|v| v.iter().map(Option::unwrap_or_default).collect())
         })
-        .map_err(polars_err)?;
+        .map_err(Error::polars("building bars"))?;
     let mut order: Vec<usize> = (0..bars.height()).collect();
     order.sort_by(|&a, &b| (&tokens[a], ts[a]).cmp(&(&tokens[b], ts[b])));
     // Runs of one token, in token order.

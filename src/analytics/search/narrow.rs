@@ -91,7 +91,7 @@ pub(super) fn read(
         let fetched = df
             .column(FETCHED_AT)
             .and_then(|c| c.i64())
-            .map_err(polars_err("selecting the snapshot's profiles"))?;
+            .map_err(Error::polars("selecting the snapshot's profiles"))?;
         let mask: BooleanChunked = fetched
             .iter()
             .map(|t| t == Some(wanted))
@@ -105,7 +105,7 @@ pub(super) fn read(
         let df = df
             .filter(&mask)
             .and_then(|df| df.drop(FETCHED_AT))
-            .map_err(polars_err("selecting the snapshot's profiles"))?;
+            .map_err(Error::polars("selecting the snapshot's profiles"))?;
         stack(&mut frame, df, "stacking the profiles' key columns")?;
     }
     let Some(frame) = frame else { return Ok(None) };
@@ -227,13 +227,6 @@ fn read_rows(
     collect_frames(reader, path, schema)
 }
 
-fn polars_err(context: &str) -> impl FnOnce(PolarsError) -> Error + '_ {
-    move |source| Error::Polars {
-        context: context.to_owned(),
-        source,
-    }
-}
-
 /// The longest prefix of a dotted path that names a column or a field of nested structs in
 /// `schema`: the leaves under it are what the path can read. Empty when the column is absent.
 fn existing_prefix<'p>(path: &'p str, schema: &Schema) -> Vec<&'p str> {
@@ -350,7 +343,7 @@ fn stack(out: &mut Option<DataFrame>, df: DataFrame, context: &str) -> Result<()
     match out {
         None => *out = Some(df),
         Some(acc) => {
-            acc.vstack_mut(&df).map_err(polars_err(context))?;
+            acc.vstack_mut(&df).map_err(Error::polars(context))?;
         }
     }
     Ok(())
@@ -382,7 +375,7 @@ fn frame_of(batch: &RecordBatch, schema: &Schema) -> Result<Option<DataFrame>> {
     let height = batch.num_rows();
     DataFrame::new(height, columns)
         .map(Some)
-        .map_err(polars_err("building the profiles' key columns"))
+        .map_err(Error::polars("building the profiles' key columns"))
 }
 
 /// An arrow-rs array as a polars series of `dtype` (a struct of a subset of `dtype`'s fields);

@@ -1,6 +1,6 @@
 //! Sync against the simulator over loopback: incremental re-runs, faults, and SIGKILL resumes.
 
-mod common;
+use crate::common;
 use common::number_texts;
 
 use std::collections::BTreeMap;

@@ -12,7 +12,7 @@ use dexlake::sim::Simulator;
 use dexlake::sync::{CancelToken, Job, SyncConfig, Syncer};
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 
 use common::{sim_client as client, tiny_sim};
 

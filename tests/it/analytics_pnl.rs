@@ -20,7 +20,7 @@ use polars::prelude::*;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 
 const SEED: u64 = 7;
 

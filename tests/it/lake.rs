@@ -2,7 +2,7 @@
 //! idempotent writes, the writer lock, verify, compact, row-group pruning, and a writer killed
 //! with SIGKILL at random points.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -635,7 +635,12 @@ fn a_writer_killed_at_random_points_leaves_a_sound_lake() {
         let mut interrupted_commits = 0;
         for round in 0..20 {
             let mut child = Command::new(&exe)
-                .args(["--exact", "crash_writer_child", "--ignored", "--nocapture"])
+                .args([
+                    "--exact",
+                    "lake::crash_writer_child",
+                    "--ignored",
+                    "--nocapture",
+                ])
                 .env(CRASH_ENV, &root)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
@@ -1377,7 +1382,12 @@ fn a_compaction_killed_part_way_leaves_the_same_rows_and_no_stray_file() {
                 break;
             }
             let mut child = Command::new(&exe)
-                .args(["--exact", "compact_crash_child", "--ignored", "--nocapture"])
+                .args([
+                    "--exact",
+                    "lake::compact_crash_child",
+                    "--ignored",
+                    "--nocapture",
+                ])
                 .env(COMPACT_CRASH_ENV, &root)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())

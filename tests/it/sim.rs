@@ -2,7 +2,7 @@
 //! the interface's field lists and types, every error status with its exact body, and the
 //! consistency of derived answers with the swaps they come from.
 
-mod common;
+use crate::common;
 use common::number_texts;
 
 use std::collections::{BTreeMap, HashMap, HashSet};

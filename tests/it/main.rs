@@ -1,0 +1,15 @@
+//! The integration tests, one crate (one link of polars, arrow and axum), a module per boundary:
+//! the client against scripted servers, the simulator over HTTP, the lake on disk, sync, the
+//! analytics (bars, PnL, local search) and the daily report. `tests/s3.rs` stays apart: it has
+//! its own `main`, which starts moto.
+
+mod analytics_ohlcv;
+mod analytics_pnl;
+mod analytics_search;
+mod client;
+mod common;
+mod lake;
+#[cfg(feature = "report")]
+mod report;
+mod sim;
+mod sync;
