@@ -90,7 +90,7 @@ fn cell(v: Option<&Value>) -> String {
 }
 
 /// The whole page. `charts` are the file names of [`Report::chart_names`].
-pub(super) fn page(r: &Report, charts: &[String]) -> Result<String> {
+pub(super) fn page(r: &Report, charts: &[String], lake: &str) -> Result<String> {
     let mut h = String::new();
     let _ = write!(
         h,
@@ -102,7 +102,7 @@ pub(super) fn page(r: &Report, charts: &[String]) -> Result<String> {
         title = escape(&r.title),
         from = fmt_time(r.period.from),
         to = fmt_time(r.period.to),
-        lake = escape(&r.lake.display().to_string()),
+        lake = escape(lake),
         generated = r.generated_at.format("%Y-%m-%d %H:%M:%S UTC"),
     );
     for n in &r.notes {

@@ -367,7 +367,7 @@ impl Report {
             let png = charts::leaderboard(&self.leaderboard, "leaderboard.png")?;
             write_atomic(&chart_dir.join("leaderboard.png"), &png)?;
         }
-        let page = html::page(self, &names)?;
+        let page = html::page(self, &names, &lake_from(dir, &self.lake))?;
         let index = dir.join("index.html");
         write_atomic(&index, page.as_bytes())?;
         Ok(index)
@@ -405,6 +405,32 @@ impl Report {
             lines.push(format!("note: {n}"));
         }
         lines.join("\n")
+    }
+}
+
+/// How the page names the lake: its path relative to the page's folder (`../lake` for the
+/// report's defaults), so a page never shows the folders above the two; a root that is not a
+/// local folder (`s3://…`) as it is.
+fn lake_from(dir: &Path, lake: &Path) -> String {
+    let (Ok(dir), Ok(lake)) = (dir.canonicalize(), lake.canonicalize()) else {
+        return lake.display().to_string();
+    };
+    let common = dir
+        .components()
+        .zip(lake.components())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let mut relative = PathBuf::new();
+    for _ in dir.components().skip(common) {
+        relative.push("..");
+    }
+    for part in lake.components().skip(common) {
+        relative.push(part);
+    }
+    if relative.as_os_str().is_empty() {
+        ".".into()
+    } else {
+        relative.display().to_string()
     }
 }
 
@@ -502,5 +528,19 @@ mod tests {
     #[test]
     fn the_default_screener_is_valid() {
         default_screener().validate().unwrap();
+    }
+
+    #[test]
+    fn the_page_names_the_lake_relative_to_its_folder() {
+        let root = tempfile::tempdir().unwrap();
+        let (lake, report) = (root.path().join("lake"), root.path().join("report"));
+        std::fs::create_dir_all(&lake).unwrap();
+        std::fs::create_dir_all(report.join("daily")).unwrap();
+        assert_eq!(lake_from(&report, &lake), "../lake");
+        assert_eq!(lake_from(&report.join("daily"), &lake), "../../lake");
+        assert_eq!(lake_from(root.path(), &lake), "lake");
+        assert_eq!(lake_from(&lake, &lake), ".");
+        let s3 = Path::new("s3://bucket/prefix");
+        assert_eq!(lake_from(&report, s3), "s3://bucket/prefix");
     }
 }

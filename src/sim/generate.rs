@@ -17,7 +17,7 @@ use rayon::prelude::*;
 
 use super::Scale;
 use super::market::{
-    Behaviour, Chain, PoolInfo, PosState, QuoteInfo, Store, StreamCache, SwapRecord,
+    Behaviour, Chain, PoolInfo, PosState, QuoteInfo, StreamCache, SwapRecord, SwapStreams,
     SyntheticMarket, TokenInfo, WalletInfo, base58_string, fill_quote, hex_string, mix,
 };
 use crate::api::models::ChainFamily;
@@ -433,13 +433,13 @@ fn generate_chain(seed: u64, p: &ChainParams, size: ChainSize, lazy: bool) -> Ch
     let latest_by_token = latest_of(&latest_by_token);
     let latest_by_pool = latest_of(&latest_by_pool);
 
-    let store = if lazy {
-        Store::Lazy {
+    let streams = if lazy {
+        SwapStreams::Lazy {
             source: Box::new(source),
             cache: Mutex::new(StreamCache::new(LAZY_CACHE_RECORDS)),
         }
     } else {
-        Store::Memory(
+        SwapStreams::Memory(
             kept.into_iter()
                 .enumerate()
                 .map(|(t, mut stream)| {
@@ -488,7 +488,7 @@ fn generate_chain(seed: u64, p: &ChainParams, size: ChainSize, lazy: bool) -> Ch
         final_quotes,
         latest_by_token,
         latest_by_pool,
-        store,
+        streams,
         hash_seed: mix(seed, ck),
     }
 }
@@ -878,8 +878,8 @@ mod tests {
     fn lazy_chains_regenerate_exactly_the_kept_streams() {
         let kept = generate_with(3, Scale::Tiny, false);
         let lazy = generate_with(3, Scale::Tiny, true);
-        assert!(matches!(lazy.alt.store, Store::Lazy { .. }));
-        assert!(matches!(kept.alt.store, Store::Memory(_)));
+        assert!(matches!(lazy.alt.streams, SwapStreams::Lazy { .. }));
+        assert!(matches!(kept.alt.streams, SwapStreams::Memory(_)));
         for (k, l) in [(&kept.alt, &lazy.alt), (&kept.evm[0], &lazy.evm[0])] {
             assert_eq!(all_records(k), all_records(l));
             assert_eq!(k.by_pool, l.by_pool);

@@ -178,7 +178,7 @@ impl PosState {
 }
 
 /// Where the swap records of a chain live.
-pub(crate) enum Store {
+pub(crate) enum SwapStreams {
     /// Every token's stream, generated once and kept.
     Memory(Vec<Arc<[SwapRecord]>>),
     /// Streams regenerated from the seed on demand, with a cache bounded in records.
@@ -319,7 +319,7 @@ pub struct Chain {
     pub(crate) latest_by_token: Vec<Option<(u32, SwapRecord)>>,
     /// Per pool: index and record of its latest swap.
     pub(crate) latest_by_pool: Vec<Option<(u32, SwapRecord)>>,
-    pub(crate) store: Store,
+    pub(crate) streams: SwapStreams,
     pub(crate) token_by_address: HashMap<String, u32>,
     pub(crate) pool_by_address: HashMap<String, u32>,
     pub(crate) wallet_by_address: HashMap<String, u32>,
@@ -415,9 +415,9 @@ impl Chain {
 
     /// A token's swaps in event order (its swap at position `k` has index `offsets[t] + k`).
     pub fn stream(&self, token: u32) -> Arc<[SwapRecord]> {
-        match &self.store {
-            Store::Memory(streams) => streams[token as usize].clone(),
-            Store::Lazy { source, cache } => {
+        match &self.streams {
+            SwapStreams::Memory(streams) => streams[token as usize].clone(),
+            SwapStreams::Lazy { source, cache } => {
                 if let Some(s) = cache
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -725,7 +725,7 @@ impl SyntheticMarket {
 
     /// Whether token streams are regenerated on demand (the large scale) rather than kept.
     pub fn is_lazy(&self) -> bool {
-        matches!(self.alt.store, Store::Lazy { .. })
+        matches!(self.alt.streams, SwapStreams::Lazy { .. })
     }
 
     /// The EVM chain with `chain_id`, if the market has it.

@@ -787,7 +787,7 @@ mod tests {
     use crate::api::models::ChainFamily;
     use crate::sim::generate::NOW;
     use crate::sim::market::{
-        Behaviour, PoolInfo, PosState, QuoteInfo, Store, TokenInfo, WalletInfo,
+        Behaviour, PoolInfo, PosState, QuoteInfo, SwapStreams, TokenInfo, WalletInfo,
     };
 
     /// A chain of one token traded in one pool against a 1-USD quote, from
@@ -891,7 +891,7 @@ mod tests {
             final_quotes: vec![[1e9, 0.0]; wallets as usize],
             latest_by_token: vec![records.last().map(|r| (n - 1, *r))],
             latest_by_pool: vec![records.last().map(|r| (n - 1, *r))],
-            store: Store::Memory(vec![records.into()]),
+            streams: SwapStreams::Memory(vec![records.into()]),
             token_by_address: HashMap::new(),
             pool_by_address: HashMap::new(),
             wallet_by_address: HashMap::new(),

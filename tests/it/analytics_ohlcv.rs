@@ -8,7 +8,7 @@ use chrono::{DateTime, TimeZone, Utc};
 use dexlake::analytics::ohlcv::{bars_of_events, event_bars_of_events};
 use dexlake::analytics::stats::PERIODS;
 use dexlake::analytics::{
-    BarOptions, EventRule, EventSource, Events, Fill, PriceStatsOptions, Selection, Side, Tick,
+    BarOptions, Edge, EventRule, EventSource, Events, Fill, PriceStatsOptions, Selection, Tick,
     TimeRange, TokenEvents, bars, bars_in_batches, event_bars, price_stats, resample,
 };
 use dexlake::api::client::{Client, ClientConfig};
@@ -214,8 +214,8 @@ fn semantics_vector_fill_policies() {
 #[test]
 fn semantics_vector_right_closed_right_label() {
     let mut o = opts(60);
-    o.closed = Side::Right;
-    o.label = Side::Right;
+    o.closed = Edge::Right;
+    o.label = Edge::Right;
     let got = vector_bars(&o);
     let short: Vec<Ohlcc> = got
         .iter()
@@ -230,7 +230,7 @@ fn semantics_vector_right_closed_right_label() {
         ]
     );
     // Right-closed, left-labelled: the same buckets, labelled by their starts.
-    o.label = Side::Left;
+    o.label = Edge::Left;
     let starts: Vec<i64> = vector_bars(&o).iter().map(|r| r.0 / S).collect();
     assert_eq!(starts, vec![0, 60, 180]);
 }
@@ -496,7 +496,7 @@ proptest! {
         let ev = one(ticks);
         let r = TimeRange::default();
         let end = Utc.timestamp_opt(3 * 3600 + 7, 0).unwrap();
-        let side = if right { Side::Right } else { Side::Left };
+        let side = if right { Edge::Right } else { Edge::Left };
         let base = BarOptions { closed: side, label: side, data_end: Some(end), ..opts(fine) };
         let fine_bars = bars_of_events(&ev, false, r, &BarOptions { fill: fine_fill, ..base.clone() }).unwrap();
         let coarse = BarOptions { width_seconds: fine * factor, ..base };

@@ -3,7 +3,7 @@
 use chrono::{DateTime, Duration, LocalResult, NaiveDate, NaiveDateTime, TimeZone as _};
 use chrono_tz::Tz;
 
-use super::{BarOptions, Side};
+use super::{BarOptions, Edge};
 use crate::{Error, Result};
 
 /// Microseconds per second.
@@ -88,11 +88,11 @@ impl Grid {
 
     /// Start of the bucket that holds `t` when buckets are closed on `closed`.
     #[inline]
-    pub(crate) fn start(&self, t: i64, closed: Side) -> i64 {
+    pub(crate) fn start(&self, t: i64, closed: Edge) -> i64 {
         match closed {
-            Side::Left => self.left_start(t),
+            Edge::Left => self.left_start(t),
             // `(s, next(s)]` holds t exactly when `[s, next(s))` holds t − 1 µs.
-            Side::Right => self.left_start(t - 1),
+            Edge::Right => self.left_start(t - 1),
         }
     }
 
@@ -179,8 +179,8 @@ mod tests {
         assert_eq!(grid.next(start), utc(2024, 9, 9, 3));
         // Right-closed: local midnight itself belongs to the day before.
         let next = grid.next(start);
-        assert_eq!(grid.start(next, Side::Right), start);
-        assert_eq!(grid.start(next, Side::Left), next);
+        assert_eq!(grid.start(next, Edge::Right), start);
+        assert_eq!(grid.start(next, Edge::Left), next);
     }
 
     #[test]

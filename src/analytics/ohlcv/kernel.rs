@@ -4,12 +4,12 @@
 //! the same bits whatever the thread count and whatever order the rows were read in.
 
 use super::grid::Grid;
-use super::{EventRule, Fill, Side};
+use super::{Edge, EventRule, Fill};
 use crate::analytics::events::Events;
 
-/// A piece of a bar: one event, or one finer bar being merged into a coarser one.
+/// A partial bar: one event, or one finer bar being merged into a coarser one.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Piece {
+pub(crate) struct PartialBar {
     /// The instant that decides the bucket (event time, or a finer bar's label).
     pub t: i64,
     pub open: f64,
@@ -26,13 +26,13 @@ pub(crate) struct Piece {
     pub incomplete: bool,
 }
 
-impl Piece {
+impl PartialBar {
     /// The piece of event `i` of `e`.
     #[inline]
-    pub(crate) fn of_event(e: &Events, i: usize) -> Piece {
+    pub(crate) fn of_event(e: &Events, i: usize) -> PartialBar {
         let (p, q, u) = (e.price[i], e.base[i], e.usd[i]);
         let buy = e.buy[i];
-        Piece {
+        PartialBar {
             t: e.time[i],
             open: p,
             high: p,
@@ -167,13 +167,13 @@ impl BarColumns {
 /// Where a kernel puts the bars it closes, one after another.
 pub(crate) trait BarOut {
     /// A bar of one or more pieces, labelled `label`.
-    fn bar(&mut self, label: i64, a: &Piece);
+    fn bar(&mut self, label: i64, a: &PartialBar);
     /// A bar with no events (a filled bucket): `price` for its prices, or null prices.
     fn empty(&mut self, label: i64, price: Option<f64>);
 }
 
 impl BarOut for BarColumns {
-    fn bar(&mut self, label: i64, a: &Piece) {
+    fn bar(&mut self, label: i64, a: &PartialBar) {
         self.timestamp.push(label);
         self.open.push(a.open);
         self.high.push(a.high);
@@ -219,7 +219,7 @@ pub(crate) struct CountBars(pub usize);
 
 impl BarOut for CountBars {
     #[inline]
-    fn bar(&mut self, _: i64, _: &Piece) {
+    fn bar(&mut self, _: i64, _: &PartialBar) {
         self.0 += 1;
     }
 
@@ -259,7 +259,7 @@ impl BarSlots<'_> {
 
 impl BarOut for BarSlots<'_> {
     #[inline]
-    fn bar(&mut self, label: i64, a: &Piece) {
+    fn bar(&mut self, label: i64, a: &PartialBar) {
         let i = self.at;
         self.at += 1;
         if i >= self.timestamp.len() {
@@ -299,7 +299,7 @@ impl BarOut for BarSlots<'_> {
 }
 
 #[inline]
-fn merge(acc: &mut Piece, p: &Piece) {
+fn merge(acc: &mut PartialBar, p: &PartialBar) {
     acc.high = acc.high.max(p.high);
     acc.low = acc.low.min(p.low);
     acc.close = p.close;
@@ -317,8 +317,8 @@ fn merge(acc: &mut Piece, p: &Piece) {
 #[derive(Debug, Clone)]
 pub(crate) struct TimeSpec {
     pub grid: Grid,
-    pub closed: Side,
-    pub label: Side,
+    pub closed: Edge,
+    pub label: Edge,
     pub fill: Fill,
     /// No data is known at or after this instant (µs).
     pub data_end: i64,
@@ -330,16 +330,16 @@ impl TimeSpec {
     fn incomplete(&self, start: i64) -> bool {
         let end = self.grid.next(start);
         let last = match self.closed {
-            Side::Left => end - 1,
-            Side::Right => end,
+            Edge::Left => end - 1,
+            Edge::Right => end,
         };
         last >= self.data_end
     }
 
     fn label(&self, start: i64) -> i64 {
         match self.label {
-            Side::Left => start,
-            Side::Right => self.grid.next(start),
+            Edge::Left => start,
+            Edge::Right => self.grid.next(start),
         }
     }
 }
@@ -347,12 +347,12 @@ impl TimeSpec {
 /// Time bars of pieces in time order, into `out`. Pieces with `count == 0` (filled bars) are
 /// skipped.
 pub(crate) fn time_bars<B: BarOut + ?Sized>(
-    pieces: impl Iterator<Item = Piece>,
+    pieces: impl Iterator<Item = PartialBar>,
     spec: &TimeSpec,
     out: &mut B,
 ) {
-    let mut current: Option<(i64, Piece)> = None;
-    let flush = |out: &mut B, start: i64, mut acc: Piece| {
+    let mut current: Option<(i64, PartialBar)> = None;
+    let flush = |out: &mut B, start: i64, mut acc: PartialBar| {
         acc.incomplete |= spec.incomplete(start);
         out.bar(spec.label(start), &acc);
     };
@@ -361,8 +361,8 @@ pub(crate) fn time_bars<B: BarOut + ?Sized>(
     let fixed = matches!(spec.grid, Grid::Fixed { .. });
     let mut end = i64::MIN;
     let holds = |start: i64, end: i64, t: i64| match spec.closed {
-        Side::Left => start <= t && t < end,
-        Side::Right => start < t && t <= end,
+        Edge::Left => start <= t && t < end,
+        Edge::Right => start < t && t <= end,
     };
     for p in pieces {
         if p.count == 0 {
@@ -405,17 +405,17 @@ pub(crate) fn time_bars<B: BarOut + ?Sized>(
 
 /// Time bars of one token's events, into `out`.
 pub(crate) fn event_time_bars<B: BarOut + ?Sized>(e: &Events, spec: &TimeSpec, out: &mut B) {
-    time_bars((0..e.len()).map(|i| Piece::of_event(e, i)), spec, out)
+    time_bars((0..e.len()).map(|i| PartialBar::of_event(e, i)), spec, out)
 }
 
 /// Tick, volume or dollar bars of one token's events (see [`EventRule`]). A bar is labelled
 /// with the time of its first event; the last bar is incomplete when its threshold was not
 /// reached. Into `out`.
 pub(crate) fn event_bars<B: BarOut + ?Sized>(e: &Events, rule: EventRule, out: &mut B) {
-    let mut acc: Option<Piece> = None;
+    let mut acc: Option<PartialBar> = None;
     let mut first = 0i64;
     for i in 0..e.len() {
-        let p = Piece::of_event(e, i);
+        let p = PartialBar::of_event(e, i);
         let a = match &mut acc {
             Some(a) => {
                 merge(a, &p);

@@ -58,7 +58,7 @@ use super::events::{EventSource, Selection, TimeRange, TokenEvents, load_events}
 use crate::lake::Lake;
 use crate::{Error, Result};
 use grid::Grid;
-use kernel::{BarOut, CountBars, Piece, TimeSpec};
+use kernel::{BarOut, CountBars, PartialBar, TimeSpec};
 
 /// Names of the bar columns, in order.
 pub const BAR_COLUMNS: [&str; 14] = [
@@ -78,9 +78,10 @@ pub const BAR_COLUMNS: [&str; 14] = [
     "vwap",
 ];
 
-/// A side of a bucket.
+/// An edge of a bucket: which one is closed (`BarOptions::closed`) and which one labels the bar
+/// (`BarOptions::label`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Side {
+pub enum Edge {
     /// The start.
     #[default]
     Left,
@@ -119,9 +120,9 @@ pub struct BarOptions {
     /// Shift of the grid's origin from its default anchor, seconds.
     pub offset_seconds: i64,
     /// Which side of a bucket is closed.
-    pub closed: Side,
+    pub closed: Edge,
     /// Which side of a bucket labels its bar.
-    pub label: Side,
+    pub label: Edge,
     /// What to emit for empty buckets.
     pub fill: Fill,
     /// IANA time zone of calendar-day buckets (widths of whole days only).
@@ -136,8 +137,8 @@ impl Default for BarOptions {
         BarOptions {
             width_seconds: 60,
             offset_seconds: 0,
-            closed: Side::Left,
-            label: Side::Left,
+            closed: Edge::Left,
+            label: Edge::Left,
             fill: Fill::Skip,
             time_zone: None,
             data_end: None,
@@ -522,7 +523,7 @@ pub fn resample(bars: &DataFrame, options: &BarOptions) -> Result<DataFrame> {
             start = i;
         }
     }
-    let piece = |i: usize| Piece {
+    let piece = |i: usize| PartialBar {
         t: ts[i],
         open: open[i].unwrap_or(f64::NAN),
         high: high[i].unwrap_or(f64::NAN),
@@ -543,7 +544,7 @@ pub fn resample(bars: &DataFrame, options: &BarOptions) -> Result<DataFrame> {
         piece: F,
         spec: &'a TimeSpec,
     }
-    impl<F: Fn(usize) -> Piece + Sync> PartBars<(usize, usize)> for FinerBars<'_, F> {
+    impl<F: Fn(usize) -> PartialBar + Sync> PartBars<(usize, usize)> for FinerBars<'_, F> {
         fn bars<B: BarOut>(&self, &(a, b): &(usize, usize), out: &mut B) {
             let pieces = self.order[a..b].iter().map(|&i| (self.piece)(i));
             kernel::time_bars(pieces, self.spec, out)

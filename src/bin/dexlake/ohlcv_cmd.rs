@@ -14,7 +14,7 @@ use anyhow::bail;
 use chrono::{DateTime, Utc};
 use clap::{Args, ValueEnum};
 use dexlake::analytics::{
-    BarOptions, EventRule, EventSource, Fill, PriceStatsOptions, Selection, Side, TimeRange, bars,
+    BarOptions, Edge, EventRule, EventSource, Fill, PriceStatsOptions, Selection, TimeRange, bars,
     bars_in_batches, event_bars, price_stats,
 };
 use polars::prelude::*;
@@ -59,11 +59,11 @@ enum SideArg {
     Right,
 }
 
-impl From<SideArg> for Side {
-    fn from(s: SideArg) -> Side {
+impl From<SideArg> for Edge {
+    fn from(s: SideArg) -> Edge {
         match s {
-            SideArg::Left => Side::Left,
-            SideArg::Right => Side::Right,
+            SideArg::Left => Edge::Left,
+            SideArg::Right => Edge::Right,
         }
     }
 }
