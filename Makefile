@@ -11,7 +11,7 @@ PY_PACKAGES := duckdb polars pyarrow pytest nbclient nbformat ipykernel matplotl
 # Only for `make screenshot` (not part of `make test`).
 SCREENSHOT_PACKAGES := selenium pillow
 
-.PHONY: test fmt clippy rust-test doc py-test venv notebooks screenshot bench compare compare-pnl compare-s3 compare-search
+.PHONY: test fmt clippy rust-test doc py-test venv notebooks research screenshot bench compare compare-pnl compare-s3 compare-search
 
 # The target folder (honours CARGO_TARGET_DIR and a shared one outside the clone).
 TARGET_DIR = $(CARGO) metadata --format-version 1 --no-deps | $(VPY) -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])'
@@ -21,7 +21,7 @@ TARGET_DIR = $(CARGO) metadata --format-version 1 --no-deps | $(VPY) -c 'import 
 DEXLAKE_BIN_PATH = if [ -n "$$DEXLAKE_BIN" ]; then echo "$$DEXLAKE_BIN"; \
 	else $(CARGO) build --bin dexlake >&2 && echo "$$($(TARGET_DIR))/debug/dexlake"; fi
 
-test: fmt clippy rust-test doc py-test notebooks
+test: fmt clippy rust-test doc py-test notebooks research
 
 fmt:
 	$(CARGO) fmt --all -- --check
@@ -66,6 +66,14 @@ notebooks: venv
 	for nb in notebooks/*.ipynb; do \
 		DEXLAKE_LAKE="$$tmp/lake" MPLBACKEND=Agg $(VPY) -c 'import sys, nbformat; from nbclient import NotebookClient; nb = nbformat.read(sys.argv[1], as_version=4); NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": "notebooks"}}).execute(); print("ran", sys.argv[1])' "$$nb"; \
 	done
+
+# examples/research.rs asks its three questions of a lake that python/build_lake.py syncs from
+# the simulator into a temporary folder (the example itself starts no simulator).
+research: venv
+	@set -e; bin="$$($(DEXLAKE_BIN_PATH))"; \
+	tmp="$$(mktemp -d)"; trap 'rm -rf "$$tmp"' EXIT; \
+	$(VPY) python/build_lake.py --bin "$$bin" --out "$$tmp/lake"; \
+	DEXLAKE_LAKE="$$tmp/lake" $(CARGO) run --quiet --example research
 
 # Checks report/index.html in headless Chromium (every image loaded, no console error) and saves
 # docs/report.png. Installs Debian's chromium and chromium-driver when missing, and writes the

@@ -77,6 +77,8 @@ pub mod analytics;
 pub mod api;
 pub mod error;
 pub mod lake;
+pub mod prelude;
+pub mod query;
 #[cfg(feature = "report")]
 pub mod report;
 pub mod search;

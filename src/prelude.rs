@@ -1,0 +1,23 @@
+//! The names research code uses most, for `use dexlake::prelude::*;`: the lake, the query
+//! entry and its options, sync, and polars' two frames.
+//!
+//! ```no_run
+//! use dexlake::prelude::*;
+//!
+//! # fn demo() -> dexlake::Result<()> {
+//! let lake = Lake::open("./lake")?;
+//! let bars: DataFrame = lake.query().trades().bars(Bars::every(300))?;
+//! # let _ = bars; Ok(()) }
+//! ```
+
+pub use crate::analytics::pnl::{CostMethod, EquityConfig, Mark, OversellPolicy, PnlConfig};
+pub use crate::analytics::search::Snapshot;
+pub use crate::analytics::{BarOptions, Edge, EventSource, Fill, TimeRange};
+pub use crate::api::search::SearchRequest;
+pub use crate::api::{Client, ClientConfig};
+pub use crate::lake::{Dataset, Lake, LakeOptions};
+pub use crate::query::{Bars, LakeQuery, Query};
+pub use crate::search::SearchPage;
+pub use crate::sync::{Job, SyncConfig, Syncer};
+pub use crate::{Error, Result};
+pub use polars::prelude::{DataFrame, LazyFrame};

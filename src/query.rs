@@ -1,0 +1,520 @@
+//! One question about a lake as one expression: which events, then what, then a polars frame.
+//!
+//! A [`Query`] starts from an open [`Lake`] (`lake.query()`, through [`LakeQuery`]), narrows the
+//! events it speaks of (source, tokens, pool, wallets, time range), and ends in one answer:
+//!
+//! | answer | what it returns |
+//! |---|---|
+//! | [`Query::scan`] | the selected rows of the source dataset, a `LazyFrame` |
+//! | [`Query::bars`] | time, tick, volume or dollar bars ([`Bars`]) |
+//! | [`Query::price_stats`] | price changes and volumes over 5m … 30d |
+//! | [`Query::pnl`], [`Query::pnl_report`] | wallet PnL per (wallet, token), and its positions and lots |
+//! | [`Query::leaderboard`] | wallets ranked by total PnL |
+//! | [`Query::performance`] | one wallet's equity curve and its trading metrics |
+//! | [`Query::token_metrics`] | the 46 window metrics of one token |
+//! | [`Query::search`] | a search-profiles request answered from the lake's profile snapshots |
+//!
+//! Every answer is computed by the analytics ([`crate::analytics`]) from the lake's committed
+//! files; nothing here reads the network. A selection that an answer cannot honour (a wallet for
+//! bars, a time range for PnL, which is computed over each wallet's whole history) is refused
+//! with [`Error::InvalidArgument`], never silently dropped.
+//!
+//! ```no_run
+//! use dexlake::prelude::*;
+//!
+//! # fn demo() -> dexlake::Result<()> {
+//! let lake = Lake::open("./lake")?;
+//! // Hourly bars of one token's swaps, forward-filled.
+//! let bars = lake.query().token("So11111111111111111111111111111111111111112")
+//!     .bars(Bars::every(3_600).fill(Fill::ForwardFill))?;
+//! // One wallet's PnL per token, highest-in first-out.
+//! let pnl = lake.query().wallet("7xKXtg2CW87d97TXJSDpbD5jBkheTqA83TZRuJosgAsU")
+//!     .pnl_with(&PnlConfig { method: CostMethod::Hifo, ..PnlConfig::default() })?;
+//! // The ten wallets with the largest total PnL.
+//! let top = lake.query().leaderboard(10)?;
+//! # let _ = (bars, pnl, top); Ok(()) }
+//! ```
+
+use chrono::{DateTime, Utc};
+use polars::prelude::*;
+
+use crate::analytics::pnl::{
+    self, EquityConfig, PnlConfig, PnlQuery, PnlReport, WalletPerformance,
+};
+use crate::analytics::search::{self as screener, Snapshot};
+use crate::analytics::token_metrics::{self, Window};
+use crate::analytics::{
+    BarOptions, Edge, EventRule, EventSource, Fill, PriceStatsOptions, Selection, TimeRange,
+};
+use crate::api::search::SearchRequest;
+use crate::lake::Lake;
+use crate::search::SearchPage;
+use crate::{Error, Result};
+
+/// `lake.query()`: the entry of a [`Query`] on an open lake (in [`crate::prelude`]).
+pub trait LakeQuery {
+    /// A query over every swap of the lake, to narrow and then answer.
+    fn query(&self) -> Query<'_>;
+}
+
+impl LakeQuery for Lake {
+    fn query(&self) -> Query<'_> {
+        Query::new(self)
+    }
+}
+
+/// Which events of a lake a question is about; each answer method computes one thing on them.
+///
+/// The default selection is every token's swaps over the lake's whole history. Selectors
+/// replace (`token`, `tokens`, `pool`) or extend (`wallet`, `wallets`) the selection; the
+/// last source, token and range given wins.
+#[derive(Debug, Clone)]
+pub struct Query<'a> {
+    lake: &'a Lake,
+    source: EventSource,
+    tokens: Option<Vec<String>>,
+    pool: Option<String>,
+    wallets: Option<Vec<String>>,
+    range: TimeRange,
+}
+
+impl<'a> Query<'a> {
+    /// Every swap of `lake`.
+    pub fn new(lake: &'a Lake) -> Self {
+        Query {
+            lake,
+            source: EventSource::Swaps,
+            tokens: None,
+            pool: None,
+            wallets: None,
+            range: TimeRange::default(),
+        }
+    }
+
+    /// Events from swaps (the default): the token side of each swap.
+    pub fn swaps(self) -> Self {
+        self.source(EventSource::Swaps)
+    }
+
+    /// Events from trades: one event per trade.
+    pub fn trades(self) -> Self {
+        self.source(EventSource::Trades)
+    }
+
+    /// Events from `source`.
+    pub fn source(mut self, source: EventSource) -> Self {
+        self.source = source;
+        self
+    }
+
+    /// Only this token's events.
+    pub fn token(self, token: impl Into<String>) -> Self {
+        self.tokens([token])
+    }
+
+    /// Only these tokens' events.
+    pub fn tokens<S: Into<String>>(mut self, tokens: impl IntoIterator<Item = S>) -> Self {
+        self.tokens = Some(tokens.into_iter().map(Into::into).collect());
+        self.pool = None;
+        self
+    }
+
+    /// Only the swaps of this pool (grouped by the token they price).
+    pub fn pool(mut self, pool: impl Into<String>) -> Self {
+        self.pool = Some(pool.into());
+        self.tokens = None;
+        self
+    }
+
+    /// Also this wallet (PnL, performance and scans select by wallet; bars do not).
+    pub fn wallet(self, wallet: impl Into<String>) -> Self {
+        self.wallets([wallet])
+    }
+
+    /// Also these wallets.
+    pub fn wallets<S: Into<String>>(mut self, wallets: impl IntoIterator<Item = S>) -> Self {
+        self.wallets
+            .get_or_insert_with(Vec::new)
+            .extend(wallets.into_iter().map(Into::into));
+        self
+    }
+
+    /// Only events at or after `from`.
+    pub fn since(mut self, from: DateTime<Utc>) -> Self {
+        self.range.from = Some(from);
+        self
+    }
+
+    /// Only events before `to`.
+    pub fn until(mut self, to: DateTime<Utc>) -> Self {
+        self.range.to = Some(to);
+        self
+    }
+
+    /// Only events in `[from, to)`.
+    pub fn between(self, from: DateTime<Utc>, to: DateTime<Utc>) -> Self {
+        self.since(from).until(to)
+    }
+
+    /// The time range selected so far.
+    pub fn range(&self) -> TimeRange {
+        self.range
+    }
+
+    /// The selected rows of the source dataset (`swaps` or `trades`) with the hive columns, as
+    /// a lazy frame to refine with polars: a swap is selected when either of its tokens is, a
+    /// trade by its `token_address`; wallets by `wallet_address`, the pool by `pool_address`,
+    /// time by `block_time`.
+    pub fn scan(&self) -> Result<LazyFrame> {
+        self.range.validate()?;
+        let mut frame = self.lake.scan(self.source.dataset())?;
+        let mut keep: Vec<Expr> = Vec::new();
+        if let Some(tokens) = &self.tokens {
+            let set = lit(Series::new("tokens".into(), tokens.as_slice()));
+            keep.push(match self.source {
+                EventSource::Swaps => col("token_address_in")
+                    .is_in(set.clone(), false)
+                    .or(col("token_address_out").is_in(set, false)),
+                EventSource::Trades => col("token_address").is_in(set, false),
+            });
+        }
+        if let Some(pool) = &self.pool {
+            if self.source != EventSource::Swaps {
+                return Err(refused("pool", "only swaps have a pool; trades do not"));
+            }
+            keep.push(col("pool_address").eq(lit(pool.as_str())));
+        }
+        if let Some(wallets) = &self.wallets {
+            let set = lit(Series::new("wallets".into(), wallets.as_slice()));
+            keep.push(col("wallet_address").is_in(set, false));
+        }
+        // The lake's times are microseconds (UTC).
+        let time = || col("block_time").cast(DataType::Int64);
+        if let Some(from) = self.range.from {
+            keep.push(time().gt_eq(lit(from.timestamp_micros())));
+        }
+        if let Some(to) = self.range.to {
+            keep.push(time().lt(lit(to.timestamp_micros())));
+        }
+        if let Some(all) = keep.into_iter().reduce(Expr::and) {
+            frame = frame.filter(all);
+        }
+        Ok(frame)
+    }
+
+    /// Bars of the selected events: time bars on a grid, or tick, volume or dollar bars (see
+    /// [`Bars`]). One frame with the bar columns, and `token_address` first unless exactly one
+    /// token is selected.
+    pub fn bars(&self, bars: Bars) -> Result<DataFrame> {
+        self.no_wallets("bars")?;
+        let selection = self.selection();
+        match bars.kind {
+            BarKind::Time => crate::analytics::bars(
+                self.lake,
+                self.source,
+                &selection,
+                self.range,
+                &bars.options,
+            ),
+            BarKind::Events(rule) => {
+                bars.only_time_options()?;
+                crate::analytics::event_bars(self.lake, self.source, &selection, self.range, rule)
+            }
+        }
+    }
+
+    /// Price changes and USD volumes over 5m … 30d of the selected tokens as of `now` (the
+    /// source's latest event when `None`); one row per token.
+    pub fn price_stats(&self, now: Option<DateTime<Utc>>) -> Result<DataFrame> {
+        self.no_wallets("price stats")?;
+        self.no_range("price stats", "they are taken as of `now`")?;
+        crate::analytics::price_stats(
+            self.lake,
+            &self.selection(),
+            PriceStatsOptions {
+                source: self.source,
+                now,
+            },
+        )
+    }
+
+    /// The PnL of the selected wallets (every wallet when none is) per (wallet, token), FIFO
+    /// and marked at each token's latest price: the ledgers table of [`Query::pnl_report`].
+    pub fn pnl(&self) -> Result<DataFrame> {
+        Ok(self.pnl_report(&PnlConfig::default())?.ledgers)
+    }
+
+    /// [`Query::pnl`] with the ledgers, positions and (with `config.lots`) lots tables, under
+    /// `config`'s cost-basis method, oversell policy and mark. PnL reads the lake's trades
+    /// (and swaps for wallets with no trades) over their whole history: a time range, a pool
+    /// or a source other than the default is refused.
+    pub fn pnl_report(&self, config: &PnlConfig) -> Result<PnlReport> {
+        self.pnl_selection("PnL")?;
+        let report = pnl::wallet_pnl(self.lake, &self.pnl_query(), config)?;
+        self.keep_tokens(report)
+    }
+
+    /// [`Query::pnl`] under `config` (method, oversell policy, mark, dust).
+    pub fn pnl_with(&self, config: &PnlConfig) -> Result<DataFrame> {
+        Ok(self.pnl_report(config)?.ledgers)
+    }
+
+    /// The `top` wallets of the lake by total PnL (FIFO, latest marks), largest first.
+    pub fn leaderboard(&self, top: usize) -> Result<DataFrame> {
+        self.leaderboard_with(top, &PnlConfig::default())
+    }
+
+    /// [`Query::leaderboard`] under `config`. The leaderboard ranks every wallet: a selection
+    /// of tokens or wallets is refused.
+    pub fn leaderboard_with(&self, top: usize, config: &PnlConfig) -> Result<DataFrame> {
+        self.pnl_selection("the leaderboard")?;
+        if self.tokens.is_some() || self.wallets.is_some() {
+            return Err(refused(
+                "selection",
+                "the leaderboard ranks every wallet of the lake: select no token or wallet",
+            ));
+        }
+        pnl::leaderboard(self.lake, config, top)
+    }
+
+    /// The equity curve of the one selected wallet, marked at each period's close, and the
+    /// metrics of its returns (Sharpe, Sortino, drawdown, win rate, profit factor).
+    pub fn performance(
+        &self,
+        config: &PnlConfig,
+        equity: &EquityConfig,
+    ) -> Result<WalletPerformance> {
+        self.pnl_selection("performance")?;
+        let wallet = match self.wallets.as_deref() {
+            Some([wallet]) => wallet,
+            _ => return Err(refused("wallet", "performance is of exactly one wallet")),
+        };
+        if self.tokens.is_some() {
+            return Err(refused(
+                "token",
+                "performance covers every token of the wallet",
+            ));
+        }
+        let (trades, swaps) = pnl::lake_frames(self.lake, &PnlQuery::default())?;
+        pnl::wallet_performance(&trades, Some(&swaps), wallet, config, equity)
+    }
+
+    /// The window metrics of the one selected token from the lake's trades, one row per
+    /// window label (`1h`, `90m`, `7d`, ...), as of `now` (the lake's latest trade when `None`).
+    pub fn token_metrics(&self, windows: &[&str], now: Option<DateTime<Utc>>) -> Result<DataFrame> {
+        self.no_wallets("token metrics")?;
+        self.no_range("token metrics", "their windows end at `now`")?;
+        let token = match self.tokens.as_deref() {
+            Some([token]) => token,
+            _ => return Err(refused("token", "token metrics are of exactly one token")),
+        };
+        let windows = windows
+            .iter()
+            .map(|w| Window::parse(w))
+            .collect::<Result<Vec<_>>>()?;
+        token_metrics::token_metrics(self.lake, token, &windows, now)
+    }
+
+    /// A search-profiles request answered from the lake's newest profile snapshot, shaped like
+    /// the service's answer (`count`, `cursor`, `data`). The request carries its own filter:
+    /// an event selection is refused.
+    pub fn search(&self, request: &SearchRequest) -> Result<SearchPage> {
+        self.search_at(request, Snapshot::Latest)
+    }
+
+    /// [`Query::search`] on the snapshot `snapshot` names.
+    pub fn search_at(&self, request: &SearchRequest, snapshot: Snapshot) -> Result<SearchPage> {
+        if self.tokens.is_some() || self.pool.is_some() || self.wallets.is_some() {
+            return Err(refused(
+                "selection",
+                "a search selects profiles by its request's filter: select no token, pool or wallet",
+            ));
+        }
+        screener::search(self.lake, request, snapshot)
+    }
+
+    fn selection(&self) -> Selection {
+        match (&self.pool, &self.tokens) {
+            (Some(pool), _) => Selection::Pool(pool.clone()),
+            (None, Some(tokens)) if tokens.len() == 1 => Selection::Token(tokens[0].clone()),
+            (None, Some(tokens)) => Selection::Tokens(tokens.clone()),
+            (None, None) => Selection::AllTokens,
+        }
+    }
+
+    fn pnl_query(&self) -> PnlQuery {
+        PnlQuery {
+            wallets: self.wallets.clone(),
+            token: match self.tokens.as_deref() {
+                Some([token]) => Some(token.clone()),
+                _ => None,
+            },
+        }
+    }
+
+    /// With several tokens selected, the PnL of every token is computed and these kept.
+    fn keep_tokens(&self, mut report: PnlReport) -> Result<PnlReport> {
+        let Some(tokens) = self.tokens.as_deref().filter(|t| t.len() > 1) else {
+            return Ok(report);
+        };
+        let set = Series::new("tokens".into(), tokens);
+        let keep = |df: DataFrame| -> Result<DataFrame> {
+            df.lazy()
+                .filter(col("token_address").is_in(lit(set.clone()), false))
+                .collect()
+                .map_err(Error::polars("selecting the PnL of the tokens asked for"))
+        };
+        report.ledgers = keep(report.ledgers)?;
+        report.positions = keep(report.positions)?;
+        report.lots = report.lots.map(keep).transpose()?;
+        Ok(report)
+    }
+
+    fn pnl_selection(&self, what: &str) -> Result<()> {
+        self.no_range(what, "it is computed over each wallet's whole history")?;
+        if self.pool.is_some() {
+            return Err(refused(
+                "pool",
+                format!("{what} is per wallet and token, not per pool"),
+            ));
+        }
+        if self.source != EventSource::Swaps {
+            return Err(refused(
+                "source",
+                format!("{what} reads trades, and swaps for wallets with no trades, by itself"),
+            ));
+        }
+        Ok(())
+    }
+
+    fn no_wallets(&self, what: &str) -> Result<()> {
+        match self.wallets {
+            Some(_) => Err(refused(
+                "wallet",
+                format!("{what} are of every wallet's events: select no wallet"),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    fn no_range(&self, what: &str, why: &str) -> Result<()> {
+        match self.range {
+            TimeRange {
+                from: None,
+                to: None,
+            } => Ok(()),
+            _ => Err(refused(
+                "range",
+                format!("{what} take no time range: {why}"),
+            )),
+        }
+    }
+}
+
+fn refused(argument: &str, reason: impl Into<String>) -> Error {
+    Error::InvalidArgument {
+        argument: argument.to_owned(),
+        reason: reason.into(),
+    }
+}
+
+/// Which bars [`Query::bars`] builds: time bars of a width ([`Bars::every`]), or bars that
+/// close after a number of events or an amount of volume; time options refine time bars.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bars {
+    kind: BarKind,
+    options: BarOptions,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum BarKind {
+    Time,
+    Events(EventRule),
+}
+
+impl Bars {
+    /// Time bars `seconds` wide: closed and labelled on the left, empty buckets skipped, on
+    /// the epoch's grid in UTC.
+    pub fn every(seconds: i64) -> Self {
+        Bars {
+            kind: BarKind::Time,
+            options: BarOptions::with_width(seconds),
+        }
+    }
+
+    /// Time bars of `options`.
+    pub fn time(options: BarOptions) -> Self {
+        Bars {
+            kind: BarKind::Time,
+            options,
+        }
+    }
+
+    /// A bar every `n` events.
+    pub fn ticks(n: u64) -> Self {
+        Self::events(EventRule::Ticks(n))
+    }
+
+    /// A bar each time the token (base) volume reaches `amount`.
+    pub fn base_volume(amount: f64) -> Self {
+        Self::events(EventRule::BaseVolume(amount))
+    }
+
+    /// A bar each time the USD volume reaches `amount` (dollar bars).
+    pub fn usd_volume(amount: f64) -> Self {
+        Self::events(EventRule::UsdVolume(amount))
+    }
+
+    fn events(rule: EventRule) -> Self {
+        Bars {
+            kind: BarKind::Events(rule),
+            options: BarOptions::default(),
+        }
+    }
+
+    /// Shifts the grid's origin by `seconds` (time bars).
+    pub fn offset(mut self, seconds: i64) -> Self {
+        self.options.offset_seconds = seconds;
+        self
+    }
+
+    /// Which edge of a bucket is closed (time bars; default left).
+    pub fn closed(mut self, edge: Edge) -> Self {
+        self.options.closed = edge;
+        self
+    }
+
+    /// Which edge of a bucket labels its bar (time bars; default left).
+    pub fn label(mut self, edge: Edge) -> Self {
+        self.options.label = edge;
+        self
+    }
+
+    /// What an empty bucket between two bars gives (time bars; default none).
+    pub fn fill(mut self, fill: Fill) -> Self {
+        self.options.fill = fill;
+        self
+    }
+
+    /// Calendar days of an IANA time zone (time bars of whole days).
+    pub fn time_zone(mut self, zone: impl Into<String>) -> Self {
+        self.options.time_zone = Some(zone.into());
+        self
+    }
+
+    /// No data is known at or after `end`: bars whose bucket reaches it are `incomplete`.
+    pub fn data_end(mut self, end: DateTime<Utc>) -> Self {
+        self.options.data_end = Some(end);
+        self
+    }
+
+    fn only_time_options(&self) -> Result<()> {
+        if self.options == BarOptions::default() {
+            return Ok(());
+        }
+        Err(refused(
+            "bars",
+            "offset, closed, label, fill, time zone and data end apply to time bars only",
+        ))
+    }
+}

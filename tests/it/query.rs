@@ -1,0 +1,316 @@
+//! The query entry (`lake.query()...`) on a lake synced from the `tiny` simulator: each answer
+//! equals the analytics call it stands for, selections narrow what they say, and a selection an
+//! answer cannot honour is refused.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use dexlake::analytics::pnl::{self, PnlQuery};
+use dexlake::analytics::search::{self as screener, Snapshot};
+use dexlake::analytics::token_metrics::{self, Window};
+use dexlake::analytics::{
+    BarOptions, EventRule, EventSource, PriceStatsOptions, Selection, TimeRange,
+};
+use dexlake::prelude::*;
+use dexlake::sim::Simulator;
+use dexlake::sync::CancelToken;
+use serde_json::json;
+
+use crate::common;
+
+/// A lake with the swaps and trades of the tiny market's first two tokens and one profile
+/// snapshot; the two tokens.
+async fn lake(dir: &std::path::Path) -> (Arc<Lake>, Vec<String>) {
+    let sim: Simulator = common::tiny_sim(7).await;
+    let tokens: Vec<String> = sim.market().catalog().altchain.tokens[..2]
+        .iter()
+        .map(|t| t.address.clone())
+        .collect();
+    let lake = Arc::new(Lake::open(dir).expect("lake"));
+    let mut jobs = Vec::new();
+    for t in &tokens {
+        jobs.push(Job::Swaps {
+            token: Some(t.clone()),
+            wallet: None,
+            pool: None,
+        });
+        jobs.push(Job::Trades {
+            token: Some(t.clone()),
+            wallet: None,
+        });
+    }
+    let request: SearchRequest =
+        serde_json::from_value(json!({"options": {"include_market": true}, "limit": 100}))
+            .expect("request");
+    jobs.push(Job::AltProfiles { request });
+    let syncer = Syncer::new(
+        common::sim_client(&sim),
+        Arc::clone(&lake),
+        SyncConfig::default(),
+    );
+    let report = syncer.run(&jobs, &(), &CancelToken::new()).await;
+    assert!(!report.any_failed(), "sync failed: {report:?}");
+    sim.shutdown().await;
+    (lake, tokens)
+}
+
+fn at(s: &str) -> DateTime<Utc> {
+    s.parse().expect("time")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_answer_is_the_analytics_call_it_stands_for() {
+    let dir = tempfile::tempdir().expect("dir");
+    let (lake, tokens) = lake(dir.path()).await;
+    tokio::task::spawn_blocking(move || {
+        let lake: &Lake = &lake;
+        let (a, b) = (tokens[0].clone(), tokens[1].clone());
+        let range = TimeRange {
+            from: Some(at("2025-05-20T00:00:00Z")),
+            to: None,
+        };
+
+        // Bars: time bars with options, and dollar bars.
+        let options = BarOptions {
+            fill: Fill::Null,
+            ..BarOptions::with_width(3_600)
+        };
+        let expected = dexlake::analytics::bars(
+            lake,
+            EventSource::Trades,
+            &Selection::Tokens(vec![a.clone(), b.clone()]),
+            range,
+            &options,
+        )
+        .expect("bars");
+        let got = lake
+            .query()
+            .trades()
+            .tokens([&a, &b])
+            .since(range.from.expect("from"))
+            .bars(Bars::every(3_600).fill(Fill::Null))
+            .expect("query bars");
+        assert!(got.height() > 0);
+        assert!(got.equals_missing(&expected), "time bars differ");
+        let dollars = dexlake::analytics::event_bars(
+            lake,
+            EventSource::Swaps,
+            &Selection::Token(a.clone()),
+            TimeRange::default(),
+            EventRule::UsdVolume(5_000.0),
+        )
+        .expect("dollar bars");
+        let got = lake
+            .query()
+            .token(&a)
+            .bars(Bars::usd_volume(5_000.0))
+            .expect("query");
+        assert!(got.height() > 0);
+        assert!(got.equals_missing(&dollars), "dollar bars differ");
+
+        // Price stats.
+        let expected = dexlake::analytics::price_stats(
+            lake,
+            &Selection::Token(b.clone()),
+            PriceStatsOptions::default(),
+        )
+        .expect("stats");
+        let got = lake
+            .query()
+            .token(&b)
+            .price_stats(None)
+            .expect("query stats");
+        assert_eq!(got.height(), 1);
+        assert!(got.equals_missing(&expected), "price stats differ");
+
+        // PnL of one wallet, HIFO; the leaderboard.
+        let top = lake.query().leaderboard(3).expect("leaderboard");
+        assert_eq!(
+            top,
+            pnl::leaderboard(lake, &PnlConfig::default(), 3).expect("direct")
+        );
+        let wallet = top
+            .column("wallet_address")
+            .expect("col")
+            .str()
+            .expect("str")
+            .get(0);
+        let wallet = wallet.expect("a wallet").to_owned();
+        let config = PnlConfig {
+            method: CostMethod::Hifo,
+            ..PnlConfig::default()
+        };
+        let query = PnlQuery {
+            wallets: Some(vec![wallet.clone()]),
+            token: None,
+        };
+        let expected = pnl::wallet_pnl(lake, &query, &config).expect("pnl");
+        let got = lake
+            .query()
+            .wallet(&wallet)
+            .pnl_report(&config)
+            .expect("query pnl");
+        assert!(got.ledgers.height() > 0);
+        assert!(
+            got.ledgers.equals_missing(&expected.ledgers),
+            "ledgers differ"
+        );
+        assert!(
+            got.positions.equals_missing(&expected.positions),
+            "positions differ"
+        );
+        let fifo = lake.query().wallet(&wallet).pnl().expect("fifo");
+        let direct = pnl::wallet_pnl(lake, &query, &PnlConfig::default()).expect("fifo");
+        assert!(fifo.equals_missing(&direct.ledgers));
+        // Two tokens of every wallet: the rows of those tokens, and only them.
+        let both = lake.query().tokens([&a, &b]).pnl().expect("two tokens");
+        let all = lake.query().pnl().expect("every token");
+        assert_eq!(
+            both.height(),
+            all.height(),
+            "the lake holds only these two tokens"
+        );
+        let only_a = lake.query().tokens([&a]).pnl().expect("one token");
+        let a_rows = all
+            .column("token_address")
+            .expect("col")
+            .str()
+            .expect("str")
+            .iter()
+            .filter(|t| *t == Some(a.as_str()))
+            .count();
+        assert_eq!(only_a.height(), a_rows);
+
+        // Token metrics.
+        let windows = [
+            Window::parse("1h").expect("1h"),
+            Window::parse("1d").expect("1d"),
+        ];
+        let expected = token_metrics::token_metrics(lake, &a, &windows, None).expect("metrics");
+        let got = lake
+            .query()
+            .token(&a)
+            .token_metrics(&["1h", "1d"], None)
+            .expect("query");
+        assert_eq!(got.height(), 2);
+        assert!(got.equals_missing(&expected), "token metrics differ");
+
+        // The local search.
+        let request: SearchRequest = serde_json::from_value(json!({
+            "filter": {"market.liquidity": {"$gte": 1000}},
+            "sort": {"field": "market.liquidity", "direction": "desc"},
+            "limit": 3
+        }))
+        .expect("request");
+        let expected = screener::search(lake, &request, Snapshot::Latest).expect("search");
+        let got = lake.query().search(&request).expect("query search");
+        assert!(got.count > 0);
+        assert_eq!(got, expected);
+    })
+    .await
+    .expect("no panic");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scan_selects_rows_and_a_selection_an_answer_cannot_honour_is_refused() {
+    let dir = tempfile::tempdir().expect("dir");
+    let (lake, tokens) = lake(dir.path()).await;
+    tokio::task::spawn_blocking(move || {
+        let lake: &Lake = &lake;
+        let a = tokens[0].clone();
+        // Trades of one token since a time: the polars filter of the same rows.
+        let since = at("2025-05-25T00:00:00Z");
+        let got = lake
+            .query()
+            .trades()
+            .token(&a)
+            .since(since)
+            .scan()
+            .expect("scan");
+        let got = got.collect().expect("collect");
+        let all = lake
+            .scan(Dataset::Trades)
+            .expect("scan")
+            .collect()
+            .expect("collect");
+        let times = all
+            .column("block_time")
+            .expect("time")
+            .cast(&polars::prelude::DataType::Int64);
+        let times = times.expect("cast");
+        let tokens_col = all
+            .column("token_address")
+            .expect("token")
+            .str()
+            .expect("str")
+            .clone();
+        let expected = times
+            .i64()
+            .expect("i64")
+            .iter()
+            .zip(tokens_col.iter())
+            .filter(|(t, tok)| {
+                *tok == Some(a.as_str()) && t.expect("time") >= since.timestamp_micros()
+            })
+            .count();
+        assert!(expected > 0 && expected < all.height());
+        assert_eq!(got.height(), expected);
+        // A wallet's swaps: only that wallet's rows.
+        let wallet = all
+            .column("wallet_address")
+            .expect("w")
+            .str()
+            .expect("str")
+            .get(0);
+        let wallet = wallet.expect("wallet").to_owned();
+        let mine = lake
+            .query()
+            .wallet(&wallet)
+            .scan()
+            .expect("scan")
+            .collect()
+            .expect("rows");
+        let wallets = mine
+            .column("wallet_address")
+            .expect("w")
+            .str()
+            .expect("str")
+            .clone();
+        assert!(wallets.iter().all(|w| w == Some(wallet.as_str())));
+
+        let refused = |result: dexlake::Result<DataFrame>, argument: &str| match result {
+            Err(Error::InvalidArgument { argument: got, .. }) => assert_eq!(got, argument),
+            other => panic!("expected {argument} to be refused, got {other:?}"),
+        };
+        refused(lake.query().wallet(&wallet).bars(Bars::every(60)), "wallet");
+        refused(lake.query().since(since).pnl(), "range");
+        refused(lake.query().pool("p").pnl(), "pool");
+        refused(lake.query().token(&a).leaderboard(3), "selection");
+        refused(
+            lake.query()
+                .tokens([&a, &tokens[1]])
+                .token_metrics(&["1h"], None),
+            "token",
+        );
+        refused(
+            lake.query()
+                .trades()
+                .pool("p")
+                .scan()
+                .map(|f| f.collect().expect("rows")),
+            "pool",
+        );
+        refused(
+            lake.query()
+                .token(&a)
+                .bars(Bars::ticks(10).fill(Fill::Null)),
+            "bars",
+        );
+        match lake.query().token(&a).search(&SearchRequest::default()) {
+            Err(Error::InvalidArgument { argument, .. }) => assert_eq!(argument, "selection"),
+            other => panic!("a search with a token selection: {other:?}"),
+        }
+    })
+    .await
+    .expect("no panic");
+}
