@@ -17,7 +17,7 @@ use std::time::Instant;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group};
 use dexlake::analytics::search::{Snapshot, search, search_lazy, snapshot_frame};
 use dexlake::api::models::{AltTokenProfile, Market, TimeWindow, TokenMetadata, WindowMetrics};
-use dexlake::api::search::SearchRequest;
+use dexlake::api::profile_query::SearchRequest;
 use dexlake::lake::convert::alt_profiles_to_batch;
 use dexlake::lake::{Dataset, Lake};
 use dexlake::search::SearchPage;

@@ -36,7 +36,7 @@ use std::time::Instant;
 use anyhow::Context;
 use chrono::{Duration, Utc};
 use dexlake::analytics::search::{self as local_search, Snapshot};
-use dexlake::api::search::SearchRequest;
+use dexlake::api::profile_query::SearchRequest;
 use dexlake::api::{Client, ClientConfig};
 use dexlake::lake::{Dataset, Lake};
 use dexlake::report::{self, ReportConfig};

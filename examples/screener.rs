@@ -14,7 +14,7 @@
 use std::sync::Arc;
 
 use dexlake::analytics::search::{self as local_search, Snapshot, filter_expr, snapshot_frame};
-use dexlake::api::search::{Condition, Filter, Scalar, SearchRequest};
+use dexlake::api::profile_query::{Condition, Filter, Scalar, SearchRequest};
 use dexlake::api::{Client, ClientConfig};
 use dexlake::lake::Lake;
 use dexlake::sim::{Scale, SimConfig, Simulator};

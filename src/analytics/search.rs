@@ -51,8 +51,8 @@ use polars::prelude::*;
 use serde_json::{Map, Value};
 
 use crate::api::models::{AltTokenProfile, ChainFamily};
+use crate::api::profile_query::{Clause, Condition, Filter, Scalar, SearchRequest};
 use crate::api::requests::{DEFAULT_LIMIT, Operation};
-use crate::api::search::{Clause, Condition, Filter, Scalar, SearchRequest};
 use crate::lake::scan::{empty_frame, scan_files};
 use crate::lake::{Dataset, Lake};
 use crate::search::{Cursor, Position, SearchPage, SortKey, SortSpec, TextMatcher, project};

@@ -48,7 +48,7 @@ use crate::analytics::{
     BarOptions, EventSource, PriceStatsOptions, Selection, TimeRange, load_events, ohlcv,
     price_stats,
 };
-use crate::api::search::SearchRequest;
+use crate::api::profile_query::SearchRequest;
 use crate::lake::{Dataset, Lake};
 use crate::search::SearchPage;
 use crate::{Error, Result};

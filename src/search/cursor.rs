@@ -5,7 +5,7 @@ use serde_json::{Map, Value, json};
 use super::invalid;
 use super::order::{Position, SortKey, SortSpec};
 use crate::Result;
-use crate::api::search::{base64url_decode, base64url_encode};
+use crate::api::profile_query::{base64url_decode, base64url_encode};
 
 /// A keyset cursor: the sort it was issued for and the last position returned.
 pub struct Cursor;
@@ -24,7 +24,7 @@ impl Cursor {
     }
 
     /// The last position a cursor returned, checking that it was issued by this engine for
-    /// `sort` ([`SearchRequest::validate`](crate::api::search::SearchRequest::validate) refuses
+    /// `sort` ([`SearchRequest::validate`](crate::api::profile_query::SearchRequest::validate) refuses
     /// a mismatch before a request is sent; the engine keeps its own guarantee).
     pub fn decode(text: &str, sort: &SortSpec) -> Result<Position<'static>> {
         let bad = |why: &str| {

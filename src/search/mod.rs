@@ -3,7 +3,7 @@
 //!
 //! One engine serves both sides: the simulator's search-profiles route and the local search of
 //! the analytics layer, so their answers cannot drift apart. It needs no cargo feature and
-//! depends only on the request language ([`crate::api::search`]) and serde. The code is plain
+//! depends only on the request language ([`crate::api::profile_query`]) and serde. The code is plain
 //! on purpose: each rule below is written once, directly, in the shape in which
 //! `shared/design/semantics.md` section 4 states it, and a columnar evaluation of the same
 //! filters is tested against [`matches()`].
@@ -43,8 +43,8 @@ use std::cmp::Ordering;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::api::profile_query::{SearchOptions, SearchRequest};
 use crate::api::requests::{DEFAULT_LIMIT, Operation};
-use crate::api::search::{SearchOptions, SearchRequest};
 use crate::{Error, Result};
 
 mod cursor;
@@ -52,7 +52,7 @@ mod eval;
 mod order;
 mod text;
 
-pub use crate::api::search::TEXT_FIELDS;
+pub use crate::api::profile_query::TEXT_FIELDS;
 pub use cursor::Cursor;
 pub use eval::{lookup, matches};
 pub use order::{Position, SortKey, SortSpec, compare_values};
@@ -198,9 +198,9 @@ mod tests {
     use super::*;
     use crate::api::models::SortDirection;
     use crate::api::models::TimeWindow;
-    use crate::api::search::Sort;
-    use crate::api::search::TextQuery;
-    use crate::api::search::{Filter, base64url_decode, base64url_encode};
+    use crate::api::profile_query::Sort;
+    use crate::api::profile_query::TextQuery;
+    use crate::api::profile_query::{Filter, base64url_decode, base64url_encode};
     use proptest::prelude::*;
     use serde_json::json;
 

@@ -7,7 +7,7 @@ use std::cmp::Ordering;
 use serde_json::{Value, json};
 
 use crate::api::models::SortDirection;
-use crate::api::search::SearchRequest;
+use crate::api::profile_query::SearchRequest;
 
 /// A value as it takes part in sorting: the BSON-like type rank and, within a type, the value.
 /// Borrowed from a document while sorting, owned when decoded from a cursor.

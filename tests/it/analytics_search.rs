@@ -10,7 +10,7 @@ use dexlake::Error;
 use dexlake::analytics::search::{self as local, Snapshot, filter_expr};
 use dexlake::api::client::{Client, ClientConfig};
 use dexlake::api::models::{AltTokenProfile, Market, TimeWindow, TokenMetadata, WindowMetrics};
-use dexlake::api::search::{Filter, SearchRequest};
+use dexlake::api::profile_query::{Filter, SearchRequest};
 use dexlake::lake::convert::alt_profiles_to_batch;
 use dexlake::lake::{Dataset, Lake};
 use dexlake::search as engine;

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use dexlake::analytics::search::{self, Snapshot};
-use dexlake::api::search::SearchRequest;
+use dexlake::api::profile_query::SearchRequest;
 use dexlake::lake::Lake;
 use serde_json::Value;
 
