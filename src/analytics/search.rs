@@ -55,7 +55,7 @@ use crate::api::profile_query::{Clause, Condition, Filter, Scalar, SearchRequest
 use crate::api::requests::{DEFAULT_LIMIT, Operation};
 use crate::lake::scan::{empty_frame, scan_files};
 use crate::lake::{Dataset, Lake};
-use crate::search::{Cursor, Position, SearchPage, SortKey, SortSpec, TextMatcher, project};
+use crate::search::{Cursor, OrderKey, SearchPage, SortKey, SortSpec, TextMatcher, project};
 use crate::{Error, Result};
 
 /// The columns of a profile document, in the service's member order. The lake's other columns
@@ -595,12 +595,12 @@ fn columnar(
             AnyValue::StringOwned(s) => s.to_string(),
             _ => String::new(),
         };
-        let position = Position {
+        let key = OrderKey {
             value: sort_key(page.column(SORT).map_err(polars("cursor"))?, i),
             token_address: SortKey::Str(address.into()),
             ordinal: u64::from(rows.get(i).unwrap_or_default()),
         };
-        Some(Cursor::encode(sort, &position))
+        Some(Cursor::encode(sort, &key))
     } else {
         None
     };
@@ -704,7 +704,7 @@ fn sort_key(column: &Column, i: usize) -> SortKey<'static> {
 
 /// Rows strictly after the cursor's position in the request's order (keyset paging), for a
 /// sort column whose non-null values have type rank `rank` (0 when the column is missing).
-fn after(last: &Position<'_>, rank: u8, descending: bool) -> Result<Expr> {
+fn after(last: &OrderKey<'_>, rank: u8, descending: bool) -> Result<Expr> {
     let SortKey::Str(last_address) = &last.token_address else {
         return Err(invalid(
             "cursor",

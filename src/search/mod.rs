@@ -35,7 +35,7 @@
 //!   inside a run of nulls or ties resumes exactly where it stopped.
 //! * **Text** ([`text_matches`]): see that function for the exact rules of the three modes.
 //!
-//! Code map: [`eval`](self) (filters), `order.rs` (sort keys and positions), `cursor.rs` (keyset
+//! Code map: [`eval`](self) (filters), `order.rs` (sort values and order keys), `cursor.rs` (keyset
 //! cursors), `text.rs` (text queries); this file runs a whole request.
 
 use std::cmp::Ordering;
@@ -55,7 +55,7 @@ mod text;
 pub use crate::api::profile_query::TEXT_FIELDS;
 pub use cursor::Cursor;
 pub use eval::{lookup, matches};
-pub use order::{Position, SortKey, SortSpec, compare_values};
+pub use order::{OrderKey, SortKey, SortSpec, compare_values};
 pub use text::{TextMatcher, text_matches};
 
 /// One page of search results, shaped like the service's response body.
@@ -78,9 +78,9 @@ fn invalid(member: &str, reason: impl Into<String>) -> Error {
     }
 }
 
-/// One matching document with its position in the order.
+/// One matching document with its key in the order.
 struct Row<'a> {
-    position: Position<'a>,
+    key: OrderKey<'a>,
     doc: &'a Value,
 }
 
@@ -120,7 +120,7 @@ pub fn search(req: &SearchRequest, docs: &[Value]) -> Result<SearchPage> {
         .filter(|(doc, _)| req.filter.as_ref().is_none_or(|f| matches(f, doc)))
         .filter(|(doc, _)| text.as_ref().is_none_or(|t| t.matches(doc)))
         .map(|(doc, ordinal)| Row {
-            position: Position {
+            key: OrderKey {
                 value: SortKey::of(lookup(doc, &sort.field)),
                 token_address: SortKey::of(lookup(doc, "token_address")),
                 ordinal,
@@ -128,15 +128,15 @@ pub fn search(req: &SearchRequest, docs: &[Value]) -> Result<SearchPage> {
             doc,
         })
         .collect();
-    rows.sort_by(|a, b| a.position.cmp_in(&b.position, sort.descending));
+    rows.sort_by(|a, b| a.key.cmp_in(&b.key, sort.descending));
 
     let start = after.map_or(0, |last| {
-        rows.partition_point(|r| r.position.cmp_in(&last, sort.descending) != Ordering::Greater)
+        rows.partition_point(|r| r.key.cmp_in(&last, sort.descending) != Ordering::Greater)
     });
     let end = rows.len().min(start + limit);
     let page = &rows[start..end];
     let next = if end < rows.len() {
-        page.last().map(|r| Cursor::encode(&sort, &r.position))
+        page.last().map(|r| Cursor::encode(&sort, &r.key))
     } else {
         None
     };
