@@ -58,6 +58,8 @@ use crate::lake::{Dataset, Lake};
 use crate::search::{Cursor, OrderKey, SearchPage, SortKey, SortSpec, TextMatcher, project};
 use crate::{Error, Result};
 
+mod parquet_leaves;
+
 /// The columns of a profile document, in the service's member order. The lake's other columns
 /// (`chain_id`, `dynamic_labels` of the sync request, `fetched_at`, the hive columns) are not part
 /// of a profile and are dropped before searching, so a filter on them finds them missing, as
@@ -86,7 +88,7 @@ const KEEP: &str = "__dexlake_keep";
 
 /// Which snapshot of the profiles a search runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Snapshot {
+pub enum ProfileSnapshot {
     /// The newest `fetched_at`.
     #[default]
     Latest,
@@ -166,7 +168,7 @@ fn altchain_profiles(lake: &Lake) -> Result<LazyFrame> {
 }
 
 /// The `fetched_at` of the snapshot a caller names, checked against those the lake holds.
-pub fn snapshot_time(lake: &Lake, snapshot: Snapshot) -> Result<DateTime<Utc>> {
+pub fn snapshot_time(lake: &Lake, snapshot: ProfileSnapshot) -> Result<DateTime<Utc>> {
     let held = snapshots(lake)?;
     let list = || {
         held.iter()
@@ -175,12 +177,12 @@ pub fn snapshot_time(lake: &Lake, snapshot: Snapshot) -> Result<DateTime<Utc>> {
             .join(", ")
     };
     Ok(match snapshot {
-        Snapshot::Latest => *held.last().ok_or_else(|| Error::Lake {
+        ProfileSnapshot::Latest => *held.last().ok_or_else(|| Error::Lake {
             path: lake.root().to_owned(),
             message: "holds no altchain token_profiles snapshot; sync the profiles first".into(),
         })?,
-        Snapshot::At(t) if held.contains(&t) => t,
-        Snapshot::At(t) => {
+        ProfileSnapshot::At(t) if held.contains(&t) => t,
+        ProfileSnapshot::At(t) => {
             return Err(Error::Lake {
                 path: lake.root().to_owned(),
                 message: format!(
@@ -199,7 +201,7 @@ pub fn snapshot_time(lake: &Lake, snapshot: Snapshot) -> Result<DateTime<Utc>> {
 
 /// The profile documents of one snapshot as a lazy frame of [`DOCUMENT_COLUMNS`]. Errors when
 /// the lake holds no snapshot, or not the one named (the error lists those it holds).
-pub fn snapshot_frame(lake: &Lake, snapshot: Snapshot) -> Result<LazyFrame> {
+pub fn snapshot_frame(lake: &Lake, snapshot: ProfileSnapshot) -> Result<LazyFrame> {
     document_frame(lake, snapshot_time(lake, snapshot)?)
 }
 
@@ -223,7 +225,11 @@ fn snapshot_scan(lake: &Lake, at: DateTime<Utc>) -> Result<LazyFrame> {
 /// Answers a search-profiles request from a profile snapshot of the lake, with the service's
 /// response shape. See the [module docs](self) for how, and [`crate::search::search`] for the
 /// rules of every member.
-pub fn search(lake: &Lake, request: &SearchRequest, snapshot: Snapshot) -> Result<SearchPage> {
+pub fn search(
+    lake: &Lake,
+    request: &SearchRequest,
+    snapshot: ProfileSnapshot,
+) -> Result<SearchPage> {
     request.validate()?;
     let at = snapshot_time(lake, snapshot)?;
     let mut frame = document_frame(lake, at)?;
@@ -236,7 +242,7 @@ pub fn search(lake: &Lake, request: &SearchRequest, snapshot: Snapshot) -> Resul
     if columnar_covers(request, &schema)? {
         // The filter, sort and text query read a few leaves of the nested columns: only those
         // are decoded, for every profile of the snapshot, and then the page's whole rows only.
-        if let Some(keys) = narrow::read(lake, at, &read_paths(request), &schema)? {
+        if let Some(keys) = parquet_leaves::read(lake, at, &read_paths(request), &schema)? {
             let frame = keys.frame.clone().lazy();
             return search_with(
                 frame,
@@ -302,7 +308,7 @@ enum Page<'a> {
     /// has a type the file reader does not convert.
     Located {
         lake: &'a Lake,
-        keys: &'a narrow::Keys,
+        keys: &'a parquet_leaves::Keys,
         schema: &'a Schema,
         by_address: LazyFrame,
     },
@@ -761,8 +767,6 @@ fn beyond_and_tie(value: &SortKey<'_>, rank: u8, descending: bool) -> (Expr, Exp
     )
 }
 
-mod narrow;
-
 // ----- Filters as polars expressions -----
 
 /// What a path's value is, as the service's documents would hold it.
@@ -927,7 +931,7 @@ pub fn filter_expr_for(filter: &Filter, schema: &Schema) -> Result<Expr> {
     compile(filter, schema)?.ok_or_else(|| {
         invalid(
             "filter",
-            "reads inside matched_labels, which has no column expression; use analytics::search::search",
+            "reads inside matched_labels, which has no column expression; use analytics::screener::search",
         )
     })
 }
