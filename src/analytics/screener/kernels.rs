@@ -97,7 +97,7 @@ fn list_contains_column(column: &Column, needle: &str) -> PolarsResult<Column> {
     // One task per chunk (a file or a row group of the lake).
     let chunks = arrays
         .par_iter()
-        .map(|list| -> PolarsResult<ArrayRef> {
+        .map(|list| -> PolarsResult<BooleanArray> {
             let Some(values) = list.values().as_any().downcast_ref::<Utf8ViewArray>() else {
                 polars_bail!(SchemaMismatch: "expected a list of strings");
             };
@@ -110,21 +110,17 @@ fn list_contains_column(column: &Column, needle: &str) -> PolarsResult<Column> {
                     // A string of another length is rejected from its view alone.
                     views[j].length == needle_length
                         && values.is_valid(j)
-                        // SAFETY: `j` is within the list's offsets, so within `values`.
-                        && unsafe { values.value_unchecked(j) } == needle
+                        && values.value(j) == needle
                 });
                 hits.push(hit);
             }
-            Ok(Box::new(BooleanArray::new(
+            Ok(BooleanArray::new(
                 polars_arrow::datatypes::ArrowDataType::Boolean,
                 hits.into(),
                 list.validity().cloned(),
-            )))
+            ))
         })
-        .collect::<PolarsResult<Vec<ArrayRef>>>()?;
-    // SAFETY: boolean arrays for a Boolean series.
-    let out = unsafe {
-        Series::from_chunks_and_dtype_unchecked(series.name().clone(), chunks, &DataType::Boolean)
-    };
-    Ok(out.into_column())
+        .collect::<PolarsResult<Vec<BooleanArray>>>()?;
+    let out = BooleanChunked::from_chunk_iter(series.name().clone(), chunks);
+    Ok(out.into_series().into_column())
 }
