@@ -431,7 +431,7 @@ pub const TEXT_FIELDS: [&str; 3] = ["token_address", "metadata.name", "metadata.
 
 /// The sort field and direction a keyset cursor of this crate's search engines was issued for,
 /// or `None` when `cursor` is not one (an opaque cursor of another service).
-pub fn cursor_sort(cursor: &str) -> Option<(String, SortDirection)> {
+pub(crate) fn cursor_sort(cursor: &str) -> Option<(String, SortDirection)> {
     let bytes = base64url_decode(cursor)?;
     let body: Map<String, Value> = serde_json::from_slice(&bytes).ok()?;
     let field = body.get("f")?.as_str()?.to_owned();

@@ -36,7 +36,7 @@ pub(super) fn datetime_of(value: i64, unit: TimeUnit) -> DateTime<Utc> {
 /// Every row of `df` as a profile document of the service: null members left out, timestamps as
 /// RFC 3339 strings, `matched_labels` as an object, and member order that of the service's
 /// model.
-pub fn documents(df: &DataFrame) -> Result<Vec<Value>> {
+pub(crate) fn documents(df: &DataFrame) -> Result<Vec<Value>> {
     documents_at(df, 0..df.height())
 }
 

@@ -132,7 +132,7 @@ pub fn filter_expr_for(filter: &Filter, schema: &Schema) -> Result<Expr> {
 }
 
 /// The polars schema of the lake's `token_profiles` files.
-pub fn profile_schema() -> Result<Schema> {
+pub(crate) fn profile_schema() -> Result<Schema> {
     let schema = empty_frame(Dataset::TokenProfiles)?
         .collect_schema()
         .map_err(Error::polars("the token_profiles schema"))?;

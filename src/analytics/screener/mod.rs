@@ -54,10 +54,10 @@
 //! | `snapshot.rs` | the snapshot choice: [`ProfileSnapshot`], [`snapshots`], [`snapshot_time`], [`snapshot_frame`] |
 //! | `plan.rs` | the plan: whether the columnar path covers a request (else the engine answers it over documents), and the paths it reads before the page is chosen |
 //! | `columnar.rs` | the columnar path: the filter and text query over the key columns, the top-k of the sort value, keyset cursors, the page's rows from where they lie |
-//! | `filter.rs` | the filter compiler: [`filter_expr`], [`filter_expr_for`], [`profile_schema`]; paths resolved against a schema, each operator's rule for typed columns |
+//! | `filter.rs` | the filter compiler: [`filter_expr`], [`filter_expr_for`], `profile_schema`; paths resolved against a schema, each operator's rule for typed columns |
 //! | `kernels.rs` | the polars kernels the compiled expressions call: a nested leaf read in place, a list of strings searched in one pass |
 //! | `parquet_leaves.rs` | the lake's files read with arrow-rs: only the Parquet leaves under the paths a request names, then chosen rows by row selection |
-//! | `documents.rs` | rows as the service's documents: [`documents`], [`DOCUMENT_COLUMNS`] |
+//! | `documents.rs` | rows as the service's documents (`documents`), and the columns they are made of, [`DOCUMENT_COLUMNS`] |
 //! | `tests.rs` | unit tests of the kernels |
 //!
 //! What it may import: the lake through `crate::lake` (the manifest, scans, the store), the
@@ -88,8 +88,8 @@ mod snapshot;
 #[cfg(test)]
 mod tests;
 
-pub use documents::{DOCUMENT_COLUMNS, documents};
-pub use filter::{filter_expr, filter_expr_for, profile_schema};
+pub use documents::DOCUMENT_COLUMNS;
+pub use filter::{filter_expr, filter_expr_for};
 pub use snapshot::{ProfileSnapshot, snapshot_frame, snapshot_time, snapshots};
 
 use columnar::Page;

@@ -535,8 +535,9 @@ mod tests {
     use chrono::TimeZone;
 
     use super::*;
+    use crate::analytics::screener::documents::documents;
     use crate::analytics::screener::{
-        DOCUMENT_COLUMNS, ProfileSnapshot, documents, snapshot_frame, snapshots,
+        DOCUMENT_COLUMNS, ProfileSnapshot, snapshot_frame, snapshots,
     };
     use crate::api::models::{AltTokenProfile, Market, TimeWindow, TokenMetadata, WindowMetrics};
     use crate::lake::convert::alt_profiles_to_batch;
