@@ -3,8 +3,9 @@
 //! A filter is parsed into a typed tree when the request is built or decoded, so every operand
 //! has the type the service expects and a bad filter is rejected before anything is sent. The
 //! language (`$eq $ne $gt $gte $lt $lte $in $nin $and $or`, dotted paths) follows MongoDB; the
-//! exact semantics are in `shared/design/semantics.md` section 4 and [`crate::api::profile_query`] users
-//! evaluate it in the simulator and in the analytics layer.
+//! exact semantics are in `shared/design/semantics.md` section 4. The engine ([`crate::search`])
+//! evaluates it for the simulator, and the analytics' screener compiles it to polars
+//! expressions (falling back on the engine).
 
 use std::collections::BTreeMap;
 use std::fmt;
