@@ -50,12 +50,12 @@ pub(super) fn documents_at(
         .iter()
         .filter_map(|name| df.column(name).ok())
         .collect();
+    // Made once: `Error::polars` owns its context, and this runs for every value.
+    let failed = Error::polars("turning profiles into documents");
     rows.map(|i| {
         let mut map = Map::new();
         for column in &columns {
-            let value = column
-                .get(i)
-                .map_err(Error::polars("turning profiles into documents"))?;
+            let value = column.get(i).map_err(&failed)?;
             let labels = column.name().as_str() == "matched_labels";
             if let Some(v) = json_of(value, labels) {
                 map.insert(column.name().to_string(), v);
