@@ -15,9 +15,9 @@ use chrono::{TimeZone, Utc};
 use std::time::Instant;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group};
-use dexlake::analytics::search::{Snapshot, search, search_lazy, snapshot_frame};
+use dexlake::analytics::screener::{ProfileSnapshot, search, search_lazy, snapshot_frame};
 use dexlake::api::models::{AltTokenProfile, Market, TimeWindow, TokenMetadata, WindowMetrics};
-use dexlake::api::search::SearchRequest;
+use dexlake::api::profile_query::SearchRequest;
 use dexlake::lake::convert::alt_profiles_to_batch;
 use dexlake::lake::{Dataset, Lake};
 use dexlake::search::SearchPage;
@@ -129,11 +129,11 @@ fn filter_sort_top_100(c: &mut Criterion) {
     let n = scale(1_000_000);
     let (_dir, lake) = lake_of(n);
     let req = request();
-    let in_memory = snapshot_frame(&lake, Snapshot::Latest)
+    let in_memory = snapshot_frame(&lake, ProfileSnapshot::Latest)
         .expect("snapshot")
         .collect()
         .expect("collect");
-    let expected = search(&lake, &req, Snapshot::Latest).expect("search");
+    let expected = search(&lake, &req, ProfileSnapshot::Latest).expect("search");
     assert_eq!(
         search_lazy(in_memory.clone().lazy(), &req).expect("search"),
         expected
@@ -146,7 +146,7 @@ fn filter_sort_top_100(c: &mut Criterion) {
         b.iter(|| search_lazy(black_box(in_memory.clone().lazy()), &req).expect("search"))
     });
     group.bench_function(BenchmarkId::new("parquet_lake", n), |b| {
-        b.iter(|| search(black_box(&lake), &req, Snapshot::Latest).expect("search"))
+        b.iter(|| search(black_box(&lake), &req, ProfileSnapshot::Latest).expect("search"))
     });
     group.finish();
 }
@@ -171,7 +171,7 @@ fn compare(dir: &str) {
         assert_eq!(held, n as u64, "{dir} holds another number of profiles");
     }
     let req = request();
-    let in_memory = snapshot_frame(&lake, Snapshot::Latest)
+    let in_memory = snapshot_frame(&lake, ProfileSnapshot::Latest)
         .expect("snapshot")
         .collect()
         .expect("collect");
@@ -188,7 +188,8 @@ fn compare(dir: &str) {
     };
     let (memory_s, memory_page) =
         time(&|| search_lazy(in_memory.clone().lazy(), &req).expect("search"));
-    let (lake_s, lake_page) = time(&|| search(&lake, &req, Snapshot::Latest).expect("search"));
+    let (lake_s, lake_page) =
+        time(&|| search(&lake, &req, ProfileSnapshot::Latest).expect("search"));
     assert_eq!(memory_page, lake_page, "both paths give one answer");
     let addresses: Vec<&Value> = lake_page
         .data

@@ -35,8 +35,8 @@ use std::time::Instant;
 
 use anyhow::Context;
 use chrono::{Duration, Utc};
-use dexlake::analytics::search::{self as local_search, Snapshot};
-use dexlake::api::search::SearchRequest;
+use dexlake::analytics::screener::{self as local_search, ProfileSnapshot};
+use dexlake::api::profile_query::SearchRequest;
 use dexlake::api::{Client, ClientConfig};
 use dexlake::lake::{Dataset, Lake};
 use dexlake::report::{self, ReportConfig};
@@ -261,7 +261,7 @@ async fn most_traded(lake: &Arc<Lake>, n: usize) -> anyhow::Result<Vec<String>> 
     let lake = Arc::clone(lake);
     tokio::task::spawn_blocking(move || -> anyhow::Result<Vec<String>> {
         // One snapshot for every page, even if a sync adds another meanwhile.
-        let at = Snapshot::At(local_search::snapshot_time(&lake, Snapshot::Latest)?);
+        let at = ProfileSnapshot::At(local_search::snapshot_time(&lake, ProfileSnapshot::Latest)?);
         let mut tokens = Vec::new();
         loop {
             let page = local_search::search(&lake, &request, at)?;

@@ -13,8 +13,10 @@
 
 use std::sync::Arc;
 
-use dexlake::analytics::search::{self as local_search, Snapshot, filter_expr, snapshot_frame};
-use dexlake::api::search::{Condition, Filter, Scalar, SearchRequest};
+use dexlake::analytics::screener::{
+    self as local_search, ProfileSnapshot, filter_expr, snapshot_frame,
+};
+use dexlake::api::profile_query::{Condition, Filter, Scalar, SearchRequest};
 use dexlake::api::{Client, ClientConfig};
 use dexlake::lake::Lake;
 use dexlake::sim::{Scale, SimConfig, Simulator};
@@ -66,7 +68,7 @@ async fn main() -> anyhow::Result<()> {
                         "include_metrics": ["1h"]},
             "limit": 10
         }))?;
-        let page = local_search::search(&lake, &request, Snapshot::Latest)?;
+        let page = local_search::search(&lake, &request, ProfileSnapshot::Latest)?;
         println!("{} tokens match; the first page:", page.count);
         for doc in &page.data {
             println!(
@@ -81,7 +83,7 @@ async fn main() -> anyhow::Result<()> {
         let mut cursor = page.cursor;
         while let Some(c) = cursor {
             request.cursor = Some(c);
-            let next = local_search::search(&lake, &request, Snapshot::Latest)?;
+            let next = local_search::search(&lake, &request, ProfileSnapshot::Latest)?;
             seen += next.data.len();
             cursor = next.cursor;
         }
@@ -90,7 +92,7 @@ async fn main() -> anyhow::Result<()> {
         // The same filter language on a polars frame of the snapshot, no JSON involved.
         let screen = Filter::field("market.liquidity", Condition::Gte(10_000.0))
             .and_field("labels", Condition::Eq(Scalar::Str("hot".into())));
-        let hot = snapshot_frame(&lake, Snapshot::Latest)?
+        let hot = snapshot_frame(&lake, ProfileSnapshot::Latest)?
             .filter(filter_expr(&screen)?)
             .select([
                 col("token_address"),

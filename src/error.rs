@@ -315,10 +315,10 @@ pub enum Error {
     },
 }
 
-impl From<crate::api::search::FilterError> for Error {
+impl From<crate::api::profile_query::FilterError> for Error {
     /// A filter that is not of the search language is an invalid search-profiles request naming
     /// the filter's path.
-    fn from(e: crate::api::search::FilterError) -> Self {
+    fn from(e: crate::api::profile_query::FilterError) -> Self {
         Error::InvalidRequest {
             operation: crate::api::requests::Operation::AltSearchProfiles.name(),
             member: e.path,

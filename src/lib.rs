@@ -13,7 +13,7 @@
 //! | [`lake`] | [`lake::Lake`] | Arrow schemas, atomic Parquet writes under a manifest, polars scans |
 //! | [`sync`] | [`sync::Syncer`] | incremental, resumable fetch jobs: client → lake |
 //! | [`search`] | [`search::search`] | the service's search-profiles engine, shared by the simulator and local search |
-//! | [`analytics`] | [`analytics::bars`], [`analytics::price_stats`], [`analytics::pnl::wallet_pnl`], [`analytics::search::search`] | OHLCV and other bars, price stats, wallet PnL, trading and token metrics, and the search-profiles request answered from the lake's profile snapshots |
+//! | [`analytics`] | [`analytics::bars`], [`analytics::price_stats`], [`analytics::pnl::wallet_pnl`], [`analytics::screener::search`] | OHLCV and other bars, price stats, wallet PnL, trading and token metrics, and the search-profiles request answered from the lake's profile snapshots |
 //! | `report` (feature `report`) | `report::build` | the daily report: top tokens' candles, price stats, the PnL leaderboard and a screener as HTML with PNG charts |
 //! | `sim` (feature `sim`) | `sim::Simulator` | a deterministic simulator of the service on loopback |
 //!

@@ -20,8 +20,8 @@ with the service's (MongoDB) rules: a missing or null field matches neither `$gt
 direction (descending here), nulls last. Each engine gives the page's 100 rows and the count of
 matches; the script checks that all give the same count and the same addresses in the same order.
 
-- dexlake in memory: the bench binary times `analytics::search::search_lazy` on the snapshot
-  already collected (all document columns), in one process, and `analytics::search::search` from
+- dexlake in memory: the bench binary times `analytics::screener::search_lazy` on the snapshot
+  already collected (all document columns), in one process, and `analytics::screener::search` from
   the lake's files in the same process.
 - dexlake CLI: `dexlake --lake DIR search --request FILE`, timed as a whole process (start,
   listing the snapshots, the search, the JSON printed).

@@ -22,13 +22,13 @@
 //! | [`pnl`] | ledgers per (wallet, token): cost-basis methods, realized and unrealized PnL, lots, positions, equity curves |
 //! | [`metrics`] | trading metrics: Sharpe, Sortino, max drawdown, win rate, profit factor |
 //! | [`token_metrics`] | the 46 window metrics of a token profile, from the lake's trades |
-//! | [`search`] | the service's search-profiles request answered locally from cached profile snapshots, and its filter language as polars expressions |
+//! | [`screener`] | the service's search-profiles request answered locally from cached profile snapshots, and its filter language as polars expressions |
 
 pub mod events;
 pub mod metrics;
 pub mod ohlcv;
 pub mod pnl;
-pub mod search;
+pub mod screener;
 pub mod stats;
 pub mod token_metrics;
 

@@ -25,13 +25,13 @@ use super::models::{
     AltPrice, AltPriceStats, AltTokenProfile, Candle, EvmPrice, EvmPriceStats, EvmTokenProfile,
     Page, PriceHistorySeries, Swap, Trade,
 };
+use super::profile_query::SearchRequest;
 use super::requests::{
     AltPricesRequest, CandlesRequest, EvmPricesRequest, GetProfileRequest, MAX_HISTORY_POOLS,
     MAX_HISTORY_TOKENS, MAX_PRICE_ADDRESSES, Operation, PortfolioRequest, PriceHistoryRequest,
     SwapsRequest, TradesRequest,
 };
 use super::retry::{Permits, RateLimit, RetryConfig, parse_retry_after};
-use super::search::SearchRequest;
 use crate::error::{ApiStatus, Error, Result, printable};
 
 /// Base URL used when none is configured: the simulator's conventional loopback address.

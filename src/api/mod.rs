@@ -2,9 +2,9 @@
 
 pub mod client;
 pub mod models;
+pub mod profile_query;
 pub mod requests;
 pub mod retry;
-pub mod search;
 
 pub use client::{Client, ClientConfig, ClientMetrics};
 pub use requests::Operation;

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::models::{SortDirection, TimeWindow};
-use super::search::{
+use super::profile_query::{
     Filter, SearchOptions, SearchRequest, Sort, TEXT_FIELDS, TextQuery, cursor_sort,
 };
 use crate::error::{Error, Result};

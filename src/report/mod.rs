@@ -8,7 +8,7 @@
 //!   ([`analytics::price_stats`](crate::analytics::price_stats));
 //! - the wallet PnL leaderboard ([`pnl::leaderboard`]);
 //! - a screener: a search-profiles request answered from the lake's latest profile snapshot
-//!   ([`analytics::search::search`](crate::analytics::search::search)).
+//!   ([`analytics::screener::search`](crate::analytics::screener::search)).
 //!
 //! [`Report::write`] then draws the charts (candlesticks with buy and sell volume per token,
 //! the leaderboard's total PnL) as PNG files with plotters and writes `index.html` beside them.
@@ -43,12 +43,12 @@ use polars::prelude::*;
 
 use crate::analytics::events::latest_event_time;
 use crate::analytics::pnl::{self, PnlConfig};
-use crate::analytics::search::{self as local_search, Snapshot};
+use crate::analytics::screener::{self as local_search, ProfileSnapshot};
 use crate::analytics::{
     BarOptions, EventSource, PriceStatsOptions, Selection, TimeRange, load_events, ohlcv,
     price_stats,
 };
-use crate::api::search::SearchRequest;
+use crate::api::profile_query::SearchRequest;
 use crate::lake::{Dataset, Lake};
 use crate::search::SearchPage;
 use crate::{Error, Result};
@@ -258,7 +258,7 @@ pub fn build(lake: &Lake, config: &ReportConfig) -> Result<Report> {
             (None, None)
         }
         Some(at) => {
-            let page = local_search::search(lake, &config.screener, Snapshot::At(at))?;
+            let page = local_search::search(lake, &config.screener, ProfileSnapshot::At(at))?;
             (Some(page), Some(at))
         }
     };
@@ -284,7 +284,7 @@ pub fn build(lake: &Lake, config: &ReportConfig) -> Result<Report> {
 /// they cannot be read).
 fn symbols(lake: &Lake, at: DateTime<Utc>, notes: &mut Vec<String>) -> HashMap<String, String> {
     let read = || -> Result<HashMap<String, String>> {
-        let df = local_search::snapshot_frame(lake, Snapshot::At(at))?
+        let df = local_search::snapshot_frame(lake, ProfileSnapshot::At(at))?
             .select([
                 col("token_address"),
                 col("metadata").struct_().field_by_name("symbol"),

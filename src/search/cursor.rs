@@ -3,16 +3,16 @@
 use serde_json::{Map, Value, json};
 
 use super::invalid;
-use super::order::{Position, SortKey, SortSpec};
+use super::order::{OrderKey, SortKey, SortSpec};
 use crate::Result;
-use crate::api::search::{base64url_decode, base64url_encode};
+use crate::api::profile_query::{base64url_decode, base64url_encode};
 
 /// A keyset cursor: the sort it was issued for and the last position returned.
 pub struct Cursor;
 
 impl Cursor {
     /// The cursor of the page that ended at `last` under `sort`.
-    pub fn encode(sort: &SortSpec, last: &Position<'_>) -> String {
+    pub fn encode(sort: &SortSpec, last: &OrderKey<'_>) -> String {
         let body = json!({
             "f": sort.field,
             "d": sort.direction(),
@@ -24,9 +24,9 @@ impl Cursor {
     }
 
     /// The last position a cursor returned, checking that it was issued by this engine for
-    /// `sort` ([`SearchRequest::validate`](crate::api::search::SearchRequest::validate) refuses
+    /// `sort` ([`SearchRequest::validate`](crate::api::profile_query::SearchRequest::validate) refuses
     /// a mismatch before a request is sent; the engine keeps its own guarantee).
-    pub fn decode(text: &str, sort: &SortSpec) -> Result<Position<'static>> {
+    pub fn decode(text: &str, sort: &SortSpec) -> Result<OrderKey<'static>> {
         let bad = |why: &str| {
             invalid(
                 "cursor",
@@ -61,7 +61,7 @@ impl Cursor {
                         ),
                     ));
                 }
-                Ok(Position {
+                Ok(OrderKey {
                     value,
                     token_address,
                     ordinal: i,

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::api::search::{Clause, Condition, Filter, Scalar};
+use crate::api::profile_query::{Clause, Condition, Filter, Scalar};
 
 /// Looks a dotted path up in a document (`metrics.5m.volume`: segments are object keys; a missing
 /// step or a non-object step is missing).

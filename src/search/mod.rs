@@ -3,7 +3,7 @@
 //!
 //! One engine serves both sides: the simulator's search-profiles route and the local search of
 //! the analytics layer, so their answers cannot drift apart. It needs no cargo feature and
-//! depends only on the request language ([`crate::api::search`]) and serde. The code is plain
+//! depends only on the request language ([`crate::api::profile_query`]) and serde. The code is plain
 //! on purpose: each rule below is written once, directly, in the shape in which
 //! `shared/design/semantics.md` section 4 states it, and a columnar evaluation of the same
 //! filters is tested against [`matches()`].
@@ -35,7 +35,7 @@
 //!   inside a run of nulls or ties resumes exactly where it stopped.
 //! * **Text** ([`text_matches`]): see that function for the exact rules of the three modes.
 //!
-//! Code map: [`eval`](self) (filters), `order.rs` (sort keys and positions), `cursor.rs` (keyset
+//! Code map: [`eval`](self) (filters), `order.rs` (sort values and order keys), `cursor.rs` (keyset
 //! cursors), `text.rs` (text queries); this file runs a whole request.
 
 use std::cmp::Ordering;
@@ -43,8 +43,8 @@ use std::cmp::Ordering;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::api::profile_query::{SearchOptions, SearchRequest};
 use crate::api::requests::{DEFAULT_LIMIT, Operation};
-use crate::api::search::{SearchOptions, SearchRequest};
 use crate::{Error, Result};
 
 mod cursor;
@@ -52,10 +52,10 @@ mod eval;
 mod order;
 mod text;
 
-pub use crate::api::search::TEXT_FIELDS;
+pub use crate::api::profile_query::TEXT_FIELDS;
 pub use cursor::Cursor;
 pub use eval::{lookup, matches};
-pub use order::{Position, SortKey, SortSpec, compare_values};
+pub use order::{OrderKey, SortKey, SortSpec, compare_values};
 pub use text::{TextMatcher, text_matches};
 
 /// One page of search results, shaped like the service's response body.
@@ -78,9 +78,9 @@ fn invalid(member: &str, reason: impl Into<String>) -> Error {
     }
 }
 
-/// One matching document with its position in the order.
+/// One matching document with its key in the order.
 struct Row<'a> {
-    position: Position<'a>,
+    key: OrderKey<'a>,
     doc: &'a Value,
 }
 
@@ -120,7 +120,7 @@ pub fn search(req: &SearchRequest, docs: &[Value]) -> Result<SearchPage> {
         .filter(|(doc, _)| req.filter.as_ref().is_none_or(|f| matches(f, doc)))
         .filter(|(doc, _)| text.as_ref().is_none_or(|t| t.matches(doc)))
         .map(|(doc, ordinal)| Row {
-            position: Position {
+            key: OrderKey {
                 value: SortKey::of(lookup(doc, &sort.field)),
                 token_address: SortKey::of(lookup(doc, "token_address")),
                 ordinal,
@@ -128,15 +128,15 @@ pub fn search(req: &SearchRequest, docs: &[Value]) -> Result<SearchPage> {
             doc,
         })
         .collect();
-    rows.sort_by(|a, b| a.position.cmp_in(&b.position, sort.descending));
+    rows.sort_by(|a, b| a.key.cmp_in(&b.key, sort.descending));
 
     let start = after.map_or(0, |last| {
-        rows.partition_point(|r| r.position.cmp_in(&last, sort.descending) != Ordering::Greater)
+        rows.partition_point(|r| r.key.cmp_in(&last, sort.descending) != Ordering::Greater)
     });
     let end = rows.len().min(start + limit);
     let page = &rows[start..end];
     let next = if end < rows.len() {
-        page.last().map(|r| Cursor::encode(&sort, &r.position))
+        page.last().map(|r| Cursor::encode(&sort, &r.key))
     } else {
         None
     };
@@ -198,9 +198,9 @@ mod tests {
     use super::*;
     use crate::api::models::SortDirection;
     use crate::api::models::TimeWindow;
-    use crate::api::search::Sort;
-    use crate::api::search::TextQuery;
-    use crate::api::search::{Filter, base64url_decode, base64url_encode};
+    use crate::api::profile_query::Sort;
+    use crate::api::profile_query::TextQuery;
+    use crate::api::profile_query::{Filter, base64url_decode, base64url_encode};
     use proptest::prelude::*;
     use serde_json::json;
 

@@ -1,5 +1,5 @@
 //! Sort order: a BSON-like total order over JSON values, the request's sort, and a document's
-//! position in it.
+//! key in it ([`OrderKey`]).
 
 use std::borrow::Cow;
 use std::cmp::Ordering;
@@ -7,7 +7,7 @@ use std::cmp::Ordering;
 use serde_json::{Value, json};
 
 use crate::api::models::SortDirection;
-use crate::api::search::SearchRequest;
+use crate::api::profile_query::SearchRequest;
 
 /// A value as it takes part in sorting: the BSON-like type rank and, within a type, the value.
 /// Borrowed from a document while sorting, owned when decoded from a cursor.
@@ -187,10 +187,10 @@ impl SortSpec {
     }
 }
 
-/// Where a document stands in the ascending order: sort value, then `token_address`, then its
+/// A document's key in the ascending order (where it stands): sort value, then `token_address`, then its
 /// position in the input (which matters only when `token_address` repeats).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Position<'a> {
+pub struct OrderKey<'a> {
     /// The sort value.
     pub value: SortKey<'a>,
     /// The document's `token_address`.
@@ -199,7 +199,7 @@ pub struct Position<'a> {
     pub ordinal: u64,
 }
 
-impl Position<'_> {
+impl OrderKey<'_> {
     /// The order of the request's direction: descending reverses every component, so ties run
     /// by `token_address` in the sort's direction too.
     pub fn cmp_in(&self, other: &Self, descending: bool) -> Ordering {

@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use super::eval::lookup;
-use crate::api::search::{TEXT_FIELDS, TextQuery};
+use crate::api::profile_query::{TEXT_FIELDS, TextQuery};
 
 /// A text query checked once and ready to run against many documents or field values
 /// (the rules are those of [`text_matches`]).

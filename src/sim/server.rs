@@ -22,12 +22,12 @@ use super::{DEMO_KEY, FREE_KEY, SimConfig, reference};
 use crate::api::models::{
     AltPrice, AltPriceStats, EvmPrice, EvmPriceStats, Page, PriceHistorySeries, TimeWindow,
 };
+use crate::api::profile_query::SearchRequest;
 use crate::api::requests::DEFAULT_LIMIT;
 use crate::api::requests::{
     AltPricesRequest, CandlesRequest, EvmPricesRequest, GetProfileRequest, Operation,
     PortfolioRequest, PriceHistoryRequest, SwapsRequest, TradesRequest,
 };
-use crate::api::search::SearchRequest;
 use crate::error::{ApiStatus, Error, Result};
 
 /// Upper bound of the JSON size of one swap or trade, bytes.

@@ -6,8 +6,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::api::models::ChainFamily;
+use crate::api::profile_query::SearchRequest;
 use crate::api::retry::{MAX_CONCURRENCY, RateLimit};
-use crate::api::search::SearchRequest;
 use crate::error::{Error, Result};
 use crate::lake::Dataset;
 

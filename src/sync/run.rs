@@ -64,7 +64,7 @@ enum Work<'a> {
     },
     PriceHistory(HistoryJob<'a>),
     Snapshot(Vec<SnapshotRequest>),
-    Search(&'a crate::api::search::SearchRequest),
+    Search(&'a crate::api::profile_query::SearchRequest),
 }
 
 /// One job in progress: counters and where to report them.

@@ -4,7 +4,7 @@ use futures::StreamExt;
 
 use super::run::{Finished, JobCtx, Syncer, to_value};
 use super::snapshots::{SnapshotRun, SnapshotState};
-use crate::api::search::SearchRequest;
+use crate::api::profile_query::SearchRequest;
 use crate::error::{ApiStatus, Result};
 
 impl Syncer {

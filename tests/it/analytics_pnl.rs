@@ -11,8 +11,8 @@ use dexlake::analytics::pnl::{
 use dexlake::analytics::token_metrics::{self, Window};
 use dexlake::api::client::Client;
 use dexlake::api::models::WindowMetrics;
+use dexlake::api::profile_query::SearchRequest;
 use dexlake::api::requests::PortfolioRequest;
-use dexlake::api::search::SearchRequest;
 use dexlake::lake::Lake;
 use dexlake::sim::Simulator;
 use dexlake::sync::{CancelToken, Job, SyncConfig, Syncer};

@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use chrono::{DateTime, TimeZone, Utc};
 use dexlake::Error;
-use dexlake::analytics::search::{self as local, Snapshot, filter_expr};
+use dexlake::analytics::screener::{self as local, ProfileSnapshot, filter_expr};
 use dexlake::api::client::{Client, ClientConfig};
 use dexlake::api::models::{AltTokenProfile, Market, TimeWindow, TokenMetadata, WindowMetrics};
-use dexlake::api::search::{Filter, SearchRequest};
+use dexlake::api::profile_query::{Filter, SearchRequest};
 use dexlake::lake::convert::alt_profiles_to_batch;
 use dexlake::lake::{Dataset, Lake};
 use dexlake::search as engine;
@@ -62,7 +62,7 @@ fn filter(v: Value) -> Filter {
 
 /// Token addresses of the snapshot's rows that `expr` keeps, sorted.
 fn kept(lake: &Lake, expr: Expr) -> Vec<String> {
-    let df = local::snapshot_frame(lake, Snapshot::Latest)
+    let df = local::snapshot_frame(lake, ProfileSnapshot::Latest)
         .expect("snapshot")
         .filter(expr)
         .select([col("token_address")])
@@ -153,7 +153,7 @@ fn semantics_vectors_through_filter_expr() {
     let req: SearchRequest =
         serde_json::from_value(json!({"sort": {"field": "market.liquidity", "direction": "asc"}}))
             .expect("request");
-    let page = local::search(&lake, &req, Snapshot::Latest).expect("search");
+    let page = local::search(&lake, &req, ProfileSnapshot::Latest).expect("search");
     let order: Vec<&str> = page
         .data
         .iter()
@@ -193,11 +193,14 @@ fn bad_requests_are_errors_naming_the_problem() {
         let err = serde_json::from_value::<SearchRequest>(body.clone()).expect_err("refused");
         assert!(err.to_string().contains(member), "{body}: {err}");
     }
-    let check =
-        |req: SearchRequest, member: &str| match local::search(&lake, &req, Snapshot::Latest) {
-            Err(Error::InvalidRequest { member: m, .. }) => assert_eq!(m, member),
-            other => panic!("expected an invalid {member}, got {other:?}"),
-        };
+    let check = |req: SearchRequest, member: &str| match local::search(
+        &lake,
+        &req,
+        ProfileSnapshot::Latest,
+    ) {
+        Err(Error::InvalidRequest { member: m, .. }) => assert_eq!(m, member),
+        other => panic!("expected an invalid {member}, got {other:?}"),
+    };
     check(
         SearchRequest {
             limit: Some(0),
@@ -225,7 +228,7 @@ fn bad_requests_are_errors_naming_the_problem() {
             limit: Some(2),
             ..SearchRequest::default()
         },
-        Snapshot::Latest,
+        ProfileSnapshot::Latest,
     )
     .expect("search");
     let other_sort: SearchRequest = serde_json::from_value(json!({
@@ -235,13 +238,13 @@ fn bad_requests_are_errors_naming_the_problem() {
     .expect("request");
     check(other_sort, "cursor");
     // A snapshot the lake does not hold names those it holds.
-    let err = local::search(&lake, &SearchRequest::default(), Snapshot::At(at(1)))
+    let err = local::search(&lake, &SearchRequest::default(), ProfileSnapshot::At(at(1)))
         .expect_err("no such snapshot");
     assert!(err.to_string().contains("2025-06-01T01:00:00Z"), "{err}");
     // An empty lake has no snapshot.
     let empty = tempfile::tempdir().expect("tempdir");
     let empty = Lake::open(empty.path()).expect("lake");
-    assert!(local::search(&empty, &SearchRequest::default(), Snapshot::Latest).is_err());
+    assert!(local::search(&empty, &SearchRequest::default(), ProfileSnapshot::Latest).is_err());
 }
 
 #[test]
@@ -260,10 +263,10 @@ fn snapshots_latest_by_default_or_named() {
     );
     let req: SearchRequest =
         serde_json::from_value(json!({"options": {"include_market": true}})).expect("request");
-    let latest = local::search(&lake, &req, Snapshot::Latest).expect("latest");
+    let latest = local::search(&lake, &req, ProfileSnapshot::Latest).expect("latest");
     assert_eq!(latest.count, 2);
     assert_eq!(latest.data[0]["market"]["liquidity"], json!(2.0));
-    let first = local::search(&lake, &req, Snapshot::At(at(0))).expect("named");
+    let first = local::search(&lake, &req, ProfileSnapshot::At(at(0))).expect("named");
     assert_eq!(first.count, 1);
     assert_eq!(first.data[0]["market"]["liquidity"], json!(1.0));
 }
@@ -614,7 +617,7 @@ fn pages_local(source: &Source<'_>, req: &SearchRequest) -> Vec<(u64, Vec<Value>
     let mut out = Vec::new();
     loop {
         let page = match source {
-            Source::Lake(lake) => local::search(lake, &req, Snapshot::Latest),
+            Source::Lake(lake) => local::search(lake, &req, ProfileSnapshot::Latest),
             Source::Memory(df) => local::search_lazy((*df).clone().lazy(), &req),
         }
         .expect("local answer");
@@ -694,7 +697,7 @@ fn local_answers_equal_the_simulators_page_by_page() {
     let profiles = usize::try_from(all[0].0).expect("count");
     assert!(profiles >= 5, "the tiny market has profiles to search");
 
-    let in_memory = local::snapshot_frame(&fixture.lake, Snapshot::Latest)
+    let in_memory = local::snapshot_frame(&fixture.lake, ProfileSnapshot::Latest)
         .expect("snapshot")
         .collect()
         .expect("collect");
@@ -766,7 +769,7 @@ fn command_line_prints_the_library_answer() {
     let file = dir.path().join("request.json");
     std::fs::write(&file, body.to_string()).expect("write request");
     let req: SearchRequest = serde_json::from_value(body).expect("request");
-    let expected = local::search(&lake, &req, Snapshot::Latest).expect("search");
+    let expected = local::search(&lake, &req, ProfileSnapshot::Latest).expect("search");
 
     let json_out = dexlake(lake.root(), &["--request", file.to_str().expect("utf-8")]);
     assert!(json_out.status.success(), "{json_out:?}");

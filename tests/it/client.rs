@@ -19,12 +19,12 @@ use dexlake::api::client::{Client, ClientConfig};
 use dexlake::api::models::{
     Direction, PositionState, PriceChanges, SortDirection, SwapType, TimeWindow,
 };
+use dexlake::api::profile_query::{Condition, Filter, SearchRequest};
 use dexlake::api::requests::{
     AltPricesRequest, CandlesRequest, EvmPricesRequest, GetProfileRequest, Operation,
     PortfolioRequest, PriceHistoryRequest, SwapsRequest, TradesRequest,
 };
 use dexlake::api::retry::{RateLimit, RetryConfig};
-use dexlake::api::search::{Condition, Filter, SearchRequest};
 use dexlake::{ApiStatus, Error};
 
 // ----- A scripted server -----

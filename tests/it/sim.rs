@@ -715,11 +715,11 @@ async fn refused_alike<R: serde::de::DeserializeOwned>(
 
 #[tokio::test]
 async fn the_clients_validate_refuses_what_the_simulator_refuses() {
+    use dexlake::api::profile_query::SearchRequest;
     use dexlake::api::requests::{
         AltPricesRequest, CandlesRequest, EvmPricesRequest, GetProfileRequest, Operation,
         PortfolioRequest, PriceHistoryRequest, SwapsRequest, TradesRequest,
     };
-    use dexlake::api::search::SearchRequest;
     bounded(async {
         let sim = start(3).await;
         let cat = catalog(&sim);

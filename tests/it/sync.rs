@@ -506,7 +506,7 @@ async fn a_profiles_snapshot_whose_cursor_is_refused_starts_again() {
     let sim = sim(0.0, 0.0).await;
     let dir = tempfile::tempdir().unwrap();
     let lake = Arc::new(Lake::open(dir.path()).unwrap());
-    let request: dexlake::api::search::SearchRequest =
+    let request: dexlake::api::profile_query::SearchRequest =
         serde_json::from_value(serde_json::json!({"limit": 7})).unwrap();
     let job = Job::AltProfiles { request };
     // An interrupted snapshot whose saved cursor the service no longer accepts.

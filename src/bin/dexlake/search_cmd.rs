@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use dexlake::analytics::search::{self, Snapshot};
-use dexlake::api::search::SearchRequest;
+use dexlake::analytics::screener::{self, ProfileSnapshot};
+use dexlake::api::profile_query::SearchRequest;
 use dexlake::lake::Lake;
 use serde_json::Value;
 
@@ -51,13 +51,13 @@ pub fn run(global: &Global, args: SearchArgs) -> anyhow::Result<ExitCode> {
         )
     })?;
     let snapshot = match args.snapshot.as_str() {
-        "latest" => Snapshot::Latest,
-        time => Snapshot::At(time.parse().with_context(|| {
+        "latest" => ProfileSnapshot::Latest,
+        time => ProfileSnapshot::At(time.parse().with_context(|| {
             format!("--snapshot {time:?}: expected `latest` or an RFC 3339 time")
         })?),
     };
     let lake = Lake::open(&global.lake)?;
-    let page = search::search(&lake, &request, snapshot)?;
+    let page = screener::search(&lake, &request, snapshot)?;
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&page)?),
         Format::Table | Format::Csv => {

@@ -3,8 +3,9 @@
 //! A filter is parsed into a typed tree when the request is built or decoded, so every operand
 //! has the type the service expects and a bad filter is rejected before anything is sent. The
 //! language (`$eq $ne $gt $gte $lt $lte $in $nin $and $or`, dotted paths) follows MongoDB; the
-//! exact semantics are in `shared/design/semantics.md` section 4 and [`crate::api::search`] users
-//! evaluate it in the simulator and in the analytics layer.
+//! exact semantics are in `shared/design/semantics.md` section 4. The engine ([`crate::search`])
+//! evaluates it for the simulator, and the analytics' screener compiles it to polars
+//! expressions (falling back on the engine).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -431,7 +432,7 @@ pub const TEXT_FIELDS: [&str; 3] = ["token_address", "metadata.name", "metadata.
 
 /// The sort field and direction a keyset cursor of this crate's search engines was issued for,
 /// or `None` when `cursor` is not one (an opaque cursor of another service).
-pub fn cursor_sort(cursor: &str) -> Option<(String, SortDirection)> {
+pub(crate) fn cursor_sort(cursor: &str) -> Option<(String, SortDirection)> {
     let bytes = base64url_decode(cursor)?;
     let body: Map<String, Value> = serde_json::from_slice(&bytes).ok()?;
     let field = body.get("f")?.as_str()?.to_owned();

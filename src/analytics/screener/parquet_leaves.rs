@@ -535,8 +535,9 @@ mod tests {
     use chrono::TimeZone;
 
     use super::*;
-    use crate::analytics::search::{
-        DOCUMENT_COLUMNS, Snapshot, documents, snapshot_frame, snapshots,
+    use crate::analytics::screener::documents::documents;
+    use crate::analytics::screener::{
+        DOCUMENT_COLUMNS, ProfileSnapshot, snapshot_frame, snapshots,
     };
     use crate::api::models::{AltTokenProfile, Market, TimeWindow, TokenMetadata, WindowMetrics};
     use crate::lake::convert::alt_profiles_to_batch;
@@ -615,7 +616,7 @@ mod tests {
     }
 
     fn check_keys_and_rows(lake: &Lake, at: DateTime<Utc>) {
-        let mut whole = snapshot_frame(lake, Snapshot::At(at)).expect("snapshot");
+        let mut whole = snapshot_frame(lake, ProfileSnapshot::At(at)).expect("snapshot");
         let schema = whole.collect_schema().expect("schema");
         let whole = whole.collect().expect("collect");
         let paths: Vec<String> = [

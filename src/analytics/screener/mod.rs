@@ -1,0 +1,156 @@
+//! The screener: the service's search-profiles request answered locally, from the profile
+//! snapshots the lake keeps in `token_profiles`, and its filter language as polars expressions.
+//!
+//! [`search`] takes the request body as it is and answers with the service's response shape
+//! `{count, cursor, data}`; [`search_lazy`] does the same over any frame of profiles. The work
+//! is split so that the rules live in one place:
+//!
+//! * **Filters** are compiled to polars expressions over the struct columns by [`filter_expr`]
+//!   (usable on any `LazyFrame` of profiles). The rules are those of [`crate::search::matches`]
+//!   (semantics.md section 4), restated for typed columns: in the lake a path's type is fixed by
+//!   the schema, so a string operand against a numeric column matches nothing for `$eq`/`$in`
+//!   and everything for `$ne`/`$nin`; null and missing behave alike (no operand may be null); a
+//!   path the schema lacks, or one that runs through a non-object, is missing. A list column
+//!   (`labels`) matches when one of its elements does. A timestamp column is the string the
+//!   service sends (RFC 3339, `Z`, fractional seconds only when not zero). A property test checks
+//!   the compiled filter against `crate::search::matches` row by row.
+//! * **Text queries** run the engine's [`TextMatcher`](crate::search::TextMatcher) over the
+//!   matching rows' text fields.
+//! * **Order and cursors** follow [`crate::search::compare_values`] for the column types a
+//!   profile has (numbers, strings, booleans; nulls first ascending and last descending; ties by
+//!   `token_address` in the sort's direction) and use the engine's keyset
+//!   [`Cursor`](crate::search::Cursor), so the simulator's cursors and these are of one format.
+//! * **Projection** and `dynamic_labels`: only the page's rows become JSON documents, in the
+//!   service's form, and the engine's [`project`](crate::search::project) shapes them.
+//!
+//! * **From the lake's files** ([`search`]), the columns the filter, sort and text query name are
+//!   read first, and only the leaves of the nested structs under those paths (the Parquet
+//!   reader's leaf projection: a filter on `metrics.1h.volume` decodes that one number of every
+//!   profile, not every window's metrics). A top-k of the sort value then finds the value of
+//!   the row that follows the page; `token_address`, which breaks the sort's ties, is read by
+//!   row selection only for the matching profiles not after that value (with a cursor, not
+//!   before it), unless the request names it. The page is chosen from these, and its rows
+//!   alone are read whole, by row selection, with the sections the response carries (in the
+//!   same pass as the addresses when the candidates are few). A file whose manifest entry says
+//!   it holds one snapshot is read without its `fetched_at`.
+//! * **In memory** ([`search_lazy`]), the filter is evaluated as a column beside the sort keys,
+//!   and the page's rows are read in place by number. A nested path reads its one leaf
+//!   array (polars' `struct.field` would build every sibling of each struct on the way), and a
+//!   `labels` condition compares each list's strings in one pass over the chunk.
+//!
+//! A request whose sort path is an object or an array (`market`, `labels`), or whose filter
+//! reads inside `matched_labels` (a list of entries in the lake, an object in the service's
+//! documents), is answered by the engine itself over the snapshot's documents: slower, never
+//! different.
+//!
+//! A snapshot is one run of a profile sync: the rows sharing one `fetched_at`. The lake holds
+//! one row per `token_address` in a snapshot, so `token_address` alone breaks ties.
+//!
+//! What lives here, one concern per file:
+//!
+//! | file | what |
+//! |---|---|
+//! | `mod.rs` | the entry points: [`search`] (a snapshot of the lake) and [`search_lazy`] (any frame of profiles) |
+//! | `snapshot.rs` | the snapshot choice: [`ProfileSnapshot`], [`snapshots`], [`snapshot_time`], [`snapshot_frame`] |
+//! | `plan.rs` | the plan: whether the columnar path covers a request (else the engine answers it over documents), and the paths it reads before the page is chosen |
+//! | `columnar.rs` | the columnar path: the filter and text query over the key columns, the top-k of the sort value, keyset cursors, the page's rows from where they lie |
+//! | `filter.rs` | the filter compiler: [`filter_expr`], [`filter_expr_for`], `profile_schema`; paths resolved against a schema, each operator's rule for typed columns |
+//! | `kernels.rs` | the polars kernels the compiled expressions call: a nested leaf read in place, a list of strings searched in one pass |
+//! | `parquet_leaves.rs` | the lake's files read with arrow-rs: only the Parquet leaves under the paths a request names, then chosen rows by row selection |
+//! | `documents.rs` | rows as the service's documents (`documents`), and the columns they are made of, [`DOCUMENT_COLUMNS`] |
+//! | `tests.rs` | unit tests of the kernels |
+//!
+//! What it may import: the lake through `crate::lake` (the manifest, scans, the store), the
+//! service's vocabulary through `crate::api` (models, `profile_query`, `requests`), and the
+//! engine's own rules from `crate::search` (text matching, cursors, order keys, projection, and
+//! the engine itself for the requests the columnar path does not cover). Never `sim`, `sync`,
+//! `report` or another analytics module. Inside the folder imports run one way: `mod.rs` uses
+//! `snapshot`, `plan`, `parquet_leaves`; `plan` uses `columnar`, `filter`, `documents`;
+//! `columnar` uses `filter`, `documents`, `parquet_leaves`; `filter` uses `kernels`; `snapshot`
+//! uses `documents`; `kernels`, `documents` and `parquet_leaves` use no sibling. The helper
+//! column names and the request error below are shared by all.
+
+use polars::prelude::*;
+
+use crate::api::profile_query::SearchRequest;
+use crate::api::requests::Operation;
+use crate::lake::Lake;
+use crate::search::SearchPage;
+use crate::{Error, Result};
+
+mod columnar;
+mod documents;
+mod filter;
+mod kernels;
+mod parquet_leaves;
+mod plan;
+mod snapshot;
+#[cfg(test)]
+mod tests;
+
+pub use documents::DOCUMENT_COLUMNS;
+pub use filter::{filter_expr, filter_expr_for};
+pub use snapshot::{ProfileSnapshot, snapshot_frame, snapshot_time, snapshots};
+
+use columnar::Page;
+use plan::{columnar_covers, read_paths, search_with};
+use snapshot::{document_frame, snapshot_scan};
+
+/// The row number the search adds to a frame of profiles.
+const ROW: &str = "__dexlake_row";
+/// The sort value the columnar path computes.
+const SORT: &str = "__dexlake_sort";
+/// Whether a row passes the filter, computed beside the keys.
+const KEEP: &str = "__dexlake_keep";
+
+/// A request the screener refuses, as the service words it.
+fn invalid(member: &str, reason: impl Into<String>) -> Error {
+    Error::InvalidRequest {
+        operation: Operation::AltSearchProfiles.name(),
+        member: member.to_owned(),
+        reason: reason.into(),
+    }
+}
+
+/// Answers a search-profiles request from a profile snapshot of the lake, with the service's
+/// response shape. See the [module docs](self) for how, and [`crate::search::search`] for the
+/// rules of every member.
+pub fn search(
+    lake: &Lake,
+    request: &SearchRequest,
+    snapshot: ProfileSnapshot,
+) -> Result<SearchPage> {
+    request.validate()?;
+    let at = snapshot_time(lake, snapshot)?;
+    let mut frame = document_frame(lake, at)?;
+    // Otherwise the page's rows are read by address, a top-level column whose filter the
+    // Parquet reader takes.
+    let by_address = snapshot_scan(lake, at)?.select(DOCUMENT_COLUMNS.map(col));
+    let schema = frame
+        .collect_schema()
+        .map_err(Error::polars("reading the profiles' schema"))?;
+    if columnar_covers(request, &schema)? {
+        // The filter, sort and text query read a few leaves of the nested columns: only those
+        // are decoded, for every profile of the snapshot, and then the page's whole rows only.
+        if let Some(keys) = parquet_leaves::read(lake, at, &read_paths(request), &schema)? {
+            let frame = keys.frame.clone().lazy();
+            return search_with(
+                frame,
+                request,
+                Page::Located {
+                    lake,
+                    keys: &keys,
+                    schema: &schema,
+                    by_address,
+                },
+            );
+        }
+    }
+    search_with(frame, request, Page::ByAddress(by_address))
+}
+
+/// Answers a search-profiles request over any frame of profiles with the lake's columns
+/// ([`DOCUMENT_COLUMNS`] at least), one row per `token_address`.
+pub fn search_lazy(profiles: LazyFrame, request: &SearchRequest) -> Result<SearchPage> {
+    search_with(profiles, request, Page::ByRow)
+}

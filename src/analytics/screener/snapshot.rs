@@ -1,0 +1,136 @@
+//! The snapshot choice: which `fetched_at` of the altchain profiles a search runs on, the
+//! snapshots the lake holds, and the frame of one snapshot's documents.
+
+use chrono::{DateTime, Utc};
+use polars::prelude::*;
+
+use super::ROW;
+use super::documents::{DOCUMENT_COLUMNS, datetime_of};
+use crate::api::models::ChainFamily;
+use crate::lake::scan::scan_files;
+use crate::lake::{Dataset, Lake};
+use crate::{Error, Result};
+
+/// Which snapshot of the profiles a search runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ProfileSnapshot {
+    /// The newest `fetched_at`.
+    #[default]
+    Latest,
+    /// The snapshot fetched at exactly this time.
+    At(DateTime<Utc>),
+}
+
+/// The times of the altchain profile snapshots the lake holds, oldest first.
+pub fn snapshots(lake: &Lake) -> Result<Vec<DateTime<Utc>>> {
+    // A file's manifest entry holds the range of its `fetched_at`: a file of one snapshot
+    // (what a sync writes) names it without being read. Only files that compaction merged
+    // from several snapshots are read, their `fetched_at` column alone.
+    let manifest = lake.snapshot()?;
+    let prefix = format!(
+        "{}/chain={}/",
+        Dataset::TokenProfiles.name(),
+        ChainFamily::Altchain
+    );
+    let mut held = std::collections::BTreeSet::new();
+    let mut mixed = Vec::new();
+    for (path, entry) in manifest.files_of(Dataset::TokenProfiles) {
+        if !path.starts_with(&prefix) {
+            continue;
+        }
+        if entry.min_time == entry.max_time {
+            held.insert(entry.min_time);
+        } else {
+            mixed.push(path.as_str());
+        }
+    }
+    if !mixed.is_empty() {
+        let df = scan_files(lake, Dataset::TokenProfiles, mixed)?
+            .select([col("fetched_at")])
+            .unique(None, UniqueKeepStrategy::Any)
+            .collect()
+            .map_err(Error::polars("listing profile snapshots"))?;
+        let times = df
+            .column("fetched_at")
+            .map_err(Error::polars("listing profile snapshots"))?;
+        for i in 0..times.len() {
+            match times
+                .get(i)
+                .map_err(Error::polars("listing profile snapshots"))?
+            {
+                AnyValue::Datetime(v, unit, _) | AnyValue::DatetimeOwned(v, unit, _) => {
+                    held.insert(datetime_of(v, unit));
+                }
+                _ => {
+                    return Err(Error::Lake {
+                        path: lake.root().to_owned(),
+                        message: "a token_profiles fetched_at is null".into(),
+                    });
+                }
+            }
+        }
+    }
+    Ok(held.into_iter().collect())
+}
+
+fn altchain_profiles(lake: &Lake) -> Result<LazyFrame> {
+    let chain = ChainFamily::Altchain.to_string();
+    Ok(lake
+        .scan(Dataset::TokenProfiles)?
+        .filter(col("chain").eq(lit(chain))))
+}
+
+/// The `fetched_at` of the snapshot a caller names, checked against those the lake holds.
+pub fn snapshot_time(lake: &Lake, snapshot: ProfileSnapshot) -> Result<DateTime<Utc>> {
+    let held = snapshots(lake)?;
+    let list = || {
+        held.iter()
+            .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    Ok(match snapshot {
+        ProfileSnapshot::Latest => *held.last().ok_or_else(|| Error::Lake {
+            path: lake.root().to_owned(),
+            message: "holds no altchain token_profiles snapshot; sync the profiles first".into(),
+        })?,
+        ProfileSnapshot::At(t) if held.contains(&t) => t,
+        ProfileSnapshot::At(t) => {
+            return Err(Error::Lake {
+                path: lake.root().to_owned(),
+                message: format!(
+                    "holds no token_profiles snapshot fetched at {}; it holds: {}",
+                    t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true),
+                    if held.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        list()
+                    }
+                ),
+            });
+        }
+    })
+}
+
+/// The profile documents of one snapshot as a lazy frame of [`DOCUMENT_COLUMNS`]. Errors when
+/// the lake holds no snapshot, or not the one named (the error lists those it holds).
+pub fn snapshot_frame(lake: &Lake, snapshot: ProfileSnapshot) -> Result<LazyFrame> {
+    document_frame(lake, snapshot_time(lake, snapshot)?)
+}
+
+pub(super) fn document_frame(lake: &Lake, at: DateTime<Utc>) -> Result<LazyFrame> {
+    // The row index stops later filters from being pushed into the Parquet reader: polars 0.55
+    // panics there on a predicate over a field of a struct that holds a timestamp
+    // (`metadata.symbol`). The snapshot's own filter is still pushed down and prunes files.
+    Ok(snapshot_scan(lake, at)?
+        .with_row_index(ROW, None)
+        .select(DOCUMENT_COLUMNS.map(col)))
+}
+
+/// The rows of the snapshot fetched at `at`, every column, filters pushed into the scan.
+pub(super) fn snapshot_scan(lake: &Lake, at: DateTime<Utc>) -> Result<LazyFrame> {
+    let fetched = col("fetched_at")
+        .cast(DataType::Int64)
+        .eq(lit(at.timestamp_micros()));
+    Ok(altchain_profiles(lake)?.filter(col("date").eq(lit(at.date_naive())).and(fetched)))
+}
