@@ -53,7 +53,7 @@ use serde_json::{Map, Value};
 use crate::api::models::{AltTokenProfile, ChainFamily};
 use crate::api::requests::{DEFAULT_LIMIT, Operation};
 use crate::api::search::{Clause, Condition, Filter, Scalar, SearchRequest};
-use crate::lake::scan::{empty_frame, scan_files};
+use crate::lake::read::{empty_frame, scan_files};
 use crate::lake::{Dataset, Lake};
 use crate::search::{Cursor, Position, SearchPage, SortKey, SortSpec, TextMatcher, project};
 use crate::{Error, Result};

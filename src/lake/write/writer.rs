@@ -11,15 +11,14 @@ use arrow::row::{RowConverter, SortField};
 use bytes::Bytes;
 use chrono::{DateTime, NaiveDate, Utc};
 
-pub use super::file::encode_parquet;
-use super::file::{read_columns, read_file};
-use super::ids::IdIndex;
-use super::layout::{Partition, data_file_name};
-use super::manifest::{FileEntry, Journal, Manifest};
-use super::schema::{self, SCHEMA_VERSION};
-use super::store::temp_name;
-use super::{Dataset, Lake};
+use super::IdIndex;
 use crate::api::models::ChainFamily;
+use crate::lake::layout::{Partition, data_file_name, temp_name};
+use crate::lake::log::{Commit, FileEntry, Journal, Manifest, clear_journal};
+use crate::lake::parquet::encode_parquet;
+use crate::lake::read::{read_columns, read_file};
+use crate::lake::schema::{self, SCHEMA_VERSION};
+use crate::lake::{Dataset, Lake};
 use crate::{Error, Result};
 
 /// Default rows per row group, chosen by measurement (`cargo bench --bench convert`, group
@@ -356,21 +355,13 @@ fn count_tags(tags: &Tags, out: &mut BTreeMap<u64, u64>) {
 /// simulator numbers them so), that is about the files of the write's own time span, which the
 /// per-partition de-duplication reads anyway; where they do not, every file whose range
 /// meets the write's.
-pub fn prepare_files(
-    lake: &Lake,
-    manifest: &Manifest,
-    staged: &BTreeMap<Dataset, Vec<RecordBatch>>,
-    version: u64,
-) -> Result<Prepared> {
-    prepare_files_tagged(lake, manifest, staged, &BTreeMap::new(), version)
-}
-
-/// [`prepare_files`] that also counts the rows new to the lake per tag: `tags` gives, per
-/// dataset, the tag of each staged batch in order (`None`, or a missing entry, for an untagged
-/// batch). A row counts for its batch's tag when it is the one the write keeps and its key (or
-/// id) was not in the lake before, so the counts of several writers sharing one commit add up
-/// to [`Prepared::rows_added`] when every batch is tagged.
-pub fn prepare_files_tagged(
+///
+/// The rows new to the lake are also counted per tag: `tags` gives, per dataset, the tag of
+/// each staged batch in order (`None`, or a missing entry, for an untagged batch). A row
+/// counts for its batch's tag when it is the one the write keeps and its key (or id) was not
+/// in the lake before, so the counts of several writers sharing one commit add up to
+/// [`Prepared::rows_added`] when every batch is tagged.
+pub(crate) fn prepare_files(
     lake: &Lake,
     manifest: &Manifest,
     staged: &BTreeMap<Dataset, Vec<RecordBatch>>,
@@ -866,10 +857,10 @@ fn drop_known_keys(
 
 /// Puts the files and appends `commit` (its version, state and id ranges already set) with
 /// them added and the `remove`d files removed, in the journaled order described in
-/// [`super::manifest`]. Returns the new version.
+/// the commit log's module. Returns the new version.
 pub fn commit_files(
     lake: &Lake,
-    mut commit: super::log::Commit,
+    mut commit: Commit,
     files: Vec<NewFile>,
     remove: Vec<String>,
 ) -> Result<u64> {
@@ -898,13 +889,13 @@ pub fn commit_files(
             for path in &journal.add {
                 store.delete(path)?;
             }
-            super::manifest::clear_journal(store)?;
+            clear_journal(store)?;
         }
         return Err(e);
     }
     for r in &remove {
         store.delete(r)?;
     }
-    super::manifest::clear_journal(store)?;
+    clear_journal(store)?;
     Ok(version)
 }
