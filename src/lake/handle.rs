@@ -3,16 +3,15 @@
 //! and the entry points of the reads, writes and operations.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::{File, OpenOptions, TryLockError};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use super::layout::{LOCK_PATH, LOG_DIR, MANIFEST_PATH, META_DIR};
+use super::layout::{LOG_DIR, MANIFEST_PATH, META_DIR};
 use super::log::{self, Manifest, ManifestView};
 use super::ops::{CompactReport, RepairReport, VerifyReport, compact, repair, verify};
 use super::read;
-use super::storage::{LocalStore, ObjectRoot, ObjectStoreLake, Store};
+use super::storage::{LocalStore, ObjectRoot, ObjectStoreLake, Store, WriterLock};
 use super::write::{IdIndex, Transaction, writer};
 use super::{Dataset, Partition};
 use crate::{Error, Result};
@@ -291,30 +290,9 @@ impl Lake {
         result
     }
 
-    fn open_lock_file(&self) -> Result<File> {
-        let path = self.store.location(LOCK_PATH);
-        OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| Error::io("opening the lock file", path, e))
-    }
-
-    /// Takes the writer lock if it is free right now. A store without a lock file (an
-    /// object store) always grants it: there, commits serialise on the log.
+    /// Takes the writer lock if it is free right now (see [`WriterLock::try_take`]).
     pub(crate) fn try_lock(&self) -> Result<Option<WriterLock>> {
-        if !self.store.has_writer_lock() {
-            return Ok(Some(WriterLock { _file: None }));
-        }
-        let f = self.open_lock_file()?;
-        match f.try_lock() {
-            Ok(()) => Ok(Some(WriterLock { _file: Some(f) })),
-            Err(TryLockError::WouldBlock) => Ok(None),
-            Err(TryLockError::Error(e)) => {
-                Err(Error::io("locking", self.store.location(LOCK_PATH), e))
-            }
-        }
+        WriterLock::try_take(self.store.as_ref())
     }
 
     /// Takes the writer lock, waiting up to [`LakeOptions::lock_timeout`].
@@ -324,18 +302,7 @@ impl Lake {
 
     /// Takes the writer lock, waiting up to `timeout`.
     pub(crate) fn lock_within(&self, timeout: Duration) -> Result<WriterLock> {
-        let start = Instant::now();
-        loop {
-            if let Some(f) = self.try_lock()? {
-                return Ok(f);
-            }
-            if start.elapsed() >= timeout {
-                return Err(Error::LakeLocked {
-                    path: self.store.location(LOCK_PATH),
-                });
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        WriterLock::take(self.store.as_ref(), timeout)
     }
 
     /// Starts a write transaction: takes the writer lock (waiting up to
@@ -408,11 +375,4 @@ impl Lake {
     pub fn compact_partitions(&self, partitions: &BTreeSet<Partition>) -> Result<CompactReport> {
         compact::compact_partitions(self, partitions)
     }
-}
-
-/// The writer lock of a lake, held until dropped (on a local folder, a lock on
-/// `_dexlake/lock`; on an object store, nothing).
-#[derive(Debug)]
-pub(crate) struct WriterLock {
-    _file: Option<File>,
 }

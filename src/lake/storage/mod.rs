@@ -5,7 +5,8 @@
 //!
 //! - `mod.rs`: the [`Store`] trait;
 //! - `local.rs`: [`LocalStore`], a folder on the local file system;
-//! - `object.rs`: [`ObjectStoreLake`] and [`ObjectRoot`], an S3-compatible object store.
+//! - `object.rs`: [`ObjectStoreLake`] and [`ObjectRoot`], an S3-compatible object store;
+//! - `lock.rs`: [`WriterLock`], the lock file that makes a folder's writers take turns.
 //!
 //! Imports: the layout (which paths a store accepts, the temporary names) and
 //! [`Dataset`](super::Dataset); nothing of the log, the writer or the readers.
@@ -17,9 +18,11 @@ use std::path::PathBuf;
 use crate::Result;
 
 mod local;
+mod lock;
 mod object;
 
 pub use local::LocalStore;
+pub(crate) use lock::WriterLock;
 pub use object::{ObjectRoot, ObjectStoreLake};
 
 /// Storage of the lake's files. Paths are relative to the lake root and use `/`.

@@ -11,9 +11,9 @@ use arrow::record_batch::RecordBatch;
 
 use super::writer;
 use crate::Result;
-use crate::lake::handle::WriterLock;
 use crate::lake::layout::Partition;
 use crate::lake::log::{self, Manifest};
+use crate::lake::storage::WriterLock;
 use crate::lake::{Dataset, Lake};
 
 /// What a commit added.
