@@ -12,4 +12,5 @@ pub use super::log::{
 };
 pub use super::parquet::encode_parquet;
 pub use super::read::scan_columns;
-pub use super::write::writer::{DEFAULT_ROW_GROUP_ROWS, NewFile, commit_files, encode_records};
+pub use super::write::batch::encode_records;
+pub use super::write::writer::{DEFAULT_ROW_GROUP_ROWS, NewFile, commit_files};

@@ -33,7 +33,8 @@ use crate::lake::log::{self, FileEntry, Journal, Manifest};
 use crate::lake::read::read_batches;
 use crate::lake::schema::{self, SCHEMA_VERSION};
 use crate::lake::write::FileWriter;
-use crate::lake::write::writer::{FileData, NewFile, commit_files, id_range, time_range};
+use crate::lake::write::batch::{id_range, time_range};
+use crate::lake::write::writer::{FileData, NewFile, commit_files};
 use crate::lake::{Dataset, Lake};
 use crate::{Error, Result};
 
@@ -644,7 +645,7 @@ fn merge(
 mod tests {
     use super::*;
     use crate::lake::sample::Samples;
-    use crate::lake::write::writer::sort_batch;
+    use crate::lake::write::batch::sort_batch;
     use arrow::array::UInt32Array;
     use arrow::compute::{concat_batches, take_record_batch};
 

@@ -25,7 +25,7 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use crate::lake::layout::Partition;
 use crate::lake::log::{self, FileEntry, MANIFEST_FORMAT_VERSION, Manifest};
 use crate::lake::schema::{DATASET_KEY, SCHEMA_VERSION_KEY};
-use crate::lake::write::writer::time_range;
+use crate::lake::write::batch::time_range;
 use crate::lake::{Dataset, Lake};
 use crate::{Error, Result};
 

@@ -8,7 +8,7 @@ use crate::lake::layout::{self, Partition, temp_name};
 use crate::lake::log::{self, Manifest, Recovery};
 use crate::lake::read;
 use crate::lake::schema::{self, SCHEMA_VERSION, SCHEMA_VERSION_KEY};
-use crate::lake::write::writer::encode_keys;
+use crate::lake::write::batch::encode_keys;
 use crate::lake::{Dataset, Lake};
 
 /// One thing wrong with the lake.

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use arrow::record_batch::RecordBatch;
 
+use super::batch::check_batch;
 use super::writer;
 use crate::Result;
 use crate::lake::layout::Partition;
@@ -99,7 +100,7 @@ impl Transaction<'_> {
     }
 
     fn stage(&mut self, dataset: Dataset, batch: RecordBatch, tag: Option<u64>) -> Result<()> {
-        writer::check_batch(dataset, &batch)?;
+        check_batch(dataset, &batch)?;
         if batch.num_rows() > 0 {
             self.staged.entry(dataset).or_default().push(batch);
             self.tags.entry(dataset).or_default().push(tag);
