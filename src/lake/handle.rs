@@ -1,6 +1,6 @@
 //! [`Lake`]: a handle on one lake (a folder or an object-store prefix), with its
-//! [`LakeOptions`]: opening (and recovering) it, the manifest it last read, the writer lock,
-//! and the entry points of the reads, writes and operations.
+//! [`LakeOptions`]: opening (and recovering) it, the manifest it last read, and the entry points
+//! of the reads, writes and operations.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

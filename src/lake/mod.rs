@@ -29,22 +29,23 @@
 //! same whatever the number of files; each [`Lake`] handle (and its clones) keeps the newest
 //! version it read and only reads the entries committed since.
 //!
-//! The code is grouped by role:
+//! The code is grouped by role, each row importing only rows above it:
 //!
-//! | where | what lives there | may import |
-//! |---|---|---|
-//! | `dataset.rs`, `schema.rs`, `convert.rs`, `docs.rs`, `sample.rs` | the datasets, their Arrow schemas, models → batches, column docs, sample records | the API's models, each other |
-//! | `layout.rs` | every path: hive paths of data files, every `_dexlake/` path, temporary names, which paths a store accepts | `dataset.rs` |
-//! | `parquet.rs` | the Parquet writer properties of every data file, a batch encoded in memory | `dataset.rs`, `schema.rs` |
-//! | `storage/` | the [`Store`] trait, [`LocalStore`], [`ObjectStoreLake`] | `layout.rs` |
-//! | `log/` | the [`Manifest`], the commit log and its checkpoints, the journal and recovery | `storage/`, `layout.rs` |
-//! | `read/` | polars scans of committed files, the lake's own Parquet reads | `log/`, `storage/`, `parquet.rs` |
-//! | `write/` | [`Transaction`], the writer (partition, de-duplicate, encode, commit), the id index | `read/`, `log/`, `storage/` |
-//! | `ops/` | verify, compact, repair | `write/`, `read/`, `log/`, `storage/` |
-//! | `handle.rs` | [`Lake`] and [`LakeOptions`]: opening, the manifest a handle holds, the writer lock | all of the above |
+//! | where | what lives there |
+//! |---|---|
+//! | `dataset.rs`, `schema.rs`, `convert.rs` | the datasets, their Arrow schemas, models → batches (these import the API's models) |
+//! | `layout.rs` | every path: hive paths of data files, every `_dexlake/` path, temporary names, which paths a store accepts |
+//! | `docs.rs`, `sample.rs` | column docs (`docs/datasets.md` is generated from them), deterministic sample records |
+//! | `parquet.rs` | the Parquet writer properties of every data file, a batch encoded in memory |
+//! | `storage/` | the [`Store`] trait, [`LocalStore`], [`ObjectStoreLake`], the writer lock of a folder |
+//! | `log/` | the [`Manifest`], the commit log and its checkpoints, the journal and recovery |
+//! | `read/` | polars scans of committed files, the lake's own Parquet reads |
+//! | `write/` | [`Transaction`], the writer (partition, de-duplicate, encode, commit), the id index |
+//! | `ops/` | verify, compact, repair |
+//! | `handle.rs` | [`Lake`] and [`LakeOptions`]: opening, the manifest a handle holds, the entry points |
 //!
-//! No folder imports one above it in this table; `read/`, `write/` and `ops/` run on a
-//! [`Lake`] handle, which is their entry point.
+//! `read/`, `write/` and `ops/` run on a [`Lake`] handle, whose methods are their entry points;
+//! below them, nothing knows the handle.
 
 mod dataset;
 mod handle;
