@@ -223,7 +223,7 @@ impl Lake {
         }
     }
 
-    /// The committed ids of `dataset` as of `manifest` (see [`ids`]), brought up to date or
+    /// The committed ids of `dataset` as of `manifest` (see [`IdIndex`]), brought up to date or
     /// built. Runs under the writer lock.
     pub(crate) fn id_index(
         &self,

@@ -4,7 +4,7 @@
 //! its dataset's order (time, then natural key: the order of the writer's `sort_batch`), so a
 //! partition is compacted by a k-way merge of its small files, each read a few thousand rows
 //! at a time, and the merged rows are streamed through a Parquet writer into files on disk,
-//! a new file starting every [`max_rows_per_file`](super::LakeOptions::max_rows_per_file) rows.
+//! a new file starting every [`max_rows_per_file`](crate::lake::LakeOptions::max_rows_per_file) rows.
 //! At most [`MERGE_FAN_IN`] files are merged at once: a partition with more files is first
 //! merged in groups into intermediate runs (temporary files, merged again and deleted), so
 //! memory holds at most that many read batches plus the row group being encoded. Partitions

@@ -1,5 +1,5 @@
-//! Operations on a whole lake: [`verify`] (integrity checks beside a running writer),
-//! [`compact`] (merging small files in bounded memory) and [`repair`] (a new manifest from the
+//! Operations on a whole lake: [`verify()`] (integrity checks beside a running writer),
+//! [`compact`](mod@compact) (merging small files in bounded memory) and [`repair()`] (a new manifest from the
 //! data files when it is missing or damaged), with their reports.
 //!
 //! Imports: the writer (compaction commits its files as a commit does), the readers, the log,

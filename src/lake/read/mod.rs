@@ -2,7 +2,7 @@
 //! of named files, and the lake's own Parquet reads of one data file (whole, some columns,
 //! batch by batch, or row groups by position from several threads).
 //!
-//! - `scan.rs`: [`scan`], [`scan_files`], [`empty_frame`] and the scanned columns;
+//! - `scan.rs`: [`scan()`], [`scan_files`], [`empty_frame`] and the scanned columns;
 //! - `file.rs`: [`read_file`], [`read_columns`], [`read_batches`] and [`SharedFile`].
 //!
 //! Imports: the log (the [`Manifest`](crate::lake::Manifest) names what a scan reads), the

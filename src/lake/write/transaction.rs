@@ -48,7 +48,7 @@ pub struct Transaction<'a> {
 
 impl<'a> Transaction<'a> {
     /// Starts a transaction on `lake`: takes the writer lock (waiting up to `timeout`, then
-    /// [`Error::LakeLocked`]), cleans up leftovers of an interrupted commit and reads the
+    /// [`Error::LakeLocked`](crate::Error::LakeLocked)), cleans up leftovers of an interrupted commit and reads the
     /// manifest it commits on.
     pub(crate) fn begin(lake: &'a Lake, timeout: Duration) -> Result<Transaction<'a>> {
         let lock = lake.lock_within(timeout)?;

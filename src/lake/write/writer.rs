@@ -121,7 +121,7 @@ pub struct Prepared {
     /// Id ranges (smallest, largest) read from committed files whose manifest entry lacked
     /// them; the commit records them so later writes can skip those files.
     pub id_ranges: BTreeMap<String, (i64, i64)>,
-    /// Rows new to the lake per tag of [`prepare_files_tagged`] (tags with none are absent).
+    /// Rows new to the lake per tag of [`prepare_files`] (tags with none are absent).
     pub rows_added_by_tag: BTreeMap<u64, u64>,
 }
 
