@@ -19,9 +19,9 @@ use std::hint::black_box;
 
 use chrono::{TimeZone, Utc};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use dexlake::lake::manifest::{FileEntry, MANIFEST_FORMAT_VERSION, Manifest};
 use dexlake::lake::sample::Samples;
-use dexlake::lake::{Dataset, Lake, convert, log};
+use dexlake::lake::test_support::{MANIFEST_FORMAT_VERSION, start_over};
+use dexlake::lake::{Dataset, FileEntry, Lake, Manifest, convert};
 
 /// Full sizes under `cargo bench`; small ones when `cargo test --all-targets` runs each
 /// benchmark once as a smoke test (criterion passes `--bench` only in the former case).
@@ -77,7 +77,7 @@ fn lake_with(files: usize) -> (tempfile::TempDir, Lake) {
         files: listed,
         state,
     };
-    log::start_over(lake.store(), &manifest).expect("checkpoint");
+    start_over(lake.store(), &manifest).expect("checkpoint");
     let lake = Lake::open(dir.path()).expect("open again");
     (dir, lake)
 }

@@ -6,7 +6,7 @@ use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use dexlake::lake::sample::Samples;
-use dexlake::lake::writer::{DEFAULT_ROW_GROUP_ROWS, encode_records};
+use dexlake::lake::test_support::{DEFAULT_ROW_GROUP_ROWS, encode_records};
 use dexlake::lake::{Dataset, Lake, LakeOptions, convert};
 
 /// Full sizes under `cargo bench`; small ones when `cargo test --all-targets` runs each

@@ -41,12 +41,12 @@ use polars::prelude::*;
 use crate::analytics::pnl::{
     self, EquityConfig, PnlConfig, PnlQuery, PnlReport, WalletPerformance,
 };
-use crate::analytics::search::{self as screener, Snapshot};
+use crate::analytics::screener::{self, ProfileSnapshot};
 use crate::analytics::token_metrics::{self, Window};
 use crate::analytics::{
     BarOptions, Edge, EventRule, EventSource, Fill, PriceStatsOptions, Selection, TimeRange,
 };
-use crate::api::search::SearchRequest;
+use crate::api::profile_query::SearchRequest;
 use crate::lake::Lake;
 use crate::search::SearchPage;
 use crate::{Error, Result};
@@ -319,11 +319,15 @@ impl<'a> Query<'a> {
     /// the service's answer (`count`, `cursor`, `data`). The request carries its own filter:
     /// an event selection is refused.
     pub fn search(&self, request: &SearchRequest) -> Result<SearchPage> {
-        self.search_at(request, Snapshot::Latest)
+        self.search_at(request, ProfileSnapshot::Latest)
     }
 
     /// [`Query::search`] on the snapshot `snapshot` names.
-    pub fn search_at(&self, request: &SearchRequest, snapshot: Snapshot) -> Result<SearchPage> {
+    pub fn search_at(
+        &self,
+        request: &SearchRequest,
+        snapshot: ProfileSnapshot,
+    ) -> Result<SearchPage> {
         if self.tokens.is_some() || self.pool.is_some() || self.wallets.is_some() {
             return Err(refused(
                 "selection",

@@ -285,7 +285,7 @@ fn a_streamed_file_is_uploaded_in_parts() {
     let lake = Lake::open(root("upload")).expect("open");
     let store = lake.store();
     let path = "swaps/chain=altchain/date=2024-01-01/part-00000001-0000-00000001.parquet";
-    let temp = dexlake::lake::store::temp_name(path);
+    let temp = dexlake::lake::test_support::temp_name(path);
     // 40 MiB: more than two parts.
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
     let data: Vec<u8> = (0..40 << 20).map(|_| rng.random()).collect();

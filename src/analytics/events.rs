@@ -24,8 +24,7 @@ use chrono::{DateTime, Utc};
 use polars::prelude::*;
 use rayon::prelude::*;
 
-use crate::lake::file::SharedFile;
-use crate::lake::scan::scan_files;
+use crate::lake::read::{SharedFile, scan_files};
 use crate::lake::{Dataset, Lake};
 use crate::{Error, Result};
 

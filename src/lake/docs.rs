@@ -383,9 +383,9 @@ pub fn markdown() -> String {
          that lost its version to another writer, stay in the bucket unreferenced (no writer \
          may delete what another could be committing), so only the log says what is \
          committed.\n\n",
-        last = super::log::LAST_CHECKPOINT_PATH,
-        cp = super::log::CHECKPOINT_DIR,
-        log = super::log::LOG_DIR,
+        last = super::layout::LAST_CHECKPOINT_PATH,
+        cp = super::layout::CHECKPOINT_DIR,
+        log = super::layout::LOG_DIR,
     ));
     s.push_str(
         "Other engines read exactly the committed files the same way: list them from the log as \

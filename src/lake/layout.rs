@@ -1,18 +1,32 @@
-//! Hive paths and partition keys:
-//! `<dataset>/chain=<altchain|evm-<chain_id>>/[interval=<seconds>/]date=YYYY-MM-DD/part-<id>.parquet`.
+//! Every path of the lake's layout, in one place: the hive paths of the data files and the
+//! lake's own files under `_dexlake/` (the commit log, the journal, the lock), the temporary
+//! names a file is written to before it is renamed into place, and which paths a store accepts.
 //!
+//! Data files:
+//! `<dataset>/chain=<altchain|evm-<chain_id>>/[interval=<seconds>/]date=YYYY-MM-DD/part-<id>.parquet`.
 //! The hive columns (`chain`, `interval`, `date`) live only in the path, never inside the files,
 //! so DuckDB, polars and pyarrow never see two columns of one name with different types.
 //! `chain_id` stays inside the files of the datasets that can hold EVM records.
+//!
+//! The lake's own files:
+//!
+//! ```text
+//! _dexlake/log/<version, 20 digits>.json      one commit (the commit log)
+//! _dexlake/checkpoint/<version>.state.json    the sync state as of a version
+//! _dexlake/checkpoint/<version>.files.json    the committed files as of a version
+//! _dexlake/_last_checkpoint.json              which checkpoint is the newest
+//! _dexlake/journal.json                       the commit in progress (folders only)
+//! _dexlake/lock                               the writer lock (folders only)
+//! _dexlake/manifest.json, manifest.prev.json  the manifest of lakes from before the log
+//! ```
+
+use std::path::PathBuf;
 
 use chrono::NaiveDate;
 
 use super::Dataset;
 use crate::api::models::ChainFamily;
 use crate::{Error, Result};
-
-/// The `chain` partition value for records of the non-EVM family.
-pub const ALTCHAIN: &str = ChainFamily::ALTCHAIN;
 
 /// One partition (leaf folder) of a dataset.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -97,6 +111,91 @@ pub fn data_file_name(version: u64, seq: usize) -> String {
     format!("part-{version:08}-{seq:04}-{tag:08x}.parquet")
 }
 
+/// Checks that `path` is a path of the lake's layout: relative, `/`-separated, without empty,
+/// `.` or `..` segments, backslashes or NUL bytes, and under a dataset folder or `_dexlake/`.
+/// The empty path (the root) is accepted only as a prefix of [`Store::list`](super::Store::list).
+pub fn check_path(path: &str) -> Result<()> {
+    let refuse = |why: &str| {
+        Err(Error::Lake {
+            path: PathBuf::from(path),
+            message: format!("refused: {why}"),
+        })
+    };
+    if path.is_empty() {
+        return refuse("an empty path");
+    }
+    if path.starts_with('/') {
+        return refuse("an absolute path; lake paths are relative to the lake root");
+    }
+    if path.contains(['\\', '\0']) {
+        return refuse("a backslash or NUL byte in a lake path");
+    }
+    if path
+        .split('/')
+        .any(|s| s.is_empty() || s == "." || s == "..")
+    {
+        return refuse("an empty, `.` or `..` segment; lake paths never leave their folder");
+    }
+    let top = path.split('/').next().unwrap_or_default();
+    if top != META_DIR && !Dataset::ALL.iter().any(|d| d.name() == top) {
+        return refuse("not under a dataset folder or `_dexlake/`");
+    }
+    Ok(())
+}
+
+/// The name [`Store::put`](super::Store::put) writes to before renaming: hidden and not ending in
+/// `.parquet`, so that `**/*.parquet` globs of DuckDB, polars and pyarrow never pick it up.
+pub fn temp_name(path: &str) -> String {
+    match path.rsplit_once('/') {
+        Some((dir, name)) => format!("{dir}/.{name}.tmp"),
+        None => format!(".{path}.tmp"),
+    }
+}
+
+/// Folder of the lake's own files; it never holds a `.parquet` file.
+pub const META_DIR: &str = "_dexlake";
+/// Folder of the log entries.
+pub const LOG_DIR: &str = "_dexlake/log";
+/// Folder of the checkpoints.
+pub const CHECKPOINT_DIR: &str = "_dexlake/checkpoint";
+/// Names the newest checkpoint.
+pub const LAST_CHECKPOINT_PATH: &str = "_dexlake/_last_checkpoint.json";
+/// The journal of the commit in progress, relative to the lake root.
+pub const JOURNAL_PATH: &str = "_dexlake/journal.json";
+/// The writer lock file, relative to the lake root.
+pub const LOCK_PATH: &str = "_dexlake/lock";
+/// The single manifest document of lakes written before the commit log: read as the
+/// checkpoint of its version, replaced by the log at the next commit.
+pub const MANIFEST_PATH: &str = "_dexlake/manifest.json";
+/// The manifest before the latest commit, beside [`MANIFEST_PATH`] in lakes written before the
+/// commit log.
+pub const PREVIOUS_MANIFEST_PATH: &str = "_dexlake/manifest.prev.json";
+
+/// The log entry of commit `version`.
+pub fn entry_path(version: u64) -> String {
+    format!("{LOG_DIR}/{version:020}.json")
+}
+
+/// The state part of the checkpoint at `version`.
+pub fn state_checkpoint_path(version: u64) -> String {
+    format!("{CHECKPOINT_DIR}/{version:020}.state.json")
+}
+
+/// The file-list part of the checkpoint at `version`.
+pub fn files_checkpoint_path(version: u64) -> String {
+    format!("{CHECKPOINT_DIR}/{version:020}.files.json")
+}
+
+/// The version in the name of a log entry or checkpoint file.
+pub fn version_of(path: &str) -> Option<u64> {
+    let name = path.rsplit('/').next()?;
+    let digits = name.split('.').next()?;
+    if digits.len() != 20 || name.starts_with('.') {
+        return None;
+    }
+    digits.parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,5 +240,15 @@ mod tests {
                 "{p} should not parse"
             );
         }
+    }
+
+    #[test]
+    fn temp_names_are_hidden_and_not_parquet() {
+        let t = temp_name("swaps/chain=altchain/date=2024-01-01/part-1.parquet");
+        assert_eq!(
+            t,
+            "swaps/chain=altchain/date=2024-01-01/.part-1.parquet.tmp"
+        );
+        assert!(!t.ends_with(".parquet"));
     }
 }

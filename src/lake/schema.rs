@@ -34,7 +34,8 @@ pub fn timestamp_type() -> DataType {
     DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
 }
 
-fn ts(name: &str, nullable: bool) -> Field {
+/// A timestamp column (of [`timestamp_type`]) named `name`.
+fn timestamp_field(name: &str, nullable: bool) -> Field {
     Field::new(name, timestamp_type(), nullable)
 }
 
@@ -58,8 +59,8 @@ fn list_of(item: DataType) -> DataType {
 /// Fields of the token metadata struct (interface 2.3).
 pub fn metadata_fields() -> Fields {
     Fields::from(vec![
-        ts("last_trade_at", true),
-        ts("created_at", true),
+        timestamp_field("last_trade_at", true),
+        timestamp_field("created_at", true),
         utf8("symbol", true),
         utf8("name", true),
         utf8("image", true),
@@ -175,7 +176,7 @@ pub fn record_schema(dataset: Dataset) -> SchemaRef {
             f64f("usd_amount_in", false),
             f64f("usd_amount_out", false),
             i64f("block_slot", false),
-            ts("block_time", false),
+            timestamp_field("block_time", false),
             utf8("tx_hash", false),
         ],
         Dataset::Trades => vec![
@@ -198,14 +199,14 @@ pub fn record_schema(dataset: Dataset) -> SchemaRef {
             f64f("quote_price", false),
             f64f("token_mcap", false),
             i64f("block_slot", false),
-            ts("block_time", false),
+            timestamp_field("block_time", false),
             utf8("tx_hash", false),
         ],
         Dataset::Candles => vec![
             utf8("token", true),
             utf8("pool", true),
             i64f("interval", false),
-            ts("timestamp", false),
+            timestamp_field("timestamp", false),
             f64f("open", false),
             f64f("high", false),
             f64f("low", false),
@@ -218,7 +219,7 @@ pub fn record_schema(dataset: Dataset) -> SchemaRef {
             utf8("token_address", false),
             utf8("pool_address", false),
             i64f("interval", false),
-            ts("timestamp", false),
+            timestamp_field("timestamp", false),
             f64f("usd_price", false),
             f64f("usd_volume", false),
         ],
@@ -229,8 +230,8 @@ pub fn record_schema(dataset: Dataset) -> SchemaRef {
             f64f("usd_price", false),
             i64f("block_number", true),
             i64f("block_slot", true),
-            ts("block_time", false),
-            ts("fetched_at", false),
+            timestamp_field("block_time", false),
+            timestamp_field("fetched_at", false),
         ],
         Dataset::PriceStats => {
             let mut f = vec![
@@ -243,15 +244,15 @@ pub fn record_schema(dataset: Dataset) -> SchemaRef {
             f.extend([
                 i64f("block_number", true),
                 i64f("block_slot", true),
-                ts("block_time", false),
-                ts("fetched_at", false),
+                timestamp_field("block_time", false),
+                timestamp_field("fetched_at", false),
             ]);
             f
         }
         Dataset::TokenProfiles => vec![
             i64f("chain_id", true),
-            ts("updated_at", false),
-            ts("synced_at", false),
+            timestamp_field("updated_at", false),
+            timestamp_field("synced_at", false),
             utf8("token_address", false),
             Field::new("labels", list_of(DataType::Utf8), true),
             Field::new(
@@ -263,7 +264,7 @@ pub fn record_schema(dataset: Dataset) -> SchemaRef {
             Field::new("metadata", DataType::Struct(metadata_fields()), true),
             Field::new("market", DataType::Struct(market_fields()), true),
             Field::new("metrics", DataType::Struct(metrics_fields()), true),
-            ts("fetched_at", false),
+            timestamp_field("fetched_at", false),
         ],
         Dataset::Portfolios => vec![
             utf8("wallet", false),
@@ -273,7 +274,7 @@ pub fn record_schema(dataset: Dataset) -> SchemaRef {
                 list_of(DataType::Struct(portfolio_token_fields())),
                 true,
             ),
-            ts("fetched_at", false),
+            timestamp_field("fetched_at", false),
         ],
     };
     Arc::new(Schema::new(fields))

@@ -17,9 +17,8 @@ use common::lake::{
 };
 use dexlake::Error;
 use dexlake::api::models::Swap;
-use dexlake::lake::log;
-use dexlake::lake::manifest::MANIFEST_PATH;
 use dexlake::lake::sample::Samples;
+use dexlake::lake::test_support as support;
 use dexlake::lake::{Dataset, Lake, LakeOptions, Problem, convert, docs};
 use polars::prelude::*;
 use rand::{Rng, SeedableRng};
@@ -570,7 +569,7 @@ fn scans_of_empty_datasets_have_the_full_schema() {
                 .iter()
                 .map(|n| n.to_string())
                 .collect();
-            assert_eq!(names, dexlake::lake::scan::scan_columns(d), "{d}");
+            assert_eq!(names, support::scan_columns(d), "{d}");
         }
     });
 }
@@ -650,7 +649,7 @@ fn a_writer_killed_at_random_points_leaves_a_sound_lake() {
             // `Child::kill` sends SIGKILL on Unix.
             child.kill().expect("kill child");
             child.wait().expect("reap child");
-            if root.join(dexlake::lake::manifest::JOURNAL_PATH).exists() {
+            if root.join(support::JOURNAL_PATH).exists() {
                 interrupted_commits += 1;
             }
 
@@ -699,7 +698,7 @@ fn a_hostile_journal_is_refused_and_deletes_nothing() {
         let committed = lake.manifest().expect("manifest").files.len();
         drop(lake);
 
-        let journal = root.join(dexlake::lake::manifest::JOURNAL_PATH);
+        let journal = root.join(support::JOURNAL_PATH);
         for hostile in [
             "../victim/data.txt".to_owned(),
             "swaps/../../victim/data.txt".to_owned(),
@@ -755,7 +754,7 @@ fn a_missing_or_damaged_manifest_is_refused_and_repair_rebuilds_the_same_rows() 
         );
         let committed = lake.manifest().expect("manifest");
         assert!(
-            root.join(log::entry_path(committed.version)).exists(),
+            root.join(support::entry_path(committed.version)).exists(),
             "each commit is one log entry"
         );
         let frames: Vec<DataFrame> = Dataset::ALL
@@ -774,7 +773,7 @@ fn a_missing_or_damaged_manifest_is_refused_and_repair_rebuilds_the_same_rows() 
             }
             assert!(lake.verify().expect("verify").is_ok());
         };
-        let pointer = root.join(log::LAST_CHECKPOINT_PATH);
+        let pointer = root.join(support::LAST_CHECKPOINT_PATH);
 
         // Missing: refused, by the open handle too; `verify --repair` rebuilds the same lake,
         // with the sync state read from the checkpoints and log entries left on disk.
@@ -821,7 +820,7 @@ fn a_missing_or_damaged_manifest_is_refused_and_repair_rebuilds_the_same_rows() 
                     tx.set_state("sync/other", serde_json::json!(1));
                     tx.commit().expect("commit");
                     let version = lake.manifest().expect("manifest").version;
-                    std::fs::write(root.join(log::entry_path(version)), b"{\"vers")
+                    std::fs::write(root.join(support::entry_path(version)), b"{\"vers")
                 }
             }
             .expect("damage the manifest");
@@ -871,11 +870,11 @@ fn lake_with_state(
 /// Replaces the lake's manifest by `m`, written as the single manifest document of a lake from
 /// before the commit log (which readers still accept).
 fn replace_manifest(root: &Path, m: &dexlake::lake::Manifest) {
-    for dir in [log::LOG_DIR, log::CHECKPOINT_DIR] {
+    for dir in [support::LOG_DIR, support::CHECKPOINT_DIR] {
         std::fs::remove_dir_all(root.join(dir)).expect("remove the log");
     }
-    std::fs::remove_file(root.join(log::LAST_CHECKPOINT_PATH)).expect("remove the pointer");
-    std::fs::write(root.join(MANIFEST_PATH), m.to_bytes()).expect("write manifest");
+    std::fs::remove_file(root.join(support::LAST_CHECKPOINT_PATH)).expect("remove the pointer");
+    std::fs::write(root.join(support::MANIFEST_PATH), m.to_bytes()).expect("write manifest");
 }
 
 /// Swaps `ids`, each at `day` plus `id` seconds, with `slot` as their block slot.
@@ -996,8 +995,7 @@ fn an_id_moved_to_another_day_is_stored_once_with_the_newest_answer() {
 #[test]
 fn verify_reports_an_id_stored_in_two_partitions() {
     use dexlake::lake::FileEntry;
-    use dexlake::lake::layout::data_file_name;
-    use dexlake::lake::writer::{NewFile, commit_files, encode_records};
+    use support::{NewFile, commit_files, data_file_name, encode_records};
     bounded(120, || {
         let dir = tempfile::tempdir().expect("temp dir");
         let lake = Lake::open(dir.path()).expect("open");
@@ -1033,7 +1031,7 @@ fn verify_reports_an_id_stored_in_two_partitions() {
             },
             data: data.into(),
         };
-        let commit = dexlake::lake::log::Commit {
+        let commit = support::Commit {
             version: manifest.version + 1,
             ..Default::default()
         };
@@ -1088,7 +1086,7 @@ fn verify_reports_an_id_stored_in_two_partitions() {
 
 #[test]
 fn verify_runs_while_a_writer_holds_the_lake() {
-    use dexlake::lake::manifest::Journal;
+    use support::Journal;
     bounded(60, || {
         let dir = tempfile::tempdir().expect("temp dir");
         let writer = Lake::open(dir.path()).expect("open");
@@ -1152,7 +1150,7 @@ fn the_commit_log_checkpoints_cleans_up_and_every_handle_reads_the_same_lake() {
         let _ = stale.manifest().expect("manifest");
         // Past the first checkpoint's threshold, so entries and an old checkpoint are
         // cleaned up after the second one.
-        let commits = 2 * log::MIN_TAIL_ENTRIES + 5;
+        let commits = 2 * support::MIN_TAIL_ENTRIES + 5;
         for i in 0..commits {
             let mut tx = writer.transaction().expect("transaction");
             tx.set_state(format!("job/{}", i % 7), serde_json::json!(i));
@@ -1165,16 +1163,16 @@ fn the_commit_log_checkpoints_cleans_up_and_every_handle_reads_the_same_lake() {
                 );
             }
         }
-        let last = log::last_checkpoint(writer.store())
+        let last = support::last_checkpoint(writer.store())
             .expect("pointer")
             .expect("a checkpoint was written");
-        assert!(last.version > log::MIN_TAIL_ENTRIES, "{last:?}");
+        assert!(last.version > support::MIN_TAIL_ENTRIES, "{last:?}");
         let oldest_entry = writer
             .store()
-            .list(log::LOG_DIR)
+            .list(support::LOG_DIR)
             .expect("list")
             .iter()
-            .filter_map(|p| log::version_of(p))
+            .filter_map(|p| support::version_of(p))
             .min()
             .expect("entries");
         assert!(
@@ -1226,10 +1224,10 @@ fn a_lake_with_the_single_manifest_of_earlier_versions_is_read_and_moved_to_the_
             &Samples::generate(42, 20).batches().expect("batches"),
         );
         assert!(
-            !root.join(MANIFEST_PATH).exists(),
+            !root.join(support::MANIFEST_PATH).exists(),
             "the old manifest is gone"
         );
-        assert!(root.join(log::LAST_CHECKPOINT_PATH).exists());
+        assert!(root.join(support::LAST_CHECKPOINT_PATH).exists());
         let after = Lake::open(&root)
             .expect("open")
             .manifest()
@@ -1252,7 +1250,7 @@ fn a_lake_with_the_single_manifest_of_earlier_versions_is_read_and_moved_to_the_
 
 #[test]
 fn compacting_more_files_than_the_merge_fan_in_keeps_every_row_in_sorted_bounded_files() {
-    use dexlake::lake::compact::MERGE_FAN_IN;
+    use dexlake::lake::MERGE_FAN_IN;
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
     bounded(300, || {
         let dir = tempfile::tempdir().expect("temp dir");
@@ -1397,7 +1395,7 @@ fn a_compaction_killed_part_way_leaves_the_same_rows_and_no_stray_file() {
             // `Child::kill` sends SIGKILL on Unix.
             child.kill().expect("kill child");
             child.wait().expect("reap child");
-            let journal = root.join(dexlake::lake::manifest::JOURNAL_PATH).exists();
+            let journal = root.join(support::JOURNAL_PATH).exists();
 
             let lake = Lake::open_with(&root, small_file_options()).expect("open after kill");
             let report = lake.verify().expect("verify");
@@ -1544,14 +1542,14 @@ fn a_commit_whose_version_another_writer_took_fails_cleanly_and_removes_its_file
         )
         .expect("write");
         // Meanwhile a writer that ignores the lock commits the same version: state only.
-        let rogue = log::Commit {
+        let rogue = support::Commit {
             version: before.version + 1,
             committed_at: Some(Utc::now()),
             state: BTreeMap::from([("sync/b".to_owned(), serde_json::json!(2))]),
             ..Default::default()
         };
         std::fs::write(
-            root.join(log::entry_path(before.version + 1)),
+            root.join(support::entry_path(before.version + 1)),
             serde_json::to_vec(&rogue).expect("json"),
         )
         .expect("rogue entry");

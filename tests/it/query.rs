@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use dexlake::analytics::pnl::{self, PnlQuery};
-use dexlake::analytics::search::{self as screener, Snapshot};
+use dexlake::analytics::screener::{self, ProfileSnapshot};
 use dexlake::analytics::token_metrics::{self, Window};
 use dexlake::analytics::{
     BarOptions, EventRule, EventSource, PriceStatsOptions, Selection, TimeRange,
@@ -202,7 +202,7 @@ async fn each_answer_is_the_analytics_call_it_stands_for() {
             "limit": 3
         }))
         .expect("request");
-        let expected = screener::search(lake, &request, Snapshot::Latest).expect("search");
+        let expected = screener::search(lake, &request, ProfileSnapshot::Latest).expect("search");
         let got = lake.query().search(&request).expect("query search");
         assert!(got.count > 0);
         assert_eq!(got, expected);

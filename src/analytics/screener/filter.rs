@@ -7,7 +7,7 @@ use super::invalid;
 use super::kernels::{list_contains, nested_value};
 use crate::api::profile_query::{Clause, Condition, Filter, Scalar};
 use crate::lake::Dataset;
-use crate::lake::scan::empty_frame;
+use crate::lake::read::empty_frame;
 use crate::{Error, Result};
 
 /// The chrono format of the service's timestamps (`2025-06-01T00:00:00Z`, with 3, 6 or 9

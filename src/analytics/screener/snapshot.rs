@@ -7,7 +7,7 @@ use polars::prelude::*;
 use super::ROW;
 use super::documents::{DOCUMENT_COLUMNS, datetime_of};
 use crate::api::models::ChainFamily;
-use crate::lake::scan::scan_files;
+use crate::lake::read::scan_files;
 use crate::lake::{Dataset, Lake};
 use crate::{Error, Result};
 

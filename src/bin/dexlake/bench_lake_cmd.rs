@@ -23,9 +23,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use chrono::{DateTime, NaiveDate, Utc};
 use clap::Args;
-use dexlake::lake::layout::data_file_name;
 use dexlake::lake::schema::SCHEMA_VERSION;
-use dexlake::lake::writer::{NewFile, commit_files, encode_records};
+use dexlake::lake::test_support::{Commit, NewFile, commit_files, data_file_name, encode_records};
 use dexlake::lake::{ChainFamily, Dataset, FileEntry, Lake, Partition, convert};
 use dexlake::sim::{Scale, SyntheticMarket};
 
@@ -182,7 +181,7 @@ pub fn run(_global: &Global, args: BenchLakeArgs) -> anyhow::Result<ExitCode> {
                     });
                 }
                 files += new.len();
-                let commit = dexlake::lake::log::Commit {
+                let commit = Commit {
                     version,
                     ..Default::default()
                 };

@@ -11,7 +11,7 @@ use chrono::{Duration as ChronoDuration, TimeZone, Utc};
 use dexlake::api::models::{Swap, SwapType};
 use dexlake::lake::sample::Samples;
 use dexlake::lake::schema::record_schema;
-use dexlake::lake::writer::encode_parquet;
+use dexlake::lake::test_support::encode_parquet;
 use dexlake::lake::{Dataset, Lake, LakeOptions, convert};
 use polars::prelude::*;
 

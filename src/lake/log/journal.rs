@@ -1,140 +1,16 @@
-//! The manifest: which files are committed, plus the sync layer's bookkeeping, and the
-//! journal that makes a commit atomic. How the manifest is stored (a commit log with
-//! checkpoints, so that a commit costs the same whatever the size of the lake) is in
-//! [`log`].
-//!
-//! A commit runs in this order, under the writer lock:
-//! 1. `journal.json` is written, naming the files the commit adds and removes;
-//! 2. each new data file is written to a hidden temporary name, synced and renamed into place;
-//! 3. the commit's log entry `_dexlake/log/<version>.json` is written (atomically): the commit
-//!    point;
-//! 4. files the commit removed (by compaction) are deleted, then the journal;
-//! 5. now and then, a checkpoint of the whole manifest is written after the entry.
-//!
-//! Recovery (the next writer, or a `verify` that finds the lock free) reads the journal: if the
-//! log already holds the commit, it finishes step 4; otherwise it deletes the files the
-//! commit had added. Either way no file outside the manifest remains. A journal naming anything but data files of the layout is
-//! refused before anything is deleted.
-//!
-//! A manifest that is missing while data folders hold files, or any part of it that does not
-//! parse, is refused on load; [`Lake::repair`](super::Lake::repair) (`dexlake verify
-//! --repair`) rebuilds it from the files on disk (see [`repair`](super::repair)).
-//!
-//! [`Lake::scan`](super::Lake::scan) reads only committed files. Readers that glob the folders
-//! (DuckDB, polars, pyarrow) see a commit's new files from step 2 on, a moment before the
-//! commit point, and after a crash until the next writer, `verify` or `Lake::open` cleans up;
-//! they never see a partial file. A compaction's replaced files stay on disk between steps 3 and
-//! 4, so a glob reader racing a compaction can count those rows twice: compact when nothing
-//! else reads the lake, or read the committed file list (`docs/datasets.md`). A `Lake::scan`
-//! planned before a compaction can fail to find a replaced file; scanning again reads the new
-//! manifest.
+//! The journal of a commit in progress, and the recovery that reads it after a crash: the
+//! journal names every file a commit adds and removes before any of them is written, so the
+//! next writer can finish or undo what an interrupted commit left (see the order of a commit
+//! in the folder's [`mod.rs`](super)).
 
-use std::collections::BTreeMap;
-
-use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::Dataset;
-use super::layout::Partition;
-use super::log::{self, Snapshot};
-use super::store::{Store, check_path, temp_name};
+use super::Manifest;
+use crate::lake::Store;
+use crate::lake::layout::{
+    JOURNAL_PATH, LAST_CHECKPOINT_PATH, Partition, check_path, entry_path, temp_name,
+};
 use crate::{Error, Result};
-
-/// Folder of the lake's own files; it never holds a `.parquet` file.
-pub const META_DIR: &str = "_dexlake";
-/// The single manifest document of lakes written before the commit log: read as the
-/// checkpoint of its version, replaced by the log at the next commit.
-pub const MANIFEST_PATH: &str = "_dexlake/manifest.json";
-/// The manifest before the latest commit, beside [`MANIFEST_PATH`] in lakes written before the
-/// commit log.
-pub const PREVIOUS_MANIFEST_PATH: &str = "_dexlake/manifest.prev.json";
-/// The journal of the commit in progress, relative to the lake root.
-pub const JOURNAL_PATH: &str = "_dexlake/journal.json";
-/// The writer lock file, relative to the lake root.
-pub const LOCK_PATH: &str = "_dexlake/lock";
-/// Version of the manifest's own format.
-pub const MANIFEST_FORMAT_VERSION: u32 = 1;
-
-/// One committed data file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FileEntry {
-    /// The dataset the file belongs to.
-    pub dataset: Dataset,
-    /// Number of rows.
-    pub rows: u64,
-    /// Size in bytes.
-    pub bytes: u64,
-    /// Smallest value of the dataset's time column in the file.
-    pub min_time: DateTime<Utc>,
-    /// Largest value of the dataset's time column in the file.
-    pub max_time: DateTime<Utc>,
-    /// Schema version the file was written with.
-    pub schema_version: u32,
-    /// Smallest `id` in the file, in datasets whose `id` is unique across partitions
-    /// ([`Dataset::id_column`]). Writes read only the files whose id range meets theirs;
-    /// `None` in other datasets and in entries of older manifests (such files are always read).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub min_id: Option<i64>,
-    /// Largest `id` in the file; see [`min_id`](Self::min_id).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_id: Option<i64>,
-}
-
-/// The committed state of the lake.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Manifest {
-    /// Format of this document.
-    pub format_version: u32,
-    /// Number of commits so far; 0 for an empty lake.
-    pub version: u64,
-    /// Time of the latest commit.
-    pub committed_at: Option<DateTime<Utc>>,
-    /// Committed data files by path relative to the lake root.
-    pub files: BTreeMap<String, FileEntry>,
-    /// Sync bookkeeping (cursors, covered ranges), committed with the data.
-    pub state: BTreeMap<String, serde_json::Value>,
-}
-
-impl Manifest {
-    /// Reads the newest committed manifest, files included (see [`log`]); a lake
-    /// without one is empty.
-    ///
-    /// Refused with [`Error::Lake`], pointing at `dexlake verify --repair`: a missing manifest
-    /// while data folders hold files (reading on would count every row twice, or fetch it all
-    /// again), and a part of it that does not parse (truncated or garbage).
-    pub fn load(store: &dyn Store) -> Result<Manifest> {
-        let snap = Snapshot::read(store, true)?;
-        Ok(std::sync::Arc::unwrap_or_clone(snap.manifest))
-    }
-
-    /// Parses a manifest document (the single manifest of lakes written before the log).
-    pub fn parse(bytes: &[u8]) -> std::result::Result<Manifest, serde_json::Error> {
-        serde_json::from_slice(bytes)
-    }
-
-    /// The manifest as one JSON document.
-    pub fn to_bytes(&self) -> Vec<u8> {
-        serde_json::to_vec_pretty(self)
-            .expect("a manifest of strings, numbers and JSON values always serialises")
-    }
-
-    /// Committed files of one dataset, in path order.
-    pub fn files_of(&self, dataset: Dataset) -> impl Iterator<Item = (&String, &FileEntry)> {
-        self.files_under(format!("{}/", dataset.name()))
-    }
-
-    /// Committed files of one partition, in path order (a range of the sorted file list, so
-    /// its cost does not grow with the rest of the lake).
-    pub fn files_in(&self, partition: &Partition) -> impl Iterator<Item = (&String, &FileEntry)> {
-        self.files_under(format!("{}/", partition.dir()))
-    }
-
-    fn files_under(&self, prefix: String) -> impl Iterator<Item = (&String, &FileEntry)> {
-        self.files
-            .range(prefix.clone()..)
-            .take_while(move |(p, _)| p.starts_with(&prefix))
-    }
-}
 
 /// The intent of a commit in progress.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -177,17 +53,6 @@ impl Recovery {
     pub fn is_empty(&self) -> bool {
         self.rolled_back.is_empty() && self.finished.is_empty() && self.temps.is_empty()
     }
-}
-
-/// Datasets whose folder holds at least one file, in documentation order.
-pub fn datasets_with_files(store: &dyn Store) -> Result<Vec<Dataset>> {
-    let mut out = Vec::new();
-    for dataset in Dataset::ALL {
-        if !store.list(dataset.name())?.is_empty() {
-            out.push(dataset);
-        }
-    }
-    Ok(out)
 }
 
 /// Reads the journal of an interrupted commit, if there is one, refusing one that names
@@ -243,7 +108,7 @@ pub fn recover(store: &dyn Store) -> Result<Recovery> {
         // Other writers may be at work: nothing of theirs is touched.
         return Ok(rec);
     }
-    for meta in [JOURNAL_PATH, log::LAST_CHECKPOINT_PATH] {
+    for meta in [JOURNAL_PATH, LAST_CHECKPOINT_PATH] {
         delete_if_present(store, &temp_name(meta), &mut rec.temps)?;
     }
     let Some(journal) = read_journal(store)? else {
@@ -253,7 +118,7 @@ pub fn recover(store: &dyn Store) -> Result<Recovery> {
     // The entry of the interrupted commit, half written.
     delete_if_present(
         store,
-        &temp_name(&log::entry_path(manifest.version + 1)),
+        &temp_name(&entry_path(manifest.version + 1)),
         &mut rec.temps,
     )?;
     for path in journal.add.iter().chain(&journal.remove) {
@@ -279,7 +144,11 @@ pub fn recover(store: &dyn Store) -> Result<Recovery> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lake::store::LocalStore;
+    use crate::lake::Dataset;
+    use crate::lake::LocalStore;
+    use crate::lake::layout::entry_path;
+    use crate::lake::log::{FileEntry, commit_log};
+    use chrono::DateTime;
 
     fn entry() -> FileEntry {
         FileEntry {
@@ -303,7 +172,7 @@ mod tests {
         let mut m = Manifest::load(&store).expect("empty manifest");
         m.version = 1;
         m.files.insert(kept.into(), entry());
-        log::start_over(&store, &m).expect("manifest");
+        commit_log::start_over(&store, &m).expect("manifest");
         store.put(kept, b"PAR1").expect("put");
         Journal {
             version: 2,
@@ -314,7 +183,7 @@ mod tests {
         .expect("journal");
         store.put(added, b"PAR1").expect("put");
         store
-            .put(&temp_name(&log::entry_path(2)), b"{")
+            .put(&temp_name(&entry_path(2)), b"{")
             .expect("half log entry");
 
         let rec = recover(&store).expect("recover");
@@ -339,7 +208,7 @@ mod tests {
         let mut m = Manifest::load(&store).expect("empty manifest");
         m.version = 3;
         m.files.insert(new.into(), entry());
-        log::start_over(&store, &m).expect("manifest");
+        commit_log::start_over(&store, &m).expect("manifest");
         store.put(old, b"PAR1").expect("put");
         store.put(new, b"PAR1").expect("put");
         Journal {

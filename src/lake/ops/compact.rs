@@ -4,7 +4,7 @@
 //! its dataset's order (time, then natural key: the order of the writer's `sort_batch`), so a
 //! partition is compacted by a k-way merge of its small files, each read a few thousand rows
 //! at a time, and the merged rows are streamed through a Parquet writer into files on disk,
-//! a new file starting every [`max_rows_per_file`](super::LakeOptions::max_rows_per_file) rows.
+//! a new file starting every [`max_rows_per_file`](crate::lake::LakeOptions::max_rows_per_file) rows.
 //! At most [`MERGE_FAN_IN`] files are merged at once: a partition with more files is first
 //! merged in groups into intermediate runs (temporary files, merged again and deleted), so
 //! memory holds at most that many read batches plus the row group being encoded. Partitions
@@ -28,13 +28,14 @@ use arrow::row::{OwnedRow, Row, RowConverter, Rows, SortField};
 use chrono::{DateTime, Utc};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReader;
 
-use super::file::{FileWriter, read_batches};
-use super::layout::{Partition, data_file_name};
-use super::manifest::{self, FileEntry, Journal, Manifest};
-use super::schema::{self, SCHEMA_VERSION};
-use super::store::temp_name;
-use super::writer::{FileData, NewFile, commit_files, id_range, time_range};
-use super::{Dataset, Lake};
+use crate::lake::layout::{Partition, data_file_name, temp_name};
+use crate::lake::log::{self, FileEntry, Journal, Manifest};
+use crate::lake::read::read_batches;
+use crate::lake::schema::{self, SCHEMA_VERSION};
+use crate::lake::write::FileWriter;
+use crate::lake::write::batch::{id_range, time_range};
+use crate::lake::write::writer::{FileData, NewFile, commit_files};
+use crate::lake::{Dataset, Lake};
 use crate::{Error, Result};
 
 /// Most files merged at once. Memory holds one read batch of each, so this bounds the memory
@@ -163,7 +164,7 @@ fn compact_once(
 ) -> Result<CompactReport> {
     let fan_in = fan_in.max(2);
     let _lock = lake.lock()?;
-    manifest::recover(lake.store())?;
+    log::recover(lake.store())?;
     let current = lake.snapshot()?;
     let plans = plan(lake, &current, keep, below, fan_in)?;
     let mut report = CompactReport::default();
@@ -180,7 +181,7 @@ fn compact_once(
                 // The journal names every file written so far. The error that stopped the
                 // compaction is the one to report; a failing cleanup is retried by the next
                 // writer's recovery.
-                let _ = manifest::recover(lake.store());
+                let _ = log::recover(lake.store());
                 return Err(e);
             }
         };
@@ -192,10 +193,10 @@ fn compact_once(
         added.extend(files);
         removed.extend(plan.inputs);
     }
-    let commit = super::log::Commit {
+    let commit = log::Commit {
         version: current.version + 1,
-        operation: Some(super::log::COMPACT.to_owned()),
-        ..super::log::Commit::default()
+        operation: Some(log::COMPACT.to_owned()),
+        ..log::Commit::default()
     };
     drop(current);
     commit_files(lake, commit, added, removed)?;
@@ -644,7 +645,7 @@ fn merge(
 mod tests {
     use super::*;
     use crate::lake::sample::Samples;
-    use crate::lake::writer::sort_batch;
+    use crate::lake::write::batch::sort_batch;
     use arrow::array::UInt32Array;
     use arrow::compute::{concat_batches, take_record_batch};
 
@@ -688,7 +689,7 @@ mod tests {
             .map(|p| {
                 (
                     p.clone(),
-                    crate::lake::file::read_file(lake, p).expect("read"),
+                    crate::lake::read::read_file(lake, p).expect("read"),
                 )
             })
             .collect()
@@ -744,7 +745,7 @@ mod tests {
                 }
                 let entry = &manifest.files[path];
                 assert_eq!(entry.rows, batch.num_rows() as u64);
-                let meta = crate::lake::file::open(&lake, path).expect("open");
+                let meta = crate::lake::read::open(&lake, path).expect("open");
                 let groups: Vec<i64> = meta
                     .metadata()
                     .row_groups()
@@ -789,13 +790,13 @@ mod tests {
         let manifest = lake.manifest().expect("manifest");
         // Replace one committed file by its rows in reverse order.
         let path = manifest.files.keys().next().expect("a file").clone();
-        let batch = crate::lake::file::read_file(&lake, &path).expect("read");
+        let batch = crate::lake::read::read_file(&lake, &path).expect("read");
         let n = batch.num_rows() as u32;
         let reversed =
             take_record_batch(&batch, &UInt32Array::from((0..n).rev().collect::<Vec<_>>()))
                 .expect("reverse");
-        let data =
-            crate::lake::file::encode_parquet(Dataset::Swaps, &reversed, 1024, 3).expect("encode");
+        let data = crate::lake::parquet::encode_parquet(Dataset::Swaps, &reversed, 1024, 3)
+            .expect("encode");
         lake.store().put(&path, &data).expect("put");
 
         let err = compact_where(&lake, |_| true, lake.options().compact_below_rows as u64, 2)
@@ -864,7 +865,7 @@ mod tests {
             assert!(
                 reopened
                     .store()
-                    .head(manifest::JOURNAL_PATH)
+                    .head(crate::lake::layout::JOURNAL_PATH)
                     .expect("head")
                     .is_none()
             );

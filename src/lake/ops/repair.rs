@@ -22,12 +22,11 @@ use chrono::Utc;
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-use super::layout::Partition;
-use super::log;
-use super::manifest::{self, FileEntry, MANIFEST_FORMAT_VERSION, Manifest};
-use super::schema::{DATASET_KEY, SCHEMA_VERSION_KEY};
-use super::writer::time_range;
-use super::{Dataset, Lake};
+use crate::lake::layout::Partition;
+use crate::lake::log::{self, FileEntry, MANIFEST_FORMAT_VERSION, Manifest};
+use crate::lake::schema::{DATASET_KEY, SCHEMA_VERSION_KEY};
+use crate::lake::write::batch::time_range;
+use crate::lake::{Dataset, Lake};
 use crate::{Error, Result};
 
 /// What [`Lake::repair`] did.
@@ -63,7 +62,7 @@ pub(crate) fn repair(lake: &Lake) -> Result<RepairReport> {
         });
     }
     // Files an interrupted compaction had replaced hold rows its new files also hold.
-    let journal = manifest::read_journal(store)?;
+    let journal = log::read_journal(store)?;
     let replaced: BTreeSet<&String> = journal.iter().flat_map(|j| &j.remove).collect();
     let salvaged = log::salvage_state(store);
 
@@ -108,7 +107,7 @@ pub(crate) fn repair(lake: &Lake) -> Result<RepairReport> {
     // A new base, newer than anything the damaged log names; the damaged parts stay on disk
     // until a later checkpoint's clean-up.
     log::start_over(store, &manifest)?;
-    manifest::clear_journal(store)?;
+    log::clear_journal(store)?;
     report.version = manifest.version;
     report.files = manifest.files.len();
     report.rows = rows_of(&manifest);

@@ -11,10 +11,9 @@ use std::sync::Arc;
 use arrow::record_batch::RecordBatch;
 use polars::prelude::*;
 
-use super::manifest::Manifest;
-use super::schema::{self, hive_columns};
-use super::writer::encode_parquet;
-use super::{Dataset, Lake};
+use crate::lake::parquet::encode_parquet;
+use crate::lake::schema::{self, hive_columns};
+use crate::lake::{Dataset, Lake, Manifest};
 use crate::{Error, Result};
 
 fn hive_dtype(name: &str) -> DataType {
@@ -26,7 +25,7 @@ fn hive_dtype(name: &str) -> DataType {
 }
 
 /// The polars schema of the hive columns of `dataset`.
-pub fn hive_schema(dataset: Dataset) -> Schema {
+fn hive_schema(dataset: Dataset) -> Schema {
     hive_columns(dataset)
         .into_iter()
         .map(|n| Field::new(n.into(), hive_dtype(n)))

@@ -3,14 +3,13 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 
-use super::file;
-use super::layout::Partition;
-use super::manifest::{self, Manifest, Recovery};
-use super::schema::{self, SCHEMA_VERSION, SCHEMA_VERSION_KEY};
-use super::store::temp_name;
-use super::writer::encode_keys;
-use super::{Dataset, Lake};
 use crate::Result;
+use crate::lake::layout::{self, Partition, temp_name};
+use crate::lake::log::{self, Manifest, Recovery};
+use crate::lake::read;
+use crate::lake::schema::{self, SCHEMA_VERSION, SCHEMA_VERSION_KEY};
+use crate::lake::write::batch::encode_keys;
+use crate::lake::{Dataset, Lake};
 
 /// One thing wrong with the lake.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -141,7 +140,7 @@ fn check_file(
     dataset: Dataset,
     problems: &mut Vec<Problem>,
 ) -> Option<u64> {
-    let builder = match file::open(lake, path) {
+    let builder = match read::open(lake, path) {
         Ok(b) => b,
         Err(e) => {
             problems.push(Problem::UnreadableFile {
@@ -191,7 +190,7 @@ const VERIFY_ATTEMPTS: usize = 5;
 pub fn verify(lake: &Lake) -> Result<VerifyReport> {
     let recovery = match lake.try_lock()? {
         Some(lock) => {
-            let recovery = manifest::recover(lake.store())?;
+            let recovery = log::recover(lake.store())?;
             drop(lock);
             recovery
         }
@@ -215,7 +214,7 @@ pub fn verify(lake: &Lake) -> Result<VerifyReport> {
 /// The data files of a commit in progress (and their temporary names), which a verify that does
 /// not hold the writer lock must not report as untracked.
 fn in_progress(lake: &Lake) -> Result<HashSet<String>> {
-    let journal = manifest::read_journal(lake.store())?;
+    let journal = log::read_journal(lake.store())?;
     Ok(journal
         .iter()
         .flat_map(|j| j.add.iter().chain(&j.remove))
@@ -249,7 +248,7 @@ fn check(lake: &Lake, manifest: &Manifest) -> Result<VerifyReport> {
     } else {
         report.unreferenced.extend(untracked);
     }
-    for path in lake.store().list(manifest::META_DIR)? {
+    for path in lake.store().list(layout::META_DIR)? {
         if path.ends_with(".parquet") {
             problems.push(Problem::UntrackedFile { path });
         }
@@ -295,7 +294,7 @@ fn check(lake: &Lake, manifest: &Manifest) -> Result<VerifyReport> {
                 file: rows,
             });
         }
-        match file::read_columns(lake, path, entry.dataset.key_columns())
+        match read::read_columns(lake, path, entry.dataset.key_columns())
             .and_then(|b| encode_keys(entry.dataset, &b))
         {
             Ok(keys) => {

@@ -1,38 +1,6 @@
-//! The commit log under `<lake>/_dexlake/`: how the [`Manifest`] is stored so that a commit
-//! and a state read cost the same whatever the number of files in the lake.
-//!
-//! ```text
-//! _dexlake/log/00000000000000000042.json            one commit: files added and removed, state set
-//! _dexlake/checkpoint/00000000000000000040.state.json   the sync state as of commit 40
-//! _dexlake/checkpoint/00000000000000000040.files.json   the committed files as of commit 40
-//! _dexlake/_last_checkpoint.json                     which checkpoint is the newest
-//! ```
-//!
-//! - **A commit** writes one small log entry, `log/<version>.json`, atomically and only if no
-//!   entry of that version exists ([`Store::put_new`]): the commit point. Its size depends on
-//!   what the commit changes, never on the size of the lake. Writers take the lake's lock, so
-//!   the entry is normally free; when it is not (a writer that ignored the lock), the commit
-//!   fails with [`Error::CommitConflict`] instead of replacing the other's.
-//! - **Reading** starts from the newest checkpoint and applies the entries after it in version
-//!   order, stopping at the first version that has no entry. A reader that already holds a
-//!   version (every [`Lake`](super::Lake) handle keeps the last one it read, shared by its
-//!   clones) only asks whether the next entry exists, and applies it if so.
-//! - **The state alone** (cursors, covered ranges) is read from the checkpoint's small
-//!   `.state.json` and the entries after it, without the file list, so a job reading its
-//!   sync state in a fresh process pays for the state and at most [`MAX_TAIL_ENTRIES`]
-//!   entries, not for the files.
-//! - **Checkpoints** are written after a commit once the entries since the last checkpoint
-//!   number at least [`MIN_TAIL_ENTRIES`] and weigh at least a sixteenth of the file list, or
-//!   number [`MAX_TAIL_ENTRIES`]. Writing a checkpoint costs the size of the lake, but
-//!   happens at most once per that many bytes of log, so its cost per commit stays flat; a
-//!   cold read never applies more than [`MAX_TAIL_ENTRIES`] entries.
-//! - **Clean-up**: after a checkpoint, the entries and checkpoints older than the previous
-//!   checkpoint are deleted; the previous one is kept so that `verify --repair` can take the
-//!   sync state from it when the newest is damaged.
-//!
-//! Lakes written before the log existed hold a single `_dexlake/manifest.json`; it is read as
-//! the checkpoint of its version, and the first commit turns it into a real checkpoint and
-//! removes it.
+//! The log's entries and checkpoints, and [`ManifestView`], the manifest as a reader holds it:
+//! read from the newest checkpoint and the entries after it, caught up entry by entry, and
+//! extended by a commit.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -40,18 +8,14 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::manifest::{
-    self, FileEntry, MANIFEST_FORMAT_VERSION, MANIFEST_PATH, Manifest, PREVIOUS_MANIFEST_PATH,
+use super::manifest::{self, FileEntry, MANIFEST_FORMAT_VERSION, Manifest};
+use crate::lake::Store;
+use crate::lake::layout::{
+    CHECKPOINT_DIR, LAST_CHECKPOINT_PATH, LOG_DIR, MANIFEST_PATH, PREVIOUS_MANIFEST_PATH,
+    check_path, entry_path, files_checkpoint_path, state_checkpoint_path, version_of,
 };
-use super::store::{Store, check_path};
 use crate::{Error, Result};
 
-/// Folder of the log entries.
-pub const LOG_DIR: &str = "_dexlake/log";
-/// Folder of the checkpoints.
-pub const CHECKPOINT_DIR: &str = "_dexlake/checkpoint";
-/// Names the newest checkpoint.
-pub const LAST_CHECKPOINT_PATH: &str = "_dexlake/_last_checkpoint.json";
 /// A checkpoint is not written before this many entries follow the last one.
 pub const MIN_TAIL_ENTRIES: u64 = 100;
 /// A checkpoint is always written once this many entries follow the last one.
@@ -59,21 +23,6 @@ pub const MAX_TAIL_ENTRIES: u64 = 2_000;
 
 /// The [`Commit::operation`] of a compaction.
 pub const COMPACT: &str = "compact";
-
-/// The log entry of commit `version`.
-pub fn entry_path(version: u64) -> String {
-    format!("{LOG_DIR}/{version:020}.json")
-}
-
-/// The state part of the checkpoint at `version`.
-pub fn state_checkpoint_path(version: u64) -> String {
-    format!("{CHECKPOINT_DIR}/{version:020}.state.json")
-}
-
-/// The file-list part of the checkpoint at `version`.
-pub fn files_checkpoint_path(version: u64) -> String {
-    format!("{CHECKPOINT_DIR}/{version:020}.files.json")
-}
 
 /// One commit of the log.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -142,7 +91,7 @@ enum Base {
 
 /// The manifest as of one version, as a reader holds it.
 #[derive(Debug, Clone)]
-pub struct Snapshot {
+pub struct ManifestView {
     /// The manifest; its `files` are empty unless [`has_files`](Self::has_files).
     pub manifest: std::sync::Arc<Manifest>,
     /// Whether the file list was read.
@@ -233,19 +182,19 @@ pub fn read_entry(store: &dyn Store, version: u64) -> Result<Option<(Commit, u64
     Ok(Some((commit, bytes.len() as u64)))
 }
 
-impl Snapshot {
+impl ManifestView {
     /// Reads the lake's manifest: the newest checkpoint and the entries after it. Without
     /// `files`, only the state is read.
     ///
     /// Refused with [`Error::Lake`], pointing at `dexlake verify --repair`: no manifest while
     /// data folders hold files, and any part that does not parse.
-    pub fn read(store: &dyn Store, files: bool) -> Result<Snapshot> {
-        let mut snap = Snapshot::read_base(store, files)?;
+    pub fn read(store: &dyn Store, files: bool) -> Result<ManifestView> {
+        let mut snap = ManifestView::read_base(store, files)?;
         snap.catch_up(store)?;
         Ok(snap)
     }
 
-    fn read_base(store: &dyn Store, files: bool) -> Result<Snapshot> {
+    fn read_base(store: &dyn Store, files: bool) -> Result<ManifestView> {
         let (manifest, base) = match last_checkpoint(store)? {
             Some(last) => {
                 let path = state_checkpoint_path(last.version);
@@ -289,7 +238,7 @@ impl Snapshot {
                 (m, Base::Empty)
             }
         };
-        Ok(Snapshot {
+        Ok(ManifestView {
             manifest: std::sync::Arc::new(manifest),
             has_files: files,
             base,
@@ -319,7 +268,7 @@ impl Snapshot {
                         None => matches!(self.base, Base::Checkpoint(_)),
                     };
                     if stale {
-                        *self = Snapshot::read(store, self.has_files)?;
+                        *self = ManifestView::read(store, self.has_files)?;
                     }
                     return Ok(());
                 }
@@ -448,16 +397,6 @@ fn clean_before(store: &dyn Store, keep: u64) -> Result<()> {
     Ok(())
 }
 
-/// The version in the name of a log entry or checkpoint file.
-pub fn version_of(path: &str) -> Option<u64> {
-    let name = path.rsplit('/').next()?;
-    let digits = name.split('.').next()?;
-    if digits.len() != 20 || name.starts_with('.') {
-        return None;
-    }
-    digits.parse().ok()
-}
-
 /// The newest version any file of the log names (entries and checkpoints, readable or not).
 pub fn newest_named_version(store: &dyn Store) -> Result<u64> {
     let mut newest = 0;
@@ -473,7 +412,7 @@ pub fn newest_named_version(store: &dyn Store) -> Result<u64> {
 /// be newer than every version the log names) and points at it. Used by `verify --repair` and
 /// to create an empty lake.
 pub fn start_over(store: &dyn Store, manifest: &Manifest) -> Result<()> {
-    let mut snap = Snapshot {
+    let mut snap = ManifestView {
         manifest: std::sync::Arc::new(manifest.clone()),
         has_files: true,
         base: Base::Empty,

@@ -1,103 +1,12 @@
-//! File access of the lake behind one small interface, shaped like the `object_store` crate
-//! (put, get, list, rename, delete on `/`-separated relative paths): [`LocalStore`] for a
-//! folder, [`ObjectStoreLake`](super::object::ObjectStoreLake) for `s3://` roots. The writer,
-//! the log and the analytics never know which.
+//! [`LocalStore`]: the lake's files in a folder of the local file system.
 
-use std::fmt::Debug;
 use std::fs::{self, File};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::Dataset;
-use super::manifest::META_DIR;
+use super::Store;
+use crate::lake::layout::{check_path, temp_name};
 use crate::{Error, Result};
-
-/// Storage of the lake's files. Paths are relative to the lake root and use `/`.
-///
-/// Invariant: only the holder of the lake's writer lock calls the mutating methods, so the
-/// temporary names used by [`Store::put`] never collide.
-///
-/// Invariant: every method that takes a path refuses one that [`check_path`] refuses, so no
-/// file outside the lake's layout is ever read, written or deleted through a store.
-pub trait Store: Debug + Send + Sync {
-    /// Writes `data` to `path` atomically and durably: readers see either no file or the whole
-    /// file, never a prefix, and the file survives a crash once this returns.
-    fn put(&self, path: &str, data: &[u8]) -> Result<()>;
-    /// Writes `data` to `path` only if no file is there, atomically and durably like
-    /// [`put`](Store::put): `Ok(false)` (and nothing written) when `path` exists. A commit
-    /// point written this way cannot replace another writer's (on an object store, a
-    /// conditional create).
-    fn put_new(&self, path: &str, data: &[u8]) -> Result<bool>;
-    /// Reads the whole file.
-    fn get(&self, path: &str) -> Result<Vec<u8>>;
-    /// Opens a file for reading by ranges, so that a Parquet reader holds only the pages it
-    /// decodes instead of the whole file. (An object store downloads the object to an
-    /// anonymous local file first: one request, and memory stays bounded.)
-    fn open_read(&self, path: &str) -> Result<File>;
-    /// Creates (or truncates) the [temporary file](temp_name) of `path` for a writer that
-    /// streams a file too large to hold in memory, creating missing folders durably. The writer
-    /// syncs the file when done; a [`rename`](Store::rename) from the temporary name puts it in
-    /// place, as [`put`](Store::put) would.
-    fn create_temp(&self, path: &str) -> Result<File>;
-    /// Size in bytes of the file, or `None` if it does not exist.
-    fn head(&self, path: &str) -> Result<Option<u64>>;
-    /// Every file under `prefix` (recursively), as relative paths, sorted.
-    fn list(&self, prefix: &str) -> Result<Vec<String>>;
-    /// Renames `from` to `to` atomically, replacing `to`.
-    fn rename(&self, from: &str, to: &str) -> Result<()>;
-    /// Deletes a file; deleting a missing file is not an error.
-    fn delete(&self, path: &str) -> Result<()>;
-    /// The location readers (polars, DuckDB) open for `path`: a local path or a URL.
-    fn location(&self, path: &str) -> PathBuf;
-    /// Whether writers of this store serialise on a lock file (local folders). Without one
-    /// (object stores), writers run side by side and the conditional create of
-    /// [`put_new`](Store::put_new) alone decides which commit takes a version, so nothing may
-    /// assume one writer at a time: no shared journal, no clean-up of other writers' files.
-    fn has_writer_lock(&self) -> bool {
-        true
-    }
-}
-
-/// Checks that `path` is a path of the lake's layout: relative, `/`-separated, without empty,
-/// `.` or `..` segments, backslashes or NUL bytes, and under a dataset folder or `_dexlake/`.
-/// The empty path (the root) is accepted only as a prefix of [`Store::list`].
-pub fn check_path(path: &str) -> Result<()> {
-    let refuse = |why: &str| {
-        Err(Error::Lake {
-            path: PathBuf::from(path),
-            message: format!("refused: {why}"),
-        })
-    };
-    if path.is_empty() {
-        return refuse("an empty path");
-    }
-    if path.starts_with('/') {
-        return refuse("an absolute path; lake paths are relative to the lake root");
-    }
-    if path.contains(['\\', '\0']) {
-        return refuse("a backslash or NUL byte in a lake path");
-    }
-    if path
-        .split('/')
-        .any(|s| s.is_empty() || s == "." || s == "..")
-    {
-        return refuse("an empty, `.` or `..` segment; lake paths never leave their folder");
-    }
-    let top = path.split('/').next().unwrap_or_default();
-    if top != META_DIR && !Dataset::ALL.iter().any(|d| d.name() == top) {
-        return refuse("not under a dataset folder or `_dexlake/`");
-    }
-    Ok(())
-}
-
-/// The name [`Store::put`] writes to before renaming: hidden and not ending in `.parquet`, so
-/// that `**/*.parquet` globs of DuckDB, polars and pyarrow never pick it up.
-pub fn temp_name(path: &str) -> String {
-    match path.rsplit_once('/') {
-        Some((dir, name)) => format!("{dir}/.{name}.tmp"),
-        None => format!(".{path}.tmp"),
-    }
-}
 
 /// A [`Store`] on the local file system.
 #[derive(Debug, Clone)]
@@ -354,16 +263,6 @@ mod tests {
         ] {
             check_path(good).expect(good);
         }
-    }
-
-    #[test]
-    fn temp_names_are_hidden_and_not_parquet() {
-        let t = temp_name("swaps/chain=altchain/date=2024-01-01/part-1.parquet");
-        assert_eq!(
-            t,
-            "swaps/chain=altchain/date=2024-01-01/.part-1.parquet.tmp"
-        );
-        assert!(!t.ends_with(".parquet"));
     }
 
     #[test]

@@ -1,25 +1,27 @@
-//! Writing: check, split by partition, drop duplicate keys, sort, encode, commit atomically.
+//! Writing: from staged batches to the files of a commit (split by partition, drop or replace
+//! committed keys and moved ids, encode), and the commit of those files under the journal.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
-use arrow::compute::{
-    SortColumn, SortOptions, concat_batches, lexsort_to_indices, take_record_batch,
-};
+use arrow::array::{Array, AsArray, RecordBatch};
+use arrow::compute::{concat_batches, take_record_batch};
 use arrow::datatypes::{Int64Type, TimestampMicrosecondType};
 use arrow::row::{RowConverter, SortField};
 use bytes::Bytes;
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::Utc;
 
-pub use super::file::encode_parquet;
-use super::file::{read_columns, read_file};
-use super::ids::IdIndex;
-use super::layout::{Partition, data_file_name};
-use super::manifest::{FileEntry, Journal, Manifest};
-use super::schema::{self, SCHEMA_VERSION};
-use super::store::temp_name;
-use super::{Dataset, Lake};
+use super::IdIndex;
+use super::batch::{
+    arrow_err, column, encode_keys, id_range, key_columns, key_converter, micros_to_time,
+    partition_rows, sort_batch, time_range, to_file_batch,
+};
 use crate::api::models::ChainFamily;
+use crate::lake::layout::{Partition, data_file_name, temp_name};
+use crate::lake::log::{Commit, FileEntry, Journal, Manifest, clear_journal};
+use crate::lake::parquet::encode_parquet;
+use crate::lake::read::{read_columns, read_file};
+use crate::lake::schema::SCHEMA_VERSION;
+use crate::lake::{Dataset, Lake};
 use crate::{Error, Result};
 
 /// Default rows per row group, chosen by measurement (`cargo bench --bench convert`, group
@@ -44,9 +46,9 @@ pub struct NewFile {
 /// Where the bytes of a [`NewFile`] are.
 #[derive(Debug, Clone)]
 pub enum FileData {
-    /// In memory: the commit [puts](super::Store::put) them.
+    /// In memory: the commit [puts](crate::lake::Store::put) them.
     Encoded(Bytes),
-    /// Already written and synced under the file's [temporary name](super::store::temp_name)
+    /// Already written and synced under the file's [temporary name](crate::lake::layout::temp_name)
     /// (compaction streams its files there): the commit only renames it into place. The
     /// commit's journal must name the file before it is written, so that recovery removes it
     /// if the commit never lands.
@@ -63,213 +65,6 @@ impl From<Bytes> for FileData {
     fn from(data: Bytes) -> Self {
         FileData::Encoded(data)
     }
-}
-
-/// Checks that `batch` has exactly the dataset's record schema (names, types and nesting).
-pub fn check_batch(dataset: Dataset, batch: &RecordBatch) -> Result<()> {
-    let expected = schema::record_schema(dataset);
-    let got = batch.schema();
-    if got.fields().len() != expected.fields().len() {
-        return Err(Error::Lake {
-            path: dataset.name().into(),
-            message: format!(
-                "batch has {} columns, the {dataset} record schema has {}",
-                got.fields().len(),
-                expected.fields().len()
-            ),
-        });
-    }
-    for (g, e) in got.fields().iter().zip(expected.fields()) {
-        if g.name() != e.name() || g.data_type() != e.data_type() {
-            return Err(Error::Lake {
-                path: dataset.name().into(),
-                message: format!(
-                    "batch column `{}` ({}) does not match the {dataset} schema's `{}` ({})",
-                    g.name(),
-                    g.data_type(),
-                    e.name(),
-                    e.data_type()
-                ),
-            });
-        }
-        if !e.is_nullable()
-            && batch
-                .column_by_name(e.name())
-                .is_some_and(|c| c.null_count() > 0)
-        {
-            return Err(Error::Lake {
-                path: dataset.name().into(),
-                message: format!("column `{}` must not hold nulls", e.name()),
-            });
-        }
-    }
-    Ok(())
-}
-
-fn arrow_err(context: impl Into<String>) -> impl FnOnce(arrow::error::ArrowError) -> Error {
-    let context = context.into();
-    move |source| Error::Arrow { context, source }
-}
-
-fn column<'b>(batch: &'b RecordBatch, name: &str, dataset: Dataset) -> Result<&'b ArrayRef> {
-    batch.column_by_name(name).ok_or_else(|| Error::Lake {
-        path: dataset.name().into(),
-        message: format!("batch lacks the column `{name}`"),
-    })
-}
-
-/// Microseconds since the epoch to a UTC time; values outside chrono's range are errors.
-pub(crate) fn micros_to_time(us: i64) -> Result<DateTime<Utc>> {
-    DateTime::from_timestamp_micros(us).ok_or_else(|| Error::Lake {
-        path: "".into(),
-        message: format!("timestamp {us} µs is outside the supported range"),
-    })
-}
-
-/// Splits a record batch into partitions (row indices per partition).
-fn partition_rows(dataset: Dataset, batch: &RecordBatch) -> Result<BTreeMap<Partition, Vec<u32>>> {
-    let time =
-        column(batch, dataset.time_column(), dataset)?.as_primitive::<TimestampMicrosecondType>();
-    let chain_ids = if dataset.has_chain_id() {
-        Some(column(batch, "chain_id", dataset)?.as_primitive::<Int64Type>())
-    } else {
-        None
-    };
-    let intervals = match dataset.path_columns() {
-        [] => None,
-        [name] => Some(column(batch, name, dataset)?.as_primitive::<Int64Type>()),
-        _ => unreachable!("datasets have at most one key level between chain and date"),
-    };
-    let mut out: BTreeMap<Partition, Vec<u32>> = BTreeMap::new();
-    for row in 0..batch.num_rows() {
-        let chain = ChainFamily::from_chain_id(
-            chain_ids.and_then(|c| c.is_valid(row).then(|| c.value(row))),
-        );
-        let date: NaiveDate = micros_to_time(time.value(row))?.date_naive();
-        let interval = intervals.map(|i| i.value(row));
-        let p = Partition {
-            dataset,
-            chain,
-            interval,
-            date,
-        };
-        let idx = u32::try_from(row).map_err(|e| Error::Lake {
-            path: dataset.name().into(),
-            message: format!("batch of more than 2^32 rows: {e}"),
-        })?;
-        out.entry(p).or_default().push(idx);
-    }
-    Ok(out)
-}
-
-/// The natural-key encoder of a dataset: equal keys give equal bytes.
-fn key_converter(dataset: Dataset, batch: &RecordBatch) -> Result<RowConverter> {
-    let fields = dataset
-        .key_columns()
-        .iter()
-        .map(|k| {
-            Ok(SortField::new(
-                column(batch, k, dataset)?.data_type().clone(),
-            ))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    RowConverter::new(fields).map_err(arrow_err(format!("{dataset} key encoder")))
-}
-
-fn key_columns(dataset: Dataset, batch: &RecordBatch) -> Result<Vec<ArrayRef>> {
-    dataset
-        .key_columns()
-        .iter()
-        .map(|k| column(batch, k, dataset).cloned())
-        .collect()
-}
-
-/// Encoded natural keys of every row of `batch`.
-pub(crate) fn encode_keys(dataset: Dataset, batch: &RecordBatch) -> Result<Vec<Vec<u8>>> {
-    let conv = key_converter(dataset, batch)?;
-    let rows = conv
-        .convert_columns(&key_columns(dataset, batch)?)
-        .map_err(arrow_err(format!("{dataset} keys")))?;
-    Ok(rows.iter().map(|r| r.as_ref().to_vec()).collect())
-}
-
-/// Sorts a batch by time, then by the natural key.
-pub(crate) fn sort_batch(dataset: Dataset, batch: &RecordBatch) -> Result<RecordBatch> {
-    let mut cols = vec![column(batch, dataset.time_column(), dataset)?.clone()];
-    for k in dataset.key_columns() {
-        if *k != dataset.time_column() {
-            cols.push(column(batch, k, dataset)?.clone());
-        }
-    }
-    let sort: Vec<SortColumn> = cols
-        .into_iter()
-        .map(|values| SortColumn {
-            values,
-            options: Some(SortOptions {
-                descending: false,
-                nulls_first: true,
-            }),
-        })
-        .collect();
-    let idx = lexsort_to_indices(&sort, None).map_err(arrow_err(format!("sorting {dataset}")))?;
-    take_record_batch(batch, &idx).map_err(arrow_err(format!("sorting {dataset}")))
-}
-
-/// Drops the path-only columns, giving a batch with the dataset's file schema.
-pub(crate) fn to_file_batch(dataset: Dataset, batch: &RecordBatch) -> Result<RecordBatch> {
-    let file_schema = schema::file_schema(dataset);
-    let cols = file_schema
-        .fields()
-        .iter()
-        .map(|f| column(batch, f.name(), dataset).cloned())
-        .collect::<Result<Vec<_>>>()?;
-    RecordBatch::try_new(file_schema, cols).map_err(arrow_err(format!("{dataset} file batch")))
-}
-
-/// Sorts a record batch of one partition and encodes it as one Parquet file, exactly as a
-/// commit does (without the duplicate-key check against committed data).
-pub fn encode_records(
-    dataset: Dataset,
-    batch: &RecordBatch,
-    row_group_rows: usize,
-    zstd_level: i32,
-) -> Result<Vec<u8>> {
-    let sorted = sort_batch(dataset, batch)?;
-    encode_parquet(
-        dataset,
-        &to_file_batch(dataset, &sorted)?,
-        row_group_rows,
-        zstd_level,
-    )
-}
-
-/// Smallest and largest value of the dataset's time column.
-pub(crate) fn time_range(
-    dataset: Dataset,
-    batch: &RecordBatch,
-) -> Result<(DateTime<Utc>, DateTime<Utc>)> {
-    let t =
-        column(batch, dataset.time_column(), dataset)?.as_primitive::<TimestampMicrosecondType>();
-    let (min, max) = (
-        arrow::compute::min(t).ok_or_else(|| Error::Lake {
-            path: dataset.name().into(),
-            message: "empty batch has no time range".into(),
-        })?,
-        arrow::compute::max(t).ok_or_else(|| Error::Lake {
-            path: dataset.name().into(),
-            message: "empty batch has no time range".into(),
-        })?,
-    );
-    Ok((micros_to_time(min)?, micros_to_time(max)?))
-}
-
-/// Smallest and largest id of a batch of a dataset with an [`id_column`](Dataset::id_column).
-pub(crate) fn id_range(dataset: Dataset, batch: &RecordBatch) -> Result<Option<(i64, i64)>> {
-    let Some(name) = dataset.id_column() else {
-        return Ok(None);
-    };
-    let ids = column(batch, name, dataset)?.as_primitive::<Int64Type>();
-    Ok(arrow::compute::min(ids).zip(arrow::compute::max(ids)))
 }
 
 /// Encodes one sorted partition batch (record or file schema) into files of at most
@@ -326,7 +121,7 @@ pub struct Prepared {
     /// Id ranges (smallest, largest) read from committed files whose manifest entry lacked
     /// them; the commit records them so later writes can skip those files.
     pub id_ranges: BTreeMap<String, (i64, i64)>,
-    /// Rows new to the lake per tag of [`prepare_files_tagged`] (tags with none are absent).
+    /// Rows new to the lake per tag of [`prepare_files`] (tags with none are absent).
     pub rows_added_by_tag: BTreeMap<u64, u64>,
 }
 
@@ -356,21 +151,13 @@ fn count_tags(tags: &Tags, out: &mut BTreeMap<u64, u64>) {
 /// simulator numbers them so), that is about the files of the write's own time span, which the
 /// per-partition de-duplication reads anyway; where they do not, every file whose range
 /// meets the write's.
-pub fn prepare_files(
-    lake: &Lake,
-    manifest: &Manifest,
-    staged: &BTreeMap<Dataset, Vec<RecordBatch>>,
-    version: u64,
-) -> Result<Prepared> {
-    prepare_files_tagged(lake, manifest, staged, &BTreeMap::new(), version)
-}
-
-/// [`prepare_files`] that also counts the rows new to the lake per tag: `tags` gives, per
-/// dataset, the tag of each staged batch in order (`None`, or a missing entry, for an untagged
-/// batch). A row counts for its batch's tag when it is the one the write keeps and its key (or
-/// id) was not in the lake before, so the counts of several writers sharing one commit add up
-/// to [`Prepared::rows_added`] when every batch is tagged.
-pub fn prepare_files_tagged(
+///
+/// The rows new to the lake are also counted per tag: `tags` gives, per dataset, the tag of
+/// each staged batch in order (`None`, or a missing entry, for an untagged batch). A row
+/// counts for its batch's tag when it is the one the write keeps and its key (or id) was not
+/// in the lake before, so the counts of several writers sharing one commit add up to
+/// [`Prepared::rows_added`] when every batch is tagged.
+pub(crate) fn prepare_files(
     lake: &Lake,
     manifest: &Manifest,
     staged: &BTreeMap<Dataset, Vec<RecordBatch>>,
@@ -866,10 +653,10 @@ fn drop_known_keys(
 
 /// Puts the files and appends `commit` (its version, state and id ranges already set) with
 /// them added and the `remove`d files removed, in the journaled order described in
-/// [`super::manifest`]. Returns the new version.
+/// the commit log's module. Returns the new version.
 pub fn commit_files(
     lake: &Lake,
-    mut commit: super::log::Commit,
+    mut commit: Commit,
     files: Vec<NewFile>,
     remove: Vec<String>,
 ) -> Result<u64> {
@@ -898,13 +685,13 @@ pub fn commit_files(
             for path in &journal.add {
                 store.delete(path)?;
             }
-            super::manifest::clear_journal(store)?;
+            clear_journal(store)?;
         }
         return Err(e);
     }
     for r in &remove {
         store.delete(r)?;
     }
-    super::manifest::clear_journal(store)?;
+    clear_journal(store)?;
     Ok(version)
 }

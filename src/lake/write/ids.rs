@@ -23,10 +23,9 @@ use arrow::array::AsArray;
 use arrow::datatypes::{Int64Type, TimestampMicrosecondType};
 use rayon::prelude::*;
 
-use super::file::read_columns;
-use super::log;
-use super::manifest::Manifest;
-use super::{Dataset, Lake};
+use crate::lake::log::{self, Manifest};
+use crate::lake::read::read_columns;
+use crate::lake::{Dataset, Lake};
 use crate::{Error, Result};
 
 /// The `(id, time)` pairs of the given files of `dataset`, read in parallel.

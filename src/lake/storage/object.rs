@@ -32,7 +32,8 @@ use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, WriteMultipart};
 
-use super::store::{Store, check_path, temp_name};
+use super::Store;
+use crate::lake::layout::{check_path, temp_name};
 use crate::{Error, Result};
 
 /// Size of the parts of a multipart upload, and the size from which a streamed file is

@@ -1,0 +1,378 @@
+//! [`Lake`]: a handle on one lake (a folder or an object-store prefix), with its
+//! [`LakeOptions`]: opening (and recovering) it, the manifest it last read, and the entry points
+//! of the reads, writes and operations.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::layout::{LOG_DIR, MANIFEST_PATH, META_DIR};
+use super::log::{self, Manifest, ManifestView};
+use super::ops::{CompactReport, RepairReport, VerifyReport, compact, repair, verify};
+use super::read;
+use super::storage::{LocalStore, ObjectRoot, ObjectStoreLake, Store, WriterLock};
+use super::write::{IdIndex, Transaction, writer};
+use super::{Dataset, Partition};
+use crate::{Error, Result};
+
+/// Tuning of a [`Lake`]; the defaults suit a laptop.
+#[derive(Debug, Clone)]
+pub struct LakeOptions {
+    /// How long [`Lake::transaction`] waits for another writer before failing with
+    /// [`Error::LakeLocked`].
+    pub lock_timeout: Duration,
+    /// Rows per Parquet row group (chosen by measurement; see the crate's benchmarks).
+    pub row_group_rows: usize,
+    /// Largest number of rows written to one file; bigger partitions get several files.
+    pub max_rows_per_file: usize,
+    /// Files with fewer rows than this are merged by [`Lake::compact`].
+    pub compact_below_rows: usize,
+    /// zstd compression level of data files.
+    pub zstd_level: i32,
+}
+
+impl Default for LakeOptions {
+    fn default() -> Self {
+        LakeOptions {
+            lock_timeout: Duration::from_secs(10),
+            row_group_rows: writer::DEFAULT_ROW_GROUP_ROWS,
+            max_rows_per_file: 1 << 21,
+            compact_below_rows: writer::DEFAULT_ROW_GROUP_ROWS,
+            zstd_level: 3,
+        }
+    }
+}
+
+/// A lake rooted at a folder.
+#[derive(Debug, Clone)]
+pub struct Lake {
+    root: PathBuf,
+    store: Arc<dyn Store>,
+    options: LakeOptions,
+    /// The newest manifest version read, shared by clones.
+    log: Arc<std::sync::Mutex<Option<ManifestView>>>,
+    /// Committed ids of the id datasets, built by the first write that needs them.
+    ids: Arc<std::sync::Mutex<BTreeMap<Dataset, IdIndex>>>,
+}
+
+impl Lake {
+    /// Opens the lake at `root` with default options, creating its folders if missing.
+    pub fn open(root: impl Into<PathBuf>) -> Result<Lake> {
+        Lake::open_with(root, LakeOptions::default())
+    }
+
+    /// Opens the lake at `root` (a folder, or an `s3://bucket/prefix` URL whose credentials and
+    /// endpoint come from the environment's AWS variables), creating its folders and manifest
+    /// if missing. When no writer holds the lock, leftovers of an interrupted commit are
+    /// cleaned up first.
+    ///
+    /// A lake whose data folders hold files but whose manifest is missing, or whose manifest
+    /// is damaged, is refused with [`Error::Lake`]; [`Lake::repair`] rebuilds the manifest.
+    pub fn open_with(root: impl Into<PathBuf>, options: LakeOptions) -> Result<Lake> {
+        let lake = Lake::connect(root.into(), options)?;
+        let store = lake.store.as_ref();
+        if let Some(lock) = lake.try_lock()? {
+            log::recover(store)?;
+            let m = lake.state_snapshot()?;
+            if m.version == 0
+                && log::last_checkpoint(store)?.is_none()
+                && store.head(MANIFEST_PATH)?.is_none()
+            {
+                log::start_over(store, &m)?;
+                // Read again from the checkpoint just written.
+                *lake
+                    .log
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+            }
+            drop(lock);
+        } else {
+            // Another writer is at work; the manifest must still be readable.
+            lake.state_snapshot()?;
+        }
+        Ok(lake)
+    }
+
+    /// Whether a lake is at `root`: a folder that exists, or an object-store prefix that holds
+    /// a lake's log or manifest. Reading commands check this so that they never create a lake.
+    pub fn exists(root: impl Into<PathBuf>) -> Result<bool> {
+        let root = root.into();
+        if ObjectRoot::parse(&root.to_string_lossy())?.is_none() {
+            return Ok(root.is_dir());
+        }
+        let lake = Lake::connect(root, LakeOptions::default())?;
+        let store = lake.store();
+        Ok(log::last_checkpoint(store)?.is_some()
+            || store.head(MANIFEST_PATH)?.is_some()
+            || !store.list(LOG_DIR)?.is_empty())
+    }
+
+    /// Rebuilds the manifest of the lake at `root` from the data files on disk when it is
+    /// missing or damaged (see ARCHITECTURE.md, "What the lake promises"), under the writer
+    /// lock. A sound manifest is left as it is. Nothing is deleted: files that cannot be
+    /// accounted for are listed in the report.
+    pub fn repair(root: impl Into<PathBuf>) -> Result<RepairReport> {
+        Lake::repair_with(root, LakeOptions::default())
+    }
+
+    /// [`repair`](Self::repair) with `options` (the writer lock waits up to their
+    /// [`lock_timeout`](LakeOptions::lock_timeout)).
+    pub fn repair_with(root: impl Into<PathBuf>, options: LakeOptions) -> Result<RepairReport> {
+        repair(&Lake::connect(root.into(), options)?)
+    }
+
+    /// Connects to the store of the lake at `root` (an object store, or a folder whose
+    /// `_dexlake/` is created if missing) without reading the manifest.
+    fn connect(root: PathBuf, options: LakeOptions) -> Result<Lake> {
+        if let Some(object_root) = ObjectRoot::parse(&root.to_string_lossy())? {
+            let store = ObjectStoreLake::from_env(object_root)?;
+            return Ok(Lake {
+                root: PathBuf::from(store.root().url()),
+                store: Arc::new(store),
+                options,
+                log: Arc::default(),
+                ids: Arc::default(),
+            });
+        }
+        let meta = root.join(META_DIR);
+        std::fs::create_dir_all(&meta).map_err(|e| Error::io("creating folder", &meta, e))?;
+        let root = root
+            .canonicalize()
+            .map_err(|e| Error::io("resolving", &root, e))?;
+        // Readers parse every `key=value` folder of a path as a hive column, so a root folder
+        // with `=` in its name would add bogus columns to every scan.
+        if let Some(c) = root
+            .components()
+            .find(|c| c.as_os_str().to_string_lossy().contains('='))
+        {
+            return Err(Error::Lake {
+                path: root.clone(),
+                message: format!(
+                    "the folder name {:?} contains `=`, which hive readers take for a partition column; choose another lake folder",
+                    c.as_os_str()
+                ),
+            });
+        }
+        Ok(Lake {
+            store: Arc::new(LocalStore::new(root.clone())),
+            root,
+            options,
+            log: Arc::default(),
+            ids: Arc::default(),
+        })
+    }
+
+    /// The lake's root: its folder, or its URL (`s3://bucket/prefix`) on an object store.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The options the lake was opened with.
+    pub fn options(&self) -> &LakeOptions {
+        &self.options
+    }
+
+    /// The same lake with other options (for example a longer lock timeout).
+    pub fn with_options(mut self, options: LakeOptions) -> Lake {
+        self.options = options;
+        self
+    }
+
+    /// The file access of the lake.
+    pub fn store(&self) -> &dyn Store {
+        self.store.as_ref()
+    }
+
+    /// The committed manifest as of now (a copy; [`snapshot`](Self::snapshot) shares it).
+    pub fn manifest(&self) -> Result<Manifest> {
+        Ok(Arc::unwrap_or_clone(self.snapshot()?))
+    }
+
+    /// The committed manifest as of now, shared: reads only the commits since this handle's
+    /// last read.
+    pub fn snapshot(&self) -> Result<Arc<Manifest>> {
+        self.read_log(true)
+    }
+
+    /// The committed manifest as of now without its file list (empty): the state and the
+    /// version, read without the cost of the files.
+    fn state_snapshot(&self) -> Result<Arc<Manifest>> {
+        self.read_log(false)
+    }
+
+    fn read_log(&self, files: bool) -> Result<Arc<Manifest>> {
+        let mut cache = self
+            .log
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let store = self.store.as_ref();
+        let result = match cache.as_mut() {
+            Some(snap) if snap.has_files || !files => snap.catch_up(store),
+            _ => ManifestView::read(store, files).map(|snap| *cache = Some(snap)),
+        };
+        match result {
+            Ok(()) => Ok(Arc::clone(
+                &cache.as_ref().expect("a snapshot was just read").manifest,
+            )),
+            Err(e) => {
+                // A damaged or missing manifest is read again from scratch next time.
+                *cache = None;
+                Err(e)
+            }
+        }
+    }
+
+    /// The committed ids of `dataset` as of `manifest` (see [`IdIndex`]), brought up to date or
+    /// built. Runs under the writer lock.
+    pub(crate) fn id_index(
+        &self,
+        manifest: &Manifest,
+        dataset: Dataset,
+    ) -> Result<std::sync::MutexGuard<'_, BTreeMap<Dataset, IdIndex>>> {
+        let mut indexes = self
+            .ids
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let current = match indexes.get_mut(&dataset) {
+            Some(index) if index.version == manifest.version => true,
+            Some(index) if index.version < manifest.version => {
+                index.catch_up(self, manifest, dataset)?
+            }
+            _ => false,
+        };
+        if !current {
+            indexes.remove(&dataset);
+            let index = IdIndex::build(self, manifest, dataset)?;
+            indexes.insert(dataset, index);
+        }
+        Ok(indexes)
+    }
+
+    /// Whether `error`, from a write that started on `base`, may be another writer's doing and
+    /// the write worth another attempt on the newest version: on a store without a writer
+    /// lock, a commit that lost its version, or any failure while the log moved past `base`
+    /// (another writer may have replaced a file the write was reading). Never on a folder.
+    pub(crate) fn lost_race(&self, error: &Error, base: u64) -> Result<bool> {
+        if self.store.has_writer_lock() {
+            return Ok(false);
+        }
+        Ok(matches!(error, Error::CommitConflict { .. }) || self.snapshot()?.version != base)
+    }
+
+    /// Appends a commit to the log (the commit point) and to this handle's snapshot. Runs under
+    /// the writer lock.
+    pub(crate) fn append(&self, commit: log::Commit) -> Result<()> {
+        let mut cache = self
+            .log
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let store = self.store.as_ref();
+        let snap = match cache.as_mut() {
+            Some(snap) if snap.has_files => {
+                snap.catch_up(store)?;
+                snap
+            }
+            _ => cache.insert(ManifestView::read(store, true)?),
+        };
+        if snap.manifest.version + 1 != commit.version {
+            // Another writer committed this version first (it ignored the lock).
+            *cache = None;
+            return Err(Error::CommitConflict {
+                path: store.location(LOG_DIR),
+                version: commit.version,
+            });
+        }
+        let result = snap.commit(store, commit);
+        if result.is_err() {
+            *cache = None;
+        }
+        result
+    }
+
+    /// Takes the writer lock if it is free right now (see [`WriterLock::try_take`]).
+    pub(crate) fn try_lock(&self) -> Result<Option<WriterLock>> {
+        WriterLock::try_take(self.store.as_ref())
+    }
+
+    /// Takes the writer lock, waiting up to [`LakeOptions::lock_timeout`].
+    pub(crate) fn lock(&self) -> Result<WriterLock> {
+        self.lock_within(self.options.lock_timeout)
+    }
+
+    /// Takes the writer lock, waiting up to `timeout`.
+    pub(crate) fn lock_within(&self, timeout: Duration) -> Result<WriterLock> {
+        WriterLock::take(self.store.as_ref(), timeout)
+    }
+
+    /// Starts a write transaction: takes the writer lock (waiting up to
+    /// [`LakeOptions::lock_timeout`], then [`Error::LakeLocked`]) and cleans up leftovers of an
+    /// interrupted commit.
+    pub fn transaction(&self) -> Result<Transaction<'_>> {
+        self.transaction_within(self.options.lock_timeout)
+    }
+
+    /// [`transaction`](Self::transaction), waiting up to `timeout` for another writer instead
+    /// of [`LakeOptions::lock_timeout`]; a sync commit holding fetched rows waits this way.
+    pub fn transaction_within(&self, timeout: Duration) -> Result<Transaction<'_>> {
+        Transaction::begin(self, timeout)
+    }
+
+    /// A polars `LazyFrame` over the committed files of `dataset`, with the hive columns
+    /// `chain`, `interval` (candles and price history) and `date`, so filters on them prune files and filters on the time
+    /// column prune row groups.
+    pub fn scan(&self, dataset: Dataset) -> Result<polars::prelude::LazyFrame> {
+        read::scan(self, &*self.snapshot()?, dataset)
+    }
+
+    /// A committed state value. Reads only the state (never the file list) and, on a handle
+    /// that read the lake before, only the commits since.
+    pub fn state(&self, key: &str) -> Result<Option<serde_json::Value>> {
+        Ok(self.state_snapshot()?.state.get(key).cloned())
+    }
+
+    /// Every committed state value whose key starts with `prefix`.
+    pub fn states(&self, prefix: &str) -> Result<BTreeMap<String, serde_json::Value>> {
+        Ok(self
+            .state_snapshot()?
+            .state
+            .range(prefix.to_owned()..)
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect())
+    }
+
+    /// Committed rows of a dataset.
+    pub fn row_count(&self, dataset: Dataset) -> Result<u64> {
+        Ok(self
+            .snapshot()?
+            .files_of(dataset)
+            .map(|(_, e)| e.rows)
+            .sum())
+    }
+
+    /// Checks the lake against its manifest without blocking writers: when the writer lock is
+    /// free it is taken only to clean up after an interrupted commit, then released; the checks
+    /// read the committed manifest of the moment, and files of a commit in progress (named by its
+    /// journal) are not reported. A commit landing during the check makes it start again (a few
+    /// times at most), so the report describes one manifest version.
+    pub fn verify(&self) -> Result<VerifyReport> {
+        verify(self)
+    }
+
+    /// Merges the small files of each partition into larger ones in one atomic commit. Each
+    /// partition's files are merged in their sorted order a batch at a time and the result is
+    /// streamed to disk, so memory stays bounded however large the lake (see
+    /// ARCHITECTURE.md, "What the lake promises").
+    pub fn compact(&self) -> Result<CompactReport> {
+        compact::compact(self)
+    }
+
+    /// [`compact`](Self::compact) limited to `partitions` (for example those a sync wrote, from
+    /// [`CommitSummary::partitions`](super::CommitSummary::partitions)), merging every file of
+    /// fewer than [`max_rows_per_file`](LakeOptions::max_rows_per_file) rows, so each partition
+    /// ends with one file per that many rows.
+    pub fn compact_partitions(&self, partitions: &BTreeSet<Partition>) -> Result<CompactReport> {
+        compact::compact_partitions(self, partitions)
+    }
+}

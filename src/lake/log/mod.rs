@@ -1,0 +1,84 @@
+//! The commit log: which data files are committed (the [`Manifest`]), how it is stored under
+//! `<lake>/_dexlake/` so that a commit and a state read cost the same whatever the number of
+//! files in the lake, and the journal that makes a commit atomic.
+//!
+//! - `manifest.rs`: [`Manifest`] and [`FileEntry`], the committed state as of one version;
+//! - `commit_log.rs`: the log entries ([`Commit`]), the checkpoints and [`ManifestView`], which
+//!   reads, catches up and extends them;
+//! - `journal.rs`: the [`Journal`] of the commit in progress and the [`recover`]y after a crash.
+//!
+//! Imports: the storage ([`Store`](crate::lake::Store)), the layout (every `_dexlake/` path is
+//! in `layout.rs`) and [`Dataset`](crate::lake::Dataset); never the writer, the readers or the
+//! operations, which build on the log.
+//!
+//! ```text
+//! _dexlake/log/00000000000000000042.json            one commit: files added and removed, state set
+//! _dexlake/checkpoint/00000000000000000040.state.json   the sync state as of commit 40
+//! _dexlake/checkpoint/00000000000000000040.files.json   the committed files as of commit 40
+//! _dexlake/_last_checkpoint.json                     which checkpoint is the newest
+//! ```
+//!
+//! - **A commit** writes one small log entry, `log/<version>.json`, atomically and only if no entry
+//!   of that version exists ([`Store::put_new`](crate::lake::Store::put_new)): the commit point.
+//!   Its size depends on what the commit changes, never on the size of the lake. Writers take the
+//!   lake's lock, so the entry is normally free; when it is not (a writer that ignored the lock),
+//!   the commit fails with [`Error::CommitConflict`](crate::Error::CommitConflict) instead of
+//!   replacing the other's.
+//! - **Reading** starts from the newest checkpoint and applies the entries after it in version
+//!   order, stopping at the first version that has no entry. A reader that already holds a
+//!   version (every [`Lake`](crate::lake::Lake) handle keeps the last one it read, shared by its
+//!   clones) only asks whether the next entry exists, and applies it if so.
+//! - **The state alone** (cursors, covered ranges) is read from the checkpoint's small
+//!   `.state.json` and the entries after it, without the file list, so a job reading its
+//!   sync state in a fresh process pays for the state and at most [`MAX_TAIL_ENTRIES`]
+//!   entries, not for the files.
+//! - **Checkpoints** are written after a commit once the entries since the last checkpoint
+//!   number at least [`MIN_TAIL_ENTRIES`] and weigh at least a sixteenth of the file list, or
+//!   number [`MAX_TAIL_ENTRIES`]. Writing a checkpoint costs the size of the lake, but
+//!   happens at most once per that many bytes of log, so its cost per commit stays flat; a
+//!   cold read never applies more than [`MAX_TAIL_ENTRIES`] entries.
+//! - **Clean-up**: after a checkpoint, the entries and checkpoints older than the previous
+//!   checkpoint are deleted; the previous one is kept so that `verify --repair` can take the
+//!   sync state from it when the newest is damaged.
+//!
+//! Lakes written before the log existed hold a single `_dexlake/manifest.json`; it is read as
+//! the checkpoint of its version, and the first commit turns it into a real checkpoint and
+//! removes it.
+//!
+//! A commit runs in this order, under the writer lock:
+//! 1. `journal.json` is written, naming the files the commit adds and removes;
+//! 2. each new data file is written to a hidden temporary name, synced and renamed into place;
+//! 3. the commit's log entry `_dexlake/log/<version>.json` is written (atomically): the commit
+//!    point;
+//! 4. files the commit removed (by compaction) are deleted, then the journal;
+//! 5. now and then, a checkpoint of the whole manifest is written after the entry.
+//!
+//! Recovery (the next writer, or a `verify` that finds the lock free) reads the journal: if the log
+//! already holds the commit, it finishes step 4; otherwise it deletes the files the commit had
+//! added. Either way no file outside the manifest remains. A journal naming anything but data files
+//! of the layout is refused before anything is deleted.
+//!
+//! A manifest that is missing while data folders hold files, or any part of it that does not
+//! parse, is refused on load; [`Lake::repair`](crate::lake::Lake::repair) (`dexlake verify
+//! --repair`) rebuilds it from the files on disk (see `ops/repair.rs`).
+//!
+//! [`Lake::scan`](crate::lake::Lake::scan) reads only committed files. Readers that glob the
+//! folders (DuckDB, polars, pyarrow) see a commit's new files from step 2 on, a moment before the
+//! commit point, and after a crash until the next writer, `verify` or `Lake::open` cleans up; they
+//! never see a partial file. A compaction's replaced files stay on disk between steps 3 and 4, so a
+//! glob reader racing a compaction can count those rows twice: compact when nothing else reads the
+//! lake, or read the committed file list (`docs/datasets.md`). A `Lake::scan` planned before a
+//! compaction can fail to find a replaced file; scanning again reads the new manifest.
+//!
+//! [`MAX_TAIL_ENTRIES`]: commit_log::MAX_TAIL_ENTRIES
+
+mod commit_log;
+mod journal;
+mod manifest;
+
+pub use commit_log::{
+    COMPACT, Commit, MIN_TAIL_ENTRIES, ManifestView, last_checkpoint, newest_named_version,
+    read_entry, salvage_state, start_over,
+};
+pub use journal::{Journal, Recovery, clear_journal, read_journal, recover};
+pub use manifest::{FileEntry, MANIFEST_FORMAT_VERSION, Manifest};

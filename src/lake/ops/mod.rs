@@ -1,0 +1,17 @@
+//! Operations on a whole lake: [`verify()`] (integrity checks beside a running writer),
+//! [`compact`](mod@compact) (merging small files in bounded memory) and [`repair()`] (a new manifest from the
+//! data files when it is missing or damaged), with their reports.
+//!
+//! Imports: the writer (compaction commits its files as a commit does), the readers, the log,
+//! the storage, the layout and the schemas. Nothing in the lake imports the operations but the
+//! [`Lake`](crate::lake::Lake) handle, whose methods run them.
+
+pub(crate) mod compact;
+mod repair;
+mod verify;
+
+pub use compact::{CompactReport, MERGE_FAN_IN};
+pub use repair::RepairReport;
+pub(crate) use repair::repair;
+pub(crate) use verify::verify;
+pub use verify::{Problem, VerifyReport};

@@ -1,0 +1,16 @@
+//! Reading the lake: polars scans of the committed files of a dataset (with its hive columns) or
+//! of named files, and the lake's own Parquet reads of one data file (whole, some columns,
+//! batch by batch, or row groups by position from several threads).
+//!
+//! - `scan.rs`: [`scan()`], [`scan_files`], [`empty_frame`] and the scanned columns;
+//! - `file.rs`: [`read_file`], [`read_columns`], [`read_batches`] and [`SharedFile`].
+//!
+//! Imports: the log (the [`Manifest`](crate::lake::Manifest) names what a scan reads), the
+//! storage through the [`Lake`](crate::lake::Lake) handle, `parquet.rs` and the schemas; never
+//! the writer or the operations.
+
+mod file;
+mod scan;
+
+pub(crate) use file::{SharedFile, open, read_batches, read_columns, read_file};
+pub use scan::{empty_frame, scan, scan_columns, scan_files};

@@ -1,0 +1,60 @@
+//! [`WriterLock`]: the one writer of a lake in a folder, a file lock on `_dexlake/lock`. A
+//! store without a lock file (an object store) always grants it: there, commits serialise on
+//! the log.
+
+use std::fs::{File, OpenOptions, TryLockError};
+use std::time::{Duration, Instant};
+
+use super::Store;
+use crate::lake::layout::LOCK_PATH;
+use crate::{Error, Result};
+
+/// The writer lock of a lake, held until dropped (on a local folder, a lock on
+/// `_dexlake/lock`; on an object store, nothing).
+#[derive(Debug)]
+pub(crate) struct WriterLock {
+    _file: Option<File>,
+}
+
+impl WriterLock {
+    /// Takes the writer lock of `store` if it is free right now. A store without a lock file
+    /// (an object store) always grants it: there, commits serialise on the log.
+    pub(crate) fn try_take(store: &dyn Store) -> Result<Option<WriterLock>> {
+        if !store.has_writer_lock() {
+            return Ok(Some(WriterLock { _file: None }));
+        }
+        let f = open_lock_file(store)?;
+        match f.try_lock() {
+            Ok(()) => Ok(Some(WriterLock { _file: Some(f) })),
+            Err(TryLockError::WouldBlock) => Ok(None),
+            Err(TryLockError::Error(e)) => Err(Error::io("locking", store.location(LOCK_PATH), e)),
+        }
+    }
+
+    /// Takes the writer lock of `store`, waiting up to `timeout`, then
+    /// [`Error::LakeLocked`].
+    pub(crate) fn take(store: &dyn Store, timeout: Duration) -> Result<WriterLock> {
+        let start = Instant::now();
+        loop {
+            if let Some(f) = WriterLock::try_take(store)? {
+                return Ok(f);
+            }
+            if start.elapsed() >= timeout {
+                return Err(Error::LakeLocked {
+                    path: store.location(LOCK_PATH),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+fn open_lock_file(store: &dyn Store) -> Result<File> {
+    let path = store.location(LOCK_PATH);
+    OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| Error::io("opening the lock file", path, e))
+}

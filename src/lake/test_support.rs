@@ -1,0 +1,16 @@
+//! Internals of the lake for its tests, benchmarks and the benchmark-lake writer: paths of the
+//! commit log, hand-made commits that bypass the [`Transaction`](super::Transaction), and the
+//! log's recovery and restart. Not a stable interface; programs use [`Lake`](super::Lake).
+
+pub use super::layout::{
+    CHECKPOINT_DIR, JOURNAL_PATH, LAST_CHECKPOINT_PATH, LOG_DIR, MANIFEST_PATH, data_file_name,
+    entry_path, temp_name, version_of,
+};
+pub use super::log::{
+    COMPACT, Commit, Journal, MANIFEST_FORMAT_VERSION, MIN_TAIL_ENTRIES, last_checkpoint, recover,
+    start_over,
+};
+pub use super::parquet::encode_parquet;
+pub use super::read::scan_columns;
+pub use super::write::batch::encode_records;
+pub use super::write::writer::{DEFAULT_ROW_GROUP_ROWS, NewFile, commit_files};

@@ -1,0 +1,234 @@
+//! One batch of a dataset: checked against its record schema, split by partition, keyed by
+//! its natural key, sorted, turned into the file schema and encoded; its time and id ranges.
+//! Pure functions of the batch, shared by the writer, compaction and verification.
+
+use std::collections::BTreeMap;
+
+use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
+use arrow::compute::{SortColumn, SortOptions, lexsort_to_indices, take_record_batch};
+use arrow::datatypes::{Int64Type, TimestampMicrosecondType};
+use arrow::row::{RowConverter, SortField};
+use chrono::{DateTime, NaiveDate, Utc};
+
+use crate::api::models::ChainFamily;
+use crate::lake::Dataset;
+use crate::lake::layout::Partition;
+use crate::lake::parquet::encode_parquet;
+use crate::lake::schema;
+use crate::{Error, Result};
+
+/// Checks that `batch` has exactly the dataset's record schema (names, types and nesting).
+pub fn check_batch(dataset: Dataset, batch: &RecordBatch) -> Result<()> {
+    let expected = schema::record_schema(dataset);
+    let got = batch.schema();
+    if got.fields().len() != expected.fields().len() {
+        return Err(Error::Lake {
+            path: dataset.name().into(),
+            message: format!(
+                "batch has {} columns, the {dataset} record schema has {}",
+                got.fields().len(),
+                expected.fields().len()
+            ),
+        });
+    }
+    for (g, e) in got.fields().iter().zip(expected.fields()) {
+        if g.name() != e.name() || g.data_type() != e.data_type() {
+            return Err(Error::Lake {
+                path: dataset.name().into(),
+                message: format!(
+                    "batch column `{}` ({}) does not match the {dataset} schema's `{}` ({})",
+                    g.name(),
+                    g.data_type(),
+                    e.name(),
+                    e.data_type()
+                ),
+            });
+        }
+        if !e.is_nullable()
+            && batch
+                .column_by_name(e.name())
+                .is_some_and(|c| c.null_count() > 0)
+        {
+            return Err(Error::Lake {
+                path: dataset.name().into(),
+                message: format!("column `{}` must not hold nulls", e.name()),
+            });
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn arrow_err(
+    context: impl Into<String>,
+) -> impl FnOnce(arrow::error::ArrowError) -> Error {
+    let context = context.into();
+    move |source| Error::Arrow { context, source }
+}
+
+pub(crate) fn column<'b>(
+    batch: &'b RecordBatch,
+    name: &str,
+    dataset: Dataset,
+) -> Result<&'b ArrayRef> {
+    batch.column_by_name(name).ok_or_else(|| Error::Lake {
+        path: dataset.name().into(),
+        message: format!("batch lacks the column `{name}`"),
+    })
+}
+
+/// Microseconds since the epoch to a UTC time; values outside chrono's range are errors.
+pub(crate) fn micros_to_time(us: i64) -> Result<DateTime<Utc>> {
+    DateTime::from_timestamp_micros(us).ok_or_else(|| Error::Lake {
+        path: "".into(),
+        message: format!("timestamp {us} µs is outside the supported range"),
+    })
+}
+
+/// Splits a record batch into partitions (row indices per partition).
+pub(crate) fn partition_rows(
+    dataset: Dataset,
+    batch: &RecordBatch,
+) -> Result<BTreeMap<Partition, Vec<u32>>> {
+    let time =
+        column(batch, dataset.time_column(), dataset)?.as_primitive::<TimestampMicrosecondType>();
+    let chain_ids = if dataset.has_chain_id() {
+        Some(column(batch, "chain_id", dataset)?.as_primitive::<Int64Type>())
+    } else {
+        None
+    };
+    let intervals = match dataset.path_columns() {
+        [] => None,
+        [name] => Some(column(batch, name, dataset)?.as_primitive::<Int64Type>()),
+        _ => unreachable!("datasets have at most one key level between chain and date"),
+    };
+    let mut out: BTreeMap<Partition, Vec<u32>> = BTreeMap::new();
+    for row in 0..batch.num_rows() {
+        let chain = ChainFamily::from_chain_id(
+            chain_ids.and_then(|c| c.is_valid(row).then(|| c.value(row))),
+        );
+        let date: NaiveDate = micros_to_time(time.value(row))?.date_naive();
+        let interval = intervals.map(|i| i.value(row));
+        let p = Partition {
+            dataset,
+            chain,
+            interval,
+            date,
+        };
+        let idx = u32::try_from(row).map_err(|e| Error::Lake {
+            path: dataset.name().into(),
+            message: format!("batch of more than 2^32 rows: {e}"),
+        })?;
+        out.entry(p).or_default().push(idx);
+    }
+    Ok(out)
+}
+
+/// The natural-key encoder of a dataset: equal keys give equal bytes.
+pub(crate) fn key_converter(dataset: Dataset, batch: &RecordBatch) -> Result<RowConverter> {
+    let fields = dataset
+        .key_columns()
+        .iter()
+        .map(|k| {
+            Ok(SortField::new(
+                column(batch, k, dataset)?.data_type().clone(),
+            ))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    RowConverter::new(fields).map_err(arrow_err(format!("{dataset} key encoder")))
+}
+
+pub(crate) fn key_columns(dataset: Dataset, batch: &RecordBatch) -> Result<Vec<ArrayRef>> {
+    dataset
+        .key_columns()
+        .iter()
+        .map(|k| column(batch, k, dataset).cloned())
+        .collect()
+}
+
+/// Encoded natural keys of every row of `batch`.
+pub(crate) fn encode_keys(dataset: Dataset, batch: &RecordBatch) -> Result<Vec<Vec<u8>>> {
+    let conv = key_converter(dataset, batch)?;
+    let rows = conv
+        .convert_columns(&key_columns(dataset, batch)?)
+        .map_err(arrow_err(format!("{dataset} keys")))?;
+    Ok(rows.iter().map(|r| r.as_ref().to_vec()).collect())
+}
+
+/// Sorts a batch by time, then by the natural key.
+pub(crate) fn sort_batch(dataset: Dataset, batch: &RecordBatch) -> Result<RecordBatch> {
+    let mut cols = vec![column(batch, dataset.time_column(), dataset)?.clone()];
+    for k in dataset.key_columns() {
+        if *k != dataset.time_column() {
+            cols.push(column(batch, k, dataset)?.clone());
+        }
+    }
+    let sort: Vec<SortColumn> = cols
+        .into_iter()
+        .map(|values| SortColumn {
+            values,
+            options: Some(SortOptions {
+                descending: false,
+                nulls_first: true,
+            }),
+        })
+        .collect();
+    let idx = lexsort_to_indices(&sort, None).map_err(arrow_err(format!("sorting {dataset}")))?;
+    take_record_batch(batch, &idx).map_err(arrow_err(format!("sorting {dataset}")))
+}
+
+/// Drops the path-only columns, giving a batch with the dataset's file schema.
+pub(crate) fn to_file_batch(dataset: Dataset, batch: &RecordBatch) -> Result<RecordBatch> {
+    let file_schema = schema::file_schema(dataset);
+    let cols = file_schema
+        .fields()
+        .iter()
+        .map(|f| column(batch, f.name(), dataset).cloned())
+        .collect::<Result<Vec<_>>>()?;
+    RecordBatch::try_new(file_schema, cols).map_err(arrow_err(format!("{dataset} file batch")))
+}
+
+/// Sorts a record batch of one partition and encodes it as one Parquet file, exactly as a
+/// commit does (without the duplicate-key check against committed data).
+pub fn encode_records(
+    dataset: Dataset,
+    batch: &RecordBatch,
+    row_group_rows: usize,
+    zstd_level: i32,
+) -> Result<Vec<u8>> {
+    let sorted = sort_batch(dataset, batch)?;
+    encode_parquet(
+        dataset,
+        &to_file_batch(dataset, &sorted)?,
+        row_group_rows,
+        zstd_level,
+    )
+}
+
+/// Smallest and largest value of the dataset's time column.
+pub(crate) fn time_range(
+    dataset: Dataset,
+    batch: &RecordBatch,
+) -> Result<(DateTime<Utc>, DateTime<Utc>)> {
+    let t =
+        column(batch, dataset.time_column(), dataset)?.as_primitive::<TimestampMicrosecondType>();
+    let (min, max) = (
+        arrow::compute::min(t).ok_or_else(|| Error::Lake {
+            path: dataset.name().into(),
+            message: "empty batch has no time range".into(),
+        })?,
+        arrow::compute::max(t).ok_or_else(|| Error::Lake {
+            path: dataset.name().into(),
+            message: "empty batch has no time range".into(),
+        })?,
+    );
+    Ok((micros_to_time(min)?, micros_to_time(max)?))
+}
+
+/// Smallest and largest id of a batch of a dataset with an [`id_column`](Dataset::id_column).
+pub(crate) fn id_range(dataset: Dataset, batch: &RecordBatch) -> Result<Option<(i64, i64)>> {
+    let Some(name) = dataset.id_column() else {
+        return Ok(None);
+    };
+    let ids = column(batch, name, dataset)?.as_primitive::<Int64Type>();
+    Ok(arrow::compute::min(ids).zip(arrow::compute::max(ids)))
+}

@@ -1,0 +1,184 @@
+//! [`Transaction`]: staged batches and state that become visible together at
+//! [`Transaction::commit`], the summary of what a commit added, and the retries of a commit
+//! that lost its version to another writer on an object store.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use arrow::record_batch::RecordBatch;
+
+use super::batch::check_batch;
+use super::writer;
+use crate::Result;
+use crate::lake::layout::Partition;
+use crate::lake::log::{self, Manifest};
+use crate::lake::storage::WriterLock;
+use crate::lake::{Dataset, Lake};
+
+/// What a commit added.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CommitSummary {
+    /// New rows per dataset (after dropping records whose key was already present).
+    pub rows_added: BTreeMap<Dataset, u64>,
+    /// Number of data files added.
+    pub files_added: usize,
+    /// Partitions the commit wrote files into.
+    pub partitions: BTreeSet<Partition>,
+    /// New rows per tag of [`Transaction::write_tagged`] (untagged writes are not counted here).
+    pub rows_added_by_tag: BTreeMap<u64, u64>,
+}
+
+/// How many times a commit on an object store is tried when other writers keep taking its
+/// version first.
+pub const COMMIT_ATTEMPTS: usize = 20;
+
+/// A write transaction: staged batches and state become visible together at
+/// [`Transaction::commit`]; dropping it without committing discards them.
+pub struct Transaction<'a> {
+    lake: &'a Lake,
+    _lock: WriterLock,
+    manifest: Arc<Manifest>,
+    staged: BTreeMap<Dataset, Vec<RecordBatch>>,
+    /// The tag of each staged batch, in the order of `staged`.
+    tags: BTreeMap<Dataset, Vec<Option<u64>>>,
+    state: BTreeMap<String, serde_json::Value>,
+}
+
+impl<'a> Transaction<'a> {
+    /// Starts a transaction on `lake`: takes the writer lock (waiting up to `timeout`, then
+    /// [`Error::LakeLocked`](crate::Error::LakeLocked)), cleans up leftovers of an interrupted commit and reads the
+    /// manifest it commits on.
+    pub(crate) fn begin(lake: &'a Lake, timeout: Duration) -> Result<Transaction<'a>> {
+        let lock = lake.lock_within(timeout)?;
+        log::recover(lake.store())?;
+        let manifest = lake.snapshot()?;
+        Ok(Transaction {
+            lake,
+            _lock: lock,
+            manifest,
+            staged: BTreeMap::new(),
+            tags: BTreeMap::new(),
+            state: BTreeMap::new(),
+        })
+    }
+}
+
+impl fmt::Debug for Transaction<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Transaction")
+            .field("lake", &self.lake.root())
+            .field("base_version", &self.manifest.version)
+            .field(
+                "staged_rows",
+                &self
+                    .staged
+                    .iter()
+                    .map(|(d, b)| (*d, b.iter().map(|b| b.num_rows()).sum::<usize>()))
+                    .collect::<BTreeMap<_, _>>(),
+            )
+            .finish()
+    }
+}
+
+impl Transaction<'_> {
+    /// Stages a batch of `dataset` (with its
+    /// [`schema::record_schema`](crate::lake::schema::record_schema)). Records whose natural key is
+    /// already committed, or staged earlier, are dropped at commit.
+    pub fn write(&mut self, dataset: Dataset, batch: RecordBatch) -> Result<()> {
+        self.stage(dataset, batch, None)
+    }
+
+    /// [`write`](Self::write) with a tag: the commit counts the rows of this batch that are new
+    /// to the lake under `tag` ([`CommitSummary::rows_added_by_tag`]), so several writers
+    /// sharing one commit each learn what they added. Where two tags write one key, the row the
+    /// write keeps counts: the last staged record of an id (swaps, trades) or of a key in
+    /// datasets that [replace on write](Dataset::replaces_on_write), the first otherwise.
+    pub fn write_tagged(&mut self, dataset: Dataset, batch: RecordBatch, tag: u64) -> Result<()> {
+        self.stage(dataset, batch, Some(tag))
+    }
+
+    fn stage(&mut self, dataset: Dataset, batch: RecordBatch, tag: Option<u64>) -> Result<()> {
+        check_batch(dataset, &batch)?;
+        if batch.num_rows() > 0 {
+            self.staged.entry(dataset).or_default().push(batch);
+            self.tags.entry(dataset).or_default().push(tag);
+        }
+        Ok(())
+    }
+
+    /// Stages a state value, committed with the data.
+    pub fn set_state(&mut self, key: impl Into<String>, value: serde_json::Value) {
+        self.state.insert(key.into(), value);
+    }
+
+    /// Writes the staged data and makes it and the state visible atomically.
+    ///
+    /// On a store without a writer lock (an object store), a commit whose version another
+    /// writer took first, or whose preparation failed while another writer committed (which
+    /// may have replaced a file it read), is prepared again on the new version (its rows
+    /// checked again against what that writer added) and committed again, up to
+    /// [`COMMIT_ATTEMPTS`] times. On a
+    /// folder that can only happen when a writer ignored the lock, and it fails with
+    /// [`Error::CommitConflict`](crate::Error::CommitConflict).
+    pub fn commit(self) -> Result<CommitSummary> {
+        let Transaction {
+            lake,
+            _lock,
+            mut manifest,
+            staged,
+            tags,
+            state,
+        } = self;
+        let mut attempt = 1;
+        loop {
+            let base = manifest.version;
+            match commit_on(lake, manifest, &staged, &tags, &state) {
+                Err(e) if attempt < COMMIT_ATTEMPTS && lake.lost_race(&e, base)? => {
+                    // Back off a little, differently per writer, so racing writers spread out.
+                    let jitter = rand::random::<u64>() % 50;
+                    std::thread::sleep(Duration::from_millis(10 * attempt as u64 + jitter));
+                    attempt += 1;
+                    manifest = lake.snapshot()?;
+                }
+                result => return result,
+            }
+        }
+    }
+}
+
+/// One attempt of [`Transaction::commit`] on `manifest`: prepares the staged rows against it
+/// and commits them as its next version.
+fn commit_on(
+    lake: &Lake,
+    manifest: Arc<Manifest>,
+    staged: &BTreeMap<Dataset, Vec<RecordBatch>>,
+    tags: &BTreeMap<Dataset, Vec<Option<u64>>>,
+    state: &BTreeMap<String, serde_json::Value>,
+) -> Result<CommitSummary> {
+    let version = manifest.version + 1;
+    let prepared = writer::prepare_files(lake, &manifest, staged, tags, version)?;
+    let summary = CommitSummary {
+        rows_added: prepared.rows_added,
+        rows_added_by_tag: prepared.rows_added_by_tag,
+        files_added: prepared.files.len(),
+        partitions: prepared
+            .files
+            .iter()
+            .map(|f| Partition::from_file_path(&f.path))
+            .collect::<Result<_>>()?,
+    };
+    if prepared.files.is_empty() && prepared.remove.is_empty() && state.is_empty() {
+        return Ok(summary);
+    }
+    drop(manifest);
+    let commit = log::Commit {
+        version,
+        id_ranges: prepared.id_ranges,
+        state: state.clone(),
+        ..log::Commit::default()
+    };
+    writer::commit_files(lake, commit, prepared.files, prepared.remove)?;
+    Ok(summary)
+}
