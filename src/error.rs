@@ -1,5 +1,6 @@
 //! The one public error type of the library.
 
+use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -332,11 +333,11 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     /// The one way a polars failure becomes an [`Error`]: `.map_err(Error::polars("step"))`
-    /// keeps the step (a dataset, a column, what was being built) as the context.
-    pub fn polars(context: impl Into<String>) -> impl Fn(polars::error::PolarsError) -> Self {
-        let context = context.into();
+    /// keeps the step (a dataset, a column, what was being built) as the context. The context
+    /// is formatted only when the call fails, so a hot loop pays nothing for it.
+    pub fn polars<C: fmt::Display>(context: C) -> impl Fn(polars::error::PolarsError) -> Self {
         move |source| Error::Polars {
-            context: context.clone(),
+            context: context.to_string(),
             source,
         }
     }
