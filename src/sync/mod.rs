@@ -25,15 +25,14 @@
 //! The library never prints on its own: progress goes to a [`SyncObserver`]. [`ProgressBars`] is
 //! the observer that draws it on stderr, for the CLI and for programs that want the same bars.
 
-mod group;
+mod commit;
+mod context;
 mod jobs;
+mod kinds;
 mod progress;
 pub mod ranges;
-mod run;
-mod search;
-mod series;
-mod snapshots;
-mod streams;
+mod runner;
+mod state;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -44,7 +43,7 @@ use tokio::sync::Notify;
 
 pub use jobs::{Job, MAX_BARS_PER_JOB, MAX_INTERVAL_SECONDS, Plan, read_search_request};
 pub use progress::ProgressBars;
-pub use run::Syncer;
+pub use runner::Syncer;
 
 use crate::lake::Dataset;
 
