@@ -26,11 +26,11 @@ use crate::lake::Lake;
 /// use std::sync::Arc;
 /// use dexlake::api::client::Client;
 /// use dexlake::lake::Lake;
-/// use dexlake::sync::{CancelToken, Job, SyncConfig, Syncer};
+/// use dexlake::sync::{Job, SyncConfig, Syncer};
 ///
 /// let sync = Syncer::new(Client::from_env()?, Arc::new(Lake::open("./lake")?), SyncConfig::default());
 /// let jobs = [Job::Swaps { token: Some("TOKEN".into()), wallet: None, pool: None }];
-/// let report = sync.run(&jobs, &(), &CancelToken::new()).await;
+/// let report = sync.run(&jobs).await;
 /// println!("{} rows added with {} requests", report.jobs[0].rows_added, report.requests());
 /// # Ok(()) }
 /// ```
@@ -64,14 +64,20 @@ impl Syncer {
     }
 
     /// Runs every job (up to [`SyncConfig::parallel_jobs`] at once) and reports each, in plan
-    /// order. A failed job does not stop the others. The jobs' rows are committed in groups
-    /// (see the [module docs](super)); at the end, unless cancelled, the partitions the run
-    /// wrote are compacted when [`SyncConfig::compact`] is on.
+    /// order, with no observer and no cancellation: [`run_with`](Self::run_with) takes both.
+    /// A failed job does not stop the others. The jobs' rows are committed in groups (see the
+    /// [module docs](super)); at the end the partitions the run wrote are compacted when
+    /// [`SyncConfig::compact`] is on.
+    pub async fn run(&self, jobs: &[Job]) -> SyncReport {
+        self.run_with(jobs, &(), &CancelToken::new()).await
+    }
+
+    /// [`run`](Self::run), reporting progress to `observer` and stopping once `cancel` fires.
     ///
     /// Once `cancel` fires, jobs not yet started are not started ([`JobOutcome::NotStarted`],
-    /// the lake untouched for them), running jobs stop at their next request, and the buffer is
-    /// committed once.
-    pub async fn run(
+    /// the lake untouched for them), running jobs stop at their next request, the buffer is
+    /// committed once, and nothing is compacted.
+    pub async fn run_with(
         &self,
         jobs: &[Job],
         observer: &dyn SyncObserver,
