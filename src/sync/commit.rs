@@ -2,11 +2,11 @@
 //! and one committer writes the buffer in a single lake transaction when it is big enough, old
 //! enough, or the run ends.
 //!
-//! A job's pieces enter the buffer in the order the job hands them off and the whole buffer is
+//! A job's hand-offs enter the buffer in the order the job hands them off and the whole buffer is
 //! committed at once, so a state is never committed without every row handed off before it. A
-//! failed commit fails the jobs whose rows it held: their later pieces are dropped from the
-//! buffer and their later hand-offs refused, so their committed states still match their
-//! committed rows.
+//! failed commit fails the jobs whose rows it held: their hand-offs still in the buffer are
+//! dropped and their later ones refused, so their committed states still match their committed
+//! rows.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -32,7 +32,7 @@ type Converting = tokio::task::JoinHandle<Result<Vec<(Dataset, RecordBatch)>>>;
 /// states that describe them.
 struct Handoff {
     job: usize,
-    built: Converting,
+    converting: Converting,
     rows: usize,
     states: Vec<(String, Value)>,
     handed_at: Instant,
@@ -50,7 +50,7 @@ struct Account {
     job: String,
     dataset: Dataset,
     rows_added: u64,
-    /// Pieces handed off and not yet committed (nor dropped).
+    /// Hand-offs handed off and not yet committed (nor dropped).
     pending: usize,
     /// The error of a commit that held this job's rows.
     failed: Option<Arc<Error>>,
@@ -78,8 +78,9 @@ impl Account {
     }
 }
 
+/// What the buffer holds: the hand-offs not yet committed, their rows, and every job's account.
 struct Contents {
-    pieces: Vec<Handoff>,
+    handoffs: Vec<Handoff>,
     rows: usize,
     accounts: Vec<Account>,
     /// Every job's fetching has ended: nothing more will be handed off.
@@ -97,7 +98,7 @@ pub(crate) struct CommitStats {
 
 /// The shared buffer of one run and the accounts of its jobs.
 pub(crate) struct CommitBuffer {
-    buffer: Mutex<Contents>,
+    contents: Mutex<Contents>,
     /// Wakes the committer (a hand-off, the end of the run) and hand-offs waiting for room
     /// (the end of a commit).
     wake: Notify,
@@ -123,8 +124,8 @@ impl CommitBuffer {
     ) -> Self {
         let commit_rows = config.commit_rows.max(1);
         CommitBuffer {
-            buffer: Mutex::new(Contents {
-                pieces: Vec::new(),
+            contents: Mutex::new(Contents {
+                handoffs: Vec::new(),
                 rows: 0,
                 accounts: jobs
                     .into_iter()
@@ -152,7 +153,7 @@ impl CommitBuffer {
     }
 
     fn lock(&self) -> MutexGuard<'_, Contents> {
-        self.buffer.lock().unwrap_or_else(PoisonError::into_inner)
+        self.contents.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Hands `rows` rows (built by `build`, which starts at once on the blocking pool) and the
@@ -185,9 +186,9 @@ impl CommitBuffer {
                     if let Some(a) = buf.accounts.get_mut(job) {
                         a.pending += 1;
                     }
-                    buf.pieces.push(Handoff {
+                    buf.handoffs.push(Handoff {
                         job,
-                        built: tokio::task::spawn_blocking(build),
+                        converting: tokio::task::spawn_blocking(build),
                         rows,
                         states,
                         handed_at: Instant::now(),
@@ -245,24 +246,24 @@ impl CommitBuffer {
     /// Waits until the buffer is due (big enough, old enough, or the run over) and takes it;
     /// `None` once the run is over and the buffer empty. After a cancellation only the end of
     /// the run makes it due, so the buffer is committed once, when every job has stopped.
-    async fn next_batch(&self, cancel: &CancelToken) -> Option<Vec<Handoff>> {
+    async fn next_due(&self, cancel: &CancelToken) -> Option<Vec<Handoff>> {
         loop {
             let mut notified = pin!(self.wake.notified());
             notified.as_mut().enable();
             let sleep = {
                 let mut buf = self.lock();
-                if buf.closed && buf.pieces.is_empty() {
+                if buf.closed && buf.handoffs.is_empty() {
                     return None;
                 }
                 let cancelled = cancel.is_cancelled();
-                let age = buf.pieces.first().map(|p| p.handed_at.elapsed());
+                let age = buf.handoffs.first().map(|p| p.handed_at.elapsed());
                 let due = buf.closed
                     || (!cancelled
                         && (buf.rows >= self.commit_rows
                             || age.is_some_and(|a| a >= self.interval)));
-                if due && !buf.pieces.is_empty() {
+                if due && !buf.handoffs.is_empty() {
                     buf.rows = 0;
-                    return Some(std::mem::take(&mut buf.pieces));
+                    return Some(std::mem::take(&mut buf.handoffs));
                 }
                 match age {
                     Some(age) if !cancelled => Some(self.interval.saturating_sub(age)),
@@ -284,7 +285,7 @@ impl CommitBuffer {
     /// Applies the outcome of one commit to the accounts; returns the reports now ready.
     fn committed(&self, done: CommitOutcome) -> Vec<(usize, JobReport)> {
         let mut buf = self.lock();
-        for (job, n) in &done.pieces {
+        for (job, n) in &done.handoffs {
             if let Some(a) = buf.accounts.get_mut(*job) {
                 a.pending = a.pending.saturating_sub(*n);
             }
@@ -302,7 +303,7 @@ impl CommitBuffer {
                 }
             }
             Err(e) => {
-                let mut jobs = done.pieces.keys().copied();
+                let mut jobs = done.handoffs.keys().copied();
                 if let Some(first) = jobs.next() {
                     for other in jobs {
                         failed.push((other, shared(&e, &self.root)));
@@ -322,12 +323,12 @@ impl CommitBuffer {
                 }));
             }
         }
-        // Later pieces of a failed job would commit states past the lost rows: drop them.
+        // Later hand-offs of a failed job would commit states past the lost rows: drop them.
         if !failed_jobs.is_empty() {
-            let pieces = std::mem::take(&mut buf.pieces);
-            let mut kept = Vec::with_capacity(pieces.len());
+            let handoffs = std::mem::take(&mut buf.handoffs);
+            let mut kept = Vec::with_capacity(handoffs.len());
             let mut rows = 0;
-            for p in pieces {
+            for p in handoffs {
                 if failed_jobs.contains(&p.job) {
                     if let Some(a) = buf.accounts.get_mut(p.job) {
                         a.pending = a.pending.saturating_sub(1);
@@ -337,7 +338,7 @@ impl CommitBuffer {
                     kept.push(p);
                 }
             }
-            buf.pieces = kept;
+            buf.handoffs = kept;
             buf.rows = rows;
         }
         let ready = ready_reports(&mut buf);
@@ -381,9 +382,9 @@ fn shared(e: &Error, root: &std::path::Path) -> Error {
 
 /// The outcome of one commit of the buffer.
 struct CommitOutcome {
-    /// Pieces per job the buffer held (those of jobs whose rows failed to build included).
-    pieces: BTreeMap<usize, usize>,
-    /// Jobs whose rows could not be built; their pieces were left out of the commit.
+    /// Hand-offs per job the buffer held (those of jobs whose rows failed to build included).
+    handoffs: BTreeMap<usize, usize>,
+    /// Jobs whose rows could not be built; their hand-offs were left out of the commit.
     build_failures: Vec<(usize, Error)>,
     result: Result<crate::lake::CommitSummary>,
 }
@@ -395,9 +396,9 @@ impl CommitBuffer {
     pub(crate) async fn commit_until_closed(&self, observer: &dyn SyncObserver) -> CommitStats {
         let cancel = &self.cancel;
         let mut stats = CommitStats::default();
-        while let Some(pieces) = self.next_batch(cancel).await {
+        while let Some(handoffs) = self.next_due(cancel).await {
             let started = Instant::now();
-            let done = self.commit_pieces(pieces, cancel).await;
+            let done = self.commit_handoffs(handoffs, cancel).await;
             stats.time += started.elapsed();
             if let Ok(summary) = &done.result {
                 stats.commits += 1;
@@ -416,16 +417,16 @@ impl CommitBuffer {
         stats
     }
 
-    /// Waits for the pieces' rows to be converted and commits them with their states in one
+    /// Waits for the hand-offs' rows to be converted and commits them with their states in one
     /// transaction, on the blocking pool. A job whose rows failed to convert is left out, all
-    /// its pieces with it.
-    async fn commit_pieces(&self, pieces: Vec<Handoff>, cancel: &CancelToken) -> CommitOutcome {
+    /// its hand-offs with it.
+    async fn commit_handoffs(&self, handoffs: Vec<Handoff>, cancel: &CancelToken) -> CommitOutcome {
         let mut counts: BTreeMap<usize, usize> = BTreeMap::new();
         let mut failures: Vec<(usize, Error)> = Vec::new();
-        let mut built = Vec::with_capacity(pieces.len());
-        for p in pieces {
+        let mut built = Vec::with_capacity(handoffs.len());
+        for p in handoffs {
             *counts.entry(p.job).or_default() += 1;
-            let batches = match p.built.await {
+            let batches = match p.converting.await {
                 Ok(r) => r,
                 Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
                 Err(source) => Err(Error::Task {
@@ -458,7 +459,7 @@ impl CommitBuffer {
             }),
         };
         CommitOutcome {
-            pieces: counts,
+            handoffs: counts,
             build_failures: failures,
             result,
         }
