@@ -218,7 +218,7 @@ async fn step(
     cancel: &CancelToken,
 ) -> anyhow::Result<SyncReport> {
     let bars = ProgressBars::new(jobs.len());
-    let report = syncer.run(&jobs, &bars, cancel).await;
+    let report = syncer.run_with(&jobs, &bars, cancel).await;
     bars.finish();
     let added: u64 = report.jobs.iter().map(|j| j.rows_added).sum();
     eprintln!(

@@ -16,7 +16,7 @@ use dexlake::analytics::{BarOptions, EventSource, Selection, TimeRange, bars};
 use dexlake::api::{Client, ClientConfig};
 use dexlake::lake::Lake;
 use dexlake::sim::{Scale, SimConfig, Simulator};
-use dexlake::sync::{CancelToken, Job, SyncConfig, Syncer};
+use dexlake::sync::{Job, SyncConfig, Syncer};
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {
@@ -50,7 +50,7 @@ async fn main() -> anyhow::Result<()> {
             wallet: None,
         },
     ];
-    let report = syncer.run(&jobs, &(), &CancelToken::new()).await;
+    let report = syncer.run(&jobs).await;
     anyhow::ensure!(!report.any_failed(), "sync failed: {:?}", report.jobs);
     println!(
         "synced {:?} with {} requests",

@@ -20,7 +20,7 @@ use dexlake::api::profile_query::{Condition, Filter, Scalar, SearchRequest};
 use dexlake::api::{Client, ClientConfig};
 use dexlake::lake::Lake;
 use dexlake::sim::{Scale, SimConfig, Simulator};
-use dexlake::sync::{CancelToken, Job, SyncConfig, Syncer};
+use dexlake::sync::{Job, SyncConfig, Syncer};
 use polars::prelude::*;
 use serde_json::json;
 
@@ -47,13 +47,7 @@ async fn main() -> anyhow::Result<()> {
         "limit": 100
     }))?;
     let syncer = Syncer::new(client, Arc::clone(&lake), SyncConfig::default());
-    let report = syncer
-        .run(
-            &[Job::AltProfiles { request: all }],
-            &(),
-            &CancelToken::new(),
-        )
-        .await;
+    let report = syncer.run(&[Job::AltProfiles { request: all }]).await;
     anyhow::ensure!(!report.any_failed(), "sync failed: {:?}", report.jobs);
     println!("cached {} profiles", report.jobs[0].rows_added);
     sim.shutdown().await;

@@ -17,7 +17,7 @@ use dexlake::analytics::pnl::{self, CostMethod, EquityConfig, PnlConfig, PnlQuer
 use dexlake::api::{Client, ClientConfig};
 use dexlake::lake::{Dataset, Lake};
 use dexlake::sim::{Scale, SimConfig, Simulator};
-use dexlake::sync::{CancelToken, Job, SyncConfig, Syncer};
+use dexlake::sync::{Job, SyncConfig, Syncer};
 use polars::prelude::*;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -37,14 +37,13 @@ async fn main() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let lake = Arc::new(Lake::open(dir.path())?);
     let syncer = Syncer::new(client, Arc::clone(&lake), SyncConfig::default());
-    let cancel = CancelToken::new();
 
     // The wallet's trades, then every trade of the tokens it holds (for their latest prices).
     let wallet_job = Job::Trades {
         token: None,
         wallet: Some(wallet.clone()),
     };
-    let report = syncer.run(&[wallet_job], &(), &cancel).await;
+    let report = syncer.run(&[wallet_job]).await;
     anyhow::ensure!(!report.any_failed(), "sync failed: {:?}", report.jobs);
     let tokens: BTreeSet<String> = lake
         .scan(Dataset::Trades)?
@@ -63,7 +62,7 @@ async fn main() -> anyhow::Result<()> {
             wallet: None,
         })
         .collect();
-    let report = syncer.run(&jobs, &(), &cancel).await;
+    let report = syncer.run(&jobs).await;
     anyhow::ensure!(!report.any_failed(), "sync failed: {:?}", report.jobs);
     println!(
         "wallet {wallet}: {} tokens, {} trades in the lake",

@@ -31,7 +31,7 @@
 //! use dexlake::api::{Client, ClientConfig};
 //! use dexlake::lake::{Dataset, Lake};
 //! use dexlake::sim::{Scale, SimConfig, Simulator};
-//! use dexlake::sync::{CancelToken, Job, SyncConfig, Syncer};
+//! use dexlake::sync::{Job, SyncConfig, Syncer};
 //!
 //! // A simulated service on 127.0.0.1 with a small deterministic market.
 //! let sim = Simulator::start(SimConfig { seed: 42, scale: Scale::Tiny, ..SimConfig::default() }).await?;
@@ -48,7 +48,7 @@
 //! // Fetch every swap of the token; a second run would fetch only newer ones.
 //! let sync = Syncer::new(client, Arc::clone(&lake), SyncConfig::default());
 //! let job = Job::Swaps { token: Some(token), wallet: None, pool: None };
-//! let report = sync.run(&[job], &(), &CancelToken::new()).await;
+//! let report = sync.run(&[job]).await;
 //! assert!(!report.any_failed());
 //!
 //! // The lake is Parquet; polars reads it lazily with the hive partition columns.

@@ -257,7 +257,11 @@ mod tests {
         #[test]
         fn arithmetic_never_overflows(start in any::<i64>(), end in any::<i64>(), step in any::<i64>(), len in 1i64..) {
             let r = Range::new(start, end).align_out(step);
-            prop_assert!(r.len() >= 0);
+            // Widened outwards: the aligned range holds the whole of the original one.
+            prop_assert!(r.start <= start && end <= r.end, "{:?} does not hold {}..{}", r, start, end);
+            // The length is the exact one, saturated, never a wrapped subtraction.
+            let exact = (i128::from(r.end) - i128::from(r.start)).clamp(0, i128::from(i64::MAX));
+            prop_assert_eq!(i128::from(r.len()), exact);
             let count = r.chunk_count(len);
             // Only lay out the pieces when there are few of them.
             if count <= 1000 {

@@ -16,7 +16,7 @@ use dexlake::api::models::{Swap, SwapType};
 use dexlake::api::requests::{AltPricesRequest, CandlesRequest};
 use dexlake::lake::{Dataset, Lake, convert};
 use dexlake::sim::{Scale, SimConfig, Simulator};
-use dexlake::sync::{CancelToken, Job, SyncConfig, Syncer};
+use dexlake::sync::{Job, SyncConfig, Syncer};
 use polars::prelude::*;
 use proptest::prelude::*;
 
@@ -776,7 +776,7 @@ async fn bars_and_price_stats_equal_the_simulator() {
             pool: None,
         })
         .collect();
-    let report = sync.run(&jobs, &(), &CancelToken::new()).await;
+    let report = sync.run(&jobs).await;
     assert!(!report.any_failed(), "{:?}", report.jobs);
 
     for interval in [60i64, 3600, 86_400] {
@@ -1226,7 +1226,7 @@ async fn bench_lake_writes_what_a_sync_writes() {
         ..SyncConfig::default()
     };
     let report = Syncer::new(client, Arc::clone(&lake), config)
-        .run(&jobs, &(), &CancelToken::new())
+        .run(&jobs)
         .await;
     assert!(!report.any_failed());
     lake.compact().unwrap();

@@ -15,7 +15,7 @@ use dexlake::api::profile_query::SearchRequest;
 use dexlake::api::requests::PortfolioRequest;
 use dexlake::lake::Lake;
 use dexlake::sim::Simulator;
-use dexlake::sync::{CancelToken, Job, SyncConfig, Syncer};
+use dexlake::sync::{Job, SyncConfig, Syncer};
 use polars::prelude::*;
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -34,7 +34,7 @@ fn client(sim: &Simulator) -> Client {
 
 async fn sync(sim: &Simulator, lake: &Arc<Lake>, jobs: Vec<Job>) {
     let syncer = Syncer::new(client(sim), Arc::clone(lake), SyncConfig::default());
-    let report = syncer.run(&jobs, &(), &CancelToken::new()).await;
+    let report = syncer.run(&jobs).await;
     assert!(!report.any_failed(), "sync failed: {report:?}");
 }
 

@@ -15,7 +15,7 @@ use dexlake::lake::convert::alt_profiles_to_batch;
 use dexlake::lake::{Dataset, Lake};
 use dexlake::search as engine;
 use dexlake::sim::{Scale, SimConfig, Simulator};
-use dexlake::sync::{CancelToken, Job, SyncConfig, Syncer};
+use dexlake::sync::{Job, SyncConfig, Syncer};
 use polars::prelude::*;
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -570,9 +570,7 @@ async fn synced() -> Fixture {
     }))
     .expect("request");
     let sync = Syncer::new(client.clone(), Arc::clone(&lake), SyncConfig::default());
-    let report = sync
-        .run(&[Job::AltProfiles { request }], &(), &CancelToken::new())
-        .await;
+    let report = sync.run(&[Job::AltProfiles { request }]).await;
     assert!(!report.any_failed(), "{report:?}");
     Fixture {
         _dir: dir,

@@ -13,7 +13,6 @@ use dexlake::analytics::{
 };
 use dexlake::prelude::*;
 use dexlake::sim::Simulator;
-use dexlake::sync::CancelToken;
 use serde_json::json;
 
 use crate::common;
@@ -48,7 +47,7 @@ async fn lake(dir: &std::path::Path) -> (Arc<Lake>, Vec<String>) {
         Arc::clone(&lake),
         SyncConfig::default(),
     );
-    let report = syncer.run(&jobs, &(), &CancelToken::new()).await;
+    let report = syncer.run(&jobs).await;
     assert!(!report.any_failed(), "sync failed: {report:?}");
     sim.shutdown().await;
     (lake, tokens)

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use dexlake::lake::{Dataset, Lake};
 use dexlake::report::{self, ReportConfig, top_wallet};
 use dexlake::sim::Simulator;
-use dexlake::sync::{CancelToken, Job, SyncConfig, Syncer};
+use dexlake::sync::{Job, SyncConfig, Syncer};
 use serde_json::{Value, json};
 
 use crate::common;
@@ -40,7 +40,7 @@ async fn synced_lake(sim: &Simulator, root: &Path) -> Arc<Lake> {
         });
     }
     let syncer = Syncer::new(client(sim), Arc::clone(&lake), SyncConfig::default());
-    let report = syncer.run(&jobs, &(), &CancelToken::new()).await;
+    let report = syncer.run(&jobs).await;
     assert!(!report.any_failed(), "sync failed: {report:?}");
     lake
 }
@@ -232,12 +232,7 @@ async fn a_lake_without_events_is_a_clear_error_and_without_profiles_a_note() {
         wallet: None,
         pool: None,
     }];
-    assert!(
-        !syncer
-            .run(&jobs, &(), &CancelToken::new())
-            .await
-            .any_failed()
-    );
+    assert!(!syncer.run(&jobs).await.any_failed());
     let r = {
         let lake = Arc::clone(&lake);
         tokio::task::spawn_blocking(move || report::build(&lake, &ReportConfig::default()))

@@ -127,12 +127,9 @@ async fn run_sync_with(
     config: SyncConfig,
 ) -> SyncReport {
     let sync = Syncer::new(client(sim), Arc::clone(lake), config);
-    tokio::time::timeout(
-        Duration::from_secs(120),
-        sync.run(jobs, &(), &CancelToken::new()),
-    )
-    .await
-    .expect("sync finishes in time")
+    tokio::time::timeout(Duration::from_secs(120), sync.run(jobs))
+        .await
+        .expect("sync finishes in time")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -468,7 +465,7 @@ async fn a_failed_job_keeps_its_typed_cause() {
         wallet: None,
         pool: None,
     };
-    let report = sync.run(&[job], &(), &CancelToken::new()).await;
+    let report = sync.run(&[job]).await;
     assert!(report.any_failed());
     let error = report.jobs[0].outcome.error().expect("the job failed");
     assert_eq!(error.api_status(), Some(ApiStatus::Unauthorized));
@@ -522,7 +519,7 @@ async fn a_profiles_snapshot_whose_cursor_is_refused_starts_again() {
 
     let sync = Syncer::new(client(&sim), Arc::clone(&lake), SyncConfig::default());
     let restarts = Restarts::default();
-    let report = sync.run(&[job], &restarts, &CancelToken::new()).await;
+    let report = sync.run_with(&[job], &restarts, &CancelToken::new()).await;
     assert_eq!(
         report.jobs[0].outcome,
         JobOutcome::Done,
@@ -544,7 +541,7 @@ async fn a_profiles_snapshot_whose_cursor_is_refused_starts_again() {
     assert_eq!(times, 1);
     // A later run resumes nothing and takes a fresh snapshot.
     let again = sync
-        .run(
+        .run_with(
             std::slice::from_ref(&Job::AltProfiles {
                 request: serde_json::from_value(serde_json::json!({"limit": 7})).unwrap(),
             }),
@@ -619,14 +616,12 @@ async fn a_capped_candle_answer_covers_only_what_it_reaches() {
         ..SyncConfig::default()
     };
     let sync = Syncer::new(client, Arc::clone(&lake), config);
-    let first = sync
-        .run(std::slice::from_ref(&job), &(), &CancelToken::new())
-        .await;
+    let first = sync.run(std::slice::from_ref(&job)).await;
     assert_eq!(first.jobs[0].outcome, JobOutcome::Done, "{:?}", first.jobs);
     // 1000 bars in answers of at most 300: four requests, every bar in the lake.
     assert_eq!(first.jobs[0].rows_added, 1000);
     assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 4);
-    let again = sync.run(&[job], &(), &CancelToken::new()).await;
+    let again = sync.run(&[job]).await;
     assert_eq!(again.jobs[0].requests, 0, "the whole range is covered now");
 }
 
@@ -778,7 +773,7 @@ async fn every_float_reaches_the_lake_bit_for_bit() {
         ..SyncConfig::default()
     };
     let sync = Syncer::new(client, Arc::clone(&lake), config);
-    let report = sync.run(&plan, &(), &CancelToken::new()).await;
+    let report = sync.run(&plan).await;
     assert!(!report.any_failed(), "{:?}", report.jobs);
 
     // Each number as the service wrote it, parsed correctly rounded by the standard library.
@@ -885,7 +880,7 @@ async fn overflowing_numbers_are_clear_errors_not_aborts() {
         };
         let err = sync.estimate(&job).expect_err("refused");
         assert!(err.to_string().contains("interval must be"), "{err}");
-        let report = sync.run(&[job], &(), &CancelToken::new()).await;
+        let report = sync.run(&[job]).await;
         assert!(report.any_failed());
     }
     assert_eq!(sim.requests_served(), 0);
@@ -971,9 +966,12 @@ async fn a_sync_meeting_a_held_lake_keeps_its_rows_until_the_lock_comes() {
         })
     };
     let started = std::time::Instant::now();
-    let report = tokio::time::timeout(Duration::from_secs(30), syncer.run(&jobs, &(), &cancel))
-        .await
-        .expect("a cancelled sync does not wait for the lock's whole timeout");
+    let report = tokio::time::timeout(
+        Duration::from_secs(30),
+        syncer.run_with(&jobs, &(), &cancel),
+    )
+    .await
+    .expect("a cancelled sync does not wait for the lock's whole timeout");
     canceller.await.expect("canceller");
     drop(held);
     assert!(started.elapsed() < Duration::from_secs(10));

@@ -408,7 +408,7 @@ pub fn run(global: &Global, args: SyncArgs) -> anyhow::Result<ExitCode> {
                 }
             })
         };
-        let report = sync.run(&jobs, &observer, &cancel).await;
+        let report = sync.run_with(&jobs, &observer, &cancel).await;
         watcher.abort();
         report
     });

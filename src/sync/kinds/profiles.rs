@@ -2,38 +2,44 @@
 
 use futures::StreamExt;
 
-use super::run::{Finished, JobCtx, Syncer, to_value};
+use super::FetchEnd;
 use super::snapshots::{SnapshotRun, SnapshotState};
 use crate::api::profile_query::SearchRequest;
 use crate::error::{ApiStatus, Result};
+use crate::sync::context::JobContext;
+use crate::sync::state::state_value;
 
-impl Syncer {
-    /// Every page of one search-profiles request, as one snapshot.
-    pub(super) async fn sync_search(
-        &self,
-        ctx: &mut JobCtx<'_>,
-        key: &str,
-        request: &SearchRequest,
-    ) -> Result<Finished> {
-        let state: SnapshotState = self.read_state(key)?.unwrap_or_default();
+/// An altchain profiles job: every page of one search-profiles request, as one snapshot.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AltProfilesJob<'j> {
+    /// The search body (its `cursor` is managed by the job).
+    pub(crate) request: &'j SearchRequest,
+}
+
+impl AltProfilesJob<'_> {
+    /// Every page of the request, as one snapshot; an interrupted one resumes at its cursor.
+    pub(crate) async fn fetch(&self, key: &str, ctx: &mut JobContext<'_>) -> Result<FetchEnd> {
+        let request = self.request;
+        let client = ctx.client;
+        let state: SnapshotState = ctx.states.read(key)?.unwrap_or_default();
         let mut run = state.run.unwrap_or_else(SnapshotRun::start);
         let mut fetched_at = run.fetched_at;
         let mut req = request.clone();
         if req.limit.is_none() {
-            req.limit = Some(self.config.page_limit);
+            req.limit = Some(ctx.config.page_limit);
         }
         let resumed = run.cursor.is_some();
-        let mut pages = Box::pin(self.client.search_pages(SearchRequest {
+        let mut pages = Box::pin(client.search_pages(SearchRequest {
             cursor: run.cursor.clone(),
             ..req.clone()
         }));
         let mut first_page = true;
         loop {
             if ctx.cancel.is_cancelled() {
-                return Ok(false);
+                return Ok(FetchEnd::Cancelled);
             }
             let Some(next) = ctx.unless_cancelled(pages.next()).await else {
-                return Ok(false);
+                return Ok(FetchEnd::Cancelled);
             };
             let Some(page) = next else {
                 break;
@@ -54,7 +60,7 @@ impl Syncer {
                     ));
                     run = SnapshotRun::start();
                     fetched_at = run.fetched_at;
-                    pages = Box::pin(self.client.search_pages(req.clone()));
+                    pages = Box::pin(client.search_pages(req.clone()));
                     first_page = false;
                     continue;
                 }
@@ -78,17 +84,16 @@ impl Syncer {
                     last_fetched_at: state.last_fetched_at,
                 }
             };
-            self.hand_off_records(
-                ctx,
+            ctx.hand_off_records(
                 page.data,
                 fetched_at,
-                vec![(key.to_owned(), to_value(&state))],
+                vec![(key.to_owned(), state_value(&state))],
             )
             .await?;
             if last {
                 break;
             }
         }
-        Ok(true)
+        Ok(FetchEnd::Complete)
     }
 }

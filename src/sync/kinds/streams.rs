@@ -3,22 +3,25 @@
 use futures::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 
-use super::run::{Finished, JobCtx, Syncer, to_value};
+use super::FetchEnd;
 use crate::api::client::Client;
 use crate::api::models::{Page, Swap, Trade};
 use crate::api::requests::{SwapsRequest, TradesRequest};
 use crate::error::{ApiStatus, Result};
 use crate::lake::convert::ToBatch;
+use crate::sync::SyncConfig;
+use crate::sync::context::JobContext;
+use crate::sync::state::{SyncStates, state_value};
 
 /// Position of a swap or trade in the service's newest-first order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-pub(super) struct EventKey {
+pub(crate) struct EventKey {
     slot: i64,
     id: i64,
 }
 
 /// A record of a newest-first stream: where it sits in the order.
-pub(super) trait Streamed: ToBatch<Context = ()> + Clone + Send + 'static {
+pub(crate) trait Streamed: ToBatch<Context = ()> + Clone + Send + 'static {
     /// Position in the service's newest-first order.
     fn key(&self) -> EventKey;
 }
@@ -42,7 +45,7 @@ impl Streamed for Trade {
 }
 
 /// The request of a stream: its pages from a cursor on.
-pub(super) trait StreamRequest: Clone + Send + Sync + 'static {
+pub(crate) trait StreamRequest: Clone + Send + Sync + 'static {
     /// The records its pages hold.
     type Item: Streamed;
     /// The pages from `cursor` on (from the newest when `None`).
@@ -83,7 +86,7 @@ impl StreamRequest for TradesRequest {
 
 /// Progress of a newest-first stream (swaps or trades of one filter).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub(super) struct StreamState {
+pub(crate) struct StreamState {
     /// Newest record of the last completed run: everything from there back is in the lake.
     newest: Option<EventKey>,
     /// An interrupted run: where to resume.
@@ -102,21 +105,26 @@ struct StreamRun {
     stop: Option<EventKey>,
 }
 
-impl Syncer {
+/// A swaps or trades job: the pages of one filter, newest first, down to what an earlier run
+/// committed.
+#[derive(Debug, Clone)]
+pub(crate) struct StreamJob<R> {
+    /// The filter, asked for from the newest record (its cursor is managed by the job).
+    pub(crate) request: R,
+}
+
+impl<R: StreamRequest> StreamJob<R> {
     /// Swaps or trades of one filter, newest first, down to what an earlier run committed.
-    pub(super) async fn sync_stream<R: StreamRequest>(
-        &self,
-        ctx: &mut JobCtx<'_>,
-        key: &str,
-        request: &R,
-    ) -> Result<Finished> {
-        let mut state: StreamState = self.read_state(key)?.unwrap_or_default();
+    pub(crate) async fn fetch(&self, key: &str, ctx: &mut JobContext<'_>) -> Result<FetchEnd> {
+        let request = &self.request;
+        let client = ctx.client;
+        let mut state: StreamState = ctx.states.read(key)?.unwrap_or_default();
         let (mut cursor, mut top, stop) = match state.run.take() {
             Some(run) => (Some(run.cursor), Some(run.top), run.stop),
             None => (None, None, state.newest),
         };
         let resumed = cursor.is_some();
-        let mut stream = Box::pin(request.pages(&self.client, cursor.clone()));
+        let mut stream = Box::pin(request.pages(client, cursor.clone()));
         let mut buffer: Vec<R::Item> = Vec::new();
         let mut pages_held = 0usize;
         let mut first_page = true;
@@ -125,11 +133,11 @@ impl Syncer {
             // resume cursor still points at it.
             let next = tokio::select! {
                 biased;
-                () = ctx.cancel.cancelled() => break false,
+                () = ctx.cancel.cancelled() => break FetchEnd::Cancelled,
                 next = stream.next() => next,
             };
             let page = match next {
-                None => break true,
+                None => break FetchEnd::Complete,
                 Some(Ok(page)) => page,
                 Some(Err(e))
                     if first_page && resumed && e.api_status() == Some(ApiStatus::BadRequest) =>
@@ -141,12 +149,12 @@ impl Syncer {
                         "the service refused the recorded cursor ({e}); paging again from the newest record down to the last committed one"
                     ));
                     cursor = None;
-                    stream = Box::pin(request.pages(&self.client, None));
+                    stream = Box::pin(request.pages(client, None));
                     first_page = false;
                     continue;
                 }
                 Some(Err(e)) => {
-                    self.hand_off_stream(
+                    hand_off_stream(
                         ctx,
                         key,
                         &mut buffer,
@@ -172,12 +180,12 @@ impl Syncer {
             }
             let next = page.next_cursor().map(str::to_owned);
             if reached_stop || next.is_none() || page.data.is_empty() {
-                break true;
+                break FetchEnd::Complete;
             }
             cursor = next;
             pages_held += 1;
-            if pages_held >= self.config.pages_per_handoff.max(1) {
-                self.hand_off_stream(
+            if pages_held >= ctx.config.pages_per_handoff.max(1) {
+                hand_off_stream(
                     ctx,
                     key,
                     &mut buffer,
@@ -187,7 +195,7 @@ impl Syncer {
                 pages_held = 0;
             }
         };
-        let next = if finished {
+        let next = if finished == FetchEnd::Complete {
             StreamState {
                 newest: top.or(stop),
                 run: None,
@@ -196,27 +204,19 @@ impl Syncer {
         } else {
             resume_state(&state, cursor.as_deref(), top, stop)
         };
-        self.hand_off_stream(ctx, key, &mut buffer, &next).await?;
+        hand_off_stream(ctx, key, &mut buffer, &next).await?;
         Ok(finished)
     }
 
-    /// Hands the held records of a stream to the commit buffer with the stream's next state.
-    async fn hand_off_stream<T: Streamed>(
-        &self,
-        ctx: &JobCtx<'_>,
-        key: &str,
-        held: &mut Vec<T>,
-        next: &StreamState,
-    ) -> Result<()> {
-        let rows = std::mem::take(held);
-        self.hand_off_records(ctx, rows, (), vec![(key.to_owned(), to_value(next))])
-            .await
-    }
-
     /// A dry run of a stream: requests it will make, from its recorded state.
-    pub(super) fn estimate_stream(&self, key: &str) -> Result<(Option<u64>, String)> {
-        let state: StreamState = self.read_state(key)?.unwrap_or_default();
-        let limit = i64::from(self.config.page_limit);
+    pub(crate) fn estimate(
+        &self,
+        key: &str,
+        states: &SyncStates<'_>,
+        config: &SyncConfig,
+    ) -> Result<(Option<u64>, String)> {
+        let state: StreamState = states.read(key)?.unwrap_or_default();
+        let limit = i64::from(config.page_limit);
         Ok(match (&state.run, state.newest, state.count) {
             (Some(_), _, _) => (
                 None,
@@ -238,6 +238,18 @@ impl Syncer {
             ),
         })
     }
+}
+
+/// Hands the held records of a stream to the commit buffer with the stream's next state.
+async fn hand_off_stream<T: Streamed>(
+    ctx: &JobContext<'_>,
+    key: &str,
+    held: &mut Vec<T>,
+    next: &StreamState,
+) -> Result<()> {
+    let rows = std::mem::take(held);
+    ctx.hand_off_records(rows, (), vec![(key.to_owned(), state_value(next))])
+        .await
 }
 
 /// The state of an unfinished stream: where to resume. Without a cursor or a newest record

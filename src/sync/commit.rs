@@ -1,12 +1,12 @@
-//! Group commits: jobs hand their fetched rows and their next states to one shared buffer,
+//! The group commit: jobs hand their fetched rows and their next states to one shared buffer,
 //! and one committer writes the buffer in a single lake transaction when it is big enough, old
 //! enough, or the run ends.
 //!
-//! A job's pieces enter the buffer in the order the job hands them off and the whole buffer is
+//! A job's hand-offs enter the buffer in the order the job hands them off and the whole buffer is
 //! committed at once, so a state is never committed without every row handed off before it. A
-//! failed commit fails the jobs whose rows it held: their later pieces are dropped from the
-//! buffer and their later hand-offs refused, so their committed states still match their
-//! committed rows.
+//! failed commit fails the jobs whose rows it held: their hand-offs still in the buffer are
+//! dropped and their later ones refused, so their committed states still match their committed
+//! rows.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -18,26 +18,28 @@ use arrow::record_batch::RecordBatch;
 use serde_json::Value;
 use tokio::sync::Notify;
 
-use super::run::{BatchBuilder, Syncer, wait_for_lake};
 use super::{CancelToken, JobOutcome, JobReport, SyncConfig, SyncEvent, SyncObserver};
 use crate::error::{Error, Result};
 use crate::lake::{Dataset, Lake, Partition};
 
+/// Builds the batches of one hand-off; runs on the blocking pool, when the buffer is committed.
+pub(crate) type BatchBuilder = Box<dyn FnOnce() -> Result<Vec<(Dataset, RecordBatch)>> + Send>;
+
 /// Rows of one hand-off, converted on the blocking pool while the job goes on fetching.
-type Built = tokio::task::JoinHandle<Result<Vec<(Dataset, RecordBatch)>>>;
+type Converting = tokio::task::JoinHandle<Result<Vec<(Dataset, RecordBatch)>>>;
 
 /// What a job hands to the buffer: its rows (being converted, off the async workers) and the
 /// states that describe them.
-struct Piece {
+struct Handoff {
     job: usize,
-    built: Built,
+    converting: Converting,
     rows: usize,
     states: Vec<(String, Value)>,
-    at: Instant,
+    handed_at: Instant,
 }
 
 /// What a job did once its fetching ended.
-struct Fetched {
+struct FetchTotals {
     rows_fetched: u64,
     requests: u64,
     outcome: JobOutcome,
@@ -48,11 +50,11 @@ struct Account {
     job: String,
     dataset: Dataset,
     rows_added: u64,
-    /// Pieces handed off and not yet committed (nor dropped).
+    /// Hand-offs handed off and not yet committed (nor dropped).
     pending: usize,
     /// The error of a commit that held this job's rows.
     failed: Option<Arc<Error>>,
-    fetched: Option<Fetched>,
+    fetched: Option<FetchTotals>,
     reported: bool,
 }
 
@@ -76,8 +78,9 @@ impl Account {
     }
 }
 
-struct Buffer {
-    pieces: Vec<Piece>,
+/// What the buffer holds: the hand-offs not yet committed, their rows, and every job's account.
+struct Contents {
+    handoffs: Vec<Handoff>,
     rows: usize,
     accounts: Vec<Account>,
     /// Every job's fetching has ended: nothing more will be handed off.
@@ -86,16 +89,16 @@ struct Buffer {
 
 /// Figures of a run's commits.
 #[derive(Debug, Default)]
-pub(super) struct CommitStats {
-    pub(super) commits: u64,
-    pub(super) files_added: u64,
-    pub(super) time: Duration,
-    pub(super) partitions: BTreeSet<Partition>,
+pub(crate) struct CommitStats {
+    pub(crate) commits: u64,
+    pub(crate) files_added: u64,
+    pub(crate) time: Duration,
+    pub(crate) partitions: BTreeSet<Partition>,
 }
 
 /// The shared buffer of one run and the accounts of its jobs.
-pub(super) struct Group {
-    buffer: Mutex<Buffer>,
+pub(crate) struct CommitBuffer {
+    contents: Mutex<Contents>,
     /// Wakes the committer (a hand-off, the end of the run) and hand-offs waiting for room
     /// (the end of a commit).
     wake: Notify,
@@ -103,23 +106,26 @@ pub(super) struct Group {
     max_rows: usize,
     interval: Duration,
     root: PathBuf,
+    lake: Arc<Lake>,
+    /// How long a commit waits for another writer ([`SyncConfig::lock_timeout`]).
+    lock_timeout: Duration,
     /// Once cancelled, hand-offs no longer wait for room: the committer waits for every job's
     /// last hand-off before its one final commit.
     cancel: CancelToken,
 }
 
-impl Group {
+impl CommitBuffer {
     /// The buffer of a run of `jobs` (description and dataset of each, in plan order).
-    pub(super) fn new(
+    pub(crate) fn new(
         jobs: Vec<(String, Dataset)>,
         config: &SyncConfig,
-        lake: &Lake,
+        lake: &Arc<Lake>,
         cancel: &CancelToken,
     ) -> Self {
         let commit_rows = config.commit_rows.max(1);
-        Group {
-            buffer: Mutex::new(Buffer {
-                pieces: Vec::new(),
+        CommitBuffer {
+            contents: Mutex::new(Contents {
+                handoffs: Vec::new(),
                 rows: 0,
                 accounts: jobs
                     .into_iter()
@@ -140,19 +146,21 @@ impl Group {
             max_rows: commit_rows.saturating_mul(4),
             interval: config.commit_interval,
             root: lake.root().to_path_buf(),
+            lake: Arc::clone(lake),
+            lock_timeout: config.lock_timeout,
             cancel: cancel.clone(),
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Buffer> {
-        self.buffer.lock().unwrap_or_else(PoisonError::into_inner)
+    fn lock(&self) -> MutexGuard<'_, Contents> {
+        self.contents.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Hands `rows` rows (built by `build`, which starts at once on the blocking pool) and the
     /// states that describe them to the buffer.
     /// Waits only while the buffer holds four times [`SyncConfig::commit_rows`] (and the run
     /// is not cancelled); fails when a commit that held earlier rows of the job failed.
-    pub(super) async fn hand_off(
+    pub(crate) async fn hand_off(
         &self,
         job: usize,
         build: BatchBuilder,
@@ -178,12 +186,12 @@ impl Group {
                     if let Some(a) = buf.accounts.get_mut(job) {
                         a.pending += 1;
                     }
-                    buf.pieces.push(Piece {
+                    buf.handoffs.push(Handoff {
                         job,
-                        built: tokio::task::spawn_blocking(build),
+                        converting: tokio::task::spawn_blocking(build),
                         rows,
                         states,
-                        at: Instant::now(),
+                        handed_at: Instant::now(),
                     });
                     if buf.rows >= self.commit_rows {
                         self.wake.notify_waiters();
@@ -200,7 +208,7 @@ impl Group {
 
     /// Records the end of a job's fetching. Its [`SyncEvent::JobFinished`] goes out once its
     /// last rows are committed: at once when it has none waiting in the buffer.
-    pub(super) fn fetch_done(
+    pub(crate) fn fetch_done(
         &self,
         observer: &dyn SyncObserver,
         job: usize,
@@ -211,7 +219,7 @@ impl Group {
         let ready = {
             let mut buf = self.lock();
             if let Some(a) = buf.accounts.get_mut(job) {
-                a.fetched = Some(Fetched {
+                a.fetched = Some(FetchTotals {
                     rows_fetched,
                     requests,
                     outcome,
@@ -225,37 +233,37 @@ impl Group {
     }
 
     /// Every job's fetching has ended: the committer commits what is left and stops.
-    pub(super) fn close(&self) {
+    pub(crate) fn close(&self) {
         self.lock().closed = true;
         self.wake.notify_waiters();
     }
 
     /// The reports of every job, in plan order.
-    pub(super) fn reports(&self) -> Vec<JobReport> {
+    pub(crate) fn reports(&self) -> Vec<JobReport> {
         self.lock().accounts.iter().map(Account::report).collect()
     }
 
     /// Waits until the buffer is due (big enough, old enough, or the run over) and takes it;
     /// `None` once the run is over and the buffer empty. After a cancellation only the end of
     /// the run makes it due, so the buffer is committed once, when every job has stopped.
-    async fn next_batch(&self, cancel: &CancelToken) -> Option<Vec<Piece>> {
+    async fn next_due(&self, cancel: &CancelToken) -> Option<Vec<Handoff>> {
         loop {
             let mut notified = pin!(self.wake.notified());
             notified.as_mut().enable();
             let sleep = {
                 let mut buf = self.lock();
-                if buf.closed && buf.pieces.is_empty() {
+                if buf.closed && buf.handoffs.is_empty() {
                     return None;
                 }
                 let cancelled = cancel.is_cancelled();
-                let age = buf.pieces.first().map(|p| p.at.elapsed());
+                let age = buf.handoffs.first().map(|p| p.handed_at.elapsed());
                 let due = buf.closed
                     || (!cancelled
                         && (buf.rows >= self.commit_rows
                             || age.is_some_and(|a| a >= self.interval)));
-                if due && !buf.pieces.is_empty() {
+                if due && !buf.handoffs.is_empty() {
                     buf.rows = 0;
-                    return Some(std::mem::take(&mut buf.pieces));
+                    return Some(std::mem::take(&mut buf.handoffs));
                 }
                 match age {
                     Some(age) if !cancelled => Some(self.interval.saturating_sub(age)),
@@ -275,9 +283,9 @@ impl Group {
     }
 
     /// Applies the outcome of one commit to the accounts; returns the reports now ready.
-    fn committed(&self, done: Committed) -> Vec<(usize, JobReport)> {
+    fn committed(&self, done: CommitOutcome) -> Vec<(usize, JobReport)> {
         let mut buf = self.lock();
-        for (job, n) in &done.pieces {
+        for (job, n) in &done.handoffs {
             if let Some(a) = buf.accounts.get_mut(*job) {
                 a.pending = a.pending.saturating_sub(*n);
             }
@@ -295,7 +303,7 @@ impl Group {
                 }
             }
             Err(e) => {
-                let mut jobs = done.pieces.keys().copied();
+                let mut jobs = done.handoffs.keys().copied();
                 if let Some(first) = jobs.next() {
                     for other in jobs {
                         failed.push((other, shared(&e, &self.root)));
@@ -315,12 +323,12 @@ impl Group {
                 }));
             }
         }
-        // Later pieces of a failed job would commit states past the lost rows: drop them.
+        // Later hand-offs of a failed job would commit states past the lost rows: drop them.
         if !failed_jobs.is_empty() {
-            let pieces = std::mem::take(&mut buf.pieces);
-            let mut kept = Vec::with_capacity(pieces.len());
+            let handoffs = std::mem::take(&mut buf.handoffs);
+            let mut kept = Vec::with_capacity(handoffs.len());
             let mut rows = 0;
-            for p in pieces {
+            for p in handoffs {
                 if failed_jobs.contains(&p.job) {
                     if let Some(a) = buf.accounts.get_mut(p.job) {
                         a.pending = a.pending.saturating_sub(1);
@@ -330,7 +338,7 @@ impl Group {
                     kept.push(p);
                 }
             }
-            buf.pieces = kept;
+            buf.handoffs = kept;
             buf.rows = rows;
         }
         let ready = ready_reports(&mut buf);
@@ -341,7 +349,7 @@ impl Group {
 }
 
 /// The reports of jobs whose fetching ended and whose rows are all committed, marked reported.
-fn ready_reports(buf: &mut Buffer) -> Vec<(usize, JobReport)> {
+fn ready_reports(buf: &mut Contents) -> Vec<(usize, JobReport)> {
     let mut out = Vec::new();
     for (i, a) in buf.accounts.iter_mut().enumerate() {
         if !a.reported && a.pending == 0 && a.fetched.is_some() {
@@ -373,28 +381,24 @@ fn shared(e: &Error, root: &std::path::Path) -> Error {
 }
 
 /// The outcome of one commit of the buffer.
-struct Committed {
-    /// Pieces per job the buffer held (those of jobs whose rows failed to build included).
-    pieces: BTreeMap<usize, usize>,
-    /// Jobs whose rows could not be built; their pieces were left out of the commit.
+struct CommitOutcome {
+    /// Hand-offs per job the buffer held (those of jobs whose rows failed to build included).
+    handoffs: BTreeMap<usize, usize>,
+    /// Jobs whose rows could not be built; their hand-offs were left out of the commit.
     build_failures: Vec<(usize, Error)>,
     result: Result<crate::lake::CommitSummary>,
 }
 
-impl Syncer {
-    /// Runs the committer of a run: commits the buffer each time it is due, one commit at a
+impl CommitBuffer {
+    /// The committer of a run: commits the buffer each time it is due, one commit at a
     /// time, reports jobs whose last rows landed, and stops once the run is over and the
     /// buffer committed.
-    pub(super) async fn committer(
-        &self,
-        group: &Group,
-        observer: &dyn SyncObserver,
-        cancel: &CancelToken,
-    ) -> CommitStats {
+    pub(crate) async fn commit_until_closed(&self, observer: &dyn SyncObserver) -> CommitStats {
+        let cancel = &self.cancel;
         let mut stats = CommitStats::default();
-        while let Some(pieces) = group.next_batch(cancel).await {
+        while let Some(handoffs) = self.next_due(cancel).await {
             let started = Instant::now();
-            let done = self.commit_pieces(pieces, cancel).await;
+            let done = self.commit_handoffs(handoffs, cancel).await;
             stats.time += started.elapsed();
             if let Ok(summary) = &done.result {
                 stats.commits += 1;
@@ -406,23 +410,23 @@ impl Syncer {
                     elapsed: started.elapsed(),
                 });
             }
-            for (index, report) in group.committed(done) {
+            for (index, report) in self.committed(done) {
                 observer.on_event(SyncEvent::JobFinished { index, report });
             }
         }
         stats
     }
 
-    /// Waits for the pieces' rows to be converted and commits them with their states in one
+    /// Waits for the hand-offs' rows to be converted and commits them with their states in one
     /// transaction, on the blocking pool. A job whose rows failed to convert is left out, all
-    /// its pieces with it.
-    async fn commit_pieces(&self, pieces: Vec<Piece>, cancel: &CancelToken) -> Committed {
+    /// its hand-offs with it.
+    async fn commit_handoffs(&self, handoffs: Vec<Handoff>, cancel: &CancelToken) -> CommitOutcome {
         let mut counts: BTreeMap<usize, usize> = BTreeMap::new();
         let mut failures: Vec<(usize, Error)> = Vec::new();
-        let mut built = Vec::with_capacity(pieces.len());
-        for p in pieces {
+        let mut built = Vec::with_capacity(handoffs.len());
+        for p in handoffs {
             *counts.entry(p.job).or_default() += 1;
-            let batches = match p.built.await {
+            let batches = match p.converting.await {
                 Ok(r) => r,
                 Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
                 Err(source) => Err(Error::Task {
@@ -441,7 +445,7 @@ impl Syncer {
         }
         built.retain(|(job, ..)| !failures.iter().any(|(j, _)| j == job));
         let lake = Arc::clone(&self.lake);
-        let lock_timeout = self.config.lock_timeout;
+        let lock_timeout = self.lock_timeout;
         let cancel = cancel.clone();
         let task = tokio::task::spawn_blocking(move || {
             commit_blocking(&lake, built, lock_timeout, &cancel)
@@ -454,8 +458,8 @@ impl Syncer {
                 source,
             }),
         };
-        Committed {
-            pieces: counts,
+        CommitOutcome {
+            handoffs: counts,
             build_failures: failures,
             result,
         }
@@ -463,13 +467,13 @@ impl Syncer {
 }
 
 /// Converted rows of one job with the states that describe them.
-type BuiltPiece = (usize, Vec<(Dataset, RecordBatch)>, Vec<(String, Value)>);
+type ConvertedHandoff = (usize, Vec<(Dataset, RecordBatch)>, Vec<(String, Value)>);
 
 /// The blocking part of a commit: wait for the lake, write each job's rows under its own tag,
 /// set the states in hand-off order, commit.
 fn commit_blocking(
     lake: &Lake,
-    built: Vec<BuiltPiece>,
+    built: Vec<ConvertedHandoff>,
     lock_timeout: Duration,
     cancel: &CancelToken,
 ) -> Result<crate::lake::CommitSummary> {
@@ -485,4 +489,34 @@ fn commit_blocking(
         }
     }
     tx.commit()
+}
+
+/// Opens a lake transaction, waiting up to `timeout` for another writer, or up to the lake's
+/// own lock timeout from the moment `cancel` fires, whichever ends first. Runs on the blocking
+/// pool.
+fn wait_for_lake<'l>(
+    lake: &'l Lake,
+    timeout: Duration,
+    cancel: &CancelToken,
+) -> Result<crate::lake::Transaction<'l>> {
+    // Short attempts, so a cancellation is noticed within one of them.
+    const ATTEMPT: Duration = Duration::from_millis(250);
+    let start = Instant::now();
+    let mut deadline = start.checked_add(timeout);
+    let mut cancelled = false;
+    loop {
+        if !cancelled && cancel.is_cancelled() {
+            cancelled = true;
+            let cut = Instant::now().checked_add(lake.options().lock_timeout);
+            deadline = match (deadline, cut) {
+                (Some(d), Some(c)) => Some(d.min(c)),
+                (d, c) => d.or(c),
+            };
+        }
+        let remaining = deadline.map_or(ATTEMPT, |d| d.saturating_duration_since(Instant::now()));
+        match lake.transaction_within(remaining.min(ATTEMPT)) {
+            Err(Error::LakeLocked { .. }) if deadline.is_none_or(|d| Instant::now() < d) => {}
+            other => return other,
+        }
+    }
 }

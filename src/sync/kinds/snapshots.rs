@@ -6,7 +6,8 @@ use std::collections::BTreeSet;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::run::{BatchBuilder, Finished, JobCtx, Syncer, to_value};
+use super::FetchEnd;
+use crate::api::client::Client;
 use crate::api::models::TimeWindow;
 use crate::api::requests::{
     AltPricesRequest, EvmPricesRequest, GetProfileRequest, MAX_PRICE_ADDRESSES, PortfolioRequest,
@@ -14,27 +15,30 @@ use crate::api::requests::{
 };
 use crate::error::Result;
 use crate::lake::convert::{EvmSnapshot, ToBatch};
+use crate::sync::commit::BatchBuilder;
+use crate::sync::context::JobContext;
+use crate::sync::state::{SyncStates, state_value};
 
 /// Progress of a snapshot job.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub(super) struct SnapshotState {
+pub(crate) struct SnapshotState {
     /// An unfinished snapshot: its fetch time and the chunks already committed.
-    pub(super) run: Option<SnapshotRun>,
+    pub(crate) run: Option<SnapshotRun>,
     /// Fetch time of the last completed snapshot.
-    pub(super) last_fetched_at: Option<DateTime<Utc>>,
+    pub(crate) last_fetched_at: Option<DateTime<Utc>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub(super) struct SnapshotRun {
-    pub(super) fetched_at: DateTime<Utc>,
-    pub(super) done: BTreeSet<usize>,
+pub(crate) struct SnapshotRun {
+    pub(crate) fetched_at: DateTime<Utc>,
+    pub(crate) done: BTreeSet<usize>,
     /// For paged snapshots (search): cursor of the next page.
-    pub(super) cursor: Option<String>,
+    pub(crate) cursor: Option<String>,
 }
 
 impl SnapshotRun {
     /// A new snapshot, fetched now.
-    pub(super) fn start() -> Self {
+    pub(crate) fn start() -> Self {
         SnapshotRun {
             fetched_at: Utc::now(),
             done: BTreeSet::new(),
@@ -45,7 +49,7 @@ impl SnapshotRun {
 
 /// One request of a snapshot job.
 #[derive(Debug, Clone)]
-pub(super) enum SnapshotRequest {
+pub(crate) enum SnapshotRequest {
     /// Latest EVM prices of up to 1000 tokens or pools.
     EvmPrices(EvmPricesRequest),
     /// Latest altchain prices of up to 1000 tokens or pools.
@@ -63,7 +67,7 @@ pub(super) enum SnapshotRequest {
 impl SnapshotRequest {
     /// The requests of a latest-price (`stats` false) or price-stats snapshot: the tokens,
     /// then the pools, at most [`MAX_PRICE_ADDRESSES`] per request.
-    pub(super) fn prices(
+    pub(crate) fn prices(
         chain_id: Option<i64>,
         tokens: &[String],
         pools: &[String],
@@ -95,7 +99,7 @@ impl SnapshotRequest {
     }
 
     /// One profile request per token, asking for the metadata and every window.
-    pub(super) fn evm_profiles(chain_id: i64, tokens: &[String]) -> Vec<Self> {
+    pub(crate) fn evm_profiles(chain_id: i64, tokens: &[String]) -> Vec<Self> {
         tokens
             .iter()
             .map(|token| {
@@ -112,7 +116,7 @@ impl SnapshotRequest {
     }
 
     /// One portfolio request per wallet.
-    pub(super) fn portfolios(wallets: &[String]) -> Vec<Self> {
+    pub(crate) fn portfolios(wallets: &[String]) -> Vec<Self> {
         wallets
             .iter()
             .map(|wallet| {
@@ -145,15 +149,18 @@ where
     builder(records, context, n)
 }
 
-impl Syncer {
-    /// Prices, price stats, EVM profiles and portfolios: chunked snapshots with one fetch time.
-    pub(super) async fn sync_snapshot(
-        &self,
-        ctx: &mut JobCtx<'_>,
-        key: &str,
-        requests: Vec<SnapshotRequest>,
-    ) -> Result<Finished> {
-        let state: SnapshotState = self.read_state(key)?.unwrap_or_default();
+/// A snapshot job (prices, price stats, EVM profiles or portfolios): its requests, in order,
+/// all answered with one fetch time.
+#[derive(Debug, Clone)]
+pub(crate) struct SnapshotJob {
+    pub(crate) requests: Vec<SnapshotRequest>,
+}
+
+impl SnapshotJob {
+    /// The chunks not yet committed, then the snapshot marked complete.
+    pub(crate) async fn fetch(self, key: &str, ctx: &mut JobContext<'_>) -> Result<FetchEnd> {
+        let requests = self.requests;
+        let state: SnapshotState = ctx.states.read(key)?.unwrap_or_default();
         let mut run = state.run.unwrap_or_else(SnapshotRun::start);
         let fetched_at = run.fetched_at;
         for (i, request) in requests.into_iter().enumerate() {
@@ -161,13 +168,13 @@ impl Syncer {
                 continue;
             }
             if ctx.cancel.is_cancelled() {
-                return Ok(false);
+                return Ok(FetchEnd::Cancelled);
             }
             let Some(answer) = ctx
-                .unless_cancelled(self.fetch_snapshot(request, fetched_at))
+                .unless_cancelled(fetch_one(ctx.client, request, fetched_at))
                 .await
             else {
-                return Ok(false);
+                return Ok(FetchEnd::Cancelled);
             };
             let (batch_fn, rows) = answer?;
             ctx.fetched(rows);
@@ -176,66 +183,30 @@ impl Syncer {
                 run: Some(run.clone()),
                 last_fetched_at: state.last_fetched_at,
             };
-            self.hand_off(
-                ctx,
-                rows,
-                batch_fn,
-                vec![(key.to_owned(), to_value(&state))],
-            )
-            .await?;
+            ctx.hand_off(rows, batch_fn, vec![(key.to_owned(), state_value(&state))])
+                .await?;
         }
         let done = SnapshotState {
             run: None,
             last_fetched_at: Some(fetched_at),
         };
-        self.hand_off(
-            ctx,
+        ctx.hand_off(
             0,
             || Ok(Vec::new()),
-            vec![(key.to_owned(), to_value(&done))],
+            vec![(key.to_owned(), state_value(&done))],
         )
         .await?;
-        Ok(true)
-    }
-
-    /// Sends one request of a snapshot; the rows are built later, off the async workers.
-    async fn fetch_snapshot(
-        &self,
-        request: SnapshotRequest,
-        fetched_at: DateTime<Utc>,
-    ) -> Result<(BatchBuilder, usize)> {
-        let client = &self.client;
-        Ok(match request {
-            SnapshotRequest::EvmPrices(r) => records(client.evm_prices(&r).await?, fetched_at),
-            SnapshotRequest::AltPrices(r) => records(client.alt_prices(&r).await?, fetched_at),
-            SnapshotRequest::EvmPriceStats(r) => records(
-                client.evm_price_stats(&r).await?,
-                EvmSnapshot {
-                    chain_id: r.chain_id,
-                    fetched_at,
-                },
-            ),
-            SnapshotRequest::AltPriceStats(r) => {
-                records(client.alt_price_stats(&r).await?, fetched_at)
-            }
-            SnapshotRequest::EvmProfile(r) => {
-                records(vec![client.evm_profile(&r).await?], fetched_at)
-            }
-            SnapshotRequest::Portfolio(r) => {
-                let portfolio = client.portfolio(&r).await?;
-                let holdings = portfolio.tokens.len();
-                builder(vec![(r.wallet, portfolio)], fetched_at, holdings)
-            }
-        })
+        Ok(FetchEnd::Complete)
     }
 
     /// A dry run of a snapshot: the requests it has left.
-    pub(super) fn estimate_snapshot(
+    pub(crate) fn estimate(
         &self,
         key: &str,
-        requests: usize,
+        states: &SyncStates<'_>,
     ) -> Result<(Option<u64>, String)> {
-        let state: SnapshotState = self.read_state(key)?.unwrap_or_default();
+        let requests = self.requests.len();
+        let state: SnapshotState = states.read(key)?.unwrap_or_default();
         let done = state.run.map(|r| r.done.len()).unwrap_or(0);
         let n = requests.saturating_sub(done) as u64;
         Ok((
@@ -247,4 +218,30 @@ impl Syncer {
             },
         ))
     }
+}
+
+/// Sends one request of a snapshot; the rows are built later, off the async workers.
+async fn fetch_one(
+    client: &Client,
+    request: SnapshotRequest,
+    fetched_at: DateTime<Utc>,
+) -> Result<(BatchBuilder, usize)> {
+    Ok(match request {
+        SnapshotRequest::EvmPrices(r) => records(client.evm_prices(&r).await?, fetched_at),
+        SnapshotRequest::AltPrices(r) => records(client.alt_prices(&r).await?, fetched_at),
+        SnapshotRequest::EvmPriceStats(r) => records(
+            client.evm_price_stats(&r).await?,
+            EvmSnapshot {
+                chain_id: r.chain_id,
+                fetched_at,
+            },
+        ),
+        SnapshotRequest::AltPriceStats(r) => records(client.alt_price_stats(&r).await?, fetched_at),
+        SnapshotRequest::EvmProfile(r) => records(vec![client.evm_profile(&r).await?], fetched_at),
+        SnapshotRequest::Portfolio(r) => {
+            let portfolio = client.portfolio(&r).await?;
+            let holdings = portfolio.tokens.len();
+            builder(vec![(r.wallet, portfolio)], fetched_at, holdings)
+        }
+    })
 }

@@ -1,0 +1,67 @@
+//! What candles and price history share: the time ranges a target covers (empty answers
+//! included), the part of a wanted range still missing, and how far an answer reaches.
+
+use chrono::{DateTime, TimeZone, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::sync::SyncConfig;
+use crate::sync::ranges::{Range, RangeSet};
+
+/// Time ranges a time-range dataset covers for one target (empty answers included).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct CoverState {
+    pub(crate) covered: RangeSet,
+    /// Time of the newest point received, in epoch seconds.
+    #[serde(default)]
+    pub(crate) newest_point: Option<i64>,
+}
+
+/// A time as epoch seconds, the unit of the ranges.
+pub(crate) fn epoch_seconds(t: DateTime<Utc>) -> i64 {
+    t.timestamp()
+}
+
+/// Epoch seconds as a time (the epoch itself when out of range).
+pub(crate) fn from_epoch_seconds(secs: i64) -> DateTime<Utc> {
+    Utc.timestamp_opt(secs, 0).single().unwrap_or_default()
+}
+
+/// The requested range of a time-range job, aligned to its bar grid. Open ranges end now.
+pub(crate) fn wanted(interval: i64, from: DateTime<Utc>, to: Option<DateTime<Utc>>) -> Range {
+    let end = to.unwrap_or_else(Utc::now);
+    Range::new(epoch_seconds(from), epoch_seconds(end)).align_out(interval)
+}
+
+/// Missing sub-ranges of one target, split into requests of at most `bars_per_request` bars.
+/// The most recent window is always missing.
+pub(crate) fn missing_for(
+    config: &SyncConfig,
+    covered: &RangeSet,
+    interval: i64,
+    want: Range,
+) -> Vec<Range> {
+    let mut covered = covered.clone();
+    let now = epoch_seconds(Utc::now());
+    let recent = i64::try_from(config.recent_window.as_secs()).unwrap_or(i64::MAX);
+    covered.remove(Range::new(now.saturating_sub(recent), want.end.max(now)).align_out(interval));
+    covered
+        .missing(want)
+        .into_iter()
+        .flat_map(|r| r.chunks(interval.saturating_mul(config.bars_per_request.max(1))))
+        .collect()
+}
+
+/// How far an answer for `range` reaches: the end of its last bar or point, or the whole
+/// range when it holds none (an empty answer proves there is nothing to fetch) or its last bar
+/// is the range's last bucket. An answer that stops earlier may have been cut short by the
+/// service, so the rest of the range is not recorded as covered.
+pub(crate) fn answered_until(
+    range: Range,
+    interval: i64,
+    starts: impl Iterator<Item = i64>,
+) -> i64 {
+    match starts.max() {
+        Some(last) => last.saturating_add(interval).clamp(range.start, range.end),
+        None => range.end,
+    }
+}
