@@ -24,7 +24,9 @@
 //! | [`token_metrics`] | the 46 window metrics of a token profile, from the lake's trades |
 //! | [`search`] | the service's search-profiles request answered locally from cached profile snapshots, and its filter language as polars expressions |
 
+pub(crate) mod columns;
 pub mod events;
+pub(crate) mod intern;
 pub mod metrics;
 pub mod ohlcv;
 pub mod pnl;

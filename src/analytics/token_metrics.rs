@@ -59,10 +59,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use chrono::{DateTime, Utc};
 use polars::prelude::*;
 
+use super::columns::{f64_col, i64_col, str_col};
 use super::metrics;
 use super::pnl::{
-    CostMethod, Ledger, LedgerEvent, LotMatch, Mark, OversellPolicy, PnlConfig, Side, f64_col,
-    i64_col, str_col,
+    CostMethod, Ledger, LedgerEvent, LotMatch, Mark, OversellPolicy, PnlConfig, Side,
 };
 use crate::api::models::{ROI_BUCKETS, TimeWindow, WindowMetrics};
 use crate::lake::{Dataset, Lake};
