@@ -10,7 +10,9 @@ use rayon::prelude::*;
 use super::ledger::{LedgerEvent, Side};
 use super::options::PnlQuery;
 use crate::Result;
-use crate::analytics::columns::{f64_col, f64_slice, i64_col, i64_slice, str_at, str_chunk};
+use crate::analytics::columns::{
+    f64_col, f64_slice, i64_col, i64_slice, micros_col, micros_slice, str_at, str_chunk,
+};
 use crate::analytics::intern::intern;
 
 /// Columns read from the trades dataset.
@@ -161,7 +163,7 @@ fn trade_rows<'a>(
         usd: f64_slice(trades, "usd_amount")?,
         price: f64_slice(trades, "token_price")?,
         fee: Vec::new(),
-        time: i64_slice(trades, "block_time")?,
+        time: micros_slice(trades, "block_time")?,
         slot: i64_slice(trades, "block_slot")?,
         id: i64_slice(trades, "id")?,
     })
@@ -193,7 +195,7 @@ fn swap_rows(swaps: &DataFrame, ids: SwapIds<'_>, filter: TokenFilter) -> Result
     let p_out = f64_col(swaps, "token_price_out")?;
     let u_in = f64_col(swaps, "usd_amount_in")?;
     let u_out = f64_col(swaps, "usd_amount_out")?;
-    let time = i64_col(swaps, "block_time")?;
+    let time = micros_col(swaps, "block_time")?;
     let slot = i64_col(swaps, "block_slot")?;
     let id = i64_col(swaps, "id")?;
     for i in 0..swap_type.len() {

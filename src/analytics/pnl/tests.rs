@@ -712,3 +712,79 @@ fn equity_curve_marks_open_quantity_at_each_close() {
         .expect("dd");
     assert_eq!(dd, Some(-25.0));
 }
+
+/// `df` with its `block_time` (integer microseconds) as a timestamp column of `unit`.
+fn with_time_unit(df: &DataFrame, unit: TimeUnit) -> DataFrame {
+    let micros: Vec<i64> = df
+        .column("block_time")
+        .and_then(|c| c.i64().map(|c| c.into_no_null_iter().collect()))
+        .expect("block_time");
+    let counts: Vec<i64> = micros
+        .iter()
+        .map(|&t| match unit {
+            TimeUnit::Nanoseconds => t * 1000,
+            TimeUnit::Microseconds => t,
+            TimeUnit::Milliseconds => t / 1000,
+        })
+        .collect();
+    let time = Series::new("block_time".into(), counts)
+        .cast(&DataType::Datetime(unit, Some(TimeZone::UTC)))
+        .expect("cast");
+    let mut out = df.clone();
+    out.with_column(Column::from(time)).expect("block_time");
+    out
+}
+
+#[test]
+fn timestamps_are_read_in_their_unit() {
+    let day = 86_400;
+    let trades = frame(&[
+        ("w1", "A", "buy", 10.0, 1.0, 5, 1),
+        ("w2", "A", "buy", 1.0, 2.0, day + 5, 2),
+        ("w1", "A", "sell", 4.0, 1.5, 2 * day + 5, 3),
+        ("w1", "B", "buy", 3.0, 7.0, 2 * day + 9, 4),
+        ("w1", "A", "sell", 6.0, 3.0, 3 * day, 5),
+    ]);
+    // w9 has only swaps: buys A, then sells it for B.
+    let swaps = df!(
+        "wallet_address" => ["w9", "w9"],
+        "swap_type" => ["quote_token", "token_token"],
+        "token_address_in" => ["USD", "A"],
+        "token_address_out" => ["A", "B"],
+        "token_amount_in" => [8.0, 8.0],
+        "token_amount_out" => [8.0, 2.0],
+        "token_price_in" => [1.0, 1.25],
+        "token_price_out" => [1.0, 4.5],
+        "usd_amount_in" => [8.0, 10.0],
+        "usd_amount_out" => [8.0, 9.0],
+        "block_time" => [7_000_000i64, (day + 7) * 1_000_000],
+        "block_slot" => [7i64, 8],
+        "id" => [7i64, 8],
+    )
+    .expect("swaps");
+    let config = PnlConfig {
+        lots: true,
+        ..PnlConfig::default()
+    };
+    let equity = EquityConfig::default();
+    let run = |unit| {
+        let (t, s) = (with_time_unit(&trades, unit), with_time_unit(&swaps, unit));
+        let report = pnl_from_frames(&t, Some(&s), &PnlQuery::default(), &config).expect("pnl");
+        let set = ledgers_from_frames(&t, Some(&s), &PnlQuery::default()).expect("ledgers");
+        let perf = wallet_performance(&t, Some(&s), "w1", &config, &equity).expect("curve");
+        (report, set.events, perf)
+    };
+    let (report, events, perf) = run(TimeUnit::Microseconds);
+    assert_eq!(events[0].time, 5_000_000);
+    assert_eq!(perf.curve.height(), 4);
+    for unit in [TimeUnit::Nanoseconds, TimeUnit::Milliseconds] {
+        let (r, e, p) = run(unit);
+        assert!(r.ledgers.equals_missing(&report.ledgers), "{unit:?}");
+        assert!(r.positions.equals_missing(&report.positions), "{unit:?}");
+        let (lots, expected) = (r.lots.expect("lots"), report.lots.as_ref().expect("lots"));
+        assert!(lots.equals_missing(expected), "{unit:?}");
+        assert_eq!(e, events, "{unit:?}");
+        assert!(p.curve.equals_missing(&perf.curve), "{unit:?}");
+        assert!(p.metrics.equals_missing(&perf.metrics), "{unit:?}");
+    }
+}
