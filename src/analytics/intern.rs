@@ -174,13 +174,18 @@ fn merge_strs(columns: Vec<Vec<Part<&str>>>) -> (Vec<&str>, Vec<Vec<u32>>) {
 /// compared, so that the memory reads of several keys overlap.
 const BATCH: usize = 16;
 
-/// The local dictionary of the strings of one range of rows: an open-addressing table whose
-/// slots hold 24 bits of the key's hash and where the key's record starts (+ 1; 0 when
+/// A dictionary of strings, ids given in first-seen order (the local dictionary of one range
+/// of rows in [`intern`], the token registry of the events' reader): an open-addressing table
+/// whose slots hold 24 bits of the key's hash and where the key's record starts (+ 1; 0 when
 /// empty); a record is the key's length and id (4 bytes each) and its bytes, records one
 /// after another. A lookup reads one slot and one record instead of the string where the
-/// frame holds it. Ids are given in first-seen order.
+/// frame holds it.
+///
+/// Hand-written rather than a crate's map (hashbrown with foldhash, as `PlHashMap`): with it,
+/// its batched lookups and its merge of the ranges' dictionaries, wallet PnL went from 6.2 to
+/// 9.3 M trades/s (BENCHMARKS.md, PnL, "Second round (towards 10 M/s)").
 #[derive(Default)]
-struct StrDict {
+pub(crate) struct StrDict {
     slots: Vec<u64>,
     records: Vec<u8>,
     /// Hash and record start of each key.
@@ -235,8 +240,28 @@ impl StrDict {
         out
     }
 
+    /// The id of `s`, if it is in the dictionary.
+    pub(crate) fn get(&self, s: &[u8]) -> Option<u32> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        let h = hash_bytes(s);
+        let mask = self.slots.len() - 1;
+        let mut i = h as usize & mask;
+        loop {
+            let slot = self.slots[i];
+            if slot == 0 {
+                return None;
+            }
+            if let Some(id) = self.matches(slot, h, s) {
+                return Some(id);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
     /// The id of `s`; a new id if `s` is new.
-    fn id(&mut self, s: &[u8]) -> u32 {
+    pub(crate) fn id(&mut self, s: &[u8]) -> u32 {
         if self.slots.is_empty() {
             self.grow();
         }
