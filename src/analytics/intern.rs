@@ -21,10 +21,10 @@ pub(crate) fn ranges(n: usize) -> impl IndexedParallelIterator<Item = std::ops::
 
 /// The local dictionary of one range of rows: its distinct keys in first-seen order, and each
 /// row's index among them (`u32::MAX` for a row without a key).
-type Part<K> = (Vec<K>, Vec<u32>);
+type RangeDict<K> = (Vec<K>, Vec<u32>);
 
 /// Local dictionaries of the keys of `n` rows, one per range, built in parallel.
-pub(crate) fn local_dicts<K>(n: usize, key: impl Fn(usize) -> Option<K> + Sync) -> Vec<Part<K>>
+pub(crate) fn local_dicts<K>(n: usize, key: impl Fn(usize) -> Option<K> + Sync) -> Vec<RangeDict<K>>
 where
     K: Copy + Eq + std::hash::Hash + Send,
 {
@@ -49,7 +49,7 @@ where
 /// Merges local dictionaries (of one or more columns): the distinct keys, sorted, and for each
 /// column the rank of each row's key among them (`u32::MAX` kept for rows without a key). The
 /// ranks do not depend on how the rows were split, so not on the number of threads.
-pub(crate) fn merge_dicts<K>(columns: Vec<Vec<Part<K>>>) -> (Vec<K>, Vec<Vec<u32>>)
+pub(crate) fn merge_dicts<K>(columns: Vec<Vec<RangeDict<K>>>) -> (Vec<K>, Vec<Vec<u32>>)
 where
     K: Copy + Ord + std::hash::Hash + Send + Sync,
 {
@@ -122,7 +122,7 @@ fn relabel(mut ids: Vec<u32>, to: &[u32]) -> Vec<u32> {
 
 /// [`merge_dicts`] for strings: the local dictionaries' names are interned once more, into
 /// one [`StrDict`], instead of hashed twice.
-fn merge_strs(columns: Vec<Vec<Part<&str>>>) -> (Vec<&str>, Vec<Vec<u32>>) {
+fn merge_strs(columns: Vec<Vec<RangeDict<&str>>>) -> (Vec<&str>, Vec<Vec<u32>>) {
     let mut all = StrDict::default();
     let mut names: Vec<&str> = Vec::new();
     let globals: Vec<Vec<Vec<u32>>> = columns

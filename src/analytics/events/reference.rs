@@ -83,7 +83,7 @@ fn read_file(
 
 /// Token sides of the rows of one file: each side's token as a small index into the file's
 /// distinct tokens, so a token's name is hashed once per row and allocated once per file.
-struct Sides<'a> {
+struct FileTokens<'a> {
     /// Distinct tokens of the file, by index.
     names: Vec<&'a str>,
     index: PlHashMap<&'a str, u32>,
@@ -91,9 +91,9 @@ struct Sides<'a> {
     counts: Vec<usize>,
 }
 
-impl<'a> Sides<'a> {
+impl<'a> FileTokens<'a> {
     fn new() -> Self {
-        Sides {
+        FileTokens {
             names: Vec::new(),
             index: PlHashMap::default(),
             counts: Vec::new(),
@@ -154,7 +154,7 @@ fn rows_to_events(
     let slot = i64_col(df, "block_slot")?;
     let id = i64_col(df, "id")?;
     let keep = |t: &str| wanted.is_none_or(|w| w.contains(t));
-    let mut sides = Sides::new();
+    let mut sides = FileTokens::new();
     let mut columns;
     match source {
         EventSource::Swaps => {

@@ -5,11 +5,11 @@ use std::collections::HashMap;
 
 use polars::prelude::*;
 
-use super::grouping::group;
+use super::grouping::group_ledgers;
 use super::ledger::Ledger;
 use super::options::{EquityConfig, PnlConfig, PnlQuery};
 use super::report::{pct, ts_col};
-use super::rows::{RawRows, find};
+use super::rows::{EventRows, find};
 use crate::analytics::metrics;
 use crate::{Error, Result};
 
@@ -34,7 +34,7 @@ pub struct WalletPerformance {
 /// [`wallet_performance`](super::wallet_performance) of the events `all` (every wallet's,
 /// wallets and tokens indexing the sorted dictionaries `wallets` and `tokens`).
 pub(super) fn performance(
-    all: &RawRows,
+    all: &EventRows,
     wallets: &[String],
     tokens: &[String],
     wallet: &str,
@@ -69,7 +69,7 @@ pub(super) fn performance(
     for p in paths.values_mut() {
         p.sort_by_key(|a| a.1);
     }
-    let set = group(all, wallets, tokens, &query)?;
+    let set = group_ledgers(all, wallets, tokens, &query)?;
     let mut ledgers: Vec<Ledger> = Vec::new();
     let first_period = set.events.iter().map(|e| period_of(e.time)).min();
     let (Some(first), Some(last)) = (first_period, last_period) else {

@@ -9,7 +9,7 @@ use rayon::prelude::*;
 
 use super::ledger::{LedgerEvent, LedgerSet};
 use super::options::PnlQuery;
-use super::rows::{RawRows, find};
+use super::rows::{EventRows, find};
 use crate::analytics::intern::{local_dicts, merge_dicts, ranges};
 use crate::{Error, Result};
 
@@ -19,7 +19,7 @@ use crate::{Error, Result};
 /// Parts of the ledgers, with their own slices of the output, run in parallel, each over all
 /// rows in order; the positions do not depend on the number of parts. The events are written
 /// once, into memory not filled beforehand.
-fn scatter(rows: &RawRows, ledger_of: &[u32], offsets: &[usize]) -> Vec<LedgerEvent> {
+fn scatter(rows: &EventRows, ledger_of: &[u32], offsets: &[usize]) -> Vec<LedgerEvent> {
     let ledgers = offsets.len() - 1;
     let total = offsets[ledgers];
     let mut events: Vec<LedgerEvent> = Vec::with_capacity(total);
@@ -33,13 +33,13 @@ fn scatter(rows: &RawRows, ledger_of: &[u32], offsets: &[usize]) -> Vec<LedgerEv
         bounds.push(k.max(*bounds.last().unwrap_or(&0)));
     }
     bounds.push(ledgers);
-    type Job<'a> = (
+    type LedgerRange<'a> = (
         usize,
         usize,
         &'a mut [usize],
         &'a mut [std::mem::MaybeUninit<LedgerEvent>],
     );
-    let mut jobs: Vec<Job> = Vec::new();
+    let mut jobs: Vec<LedgerRange> = Vec::new();
     let (mut cursor_rest, mut events_rest) = (
         cursor.as_mut_slice(),
         &mut events.spare_capacity_mut()[..total],
@@ -125,8 +125,8 @@ fn count_keys(n: usize, cells: usize, key: impl Fn(usize) -> Option<usize> + Syn
 /// wallet × token grid when it is small enough, else interned like the strings; the events go
 /// to their ledger by a counting sort (stable, so in row order), and a ledger whose rows are
 /// not in event order already is sorted, ledgers in parallel.
-pub(super) fn group(
-    rows: &RawRows,
+pub(super) fn group_ledgers(
+    rows: &EventRows,
     wallets: &[String],
     tokens: &[String],
     query: &PnlQuery,

@@ -16,7 +16,7 @@ pub(super) fn leaderboard_of(
 ) -> Result<DataFrame> {
     let ledgers = set.run(config)?;
     set.release_events();
-    struct Row {
+    struct WalletRow {
         wallet: String,
         tokens: u32,
         realized: f64,
@@ -25,7 +25,7 @@ pub(super) fn leaderboard_of(
         wins: u64,
         losses: u64,
     }
-    let mut rows: Vec<Row> = Vec::new();
+    let mut rows: Vec<WalletRow> = Vec::new();
     for (k, l) in ledgers.iter().enumerate() {
         let m = set.mark_of(&set.tokens[k], config.mark).unwrap_or(0.0);
         let (w, lo) = l.wins_losses();
@@ -38,7 +38,7 @@ pub(super) fn leaderboard_of(
                 r.wins += w;
                 r.losses += lo;
             }
-            _ => rows.push(Row {
+            _ => rows.push(WalletRow {
                 wallet: set.wallets[k].clone(),
                 tokens: 1,
                 realized: l.realized,

@@ -15,9 +15,9 @@ pub const MATCH_TOLERANCE: f64 = 1e-9;
 /// Microseconds per second (lake timestamps are microseconds).
 const MICROS: f64 = 1e6;
 
-/// Side of a ledger event.
+/// Whether a ledger event buys or sells the token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Side {
+pub enum TradeSide {
     /// The wallet acquired the token.
     Buy,
     /// The wallet disposed of the token.
@@ -34,7 +34,7 @@ pub struct LedgerEvent {
     /// Trade or swap id.
     pub id: i64,
     /// Buy or sell.
-    pub side: Side,
+    pub side: TradeSide,
     /// Token quantity (> 0).
     pub quantity: f64,
     /// USD cost (buy) or proceeds (sell).
@@ -314,8 +314,8 @@ impl Ledger {
         }
         let was_open = self.open_qty > self.dust;
         match e.side {
-            Side::Buy => self.buy(e),
-            Side::Sell => self.sell(e)?,
+            TradeSide::Buy => self.buy(e),
+            TradeSide::Sell => self.sell(e)?,
         }
         let is_open = self.open_qty > self.dust;
         if !was_open && is_open {

@@ -41,10 +41,13 @@
 //! | `leaderboard.rs` | wallets ranked by total PnL |
 //! | `equity.rs` | a wallet's equity curve and [`WalletPerformance`] |
 //!
-//! Imports run one way: `options` ← `ledger` ← `rows` ← `grouping` ← `report` ←
-//! `leaderboard`, `equity` ← `mod.rs`. The files may import `crate::analytics::{columns,
-//! intern, metrics}`, `crate::lake` (only `mod.rs`, to scan the lake) and the crate's errors;
-//! nothing else of the crate.
+//! A file imports only files listed above it in this order: `options`, `ledger`, `rows`,
+//! `grouping`, `report`, then `leaderboard` and `equity`; `mod.rs` imports them all. Besides
+//! the crate's errors, the files may import `crate::analytics::{columns, intern, metrics}`,
+//! and `mod.rs` alone `crate::lake` (to scan the lake); nothing else of the crate.
+//!
+//! The input frames' `block_time` may be a timestamp of any unit (or integer microseconds):
+//! it is read as microseconds, the unit of the ledgers and of the output tables.
 
 mod equity;
 mod grouping;
@@ -60,16 +63,17 @@ use polars::prelude::*;
 
 pub use equity::WalletPerformance;
 pub use ledger::{
-    Ledger, LedgerEvent, LedgerSet, LotMatch, MATCH_TOLERANCE, Oversold, Position, Side, run_ledger,
+    Ledger, LedgerEvent, LedgerSet, LotMatch, MATCH_TOLERANCE, Oversold, Position, TradeSide,
+    run_ledger,
 };
 pub use options::{CostMethod, EquityConfig, Mark, OversellPolicy, PnlConfig, PnlQuery};
 pub use report::{PnlReport, REPORT_CHUNK, report, run_report};
 pub use rows::{SWAP_COLUMNS, TRADE_COLUMNS};
 
-use grouping::group;
+use grouping::group_ledgers;
 use leaderboard::leaderboard_of;
 use report::{drop_in_background, report_chunks};
-use rows::raw_rows;
+use rows::read_rows;
 
 use crate::lake::{Dataset, Lake};
 use crate::{Error, Result};
@@ -81,8 +85,8 @@ pub fn ledgers_from_frames(
     swaps: Option<&DataFrame>,
     query: &PnlQuery,
 ) -> Result<LedgerSet> {
-    let (rows, wallets, tokens) = raw_rows(trades, swaps, query)?;
-    group(&rows, &wallets, &tokens, query)
+    let (rows, wallets, tokens) = read_rows(trades, swaps, query)?;
+    group_ledgers(&rows, &wallets, &tokens, query)
 }
 
 /// Reads the trades (and swaps) of the lake that `query` concerns.
@@ -193,6 +197,6 @@ pub fn wallet_performance(
             reason: format!("{} s is not a positive period", equity.period_seconds),
         });
     }
-    let (rows, wallets, tokens) = raw_rows(trades, swaps, &PnlQuery::default())?;
+    let (rows, wallets, tokens) = read_rows(trades, swaps, &PnlQuery::default())?;
     equity::performance(&rows, &wallets, &tokens, wallet, config, equity)
 }

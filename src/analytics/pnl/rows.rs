@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use polars::prelude::*;
 use rayon::prelude::*;
 
-use super::ledger::{LedgerEvent, Side};
+use super::ledger::{LedgerEvent, TradeSide};
 use super::options::PnlQuery;
 use crate::Result;
 use crate::analytics::columns::{
@@ -68,13 +68,13 @@ pub(super) fn quantity_of(amount: f64) -> f64 {
 /// the swaps' events). `wallet` and `token` index the sorted dictionaries; a row whose
 /// `side` is `None` is no event (another direction, or another token than the query's).
 /// Amounts, USD values and prices are as read (borrowed from the frame when its columns
-/// allow it); [`RawRows::event`] applies the ledger's rules. An empty `fee` column means no
+/// allow it); [`EventRows::event`] applies the ledger's rules. An empty `fee` column means no
 /// fees.
 #[derive(Default)]
-pub(super) struct RawRows<'a> {
+pub(super) struct EventRows<'a> {
     pub(super) wallet: Vec<u32>,
     pub(super) token: Vec<u32>,
-    pub(super) side: Vec<Option<Side>>,
+    pub(super) side: Vec<Option<TradeSide>>,
     pub(super) amount: Cow<'a, [f64]>,
     pub(super) usd: Cow<'a, [f64]>,
     pub(super) price: Cow<'a, [f64]>,
@@ -84,7 +84,7 @@ pub(super) struct RawRows<'a> {
     pub(super) id: Cow<'a, [i64]>,
 }
 
-impl RawRows<'_> {
+impl EventRows<'_> {
     pub(super) fn len(&self) -> usize {
         self.side.len()
     }
@@ -100,7 +100,7 @@ impl RawRows<'_> {
             time: self.time[r],
             slot: self.slot[r],
             id: self.id[r],
-            side: self.side[r].unwrap_or(Side::Buy),
+            side: self.side[r].unwrap_or(TradeSide::Buy),
             quantity: quantity_of(self.amount[r]),
             usd: usd_value(self.usd[r], self.price[r], self.amount[r]),
             fee: self.fee.get(r).copied().unwrap_or(0.0),
@@ -108,7 +108,7 @@ impl RawRows<'_> {
     }
 
     /// Appends the rows of `other`.
-    fn append(&mut self, other: RawRows<'_>) {
+    fn append(&mut self, other: EventRows<'_>) {
         if self.fee.len() < self.len() {
             self.fee.resize(self.len(), 0.0);
         }
@@ -139,23 +139,23 @@ fn trade_rows<'a>(
     wallet: Vec<u32>,
     token: Vec<u32>,
     filter: TokenFilter,
-) -> Result<RawRows<'a>> {
+) -> Result<EventRows<'a>> {
     let direction = str_chunk(trades, "direction")?;
     let direction = direction.downcast_as_array();
-    let side: Vec<Option<Side>> = (0..direction.len())
+    let side: Vec<Option<TradeSide>> = (0..direction.len())
         .into_par_iter()
         .map(|i| {
             if !keeps(filter, token[i]) {
                 return None;
             }
             match str_at(direction, i) {
-                "buy" => Some(Side::Buy),
-                "sell" => Some(Side::Sell),
+                "buy" => Some(TradeSide::Buy),
+                "sell" => Some(TradeSide::Sell),
                 _ => None,
             }
         })
         .collect();
-    Ok(RawRows {
+    Ok(EventRows {
         wallet,
         token,
         side,
@@ -170,7 +170,7 @@ fn trade_rows<'a>(
 }
 
 /// The interned columns of a swaps frame, and the wallets whose swaps are left out.
-struct SwapIds<'a> {
+struct InternedSwaps<'a> {
     wallet: &'a [u32],
     token_in: &'a [u32],
     token_out: &'a [u32],
@@ -183,8 +183,12 @@ struct SwapIds<'a> {
 /// what its input was worth above its output (`usd_amount_in − usd_amount_out`, when
 /// positive), booked on the sell side, or on the buy side when there is no sell side. Swaps
 /// have no id in the event key beyond their slot: the swap's `id` column is used when present.
-fn swap_rows(swaps: &DataFrame, ids: SwapIds<'_>, filter: TokenFilter) -> Result<RawRows<'static>> {
-    let mut rows = RawRows::default();
+fn swap_rows(
+    swaps: &DataFrame,
+    ids: InternedSwaps<'_>,
+    filter: TokenFilter,
+) -> Result<EventRows<'static>> {
+    let mut rows = EventRows::default();
     let (mut amount, mut usd_col, mut price_col) = (Vec::new(), Vec::new(), Vec::new());
     let (mut times, mut slots, mut ids_) = (Vec::new(), Vec::new(), Vec::new());
     let swap_type = str_chunk(swaps, "swap_type")?;
@@ -227,13 +231,20 @@ fn swap_rows(swaps: &DataFrame, ids: SwapIds<'_>, filter: TokenFilter) -> Result
             ids_.push(id[i]);
         };
         if sell {
-            push(ids.token_in[i], Side::Sell, a_in[i], u_in[i], p_in[i], fee);
+            push(
+                ids.token_in[i],
+                TradeSide::Sell,
+                a_in[i],
+                u_in[i],
+                p_in[i],
+                fee,
+            );
         }
         if buy {
             let buy_fee = if sell { 0.0 } else { fee };
             push(
                 ids.token_out[i],
-                Side::Buy,
+                TradeSide::Buy,
                 a_out[i],
                 u_out[i],
                 p_out[i],
@@ -252,11 +263,11 @@ fn swap_rows(swaps: &DataFrame, ids: SwapIds<'_>, filter: TokenFilter) -> Result
 
 /// The events of a trades frame and, for wallets with no trade in it, of a swaps frame, with
 /// the sorted dictionaries of their wallets and tokens.
-pub(super) fn raw_rows<'a>(
+pub(super) fn read_rows<'a>(
     trades: &'a DataFrame,
     swaps: Option<&DataFrame>,
     query: &PnlQuery,
-) -> Result<(RawRows<'a>, Vec<String>, Vec<String>)> {
+) -> Result<(EventRows<'a>, Vec<String>, Vec<String>)> {
     let t_wallet = str_chunk(trades, "wallet_address")?;
     let t_token = str_chunk(trades, "token_address")?;
     let s_cols = swaps
@@ -300,7 +311,7 @@ pub(super) fn raw_rows<'a>(
             token_ids.next().unwrap_or_default(),
             token_ids.next().unwrap_or_default(),
         );
-        let ids = SwapIds {
+        let ids = InternedSwaps {
             wallet: &sw,
             token_in: &si,
             token_out: &so,

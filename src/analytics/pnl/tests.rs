@@ -3,7 +3,7 @@ use super::rows::{quantity_of, usd_value};
 use super::*;
 use crate::analytics::intern::RANGE;
 
-fn ev(k: i64, side: Side, q: f64, price: f64) -> LedgerEvent {
+fn ev(k: i64, side: TradeSide, q: f64, price: f64) -> LedgerEvent {
     LedgerEvent {
         time: k * 1_000_000,
         slot: k,
@@ -16,11 +16,11 @@ fn ev(k: i64, side: Side, q: f64, price: f64) -> LedgerEvent {
 }
 
 fn buy(k: i64, q: f64, p: f64) -> LedgerEvent {
-    ev(k, Side::Buy, q, p)
+    ev(k, TradeSide::Buy, q, p)
 }
 
 fn sell(k: i64, q: f64, p: f64) -> LedgerEvent {
-    ev(k, Side::Sell, q, p)
+    ev(k, TradeSide::Sell, q, p)
 }
 
 /// Trades, mark, and the expected (method, realized, unrealized).
@@ -450,8 +450,8 @@ fn plain_grouping(
         std::collections::BTreeMap::new();
     for r in rows {
         let side = match r.2 {
-            "buy" => Side::Buy,
-            "sell" => Side::Sell,
+            "buy" => TradeSide::Buy,
+            "sell" => TradeSide::Sell,
             _ => continue,
         };
         let (w, t) = (
