@@ -18,7 +18,8 @@
 //! | `reference.rs` | (tests only) the simpler reader, each file through a polars query: the row-group reader's reference |
 //!
 //! The files may import `crate::lake` (manifest, `SharedFile`, scans), `crate::analytics::intern`
-//! and the crate's errors; nothing else of the crate.
+//! (and, the reference reader, `crate::analytics::columns`) and the crate's errors; nothing
+//! else of the crate.
 
 mod layout;
 #[cfg(test)]
@@ -38,6 +39,7 @@ const FILES_AT_ONCE: usize = 64;
 
 /// Token addresses, looked up by name.
 type TokenSet<'a> = PlHashSet<&'a str>;
+
 /// Which dataset the events come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum EventSource {
