@@ -59,10 +59,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use chrono::{DateTime, Utc};
 use polars::prelude::*;
 
+use super::columns::{f64_col, i64_col, str_col};
 use super::metrics;
 use super::pnl::{
-    CostMethod, Ledger, LedgerEvent, LotMatch, Mark, OversellPolicy, PnlConfig, Side, f64_col,
-    i64_col, str_col,
+    CostMethod, Ledger, LedgerEvent, LotMatch, Mark, OversellPolicy, PnlConfig, TradeSide,
 };
 use crate::api::models::{ROI_BUCKETS, TimeWindow, WindowMetrics};
 use crate::lake::{Dataset, Lake};
@@ -212,7 +212,11 @@ impl Row {
             time: self.time,
             slot: self.slot,
             id: self.id,
-            side: if self.buy { Side::Buy } else { Side::Sell },
+            side: if self.buy {
+                TradeSide::Buy
+            } else {
+                TradeSide::Sell
+            },
             quantity: self.amount,
             usd: self.usd,
             fee: 0.0,

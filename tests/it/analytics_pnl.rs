@@ -6,7 +6,8 @@ use std::process::Command;
 use std::sync::Arc;
 
 use dexlake::analytics::pnl::{
-    self, CostMethod, EquityConfig, LedgerEvent, Mark, OversellPolicy, PnlConfig, PnlQuery, Side,
+    self, CostMethod, EquityConfig, LedgerEvent, Mark, OversellPolicy, PnlConfig, PnlQuery,
+    TradeSide,
 };
 use dexlake::analytics::token_metrics::{self, Window};
 use dexlake::api::client::Client;
@@ -506,7 +507,7 @@ proptest! {
                 time: i as i64 * 1_000_000,
                 slot: i as i64,
                 id: i as i64,
-                side: if buy { Side::Buy } else { Side::Sell },
+                side: if buy { TradeSide::Buy } else { TradeSide::Sell },
                 quantity: q,
                 usd,
                 fee: 0.0,

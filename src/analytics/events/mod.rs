@@ -1,0 +1,362 @@
+//! Loading the token side of swaps or trades from the lake, per token, in event order.
+//!
+//! A swap has two sides; the *token side* is the one whose asset is the token being priced:
+//! - with named tokens (or a pool and a token), the side whose address is one of them;
+//! - for every token (or a pool alone), the bought side of a `quote_token` swap, the sold side
+//!   of a `token_quote` swap, and both sides of a `token_token` swap; `quote_quote` swaps and
+//!   swap types this version does not know carry no token side and are left out.
+//!
+//! The event's price is that side's `token_price_*`, its base amount `token_amount_*` and its
+//! USD amount `usd_amount_*`; it is a buy when the side is the bought one (`*_out`). A trade is
+//! already one side: `token_price`, `token_amount`, `usd_amount`, `direction == "buy"`.
+//!
+//! | file | what lives there |
+//! |---|---|
+//! | `mod.rs` | the selection ([`EventSource`], [`Selection`], [`TimeRange`]), the events ([`Tick`], [`Events`], [`TokenEvents`]) and the entry points [`load_events`], [`latest_event_time`] |
+//! | `layout.rs` | where a dataset's rows keep their token sides, and a row's side as an event |
+//! | `row_groups.rs` | the reader: row group by row group with arrow-rs, token addresses as dictionaries, in parallel |
+//! | `reference.rs` | (tests only) the simpler reader, each file through a polars query: the row-group reader's reference |
+//!
+//! The files may import `crate::lake` (manifest, `SharedFile`, scans), `crate::analytics::intern`
+//! (and, the reference reader, `crate::analytics::columns`) and the crate's errors; nothing
+//! else of the crate.
+
+mod layout;
+#[cfg(test)]
+mod reference;
+mod row_groups;
+#[cfg(test)]
+mod tests;
+
+use chrono::{DateTime, Utc};
+use polars::prelude::*;
+
+use crate::lake::{Dataset, Lake};
+use crate::{Error, Result};
+
+/// Files open at once in each pass of the reader.
+const FILES_AT_ONCE: usize = 64;
+
+/// Token addresses, looked up by name.
+type TokenSet<'a> = PlHashSet<&'a str>;
+
+/// Which dataset the events come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EventSource {
+    /// Swaps (`swaps` dataset): the token side of each swap.
+    #[default]
+    Swaps,
+    /// Trades (`trades` dataset): one event per trade.
+    Trades,
+}
+
+impl EventSource {
+    /// The lake dataset read.
+    pub fn dataset(self) -> Dataset {
+        match self {
+            EventSource::Swaps => Dataset::Swaps,
+            EventSource::Trades => Dataset::Trades,
+        }
+    }
+}
+
+/// Which events to read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Selection {
+    /// One token's events.
+    Token(String),
+    /// The events of each of these tokens.
+    Tokens(Vec<String>),
+    /// The swaps of one pool (swaps only), grouped by the token they price.
+    Pool(String),
+    /// Every token of the dataset.
+    AllTokens,
+}
+
+/// A half-open time range `[from, to)`; an open side is unbounded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TimeRange {
+    /// First instant included.
+    pub from: Option<DateTime<Utc>>,
+    /// First instant excluded.
+    pub to: Option<DateTime<Utc>>,
+}
+
+impl TimeRange {
+    /// Checks that the range is not empty.
+    pub fn validate(&self) -> Result<()> {
+        if let (Some(f), Some(t)) = (self.from, self.to)
+            && f >= t
+        {
+            return Err(Error::InvalidArgument {
+                argument: "time range".into(),
+                reason: format!("`from` {f} is not before `to` {t}: the range is empty"),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// One event, as the kernels see it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tick {
+    /// Block time, microseconds since the Unix epoch (UTC).
+    pub time: i64,
+    /// Slot or block number.
+    pub slot: i64,
+    /// The event's id.
+    pub id: i64,
+    /// The token's USD price.
+    pub price: f64,
+    /// Token (base) amount.
+    pub base: f64,
+    /// USD amount.
+    pub usd: f64,
+    /// True when the token was bought.
+    pub buy: bool,
+}
+
+/// A token's events as columns, sorted in event order `(time, slot, id)`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Events {
+    /// Block time, microseconds since the Unix epoch.
+    pub time: Vec<i64>,
+    /// Slot or block number.
+    pub slot: Vec<i64>,
+    /// Event id.
+    pub id: Vec<i64>,
+    /// USD price of the token.
+    pub price: Vec<f64>,
+    /// Token amount.
+    pub base: Vec<f64>,
+    /// USD amount.
+    pub usd: Vec<f64>,
+    /// Whether the token was bought.
+    pub buy: Vec<bool>,
+}
+
+impl Events {
+    /// Number of events.
+    pub fn len(&self) -> usize {
+        self.time.len()
+    }
+
+    /// Whether there are no events.
+    pub fn is_empty(&self) -> bool {
+        self.time.is_empty()
+    }
+
+    fn push(&mut self, t: Tick) {
+        self.time.push(t.time);
+        self.slot.push(t.slot);
+        self.id.push(t.id);
+        self.price.push(t.price);
+        self.base.push(t.base);
+        self.usd.push(t.usd);
+        self.buy.push(t.buy);
+    }
+
+    /// `n` events of zeros (zeroed allocations: large columns get pages of zeros from the
+    /// system, mapped when first written).
+    fn zeroed(n: usize) -> Events {
+        Events {
+            time: vec![0; n],
+            slot: vec![0; n],
+            id: vec![0; n],
+            price: vec![0.0; n],
+            base: vec![0.0; n],
+            usd: vec![0.0; n],
+            buy: vec![false; n],
+        }
+    }
+
+    /// Overwrites the event at `i`.
+    #[inline]
+    fn set(&mut self, i: usize, t: Tick) {
+        self.time[i] = t.time;
+        self.slot[i] = t.slot;
+        self.id[i] = t.id;
+        self.price[i] = t.price;
+        self.base[i] = t.base;
+        self.usd[i] = t.usd;
+        self.buy[i] = t.buy;
+    }
+
+    /// Overwrites the `n` events from `at` with those of `src` from `from`.
+    fn copy_from(&mut self, at: usize, src: &Events, from: usize, n: usize) {
+        fn copy<T: Copy>(to: &mut [T], at: usize, src: &[T], from: usize, n: usize) {
+            to[at..at + n].copy_from_slice(&src[from..from + n]);
+        }
+        copy(&mut self.time, at, &src.time, from, n);
+        copy(&mut self.slot, at, &src.slot, from, n);
+        copy(&mut self.id, at, &src.id, from, n);
+        copy(&mut self.price, at, &src.price, from, n);
+        copy(&mut self.base, at, &src.base, from, n);
+        copy(&mut self.usd, at, &src.usd, from, n);
+        copy(&mut self.buy, at, &src.buy, from, n);
+    }
+
+    /// The event at `i`.
+    pub fn tick(&self, i: usize) -> Tick {
+        Tick {
+            time: self.time[i],
+            slot: self.slot[i],
+            id: self.id[i],
+            price: self.price[i],
+            base: self.base[i],
+            usd: self.usd[i],
+            buy: self.buy[i],
+        }
+    }
+
+    /// Concatenates chunks (in the given order, not sorted), one column at a time, freeing
+    /// each chunk's column as it is copied: at most one column more than the chunks is held.
+    pub fn concat(mut chunks: Vec<Events>) -> Events {
+        if chunks.len() == 1 {
+            return chunks.pop().unwrap_or_default();
+        }
+        fn join<T>(chunks: &mut [Events], column: impl Fn(&mut Events) -> &mut Vec<T>) -> Vec<T> {
+            let n = chunks.iter_mut().map(|c| column(c).len()).sum();
+            let mut out = Vec::with_capacity(n);
+            for c in chunks {
+                out.append(&mut std::mem::take(column(c)));
+            }
+            out
+        }
+        Events {
+            time: join(&mut chunks, |c| &mut c.time),
+            slot: join(&mut chunks, |c| &mut c.slot),
+            id: join(&mut chunks, |c| &mut c.id),
+            price: join(&mut chunks, |c| &mut c.price),
+            base: join(&mut chunks, |c| &mut c.base),
+            usd: join(&mut chunks, |c| &mut c.usd),
+            buy: join(&mut chunks, |c| &mut c.buy),
+        }
+    }
+
+    /// Builds the columns from events in any order, sorting them into event order.
+    pub fn from_ticks(ticks: impl IntoIterator<Item = Tick>) -> Events {
+        let mut e = Events::default();
+        for t in ticks {
+            e.push(t);
+        }
+        e.sort();
+        e
+    }
+
+    fn key(&self, i: usize) -> (i64, i64, i64) {
+        (self.time[i], self.slot[i], self.id[i])
+    }
+
+    /// Sorts the events into event order `(time, slot, id)`; a no-op when they already are.
+    pub fn sort(&mut self) {
+        let n = self.len();
+        if (1..n).all(|i| self.key(i - 1) <= self.key(i)) {
+            return;
+        }
+        let mut perm: Vec<u32> = (0..n as u32).collect();
+        perm.sort_unstable_by_key(|&i| self.key(i as usize));
+        // One column at a time, so at most one column is held twice.
+        fn gather<T: Copy>(v: &mut Vec<T>, perm: &[u32]) {
+            *v = perm.iter().map(|&i| v[i as usize]).collect();
+        }
+        gather(&mut self.time, &perm);
+        gather(&mut self.slot, &perm);
+        gather(&mut self.id, &perm);
+        gather(&mut self.price, &perm);
+        gather(&mut self.base, &perm);
+        gather(&mut self.usd, &perm);
+        gather(&mut self.buy, &perm);
+    }
+}
+
+/// The events of one token.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TokenEvents {
+    /// Token address.
+    pub token: String,
+    /// Its events in event order.
+    pub events: Events,
+}
+
+/// The latest `block_time` of `source` in the lake, if it holds any event (from the time span
+/// the manifest records for each committed file; no file is read).
+pub fn latest_event_time(lake: &Lake, source: EventSource) -> Result<Option<DateTime<Utc>>> {
+    Ok(lake
+        .manifest()?
+        .files_of(source.dataset())
+        .map(|(_, e)| e.max_time)
+        .max())
+}
+
+/// Reads the token side of the selected events in `range` from the lake, grouped by token
+/// (tokens in address order) and sorted in event order within each token.
+///
+/// A token without events in the range is absent from the result (no error).
+pub fn load_events(
+    lake: &Lake,
+    source: EventSource,
+    selection: &Selection,
+    range: TimeRange,
+) -> Result<Vec<TokenEvents>> {
+    load_events_in_windows(lake, source, selection, range, FILES_AT_ONCE)
+}
+
+/// [`load_events`] opening `files_at_once` files at a time in each pass.
+fn load_events_in_windows(
+    lake: &Lake,
+    source: EventSource,
+    selection: &Selection,
+    range: TimeRange,
+    files_at_once: usize,
+) -> Result<Vec<TokenEvents>> {
+    let (paths, wanted) = selected_files(lake, source, selection, range)?;
+    row_groups::read(
+        lake,
+        &paths,
+        source,
+        selection,
+        wanted.as_ref(),
+        range,
+        files_at_once,
+    )
+}
+
+/// The data files of `source` that can hold events of `range` (store paths, sorted), and the
+/// tokens `selection` names (`None` for every token); an invalid range or selection is an
+/// error.
+fn selected_files<'a>(
+    lake: &Lake,
+    source: EventSource,
+    selection: &'a Selection,
+    range: TimeRange,
+) -> Result<(Vec<String>, Option<TokenSet<'a>>)> {
+    range.validate()?;
+    let wanted: Option<TokenSet<'_>> = match selection {
+        Selection::Token(t) => Some(std::iter::once(t.as_str()).collect()),
+        Selection::Tokens(ts) => Some(ts.iter().map(String::as_str).collect()),
+        Selection::Pool(_) | Selection::AllTokens => None,
+    };
+    if matches!(selection, Selection::Pool(_)) && source == EventSource::Trades {
+        return Err(Error::InvalidArgument {
+            argument: "selection".into(),
+            reason: "trades carry no pool address; select a pool with swaps".into(),
+        });
+    }
+    let manifest = lake.manifest()?;
+    let (lo, hi) = (
+        range.from.map(|t| t.timestamp_micros()),
+        range.to.map(|t| t.timestamp_micros()),
+    );
+    // Files whose time span misses the range are not opened.
+    let mut paths: Vec<String> = manifest
+        .files_of(source.dataset())
+        .filter(|(_, e)| {
+            lo.is_none_or(|lo| e.max_time.timestamp_micros() >= lo)
+                && hi.is_none_or(|hi| e.min_time.timestamp_micros() < hi)
+        })
+        .map(|(p, _)| p.clone())
+        .collect();
+    paths.sort();
+    Ok((paths, wanted))
+}

@@ -1,0 +1,530 @@
+//! The events' reader: row group by row group with arrow-rs, in parallel.
+//!
+//! Two passes over the row groups, both in parallel: the first reads only the kind (swap type
+//! or trade direction) and the token addresses (kept as dictionaries, so a token's name is
+//! looked up once per row group, not once per row) and finds each row's token sides; with every
+//! token's count known, each token's columns are allocated at their final size, and the second
+//! pass reads the numbers and writes each event straight to its place. Within a token, events
+//! are laid out in file order, row group order and row order, as concatenating the files would.
+
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use arrow::array::{Array, ArrayRef, ArrowPrimitiveType, AsArray, PrimitiveArray, RecordBatch};
+use arrow::datatypes::{
+    DataType as ArrowType, Float64Type, Int32Type, Int64Type, TimeUnit as ArrowUnit,
+};
+use parquet::arrow::arrow_reader::ArrowReaderMetadata;
+use polars::prelude::PlHashMap;
+use rayon::prelude::*;
+
+use super::layout::{Layout, NO_SIDE, SwapRows};
+use super::{EventSource, Events, Selection, Tick, TimeRange, TokenEvents, TokenSet};
+use crate::analytics::intern::StrDict;
+use crate::lake::Lake;
+use crate::lake::read::SharedFile;
+use crate::{Error, Result};
+
+/// A token the registry has not numbered yet.
+const UNSEEN: u32 = u32::MAX - 1;
+
+/// The string columns read as dictionaries (those absent from a file are ignored).
+const DICTIONARY_COLUMNS: [&str; 6] = [
+    "swap_type",
+    "token_address_in",
+    "token_address_out",
+    "pool_address",
+    "direction",
+    "token_address",
+];
+
+/// Token addresses seen so far, numbered in order of first sight.
+#[derive(Default)]
+struct TokenRegistry {
+    index: StrDict,
+    names: Vec<String>,
+}
+
+impl TokenRegistry {
+    /// The number of `token`, if it has one.
+    fn get(&self, token: &str) -> Option<u32> {
+        self.index.get(token.as_bytes())
+    }
+
+    /// The number of `token`, a new one if it has none.
+    fn id(&mut self, token: &str) -> u32 {
+        let k = self.index.id(token.as_bytes());
+        if k as usize == self.names.len() {
+            self.names.push(token.to_owned());
+        }
+        k
+    }
+}
+
+/// The token sides of one row group: per row, the bought (`out`) and sold (`in`) side as an
+/// index into `tokens` (or [`NO_SIDE`]).
+#[derive(Default)]
+struct RowGroupSides {
+    outs: Vec<u32>,
+    ins: Vec<u32>,
+    /// Registry id of each token of the row group.
+    tokens: Vec<u32>,
+    /// Events per token of the row group.
+    counts: Vec<usize>,
+    /// Where each token's events of this row group start in its columns.
+    starts: Vec<usize>,
+}
+
+fn arrow_err(context: String) -> impl FnOnce(arrow::error::ArrowError) -> Error {
+    move |source| Error::Arrow { context, source }
+}
+
+fn column<'a>(batch: &'a RecordBatch, name: &str, path: &str) -> Result<&'a ArrayRef> {
+    batch
+        .column_by_name(name)
+        .ok_or_else(|| Error::InvalidArgument {
+            argument: "lake".into(),
+            reason: format!("{path} lacks column {name}"),
+        })
+}
+
+/// The distinct values of a string column read as a dictionary (see [`dictionary`]).
+struct DictionaryValues {
+    values: ArrayRef,
+    /// An empty string added after the values (for null codes).
+    empty: bool,
+}
+
+impl DictionaryValues {
+    /// The values by code; a null value reads as the empty string.
+    fn names(&self) -> Vec<&str> {
+        let values = self.values.as_string::<i32>();
+        let mut names: Vec<&str> = (0..values.len())
+            .map(|i| {
+                if values.is_null(i) {
+                    ""
+                } else {
+                    values.value(i)
+                }
+            })
+            .collect();
+        if self.empty {
+            names.push("");
+        }
+        names
+    }
+}
+
+/// A string column as a dictionary (codes and distinct values), whatever it was read as; a
+/// null reads as the empty string, as in the frame path.
+fn dictionary(batch: &RecordBatch, name: &str, path: &str) -> Result<(Vec<u32>, DictionaryValues)> {
+    let array = column(batch, name, path)?;
+    let dict_type = ArrowType::Dictionary(Box::new(ArrowType::Int32), Box::new(ArrowType::Utf8));
+    let cast;
+    let array = if array.data_type() == &dict_type {
+        array
+    } else {
+        cast = arrow::compute::cast(array, &dict_type)
+            .map_err(arrow_err(format!("reading {name} of {path}")))?;
+        &cast
+    };
+    let dict = array.as_dictionary::<Int32Type>();
+    let keys = dict.keys();
+    let mut values = DictionaryValues {
+        values: Arc::clone(dict.values()),
+        empty: false,
+    };
+    let codes: Vec<u32> = if keys.null_count() == 0 {
+        keys.values().iter().map(|&k| k as u32).collect()
+    } else {
+        let names = values.names();
+        let empty = match names.iter().position(|n| n.is_empty()) {
+            Some(i) => i,
+            None => names.len(),
+        } as u32;
+        values.empty = empty as usize == names.len();
+        keys.iter().map(|k| k.map_or(empty, |k| k as u32)).collect()
+    };
+    Ok((codes, values))
+}
+
+/// The values of a primitive column as `T` (cast if stored otherwise), nulls as `null`.
+fn numbers<T: ArrowPrimitiveType>(
+    batch: &RecordBatch,
+    name: &str,
+    path: &str,
+    null: T::Native,
+) -> Result<PrimitiveArray<T>> {
+    let array = column(batch, name, path)?;
+    let array = if let ArrowType::Timestamp(unit, _) = array.data_type() {
+        let raw = arrow::compute::cast(array, &ArrowType::Int64)
+            .map_err(arrow_err(format!("reading {name} of {path}")))?;
+        let raw = raw.as_primitive::<Int64Type>();
+        let micros: PrimitiveArray<Int64Type> = match unit {
+            ArrowUnit::Second => raw.unary(|x| x * 1_000_000),
+            ArrowUnit::Millisecond => raw.unary(|x| x * 1000),
+            ArrowUnit::Microsecond => raw.clone(),
+            ArrowUnit::Nanosecond => raw.unary(|x| x.div_euclid(1000)),
+        };
+        Arc::new(micros) as ArrayRef
+    } else {
+        Arc::clone(array)
+    };
+    let cast = arrow::compute::cast(&array, &T::DATA_TYPE)
+        .map_err(arrow_err(format!("reading {name} of {path}")))?;
+    let values = cast.as_primitive::<T>();
+    Ok(if values.null_count() == 0 {
+        values.clone()
+    } else {
+        values.iter().map(|v| Some(v.unwrap_or(null))).collect()
+    })
+}
+
+/// The token sides of one row group (see [`RowGroupSides`]); tokens are numbered in `registry`.
+#[allow(clippy::too_many_arguments)]
+fn row_group_sides(
+    batch: &RecordBatch,
+    path: &str,
+    layout: &Layout,
+    wanted: Option<&TokenSet<'_>>,
+    pool: Option<&str>,
+    lo: Option<i64>,
+    hi: Option<i64>,
+    registry: &RwLock<TokenRegistry>,
+) -> Result<RowGroupSides> {
+    let n = batch.num_rows();
+    let (kinds, kind_values) = dictionary(batch, layout.kind, path)?;
+    let (ins, in_values) = dictionary(batch, layout.token[0], path)?;
+    // A trade's one token column serves as both sides: decoded once.
+    let other;
+    let (outs, out_values) = if layout.token[1] == layout.token[0] {
+        (&ins, &in_values)
+    } else {
+        other = dictionary(batch, layout.token[1], path)?;
+        (&other.0, &other.1)
+    };
+    let (kind_names, in_names, out_names) =
+        (kind_values.names(), in_values.names(), out_values.names());
+    // Which rows are in the range and of the pool.
+    let mut keep: Option<Vec<bool>> = None;
+    if lo.is_some() || hi.is_some() {
+        let time = numbers::<Int64Type>(batch, "block_time", path, 0)?;
+        keep = Some(
+            time.values()
+                .iter()
+                .map(|&t| lo.is_none_or(|lo| t >= lo) && hi.is_none_or(|hi| t < hi))
+                .collect(),
+        );
+    }
+    if let Some(p) = pool {
+        let (codes, values) = dictionary(batch, "pool_address", path)?;
+        let is_pool: Vec<bool> = values.names().into_iter().map(|n| n == p).collect();
+        let k = keep.get_or_insert_with(|| vec![true; n]);
+        for (k, &c) in k.iter_mut().zip(&codes) {
+            *k &= is_pool[c as usize];
+        }
+    }
+    // Whether each side can be a token side: by the kind, or by the wanted tokens.
+    let (bought, sold): (Vec<bool>, Vec<bool>) =
+        kind_names.iter().map(|k| (layout.sides)(k)).unzip();
+    let wanted_of = |names: &[&str]| -> Option<Vec<bool>> {
+        wanted.map(|w| names.iter().map(|t| w.contains(t)).collect())
+    };
+    let (want_in, want_out) = (wanted_of(&in_names), wanted_of(&out_names));
+    // Each row's sides as codes of their dictionary, and which codes are used.
+    let mut side_out = Vec::with_capacity(n);
+    let mut side_in = Vec::with_capacity(n);
+    let mut used_out = vec![false; out_names.len()];
+    let mut used_in = vec![false; in_names.len()];
+    for i in 0..n {
+        let row = keep.as_ref().is_none_or(|k| k[i]);
+        let (k, ti, to) = (kinds[i] as usize, ins[i] as usize, outs[i] as usize);
+        let (o, s) = match (&want_out, &want_in) {
+            (Some(wo), Some(wi)) if layout.wanted_any_side => (wo[to], wi[ti]),
+            (Some(wo), Some(wi)) => (bought[k] && wo[to], sold[k] && wi[ti]),
+            _ => (bought[k], sold[k]),
+        };
+        side_out.push(if row && o {
+            used_out[to] = true;
+            to as u32
+        } else {
+            NO_SIDE
+        });
+        side_in.push(if row && s {
+            used_in[ti] = true;
+            ti as u32
+        } else {
+            NO_SIDE
+        });
+    }
+    // The registry id of each used code (a shared lock per row group; the exclusive one only
+    // for tokens not seen before), then a local index per distinct token of the row group.
+    let lookup = |used: &[bool], names: &[&str], reg: &TokenRegistry| -> Vec<u32> {
+        used.iter()
+            .zip(names)
+            .map(|(&u, name)| match u {
+                false => NO_SIDE,
+                true => reg.get(name).unwrap_or(UNSEEN),
+            })
+            .collect()
+    };
+    let (mut out_ids, mut in_ids) = {
+        let reg = registry.read().unwrap_or_else(PoisonError::into_inner);
+        (
+            lookup(&used_out, &out_names, &reg),
+            lookup(&used_in, &in_names, &reg),
+        )
+    };
+    if out_ids.contains(&UNSEEN) || in_ids.contains(&UNSEEN) {
+        let mut reg = registry.write().unwrap_or_else(PoisonError::into_inner);
+        for (ids, names) in [(&mut out_ids, &out_names), (&mut in_ids, &in_names)] {
+            for (id, name) in ids.iter_mut().zip(names).filter(|(id, _)| **id == UNSEEN) {
+                *id = reg.id(name);
+            }
+        }
+    }
+    let mut local: PlHashMap<u32, u32> = PlHashMap::default();
+    let mut tokens = Vec::new();
+    let mut to_local = |ids: Vec<u32>| -> Vec<u32> {
+        ids.into_iter()
+            .map(|id| {
+                if id == NO_SIDE {
+                    return NO_SIDE;
+                }
+                *local.entry(id).or_insert_with(|| {
+                    tokens.push(id);
+                    (tokens.len() - 1) as u32
+                })
+            })
+            .collect()
+    };
+    let (out_local, in_local) = (to_local(out_ids), to_local(in_ids));
+    let mut counts = vec![0usize; tokens.len()];
+    for (sides, map) in [(&mut side_out, &out_local), (&mut side_in, &in_local)] {
+        for s in sides.iter_mut().filter(|s| **s != NO_SIDE) {
+            *s = map[*s as usize];
+            counts[*s as usize] += 1;
+        }
+    }
+    Ok(RowGroupSides {
+        outs: side_out,
+        ins: side_in,
+        tokens,
+        counts,
+        starts: Vec::new(),
+    })
+}
+
+/// The smallest `block_time` of a row group from its statistics (`i64::MIN` without them).
+fn row_group_min_time(metadata: &ArrowReaderMetadata, group: usize) -> i64 {
+    let rg = metadata.metadata().row_group(group);
+    let Ok(idx) = metadata.schema().index_of("block_time") else {
+        return i64::MIN;
+    };
+    rg.columns()
+        .iter()
+        .find(|c| c.column_path().parts() == ["block_time"])
+        .or_else(|| rg.columns().get(idx))
+        .and_then(|c| match c.statistics() {
+            Some(parquet::file::statistics::Statistics::Int64(s)) => s.min_opt().copied(),
+            _ => None,
+        })
+        .unwrap_or(i64::MIN)
+}
+
+/// The token side of the selected swaps or trades in `range` from the data files `paths`
+/// (store paths, sorted), by token in address order, each in event order; `files_at_once`
+/// files are open at a time in each pass.
+pub(super) fn read(
+    lake: &Lake,
+    paths: &[String],
+    source: EventSource,
+    selection: &Selection,
+    wanted: Option<&TokenSet<'_>>,
+    range: TimeRange,
+    files_at_once: usize,
+) -> Result<Vec<TokenEvents>> {
+    let (lo, hi) = (
+        range.from.map(|t| t.timestamp_micros()),
+        range.to.map(|t| t.timestamp_micros()),
+    );
+    let pool = match selection {
+        Selection::Pool(p) => Some(p.as_str()),
+        _ => None,
+    };
+    let layout = Layout::of(source);
+    let mut side_columns = layout.side_columns();
+    if lo.is_some() || hi.is_some() {
+        side_columns.push("block_time");
+    }
+    if pool.is_some() {
+        side_columns.push("pool_address");
+    }
+    let registry = RwLock::new(TokenRegistry::default());
+    // The files are opened a window at a time, for each pass: a lake of many files never holds
+    // a descriptor (or, on an object store, a fetched copy) per file at once.
+    let windows: Vec<std::ops::Range<usize>> = (0..paths.len())
+        .step_by(files_at_once.max(1))
+        .map(|w| w..(w + files_at_once.max(1)).min(paths.len()))
+        .collect();
+    let mut footers: Vec<ArrowReaderMetadata> = Vec::with_capacity(paths.len());
+    // Row groups as (file, row group), in file order.
+    let mut groups: Vec<(usize, usize)> = Vec::new();
+    let mut sides: Vec<RowGroupSides> = Vec::new();
+    for window in &windows {
+        let opened: Vec<(SharedFile, ArrowReaderMetadata)> = window
+            .clone()
+            .into_par_iter()
+            .map(|k| {
+                let file = SharedFile::open(lake, &paths[k])?;
+                let footer = file.footer_with_dictionaries(&DICTIONARY_COLUMNS)?;
+                Ok((file, footer))
+            })
+            .collect::<Result<_>>()?;
+        let first = groups.len();
+        for (j, (_, footer)) in opened.iter().enumerate() {
+            let k = window.start + j;
+            groups.extend((0..footer.metadata().num_row_groups()).map(|g| (k, g)));
+        }
+        let found: Vec<RowGroupSides> = groups[first..]
+            .par_iter()
+            .map(|&(k, g)| {
+                let (file, footer) = &opened[k - window.start];
+                let batch = file.read_row_group(footer, g, &side_columns)?;
+                row_group_sides(&batch, &paths[k], layout, wanted, pool, lo, hi, &registry)
+            })
+            .collect::<Result<_>>()?;
+        sides.extend(found);
+        footers.extend(opened.into_iter().map(|(_, footer)| footer));
+    }
+    let registry = registry
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner);
+    // Each token's events of a row group follow those of the row groups before it, in the
+    // order of their first times (files usually hold disjoint times, so a token's events are
+    // then already in event order and `Events::sort` only checks it).
+    let mut order: Vec<usize> = (0..groups.len()).collect();
+    order.sort_by_key(|&i| {
+        let (k, g) = groups[i];
+        (row_group_min_time(&footers[k], g), k, g)
+    });
+    let mut totals = vec![0usize; registry.names.len()];
+    for &i in &order {
+        let s = &mut sides[i];
+        s.starts = s
+            .tokens
+            .iter()
+            .zip(&s.counts)
+            .map(|(&t, &c)| {
+                let at = totals[t as usize];
+                totals[t as usize] += c;
+                at
+            })
+            .collect();
+    }
+    let number_columns = layout.number_columns();
+    // Allocated at their final size.
+    let columns: Vec<Mutex<Events>> = totals
+        .par_iter()
+        .map(|&n| Mutex::new(Events::zeroed(n)))
+        .collect();
+    let mut sides = sides.into_iter();
+    let mut at = 0;
+    for window in &windows {
+        let n = groups[at..]
+            .iter()
+            .take_while(|(k, _)| window.contains(k))
+            .count();
+        let (window_groups, window_sides): (&[(usize, usize)], Vec<RowGroupSides>) =
+            (&groups[at..at + n], sides.by_ref().take(n).collect());
+        at += n;
+        // Only files with events of the selection are opened again.
+        let mut needed = vec![false; window.len()];
+        for (&(k, _), s) in window_groups.iter().zip(&window_sides) {
+            needed[k - window.start] |= !s.tokens.is_empty();
+        }
+        let opened: Vec<Option<SharedFile>> = window
+            .clone()
+            .into_par_iter()
+            .map(|k| {
+                needed[k - window.start]
+                    .then(|| SharedFile::open(lake, &paths[k]))
+                    .transpose()
+            })
+            .collect::<Result<_>>()?;
+        window_groups
+            .par_iter()
+            .zip(window_sides.into_par_iter())
+            .try_for_each(|(&(k, g), s)| -> Result<()> {
+                let Some(file) = opened[k - window.start]
+                    .as_ref()
+                    .filter(|_| !s.tokens.is_empty())
+                else {
+                    return Ok(());
+                };
+                let footer = &footers[k];
+                let path = &paths[k];
+                let batch = file.read_row_group(footer, g, &number_columns)?;
+                let id = numbers::<Int64Type>(&batch, "id", path, 0)?;
+                let slot = numbers::<Int64Type>(&batch, "block_slot", path, 0)?;
+                let time = numbers::<Int64Type>(&batch, "block_time", path, 0)?;
+                let f = |name: &str| numbers::<Float64Type>(&batch, name, path, f64::NAN);
+                let sides = |[i, o]: [&str; 2]| -> Result<_> { Ok((f(i)?, f(o)?)) };
+                let (a_in, a_out) = sides(layout.amount)?;
+                let (p_in, p_out) = sides(layout.price)?;
+                let (u_in, u_out) = sides(layout.usd)?;
+                let rows = SwapRows {
+                    time: time.values(),
+                    slot: slot.values(),
+                    id: id.values(),
+                    amount_in: a_in.values(),
+                    amount_out: a_out.values(),
+                    price_in: p_in.values(),
+                    price_out: p_out.values(),
+                    usd_in: u_in.values(),
+                    usd_out: u_out.values(),
+                };
+                // The row group's events grouped by token here, then each token's run copied to
+                // its place under that token's lock alone.
+                let mut local = Events::zeroed(s.counts.iter().sum());
+                let mut first = Vec::with_capacity(s.counts.len());
+                let mut at = 0;
+                for &c in &s.counts {
+                    first.push(at);
+                    at += c;
+                }
+                let mut cursor = first.clone();
+                let mut put = |l: u32, tick: Tick| {
+                    let l = l as usize;
+                    local.set(cursor[l], tick);
+                    cursor[l] += 1;
+                };
+                for (i, (&o, &n)) in s.outs.iter().zip(&s.ins).enumerate() {
+                    if o != NO_SIDE {
+                        put(o, rows.tick(i, true));
+                    }
+                    if n != NO_SIDE {
+                        put(n, rows.tick(i, false));
+                    }
+                }
+                for (l, &t) in s.tokens.iter().enumerate() {
+                    let mut dest = columns[t as usize]
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner);
+                    dest.copy_from(s.starts[l], &local, first[l], s.counts[l]);
+                }
+                Ok(())
+            })?;
+    }
+    let mut out: Vec<TokenEvents> = registry
+        .names
+        .into_par_iter()
+        .zip(columns)
+        .map(|(token, events)| {
+            let mut events = events.into_inner().unwrap_or_else(PoisonError::into_inner);
+            events.sort();
+            TokenEvents { token, events }
+        })
+        .collect();
+    out.sort_by(|a, b| a.token.cmp(&b.token));
+    Ok(out)
+}

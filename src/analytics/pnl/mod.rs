@@ -1,0 +1,202 @@
+//! Wallet PnL: one ledger per (wallet, token), cost-basis methods, positions and the lots table.
+//!
+//! Definitions follow the semantics document (§2):
+//! - Events are applied per (wallet, token) in event order `(block_time, block_slot, id)`,
+//!   whatever the order of the rows or files they come from.
+//! - A buy adds a lot (quantity, USD cost); a sell matches lots. Cost and proceeds are the
+//!   trade's `usd_amount`, else `token_price × token_amount`.
+//! - [`CostMethod`]: `Fifo` (default), `Lifo`, `Hifo` (highest unit cost first, ties to the
+//!   earliest lot) and `AverageCost` (a running weighted average: a sell removes cost at the
+//!   current average, so the average changes only at buys).
+//! - realized = Σ over sells (proceeds − matched cost); unrealized = open quantity × mark − open
+//!   cost. For every method: realized + unrealized = Σ counted proceeds + open quantity × mark −
+//!   Σ buy cost.
+//! - Selling more than is held follows [`OversellPolicy`] (default `ZeroCost`); the quantity
+//!   concerned is reported per ledger (`oversold_quantity`, `ignored_quantity`), never silently.
+//! - Fees are reported apart (`fees`); `realized_pnl_net` subtracts them.
+//! - [`Ledger::drop_lots`] ends a position that a source marks as closed while lots remain:
+//!   they leave the ledger without PnL, reported as `dropped_quantity` and `dropped_cost`.
+//! - A position opens when the open quantity rises above the dust threshold and closes when it
+//!   returns to it. A closed position with realized PnL > 0 is a win, < 0 a loss.
+//! - ROI (percent) = 100 × (realized + unrealized) / Σ buy cost; realized ROI = 100 × realized /
+//!   cost of the quantity sold; holding duration = Σ q·(t_sell − t_buy) / Σ q over matched lots,
+//!   seconds.
+//!
+//! Float matching uses a relative tolerance of [`MATCH_TOLERANCE`]: a sell that leaves less
+//! than that fraction of a lot consumes the lot, so a wallet selling its whole balance closes
+//! its position even when the balance was summed with rounding.
+//!
+//! Ledgers are independent and run in parallel (rayon); each result depends only on its own
+//! events, and results come back in (wallet, token) order, so the output does not depend on
+//! the number of threads or on file order.
+//!
+//! | file | what lives there |
+//! |---|---|
+//! | `mod.rs` | the entry points: [`wallet_pnl`], [`wallet_pnl_in_batches`], [`pnl_from_frames`], [`ledgers_from_frames`], [`lake_frames`], [`leaderboard`], [`leaderboard_from_frames`], [`wallet_performance`] |
+//! | `options.rs` | [`CostMethod`], [`OversellPolicy`], [`Mark`], [`PnlConfig`], [`PnlQuery`], [`EquityConfig`] |
+//! | `ledger.rs` | the cost-basis books (FIFO queue, LIFO stack, HIFO heap) and [`Ledger`], its events and results ([`LedgerEvent`], [`LotMatch`], [`Position`], [`Oversold`]), [`run_ledger`], [`LedgerSet`] |
+//! | `rows.rs` | the input frames read into events before grouping, wallets and tokens interned |
+//! | `grouping.rs` | the events grouped into ledgers in parallel (counting sort, huge pages: the folder's `unsafe`) |
+//! | `report.rs` | [`PnlReport`]: the ledgers, positions and lots tables, built a chunk of ledgers at a time |
+//! | `leaderboard.rs` | wallets ranked by total PnL |
+//! | `equity.rs` | a wallet's equity curve and [`WalletPerformance`] |
+//!
+//! A file imports only files listed above it in this order: `options`, `ledger`, `rows`,
+//! `grouping`, `report`, then `leaderboard` and `equity`; `mod.rs` imports them all. Besides
+//! the crate's errors, the files may import `crate::analytics::{columns, intern, metrics}`,
+//! and `mod.rs` alone `crate::lake` (to scan the lake); nothing else of the crate.
+//!
+//! The input frames' `block_time` may be a timestamp of any unit (or integer microseconds):
+//! it is read as microseconds, the unit of the ledgers and of the output tables.
+
+mod equity;
+mod grouping;
+mod leaderboard;
+mod ledger;
+mod options;
+mod report;
+mod rows;
+#[cfg(test)]
+mod tests;
+
+use polars::prelude::*;
+
+pub use equity::WalletPerformance;
+pub use ledger::{
+    Ledger, LedgerEvent, LedgerSet, LotMatch, MATCH_TOLERANCE, Oversold, Position, TradeSide,
+    run_ledger,
+};
+pub use options::{CostMethod, EquityConfig, Mark, OversellPolicy, PnlConfig, PnlQuery};
+pub use report::{PnlReport, REPORT_CHUNK, report, run_report};
+pub use rows::{SWAP_COLUMNS, TRADE_COLUMNS};
+
+use grouping::group_ledgers;
+use leaderboard::leaderboard_of;
+use report::{drop_in_background, report_chunks};
+use rows::read_rows;
+
+use crate::lake::{Dataset, Lake};
+use crate::{Error, Result};
+
+/// Builds the ledgers of a trades frame (columns [`TRADE_COLUMNS`]) and, for wallets with no
+/// trade in it, of a swaps frame (columns [`SWAP_COLUMNS`] and `id`).
+pub fn ledgers_from_frames(
+    trades: &DataFrame,
+    swaps: Option<&DataFrame>,
+    query: &PnlQuery,
+) -> Result<LedgerSet> {
+    let (rows, wallets, tokens) = read_rows(trades, swaps, query)?;
+    group_ledgers(&rows, &wallets, &tokens, query)
+}
+
+/// Reads the trades (and swaps) of the lake that `query` concerns.
+pub fn lake_frames(lake: &Lake, query: &PnlQuery) -> Result<(DataFrame, DataFrame)> {
+    let trade_cols: Vec<Expr> = TRADE_COLUMNS.iter().map(|c| col(*c)).collect();
+    let mut swap_cols: Vec<Expr> = SWAP_COLUMNS.iter().map(|c| col(*c)).collect();
+    swap_cols.push(col("id"));
+    let mut trades = lake.scan(Dataset::Trades)?.select(trade_cols);
+    let mut swaps = lake.scan(Dataset::Swaps)?.select(swap_cols);
+    if let Some(t) = &query.token {
+        trades = trades.filter(col("token_address").eq(lit(t.as_str())));
+        swaps = swaps.filter(
+            col("token_address_in")
+                .eq(lit(t.as_str()))
+                .or(col("token_address_out").eq(lit(t.as_str()))),
+        );
+    }
+    let trades = trades.collect().map_err(Error::polars("reading trades"))?;
+    let swaps = swaps.collect().map_err(Error::polars("reading swaps"))?;
+    Ok((trades, swaps))
+}
+
+/// PnL of in-memory frames (trades, and swaps for wallets without trades).
+pub fn pnl_from_frames(
+    trades: &DataFrame,
+    swaps: Option<&DataFrame>,
+    query: &PnlQuery,
+    config: &PnlConfig,
+) -> Result<PnlReport> {
+    let set = ledgers_from_frames(trades, swaps, query)?;
+    let report = run_report(&set, config);
+    drop_in_background(set);
+    report
+}
+
+/// PnL of the lake's trades (and swaps for wallets the lake has only swaps for).
+///
+/// A wallet with no trade in the lake gives empty tables, not an error.
+pub fn wallet_pnl(lake: &Lake, query: &PnlQuery, config: &PnlConfig) -> Result<PnlReport> {
+    let set = lake_ledgers(lake, query)?;
+    let report = run_report(&set, config);
+    drop_in_background(set);
+    report
+}
+
+/// The grouped events of the lake's trades (and swaps for wallets without trades) that `query`
+/// selects. The latest price of a token comes from every wallet's trades, so the scan is not
+/// narrowed to the wallets asked for; the frames (about 100 bytes per trade) are freed once
+/// the events are grouped.
+fn lake_ledgers(lake: &Lake, query: &PnlQuery) -> Result<LedgerSet> {
+    let (trades, swaps) = lake_frames(lake, query)?;
+    ledgers_from_frames(&trades, Some(&swaps), query)
+}
+
+/// [`wallet_pnl`] handed to `sink` a chunk of [`REPORT_CHUNK`] ledgers at a time, in ledger
+/// order, instead of as one report: each part holds the tables of its ledgers, so only the
+/// grouped events and one part are in memory at once. For writing large results to a file.
+/// Without any ledger `sink` is not called.
+pub fn wallet_pnl_in_batches(
+    lake: &Lake,
+    query: &PnlQuery,
+    config: &PnlConfig,
+    sink: impl FnMut(PnlReport) -> Result<()>,
+) -> Result<()> {
+    report_chunks(&lake_ledgers(lake, query)?, config, REPORT_CHUNK, sink)
+}
+
+/// Ranks every wallet of the lake by total PnL (realized + unrealized, summed over its tokens),
+/// largest first, ties by wallet address; keeps the first `top`.
+///
+/// Columns: `rank`, `wallet_address`, `tokens`, `realized_pnl`, `unrealized_pnl`,
+/// `total_pnl`, `buy_cost`, `roi`, `wins`, `losses`, `win_rate` (percent of closed positions
+/// won; null without any).
+pub fn leaderboard(lake: &Lake, config: &PnlConfig, top: usize) -> Result<DataFrame> {
+    leaderboard_of(lake_ledgers(lake, &PnlQuery::default())?, config, top)
+}
+
+/// [`leaderboard`] over in-memory frames.
+pub fn leaderboard_from_frames(
+    trades: &DataFrame,
+    swaps: Option<&DataFrame>,
+    config: &PnlConfig,
+    top: usize,
+) -> Result<DataFrame> {
+    leaderboard_of(
+        ledgers_from_frames(trades, swaps, &PnlQuery::default())?,
+        config,
+        top,
+    )
+}
+
+/// The equity curve of `wallet` marked to market at each period's close, and its metrics.
+///
+/// A token's close in a period is its last trade price in the period (event order, every
+/// wallet's trades), carried forward; so the marks are the closes of the lake's bars of that
+/// period width. Periods run from the one holding the wallet's first trade to the one holding
+/// the lake's last trade.
+pub fn wallet_performance(
+    trades: &DataFrame,
+    swaps: Option<&DataFrame>,
+    wallet: &str,
+    config: &PnlConfig,
+    equity: &EquityConfig,
+) -> Result<WalletPerformance> {
+    if equity.period_seconds <= 0 {
+        return Err(Error::InvalidArgument {
+            argument: "period".into(),
+            reason: format!("{} s is not a positive period", equity.period_seconds),
+        });
+    }
+    let (rows, wallets, tokens) = read_rows(trades, swaps, &PnlQuery::default())?;
+    equity::performance(&rows, &wallets, &tokens, wallet, config, equity)
+}

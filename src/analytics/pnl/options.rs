@@ -1,0 +1,169 @@
+//! The options of a PnL computation: cost method, oversell policy, mark, which ledgers, and
+//! the equity curve's period and capital.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::analytics::metrics;
+use crate::{Error, Result};
+
+/// How the cost of a sold quantity is chosen among the buy lots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum CostMethod {
+    /// First in, first out.
+    #[default]
+    Fifo,
+    /// Last in, first out.
+    Lifo,
+    /// Highest unit cost first; ties go to the earliest lot.
+    Hifo,
+    /// Running weighted average cost: a sell removes cost at the current average.
+    AverageCost,
+}
+
+impl CostMethod {
+    /// Every method.
+    pub const ALL: [CostMethod; 4] = [
+        CostMethod::Fifo,
+        CostMethod::Lifo,
+        CostMethod::Hifo,
+        CostMethod::AverageCost,
+    ];
+
+    /// The name used on the command line and in outputs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CostMethod::Fifo => "fifo",
+            CostMethod::Lifo => "lifo",
+            CostMethod::Hifo => "hifo",
+            CostMethod::AverageCost => "avg",
+        }
+    }
+}
+
+impl fmt::Display for CostMethod {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for CostMethod {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "fifo" => Ok(CostMethod::Fifo),
+            "lifo" => Ok(CostMethod::Lifo),
+            "hifo" => Ok(CostMethod::Hifo),
+            "avg" | "average" | "average-cost" => Ok(CostMethod::AverageCost),
+            _ => Err(Error::InvalidArgument {
+                argument: "method".into(),
+                reason: format!("unknown cost method {s:?}; expected fifo, lifo, hifo or avg"),
+            }),
+        }
+    }
+}
+
+/// What to do with the part of a sell beyond the quantity held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum OversellPolicy {
+    /// Fail with [`Error::Oversell`].
+    Error,
+    /// The unmatched part has a zero cost basis: its proceeds are all gain. Reported as
+    /// `oversold_quantity`.
+    #[default]
+    ZeroCost,
+    /// The unmatched part and its proceeds are left out. Reported as `ignored_quantity`.
+    Ignore,
+}
+
+impl FromStr for OversellPolicy {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "error" => Ok(OversellPolicy::Error),
+            "zero-cost" | "zero_cost" | "zerocost" => Ok(OversellPolicy::ZeroCost),
+            "ignore" => Ok(OversellPolicy::Ignore),
+            _ => Err(Error::InvalidArgument {
+                argument: "oversell".into(),
+                reason: format!(
+                    "unknown oversell policy {s:?}; expected error, zero-cost or ignore"
+                ),
+            }),
+        }
+    }
+}
+
+/// The price open quantities are marked at.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum Mark {
+    /// The token's latest trade price in the lake (last in event order, over every wallet).
+    #[default]
+    Latest,
+    /// A price given by the caller, USD per token, for every token.
+    Price(f64),
+}
+
+impl FromStr for Mark {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        if s.eq_ignore_ascii_case("latest") {
+            return Ok(Mark::Latest);
+        }
+        match s.parse::<f64>() {
+            Ok(p) if p.is_finite() && p >= 0.0 => Ok(Mark::Price(p)),
+            _ => Err(Error::InvalidArgument {
+                argument: "mark".into(),
+                reason: format!("{s:?} is neither `latest` nor a finite price ≥ 0"),
+            }),
+        }
+    }
+}
+
+/// Options of a PnL computation. `Default` is FIFO, zero-cost oversells, the latest price,
+/// dust 0, no lots table.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct PnlConfig {
+    /// Cost-basis method.
+    pub method: CostMethod,
+    /// Oversell policy.
+    pub oversell: OversellPolicy,
+    /// Price of the open quantity.
+    pub mark: Mark,
+    /// A position is open while its quantity is above this threshold.
+    pub dust: f64,
+    /// Also build the lots table (which buy lots each sell consumed).
+    pub lots: bool,
+}
+
+/// Which ledgers to compute.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PnlQuery {
+    /// Only these wallets (every wallet when `None`).
+    pub wallets: Option<Vec<String>>,
+    /// Only this token.
+    pub token: Option<String>,
+}
+
+/// Options of a wallet's equity curve.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EquityConfig {
+    /// Width of a period, seconds (epoch-aligned, so a day starts at midnight UTC).
+    pub period_seconds: i64,
+    /// Capital the curve starts from, USD; `None` takes the wallet's total buy cost.
+    pub initial_capital: Option<f64>,
+    /// Periods per year and risk-free rate of the ratios.
+    pub ratios: metrics::RatioConfig,
+}
+
+impl Default for EquityConfig {
+    fn default() -> Self {
+        EquityConfig {
+            period_seconds: 86_400,
+            initial_capital: None,
+            ratios: metrics::RatioConfig::default(),
+        }
+    }
+}

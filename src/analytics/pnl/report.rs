@@ -1,0 +1,369 @@
+//! The report tables of computed ledgers (ledgers, positions, lots), built chunk by chunk of
+//! ledgers so that only one chunk's ledgers are held at once.
+
+use polars::prelude::*;
+
+use super::ledger::{Ledger, LedgerSet, LotMatch};
+use super::options::PnlConfig;
+use crate::{Error, Result};
+
+/// The outputs of a PnL computation.
+#[derive(Debug, Clone)]
+pub struct PnlReport {
+    /// One row per (wallet, token): see [`PnlReport::LEDGER_COLUMNS`].
+    pub ledgers: DataFrame,
+    /// One row per position: `wallet_address`, `token_address`, `position_index`,
+    /// `opened_at`, `closed_at` (null while open), `status` (`open`/`closed`), `realized_pnl`,
+    /// `outcome` (`win`, `loss`, `even`, or null while open).
+    pub positions: DataFrame,
+    /// The lots table when [`PnlConfig::lots`] is set: `wallet_address`, `token_address`,
+    /// `sell_id`, `sell_time`, `buy_id` and `buy_time` (null for an oversold part),
+    /// `quantity`, `cost_basis`, `proceeds`, `realized_pnl`.
+    pub lots: Option<DataFrame>,
+}
+
+impl PnlReport {
+    /// Columns of [`PnlReport::ledgers`], in order.
+    pub const LEDGER_COLUMNS: [&'static str; 26] = [
+        "wallet_address",
+        "token_address",
+        "method",
+        "buy_count",
+        "sell_count",
+        "bought_quantity",
+        "sold_quantity",
+        "open_quantity",
+        "buy_cost",
+        "sell_proceeds",
+        "cost_basis",
+        "mark_price",
+        "realized_pnl",
+        "unrealized_pnl",
+        "total_pnl",
+        "fees",
+        "realized_pnl_net",
+        "roi",
+        "realized_roi",
+        "avg_holding_seconds",
+        "positions_opened",
+        "positions_closed",
+        "wins",
+        "losses",
+        "oversold_quantity",
+        "ignored_quantity",
+    ];
+}
+
+pub(super) fn ts_col(name: &str, values: Vec<Option<i64>>) -> Result<Column> {
+    Series::new(name.into(), values)
+        .cast(&DataType::Datetime(
+            TimeUnit::Microseconds,
+            Some(TimeZone::UTC),
+        ))
+        .map(Column::from)
+        .map_err(Error::polars(name))
+}
+
+pub(super) fn pct(a: f64, b: f64) -> Option<f64> {
+    (b != 0.0).then(|| 100.0 * a / b)
+}
+
+/// Builds the report frames of computed ledgers (ledger `k` of `set` is `ledgers[k]`).
+pub fn report(set: &LedgerSet, ledgers: &[Ledger], config: &PnlConfig) -> Result<PnlReport> {
+    report_range(set, 0, ledgers, config)
+}
+
+/// Ledgers run and reported this many at a time by [`run_report`].
+pub const REPORT_CHUNK: usize = 1 << 16;
+
+/// Runs the ledgers of `set` and builds their report a chunk of [`REPORT_CHUNK`] ledgers at a
+/// time: only one chunk's [`Ledger`]s (their lots, positions and matches) are held at once,
+/// the report's rows of the others are. The frames are those of [`LedgerSet::run`] then
+/// [`report`], in ledger order.
+pub fn run_report(set: &LedgerSet, config: &PnlConfig) -> Result<PnlReport> {
+    run_report_in(set, config, REPORT_CHUNK)
+}
+
+/// [`run_report`] `chunk` ledgers at a time.
+pub(super) fn run_report_in(
+    set: &LedgerSet,
+    config: &PnlConfig,
+    chunk: usize,
+) -> Result<PnlReport> {
+    let mut out: Option<PnlReport> = None;
+    report_chunks(set, config, chunk, |part| match out.as_mut() {
+        None => {
+            out = Some(part);
+            Ok(())
+        }
+        Some(all) => all.append(part),
+    })?;
+    match out {
+        Some(all) => Ok(all),
+        None => report(set, &[], config),
+    }
+}
+
+/// Runs the ledgers of `set` `chunk` at a time and hands each chunk's report to `sink`, in
+/// ledger order; `sink` is not called when there is no ledger.
+pub(super) fn report_chunks(
+    set: &LedgerSet,
+    config: &PnlConfig,
+    chunk: usize,
+    mut sink: impl FnMut(PnlReport) -> Result<()>,
+) -> Result<()> {
+    for start in (0..set.len()).step_by(chunk.max(1)) {
+        let range = start..(start + chunk.max(1)).min(set.len());
+        let ledgers = set.run_range(range, config)?;
+        let part = report_range(set, start, &ledgers, config)?;
+        drop_in_background(ledgers);
+        sink(part)?;
+    }
+    Ok(())
+}
+
+impl PnlReport {
+    /// Appends the rows of `other`, a report of the next ledgers.
+    fn append(&mut self, other: PnlReport) -> Result<()> {
+        let stack = |a: &mut DataFrame, b: &DataFrame, what: &str| {
+            a.vstack_mut(b).map(drop).map_err(Error::polars(what))
+        };
+        stack(
+            &mut self.ledgers,
+            &other.ledgers,
+            "stacking the ledgers table",
+        )?;
+        stack(
+            &mut self.positions,
+            &other.positions,
+            "stacking the positions table",
+        )?;
+        if let (Some(a), Some(b)) = (self.lots.as_mut(), other.lots.as_ref()) {
+            stack(a, b, "stacking the lots table")?;
+        }
+        Ok(())
+    }
+}
+
+/// [`report`] of `ledgers`, the computed ledgers `start..start + ledgers.len()` of `set`.
+fn report_range(
+    set: &LedgerSet,
+    start: usize,
+    ledgers: &[Ledger],
+    config: &PnlConfig,
+) -> Result<PnlReport> {
+    let n = ledgers.len();
+    let (wallets, tokens) = (
+        &set.wallets[start..start + n],
+        &set.tokens[start..start + n],
+    );
+    // The ledgers' wallets and tokens once; the other tables take rows of them, which shares
+    // the strings instead of copying them.
+    let wallet_ca = StringChunked::new("wallet_address".into(), wallets);
+    let token_ca = StringChunked::new("token_address".into(), tokens);
+    let by_ledger = |idx: &[IdxSize]| -> Result<(Column, Column)> {
+        let w = wallet_ca
+            .take(idx)
+            .map_err(Error::polars("wallet_address"))?;
+        let t = token_ca.take(idx).map_err(Error::polars("token_address"))?;
+        Ok((w.into_column(), t.into_column()))
+    };
+    // The three tables are built at the same time.
+    let ledgers_table = || -> Result<DataFrame> {
+        // The ledgers' columns in one pass over the ledgers.
+        let f = || Vec::<f64>::with_capacity(n);
+        let o = || Vec::<Option<f64>>::with_capacity(n);
+        let c = || Vec::<u64>::with_capacity(n);
+        let (mut buy_count, mut sell_count) = (c(), c());
+        let (mut bought, mut sold, mut open, mut buy_cost, mut proceeds) =
+            (f(), f(), f(), f(), f());
+        let (mut cost_basis, mut realized, mut fees, mut net) = (f(), f(), f(), f());
+        let (mut mark, mut unrealized, mut total, mut roi) = (o(), o(), o(), o());
+        let (mut realized_roi, mut holding) = (o(), o());
+        let (mut opened, mut closed, mut wins, mut losses) = (c(), c(), c(), c());
+        let (mut oversold, mut ignored) = (f(), f());
+        for (k, l) in ledgers.iter().enumerate() {
+            let m = set.mark_of(&tokens[k], config.mark);
+            let u = if l.open_quantity() == 0.0 {
+                Some(l.unrealized(0.0))
+            } else {
+                m.map(|m| l.unrealized(m))
+            };
+            mark.push(m);
+            unrealized.push(u);
+            total.push(u.map(|u| l.realized + u));
+            roi.push(u.and_then(|u| pct(l.realized + u, l.buy_cost)));
+            buy_count.push(l.buys);
+            sell_count.push(l.sells);
+            bought.push(l.buy_quantity);
+            sold.push(l.sold_quantity);
+            open.push(l.open_quantity());
+            buy_cost.push(l.buy_cost);
+            proceeds.push(l.proceeds);
+            cost_basis.push(l.open_cost());
+            realized.push(l.realized);
+            fees.push(l.fees);
+            net.push(l.realized - l.fees);
+            realized_roi.push(pct(l.realized, l.sold_cost));
+            holding.push(l.holding_seconds());
+            opened.push(l.positions.len() as u64);
+            closed.push(l.positions.iter().filter(|p| p.closed_at.is_some()).count() as u64);
+            let (w, lo) = l.wins_losses();
+            wins.push(w);
+            losses.push(lo);
+            oversold.push(l.oversold_quantity);
+            ignored.push(l.ignored_quantity);
+        }
+        let cols = vec![
+            wallet_ca.clone().into_column(),
+            token_ca.clone().into_column(),
+            Column::new("method".into(), vec![config.method.as_str(); n]),
+            Column::new("buy_count".into(), buy_count),
+            Column::new("sell_count".into(), sell_count),
+            Column::new("bought_quantity".into(), bought),
+            Column::new("sold_quantity".into(), sold),
+            Column::new("open_quantity".into(), open),
+            Column::new("buy_cost".into(), buy_cost),
+            Column::new("sell_proceeds".into(), proceeds),
+            Column::new("cost_basis".into(), cost_basis),
+            Column::new("mark_price".into(), mark),
+            Column::new("realized_pnl".into(), realized),
+            Column::new("unrealized_pnl".into(), unrealized),
+            Column::new("total_pnl".into(), total),
+            Column::new("fees".into(), fees),
+            Column::new("realized_pnl_net".into(), net),
+            Column::new("roi".into(), roi),
+            Column::new("realized_roi".into(), realized_roi),
+            Column::new("avg_holding_seconds".into(), holding),
+            Column::new("positions_opened".into(), opened),
+            Column::new("positions_closed".into(), closed),
+            Column::new("wins".into(), wins),
+            Column::new("losses".into(), losses),
+            Column::new("oversold_quantity".into(), oversold),
+            Column::new("ignored_quantity".into(), ignored),
+        ];
+        DataFrame::new(n, cols).map_err(Error::polars("building the ledgers table"))
+    };
+    let positions_table = || -> Result<DataFrame> {
+        let np: usize = ledgers.iter().map(|l| l.positions.len()).sum();
+        let mut pk: Vec<IdxSize> = Vec::with_capacity(np);
+        let (mut pi, mut po, mut pc) = (
+            Vec::with_capacity(np),
+            Vec::with_capacity(np),
+            Vec::with_capacity(np),
+        );
+        let (mut ps, mut pr, mut pout) = (
+            Vec::with_capacity(np),
+            Vec::with_capacity(np),
+            Vec::with_capacity(np),
+        );
+        for (k, l) in ledgers.iter().enumerate() {
+            for (i, p) in l.positions.iter().enumerate() {
+                pk.push(k as IdxSize);
+                pi.push(i as u32);
+                po.push(Some(p.opened_at));
+                pc.push(p.closed_at);
+                ps.push(if p.closed_at.is_some() {
+                    "closed"
+                } else {
+                    "open"
+                });
+                pr.push(p.realized);
+                pout.push(p.closed_at.map(|_| {
+                    if p.realized > 0.0 {
+                        "win"
+                    } else if p.realized < 0.0 {
+                        "loss"
+                    } else {
+                        "even"
+                    }
+                }));
+            }
+        }
+        let (pw, pt) = by_ledger(&pk)?;
+        DataFrame::new(
+            np,
+            vec![
+                pw,
+                pt,
+                Column::new("position_index".into(), pi),
+                ts_col("opened_at", po)?,
+                ts_col("closed_at", pc)?,
+                Column::new("status".into(), ps),
+                Column::new("realized_pnl".into(), pr),
+                Column::new("outcome".into(), pout),
+            ],
+        )
+        .map_err(Error::polars("building the positions table"))
+    };
+    let lots_table = || -> Result<Option<DataFrame>> {
+        if config.lots {
+            let mut rows: Vec<(usize, LotMatch)> = Vec::new();
+            for (k, l) in ledgers.iter().enumerate() {
+                for m in l.lots.iter().flatten() {
+                    rows.push((k, *m));
+                }
+            }
+            let nl = rows.len();
+            let idx: Vec<IdxSize> = rows.iter().map(|(k, _)| *k as IdxSize).collect();
+            let (lw, lt) = by_ledger(&idx)?;
+            Ok(Some(
+                DataFrame::new(
+                    nl,
+                    vec![
+                        lw,
+                        lt,
+                        Column::new(
+                            "sell_id".into(),
+                            rows.iter().map(|(_, m)| m.sell_id).collect::<Vec<_>>(),
+                        ),
+                        ts_col(
+                            "sell_time",
+                            rows.iter().map(|(_, m)| Some(m.sell_time)).collect(),
+                        )?,
+                        Column::new(
+                            "buy_id".into(),
+                            rows.iter().map(|(_, m)| m.buy_id).collect::<Vec<_>>(),
+                        ),
+                        ts_col("buy_time", rows.iter().map(|(_, m)| m.buy_time).collect())?,
+                        Column::new(
+                            "quantity".into(),
+                            rows.iter().map(|(_, m)| m.quantity).collect::<Vec<_>>(),
+                        ),
+                        Column::new(
+                            "cost_basis".into(),
+                            rows.iter().map(|(_, m)| m.cost).collect::<Vec<_>>(),
+                        ),
+                        Column::new(
+                            "proceeds".into(),
+                            rows.iter().map(|(_, m)| m.proceeds).collect::<Vec<_>>(),
+                        ),
+                        Column::new(
+                            "realized_pnl".into(),
+                            rows.iter()
+                                .map(|(_, m)| m.proceeds - m.cost)
+                                .collect::<Vec<_>>(),
+                        ),
+                    ],
+                )
+                .map_err(Error::polars("building the lots table"))?,
+            ))
+        } else {
+            Ok(None)
+        }
+    };
+    let (ledgers_df, (positions, lots)) =
+        rayon::join(ledgers_table, || rayon::join(positions_table, lots_table));
+    let (ledgers_df, positions, lots) = (ledgers_df?, positions?, lots?);
+    Ok(PnlReport {
+        ledgers: ledgers_df,
+        positions,
+        lots,
+    })
+}
+
+/// Drops `value` on a thread of its own: freeing large buffers (unmapping their pages) then
+/// does not delay the caller. Dropped in place when no thread can be started.
+pub(super) fn drop_in_background<T: Send + 'static>(value: T) {
+    drop(std::thread::Builder::new().spawn(move || drop(value)));
+}
