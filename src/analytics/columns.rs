@@ -108,7 +108,7 @@ pub(crate) fn micros_col(df: &DataFrame, name: &str) -> Result<Vec<i64>> {
     match unit {
         TimeUnit::Nanoseconds => v.iter_mut().for_each(|x| *x = x.div_euclid(1000)),
         TimeUnit::Microseconds => {}
-        TimeUnit::Milliseconds => v.iter_mut().for_each(|x| *x *= 1000),
+        TimeUnit::Milliseconds => v.iter_mut().for_each(|x| *x = x.saturating_mul(1000)),
     }
     Ok(v)
 }

@@ -59,7 +59,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use chrono::{DateTime, Utc};
 use polars::prelude::*;
 
-use super::columns::{f64_col, i64_col, str_col};
+use super::columns::{f64_col, i64_col, micros_col, str_col};
 use super::metrics;
 use super::pnl::{
     CostMethod, Ledger, LedgerEvent, LotMatch, Mark, OversellPolicy, PnlConfig, TradeSide,
@@ -142,7 +142,7 @@ impl TokenTrades {
             f64_col(df, "token_mcap")?,
         );
         let (time, slot, id) = (
-            i64_col(df, "block_time")?,
+            micros_col(df, "block_time")?,
             i64_col(df, "block_slot")?,
             i64_col(df, "id")?,
         );
@@ -705,6 +705,52 @@ mod tests {
         assert_eq!(late.win_pnl, Some(0.0));
         let frame = metrics_frame("T", DateTime::UNIX_EPOCH, &[("1d".into(), m)]).expect("frame");
         assert_eq!(frame.width(), 3 + 46);
+    }
+
+    #[test]
+    fn block_times_are_read_in_their_unit() {
+        // V1's trades with `block_time` as a timestamp of each unit.
+        let frame = |unit: TimeUnit, per_second: i64| {
+            let times = Column::new(
+                "block_time".into(),
+                [
+                    100 * per_second,
+                    200 * per_second,
+                    500 * per_second,
+                    600 * per_second,
+                ],
+            )
+            .cast(&DataType::Datetime(unit, Some(TimeZone::UTC)))
+            .expect("timestamps");
+            DataFrame::new(
+                4,
+                vec![
+                    Column::new("wallet_address".into(), ["a", "a", "a", "b"]),
+                    Column::new("direction".into(), ["buy", "buy", "sell", "buy"]),
+                    Column::new("position_state".into(), ["open", "trade", "trade", "open"]),
+                    Column::new("token_amount".into(), [10.0, 10.0, 15.0, 1.0]),
+                    Column::new("usd_amount".into(), [10.0, 20.0, 45.0, 4.0]),
+                    Column::new("token_price".into(), [1.0, 2.0, 3.0, 4.0]),
+                    Column::new("token_mcap".into(), [1e6, 2e6, 3e6, 4e6]),
+                    times,
+                    Column::new("block_slot".into(), [1i64, 2, 5, 6]),
+                    Column::new("id".into(), [1i64, 2, 5, 6]),
+                ],
+            )
+            .expect("frame")
+        };
+        let metrics = |df: DataFrame| {
+            let trades = TokenTrades::from_frame(&df).expect("trades");
+            // The window ends at 1,000 s and holds the last 700 s (the sell, not the buys).
+            (
+                trades.window_metrics(1_000_000_000, 86_400),
+                trades.window_metrics(1_000_000_000, 700),
+            )
+        };
+        let micros = metrics(frame(TimeUnit::Microseconds, 1_000_000));
+        assert_eq!(micros.0.avg_holding_duration, Some(367));
+        assert_eq!(metrics(frame(TimeUnit::Milliseconds, 1_000)), micros);
+        assert_eq!(metrics(frame(TimeUnit::Nanoseconds, 1_000_000_000)), micros);
     }
 
     #[test]

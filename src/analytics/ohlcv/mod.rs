@@ -481,19 +481,10 @@ pub fn resample(bars: &DataFrame, options: &BarOptions) -> Result<DataFrame> {
     } else {
         vec![String::new(); bars.height()]
     };
-    let [open, high, low, close, volume, base, buy, sell, pq, q] = [
-        "open",
-        "high",
-        "low",
-        "close",
-        "volume",
-        "base_volume",
-        "buy_volume",
-        "sell_volume",
-        "sum_pq",
-        "sum_q",
-    ]
-    .map(|n| col_f64(bars, n));
+    // The ten number columns after `timestamp`, `open` to `sum_q`, in `BAR_COLUMNS`' order.
+    let numbers: [&str; 10] = std::array::from_fn(|i| BAR_COLUMNS[i + 1]);
+    let [open, high, low, close, volume, base, buy, sell, pq, q] =
+        numbers.map(|n| col_f64(bars, n));
     let (open, high, low, close) = (open?, high?, low?, close?);
     let (volume, base, buy, sell, pq, q) = (volume?, base?, buy?, sell?, pq?, q?);
     let count: Vec<i64> = bars
