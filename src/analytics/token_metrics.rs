@@ -667,11 +667,9 @@ mod tests {
         assert_eq!(Window::service_windows().len(), 6);
     }
 
-    #[test]
-    fn v1_in_a_window() {
-        // semantics.md §2 V1 by one wallet, then another wallet's buy at 4 sets the mark.
-        let s = 1_000_000;
-        let df = DataFrame::new(
+    /// semantics.md §2 V1's trades by one wallet, then another wallet's buy; `block_time` given.
+    fn v1_frame(block_time: Column) -> DataFrame {
+        DataFrame::new(
             4,
             vec![
                 Column::new("wallet_address".into(), ["a", "a", "a", "b"]),
@@ -681,13 +679,22 @@ mod tests {
                 Column::new("usd_amount".into(), [10.0, 20.0, 45.0, 4.0]),
                 Column::new("token_price".into(), [1.0, 2.0, 3.0, 4.0]),
                 Column::new("token_mcap".into(), [1e6, 2e6, 3e6, 4e6]),
-                // Rows out of order: the sell is listed first.
-                Column::new("block_time".into(), [100 * s, 200 * s, 500 * s, 600 * s]),
+                block_time,
                 Column::new("block_slot".into(), [1i64, 2, 5, 6]),
                 Column::new("id".into(), [1i64, 2, 5, 6]),
             ],
         )
-        .expect("frame");
+        .expect("frame")
+    }
+
+    #[test]
+    fn v1_in_a_window() {
+        // semantics.md §2 V1 by one wallet, then another wallet's buy at 4 sets the mark.
+        let s = 1_000_000;
+        let df = v1_frame(Column::new(
+            "block_time".into(),
+            [100 * s, 200 * s, 500 * s, 600 * s],
+        ));
         let trades = TokenTrades::from_frame(&df).expect("trades");
         let m = trades.window_metrics(1_000 * s, 86_400);
         assert_eq!(m.trade_count, Some(4));
@@ -722,22 +729,7 @@ mod tests {
             )
             .cast(&DataType::Datetime(unit, Some(TimeZone::UTC)))
             .expect("timestamps");
-            DataFrame::new(
-                4,
-                vec![
-                    Column::new("wallet_address".into(), ["a", "a", "a", "b"]),
-                    Column::new("direction".into(), ["buy", "buy", "sell", "buy"]),
-                    Column::new("position_state".into(), ["open", "trade", "trade", "open"]),
-                    Column::new("token_amount".into(), [10.0, 10.0, 15.0, 1.0]),
-                    Column::new("usd_amount".into(), [10.0, 20.0, 45.0, 4.0]),
-                    Column::new("token_price".into(), [1.0, 2.0, 3.0, 4.0]),
-                    Column::new("token_mcap".into(), [1e6, 2e6, 3e6, 4e6]),
-                    times,
-                    Column::new("block_slot".into(), [1i64, 2, 5, 6]),
-                    Column::new("id".into(), [1i64, 2, 5, 6]),
-                ],
-            )
-            .expect("frame")
+            v1_frame(times)
         };
         let metrics = |df: DataFrame| {
             let trades = TokenTrades::from_frame(&df).expect("trades");
