@@ -24,7 +24,7 @@ pub const API_KEY_HEADER: &str = "x-api-key";
 /// Default of [`ClientConfig::max_response_bytes`]: 64 MiB.
 pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 64 << 20;
 
-/// Everything a [`Client`] needs: where, who, how long, how often.
+/// Everything a [`Client`](super::Client) needs: where, who, how long, how often.
 ///
 /// `Debug` shows whether an API key is set, never the key itself, and the base URL without a
 /// user name or password it may carry (see [`redact_url`]).
