@@ -390,9 +390,12 @@ pub struct Sort {
     pub direction: SortDirection,
 }
 
-/// Body of search-profiles (interface 4.5). Every member is optional.
+/// Body of search-profiles (interface 4.5). Every member is optional; the body is a JSON
+/// object (an array, which serde would otherwise read member by member, is refused).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+// The derived code becomes `SearchRequest::serialize` and `SearchRequest::deserialize`, which
+// the trait implementations below call: the latter only on an object.
+#[serde(remote = "Self", deny_unknown_fields)]
 pub struct SearchRequest {
     /// Text query.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -415,6 +418,33 @@ pub struct SearchRequest {
     /// Opaque cursor from a previous page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
+}
+
+impl Serialize for SearchRequest {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        SearchRequest::serialize(self, serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for SearchRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Body;
+        impl<'de> serde::de::Visitor<'de> for Body {
+            type Value = SearchRequest;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a search-profiles request: a JSON object")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<Self::Value, A::Error> {
+                SearchRequest::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        deserializer.deserialize_map(Body)
+    }
 }
 
 /// The field paths a text query may name, which are also its default fields (service-facts:
@@ -534,6 +564,21 @@ mod tests {
             "$not"
         );
         assert!(Filter::from_json(&json!({"a..b": {"$eq": 1}})).is_err());
+    }
+
+    #[test]
+    fn request_is_an_object_only() {
+        for body in [
+            json!([]),
+            json!([null, null, null, null, null, 5]),
+            json!(5),
+        ] {
+            let err = serde_json::from_value::<SearchRequest>(body.clone()).unwrap_err();
+            assert!(err.to_string().contains("a JSON object"), "{body}: {err}");
+        }
+        let r: SearchRequest = serde_json::from_value(json!({"limit": 5})).unwrap();
+        assert_eq!(r.limit, Some(5));
+        assert_eq!(serde_json::to_value(&r).unwrap(), json!({"limit": 5}));
     }
 
     #[test]
