@@ -22,6 +22,9 @@
 //!   are ANDed. As in MongoDB, when the value at the path is an array (the static `labels`), an
 //!   operator holds when it holds for at least one element, each operator on its own:
 //!   `{"labels": {"$eq": "hot"}}` selects profiles labelled `hot`, `{"$ne": "hot"}` the others.
+//!   A request's filters are prepared once ([`FilterMatcher`]), each `$in` and `$nin` list as a
+//!   hash set, so a document is tested in time linear in the filter's clauses, whatever the
+//!   lists' lengths.
 //! * **Order** ([`compare_values`]). Missing sorts as null; then numbers, strings (byte order of
 //!   UTF-8, which is code point order), objects (entry by entry: key, then value; a prefix sorts
 //!   first), arrays (element by element; a prefix sorts first) and booleans (`false` first).
@@ -54,7 +57,7 @@ mod text;
 
 pub use crate::api::profile_query::TEXT_FIELDS;
 pub use cursor::Cursor;
-pub use eval::{lookup, matches};
+pub use eval::{FilterMatcher, lookup, matches};
 pub use order::{OrderKey, SortKey, SortSpec, compare_values};
 pub use text::{TextMatcher, text_matches};
 
@@ -113,11 +116,12 @@ pub fn search(req: &SearchRequest, docs: &[Value]) -> Result<SearchPage> {
         .as_deref()
         .map(|c| Cursor::decode(c, &sort))
         .transpose()?;
+    let filter = req.filter.as_ref().map(FilterMatcher::new);
 
     let mut rows: Vec<Row<'_>> = docs
         .iter()
         .zip(0u64..)
-        .filter(|(doc, _)| req.filter.as_ref().is_none_or(|f| matches(f, doc)))
+        .filter(|(doc, _)| filter.as_ref().is_none_or(|f| f.matches(doc)))
         .filter(|(doc, _)| text.as_ref().is_none_or(|t| t.matches(doc)))
         .map(|(doc, ordinal)| Row {
             key: OrderKey {
@@ -140,8 +144,8 @@ pub fn search(req: &SearchRequest, docs: &[Value]) -> Result<SearchPage> {
     } else {
         None
     };
-    let options = req.options.clone().unwrap_or_default();
-    let data = page.iter().map(|r| project(r.doc, &options, req)).collect();
+    let projection = Projection::new(req);
+    let data = page.iter().map(|r| projection.apply(r.doc)).collect();
     Ok(SearchPage {
         count: u64::try_from(rows.len()).expect("a slice length fits in u64"),
         cursor: next,
@@ -151,7 +155,45 @@ pub fn search(req: &SearchRequest, docs: &[Value]) -> Result<SearchPage> {
 
 /// The returned form of a document: the always-present members, the requested sections and the
 /// request's dynamic labels it satisfies, in the interface's member order (see [`search()`]).
+/// For many documents, [`Projection`] prepares the dynamic labels' filters once.
 pub fn project(doc: &Value, options: &SearchOptions, req: &SearchRequest) -> Value {
+    Projection::with_options(options.clone(), req).apply(doc)
+}
+
+/// [`project`] prepared for the documents of one request: its options, and its dynamic
+/// labels' filters as [`FilterMatcher`]s.
+pub struct Projection<'a> {
+    options: SearchOptions,
+    labels: Vec<(&'a str, FilterMatcher<'a>)>,
+}
+
+impl<'a> Projection<'a> {
+    /// The projection of the request's options and dynamic labels.
+    pub fn new(req: &'a SearchRequest) -> Self {
+        Self::with_options(req.options.clone().unwrap_or_default(), req)
+    }
+
+    fn with_options(options: SearchOptions, req: &'a SearchRequest) -> Self {
+        let labels = req
+            .dynamic_labels
+            .iter()
+            .flatten()
+            .map(|(name, filter)| (name.as_str(), FilterMatcher::new(filter)))
+            .collect();
+        Projection { options, labels }
+    }
+
+    /// The returned form of one document (see [`project`]).
+    pub fn apply(&self, doc: &Value) -> Value {
+        project_with(doc, &self.options, &self.labels)
+    }
+}
+
+fn project_with(
+    doc: &Value,
+    options: &SearchOptions,
+    labels: &[(&str, FilterMatcher<'_>)],
+) -> Value {
     let mut out = Map::new();
     let copy = |out: &mut Map<String, Value>, key: &str| {
         if let Some(v) = doc.get(key) {
@@ -165,12 +207,10 @@ pub fn project(doc: &Value, options: &SearchOptions, req: &SearchRequest) -> Val
         copy(&mut out, "labels");
         copy(&mut out, "matched_labels");
     }
-    let dynamic: Vec<Value> = req
-        .dynamic_labels
+    let dynamic: Vec<Value> = labels
         .iter()
-        .flatten()
-        .filter(|(_, filter)| matches(filter, doc))
-        .map(|(name, _)| Value::String(name.clone()))
+        .filter(|(_, filter)| filter.matches(doc))
+        .map(|(name, _)| Value::String((*name).to_owned()))
         .collect();
     out.insert("dynamic_labels".to_owned(), Value::Array(dynamic));
     if options.include_metadata == Some(true) {
@@ -200,6 +240,7 @@ mod tests {
     use crate::api::models::TimeWindow;
     use crate::api::profile_query::Sort;
     use crate::api::profile_query::TextQuery;
+    use crate::api::profile_query::{Condition, Scalar};
     use crate::api::profile_query::{Filter, base64url_decode, base64url_encode};
     use proptest::prelude::*;
     use serde_json::json;
@@ -644,6 +685,54 @@ mod tests {
         for (f, expected) in cases {
             assert_eq!(matching(&filter(f.clone()), &docs), expected, "{f}");
         }
+    }
+
+    #[test]
+    fn in_lists_follow_the_eq_rules() {
+        let docs = [
+            json!({"v": 0}),
+            json!({"v": -0.0}),
+            json!({"v": "0"}),
+            json!({"v": true}),
+            json!({"v": null}),
+            json!({}),
+            json!({"v": [2.5, "x"]}),
+            json!({"v": {"a": 1}}),
+        ];
+        let field = |c: Condition| Filter::field("v", c);
+        let cases: [(Filter, &[usize]); 6] = [
+            (field(Condition::In(vec![Scalar::Num(-0.0)])), &[1, 2]),
+            (field(Condition::In(vec![Scalar::Str("0".into())])), &[3]),
+            (
+                field(Condition::In(vec![
+                    Scalar::Bool(true),
+                    Scalar::Num(f64::NAN),
+                ])),
+                &[4],
+            ),
+            (field(Condition::In(vec![Scalar::Str("x".into())])), &[7]),
+            (
+                field(Condition::Nin(vec![Scalar::Num(0.0), Scalar::Num(2.5)])),
+                &[3, 4, 5, 6, 8],
+            ),
+            (field(Condition::In(Vec::new())), &[]),
+        ];
+        for (f, expected) in cases {
+            assert_eq!(matching(&f, &docs), expected, "{}", f.to_json());
+        }
+        // A list of 100,000 values is prepared once and tested per document by lookups.
+        let long: Vec<Scalar> = (0..100_000)
+            .map(|i| Scalar::Num(f64::from(i) + 0.5))
+            .collect();
+        let f = field(Condition::In(long));
+        let prepared = FilterMatcher::new(&f);
+        let docs: Vec<Value> = (0..100_000)
+            .map(|i| json!({"v": f64::from(i) * 0.5}))
+            .collect();
+        assert_eq!(
+            docs.iter().filter(|d| prepared.matches(d)).count(),
+            100_000 / 2
+        );
     }
 
     #[test]
