@@ -8,13 +8,13 @@ use polars::prelude::*;
 use serde_json::Value;
 
 use super::documents::{documents, documents_at};
-use super::filter::{Kind, Resolved, TIMESTAMP_FORMAT, filter_paths, resolve};
+use super::filter::{Kind, Resolved, TIMESTAMP_FORMAT, distinct_paths, filter_paths, resolve};
 use super::parquet_leaves::Keys;
 use super::{KEEP, ROW, SORT, invalid};
 use crate::api::profile_query::SearchRequest;
 use crate::api::requests::DEFAULT_LIMIT;
 use crate::lake::Lake;
-use crate::search::{Cursor, OrderKey, SearchPage, SortKey, SortSpec, TextMatcher, project};
+use crate::search::{Cursor, OrderKey, Projection, SearchPage, SortKey, SortSpec, TextMatcher};
 use crate::{Error, Result};
 
 /// Up to this many candidates for a page read from the lake's files, their page columns are
@@ -44,7 +44,7 @@ fn page_paths(request: &SearchRequest) -> Vec<String> {
     for filter in request.dynamic_labels.iter().flat_map(|d| d.values()) {
         filter_paths(filter, &mut out);
     }
-    out
+    distinct_paths(out)
 }
 
 /// Where the columnar path reads the page's whole rows from.
@@ -345,14 +345,11 @@ fn answer(
     docs: &[Value],
     request: &SearchRequest,
 ) -> SearchPage {
-    let options = request.options.clone().unwrap_or_default();
+    let projection = Projection::new(request);
     SearchPage {
         count,
         cursor,
-        data: docs
-            .iter()
-            .map(|doc| project(doc, &options, request))
-            .collect(),
+        data: docs.iter().map(|doc| projection.apply(doc)).collect(),
     }
 }
 

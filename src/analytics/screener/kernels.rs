@@ -1,6 +1,6 @@
 //! The polars kernels the compiled filters call: a nested struct leaf read in place (not through
-//! `struct.field`, which builds every sibling), and a list of strings searched for one string in
-//! one pass over each chunk.
+//! `struct.field`, which builds every sibling), and a list of strings searched for one string,
+//! or for any of a set, in one pass over each chunk.
 
 use polars::prelude::*;
 
@@ -66,24 +66,46 @@ fn nested_leaf(
     Ok(leaf.into_column())
 }
 
-/// Whether a list of strings holds `needle`: null where the list is null, as polars'
+/// Whether a list of strings holds one of `needles`: null where the list is null, as polars'
 /// `list.contains` (which goes through `is_in` row by row, with a lookup per row; this compares
-/// the elements of each chunk in one pass).
-pub(super) fn list_contains(list: Expr, needle: String) -> Expr {
+/// the elements of each chunk in one pass, against a hash set of the needles when they are
+/// several).
+pub(super) fn list_contains(list: Expr, needles: Vec<String>) -> Expr {
+    let needles = Needles::new(needles);
     list.map(
-        move |c: Column| list_contains_column(&c, &needle),
+        move |c: Column| list_contains_column(&c, &needles),
         |_, field| Ok(Field::new(field.name().clone(), DataType::Boolean)),
     )
 }
 
-fn list_contains_column(column: &Column, needle: &str) -> PolarsResult<Column> {
+/// The strings a list is searched for.
+enum Needles {
+    /// One string: an element of another length is rejected from its view alone.
+    One { needle: String, length: u32 },
+    /// Several (or none): a hash set.
+    Many(PlHashSet<String>),
+}
+
+impl Needles {
+    fn new(needles: Vec<String>) -> Self {
+        // A string of over 4 GiB has no view length; it goes in a set.
+        if let [needle] = needles.as_slice()
+            && let Ok(length) = u32::try_from(needle.len())
+        {
+            return Needles::One {
+                needle: needle.clone(),
+                length,
+            };
+        }
+        Needles::Many(needles.into_iter().collect())
+    }
+}
+
+fn list_contains_column(column: &Column, needles: &Needles) -> PolarsResult<Column> {
     use polars_arrow::array::{Array, BooleanArray, ListArray, Utf8ViewArray};
     use polars_arrow::bitmap::MutableBitmap;
     use rayon::prelude::*;
 
-    let Ok(needle_length) = u32::try_from(needle.len()) else {
-        polars_bail!(ComputeError: "a string of over 4 GiB");
-    };
     // A frame's lists of another element type (categories, say) are compared as strings.
     let strings = DataType::List(Box::new(DataType::String));
     let series = column.as_materialized_series();
@@ -103,16 +125,16 @@ fn list_contains_column(column: &Column, needle: &str) -> PolarsResult<Column> {
             };
             let offsets = list.offsets().buffer();
             let views = values.views();
+            let found = |j: usize| match needles {
+                Needles::One { needle, length } => {
+                    views[j].length == *length && values.is_valid(j) && values.value(j) == needle
+                }
+                Needles::Many(set) => values.is_valid(j) && set.contains(values.value(j)),
+            };
             let mut hits = MutableBitmap::with_capacity(list.len());
             for bounds in offsets.windows(2) {
                 let (start, end) = (bounds[0] as usize, bounds[1] as usize);
-                let hit = (start..end).any(|j| {
-                    // A string of another length is rejected from its view alone.
-                    views[j].length == needle_length
-                        && values.is_valid(j)
-                        && values.value(j) == needle
-                });
-                hits.push(hit);
+                hits.push((start..end).any(found));
             }
             Ok(BooleanArray::new(
                 polars_arrow::datatypes::ArrowDataType::Boolean,

@@ -13,7 +13,11 @@
 //!   path the schema lacks, or one that runs through a non-object, is missing. A list column
 //!   (`labels`) matches when one of its elements does. A timestamp column is the string the
 //!   service sends (RFC 3339, `Z`, fractional seconds only when not zero). A property test checks
-//!   the compiled filter against `crate::search::matches` row by row.
+//!   the compiled filter against `crate::search::matches` row by row. The compiled expression
+//!   is as deep as the filter is nested, whatever its lists' lengths and clause counts: `$in`
+//!   and `$nin` are one `is_in` against a Series of their operands, `$and` and `$or` are n-ary,
+//!   and the conditions on one path within one `$and` or `$or` are merged (equalities into one
+//!   set, bounds into the tightest or loosest), so a filter's cost is linear in its size.
 //! * **Text queries** run the engine's [`TextMatcher`](crate::search::TextMatcher) over the
 //!   matching rows' text fields.
 //! * **Order and cursors** follow [`crate::search::compare_values`] for the column types a
@@ -54,11 +58,11 @@
 //! | `snapshot.rs` | the snapshot choice: [`ProfileSnapshot`], [`snapshots`], [`snapshot_time`], [`snapshot_frame`] |
 //! | `plan.rs` | the plan: whether the columnar path covers a request (else the engine answers it over documents), and the paths it reads before the page is chosen |
 //! | `columnar.rs` | the columnar path: the filter and text query over the key columns, the top-k of the sort value, keyset cursors, the page's rows from where they lie |
-//! | `filter.rs` | the filter compiler: [`filter_expr`], [`filter_expr_for`], `profile_schema`; paths resolved against a schema, each operator's rule for typed columns |
+//! | `filter.rs` | the filter compiler: [`filter_expr`], [`filter_expr_for`], `profile_schema`; paths resolved against a schema, each operator's rule for typed columns, n-ary `$and`/`$or` with the conditions on one path merged |
 //! | `kernels.rs` | the polars kernels the compiled expressions call: a nested leaf read in place, a list of strings searched in one pass |
 //! | `parquet_leaves.rs` | the lake's files read with arrow-rs: only the Parquet leaves under the paths a request names, then chosen rows by row selection |
 //! | `documents.rs` | rows as the service's documents (`documents`), and the columns they are made of, [`DOCUMENT_COLUMNS`] |
-//! | `tests.rs` | unit tests of the kernels |
+//! | `tests.rs` | unit tests of the kernels and of the compiled filters' depth |
 //!
 //! What it may import: the lake through `crate::lake` (the manifest, scans, the store), the
 //! service's vocabulary through `crate::api` (models, `profile_query`, `requests`), and the

@@ -7,7 +7,7 @@ use polars::prelude::*;
 use super::DOCUMENT_COLUMNS;
 use super::columnar::{Page, columnar};
 use super::documents::documents;
-use super::filter::{Kind, Resolved, compile, filter_paths, resolve};
+use super::filter::{Kind, Resolved, compile, distinct_paths, filter_paths, resolve};
 use crate::api::profile_query::SearchRequest;
 use crate::search::{SearchPage, SortSpec, TextMatcher};
 use crate::{Error, Result};
@@ -44,7 +44,7 @@ pub(super) fn read_paths(request: &SearchRequest) -> Vec<String> {
                 .map(|f| (*f).to_owned()),
         );
     }
-    out
+    distinct_paths(out)
 }
 
 /// The search; `page` says where the page's whole rows are read from.

@@ -1,9 +1,13 @@
-//! Unit tests of the kernels: each against the polars expression it replaces.
+//! Unit tests of the kernels, each against the polars expression it replaces, and of the
+//! compiled filters' shape.
 
 use polars::prelude::*;
 
-use super::filter::{Kind, Resolved, resolve};
+use serde_json::{Value, json};
+
+use super::filter::{Kind, Resolved, compile, profile_schema, resolve};
 use super::kernels::{list_contains, nested_value};
+use crate::api::profile_query::Filter;
 
 /// Two frames stacked (two chunks) and sliced, so the kernels see chunk offsets.
 fn chunked_and_sliced(make: impl Fn(u64) -> DataFrame) -> DataFrame {
@@ -118,7 +122,7 @@ fn list_contains_equals_polars_list_contains() {
         )
         .expect("frame")
     });
-    let got = collect_one(&df, list_contains(col("labels"), "hot".to_owned()));
+    let got = collect_one(&df, list_contains(col("labels"), vec!["hot".to_owned()]));
     let expected = collect_one(&df, col("labels").list().contains(lit("hot"), false));
     assert!(got.equals_missing(&expected), "{got:?}\nvs\n{expected:?}");
     assert!(got.bool().expect("bool").any());
@@ -132,6 +136,98 @@ fn list_contains_equals_polars_list_contains() {
         vec![as_categories.with_name("labels".into()).into()],
     )
     .expect("frame");
-    let got = collect_one(&frame, list_contains(col("labels"), "hot".to_owned()));
+    let got = collect_one(&frame, list_contains(col("labels"), vec!["hot".to_owned()]));
     assert!(got.equals_missing(&expected), "{got:?}\nvs\n{expected:?}");
+
+    // Several needles: a list holds one of them.
+    let needles = ["new", "trending", "absent"].map(str::to_owned).to_vec();
+    let got = collect_one(&df, list_contains(col("labels"), needles));
+    let expected = collect_one(
+        &df,
+        col("labels")
+            .list()
+            .contains(lit("new"), false)
+            .or(col("labels").list().contains(lit("trending"), false)),
+    );
+    assert!(got.equals_missing(&expected), "{got:?}\nvs\n{expected:?}");
+    assert!(got.bool().expect("bool").any());
+    let none = collect_one(&df, list_contains(col("labels"), Vec::new()));
+    let expected = collect_one(&df, col("labels").list().contains(lit("absent"), false));
+    assert!(none.equals_missing(&expected), "{none:?}\nvs\n{expected:?}");
+}
+
+/// How deeply the expression's printed form nests brackets: the depth of its tree, give or
+/// take a constant.
+fn nesting(expr: &Expr) -> usize {
+    let mut depth = 0usize;
+    let mut deepest = 0;
+    for c in format!("{expr}").chars() {
+        match c {
+            '(' | '[' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            ')' | ']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
+/// The compiled filter of `make(n)` is as deep for `n = 8` as for `n = wide`.
+fn depth_does_not_grow(name: &str, wide: usize, make: impl Fn(usize) -> Value) {
+    let schema = profile_schema().expect("schema");
+    let depth = |n: usize| {
+        let filter = Filter::from_json(&make(n)).expect("a valid filter");
+        nesting(
+            &compile(&filter, &schema)
+                .expect("compiles")
+                .expect("columnar"),
+        )
+    };
+    let (narrow, wide) = (depth(8), depth(wide));
+    assert_eq!(
+        narrow, wide,
+        "{name}: depth {narrow} for 8, {wide} for many"
+    );
+}
+
+#[test]
+fn compiled_filters_are_as_deep_for_long_lists_and_many_clauses() {
+    let mixed = |n: usize| -> Vec<Value> {
+        (0..n)
+            .map(|i| {
+                if i % 2 == 0 {
+                    json!(i)
+                } else {
+                    json!(format!("v{i}"))
+                }
+            })
+            .collect()
+    };
+    for path in [
+        "token_address",
+        "market.liquidity",
+        "labels",
+        "updated_at",
+        "metrics.1h.trade_count",
+    ] {
+        depth_does_not_grow(path, 10_000, |n| json!({path: {"$in": mixed(n)}}));
+        depth_does_not_grow(path, 10_000, |n| json!({path: {"$nin": mixed(n)}}));
+    }
+    // Clauses of every kind, on several paths.
+    let clause = |i: usize| match i % 4 {
+        0 => json!({"token_address": {"$eq": format!("a{i}")}}),
+        1 => json!({"market.liquidity": {"$gt": i}}),
+        2 => json!({"labels": {"$ne": format!("l{i}")}}),
+        _ => json!({"metrics.1h.volume": {"$gte": i, "$lt": i + 1}}),
+    };
+    let clauses = |n: usize| (0..n).map(clause).collect::<Vec<_>>();
+    depth_does_not_grow("$or", 3_000, |n| json!({"$or": clauses(n)}));
+    depth_does_not_grow("$and", 3_000, |n| json!({"$and": clauses(n)}));
+    depth_does_not_grow(
+        "$or of $or",
+        3_000,
+        |n| json!({"$or": [{"$or": clauses(n)}, {"$or": clauses(n)}]}),
+    );
 }
