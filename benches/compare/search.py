@@ -32,6 +32,13 @@ matches; the script checks that all give the same count and the same addresses i
 
 Times are medians of `--runs` runs after one warm-up, the Python peers timed around the query
 inside one process (imports excluded).
+
+With `--wide` (`make compare-search COMPARE_ARGS=--wide`), the script times instead the dexlake
+CLI on wide filters over the same lake (built by the bench first if it is missing): a `$in` of
+10,000 values (5,000 of the lake's addresses and 5,000 absent strings and numbers), an `$or` of
+3,000 clauses and an `$and` of 3,000 clauses (addresses, `market.liquidity` and `labels`
+conditions). Each count, and the first page's addresses, is checked against polars; the
+request files are written next to the lake (`DIR-wide-*.json`).
 """
 
 import argparse
@@ -131,14 +138,73 @@ def dexlake_cli(binary, lake, request_file):
     return [d["token_address"] for d in page["data"]], page["count"]
 
 
+def wide_requests(lake):
+    """The wide requests over the lake, with the polars filter each one means."""
+    addresses = (
+        pl.scan_parquet(files(lake), hive_partitioning=True)
+        .select("token_address")
+        .head(5000)
+        .collect()["token_address"]
+        .to_list()
+    )
+    absent = [i if i % 2 else f"absent-{i}" for i in range(5000)]
+    or_clauses, and_clauses = [], []
+    for i in range(3000):
+        if i % 3 == 0:
+            or_clauses.append({"token_address": {"$eq": addresses[i]}})
+            and_clauses.append({"token_address": {"$ne": addresses[i]}})
+        elif i % 3 == 1:
+            or_clauses.append({"market.liquidity": {"$gt": 1e15 + i}})
+            and_clauses.append({"market.liquidity": {"$gte": -1 - i}})
+        else:
+            or_clauses.append({"labels": {"$eq": f"absent-{i}"}})
+            and_clauses.append({"labels": {"$ne": f"absent-{i}"}})
+    listed = pl.col("token_address").is_in(addresses[0:3000:3])
+    liquidity = pl.col("market").struct.field("liquidity")
+    return {
+        "in_10000": (
+            {"filter": {"token_address": {"$in": addresses + absent}}},
+            pl.col("token_address").is_in(addresses),
+        ),
+        "or_3000": ({"filter": {"$or": or_clauses}}, listed),
+        "and_3000": ({"filter": {"$and": and_clauses}}, ~listed & liquidity.is_not_null()),
+    }
+
+
+def wide(args, lake):
+    """Times the dexlake CLI on the wide requests; checks each answer against polars."""
+    if not os.path.isdir(os.path.join(lake, "token_profiles")):
+        env = dict(os.environ, DEXLAKE_SEARCH_COMPARE=lake, DEXLAKE_SEARCH_RUNS="1")
+        r = subprocess.run([args.bench], env=env, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise SystemExit(f"the search bench failed: {r.stderr}")
+    scan = pl.scan_parquet(files(lake), hive_partitioning=True)
+    print("| request | dexlake CLI, median | matching |")
+    print("|---|---|---|")
+    for name, (request, meaning) in wide_requests(lake).items():
+        request_file = f"{lake}-wide-{name}.json"
+        with open(request_file, "w") as f:
+            json.dump(request, f)
+        t, (page, count) = median_of(args.runs, dexlake_cli, args.dexlake, lake, request_file)
+        matching = scan.filter(meaning).select("token_address").sort("token_address").collect()
+        expected = matching["token_address"].to_list()
+        if count != len(expected) or page != expected[:20]:
+            raise SystemExit(f"{name}: dexlake counts {count}, polars {len(expected)}")
+        print(f"| {name} | {t * 1000:,.1f} ms | {count:,} |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dexlake", required=True, help="the release dexlake binary")
     ap.add_argument("--bench", required=True, help="the release build of benches/search.rs")
     ap.add_argument("--lake", default="target/compare-search-lake")
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--wide", action="store_true", help="time the wide filters instead")
     args = ap.parse_args()
     lake = os.path.abspath(args.lake)
+    if args.wide:
+        wide(args, lake)
+        return
 
     env = dict(os.environ, DEXLAKE_SEARCH_COMPARE=lake, DEXLAKE_SEARCH_RUNS=str(args.runs))
     r = subprocess.run([args.bench], env=env, capture_output=True, text=True)

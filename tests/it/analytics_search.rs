@@ -20,13 +20,13 @@ use polars::prelude::*;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-fn at(seconds: i64) -> DateTime<Utc> {
+pub(crate) fn at(seconds: i64) -> DateTime<Utc> {
     Utc.timestamp_opt(1_748_736_000 + seconds, 0)
         .single()
         .expect("a valid time")
 }
 
-fn profile(address: &str) -> AltTokenProfile {
+pub(crate) fn profile(address: &str) -> AltTokenProfile {
     AltTokenProfile {
         updated_at: at(0),
         synced_at: at(60),
@@ -49,7 +49,7 @@ fn profile(address: &str) -> AltTokenProfile {
 }
 
 /// Writes the profiles as one snapshot fetched at `fetched_at` into the lake.
-fn write(lake: &Lake, profiles: &[AltTokenProfile], fetched_at: DateTime<Utc>) {
+pub(crate) fn write(lake: &Lake, profiles: &[AltTokenProfile], fetched_at: DateTime<Utc>) {
     let batch = alt_profiles_to_batch(profiles, fetched_at).expect("batch");
     let mut tx = lake.transaction().expect("transaction");
     tx.write(Dataset::TokenProfiles, batch).expect("stage");
@@ -61,7 +61,7 @@ fn filter(v: Value) -> Filter {
 }
 
 /// Token addresses of the snapshot's rows that `expr` keeps, sorted.
-fn kept(lake: &Lake, expr: Expr) -> Vec<String> {
+pub(crate) fn kept(lake: &Lake, expr: Expr) -> Vec<String> {
     let df = local::snapshot_frame(lake, ProfileSnapshot::Latest)
         .expect("snapshot")
         .filter(expr)
@@ -530,7 +530,7 @@ proptest! {
 
 // ----- Parity with the simulator over HTTP -----
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -538,14 +538,14 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("runtime")
 }
 
-struct Fixture {
+pub(crate) struct Fixture {
     _dir: tempfile::TempDir,
-    lake: Arc<Lake>,
-    client: Client,
-    sim: Simulator,
+    pub(crate) lake: Arc<Lake>,
+    pub(crate) client: Client,
+    pub(crate) sim: Simulator,
 }
 
-async fn synced() -> Fixture {
+pub(crate) async fn synced() -> Fixture {
     let sim = Simulator::start(SimConfig {
         seed: 11,
         scale: Scale::Tiny,
@@ -581,7 +581,7 @@ async fn synced() -> Fixture {
 }
 
 /// Every page of a request, following the given side's own cursors.
-async fn pages_remote(client: &Client, req: &SearchRequest) -> Vec<(u64, Vec<Value>)> {
+pub(crate) async fn pages_remote(client: &Client, req: &SearchRequest) -> Vec<(u64, Vec<Value>)> {
     let mut req = req.clone();
     let mut out = Vec::new();
     loop {
@@ -605,12 +605,12 @@ async fn pages_remote(client: &Client, req: &SearchRequest) -> Vec<(u64, Vec<Val
 }
 
 /// Where a local answer comes from: the lake, or a frame in memory.
-enum Source<'a> {
+pub(crate) enum Source<'a> {
     Lake(&'a Lake),
     Memory(&'a DataFrame),
 }
 
-fn pages_local(source: &Source<'_>, req: &SearchRequest) -> Vec<(u64, Vec<Value>)> {
+pub(crate) fn pages_local(source: &Source<'_>, req: &SearchRequest) -> Vec<(u64, Vec<Value>)> {
     let mut req = req.clone();
     let mut out = Vec::new();
     loop {
@@ -743,7 +743,7 @@ fn local_answers_equal_the_simulators_page_by_page() {
 
 // ----- The command line -----
 
-fn dexlake(lake: &std::path::Path, args: &[&str]) -> std::process::Output {
+pub(crate) fn dexlake(lake: &std::path::Path, args: &[&str]) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_dexlake"))
         .arg("search")
         .arg("--lake")

@@ -6,6 +6,7 @@
 mod analytics_ohlcv;
 mod analytics_pnl;
 mod analytics_search;
+mod analytics_search_wide;
 mod client;
 mod common;
 mod lake;
