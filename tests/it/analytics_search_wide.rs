@@ -155,13 +155,10 @@ fn wide_filters_answer_alike_locally_and_in_the_simulator() {
         .expect("request"),
     ));
     let profiles: Vec<&Value> = all.iter().flat_map(|(_, data)| data).collect();
-    let field = |name: &str| -> Vec<String> {
-        profiles
-            .iter()
-            .map(|p| p[name].as_str().expect("a string member").to_owned())
-            .collect()
-    };
-    let addresses = field("token_address");
+    let addresses: Vec<String> = profiles
+        .iter()
+        .map(|p| p["token_address"].as_str().expect("an address").to_owned())
+        .collect();
     let times: Vec<String> = profiles
         .iter()
         .filter_map(|p| Some(p["metadata"]["created_at"].as_str()?.to_owned()))
