@@ -191,7 +191,7 @@ pub enum Error {
     },
 
     /// Arrow could not build or convert a batch.
-    #[error("arrow ({context}): {source}")]
+    #[error("arrow ({context}): {}", escaped(&.source.to_string()))]
     Arrow {
         /// Dataset or step.
         context: String,
@@ -201,9 +201,9 @@ pub enum Error {
     },
 
     /// A Parquet file could not be written or read.
-    #[error("parquet {path}: {source}", path = path.display())]
+    #[error("parquet {path}: {}", escaped(&.source.to_string()), path = path.display())]
     Parquet {
-        /// The file.
+        /// The file: a data file of the lake by its path relative to the lake's root.
         path: PathBuf,
         /// The Parquet error.
         #[source]
@@ -211,7 +211,7 @@ pub enum Error {
     },
 
     /// A polars query failed.
-    #[error("polars ({context}): {source}")]
+    #[error("polars ({context}): {}", escaped(&.source.to_string()))]
     Polars {
         /// Dataset or step.
         context: String,
@@ -403,6 +403,33 @@ pub fn printable(text: &str) -> String {
     out
 }
 
+/// The longest text [`escaped`] keeps, in characters.
+pub const ESCAPED_MAX_CHARS: usize = 500;
+
+/// A decoder's message shown as text: control characters (such as the NULs of a damaged file's
+/// bytes a reader quotes), escape sequences and bidirectional overrides are escaped as in Rust
+/// (`\0`, `\u{1b}`), and text past [`ESCAPED_MAX_CHARS`] characters is cut, ending in `…`.
+/// Unlike [`printable`], nothing is dropped, so the message still shows which bytes were read.
+pub fn escaped(text: &str) -> String {
+    match text.char_indices().nth(ESCAPED_MAX_CHARS) {
+        Some((cut, _)) => escaped_in_full(&text[..cut]) + "…",
+        None => escaped_in_full(text),
+    }
+}
+
+/// [`escaped`] without the cut: the whole text, its control characters escaped.
+pub fn escaped_in_full(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() || is_bidi_control(c) {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Unicode characters that reorder the text around them when displayed.
 fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
@@ -423,5 +450,18 @@ mod tests {
         assert_eq!(printable("line\r\nforged\u{9b}\u{202e}"), "line  forged  ");
         assert_eq!(printable("cut\u{1b}"), "cut");
         assert_eq!(printable("é 東"), "é 東");
+    }
+
+    #[test]
+    fn escaped_shows_control_bytes_and_cuts_long_text() {
+        assert_eq!(escaped("got \"PAR1\" in é"), "got \"PAR1\" in é");
+        assert_eq!(
+            escaped("got \"\0\u{7}\u{1b}[2J\u{202e}\"\n"),
+            "got \"\\0\\u{7}\\u{1b}[2J\\u{202e}\"\\n"
+        );
+        let long = "x".repeat(ESCAPED_MAX_CHARS + 10);
+        let cut = escaped(&long);
+        assert_eq!(cut.chars().count(), ESCAPED_MAX_CHARS + 1);
+        assert!(cut.ends_with('…'));
     }
 }

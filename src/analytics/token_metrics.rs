@@ -65,6 +65,7 @@ use super::pnl::{
     CostMethod, Ledger, LedgerEvent, LotMatch, Mark, OversellPolicy, PnlConfig, TradeSide,
 };
 use crate::api::models::{ROI_BUCKETS, TimeWindow, WindowMetrics};
+use crate::lake::read::name_damaged_file;
 use crate::lake::{Dataset, Lake};
 use crate::{Error, Result};
 
@@ -550,7 +551,8 @@ pub fn lake_token_trades(lake: &Lake, token: &str) -> Result<TokenTrades> {
         .filter(col("token_address").eq(lit(token)))
         .select(cols)
         .collect()
-        .map_err(Error::polars("reading the token's trades"))?;
+        .map_err(Error::polars("reading the token's trades"))
+        .map_err(|e| name_damaged_file(lake, Dataset::Trades, e))?;
     TokenTrades::from_frame(&df)
 }
 
@@ -560,7 +562,8 @@ pub fn lake_now(lake: &Lake) -> Result<Option<DateTime<Utc>>> {
         .scan(Dataset::Trades)?
         .select([col("block_time").cast(DataType::Int64).max()])
         .collect()
-        .map_err(Error::polars("reading the latest trade time"))?;
+        .map_err(Error::polars("reading the latest trade time"))
+        .map_err(|e| name_damaged_file(lake, Dataset::Trades, e))?;
     let v = df
         .column("block_time")
         .and_then(|c| c.i64().map(|c| c.get(0)))

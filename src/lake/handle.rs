@@ -9,7 +9,10 @@ use std::time::Duration;
 
 use super::layout::{LOG_DIR, MANIFEST_PATH, META_DIR};
 use super::log::{self, Manifest, ManifestView};
-use super::ops::{CompactReport, RepairReport, VerifyReport, compact, repair, verify};
+use super::ops::{
+    CompactReport, RepairReport, VerifyOptions, VerifyProgress, VerifyReport, compact, repair,
+    verify, verify_with,
+};
 use super::read;
 use super::storage::{LocalStore, ObjectRoot, ObjectStoreLake, Store, WriterLock};
 use super::write::{IdIndex, Transaction, writer};
@@ -358,6 +361,16 @@ impl Lake {
     /// times at most), so the report describes one manifest version.
     pub fn verify(&self) -> Result<VerifyReport> {
         verify(self)
+    }
+
+    /// [`verify`](Self::verify) as `options` ask: with [`VerifyOptions::deep`], every page of
+    /// every committed file is also decoded, and `progress` is told after each file.
+    pub fn verify_with(
+        &self,
+        options: &VerifyOptions,
+        progress: &(dyn Fn(VerifyProgress) + Sync),
+    ) -> Result<VerifyReport> {
+        verify_with(self, options, progress)
     }
 
     /// Merges the small files of each partition into larger ones in one atomic commit. Each

@@ -69,6 +69,8 @@ pub use dataset::Dataset;
 pub use handle::{Lake, LakeOptions};
 pub use layout::Partition;
 pub use log::{FileEntry, Manifest, Recovery};
-pub use ops::{CompactReport, MERGE_FAN_IN, Problem, RepairReport, VerifyReport};
+pub use ops::{
+    CompactReport, MERGE_FAN_IN, Problem, RepairReport, VerifyOptions, VerifyProgress, VerifyReport,
+};
 pub use storage::{LocalStore, ObjectRoot, ObjectStoreLake, Store};
 pub use write::{COMMIT_ATTEMPTS, CommitSummary, Transaction};

@@ -10,6 +10,7 @@ mod analytics_search_wide;
 mod client;
 mod common;
 mod lake;
+mod lake_files;
 mod query;
 #[cfg(feature = "report")]
 mod report;

@@ -31,11 +31,14 @@ mod tests;
 use chrono::{DateTime, Utc};
 use polars::prelude::*;
 
-use crate::lake::{Dataset, Lake};
+use crate::lake::{Dataset, FileEntry, Lake};
 use crate::{Error, Result};
 
 /// Files open at once in each pass of the reader.
 const FILES_AT_ONCE: usize = 64;
+
+/// A committed data file: its path relative to the lake's root and its manifest entry.
+type CommittedFile = (String, FileEntry);
 
 /// Token addresses, looked up by name.
 type TokenSet<'a> = PlHashSet<&'a str>;
@@ -310,10 +313,10 @@ fn load_events_in_windows(
     range: TimeRange,
     files_at_once: usize,
 ) -> Result<Vec<TokenEvents>> {
-    let (paths, wanted) = selected_files(lake, source, selection, range)?;
+    let (files, wanted) = selected_files(lake, source, selection, range)?;
     row_groups::read(
         lake,
-        &paths,
+        &files,
         source,
         selection,
         wanted.as_ref(),
@@ -322,15 +325,15 @@ fn load_events_in_windows(
     )
 }
 
-/// The data files of `source` that can hold events of `range` (store paths, sorted), and the
-/// tokens `selection` names (`None` for every token); an invalid range or selection is an
-/// error.
+/// The data files of `source` that can hold events of `range` (store paths, sorted, with their
+/// manifest entries), and the tokens `selection` names (`None` for every token); an invalid
+/// range or selection is an error.
 fn selected_files<'a>(
     lake: &Lake,
     source: EventSource,
     selection: &'a Selection,
     range: TimeRange,
-) -> Result<(Vec<String>, Option<TokenSet<'a>>)> {
+) -> Result<(Vec<CommittedFile>, Option<TokenSet<'a>>)> {
     range.validate()?;
     let wanted: Option<TokenSet<'_>> = match selection {
         Selection::Token(t) => Some(std::iter::once(t.as_str()).collect()),
@@ -349,14 +352,14 @@ fn selected_files<'a>(
         range.to.map(|t| t.timestamp_micros()),
     );
     // Files whose time span misses the range are not opened.
-    let mut paths: Vec<String> = manifest
+    let mut files: Vec<CommittedFile> = manifest
         .files_of(source.dataset())
         .filter(|(_, e)| {
             lo.is_none_or(|lo| e.max_time.timestamp_micros() >= lo)
                 && hi.is_none_or(|hi| e.min_time.timestamp_micros() < hi)
         })
-        .map(|(p, _)| p.clone())
+        .map(|(p, e)| (p.clone(), e.clone()))
         .collect();
-    paths.sort();
-    Ok((paths, wanted))
+    files.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok((files, wanted))
 }

@@ -10,8 +10,8 @@ use super::{
     EventSource, Events, Selection, Tick, TimeRange, TokenEvents, TokenSet, selected_files,
 };
 use crate::analytics::columns::{f64_col, i64_col, micros_col, str_col};
-use crate::lake::Lake;
 use crate::lake::read::scan_files;
+use crate::lake::{FileEntry, Lake};
 use crate::{Error, Result};
 
 /// Events by token address.
@@ -34,13 +34,13 @@ fn time_lit(t: DateTime<Utc>) -> Expr {
 /// The token side of the selected events of one Parquet file, by token (unsorted).
 fn read_file(
     lake: &Lake,
-    path: &str,
+    file: &(String, FileEntry),
     source: EventSource,
     selection: &Selection,
     wanted: Option<&TokenSet<'_>>,
     range: TimeRange,
 ) -> Result<TokenMap<Events>> {
-    let mut lf = scan_files(lake, source.dataset(), [path])?;
+    let mut lf = scan_files(lake, source.dataset(), [(&file.0, &file.1)])?;
     if let Some(from) = range.from {
         lf = lf.filter(col("block_time").gt_eq(time_lit(from)));
     }
@@ -249,22 +249,22 @@ pub(super) fn load_events(
     selection: &Selection,
     range: TimeRange,
 ) -> Result<Vec<TokenEvents>> {
-    let (paths, wanted) = selected_files(lake, source, selection, range)?;
+    let (files, wanted) = selected_files(lake, source, selection, range)?;
     // A few reader threads, each one file at a time: only the compact event columns outlive a
     // file's frame. They are plain threads with large stacks, not rayon workers: a polars query
     // started from a rayon worker can exhaust its stack.
     let read = |k: usize, every: usize| -> Result<Vec<TokenMap<Events>>> {
-        paths
+        files
             .iter()
             .skip(k)
             .step_by(every)
-            .map(|path| read_file(lake, path, source, selection, wanted.as_ref(), range))
+            .map(|file| read_file(lake, file, source, selection, wanted.as_ref(), range))
             .collect()
     };
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .clamp(1, 4)
-        .min(paths.len().max(1));
+        .min(files.len().max(1));
     let parts: Vec<Result<Vec<TokenMap<Events>>>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|k| {

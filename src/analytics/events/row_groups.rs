@@ -20,8 +20,8 @@ use rayon::prelude::*;
 use super::layout::{Layout, NO_SIDE, SwapRows};
 use super::{EventSource, Events, Selection, Tick, TimeRange, TokenEvents, TokenSet};
 use crate::analytics::intern::StrDict;
-use crate::lake::Lake;
 use crate::lake::read::SharedFile;
+use crate::lake::{FileEntry, Lake};
 use crate::{Error, Result};
 
 /// A token the registry has not numbered yet.
@@ -331,12 +331,12 @@ fn row_group_min_time(metadata: &ArrowReaderMetadata, group: usize) -> i64 {
         .unwrap_or(i64::MIN)
 }
 
-/// The token side of the selected swaps or trades in `range` from the data files `paths`
-/// (store paths, sorted), by token in address order, each in event order; `files_at_once`
-/// files are open at a time in each pass.
+/// The token side of the selected swaps or trades in `range` from the committed data files
+/// `files` (store paths, sorted, with their manifest entries), by token in address order, each
+/// in event order; `files_at_once` files are open at a time in each pass.
 pub(super) fn read(
     lake: &Lake,
-    paths: &[String],
+    files: &[(String, FileEntry)],
     source: EventSource,
     selection: &Selection,
     wanted: Option<&TokenSet<'_>>,
@@ -359,6 +359,7 @@ pub(super) fn read(
     if pool.is_some() {
         side_columns.push("pool_address");
     }
+    let paths: Vec<&str> = files.iter().map(|(p, _)| p.as_str()).collect();
     let registry = RwLock::new(TokenRegistry::default());
     // The files are opened a window at a time, for each pass: a lake of many files never holds
     // a descriptor (or, on an object store, a fetched copy) per file at once.
@@ -375,7 +376,7 @@ pub(super) fn read(
             .clone()
             .into_par_iter()
             .map(|k| {
-                let file = SharedFile::open(lake, &paths[k])?;
+                let file = SharedFile::open(lake, paths[k], &files[k].1)?;
                 let footer = file.footer_with_dictionaries(&DICTIONARY_COLUMNS)?;
                 Ok((file, footer))
             })
@@ -390,7 +391,7 @@ pub(super) fn read(
             .map(|&(k, g)| {
                 let (file, footer) = &opened[k - window.start];
                 let batch = file.read_row_group(footer, g, &side_columns)?;
-                row_group_sides(&batch, &paths[k], layout, wanted, pool, lo, hi, &registry)
+                row_group_sides(&batch, paths[k], layout, wanted, pool, lo, hi, &registry)
             })
             .collect::<Result<_>>()?;
         sides.extend(found);
@@ -447,7 +448,7 @@ pub(super) fn read(
             .into_par_iter()
             .map(|k| {
                 needed[k - window.start]
-                    .then(|| SharedFile::open(lake, &paths[k]))
+                    .then(|| SharedFile::open(lake, paths[k], &files[k].1))
                     .transpose()
             })
             .collect::<Result<_>>()?;

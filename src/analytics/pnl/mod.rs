@@ -75,6 +75,7 @@ use leaderboard::leaderboard_of;
 use report::{drop_in_background, report_chunks};
 use rows::read_rows;
 
+use crate::lake::read::name_damaged_file;
 use crate::lake::{Dataset, Lake};
 use crate::{Error, Result};
 
@@ -104,8 +105,14 @@ pub fn lake_frames(lake: &Lake, query: &PnlQuery) -> Result<(DataFrame, DataFram
                 .or(col("token_address_out").eq(lit(t.as_str()))),
         );
     }
-    let trades = trades.collect().map_err(Error::polars("reading trades"))?;
-    let swaps = swaps.collect().map_err(Error::polars("reading swaps"))?;
+    let trades = trades
+        .collect()
+        .map_err(Error::polars("reading trades"))
+        .map_err(|e| name_damaged_file(lake, Dataset::Trades, e))?;
+    let swaps = swaps
+        .collect()
+        .map_err(Error::polars("reading swaps"))
+        .map_err(|e| name_damaged_file(lake, Dataset::Swaps, e))?;
     Ok((trades, swaps))
 }
 

@@ -78,7 +78,8 @@ use polars::prelude::*;
 
 use crate::api::profile_query::SearchRequest;
 use crate::api::requests::Operation;
-use crate::lake::Lake;
+use crate::lake::read::name_damaged_file;
+use crate::lake::{Dataset, Lake};
 use crate::search::SearchPage;
 use crate::{Error, Result};
 
@@ -120,6 +121,16 @@ fn invalid(member: &str, reason: impl Into<String>) -> Error {
 /// response shape. See the [module docs](self) for how, and [`crate::search::search`] for the
 /// rules of every member.
 pub fn search(
+    lake: &Lake,
+    request: &SearchRequest,
+    snapshot: ProfileSnapshot,
+) -> Result<SearchPage> {
+    search_snapshot(lake, request, snapshot)
+        .map_err(|e| name_damaged_file(lake, Dataset::TokenProfiles, e))
+}
+
+/// [`search`], whose polars errors do not name the file they come from.
+fn search_snapshot(
     lake: &Lake,
     request: &SearchRequest,
     snapshot: ProfileSnapshot,

@@ -27,7 +27,8 @@ use parquet::schema::types::SchemaDescriptor;
 use polars::prelude::*;
 use rayon::prelude::*;
 
-use crate::lake::{ChainFamily, Dataset, Lake, Partition};
+use crate::lake::read::{check_rows, check_size, parquet_error};
+use crate::lake::{ChainFamily, Dataset, FileEntry, Lake, Partition};
 use crate::{Error, Result};
 
 const FETCHED_AT: &str = "fetched_at";
@@ -51,11 +52,12 @@ pub(super) fn read(
     };
     // A file whose every profile was fetched at `at` (its manifest entry's time range is that
     // one instant) is read whole, without its `fetched_at`.
-    let (files, whole): (Vec<String>, Vec<bool>) = manifest
+    let (files, entries): (Vec<String>, Vec<&FileEntry>) = manifest
         .files_in(&partition)
         .filter(|(_, entry)| entry.min_time <= at && at <= entry.max_time)
-        .map(|(path, entry)| (path.clone(), entry.min_time == entry.max_time))
+        .map(|(path, entry)| (path.clone(), entry))
         .unzip();
+    let whole: Vec<bool> = entries.iter().map(|e| e.min_time == e.max_time).collect();
     if files.is_empty() {
         return Ok(None);
     }
@@ -69,8 +71,9 @@ pub(super) fn read(
     // One file per task: the files are decoded in parallel, then stacked in their order.
     let read: Vec<Result<(ArrowReaderMetadata, Option<DataFrame>)>> = files
         .par_iter()
+        .zip(&entries)
         .zip(&whole)
-        .map(|(path, whole)| read_file(lake, path, &prefixes, schema, !whole))
+        .map(|((path, entry), whole)| read_file(lake, path, entry, &prefixes, schema, !whole))
         .collect();
     let mut frame: Option<DataFrame> = None;
     let mut locations = Vec::new();
@@ -220,10 +223,7 @@ fn read_rows(
         .with_row_selection(selection)
         .with_batch_size(wanted.len().max(1))
         .build()
-        .map_err(|source| Error::Parquet {
-            path: lake.store().location(path),
-            source,
-        })?;
+        .map_err(parquet_error(path))?;
     collect_frames(reader, path, schema)
 }
 
@@ -249,23 +249,26 @@ fn existing_prefix<'p>(path: &'p str, schema: &Schema) -> Vec<&'p str> {
     prefix
 }
 
-/// A reader builder over one file of the lake, reading its pages by range, and the file's
-/// footer.
+/// A reader builder over one committed file of the lake, reading its pages by range, and the
+/// file's footer; the file's size and row count are checked against its manifest `entry`.
 fn open(
     lake: &Lake,
     path: &str,
+    entry: &FileEntry,
 ) -> Result<(
     ParquetRecordBatchReaderBuilder<std::fs::File>,
     ArrowReaderMetadata,
 )> {
     let file = lake.store().open_read(path)?;
+    let bytes = file
+        .metadata()
+        .map_err(|e| Error::io("inspecting", lake.store().location(path), e))?
+        .len();
     let metadata =
-        ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()).map_err(|source| {
-            Error::Parquet {
-                path: lake.store().location(path),
-                source,
-            }
-        })?;
+        ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()).map_err(parquet_error(path))?;
+    let rows = metadata.metadata().file_metadata().num_rows();
+    check_rows(lake.root(), path, entry.rows, rows)?;
+    check_size(lake.root(), path, entry.bytes, bytes)?;
     let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, metadata.clone());
     Ok((builder, metadata))
 }
@@ -298,11 +301,12 @@ fn leaf_mask(
 fn read_file(
     lake: &Lake,
     path: &str,
+    entry: &FileEntry,
     prefixes: &[Vec<&str>],
     schema: &Schema,
     fetched_at: bool,
 ) -> Result<(ArrowReaderMetadata, Option<DataFrame>)> {
-    let (builder, metadata) = open(lake, path)?;
+    let (builder, metadata) = open(lake, path, entry)?;
     let mask = leaf_mask(builder.parquet_schema(), prefixes, fetched_at);
     let rows = usize::try_from(builder.metadata().file_metadata().num_rows())
         .unwrap_or(usize::MAX)
@@ -311,10 +315,7 @@ fn read_file(
         .with_projection(mask)
         .with_batch_size(rows)
         .build()
-        .map_err(|source| Error::Parquet {
-            path: lake.store().location(path),
-            source,
-        })?;
+        .map_err(parquet_error(path))?;
     Ok((metadata, collect_frames(reader, path, schema)?))
 }
 

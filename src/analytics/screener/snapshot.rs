@@ -7,7 +7,7 @@ use polars::prelude::*;
 use super::ROW;
 use super::documents::{DOCUMENT_COLUMNS, datetime_of};
 use crate::api::models::ChainFamily;
-use crate::lake::read::scan_files;
+use crate::lake::read::{name_damaged_file, scan_files};
 use crate::lake::{Dataset, Lake};
 use crate::{Error, Result};
 
@@ -41,7 +41,7 @@ pub fn snapshots(lake: &Lake) -> Result<Vec<DateTime<Utc>>> {
         if entry.min_time == entry.max_time {
             held.insert(entry.min_time);
         } else {
-            mixed.push(path.as_str());
+            mixed.push((path, entry));
         }
     }
     if !mixed.is_empty() {
@@ -49,7 +49,8 @@ pub fn snapshots(lake: &Lake) -> Result<Vec<DateTime<Utc>>> {
             .select([col("fetched_at")])
             .unique(None, UniqueKeepStrategy::Any)
             .collect()
-            .map_err(Error::polars("listing profile snapshots"))?;
+            .map_err(Error::polars("listing profile snapshots"))
+            .map_err(|e| name_damaged_file(lake, Dataset::TokenProfiles, e))?;
         let times = df
             .column("fetched_at")
             .map_err(Error::polars("listing profile snapshots"))?;

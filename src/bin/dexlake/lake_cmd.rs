@@ -7,7 +7,9 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use dexlake::error::printable;
-use dexlake::lake::{Dataset, Lake, LakeOptions, docs, sample::Samples};
+use dexlake::lake::{
+    Dataset, Lake, LakeOptions, VerifyOptions, VerifyProgress, docs, sample::Samples,
+};
 
 use crate::Global;
 use crate::output::existing_lake;
@@ -33,6 +35,11 @@ pub struct VerifyArgs {
     /// check itself never waits for writers.
     #[arg(long, value_name = "SECONDS", value_parser = crate::lock_timeout_secs)]
     pub lock_timeout: Option<Duration>,
+    /// Also decode every page of every committed file (all columns, all row groups) and count
+    /// its rows, reporting each file whose pages do not decode. Reads every byte of the lake;
+    /// progress goes to stderr.
+    #[arg(long)]
+    pub deep: bool,
 }
 
 /// Arguments of `dexlake compact`.
@@ -133,7 +140,14 @@ pub fn verify(global: &Global, args: VerifyArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let lake = existing_lake(global)?;
-    let report = lake.verify()?;
+    let report = if args.deep {
+        let progress = PagesProgress::new();
+        let report = lake.verify_with(&VerifyOptions { deep: true }, &|p| progress.show(p));
+        progress.finish();
+        report?
+    } else {
+        lake.verify()?
+    };
     let rec = &report.recovery;
     if !rec.is_empty() {
         println!(
@@ -207,4 +221,61 @@ pub fn fixture_lake(_global: &Global, args: FixtureLakeArgs) -> anyhow::Result<E
         .collect::<dexlake::Result<_>>()?;
     println!("{}", serde_json::Value::Object(counts));
     Ok(ExitCode::SUCCESS)
+}
+
+/// The progress of `verify --deep` on stderr: a bar of the bytes decoded on a terminal,
+/// otherwise a line at each tenth of the files.
+struct PagesProgress {
+    bar: Option<indicatif::ProgressBar>,
+    /// The last tenth of the files a line was printed for.
+    tenth: std::sync::atomic::AtomicUsize,
+}
+
+impl PagesProgress {
+    fn new() -> Self {
+        use std::io::IsTerminal;
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = indicatif::ProgressBar::new(0);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{elapsed_precise} [{bar:30}] {bytes}/{total_bytes} decoded  {msg}  eta {eta}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            bar.enable_steady_tick(Duration::from_millis(200));
+            bar
+        });
+        PagesProgress {
+            bar,
+            tenth: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    fn show(&self, p: VerifyProgress) {
+        if let Some(bar) = &self.bar {
+            bar.set_length(p.bytes);
+            bar.set_position(p.bytes_done);
+            bar.set_message(format!("{}/{} files", p.files_done, p.files));
+            return;
+        }
+        let tenth = (p.files_done * 10).checked_div(p.files).unwrap_or(10);
+        let before = self
+            .tenth
+            .fetch_max(tenth, std::sync::atomic::Ordering::Relaxed);
+        if tenth > before || p.files_done == 0 {
+            eprintln!(
+                "decoding pages: {}/{} files, {} of {} MB",
+                p.files_done,
+                p.files,
+                p.bytes_done / 1_000_000,
+                p.bytes / 1_000_000
+            );
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
 }

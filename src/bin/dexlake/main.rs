@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+use dexlake::error::{escaped, escaped_in_full};
 
 #[cfg(feature = "sim")]
 mod bench_lake_cmd;
@@ -113,10 +114,30 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", error_text(&e));
             ExitCode::FAILURE
         }
     }
+}
+
+/// An error and its causes as one line, each cause once (the library's errors already show
+/// their source), with the control characters a decoder may quote (a damaged file's bytes)
+/// escaped.
+fn error_text(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let cause = cause.to_string();
+        // A cause the text already shows, whole or cut as the library's errors show it.
+        if text.contains(&escaped(&cause)) {
+            continue;
+        }
+        let part = escaped_in_full(&cause);
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&part);
+    }
+    text
 }
 
 /// Output piped into a program that stops reading (`dexlake search ... | head`) ends dexlake

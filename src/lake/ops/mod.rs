@@ -1,4 +1,5 @@
-//! Operations on a whole lake: [`verify()`] (integrity checks beside a running writer),
+//! Operations on a whole lake: [`verify()`] (integrity checks beside a running writer; with
+//! `pages.rs`, the deep check that decodes every page),
 //! [`compact`](mod@compact) (merging small files in bounded memory) and [`repair()`] (a new manifest from the
 //! data files when it is missing or damaged), with their reports.
 //!
@@ -7,11 +8,12 @@
 //! [`Lake`](crate::lake::Lake) handle, whose methods run them.
 
 pub(crate) mod compact;
+mod pages;
 mod repair;
 mod verify;
 
 pub use compact::{CompactReport, MERGE_FAN_IN};
 pub use repair::RepairReport;
 pub(crate) use repair::repair;
-pub(crate) use verify::verify;
-pub use verify::{Problem, VerifyReport};
+pub use verify::{Problem, VerifyOptions, VerifyProgress, VerifyReport};
+pub(crate) use verify::{verify, verify_with};

@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 
 use crate::Result;
+use crate::error::escaped;
 use crate::lake::layout::{self, Partition, temp_name};
 use crate::lake::log::{self, Manifest, Recovery};
 use crate::lake::read;
@@ -35,6 +36,16 @@ pub enum Problem {
         /// Rows in the file.
         file: u64,
     },
+    /// A committed file whose size differs from the manifest's: it was replaced or changed
+    /// after its commit.
+    SizeMismatch {
+        /// Path relative to the lake root.
+        path: String,
+        /// Bytes per the manifest.
+        manifest: u64,
+        /// Bytes on disk.
+        file: u64,
+    },
     /// A file under a dataset folder (or a Parquet file under `_dexlake/`) that the manifest
     /// does not list.
     UntrackedFile {
@@ -53,6 +64,14 @@ pub enum Problem {
         /// Path relative to the lake root.
         path: String,
         /// What differs.
+        message: String,
+    },
+    /// A committed file whose footer reads but whose pages do not decode (found by a deep
+    /// verify, [`VerifyOptions::deep`]).
+    DamagedPages {
+        /// Path relative to the lake root.
+        path: String,
+        /// Which row group, and the decoder's error.
         message: String,
     },
     /// Records of one partition sharing a natural key.
@@ -79,13 +98,25 @@ impl fmt::Display for Problem {
         match self {
             Problem::MissingFile { path } => write!(f, "missing committed file {path}"),
             Problem::UnreadableFile { path, message } => {
-                write!(f, "unreadable committed file {path}: {message}")
+                write!(f, "unreadable committed file {path}: {}", escaped(message))
+            }
+            Problem::DamagedPages { path, message } => {
+                write!(
+                    f,
+                    "damaged pages in committed file {path}: {}",
+                    escaped(message)
+                )
             }
             Problem::RowCountMismatch {
                 path,
                 manifest,
                 file,
             } => write!(f, "{path} holds {file} rows, the manifest says {manifest}"),
+            Problem::SizeMismatch {
+                path,
+                manifest,
+                file,
+            } => write!(f, "{path} is {file} bytes, the manifest says {manifest}"),
             Problem::UntrackedFile { path } => write!(f, "file not in the manifest: {path}"),
             Problem::BadPath { path, message } => write!(f, "bad path {path}: {message}"),
             Problem::SchemaMismatch { path, message } => {
@@ -143,9 +174,14 @@ fn check_file(
     let builder = match read::open(lake, path) {
         Ok(b) => b,
         Err(e) => {
+            // The problem names the file already.
+            let message = match e {
+                crate::Error::Parquet { source, .. } => source.to_string(),
+                e => e.to_string(),
+            };
             problems.push(Problem::UnreadableFile {
                 path: path.to_owned(),
-                message: e.to_string(),
+                message,
             });
             return None;
         }
@@ -280,9 +316,17 @@ fn check(lake: &Lake, manifest: &Manifest) -> Result<VerifyReport> {
                 continue;
             }
         };
-        if lake.store().head(path)?.is_none() {
-            problems.push(Problem::MissingFile { path: path.clone() });
-            continue;
+        match lake.store().head(path)? {
+            None => {
+                problems.push(Problem::MissingFile { path: path.clone() });
+                continue;
+            }
+            Some(bytes) if bytes != entry.bytes => problems.push(Problem::SizeMismatch {
+                path: path.clone(),
+                manifest: entry.bytes,
+                file: bytes,
+            }),
+            Some(_) => {}
         }
         let Some(rows) = check_file(lake, path, entry.dataset, &mut problems) else {
             continue;
@@ -347,5 +391,74 @@ fn check(lake: &Lake, manifest: &Manifest) -> Result<VerifyReport> {
         });
     }
     report.problems = problems;
+    Ok(report)
+}
+
+/// How thoroughly [`Lake::verify_with`] checks the lake.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct VerifyOptions {
+    /// Also decode every page of every committed file (every column of every row group) and
+    /// count its rows against the manifest, in parallel over the files and in bounded memory
+    /// (`dexlake verify --deep`). The default checks read each file's footer and its key
+    /// columns only, so a file whose other pages were overwritten passes them.
+    pub deep: bool,
+}
+
+/// How far the page decoding of a deep verify is, handed to the observer of
+/// [`Lake::verify_with`] once before the first file and after each file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VerifyProgress {
+    /// Files decoded so far.
+    pub files_done: usize,
+    /// Files to decode.
+    pub files: usize,
+    /// Bytes of the files decoded so far.
+    pub bytes_done: u64,
+    /// Bytes of the files to decode.
+    pub bytes: u64,
+}
+
+/// Runs [`verify`], then, when `options` ask for it, decodes every page of the files it found
+/// sound (see [`VerifyOptions::deep`]), reporting each file whose pages do not decode. The
+/// pages are decoded against the newest manifest; a problem of a file that a commit meanwhile
+/// removed from it is dropped.
+pub fn verify_with(
+    lake: &Lake,
+    options: &VerifyOptions,
+    progress: &(dyn Fn(VerifyProgress) + Sync),
+) -> Result<VerifyReport> {
+    let mut report = verify(lake)?;
+    if !options.deep {
+        return Ok(report);
+    }
+    let reported: HashSet<&str> = report
+        .problems
+        .iter()
+        .filter_map(|p| match p {
+            Problem::MissingFile { path }
+            | Problem::UnreadableFile { path, .. }
+            | Problem::RowCountMismatch { path, .. }
+            | Problem::SizeMismatch { path, .. }
+            | Problem::BadPath { path, .. }
+            | Problem::SchemaMismatch { path, .. } => Some(path.as_str()),
+            _ => None,
+        })
+        .collect();
+    let manifest = lake.manifest()?;
+    let files: Vec<(&String, &crate::lake::FileEntry)> = manifest
+        .files
+        .iter()
+        .filter(|(path, _)| !reported.contains(path.as_str()))
+        .collect();
+    let found = super::pages::decode_every_page(lake, &files, progress);
+    let now = lake.manifest()?;
+    report
+        .problems
+        .extend(found.into_iter().filter(|p| match p {
+            Problem::UnreadableFile { path, .. }
+            | Problem::DamagedPages { path, .. }
+            | Problem::RowCountMismatch { path, .. } => now.files.contains_key(path),
+            _ => true,
+        }));
     Ok(report)
 }

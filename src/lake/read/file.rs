@@ -16,7 +16,8 @@ use parquet::arrow::arrow_reader::{
     ParquetRecordBatchReaderBuilder,
 };
 
-use crate::lake::Lake;
+use super::check::{check_rows, check_size, parquet_error};
+use crate::lake::{FileEntry, Lake};
 use crate::{Error, Result};
 
 fn arrow_err(context: String) -> impl FnOnce(arrow::error::ArrowError) -> Error {
@@ -27,23 +28,16 @@ fn arrow_err(context: String) -> impl FnOnce(arrow::error::ArrowError) -> Error 
 /// schema and a reader builder.
 pub(crate) fn open(lake: &Lake, path: &str) -> Result<ParquetRecordBatchReaderBuilder<Bytes>> {
     let data = Bytes::from(lake.store().get(path)?);
-    ParquetRecordBatchReaderBuilder::try_new(data).map_err(|source| Error::Parquet {
-        path: lake.store().location(path),
-        source,
-    })
+    ParquetRecordBatchReaderBuilder::try_new(data).map_err(parquet_error(path))
 }
 
 /// Reads the rows a builder selects into one batch of `schema` (its projected schema).
 fn collect(
-    lake: &Lake,
     path: &str,
     builder: ParquetRecordBatchReaderBuilder<Bytes>,
     schema: SchemaRef,
 ) -> Result<RecordBatch> {
-    let reader = builder.build().map_err(|source| Error::Parquet {
-        path: lake.store().location(path),
-        source,
-    })?;
+    let reader = builder.build().map_err(parquet_error(path))?;
     let batches = reader
         .collect::<std::result::Result<Vec<_>, _>>()
         .map_err(arrow_err(format!("reading {path}")))?;
@@ -54,7 +48,7 @@ fn collect(
 pub(crate) fn read_file(lake: &Lake, path: &str) -> Result<RecordBatch> {
     let builder = open(lake, path)?;
     let schema = builder.schema().clone();
-    collect(lake, path, builder, schema)
+    collect(path, builder, schema)
 }
 
 /// Reads the named columns of a data file (in file order, each once), for example a
@@ -78,7 +72,7 @@ pub(crate) fn read_columns(lake: &Lake, path: &str, names: &[&str]) -> Result<Re
             .map_err(arrow_err(format!("columns of {path}")))?,
     );
     let mask = ProjectionMask::roots(builder.parquet_schema(), wanted);
-    collect(lake, path, builder.with_projection(mask), projected)
+    collect(path, builder.with_projection(mask), projected)
 }
 
 /// Reads a file of the lake (a data file, or the temporary file of one) in batches of at most
@@ -89,25 +83,29 @@ pub(crate) fn read_batches(
     path: &str,
     batch_size: usize,
 ) -> Result<ParquetRecordBatchReader> {
-    let perr = |source| Error::Parquet {
-        path: lake.store().location(path),
-        source,
-    };
     let file = lake.store().open_read(path)?;
     ParquetRecordBatchReaderBuilder::try_new(file)
-        .map_err(perr)?
+        .map_err(parquet_error(path))?
         .with_batch_size(batch_size.max(1))
         .build()
-        .map_err(perr)
+        .map_err(parquet_error(path))
 }
 
-/// A data file opened once and read by position, so that several threads can decode its row
-/// groups at the same time (a cloned `File` would share one seek offset).
+/// A committed data file opened once and read by position, so that several threads can
+/// decode its row groups at the same time (a cloned `File` would share one seek offset). When
+/// its footer is read, its row count and size are checked against its manifest entry.
 #[derive(Clone)]
 pub(crate) struct SharedFile {
     file: std::sync::Arc<File>,
     len: u64,
-    location: std::path::PathBuf,
+    /// The lake's root.
+    root: std::path::PathBuf,
+    /// The path relative to the lake's root.
+    path: String,
+    /// Rows per the manifest.
+    rows: u64,
+    /// Size per the manifest.
+    bytes: u64,
 }
 
 /// Reads `buf.len()` bytes or fewer at `offset` without moving any seek offset.
@@ -169,26 +167,36 @@ impl parquet::file::reader::ChunkReader for SharedFile {
 }
 
 impl SharedFile {
-    /// Opens a data file of the lake (an object store fetches it once, here).
-    pub(crate) fn open(lake: &Lake, path: &str) -> Result<SharedFile> {
-        let location = lake.store().location(path);
+    /// Opens a committed data file of the lake (an object store fetches it once, here, to a
+    /// temporary file) with its manifest `entry`, which its footer is checked against.
+    pub(crate) fn open(lake: &Lake, path: &str, entry: &FileEntry) -> Result<SharedFile> {
         let file = lake.store().open_read(path)?;
         let len = file
             .metadata()
-            .map_err(|e| Error::io("inspecting", &location, e))?
+            .map_err(|e| Error::io("inspecting", lake.store().location(path), e))?
             .len();
         Ok(SharedFile {
             file: std::sync::Arc::new(file),
             len,
-            location,
+            root: lake.root().to_owned(),
+            path: path.to_owned(),
+            rows: entry.rows,
+            bytes: entry.bytes,
         })
     }
 
-    fn perr(&self) -> impl FnOnce(parquet::errors::ParquetError) -> Error + '_ {
-        |source| Error::Parquet {
-            path: self.location.clone(),
-            source,
-        }
+    fn perr(&self) -> impl FnOnce(parquet::errors::ParquetError) -> Error {
+        parquet_error(&self.path)
+    }
+
+    /// The file's footer, refused when its row count or the file's size is not the
+    /// manifest's.
+    fn footer(&self, options: ArrowReaderOptions) -> Result<ArrowReaderMetadata> {
+        let footer = ArrowReaderMetadata::load(self, options).map_err(self.perr())?;
+        let rows = footer.metadata().file_metadata().num_rows();
+        check_rows(&self.root, &self.path, self.rows, rows)?;
+        check_size(&self.root, &self.path, self.bytes, self.len)?;
+        Ok(footer)
     }
 
     /// The file's footer, with the named string columns read as dictionaries
@@ -198,8 +206,7 @@ impl SharedFile {
         &self,
         dictionaries: &[&str],
     ) -> Result<ArrowReaderMetadata> {
-        let plain =
-            ArrowReaderMetadata::load(self, ArrowReaderOptions::new()).map_err(self.perr())?;
+        let plain = self.footer(ArrowReaderOptions::new())?;
         let fields: Vec<Field> = plain
             .schema()
             .fields()
@@ -241,10 +248,9 @@ impl SharedFile {
         let mut wanted = names
             .iter()
             .map(|name| {
-                schema.index_of(name).map_err(arrow_err(format!(
-                    "{} lacks column {name}",
-                    self.location.display()
-                )))
+                schema
+                    .index_of(name)
+                    .map_err(arrow_err(format!("{} lacks column {name}", self.path)))
             })
             .collect::<Result<Vec<usize>>>()?;
         wanted.sort_unstable();
@@ -256,7 +262,7 @@ impl SharedFile {
         let projected = std::sync::Arc::new(
             schema
                 .project(&wanted)
-                .map_err(arrow_err(format!("columns of {}", self.location.display())))?,
+                .map_err(arrow_err(format!("columns of {}", self.path)))?,
         );
         let reader = builder
             .with_projection(mask)
@@ -266,11 +272,11 @@ impl SharedFile {
             .map_err(self.perr())?;
         let batches = reader
             .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(arrow_err(format!("reading {}", self.location.display())))?;
+            .map_err(arrow_err(format!("reading {}", self.path)))?;
         match batches.len() {
             1 => Ok(batches.into_iter().next().expect("one batch")),
             _ => concat_batches(&projected, &batches)
-                .map_err(arrow_err(format!("reading {}", self.location.display()))),
+                .map_err(arrow_err(format!("reading {}", self.path))),
         }
     }
 }

@@ -3,14 +3,18 @@
 //! batch by batch, or row groups by position from several threads).
 //!
 //! - `scan.rs`: [`scan()`], [`scan_files`], [`empty_frame`] and the scanned columns;
-//! - `file.rs`: [`read_file`], [`read_columns`], [`read_batches`] and [`SharedFile`].
+//! - `file.rs`: [`read_file`], [`read_columns`], [`read_batches`] and [`SharedFile`];
+//! - `check.rs`: a committed file checked against its manifest entry (size, footer's row count)
+//!   where its reader opens it, and the errors naming a file the Parquet reader refuses.
 //!
 //! Imports: the log (the [`Manifest`](crate::lake::Manifest) names what a scan reads), the
 //! storage through the [`Lake`](crate::lake::Lake) handle, `parquet.rs` and the schemas; never
 //! the writer or the operations.
 
+mod check;
 mod file;
 mod scan;
 
+pub(crate) use check::{check_rows, check_size, name_damaged_file, parquet_error};
 pub(crate) use file::{SharedFile, open, read_batches, read_columns, read_file};
 pub use scan::{empty_frame, scan, scan_columns, scan_files};

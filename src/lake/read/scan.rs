@@ -11,9 +11,10 @@ use std::sync::Arc;
 use arrow::record_batch::RecordBatch;
 use polars::prelude::*;
 
+use super::check::check_sizes;
 use crate::lake::parquet::encode_parquet;
 use crate::lake::schema::{self, hive_columns};
-use crate::lake::{Dataset, Lake, Manifest};
+use crate::lake::{Dataset, FileEntry, Lake, Manifest};
 use crate::{Error, Result};
 
 fn hive_dtype(name: &str) -> DataType {
@@ -58,8 +59,11 @@ pub fn empty_frame(dataset: Dataset) -> Result<LazyFrame> {
     Ok(df.lazy())
 }
 
-/// A lazy scan of the committed files of `dataset` as of `manifest`.
+/// A lazy scan of the committed files of `dataset` as of `manifest`. A file whose size on disk
+/// is not its manifest entry's is refused, naming it (polars reads the footers itself, so
+/// their row counts are not checked here).
 pub fn scan(lake: &Lake, manifest: &Manifest, dataset: Dataset) -> Result<LazyFrame> {
+    check_sizes(lake, dataset, manifest.files_of(dataset))?;
     let paths: Vec<PlRefPath> = manifest
         .files_of(dataset)
         .map(|(p, _)| PlRefPath::try_from_pathbuf(lake.store().location(p)))
@@ -87,17 +91,20 @@ pub fn scan(lake: &Lake, manifest: &Manifest, dataset: Dataset) -> Result<LazyFr
     Ok(lf.select(order))
 }
 
-/// A lazy scan of some data files of the lake, by their paths relative to its root: their own
-/// columns only, without the hive columns of their folders. For reading a few files the
-/// manifest named (a dataset's whole scan is [`scan`]).
+/// A lazy scan of some committed files, by their paths relative to the lake's root with their
+/// manifest entries: their own columns only, without the hive columns of their folders. For
+/// reading a few files the manifest named (a dataset's whole scan is [`scan`]). A file whose
+/// size is not its entry's is refused, naming it.
 pub fn scan_files<'a>(
     lake: &Lake,
     dataset: Dataset,
-    paths: impl IntoIterator<Item = &'a str>,
+    files: impl IntoIterator<Item = (&'a String, &'a FileEntry)>,
 ) -> Result<LazyFrame> {
-    let paths: Vec<PlRefPath> = paths
+    let files: Vec<(&String, &FileEntry)> = files.into_iter().collect();
+    check_sizes(lake, dataset, files.iter().copied())?;
+    let paths: Vec<PlRefPath> = files
         .into_iter()
-        .map(|p| PlRefPath::try_from_pathbuf(lake.store().location(p)))
+        .map(|(p, _)| PlRefPath::try_from_pathbuf(lake.store().location(p)))
         .collect::<PolarsResult<_>>()
         .map_err(Error::polars(format!("scanning {dataset}")))?;
     let args = ScanArgsParquet {

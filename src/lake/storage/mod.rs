@@ -57,6 +57,18 @@ pub trait Store: Debug + Send + Sync {
     fn head(&self, path: &str) -> Result<Option<u64>>;
     /// Every file under `prefix` (recursively), as relative paths, sorted.
     fn list(&self, prefix: &str) -> Result<Vec<String>>;
+    /// Every file under `prefix` (recursively) with its size in bytes: [`list`](Store::list)
+    /// then [`head`](Store::head) of each, or one listing where it gives the sizes (an object
+    /// store). A file gone between the two is left out.
+    fn sizes(&self, prefix: &str) -> Result<std::collections::BTreeMap<String, u64>> {
+        let mut out = std::collections::BTreeMap::new();
+        for path in self.list(prefix)? {
+            if let Some(bytes) = self.head(&path)? {
+                out.insert(path, bytes);
+            }
+        }
+        Ok(out)
+    }
     /// Renames `from` to `to` atomically, replacing `to`.
     fn rename(&self, from: &str, to: &str) -> Result<()>;
     /// Deletes a file; deleting a missing file is not an error.

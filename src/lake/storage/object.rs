@@ -20,7 +20,7 @@
 //! The store's calls block the calling thread on a runtime of their own, so they work from
 //! plain threads, rayon workers and async tasks alike.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::PathBuf;
@@ -248,6 +248,48 @@ impl ObjectStoreLake {
             Err(Transfer::Store(e)) => Err(self.err(to, e)),
         }
     }
+
+    /// Every object under `prefix` with its size, from one listing (its list requests).
+    fn listing(&self, prefix: &str) -> Result<BTreeMap<String, u64>> {
+        if !prefix.is_empty() {
+            check_path(prefix)?;
+        }
+        let full = match (self.root.prefix.is_empty(), prefix.is_empty()) {
+            (true, true) => None,
+            (true, false) => Some(ObjectPath::from(prefix)),
+            (false, true) => Some(ObjectPath::from(self.root.prefix.as_str())),
+            (false, false) => Some(ObjectPath::from(format!("{}/{prefix}", self.root.prefix))),
+        };
+        let store = Arc::clone(&self.store);
+        let metas = block_on(async move {
+            store
+                .list(full.as_ref())
+                .try_collect::<Vec<object_store::ObjectMeta>>()
+                .await
+        })?
+        .map_err(|e| {
+            self.err(
+                if prefix.is_empty() {
+                    "_dexlake"
+                } else {
+                    prefix
+                },
+                e,
+            )
+        })?;
+        let strip = if self.root.prefix.is_empty() {
+            String::new()
+        } else {
+            format!("{}/", self.root.prefix)
+        };
+        Ok(metas
+            .into_iter()
+            .filter_map(|m| {
+                let path = m.location.as_ref().strip_prefix(&strip)?.to_owned();
+                Some((path, m.size))
+            })
+            .collect())
+    }
 }
 
 /// Why a transfer between a local file and the store failed: the local file or the store.
@@ -357,43 +399,11 @@ impl Store for ObjectStoreLake {
     }
 
     fn list(&self, prefix: &str) -> Result<Vec<String>> {
-        if !prefix.is_empty() {
-            check_path(prefix)?;
-        }
-        let full = match (self.root.prefix.is_empty(), prefix.is_empty()) {
-            (true, true) => None,
-            (true, false) => Some(ObjectPath::from(prefix)),
-            (false, true) => Some(ObjectPath::from(self.root.prefix.as_str())),
-            (false, false) => Some(ObjectPath::from(format!("{}/{prefix}", self.root.prefix))),
-        };
-        let store = Arc::clone(&self.store);
-        let metas = block_on(async move {
-            store
-                .list(full.as_ref())
-                .try_collect::<Vec<object_store::ObjectMeta>>()
-                .await
-        })?
-        .map_err(|e| {
-            self.err(
-                if prefix.is_empty() {
-                    "_dexlake"
-                } else {
-                    prefix
-                },
-                e,
-            )
-        })?;
-        let strip = if self.root.prefix.is_empty() {
-            String::new()
-        } else {
-            format!("{}/", self.root.prefix)
-        };
-        let mut out: Vec<String> = metas
-            .into_iter()
-            .filter_map(|m| m.location.as_ref().strip_prefix(&strip).map(str::to_owned))
-            .collect();
-        out.sort();
-        Ok(out)
+        Ok(self.listing(prefix)?.into_keys().collect())
+    }
+
+    fn sizes(&self, prefix: &str) -> Result<BTreeMap<String, u64>> {
+        self.listing(prefix)
     }
 
     fn rename(&self, from: &str, to: &str) -> Result<()> {
