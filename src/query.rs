@@ -17,7 +17,8 @@
 //! Every answer is computed by the analytics ([`crate::analytics`]) from the lake's committed
 //! files; nothing here reads the network. A selection that an answer cannot honour (a wallet for
 //! bars, a time range for PnL, which is computed over each wallet's whole history) is refused
-//! with [`Error::InvalidArgument`], never silently dropped.
+//! with [`Error::InvalidArgument`], never silently dropped; so is an empty (or blank) token,
+//! pool or wallet address, which would select nothing.
 //!
 //! ```no_run
 //! use dexlake::prelude::*;
@@ -107,7 +108,7 @@ impl<'a> Query<'a> {
         self
     }
 
-    /// Only this token's events.
+    /// Only this token's events. An empty address is refused by the answer.
     pub fn token(self, token: impl Into<String>) -> Self {
         self.tokens([token])
     }
@@ -126,7 +127,8 @@ impl<'a> Query<'a> {
         self
     }
 
-    /// Also this wallet (PnL, performance and scans select by wallet; bars do not).
+    /// Also this wallet (PnL, performance and scans select by wallet; bars do not). An empty
+    /// address is refused by the answer.
     pub fn wallet(self, wallet: impl Into<String>) -> Self {
         self.wallets([wallet])
     }
@@ -167,10 +169,12 @@ impl<'a> Query<'a> {
     /// time by `block_time`.
     pub fn scan(&self) -> Result<LazyFrame> {
         self.range.validate()?;
+        self.no_blank_address()?;
         let mut frame = self.lake.scan(self.source.dataset())?;
         let mut keep: Vec<Expr> = Vec::new();
         if let Some(tokens) = &self.tokens {
-            let set = lit(Series::new("tokens".into(), tokens.as_slice()));
+            // A list literal: polars matches each row against the set.
+            let set = lit(Series::new("tokens".into(), tokens.as_slice())).implode(false);
             keep.push(match self.source {
                 EventSource::Swaps => col("token_address_in")
                     .is_in(set.clone(), false)
@@ -185,7 +189,7 @@ impl<'a> Query<'a> {
             keep.push(col("pool_address").eq(lit(pool.as_str())));
         }
         if let Some(wallets) = &self.wallets {
-            let set = lit(Series::new("wallets".into(), wallets.as_slice()));
+            let set = lit(Series::new("wallets".into(), wallets.as_slice())).implode(false);
             keep.push(col("wallet_address").is_in(set, false));
         }
         // The lake's times are microseconds (UTC).
@@ -207,6 +211,7 @@ impl<'a> Query<'a> {
     /// token is selected.
     pub fn bars(&self, bars: Bars) -> Result<DataFrame> {
         self.no_wallets("bars")?;
+        self.no_blank_address()?;
         let selection = self.selection();
         match bars.kind {
             BarKind::Time => crate::analytics::bars(
@@ -228,6 +233,7 @@ impl<'a> Query<'a> {
     pub fn price_stats(&self, now: Option<DateTime<Utc>>) -> Result<DataFrame> {
         self.no_wallets("price stats")?;
         self.no_range("price stats", "they are taken as of `now`")?;
+        self.no_blank_address()?;
         crate::analytics::price_stats(
             self.lake,
             &self.selection(),
@@ -295,6 +301,9 @@ impl<'a> Query<'a> {
                 "performance covers every token of the wallet",
             ));
         }
+        // Refused before the lake is read.
+        config.validate()?;
+        equity.validate()?;
         let (trades, swaps) = pnl::lake_frames(self.lake, &PnlQuery::default())?;
         pnl::wallet_performance(&trades, Some(&swaps), wallet, config, equity)
     }
@@ -304,6 +313,7 @@ impl<'a> Query<'a> {
     pub fn token_metrics(&self, windows: &[&str], now: Option<DateTime<Utc>>) -> Result<DataFrame> {
         self.no_wallets("token metrics")?;
         self.no_range("token metrics", "their windows end at `now`")?;
+        self.no_blank_address()?;
         let token = match self.tokens.as_deref() {
             Some([token]) => token,
             _ => return Err(refused("token", "token metrics are of exactly one token")),
@@ -364,7 +374,7 @@ impl<'a> Query<'a> {
         let set = Series::new("tokens".into(), tokens);
         let keep = |df: DataFrame| -> Result<DataFrame> {
             df.lazy()
-                .filter(col("token_address").is_in(lit(set.clone()), false))
+                .filter(col("token_address").is_in(lit(set.clone()).implode(false), false))
                 .collect()
                 .map_err(Error::polars("selecting the PnL of the tokens asked for"))
         };
@@ -376,6 +386,7 @@ impl<'a> Query<'a> {
 
     fn pnl_selection(&self, what: &str) -> Result<()> {
         self.no_range(what, "it is computed over each wallet's whole history")?;
+        self.no_blank_address()?;
         if self.pool.is_some() {
             return Err(refused(
                 "pool",
@@ -389,6 +400,21 @@ impl<'a> Query<'a> {
             ));
         }
         Ok(())
+    }
+
+    /// Refuses an empty (or blank) token, pool or wallet address: it would select nothing.
+    fn no_blank_address(&self) -> Result<()> {
+        let blank = |a: &&String| a.trim().is_empty();
+        let tokens = self.tokens.iter().flatten().map(|a| ("token", a));
+        let pool = self.pool.iter().map(|a| ("pool", a));
+        let wallets = self.wallets.iter().flatten().map(|a| ("wallet", a));
+        match tokens.chain(pool).chain(wallets).find(|(_, a)| blank(a)) {
+            None => Ok(()),
+            Some((argument, a)) => Err(refused(
+                argument,
+                format!("{a:?}: give a {argument} address"),
+            )),
+        }
     }
 
     fn no_wallets(&self, what: &str) -> Result<()> {
@@ -512,13 +538,26 @@ impl Bars {
         self
     }
 
+    /// Refuses time options on tick, volume or dollar bars, naming the first one given: they
+    /// are labelled with their first event's time, so a grid, a side or a time zone would be
+    /// silently ignored.
     fn only_time_options(&self) -> Result<()> {
-        if self.options == BarOptions::default() {
-            return Ok(());
+        let (o, d) = (&self.options, BarOptions::default());
+        let given = [
+            ("time zone", o.time_zone != d.time_zone),
+            ("offset", o.offset_seconds != d.offset_seconds),
+            ("closed", o.closed != d.closed),
+            ("label", o.label != d.label),
+            ("fill", o.fill != d.fill),
+            ("data end", o.data_end != d.data_end),
+        ];
+        match given.iter().find(|(_, given)| *given) {
+            None => Ok(()),
+            Some((argument, _)) => Err(refused(
+                argument,
+                "applies to time bars only: tick, volume and dollar bars are labelled with \
+                 their first event's time",
+            )),
         }
-        Err(refused(
-            "bars",
-            "offset, closed, label, fill, time zone and data end apply to time bars only",
-        ))
     }
 }

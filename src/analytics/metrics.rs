@@ -9,8 +9,11 @@
 //! - Max drawdown: the largest fall of the equity curve from its running peak, in percent (≤ 0).
 //!   The curve starts at the initial capital, which is the first peak, so a loss in the first
 //!   period counts.
+//! - [`RatioConfig::validate`] refuses the parameters that make the ratios meaningless.
 //! - Win rate = wins / (wins + losses), NaN without either; profit factor = Σ wins / |Σ losses|,
 //!   +∞ with wins and no losses, NaN with neither.
+
+use crate::{Error, Result};
 
 /// Mean of `v` (NaN when empty).
 pub fn mean(v: &[f64]) -> f64 {
@@ -110,13 +113,50 @@ pub fn period_profit_factor(returns: &[f64]) -> f64 {
     profit_factor(win, loss)
 }
 
-/// The explicit parameters of the annualised ratios.
+/// The largest risk-free rate per period [`RatioConfig::validate`] accepts: 10⁶, that is
+/// 100,000,000 % a period.
+pub const MAX_RISK_FREE: f64 = 1e6;
+
+/// The explicit parameters of the annualised ratios; [`RatioConfig::validate`] says which
+/// values are accepted.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RatioConfig {
-    /// Periods per year (365 for daily returns of markets that trade every day).
+    /// Periods per year (365 for daily returns of markets that trade every day): finite and
+    /// > 0.
     pub periods_per_year: f64,
-    /// Risk-free rate per period.
+    /// Risk-free rate per period, as a fraction (0.0001 is 0.01 %): finite, above −1 and at
+    /// most [`MAX_RISK_FREE`].
     pub risk_free: f64,
+}
+
+impl RatioConfig {
+    /// Checks the parameters.
+    ///
+    /// - Periods per year must be finite and > 0: it is annualised by its square root, so 0
+    ///   gives ratios of 0, a negative count NaN, and infinity infinite ratios.
+    /// - The risk-free rate must be finite, above −1 (a rate of −100 % a period would be a
+    ///   riskless asset that loses everything) and at most [`MAX_RISK_FREE`]: no real rate
+    ///   comes near 10⁶ a period, and within it the excess returns' squares stay far from
+    ///   overflowing, where 1e308 makes the deviation infinite and the ratios 0 or NaN.
+    pub fn validate(&self) -> Result<()> {
+        let p = self.periods_per_year;
+        if !(p.is_finite() && p > 0.0) {
+            return Err(Error::InvalidArgument {
+                argument: "periods per year".into(),
+                reason: format!("{p:?}: must be a finite number > 0 (365 for daily periods)"),
+            });
+        }
+        let r = self.risk_free;
+        if !(r.is_finite() && r > -1.0 && r <= MAX_RISK_FREE) {
+            return Err(Error::InvalidArgument {
+                argument: "risk-free rate".into(),
+                reason: format!(
+                    "{r:?}: must be a finite rate per period above -1 and at most {MAX_RISK_FREE:e}"
+                ),
+            });
+        }
+        Ok(())
+    }
 }
 
 impl Default for RatioConfig {

@@ -37,5 +37,8 @@ pub mod stats;
 pub mod token_metrics;
 
 pub use events::{EventSource, Events, Selection, Tick, TimeRange, TokenEvents, load_events};
-pub use ohlcv::{BarOptions, Edge, EventRule, Fill, bars, bars_in_batches, event_bars, resample};
+pub use ohlcv::{
+    BarOptions, Edge, EventRule, Fill, MAX_WIDTH_SECONDS, bars, bars_in_batches, event_bars,
+    resample,
+};
 pub use stats::{PriceStatsOptions, price_stats};

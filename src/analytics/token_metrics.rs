@@ -83,8 +83,12 @@ pub const COLUMNS: [&str; 10] = [
     "id",
 ];
 
+/// The longest window, seconds: the longest span microseconds hold in 64 bits
+/// (106,751,991 days and a little).
+pub const MAX_WINDOW_SECONDS: i64 = i64::MAX / 1_000_000;
+
 /// Parses a window length: a positive integer and a unit `s`, `m`, `h`, `d` or `w`
-/// (`1d`, `6h`, `90m`, `30d`).
+/// (`1d`, `6h`, `90m`, `30d`), at most [`MAX_WINDOW_SECONDS`] (`106751991d`).
 pub fn parse_window(s: &str) -> Result<i64> {
     let bad = || Error::InvalidArgument {
         argument: "window".into(),
@@ -104,7 +108,30 @@ pub fn parse_window(s: &str) -> Result<i64> {
     if n <= 0 {
         return Err(bad());
     }
-    n.checked_mul(scale).ok_or_else(bad)
+    let seconds = n
+        .checked_mul(scale)
+        .filter(|w| *w <= MAX_WINDOW_SECONDS)
+        .ok_or_else(|| Error::InvalidArgument {
+            argument: "window".into(),
+            reason: format!(
+                "{s:?} is longer than the longest window, {MAX_WINDOW_SECONDS}s (106751991d)"
+            ),
+        })?;
+    Ok(seconds)
+}
+
+/// Checks a window's length: 1 to [`MAX_WINDOW_SECONDS`] seconds.
+fn check_window(w: &Window) -> Result<()> {
+    if (1..=MAX_WINDOW_SECONDS).contains(&w.seconds) {
+        return Ok(());
+    }
+    Err(Error::InvalidArgument {
+        argument: "window".into(),
+        reason: format!(
+            "{:?} is {} s; a window is 1 to {MAX_WINDOW_SECONDS} s",
+            w.label, w.seconds
+        ),
+    })
 }
 
 /// One trade of the token, as the metrics read it.
@@ -191,10 +218,11 @@ impl TokenTrades {
     }
 
     /// The 46 metrics of the trades in `(now − window_seconds, now]` (`now` in microseconds).
+    /// A window reaching before the earliest instant microseconds hold takes every trade up
+    /// to `now`.
     pub fn window_metrics(&self, now: i64, window_seconds: i64) -> WindowMetrics {
-        let lo = self
-            .rows
-            .partition_point(|r| r.time <= now - window_seconds * 1_000_000);
+        let from = now.saturating_sub(window_seconds.saturating_mul(1_000_000));
+        let lo = self.rows.partition_point(|r| r.time <= from);
         let hi = self.rows.partition_point(|r| r.time <= now);
         let mark = hi.checked_sub(1).map_or(0.0, |k| self.rows[k].price);
         compute(&self.rows[lo..hi.max(lo)], mark)
@@ -573,12 +601,21 @@ pub fn lake_now(lake: &Lake) -> Result<Option<DateTime<Utc>>> {
 
 /// The metrics of `token` from the lake's trades, one row per window (see
 /// [`metrics_frame`] for the columns). `now` defaults to the lake's latest trade time.
+/// An empty token address, or a window outside 1 to [`MAX_WINDOW_SECONDS`] seconds, is
+/// refused before anything is read.
 pub fn token_metrics(
     lake: &Lake,
     token: &str,
     windows: &[Window],
     now: Option<DateTime<Utc>>,
 ) -> Result<DataFrame> {
+    if token.trim().is_empty() {
+        return Err(Error::InvalidArgument {
+            argument: "token".into(),
+            reason: format!("{token:?}: give a token address"),
+        });
+    }
+    windows.iter().try_for_each(check_window)?;
     let trades = lake_token_trades(lake, token)?;
     let now = match now {
         Some(n) => n,
@@ -668,6 +705,56 @@ mod tests {
             assert!(e.to_string().contains("window"), "{e}");
         }
         assert_eq!(Window::service_windows().len(), 6);
+        // The longest window whose microseconds fit in 64 bits, and no longer.
+        assert_eq!(parse_window("106751991d").ok(), Some(106_751_991 * 86_400));
+        assert_eq!(
+            parse_window("9223372036854s").ok(),
+            Some(MAX_WINDOW_SECONDS)
+        );
+        for long in [
+            "110000000d",
+            "9223372036855s",
+            "15250284452w",
+            "9223372036854775807s",
+        ] {
+            let e = parse_window(long).expect_err(long).to_string();
+            assert!(
+                e.starts_with("invalid window: ") && e.contains("longest"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn windows_longer_than_history_hold_every_trade() {
+        let s = 1_000_000;
+        let df = v1_frame(Column::new(
+            "block_time".into(),
+            [100 * s, 200 * s, 500 * s, 600 * s],
+        ));
+        let trades = TokenTrades::from_frame(&df).expect("trades");
+        let day = trades.window_metrics(1_000 * s, 86_400);
+        assert_eq!(day.trade_count, Some(4));
+        // Microseconds of these windows do not fit in 64 bits: they still start before every
+        // trade, and never wrap into an empty window.
+        for w in [MAX_WINDOW_SECONDS, MAX_WINDOW_SECONDS + 1, i64::MAX] {
+            assert_eq!(trades.window_metrics(1_000 * s, w), day, "{w}");
+            assert_eq!(trades.window_metrics(i64::MIN + 1, w).trade_count, Some(0));
+        }
+        assert!(
+            check_window(&Window {
+                label: "x".into(),
+                seconds: MAX_WINDOW_SECONDS + 1
+            })
+            .is_err()
+        );
+        assert!(
+            check_window(&Window {
+                label: "x".into(),
+                seconds: 0
+            })
+            .is_err()
+        );
     }
 
     /// semantics.md §2 V1's trades by one wallet, then another wallet's buy; `block_time` given.

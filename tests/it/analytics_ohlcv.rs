@@ -1160,6 +1160,151 @@ fn cli_prints_bars_and_stats_and_fails_in_one_line() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("no swaps for token NOPE"));
 }
 
+/// Runs `dexlake args` expecting a refusal: a failure status, no panic, and `needle` in the
+/// one-line message.
+fn refused(args: &[&str], needle: &str) {
+    let out = dexlake(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "{args:?} exited 0: {}{err}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(!err.contains("panicked"), "{args:?}: {err}");
+    assert!(err.contains(needle), "{args:?}: {needle:?} not in {err}");
+}
+
+/// The `ohlcv` output of `args` on `lake` as CSV, which must succeed.
+fn ohlcv_csv(lake: &str, args: &[&str]) -> String {
+    let mut all = vec!["ohlcv", "--lake", lake, "--token", "TOK", "--format", "csv"];
+    all.extend(args);
+    let out = dexlake(&all);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{all:?}: {err}");
+    assert!(!err.contains("panicked"), "{all:?}: {err}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn cli_refuses_time_arguments_that_do_not_fit_and_reduces_offsets() {
+    let chunks = vec![
+        vector_ticks()
+            .into_iter()
+            .map(|t| ("TOK".to_owned(), t))
+            .collect::<Vec<_>>(),
+    ];
+    let (dir, _lake) = lake_of(&chunks);
+    let lake = dir.path().to_str().unwrap();
+    let ohlcv = |extra: &[&'static str]| {
+        let mut args = vec!["ohlcv", "--lake", lake, "--token", "TOK"];
+        args.extend(extra);
+        args
+    };
+    for extra in [
+        // The width in microseconds wraps to 0.
+        &["--interval", "4611686018427387904"][..],
+        // ... or to 1 µs short of a second.
+        &["--interval", "9223372036854775807"],
+        // Calendar buckets beyond chrono's dates.
+        &["--interval", "8640000000000", "--tz", "UTC"],
+        // A bucket that ends past the last instant a bar can be labelled with.
+        &[
+            "--interval",
+            "9223372036854",
+            "--closed",
+            "right",
+            "--label",
+            "right",
+        ],
+    ] {
+        refused(&ohlcv(extra), "invalid interval");
+    }
+    // Only an offset's remainder modulo the width moves the grid: a huge one is that
+    // remainder (10^13 s = 2_777_777_777 h + 2_800 s = 115_740_740 d + 64_000 s).
+    for (width, huge, rest, tz) in [
+        ("3600", "10000000000000", "2800", None),
+        ("86400", "10000000000000", "64000", Some("Europe/Paris")),
+        ("60", "-9223372036854775808", "-8", None),
+    ] {
+        let with = |offset: &'static str| {
+            let mut args = vec!["--interval", width, "--offset", offset];
+            if let Some(tz) = tz {
+                args.extend(["--tz", tz]);
+            }
+            ohlcv_csv(lake, &args)
+        };
+        let (a, b) = (with(huge), with(rest));
+        assert!(a.lines().count() > 1, "{a}");
+        assert_eq!(a, b, "--offset {huge} against --offset {rest}");
+    }
+}
+
+#[test]
+fn cli_refuses_empty_addresses_time_zones_of_event_bars_and_infinite_thresholds() {
+    let chunks = vec![
+        vector_ticks()
+            .into_iter()
+            .map(|t| ("TOK".to_owned(), t))
+            .collect::<Vec<_>>(),
+    ];
+    let (dir, _lake) = lake_of(&chunks);
+    let lake = dir.path().to_str().unwrap();
+    let ohlcv = |extra: &[&'static str]| {
+        let mut args = vec!["ohlcv", "--lake", lake];
+        args.extend(extra);
+        args
+    };
+    for (extra, needle) in [
+        (&["--tokens", "TOK,,", "--interval", "60"][..], "--tokens"),
+        (&["--tokens", "", "--interval", "60"], "--tokens"),
+        (&["--token", "", "--interval", "60"], "--token"),
+        (&["--pool", "", "--interval", "60"], "--pool"),
+        (&["--token", "TOK", "--ticks", "2", "--tz", "UTC"], "--tz"),
+        (
+            &["--token", "TOK", "--base-volume", "5", "--tz", "UTC"],
+            "--tz",
+        ),
+        (
+            &["--token", "TOK", "--ticks", "2", "--offset", "30"],
+            "--offset",
+        ),
+        (&["--token", "TOK", "--base-volume", "inf"], "finite"),
+        (&["--token", "TOK", "--usd-volume", "NaN"], "finite"),
+        (&["--token", "TOK", "--usd-volume=-inf"], "finite"),
+    ] {
+        refused(&ohlcv(extra), needle);
+    }
+    refused(
+        &["price-stats", "--lake", lake, "--tokens", "TOK,"],
+        "--tokens",
+    );
+    // Nothing at or before --now: the message names --now and when the swaps start.
+    refused(
+        &[
+            "price-stats",
+            "--lake",
+            lake,
+            "--tokens",
+            "TOK",
+            "--now",
+            "1969-12-31T00:00:00Z",
+        ],
+        "at or before --now 1969-12-31T00:00:00Z",
+    );
+    refused(
+        &[
+            "price-stats",
+            "--lake",
+            lake,
+            "--tokens",
+            "TOK",
+            "--now",
+            "1969-12-31T00:00:00Z",
+        ],
+        "1970-01-01T00:00:10",
+    );
+}
+
 /// Partition folders (relative to the lake) holding the dataset's Parquet files.
 fn partitions(root: &std::path::Path, dataset: &str) -> std::collections::BTreeSet<String> {
     fn walk(

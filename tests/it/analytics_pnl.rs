@@ -417,6 +417,102 @@ async fn cli_prints_positions_and_fails_clearly() {
     sim.shutdown().await;
 }
 
+/// A lake of generated sample trades and swaps, with one wallet and one token that trade in it.
+fn sample_lake() -> (tempfile::TempDir, String, String) {
+    let samples = dexlake::lake::sample::Samples::generate(3, 40);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lake = Lake::open(dir.path()).expect("lake");
+    common::lake::write_all(&lake, &samples.batches().expect("batches"));
+    let trade = &samples.trades[0];
+    let (wallet, token) = (trade.wallet_address.clone(), trade.token_address.clone());
+    (dir, wallet, token)
+}
+
+#[test]
+fn cli_refuses_numbers_and_addresses_that_cannot_be_used() {
+    let (dir, wallet, token) = sample_lake();
+    let lake = dir.path().to_str().expect("utf-8 path");
+    // The lake answers these commands, so only the arguments below are refused.
+    common::dexlake_cli(&["pnl", "--lake", lake, "--wallet", &wallet, "--performance"]);
+    common::dexlake_cli(&["token-metrics", "--lake", lake, "--token", &token]);
+    let perf = |flag: &'static str, value: &'static str| {
+        vec![
+            "pnl".to_owned(),
+            "--lake".into(),
+            lake.into(),
+            "--wallet".into(),
+            wallet.clone(),
+            "--performance".into(),
+            flag.into(),
+            value.into(),
+        ]
+    };
+    let mut cases: Vec<(Vec<String>, &str)> = Vec::new();
+    for value in ["0", "-365", "NaN", "inf"] {
+        cases.push((perf("--periods-per-year", value), "periods per year"));
+    }
+    for value in ["NaN", "1e308", "-2", "-1"] {
+        cases.push((perf("--risk-free", value), "risk-free"));
+    }
+    for value in ["0", "-100", "NaN", "inf"] {
+        cases.push((perf("--capital", value), "capital"));
+    }
+    let strings = |args: &[&str]| args.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>();
+    cases.push((
+        strings(&["pnl", "--lake", lake, "--wallet", "", "--format", "csv"]),
+        "--wallet",
+    ));
+    cases.push((
+        strings(&["pnl", "--lake", lake, "--wallet", "", "--performance"]),
+        "--wallet",
+    ));
+    cases.push((
+        strings(&["pnl", "--lake", lake, "--wallet", &wallet, "--token", ""]),
+        "--token",
+    ));
+    cases.push((
+        strings(&["token-metrics", "--lake", lake, "--token", ""]),
+        "--token",
+    ));
+    // 110,000,000 days of microseconds do not fit in 64 bits.
+    cases.push((
+        strings(&[
+            "token-metrics",
+            "--lake",
+            lake,
+            "--token",
+            &token,
+            "--window",
+            "110000000d",
+        ]),
+        "invalid window",
+    ));
+    for (args, needle) in cases {
+        let out = Command::new(env!("CARGO_BIN_EXE_dexlake"))
+            .args(&args)
+            .output()
+            .expect("runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success(),
+            "{args:?} exited 0: {}{err}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {needle:?} not in {err}");
+    }
+    // The longest window that fits is accepted.
+    common::dexlake_cli(&[
+        "token-metrics",
+        "--lake",
+        lake,
+        "--token",
+        &token,
+        "--window",
+        "106751991d",
+    ]);
+}
+
 /// A plain reference ledger: lots in a Vec, the next lot picked by a linear scan.
 fn reference(events: &[(bool, f64, f64)], method: CostMethod, mark: f64) -> (f64, f64, f64) {
     let mut lots: Vec<(f64, f64, usize)> = Vec::new();

@@ -299,12 +299,86 @@ async fn a_scan_selects_rows_and_a_selection_an_answer_cannot_honour_is_refused(
                 .map(|f| f.collect().expect("rows")),
             "pool",
         );
+        // Time options on event bars are named, not ignored.
         refused(
             lake.query()
                 .token(&a)
                 .bars(Bars::ticks(10).fill(Fill::Null)),
-            "bars",
+            "fill",
         );
+        refused(
+            lake.query()
+                .token(&a)
+                .bars(Bars::ticks(10).time_zone("UTC")),
+            "time zone",
+        );
+        refused(
+            lake.query()
+                .token(&a)
+                .bars(Bars::usd_volume(1e6).time_zone("Europe/Paris")),
+            "time zone",
+        );
+        refused(
+            lake.query()
+                .token(&a)
+                .bars(Bars::base_volume(f64::INFINITY)),
+            "base volume",
+        );
+        // Widths that do not fit.
+        for width in [i64::MAX, 4_611_686_018_427_387_904, 9_223_372_036_854] {
+            refused(lake.query().token(&a).bars(Bars::every(width)), "interval");
+        }
+        // Empty addresses select nothing: refused, naming the selector.
+        refused(lake.query().token("").bars(Bars::every(60)), "token");
+        refused(
+            lake.query().tokens([a.as_str(), ""]).price_stats(None),
+            "token",
+        );
+        refused(lake.query().pool(" ").bars(Bars::every(60)), "pool");
+        refused(lake.query().wallet("").pnl(), "wallet");
+        refused(
+            lake.query()
+                .wallet("")
+                .scan()
+                .map(|f| f.collect().expect("rows")),
+            "wallet",
+        );
+        refused(lake.query().token("").token_metrics(&["1h"], None), "token");
+        // The equity curve's numbers.
+        let performance = |equity: EquityConfig| {
+            lake.query()
+                .wallet(&wallet)
+                .performance(&PnlConfig::default(), &equity)
+                .map(|p| p.metrics)
+        };
+        let ratios = |periods_per_year: f64, risk_free: f64| EquityConfig {
+            ratios: dexlake::analytics::metrics::RatioConfig {
+                periods_per_year,
+                risk_free,
+            },
+            ..EquityConfig::default()
+        };
+        for p in [0.0, -365.0, f64::NAN, f64::INFINITY] {
+            refused(performance(ratios(p, 0.0)), "periods per year");
+        }
+        for r in [f64::NAN, 1e308, -1.0, f64::NEG_INFINITY] {
+            refused(performance(ratios(365.0, r)), "risk-free rate");
+        }
+        for c in [0.0, -100.0, f64::NAN, f64::INFINITY] {
+            let equity = EquityConfig {
+                initial_capital: Some(c),
+                ..EquityConfig::default()
+            };
+            refused(performance(equity), "capital");
+        }
+        refused(
+            lake.query()
+                .wallet("")
+                .performance(&PnlConfig::default(), &EquityConfig::default())
+                .map(|p| p.metrics),
+            "wallet",
+        );
+        assert!(performance(ratios(252.0, 0.0001)).is_ok());
         match lake.query().token(&a).search(&SearchRequest::default()) {
             Err(Error::InvalidArgument { argument, .. }) => assert_eq!(argument, "selection"),
             other => panic!("a search with a token selection: {other:?}"),

@@ -85,6 +85,26 @@ pub struct TimeRange {
     pub to: Option<DateTime<Utc>>,
 }
 
+impl Selection {
+    /// Refuses an empty (or blank) token or pool address, which selects nothing: the error
+    /// names `token` or `pool`. An empty list of tokens is a selection of no events.
+    pub fn validate(&self) -> Result<()> {
+        let (argument, blank) = match self {
+            Selection::Token(t) => ("token", t.trim().is_empty().then_some(t)),
+            Selection::Tokens(ts) => ("token", ts.iter().find(|t| t.trim().is_empty())),
+            Selection::Pool(p) => ("pool", p.trim().is_empty().then_some(p)),
+            Selection::AllTokens => ("token", None),
+        };
+        match blank {
+            None => Ok(()),
+            Some(a) => Err(Error::InvalidArgument {
+                argument: argument.into(),
+                reason: format!("{a:?}: give a {argument} address"),
+            }),
+        }
+    }
+}
+
 impl TimeRange {
     /// Checks that the range is not empty.
     pub fn validate(&self) -> Result<()> {
@@ -335,6 +355,7 @@ fn selected_files<'a>(
     range: TimeRange,
 ) -> Result<(Vec<CommittedFile>, Option<TokenSet<'a>>)> {
     range.validate()?;
+    selection.validate()?;
     let wanted: Option<TokenSet<'_>> = match selection {
         Selection::Token(t) => Some(std::iter::once(t.as_str()).collect()),
         Selection::Tokens(ts) => Some(ts.iter().map(String::as_str).collect()),

@@ -176,3 +176,30 @@ fn row_groups_read_as_dictionaries_give_the_frames_events() {
     let names: Vec<&str> = all.iter().map(|t| t.token.as_str()).collect();
     assert_eq!(names, ["A", "B", "C"]);
 }
+
+#[test]
+fn blank_addresses_are_refused_naming_the_argument() {
+    let (_dir, lake) = lake();
+    for (selection, argument) in [
+        (Selection::Token(String::new()), "token"),
+        (Selection::Tokens(vec!["A".into(), String::new()]), "token"),
+        (Selection::Tokens(vec![" ".into()]), "token"),
+        (Selection::Pool(String::new()), "pool"),
+    ] {
+        let e = load_events(&lake, EventSource::Swaps, &selection, TimeRange::default())
+            .expect_err("a blank address");
+        assert!(
+            e.to_string().starts_with(&format!("invalid {argument}: ")),
+            "{selection:?}: {e}"
+        );
+    }
+    // An empty list selects no events; it is not an error.
+    let none = load_events(
+        &lake,
+        EventSource::Swaps,
+        &Selection::Tokens(Vec::new()),
+        TimeRange::default(),
+    )
+    .unwrap();
+    assert!(none.is_empty());
+}

@@ -3,9 +3,10 @@
 //! Every sum is accumulated in event order, one event after another, so a token's bars have
 //! the same bits whatever the thread count and whatever order the rows were read in.
 
-use super::grid::Grid;
+use super::grid::{FIRST_INSTANT, Grid, LAST_INSTANT};
 use super::{Edge, EventRule, Fill};
 use crate::analytics::events::Events;
+use crate::{Error, Result};
 
 /// A partial bar: one event, or one finer bar being merged into a coarser one.
 #[derive(Debug, Clone, Copy)]
@@ -325,10 +326,9 @@ pub(crate) struct TimeSpec {
 }
 
 impl TimeSpec {
-    /// Whether the bucket starting at `start` may still change: its last instant is at or
-    /// after the end of the data.
-    fn incomplete(&self, start: i64) -> bool {
-        let end = self.grid.next(start);
+    /// Whether the bucket `[start, end)` (or `(start, end]`) may still change: its last
+    /// instant is at or after the end of the data.
+    fn incomplete(&self, end: i64) -> bool {
         let last = match self.closed {
             Edge::Left => end - 1,
             Edge::Right => end,
@@ -336,30 +336,42 @@ impl TimeSpec {
         last >= self.data_end
     }
 
-    fn label(&self, start: i64) -> i64 {
+    /// The label of the bucket from `start` to `end`.
+    fn label(&self, start: i64, end: i64) -> i64 {
         match self.label {
             Edge::Left => start,
-            Edge::Right => self.grid.next(start),
+            Edge::Right => end,
         }
+    }
+
+    /// The start and end of the bucket holding `t`, or the error naming the width whose
+    /// bucket does not fit.
+    #[inline]
+    fn bucket(&self, t: i64) -> Result<(i64, i64)> {
+        let grid = &self.grid;
+        grid.start(t, self.closed)
+            .and_then(|s| Some((s, grid.next(s)?)))
+            .ok_or_else(|| grid.out_of_range(t))
     }
 }
 
 /// Time bars of pieces in time order, into `out`. Pieces with `count == 0` (filled bars) are
-/// skipped.
+/// skipped. Fails, naming the width, when a bucket would start or end outside the instants a
+/// bar may have; the bars before it are then in `out`.
 pub(crate) fn time_bars<B: BarOut + ?Sized>(
     pieces: impl Iterator<Item = PartialBar>,
     spec: &TimeSpec,
     out: &mut B,
-) {
-    let mut current: Option<(i64, PartialBar)> = None;
-    let flush = |out: &mut B, start: i64, mut acc: PartialBar| {
-        acc.incomplete |= spec.incomplete(start);
-        out.bar(spec.label(start), &acc);
+) -> Result<()> {
+    // The current bucket: its start, its end, and its bar so far.
+    let mut current: Option<(i64, i64, PartialBar)> = None;
+    let flush = |out: &mut B, start: i64, end: i64, mut acc: PartialBar| {
+        acc.incomplete |= spec.incomplete(end);
+        out.bar(spec.label(start, end), &acc);
     };
     // On a fixed grid, the current bucket's bounds answer whether a piece falls in it, without
     // a division per piece.
     let fixed = matches!(spec.grid, Grid::Fixed { .. });
-    let mut end = i64::MIN;
     let holds = |start: i64, end: i64, t: i64| match spec.closed {
         Edge::Left => start <= t && t < end,
         Edge::Right => start < t && t <= end,
@@ -368,50 +380,59 @@ pub(crate) fn time_bars<B: BarOut + ?Sized>(
         if p.count == 0 {
             continue;
         }
-        if let Some((start, acc)) = &mut current
+        if let Some((start, end, acc)) = &mut current
             && fixed
-            && holds(*start, end, p.t)
+            && holds(*start, *end, p.t)
         {
             merge(acc, &p);
             continue;
         }
-        let b = spec.grid.start(p.t, spec.closed);
+        let (b, e) = spec.bucket(p.t)?;
         match &mut current {
-            Some((start, acc)) if *start == b => merge(acc, &p),
+            Some((start, _, acc)) if *start == b => merge(acc, &p),
             _ => {
-                end = spec.grid.next(b);
-                if let Some((start, acc)) = current.take() {
-                    flush(out, start, acc);
+                if let Some((start, end, acc)) = current.take() {
+                    flush(out, start, end, acc);
                     if spec.fill != Fill::Skip {
                         let price = match spec.fill {
                             Fill::ForwardFill => Some(acc.close),
                             _ => None,
                         };
-                        let mut s = spec.grid.next(start);
+                        let mut s = end;
                         while s < b {
-                            out.empty(spec.label(s), price);
-                            s = spec.grid.next(s);
+                            let n = spec.grid.next(s).ok_or_else(|| spec.grid.out_of_range(s))?;
+                            out.empty(spec.label(s, n), price);
+                            s = n;
                         }
                     }
                 }
-                current = Some((b, p));
+                current = Some((b, e, p));
             }
         }
     }
-    if let Some((start, acc)) = current {
-        flush(out, start, acc);
+    if let Some((start, end, acc)) = current {
+        flush(out, start, end, acc);
     }
+    Ok(())
 }
 
 /// Time bars of one token's events, into `out`.
-pub(crate) fn event_time_bars<B: BarOut + ?Sized>(e: &Events, spec: &TimeSpec, out: &mut B) {
+pub(crate) fn event_time_bars<B: BarOut + ?Sized>(
+    e: &Events,
+    spec: &TimeSpec,
+    out: &mut B,
+) -> Result<()> {
     time_bars((0..e.len()).map(|i| PartialBar::of_event(e, i)), spec, out)
 }
 
 /// Tick, volume or dollar bars of one token's events (see [`EventRule`]). A bar is labelled
 /// with the time of its first event; the last bar is incomplete when its threshold was not
-/// reached. Into `out`.
-pub(crate) fn event_bars<B: BarOut + ?Sized>(e: &Events, rule: EventRule, out: &mut B) {
+/// reached. Into `out`. Fails when a label is outside the instants a bar may have.
+pub(crate) fn event_bars<B: BarOut + ?Sized>(
+    e: &Events,
+    rule: EventRule,
+    out: &mut B,
+) -> Result<()> {
     let mut acc: Option<PartialBar> = None;
     let mut first = 0i64;
     for i in 0..e.len() {
@@ -423,11 +444,20 @@ pub(crate) fn event_bars<B: BarOut + ?Sized>(e: &Events, rule: EventRule, out: &
             }
             None => {
                 first = p.t;
+                if !(FIRST_INSTANT..=LAST_INSTANT).contains(&first) {
+                    return Err(Error::InvalidArgument {
+                        argument: "events".into(),
+                        reason: format!(
+                            "an event at {first} µs from the epoch is outside the instants a \
+                             bar can be labelled with"
+                        ),
+                    });
+                }
                 acc.insert(p)
             }
         };
         let full = match rule {
-            EventRule::Ticks(n) => a.count as u64 >= n,
+            EventRule::Ticks(n) => u64::try_from(a.count).is_ok_and(|c| c >= n),
             EventRule::BaseVolume(v) => a.base >= v,
             EventRule::UsdVolume(v) => a.volume >= v,
         };
@@ -440,6 +470,7 @@ pub(crate) fn event_bars<B: BarOut + ?Sized>(e: &Events, rule: EventRule, out: &
         a.incomplete = true;
         out.bar(first, &a);
     }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -481,14 +512,14 @@ mod tests {
             let mut lens = Vec::new();
             for e in &parts {
                 let mut n = CountBars::default();
-                event_time_bars(e, &spec, &mut n);
+                event_time_bars(e, &spec, &mut n).unwrap();
                 lens.push(n.0);
-                event_time_bars(e, &spec, &mut pushed);
+                event_time_bars(e, &spec, &mut pushed).unwrap();
             }
             assert_eq!(lens.iter().sum::<usize>(), pushed.len(), "{fill:?}");
             let mut written = BarColumns::zeroed(pushed.len());
             for (e, mut slots) in parts.iter().zip(written.slots(&lens)) {
-                event_time_bars(e, &spec, &mut slots);
+                event_time_bars(e, &spec, &mut slots).unwrap();
                 assert!(slots.exact());
             }
             // Debug text compares the NaN prices of null bars too (shortest round-trip floats).
@@ -497,7 +528,7 @@ mod tests {
         let spec = BarOptions::with_width(60).spec(400_000_001).unwrap();
         let mut short = BarColumns::zeroed(1);
         let mut slots = short.slots(&[1]);
-        event_time_bars(&parts[0], &spec, &mut slots[0]);
+        event_time_bars(&parts[0], &spec, &mut slots[0]).unwrap();
         assert!(!slots[0].exact());
     }
 }

@@ -10,6 +10,14 @@
 //! local calendar days of that IANA zone, starting at local midnight plus the offset: such a
 //! bucket lasts 23 or 25 hours across a clock change. Sub-day buckets always stay UTC.
 //!
+//! **Limits.** A width is 1 to [`MAX_WIDTH_SECONDS`] seconds (100,000 years): in microseconds
+//! it fits in 64 bits, and the bucket of any instant of years 0 to 9999 starts and ends within
+//! chrono's dates (years −262143 to +262142), so every label can be written. Any offset is
+//! accepted: the grid repeats every width, so only the offset's remainder modulo the width
+//! moves it (an offset of a width plus 30 s is an offset of 30 s). A bucket that would still
+//! start or end outside chrono's dates (a wide bar of an event near their ends) is refused
+//! with [`Error::InvalidArgument`] naming the interval; no time wraps or is clamped.
+//!
 //! - `closed = Left` puts an event at `t` in the bucket `[s, e)` that holds it, `Right` in
 //!   `(s, e]`; `label = Left` labels the bar `s`, `Right` labels it `e`.
 //! - open / close are the prices of the first and last event in event order
@@ -59,6 +67,10 @@ use crate::lake::Lake;
 use crate::{Error, Result};
 use grid::Grid;
 use kernel::{BarOut, CountBars, PartialBar, TimeSpec};
+
+/// The widest time bar, seconds: 100,000 years of 365.2425 days, 36,524,250 days (a whole
+/// number of weeks). See the module documentation for why.
+pub const MAX_WIDTH_SECONDS: i64 = 36_524_250 * 86_400;
 
 /// Names of the bar columns, in order.
 pub const BAR_COLUMNS: [&str; 14] = [
@@ -112,12 +124,53 @@ pub enum EventRule {
     UsdVolume(f64),
 }
 
+impl EventRule {
+    /// Checks the threshold: a positive count of events, or a finite positive amount; the
+    /// error names the rule (`ticks`, `base volume`, `usd volume`).
+    pub fn validate(&self) -> Result<()> {
+        let (argument, problem) = match *self {
+            EventRule::Ticks(0) => ("ticks", Some("must be a positive number of events")),
+            EventRule::Ticks(_) => ("ticks", None),
+            EventRule::BaseVolume(v) => ("base volume", amount_problem(v)),
+            EventRule::UsdVolume(v) => ("usd volume", amount_problem(v)),
+        };
+        match problem {
+            None => Ok(()),
+            Some(problem) => Err(Error::InvalidArgument {
+                argument: argument.into(),
+                reason: format!("{}: the threshold {problem}", self.threshold()),
+            }),
+        }
+    }
+
+    /// The threshold as written.
+    fn threshold(&self) -> String {
+        match self {
+            EventRule::Ticks(n) => n.to_string(),
+            EventRule::BaseVolume(v) | EventRule::UsdVolume(v) => format!("{v:?}"),
+        }
+    }
+}
+
+/// What is wrong with a volume threshold, if anything.
+fn amount_problem(v: f64) -> Option<&'static str> {
+    if !v.is_finite() {
+        Some("must be a finite amount")
+    } else if v <= 0.0 {
+        Some("must be positive")
+    } else {
+        None
+    }
+}
+
 /// Options of time bars.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BarOptions {
-    /// Width of a bucket, seconds (with a time zone, a whole number of days).
+    /// Width of a bucket, seconds: 1 to [`MAX_WIDTH_SECONDS`] (with a time zone, a whole
+    /// number of days).
     pub width_seconds: i64,
-    /// Shift of the grid's origin from its default anchor, seconds.
+    /// Shift of the grid's origin from its default anchor, seconds; any value, of which only
+    /// the remainder modulo the width matters.
     pub offset_seconds: i64,
     /// Which side of a bucket is closed.
     pub closed: Edge,
@@ -240,14 +293,14 @@ pub fn bars_frame(bars: BarColumns, tokens: Option<Vec<(String, usize)>>) -> Res
 /// closes the part's bars, in order, into any [`BarOut`]. Generic rather than a closure, so the
 /// counting pass of [`bars_of_parts`] compiles to the kernel's bucket logic alone.
 trait PartBars<P>: Sync {
-    fn bars<B: BarOut>(&self, part: &P, out: &mut B);
+    fn bars<B: BarOut>(&self, part: &P, out: &mut B) -> Result<()>;
 }
 
 /// Time bars of a token's events.
 struct TimeBarsOf<'a>(&'a TimeSpec);
 
 impl<T: std::borrow::Borrow<TokenEvents>> PartBars<T> for TimeBarsOf<'_> {
-    fn bars<B: BarOut>(&self, t: &T, out: &mut B) {
+    fn bars<B: BarOut>(&self, t: &T, out: &mut B) -> Result<()> {
         kernel::event_time_bars(&t.borrow().events, self.0, out)
     }
 }
@@ -256,7 +309,7 @@ impl<T: std::borrow::Borrow<TokenEvents>> PartBars<T> for TimeBarsOf<'_> {
 struct EventBarsOf(EventRule);
 
 impl<T: std::borrow::Borrow<TokenEvents>> PartBars<T> for EventBarsOf {
-    fn bars<B: BarOut>(&self, t: &T, out: &mut B) {
+    fn bars<B: BarOut>(&self, t: &T, out: &mut B) -> Result<()> {
         kernel::event_bars(&t.borrow().events, self.0, out)
     }
 }
@@ -265,7 +318,8 @@ impl<T: std::borrow::Borrow<TokenEvents>> PartBars<T> for EventBarsOf {
 /// first pass counts each part's bars, a second writes them into the part's share of the
 /// columns. No part's bars are grown, copied or concatenated, and the columns' memory is
 /// touched once. Returns the columns, in the parts' order, and each part's number of bars.
-/// Owned parts are dropped as soon as their bars are written.
+/// Owned parts are dropped as soon as their bars are written. A part the kernel refuses (a
+/// bucket beyond the instants a bar may have) fails the whole, in the counting pass.
 fn bars_of_parts<P: Send + Sync>(
     parts: Vec<P>,
     kernel: &impl PartBars<P>,
@@ -274,19 +328,19 @@ fn bars_of_parts<P: Send + Sync>(
         .par_iter()
         .map(|p| {
             let mut n = CountBars::default();
-            kernel.bars(p, &mut n);
-            n.0
+            kernel.bars(p, &mut n)?;
+            Ok(n.0)
         })
-        .collect();
+        .collect::<Result<_>>()?;
     let mut all = BarColumns::zeroed(lens.iter().sum());
     let exact = parts
         .into_par_iter()
         .zip(all.slots(&lens))
         .map(|(p, mut slots)| {
-            kernel.bars(&p, &mut slots);
-            slots.exact()
+            kernel.bars(&p, &mut slots)?;
+            Ok(slots.exact())
         })
-        .collect::<Vec<bool>>();
+        .collect::<Result<Vec<bool>>>()?;
     if exact.contains(&false) {
         return Err(Error::polars("building bars")(PolarsError::ComputeError(
             "a part's bars differ between counting and writing".into(),
@@ -317,7 +371,7 @@ fn default_end(tokens: &[TokenEvents], range: TimeRange) -> i64 {
         .iter()
         .filter_map(|t| t.events.time.last())
         .max()
-        .map_or(i64::MIN, |t| t + 1);
+        .map_or(i64::MIN, |t| t.saturating_add(1));
     match range.to {
         Some(to) => latest.min(to.timestamp_micros()),
         None => latest,
@@ -410,16 +464,7 @@ pub fn event_bars_of_events(
     long: bool,
     rule: EventRule,
 ) -> Result<DataFrame> {
-    let ok = match rule {
-        EventRule::Ticks(n) => n > 0,
-        EventRule::BaseVolume(v) | EventRule::UsdVolume(v) => v.is_finite() && v > 0.0,
-    };
-    if !ok {
-        return Err(Error::InvalidArgument {
-            argument: "threshold".into(),
-            reason: format!("{rule:?}: the threshold must be positive"),
-        });
-    }
+    rule.validate()?;
     per_token(tokens.iter().collect(), long, &EventBarsOf(rule))
 }
 
@@ -431,7 +476,7 @@ pub fn event_bars(
     range: TimeRange,
     rule: EventRule,
 ) -> Result<DataFrame> {
-    event_bars_of_events(&[], false, rule)?;
+    rule.validate()?;
     let tokens = load_events(lake, source, selection, range)?;
     event_bars_of_events(&tokens, is_long(selection), rule)
 }
@@ -536,7 +581,7 @@ pub fn resample(bars: &DataFrame, options: &BarOptions) -> Result<DataFrame> {
         spec: &'a TimeSpec,
     }
     impl<F: Fn(usize) -> PartialBar + Sync> PartBars<(usize, usize)> for FinerBars<'_, F> {
-        fn bars<B: BarOut>(&self, &(a, b): &(usize, usize), out: &mut B) {
+        fn bars<B: BarOut>(&self, &(a, b): &(usize, usize), out: &mut B) -> Result<()> {
             let pieces = self.order[a..b].iter().map(|&i| (self.piece)(i));
             kernel::time_bars(pieces, self.spec, out)
         }
@@ -554,3 +599,6 @@ pub fn resample(bars: &DataFrame, options: &BarOptions) -> Result<DataFrame> {
         .collect();
     bars_frame(all, has_token.then_some(names))
 }
+
+#[cfg(test)]
+mod tests;

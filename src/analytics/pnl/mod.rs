@@ -66,7 +66,9 @@ pub use ledger::{
     Ledger, LedgerEvent, LedgerSet, LotMatch, MATCH_TOLERANCE, Oversold, Position, TradeSide,
     run_ledger,
 };
-pub use options::{CostMethod, EquityConfig, Mark, OversellPolicy, PnlConfig, PnlQuery};
+pub use options::{
+    CostMethod, EquityConfig, MAX_PERIOD_SECONDS, Mark, OversellPolicy, PnlConfig, PnlQuery,
+};
 pub use report::{PnlReport, REPORT_CHUNK, report, run_report};
 pub use rows::{SWAP_COLUMNS, TRADE_COLUMNS};
 
@@ -123,6 +125,8 @@ pub fn pnl_from_frames(
     query: &PnlQuery,
     config: &PnlConfig,
 ) -> Result<PnlReport> {
+    config.validate()?;
+    query.validate()?;
     let set = ledgers_from_frames(trades, swaps, query)?;
     let report = run_report(&set, config);
     drop_in_background(set);
@@ -133,6 +137,8 @@ pub fn pnl_from_frames(
 ///
 /// A wallet with no trade in the lake gives empty tables, not an error.
 pub fn wallet_pnl(lake: &Lake, query: &PnlQuery, config: &PnlConfig) -> Result<PnlReport> {
+    config.validate()?;
+    query.validate()?;
     let set = lake_ledgers(lake, query)?;
     let report = run_report(&set, config);
     drop_in_background(set);
@@ -158,6 +164,8 @@ pub fn wallet_pnl_in_batches(
     config: &PnlConfig,
     sink: impl FnMut(PnlReport) -> Result<()>,
 ) -> Result<()> {
+    config.validate()?;
+    query.validate()?;
     report_chunks(&lake_ledgers(lake, query)?, config, REPORT_CHUNK, sink)
 }
 
@@ -168,6 +176,7 @@ pub fn wallet_pnl_in_batches(
 /// `total_pnl`, `buy_cost`, `roi`, `wins`, `losses`, `win_rate` (percent of closed positions
 /// won; null without any).
 pub fn leaderboard(lake: &Lake, config: &PnlConfig, top: usize) -> Result<DataFrame> {
+    config.validate()?;
     leaderboard_of(lake_ledgers(lake, &PnlQuery::default())?, config, top)
 }
 
@@ -178,6 +187,7 @@ pub fn leaderboard_from_frames(
     config: &PnlConfig,
     top: usize,
 ) -> Result<DataFrame> {
+    config.validate()?;
     leaderboard_of(
         ledgers_from_frames(trades, swaps, &PnlQuery::default())?,
         config,
@@ -191,6 +201,9 @@ pub fn leaderboard_from_frames(
 /// wallet's trades), carried forward; so the marks are the closes of the lake's bars of that
 /// period width. Periods run from the one holding the wallet's first trade to the one holding
 /// the lake's last trade.
+///
+/// An empty wallet address, or options [`PnlConfig::validate`] or [`EquityConfig::validate`]
+/// refuse, are an [`Error::InvalidArgument`] naming the argument.
 pub fn wallet_performance(
     trades: &DataFrame,
     swaps: Option<&DataFrame>,
@@ -198,12 +211,13 @@ pub fn wallet_performance(
     config: &PnlConfig,
     equity: &EquityConfig,
 ) -> Result<WalletPerformance> {
-    if equity.period_seconds <= 0 {
-        return Err(Error::InvalidArgument {
-            argument: "period".into(),
-            reason: format!("{} s is not a positive period", equity.period_seconds),
-        });
+    config.validate()?;
+    equity.validate()?;
+    PnlQuery {
+        wallets: Some(vec![wallet.to_owned()]),
+        token: None,
     }
+    .validate()?;
     let (rows, wallets, tokens) = read_rows(trades, swaps, &PnlQuery::default())?;
     equity::performance(&rows, &wallets, &tokens, wallet, config, equity)
 }

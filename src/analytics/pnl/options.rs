@@ -138,6 +138,35 @@ pub struct PnlConfig {
     pub lots: bool,
 }
 
+impl PnlConfig {
+    /// Checks the numbers: the dust a finite quantity ≥ 0, a given mark a finite price ≥ 0.
+    /// Every entry point of the PnL calls it before reading anything.
+    pub fn validate(&self) -> Result<()> {
+        if !(self.dust.is_finite() && self.dust >= 0.0) {
+            return Err(invalid(
+                "dust",
+                format!("{:?} is not a finite quantity ≥ 0", self.dust),
+            ));
+        }
+        if let Mark::Price(p) = self.mark
+            && !(p.is_finite() && p >= 0.0)
+        {
+            return Err(invalid(
+                "mark",
+                format!("{p:?} is neither `latest` nor a finite price ≥ 0"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn invalid(argument: &str, reason: String) -> Error {
+    Error::InvalidArgument {
+        argument: argument.to_owned(),
+        reason,
+    }
+}
+
 /// Which ledgers to compute.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PnlQuery {
@@ -147,12 +176,33 @@ pub struct PnlQuery {
     pub token: Option<String>,
 }
 
-/// Options of a wallet's equity curve.
+/// The longest period of an equity curve, seconds: the longest span microseconds hold in 64
+/// bits (106,751,991 days and a little).
+pub const MAX_PERIOD_SECONDS: i64 = i64::MAX / 1_000_000;
+
+impl PnlQuery {
+    /// Refuses an empty (or blank) wallet or token address, which selects nothing.
+    pub fn validate(&self) -> Result<()> {
+        let blank = |a: &String| a.trim().is_empty();
+        if let Some(w) = self.wallets.iter().flatten().find(|w| blank(w)) {
+            return Err(invalid("wallet", format!("{w:?}: give a wallet address")));
+        }
+        if let Some(t) = self.token.as_ref().filter(|t| blank(t)) {
+            return Err(invalid("token", format!("{t:?}: give a token address")));
+        }
+        Ok(())
+    }
+}
+
+/// Options of a wallet's equity curve. [`EquityConfig::validate`] says which values are
+/// accepted; every entry point calls it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct EquityConfig {
-    /// Width of a period, seconds (epoch-aligned, so a day starts at midnight UTC).
+    /// Width of a period, seconds (epoch-aligned, so a day starts at midnight UTC): 1 to
+    /// [`MAX_PERIOD_SECONDS`].
     pub period_seconds: i64,
-    /// Capital the curve starts from, USD; `None` takes the wallet's total buy cost.
+    /// Capital the curve starts from, USD, finite and > 0; `None` takes the wallet's total
+    /// buy cost.
     pub initial_capital: Option<f64>,
     /// Periods per year and risk-free rate of the ratios.
     pub ratios: metrics::RatioConfig,
@@ -165,5 +215,32 @@ impl Default for EquityConfig {
             initial_capital: None,
             ratios: metrics::RatioConfig::default(),
         }
+    }
+}
+
+impl EquityConfig {
+    /// Checks the curve's options: a period of 1 to [`MAX_PERIOD_SECONDS`] seconds, an initial
+    /// capital (when given) finite and > 0 (returns and ROI divide by it: 0 gives infinities,
+    /// a negative one flips their sign), and the ratios' parameters
+    /// ([`metrics::RatioConfig::validate`]).
+    pub fn validate(&self) -> Result<()> {
+        if !(1..=MAX_PERIOD_SECONDS).contains(&self.period_seconds) {
+            return Err(invalid(
+                "period",
+                format!(
+                    "{} s: a period is 1 to {MAX_PERIOD_SECONDS} s",
+                    self.period_seconds
+                ),
+            ));
+        }
+        if let Some(c) = self.initial_capital
+            && !(c.is_finite() && c > 0.0)
+        {
+            return Err(invalid(
+                "capital",
+                format!("{c:?}: the initial capital must be a finite amount > 0 USD"),
+            ));
+        }
+        self.ratios.validate()
     }
 }

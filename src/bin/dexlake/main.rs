@@ -43,6 +43,19 @@ pub struct Global {
     pub api_key: Option<String>,
 }
 
+/// Parses a token, pool or wallet address: any text but an empty (or blank) one, which would
+/// select nothing. Clap's error names the flag.
+pub fn address(text: &str) -> Result<String, String> {
+    if text.trim().is_empty() {
+        return Err(
+            "an empty address selects nothing; give an address (a list takes \
+                    addresses separated by single commas)"
+                .into(),
+        );
+    }
+    Ok(text.to_owned())
+}
+
 /// The longest `--lock-timeout` accepted: a week.
 const MAX_LOCK_TIMEOUT_SECS: f64 = 7.0 * 86_400.0;
 

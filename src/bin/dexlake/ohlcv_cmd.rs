@@ -17,23 +17,24 @@ use dexlake::analytics::{
     BarOptions, Edge, EventRule, EventSource, Fill, PriceStatsOptions, Selection, TimeRange, bars,
     bars_in_batches, event_bars, price_stats,
 };
+use dexlake::query::LakeQuery as _;
 use polars::prelude::*;
 
-use crate::Global;
 use crate::output::{Format, Output, ParquetSink, existing_lake};
+use crate::{Global, address};
 
 /// Which events to read.
 #[derive(Args, Debug)]
 #[group(required = true, multiple = false)]
 pub struct Which {
     /// One token's bars.
-    #[arg(long)]
+    #[arg(long, value_parser = address)]
     token: Option<String>,
     /// Bars of these tokens (comma-separated), as one long frame with `token_address`.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_parser = address)]
     tokens: Option<Vec<String>>,
     /// Bars of the token a pool trades (swaps only).
-    #[arg(long)]
+    #[arg(long, value_parser = address)]
     pool: Option<String>,
     /// Bars of every token of the lake.
     #[arg(long)]
@@ -77,21 +78,26 @@ impl From<SourceArg> for EventSource {
     }
 }
 
+/// The flags of tick, volume and dollar bars, which are labelled with their first event's time:
+/// the time bars' grid flags conflict with them rather than be ignored.
+const EVENT_BARS: [&str; 3] = ["ticks", "base_volume", "usd_volume"];
+
 /// Arguments of `dexlake ohlcv`.
 #[derive(Args, Debug)]
 pub struct OhlcvArgs {
     #[command(flatten)]
     which: Which,
-    /// Width of a time bar, seconds (weeks start on Monday).
+    /// Width of a time bar, seconds: 1 to 3155695200000 (100,000 years, so that every label
+    /// can be written). Weeks start on Monday.
     #[arg(long, required_unless_present_any = ["ticks", "base_volume", "usd_volume"])]
     interval: Option<i64>,
     /// Tick bars: a bar every N events (instead of --interval).
     #[arg(long, conflicts_with_all = ["interval", "base_volume", "usd_volume"])]
     ticks: Option<u64>,
-    /// Volume bars: a bar when its token volume reaches this amount.
+    /// Volume bars: a bar when its token volume reaches this amount (finite, > 0).
     #[arg(long, conflicts_with_all = ["interval", "ticks", "usd_volume"])]
     base_volume: Option<f64>,
-    /// Dollar bars: a bar when its USD volume reaches this amount.
+    /// Dollar bars: a bar when its USD volume reaches this amount (finite, > 0).
     #[arg(long, conflicts_with_all = ["interval", "ticks", "base_volume"])]
     usd_volume: Option<f64>,
     /// First instant included (RFC 3339 or Unix seconds).
@@ -103,20 +109,26 @@ pub struct OhlcvArgs {
     /// Events from swaps or trades.
     #[arg(long, value_enum, default_value = "swaps")]
     source: SourceArg,
-    /// Empty buckets: skipped, null prices, or the previous close.
-    #[arg(long, value_enum, default_value = "skip")]
+    /// Empty buckets: skipped, null prices, or the previous close (time bars).
+    #[arg(long, value_enum, default_value = "skip", conflicts_with_all = EVENT_BARS)]
     fill: FillArg,
-    /// IANA time zone of calendar-day bars (intervals of whole days only).
-    #[arg(long)]
+    /// IANA time zone of calendar-day bars (intervals of whole days only; time bars).
+    #[arg(long, conflicts_with_all = EVENT_BARS)]
     tz: Option<String>,
-    /// Shift of the bucket grid, seconds.
-    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    /// Shift of the bucket grid, seconds (time bars). Any value: the grid repeats every
+    /// interval, so only the remainder modulo the interval moves it.
+    #[arg(
+        long,
+        default_value_t = 0,
+        allow_negative_numbers = true,
+        conflicts_with_all = EVENT_BARS
+    )]
     offset: i64,
-    /// Closed side of a bucket.
-    #[arg(long, value_enum, default_value = "left")]
+    /// Closed side of a bucket (time bars).
+    #[arg(long, value_enum, default_value = "left", conflicts_with_all = EVENT_BARS)]
     closed: SideArg,
-    /// Side of a bucket that labels its bar.
-    #[arg(long, value_enum, default_value = "left")]
+    /// Side of a bucket that labels its bar (time bars).
+    #[arg(long, value_enum, default_value = "left", conflicts_with_all = EVENT_BARS)]
     label: SideArg,
     #[command(flatten)]
     output: Output,
@@ -126,7 +138,7 @@ pub struct OhlcvArgs {
 #[derive(Args, Debug)]
 pub struct PriceStatsArgs {
     /// Tokens (comma-separated).
-    #[arg(long, value_delimiter = ',', required = true)]
+    #[arg(long, value_delimiter = ',', required = true, value_parser = address)]
     tokens: Vec<String>,
     /// Instant of the stats (RFC 3339 or Unix seconds); default: the latest event in the lake.
     #[arg(long, value_parser = parse_time)]
@@ -296,16 +308,52 @@ pub fn ohlcv(global: &Global, args: OhlcvArgs) -> anyhow::Result<ExitCode> {
 
 pub fn price_stats_cmd(global: &Global, args: PriceStatsArgs) -> anyhow::Result<ExitCode> {
     let lake = existing_lake(global)?;
-    let sel = Selection::Tokens(args.tokens);
     let source: EventSource = args.source.into();
     let df = price_stats(
         &lake,
-        &sel,
+        &Selection::Tokens(args.tokens.clone()),
         PriceStatsOptions {
             now: args.now,
             source,
         },
     )?;
+    if let (0, Some(now)) = (df.height(), args.now) {
+        // Say that the tokens have events, only none by --now.
+        let first = first_event_time(&lake, source, &args.tokens)?;
+        if let Some(first) = first {
+            bail!(
+                "no {} of tokens {} at or before --now {} in the lake at {}; their first is at {}",
+                what(source),
+                args.tokens.join(","),
+                rfc3339(now),
+                global.lake.display(),
+                rfc3339(first)
+            );
+        }
+    }
+    let sel = Selection::Tokens(args.tokens);
     check_found(&df, &sel, what(source), global, TimeRange::default())?;
     args.output.emit(df)
+}
+
+/// An instant as RFC 3339 in UTC with `Z`, as the outputs write it.
+fn rfc3339(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
+}
+
+/// The time of the first event of `tokens` in the lake, if any.
+fn first_event_time(
+    lake: &dexlake::lake::Lake,
+    source: EventSource,
+    tokens: &[String],
+) -> anyhow::Result<Option<DateTime<Utc>>> {
+    let first = lake
+        .query()
+        .source(source)
+        .tokens(tokens)
+        .scan()?
+        .select([col("block_time").cast(DataType::Int64).min()])
+        .collect()?;
+    let micros = first.column("block_time")?.i64()?.get(0);
+    Ok(micros.and_then(DateTime::from_timestamp_micros))
 }

@@ -14,17 +14,17 @@ use dexlake::analytics::pnl::{
 use dexlake::analytics::token_metrics::{self, Window, parse_window};
 use polars::prelude::*;
 
-use crate::Global;
 use crate::output::{Format, ParquetSink, emit, existing_lake};
+use crate::{Global, address};
 
 /// Arguments of `dexlake pnl`.
 #[derive(Args, Debug)]
 pub struct PnlArgs {
     /// Wallet address (required unless --top is given).
-    #[arg(long)]
+    #[arg(long, value_parser = address)]
     pub wallet: Option<String>,
     /// Only this token.
-    #[arg(long)]
+    #[arg(long, value_parser = address)]
     pub token: Option<String>,
     /// Cost-basis method: fifo, lifo, hifo or avg.
     #[arg(long, default_value = "fifo")]
@@ -52,17 +52,19 @@ pub struct PnlArgs {
     /// With --performance, print the equity curve itself.
     #[arg(long, requires = "performance")]
     pub curve: bool,
-    /// Period of the equity curve (1d, 1h, 1w, ...).
+    /// Period of the equity curve (1d, 1h, 1w, ...; at most 106751991d).
     #[arg(long, default_value = "1d")]
     pub period: String,
-    /// Periods per year of the annualised ratios (365 for daily periods).
-    #[arg(long, default_value_t = 365.0)]
+    /// Periods per year of the annualised ratios (365 for daily periods): finite, > 0.
+    #[arg(long, default_value_t = 365.0, allow_negative_numbers = true)]
     pub periods_per_year: f64,
-    /// Risk-free rate per period.
-    #[arg(long, default_value_t = 0.0)]
+    /// Risk-free rate per period, a fraction (0.0001 is 0.01 %): finite, above -1, at most
+    /// 1e6.
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     pub risk_free: f64,
-    /// Starting capital of the equity curve, USD (default: the wallet's total buy cost).
-    #[arg(long)]
+    /// Starting capital of the equity curve, USD, finite and > 0 (default: the wallet's total
+    /// buy cost).
+    #[arg(long, allow_negative_numbers = true)]
     pub capital: Option<f64>,
     /// Rank every wallet of the lake by total PnL and print the first N.
     #[arg(long)]
@@ -83,10 +85,10 @@ pub struct PnlArgs {
 #[derive(Args, Debug)]
 pub struct TokenMetricsArgs {
     /// Token address.
-    #[arg(long)]
+    #[arg(long, value_parser = address)]
     pub token: String,
-    /// Windows, comma-separated (1m, 5m, 1h, 6h, 1d, 7d or any length like 30d); default the
-    /// service's six.
+    /// Windows, comma-separated (1m, 5m, 1h, 6h, 1d, 7d or any length like 30d, at most
+    /// 106751991d); default the service's six.
     #[arg(long, value_delimiter = ',')]
     pub window: Vec<String>,
     /// End of the windows (RFC 3339); default the lake's latest trade time.
@@ -108,11 +110,7 @@ pub fn pnl(global: &Global, args: PnlArgs) -> anyhow::Result<ExitCode> {
         dust: args.dust,
         lots: args.lots,
     };
-    anyhow::ensure!(
-        args.dust.is_finite() && args.dust >= 0.0,
-        "invalid dust: {} is not a finite quantity ≥ 0",
-        args.dust
-    );
+    config.validate()?;
     let lake = existing_lake(global)?;
     if let Some(top) = args.top {
         let board = pnl::leaderboard(&lake, &config, top)?;
@@ -163,22 +161,18 @@ pub fn pnl(global: &Global, args: PnlArgs) -> anyhow::Result<ExitCode> {
         token: args.token.clone(),
     };
     if args.performance {
-        let period = parse_window(&args.period)?;
-        let (trades, swaps) = pnl::lake_frames(&lake, &PnlQuery::default())?;
-        let perf = pnl::wallet_performance(
-            &trades,
-            Some(&swaps),
-            &wallet,
-            &config,
-            &EquityConfig {
-                period_seconds: period,
-                initial_capital: args.capital,
-                ratios: RatioConfig {
-                    periods_per_year: args.periods_per_year,
-                    risk_free: args.risk_free,
-                },
+        let equity = EquityConfig {
+            period_seconds: parse_window(&args.period)?,
+            initial_capital: args.capital,
+            ratios: RatioConfig {
+                periods_per_year: args.periods_per_year,
+                risk_free: args.risk_free,
             },
-        )?;
+        };
+        // Refused before the lake is read.
+        equity.validate()?;
+        let (trades, swaps) = pnl::lake_frames(&lake, &PnlQuery::default())?;
+        let perf = pnl::wallet_performance(&trades, Some(&swaps), &wallet, &config, &equity)?;
         if perf.curve.height() == 0 {
             eprintln!("note: no trades of wallet {wallet} in the lake");
         }
