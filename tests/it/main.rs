@@ -9,6 +9,7 @@ mod analytics_search;
 mod client;
 mod common;
 mod lake;
+mod lake_log;
 mod query;
 #[cfg(feature = "report")]
 mod report;

@@ -57,6 +57,14 @@ pub trait Store: Debug + Send + Sync {
     fn head(&self, path: &str) -> Result<Option<u64>>;
     /// Every file under `prefix` (recursively), as relative paths, sorted.
     fn list(&self, prefix: &str) -> Result<Vec<String>>;
+    /// Every file under `prefix` whose path sorts after `after`, as relative paths, sorted. An
+    /// object store starts its listing there (S3's `start-after`), so the request returns only
+    /// those files however many sort before; a folder reads its entries and filters them.
+    fn list_after(&self, prefix: &str, after: &str) -> Result<Vec<String>> {
+        let mut files = self.list(prefix)?;
+        files.retain(|p| p.as_str() > after);
+        Ok(files)
+    }
     /// Renames `from` to `to` atomically, replacing `to`.
     fn rename(&self, from: &str, to: &str) -> Result<()>;
     /// Deletes a file; deleting a missing file is not an error.

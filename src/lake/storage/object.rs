@@ -248,6 +248,49 @@ impl ObjectStoreLake {
             Err(Transfer::Store(e)) => Err(self.err(to, e)),
         }
     }
+
+    /// The objects under `prefix` (all of the root's when empty), as sorted lake paths; with
+    /// `offset`, only the keys after it, which the server skips itself (`start-after`).
+    fn list_from(&self, prefix: &str, offset: Option<ObjectPath>) -> Result<Vec<String>> {
+        if !prefix.is_empty() {
+            check_path(prefix)?;
+        }
+        let full = match (self.root.prefix.is_empty(), prefix.is_empty()) {
+            (true, true) => None,
+            (true, false) => Some(ObjectPath::from(prefix)),
+            (false, true) => Some(ObjectPath::from(self.root.prefix.as_str())),
+            (false, false) => Some(ObjectPath::from(format!("{}/{prefix}", self.root.prefix))),
+        };
+        let store = Arc::clone(&self.store);
+        let metas = block_on(async move {
+            let listing = match &offset {
+                Some(offset) => store.list_with_offset(full.as_ref(), offset),
+                None => store.list(full.as_ref()),
+            };
+            listing.try_collect::<Vec<object_store::ObjectMeta>>().await
+        })?
+        .map_err(|e| {
+            self.err(
+                if prefix.is_empty() {
+                    "_dexlake"
+                } else {
+                    prefix
+                },
+                e,
+            )
+        })?;
+        let strip = if self.root.prefix.is_empty() {
+            String::new()
+        } else {
+            format!("{}/", self.root.prefix)
+        };
+        let mut out: Vec<String> = metas
+            .into_iter()
+            .filter_map(|m| m.location.as_ref().strip_prefix(&strip).map(str::to_owned))
+            .collect();
+        out.sort();
+        Ok(out)
+    }
 }
 
 /// Why a transfer between a local file and the store failed: the local file or the store.
@@ -357,43 +400,12 @@ impl Store for ObjectStoreLake {
     }
 
     fn list(&self, prefix: &str) -> Result<Vec<String>> {
-        if !prefix.is_empty() {
-            check_path(prefix)?;
-        }
-        let full = match (self.root.prefix.is_empty(), prefix.is_empty()) {
-            (true, true) => None,
-            (true, false) => Some(ObjectPath::from(prefix)),
-            (false, true) => Some(ObjectPath::from(self.root.prefix.as_str())),
-            (false, false) => Some(ObjectPath::from(format!("{}/{prefix}", self.root.prefix))),
-        };
-        let store = Arc::clone(&self.store);
-        let metas = block_on(async move {
-            store
-                .list(full.as_ref())
-                .try_collect::<Vec<object_store::ObjectMeta>>()
-                .await
-        })?
-        .map_err(|e| {
-            self.err(
-                if prefix.is_empty() {
-                    "_dexlake"
-                } else {
-                    prefix
-                },
-                e,
-            )
-        })?;
-        let strip = if self.root.prefix.is_empty() {
-            String::new()
-        } else {
-            format!("{}/", self.root.prefix)
-        };
-        let mut out: Vec<String> = metas
-            .into_iter()
-            .filter_map(|m| m.location.as_ref().strip_prefix(&strip).map(str::to_owned))
-            .collect();
-        out.sort();
-        Ok(out)
+        self.list_from(prefix, None)
+    }
+
+    fn list_after(&self, prefix: &str, after: &str) -> Result<Vec<String>> {
+        check_path(after)?;
+        self.list_from(prefix, Some(self.key_unchecked(after)))
     }
 
     fn rename(&self, from: &str, to: &str) -> Result<()> {
