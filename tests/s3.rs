@@ -534,7 +534,7 @@ fn bad_roots_are_refused_clearly() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("no lake at s3://lake-test/nothing-here"),
+        stderr.contains("not a dexlake lake: s3://lake-test/nothing-here"),
         "{stderr}"
     );
     assert!(

@@ -10,6 +10,7 @@ mod client;
 mod common;
 mod lake;
 mod lake_log;
+mod lake_read_only;
 mod query;
 #[cfg(feature = "report")]
 mod report;
