@@ -60,61 +60,106 @@ pub struct Lake {
 }
 
 impl Lake {
-    /// Opens the lake at `root` with default options, creating its folders if missing.
+    /// Opens the lake at `root` with default options, creating it if missing (see
+    /// [`open_with`](Self::open_with)).
     pub fn open(root: impl Into<PathBuf>) -> Result<Lake> {
         Lake::open_with(root, LakeOptions::default())
     }
 
     /// Opens the lake at `root` (a folder, or an `s3://bucket/prefix` URL whose credentials and
     /// endpoint come from the environment's AWS variables), creating its folders and manifest
-    /// if missing. When no writer holds the lock, leftovers of an interrupted commit are
-    /// cleaned up first.
+    /// if missing: the entry of programs that write. An existing lake is opened as
+    /// [`open_existing`](Self::open_existing) opens it, except that leftovers of an interrupted
+    /// commit are cleaned up first when the writer lock is free and the lake is writable; so a
+    /// read-only lake (a read-only mount, another user's folder) opens and reads.
     ///
     /// A lake whose data folders hold files but whose manifest is missing, or whose manifest
-    /// is damaged, is refused with [`Error::Lake`]; [`Lake::repair`] rebuilds the manifest.
+    /// is damaged or lost a log entry, is refused with [`Error::Lake`]; [`Lake::repair`]
+    /// rebuilds the manifest.
     pub fn open_with(root: impl Into<PathBuf>, options: LakeOptions) -> Result<Lake> {
-        let lake = Lake::connect(root.into(), options)?;
+        let lake = Lake::connect(root.into(), options, true)?;
         let store = lake.store.as_ref();
-        if let Some(lock) = lake.try_lock()? {
-            log::recover(store)?;
-            let m = lake.state_snapshot()?;
-            if m.version == 0
-                && log::last_checkpoint(store)?.is_none()
-                && store.head(MANIFEST_PATH)?.is_none()
-            {
-                log::start_over(store, &m)?;
-                // Read again from the checkpoint just written.
-                *lake
-                    .log
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+        let new = log::last_checkpoint(store)?.is_none() && store.head(MANIFEST_PATH)?.is_none();
+        if new {
+            // The first checkpoint of a new lake, unless another writer is at work.
+            if let Some(lock) = lake.try_lock()? {
+                log::recover(store)?;
+                let m = lake.state_snapshot()?;
+                if m.version == 0
+                    && log::last_checkpoint(store)?.is_none()
+                    && store.head(MANIFEST_PATH)?.is_none()
+                {
+                    log::start_over(store, &m)?;
+                    // Read again from the checkpoint just written.
+                    *lake
+                        .log
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+                }
+                drop(lock);
             }
+        } else if let Some(lock) = lake.lock_for_cleanup()? {
+            log::recover(store)?;
             drop(lock);
-        } else {
-            // Another writer is at work; the manifest must still be readable.
-            lake.state_snapshot()?;
         }
+        // The manifest must be readable.
+        lake.state_snapshot()?;
         Ok(lake)
     }
 
-    /// Whether a lake is at `root`: a folder that exists, or an object-store prefix that holds
-    /// a lake's log or manifest. Reading commands check this so that they never create a lake.
+    /// Opens the existing lake at `root` for reading, with default options (see
+    /// [`open_existing_with`](Self::open_existing_with)).
+    pub fn open_existing(root: impl Into<PathBuf>) -> Result<Lake> {
+        Lake::open_existing_with(root, LakeOptions::default())
+    }
+
+    /// Opens the existing lake at `root` for reading: creates nothing, takes no lock and cleans
+    /// nothing up, so it needs no write access (readers need only the log, which only grows;
+    /// an interrupted commit's files are not in it). A `root` that is not a lake (see
+    /// [`exists`](Self::exists)) is refused with [`Error::Lake`] naming it; a damaged manifest
+    /// as by [`open_with`](Self::open_with). Writes through the handle still work: a
+    /// [`transaction`](Self::transaction) takes the lock and cleans up first.
+    pub fn open_existing_with(root: impl Into<PathBuf>, options: LakeOptions) -> Result<Lake> {
+        let root = root.into();
+        if !Lake::exists(&root)? {
+            return Err(not_a_lake(root));
+        }
+        let lake = Lake::connect(root, options, false)?;
+        lake.state_snapshot()?;
+        Ok(lake)
+    }
+
+    /// Whether a lake is at `root`: a folder holding `_dexlake/`, an object-store prefix holding
+    /// a lake's checkpoint pointer, manifest or log, or either holding data files under the
+    /// dataset folders (a lake that lost its `_dexlake/`, which opening then refuses, pointing at
+    /// `dexlake verify --repair`). Creates nothing. Reading commands check this so that they
+    /// never create a lake.
     pub fn exists(root: impl Into<PathBuf>) -> Result<bool> {
         let root = root.into();
-        if ObjectRoot::parse(&root.to_string_lossy())?.is_none() {
-            return Ok(root.is_dir());
+        let local = ObjectRoot::parse(&root.to_string_lossy())?.is_none();
+        if local && !root.is_dir() {
+            return Ok(false);
         }
-        let lake = Lake::connect(root, LakeOptions::default())?;
+        if local && root.join(META_DIR).is_dir() {
+            return Ok(true);
+        }
+        let lake = Lake::connect(root, LakeOptions::default(), false)?;
         let store = lake.store();
-        Ok(log::last_checkpoint(store)?.is_some()
-            || store.head(MANIFEST_PATH)?.is_some()
-            || !store.list(LOG_DIR)?.is_empty())
+        if !local
+            && (log::last_checkpoint(store)?.is_some()
+                || store.head(MANIFEST_PATH)?.is_some()
+                || !store.list(LOG_DIR)?.is_empty())
+        {
+            return Ok(true);
+        }
+        Ok(!log::datasets_with_files(store)?.is_empty())
     }
 
     /// Rebuilds the manifest of the lake at `root` from the data files on disk when it is
-    /// missing or damaged (see ARCHITECTURE.md, "What the lake promises"), under the writer
-    /// lock. A sound manifest is left as it is. Nothing is deleted: files that cannot be
-    /// accounted for are listed in the report.
+    /// missing, damaged or lost a log entry (see ARCHITECTURE.md, "What the lake promises"),
+    /// under the writer lock. A sound manifest is left as it is. Nothing is deleted: files that
+    /// cannot be accounted for are listed in the report. A `root` that is not a lake (see
+    /// [`exists`](Self::exists)) is refused with [`Error::Lake`], and nothing is created there.
     pub fn repair(root: impl Into<PathBuf>) -> Result<RepairReport> {
         Lake::repair_with(root, LakeOptions::default())
     }
@@ -122,12 +167,17 @@ impl Lake {
     /// [`repair`](Self::repair) with `options` (the writer lock waits up to their
     /// [`lock_timeout`](LakeOptions::lock_timeout)).
     pub fn repair_with(root: impl Into<PathBuf>, options: LakeOptions) -> Result<RepairReport> {
-        repair(&Lake::connect(root.into(), options)?)
+        let root = root.into();
+        if !Lake::exists(&root)? {
+            return Err(not_a_lake(root));
+        }
+        repair(&Lake::connect(root, options, true)?)
     }
 
     /// Connects to the store of the lake at `root` (an object store, or a folder whose
-    /// `_dexlake/` is created if missing) without reading the manifest.
-    fn connect(root: PathBuf, options: LakeOptions) -> Result<Lake> {
+    /// `_dexlake/` is created if missing when `create`; otherwise the folder must exist) without
+    /// reading the manifest.
+    fn connect(root: PathBuf, options: LakeOptions, create: bool) -> Result<Lake> {
         if let Some(object_root) = ObjectRoot::parse(&root.to_string_lossy())? {
             let store = ObjectStoreLake::from_env(object_root)?;
             return Ok(Lake {
@@ -138,8 +188,10 @@ impl Lake {
                 ids: Arc::default(),
             });
         }
-        let meta = root.join(META_DIR);
-        std::fs::create_dir_all(&meta).map_err(|e| Error::io("creating folder", &meta, e))?;
+        if create {
+            let meta = root.join(META_DIR);
+            std::fs::create_dir_all(&meta).map_err(|e| Error::io("creating folder", &meta, e))?;
+        }
         let root = root
             .canonicalize()
             .map_err(|e| Error::io("resolving", &root, e))?;
@@ -298,6 +350,17 @@ impl Lake {
         WriterLock::try_take(self.store.as_ref())
     }
 
+    /// The writer lock for a reader that cleans up on its way (`open`, `verify`): taken only
+    /// when an interrupted commit left something to clean up ([`log::needs_recovery`]), the
+    /// lock is free right now and this process may write the lake. Otherwise `None`, and
+    /// nothing is created: the reader reads the committed log as it is.
+    pub(crate) fn lock_for_cleanup(&self) -> Result<Option<WriterLock>> {
+        if !log::needs_recovery(self.store.as_ref())? {
+            return Ok(None);
+        }
+        WriterLock::try_take_if_writable(self.store.as_ref())
+    }
+
     /// Takes the writer lock, waiting up to [`LakeOptions::lock_timeout`].
     pub(crate) fn lock(&self) -> Result<WriterLock> {
         self.lock_within(self.options.lock_timeout)
@@ -354,8 +417,9 @@ impl Lake {
             .sum())
     }
 
-    /// Checks the lake against its manifest without blocking writers: when the writer lock is
-    /// free it is taken only to clean up after an interrupted commit, then released; the checks
+    /// Checks the lake against its manifest without blocking writers and without writing to a
+    /// sound lake: the writer lock is taken only to clean up after an interrupted commit, when
+    /// one left something, the lock is free and the lake is writable, then released; the checks
     /// read the committed manifest of the moment, and files of a commit in progress (named by its
     /// journal) are not reported. A commit landing during the check makes it start again (a few
     /// times at most), so the report describes one manifest version.
@@ -387,5 +451,13 @@ impl Lake {
     /// ends with one file per that many rows.
     pub fn compact_partitions(&self, partitions: &BTreeSet<Partition>) -> Result<CompactReport> {
         compact::compact_partitions(self, partitions)
+    }
+}
+
+/// The refusal of a root that is not a lake, by a command that never creates one.
+fn not_a_lake(root: PathBuf) -> Error {
+    Error::Lake {
+        path: root,
+        message: "not a dexlake lake (no `_dexlake/` folder and no data files); `dexlake sync`, or a program writing through `Lake::open`, creates one".to_owned(),
     }
 }

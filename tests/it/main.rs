@@ -11,6 +11,8 @@ mod client;
 mod common;
 mod lake;
 mod lake_files;
+mod lake_log;
+mod lake_read_only;
 mod query;
 #[cfg(feature = "report")]
 mod report;

@@ -12,7 +12,7 @@ use dexlake::lake::{
 };
 
 use crate::Global;
-use crate::output::existing_lake;
+use crate::output::{ensure_lake, existing_lake};
 
 /// Arguments of `dexlake schema`.
 #[derive(Args, Debug)]
@@ -106,11 +106,7 @@ pub fn schema(_global: &Global, args: SchemaArgs) -> anyhow::Result<ExitCode> {
 
 pub fn verify(global: &Global, args: VerifyArgs) -> anyhow::Result<ExitCode> {
     if args.repair {
-        anyhow::ensure!(
-            Lake::exists(&global.lake)?,
-            "no lake at {} (set --lake or DEXLAKE_LAKE)",
-            global.lake.display()
-        );
+        ensure_lake(global)?;
         let report = Lake::repair_with(&global.lake, options(args.lock_timeout))
             .with_context(|| format!("repairing the lake {}", global.lake.display()))?;
         if report.rebuilt {

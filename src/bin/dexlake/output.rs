@@ -59,15 +59,22 @@ impl Output {
     }
 }
 
-/// Opens the lake of `--lake`, refusing a folder that does not exist (reading commands never
-/// create a lake).
+/// Opens the lake of `--lake` for reading: creates nothing and takes no lock, so a read-only
+/// lake reads, and refuses a folder that is not a lake (reading commands never create one).
 pub fn existing_lake(global: &Global) -> anyhow::Result<Lake> {
+    ensure_lake(global)?;
+    Lake::open_existing(&global.lake)
+        .with_context(|| format!("opening the lake {}", global.lake.display()))
+}
+
+/// Refuses a `--lake` that is not a lake, for the commands that never create one.
+pub fn ensure_lake(global: &Global) -> anyhow::Result<()> {
     anyhow::ensure!(
         Lake::exists(&global.lake)?,
-        "no lake at {} (set --lake or DEXLAKE_LAKE)",
+        "not a dexlake lake: {}; run `dexlake sync` to create one, or set --lake or DEXLAKE_LAKE to a lake",
         global.lake.display()
     );
-    Lake::open(&global.lake).with_context(|| format!("opening the lake {}", global.lake.display()))
+    Ok(())
 }
 
 /// A column flattened for output: its name (`parent.child` for struct fields), the JSON path,

@@ -7,10 +7,10 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use dexlake::analytics::screener::{self, ProfileSnapshot};
 use dexlake::api::profile_query::SearchRequest;
-use dexlake::lake::Lake;
 use serde_json::Value;
 
 use crate::Global;
+use crate::output::existing_lake;
 
 /// How `dexlake search` prints its answer.
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,7 +56,7 @@ pub fn run(global: &Global, args: SearchArgs) -> anyhow::Result<ExitCode> {
             format!("--snapshot {time:?}: expected `latest` or an RFC 3339 time")
         })?),
     };
-    let lake = Lake::open(&global.lake)?;
+    let lake = existing_lake(global)?;
     let page = screener::search(&lake, &request, snapshot)?;
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&page)?),

@@ -21,6 +21,10 @@ pub const MIN_TAIL_ENTRIES: u64 = 100;
 /// A checkpoint is always written once this many entries follow the last one.
 pub const MAX_TAIL_ENTRIES: u64 = 2_000;
 
+/// How many times a reader starts again from the newest checkpoint when checkpoints written
+/// while it reads keep moving the log's base.
+const READ_ATTEMPTS: usize = 10;
+
 /// The [`Commit::operation`] of a compaction.
 pub const COMPACT: &str = "compact";
 
@@ -163,8 +167,44 @@ pub fn read_entry(store: &dyn Store, version: u64) -> Result<Option<(Commit, u64
     if store.head(&path)?.is_none() {
         return Ok(None);
     }
-    let bytes = store.get(&path)?;
-    let commit: Commit = serde_json::from_slice(&bytes).map_err(decode_err(
+    parse_entry(store, version, &store.get(&path)?).map(Some)
+}
+
+/// The versions of the log entries after `version`, in order, from one listing of the log
+/// folder (on an object store, one that starts after that version's entry).
+fn entries_after(store: &dyn Store, version: u64) -> Result<Vec<u64>> {
+    let mut versions: Vec<u64> = store
+        .list_after(LOG_DIR, &entry_path(version))?
+        .iter()
+        .filter_map(|p| version_of(p).filter(|v| entry_path(*v) == *p))
+        .collect();
+    versions.sort_unstable();
+    Ok(versions)
+}
+
+/// The refusal of a log whose entry `missing` is gone while later entries exist: reading on
+/// would stop before it, and the next commit would take its version and have the entries after
+/// it applied on top. Names the newest entry too (one more listing, on this error path only).
+fn missing_entry(store: &dyn Store, missing: u64) -> Error {
+    let newest = entries_after(store, missing)
+        .ok()
+        .and_then(|listed| listed.last().copied());
+    let later = match newest {
+        Some(newest) => format!("entries up to {newest} exist"),
+        None => "later entries exist".to_owned(),
+    };
+    Error::Lake {
+        path: store.location(&entry_path(missing)),
+        message: format!(
+            "log entry {missing} is missing while {later}, so no version from {missing} on can be read; run `dexlake verify --repair` to rebuild the manifest from the files"
+        ),
+    }
+}
+
+/// Parses the log entry of `version` from its bytes; returns it with its size.
+fn parse_entry(store: &dyn Store, version: u64, bytes: &[u8]) -> Result<(Commit, u64)> {
+    let path = entry_path(version);
+    let commit: Commit = serde_json::from_slice(bytes).map_err(decode_err(
         store,
         &path,
         &format!("log entry {version}"),
@@ -179,7 +219,7 @@ pub fn read_entry(store: &dyn Store, version: u64) -> Result<Option<(Commit, u64
         });
     }
     check_files(store, &path, commit.add.keys())?;
-    Ok(Some((commit, bytes.len() as u64)))
+    Ok((commit, bytes.len() as u64))
 }
 
 impl ManifestView {
@@ -187,11 +227,21 @@ impl ManifestView {
     /// `files`, only the state is read.
     ///
     /// Refused with [`Error::Lake`], pointing at `dexlake verify --repair`: no manifest while
-    /// data folders hold files, and any part that does not parse.
+    /// data folders hold files, any part that does not parse, and an entry missing after the
+    /// checkpoint while later ones exist. The entries are found with one listing of the log.
     pub fn read(store: &dyn Store, files: bool) -> Result<ManifestView> {
-        let mut snap = ManifestView::read_base(store, files)?;
-        snap.catch_up(store)?;
-        Ok(snap)
+        for _ in 0..READ_ATTEMPTS {
+            let mut snap = ManifestView::read_base(store, files)?;
+            if snap.apply_listed(store)? {
+                return Ok(snap);
+            }
+        }
+        Err(Error::Lake {
+            path: store.location(LOG_DIR),
+            message: format!(
+                "the log moved past {READ_ATTEMPTS} checkpoints while it was being read; try again"
+            ),
+        })
     }
 
     fn read_base(store: &dyn Store, files: bool) -> Result<ManifestView> {
@@ -248,7 +298,13 @@ impl ManifestView {
     }
 
     /// Brings the snapshot to the newest committed version: applies the entries after it, or
-    /// reads the manifest again when a checkpoint's clean-up removed the entries it needs.
+    /// reads the manifest again when it is behind the newest checkpoint (whose clean-up may have
+    /// removed the entries it needs, or a repair's new base).
+    ///
+    /// A snapshot asks for its next entry by name, as cheap as the log gets; when that entry is
+    /// missing but the one after it exists, an entry was lost, and the log is refused as
+    /// [`read`](Self::read) refuses it. (A longer run of lost entries right after a snapshot is
+    /// found by the next fresh read or commit, which list the log.)
     pub fn catch_up(&mut self, store: &dyn Store) -> Result<()> {
         loop {
             let next = self.manifest.version + 1;
@@ -259,21 +315,57 @@ impl ManifestView {
                     self.tail_bytes += bytes;
                 }
                 None => {
-                    // Entries older than the previous checkpoint are deleted, and a repair
-                    // starts a new base: a reader that far behind starts over.
-                    // A lost pointer means a lost manifest: read again, to fail as a fresh
-                    // reader would.
-                    let stale = match last_checkpoint(store)? {
-                        Some(last) => last.version > self.manifest.version,
-                        None => matches!(self.base, Base::Checkpoint(_)),
-                    };
-                    if stale {
+                    if self.behind_checkpoint(store)? {
                         *self = ManifestView::read(store, self.has_files)?;
+                    } else if store.head(&entry_path(next + 1))?.is_some() {
+                        return Err(missing_entry(store, next));
                     }
                     return Ok(());
                 }
             }
         }
+    }
+
+    /// Applies the entries listed after the snapshot's version (one listing of the log), in
+    /// order. `false` when the snapshot is behind the newest checkpoint and must start from it
+    /// instead; an entry missing while later ones exist is refused.
+    fn apply_listed(&mut self, store: &dyn Store) -> Result<bool> {
+        for version in entries_after(store, self.manifest.version)? {
+            let next = self.manifest.version + 1;
+            if version != next {
+                // Entries before `version` are gone: deleted by the clean-up of a checkpoint
+                // newer than this snapshot, or lost.
+                if self.behind_checkpoint(store)? {
+                    return Ok(false);
+                }
+                return Err(missing_entry(store, next));
+            }
+            let read = store
+                .get(&entry_path(version))
+                .and_then(|bytes| parse_entry(store, version, &bytes));
+            match read {
+                Ok((commit, bytes)) => {
+                    self.apply(&commit);
+                    self.tail_entries += 1;
+                    self.tail_bytes += bytes;
+                }
+                // Listed, then removed by a newer checkpoint's clean-up.
+                Err(_) if self.behind_checkpoint(store)? => return Ok(false),
+                Err(e) => return Err(e),
+            }
+        }
+        // A repair's new base has no entry of its own, so a snapshot that only followed the
+        // entries starts from it.
+        Ok(!self.behind_checkpoint(store)?)
+    }
+
+    /// Whether the newest checkpoint is newer than the snapshot. A lost pointer under a
+    /// snapshot read from a checkpoint counts too: reading again fails as a fresh reader would.
+    fn behind_checkpoint(&self, store: &dyn Store) -> Result<bool> {
+        Ok(match last_checkpoint(store)? {
+            Some(last) => last.version > self.manifest.version,
+            None => matches!(self.base, Base::Checkpoint(_)),
+        })
     }
 
     /// Applies one commit to the snapshot.
@@ -308,6 +400,19 @@ impl ManifestView {
         if self.base == Base::Legacy {
             // The single manifest becomes the first checkpoint before the log grows on it.
             self.checkpoint(store)?;
+        }
+        // Nothing may follow this version: an entry after it means another writer took it
+        // first, or, when it is later, that this version's entry was lost, and committing would
+        // take its version and have the entries after it applied on top.
+        match entries_after(store, self.manifest.version)?.first() {
+            Some(&taken) if taken == commit.version => {
+                return Err(Error::CommitConflict {
+                    path: store.location(LOG_DIR),
+                    version: commit.version,
+                });
+            }
+            Some(_) => return Err(missing_entry(store, commit.version)),
+            None => {}
         }
         let bytes = serde_json::to_vec(&commit)
             .expect("a commit of strings, numbers and JSON values always serialises");
@@ -427,9 +532,12 @@ pub fn start_over(store: &dyn Store, manifest: &Manifest) -> Result<()> {
     Ok(())
 }
 
-/// The sync state of the newest readable version before damage: the newest checkpoint whose
-/// state parses (the newest, else the previous one), then the entries after it that parse, in
-/// order, up to the first that does not. Claims no more than the data files hold.
+/// The sync state of the newest readable version: the newest checkpoint whose state parses
+/// (the newest, else the previous one), then every entry after it that can be read, in order.
+/// An entry that is missing or does not parse is skipped: the keys only it set keep the value
+/// they had before it, which claims less than the data files hold (a sync fetches the
+/// difference again), and the entries after it set theirs, whose files are on disk. So the
+/// state never claims more than the data files hold.
 pub fn salvage_state(store: &dyn Store) -> Option<(u64, BTreeMap<String, serde_json::Value>)> {
     let mut candidates = Vec::new();
     if let Ok(Some(last)) = last_checkpoint(store) {
@@ -459,9 +567,11 @@ pub fn salvage_state(store: &dyn Store) -> Option<(u64, BTreeMap<String, serde_j
             (m.version, m.state)
         }
     };
-    while let Ok(Some((commit, _))) = read_entry(store, version + 1) {
-        state.extend(commit.state);
-        version += 1;
+    for listed in entries_after(store, version).unwrap_or_default() {
+        if let Ok(Some((commit, _))) = read_entry(store, listed) {
+            state.extend(commit.state);
+            version = listed;
+        }
     }
     Some((version, state))
 }

@@ -98,6 +98,25 @@ fn delete_if_present(store: &dyn Store, path: &str, into: &mut Vec<String>) -> R
     Ok(())
 }
 
+/// Whether an interrupted commit left something for [`recover`] to clean up: a journal, or a
+/// half-written journal or checkpoint pointer. A few `head`s, so that readers ask for the
+/// writer lock (and create its file) only when there is something to do.
+pub fn needs_recovery(store: &dyn Store) -> Result<bool> {
+    if !store.has_writer_lock() {
+        return Ok(false);
+    }
+    for path in [
+        JOURNAL_PATH.to_owned(),
+        temp_name(JOURNAL_PATH),
+        temp_name(LAST_CHECKPOINT_PATH),
+    ] {
+        if store.head(&path)?.is_some() {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 /// Cleans up after an interrupted commit. Must run under the writer lock.
 ///
 /// A journal that names anything but data files of the lake's layout (a `..`, an absolute

@@ -20,14 +20,24 @@
 //!
 //! - **A commit** writes one small log entry, `log/<version>.json`, atomically and only if no entry
 //!   of that version exists ([`Store::put_new`](crate::lake::Store::put_new)): the commit point.
+//!   Before it, the writer lists the entries after its base version, which must be none.
 //!   Its size depends on what the commit changes, never on the size of the lake. Writers take the
 //!   lake's lock, so the entry is normally free; when it is not (a writer that ignored the lock),
 //!   the commit fails with [`Error::CommitConflict`](crate::Error::CommitConflict) instead of
 //!   replacing the other's.
-//! - **Reading** starts from the newest checkpoint and applies the entries after it in version
-//!   order, stopping at the first version that has no entry. A reader that already holds a
-//!   version (every [`Lake`](crate::lake::Lake) handle keeps the last one it read, shared by its
-//!   clones) only asks whether the next entry exists, and applies it if so.
+//! - **Reading** starts from the newest checkpoint, lists the log entries after it (one listing;
+//!   on an object store, one that starts after the checkpoint's version) and applies them in
+//!   version order. A reader that already holds a version (every [`Lake`](crate::lake::Lake)
+//!   handle keeps the last one it read, shared by its clones) only asks whether the next entry
+//!   exists, and applies it if so. Reading takes no lock and writes nothing: the log only grows
+//!   and an entry appears whole, so a reader sees the version of the newest entry it reached.
+//! - **A lost entry** (deleted by hand, lost by a copy) while later ones exist is refused,
+//!   naming the missing version and pointing at `dexlake verify --repair`: by every fresh read
+//!   and every commit, which list the log, and by a handle whose next entry is missing while
+//!   the one after it exists. Reading on would stop before it, and the next commit would take
+//!   its version and have the entries after it applied on top. An entry the newest checkpoint
+//!   covers may be missing: readers start from the checkpoint. A missing newest entry cannot
+//!   be told from one never written; `verify` then reports its files as untracked.
 //! - **The state alone** (cursors, covered ranges) is read from the checkpoint's small
 //!   `.state.json` and the entries after it, without the file list, so a job reading its
 //!   sync state in a fresh process pays for the state and at most [`MAX_TAIL_ENTRIES`]
@@ -58,9 +68,9 @@
 //! added. Either way no file outside the manifest remains. A journal naming anything but data files
 //! of the layout is refused before anything is deleted.
 //!
-//! A manifest that is missing while data folders hold files, or any part of it that does not
-//! parse, is refused on load; [`Lake::repair`](crate::lake::Lake::repair) (`dexlake verify
-//! --repair`) rebuilds it from the files on disk (see `ops/repair.rs`).
+//! A manifest that is missing while data folders hold files, any part of it that does not
+//! parse, and a log with a lost entry are refused on load; [`Lake::repair`](crate::lake::Lake::repair)
+//! (`dexlake verify --repair`) rebuilds it from the files on disk (see `ops/repair.rs`).
 //!
 //! [`Lake::scan`](crate::lake::Lake::scan) reads only committed files. Readers that glob the
 //! folders (DuckDB, polars, pyarrow) see a commit's new files from step 2 on, a moment before the
@@ -80,5 +90,5 @@ pub use commit_log::{
     COMPACT, Commit, MIN_TAIL_ENTRIES, ManifestView, last_checkpoint, newest_named_version,
     read_entry, salvage_state, start_over,
 };
-pub use journal::{Journal, Recovery, clear_journal, read_journal, recover};
-pub use manifest::{FileEntry, MANIFEST_FORMAT_VERSION, Manifest};
+pub use journal::{Journal, Recovery, clear_journal, needs_recovery, read_journal, recover};
+pub use manifest::{FileEntry, MANIFEST_FORMAT_VERSION, Manifest, datasets_with_files};

@@ -1,7 +1,7 @@
 //! Operations on a whole lake: [`verify()`] (integrity checks beside a running writer; with
 //! `pages.rs`, the deep check that decodes every page),
 //! [`compact`](mod@compact) (merging small files in bounded memory) and [`repair()`] (a new manifest from the
-//! data files when it is missing or damaged), with their reports.
+//! data files when it is missing, damaged or lost a log entry), with their reports.
 //!
 //! Imports: the writer (compaction commits its files as a commit does), the readers, the log,
 //! the storage, the layout and the schemas. Nothing in the lake imports the operations but the

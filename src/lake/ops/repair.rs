@@ -1,16 +1,25 @@
 //! `verify --repair`: a new manifest from the data files on disk, for a lake whose manifest is
-//! missing or damaged.
+//! missing or damaged, or whose log lost an entry.
 //!
 //! Each file under a dataset folder is adopted when its path is a data file path of the layout
 //! and the file is readable Parquet whose key-value metadata names the dataset of its folder;
 //! its rows, size and time range are read from the file. Everything else is left out and
 //! reported, never deleted. The sync state (cursors, covered ranges) is the newest one still
-//! readable: the newest checkpoint whose state parses (else the one before it), then the log
-//! entries after it up to the first damaged one (see [`log::salvage_state`]). Every commit it
-//! includes had its files written first, so it claims no more than the files hold, and a sync
+//! readable: the newest checkpoint whose state parses (else the one before it), then every log
+//! entry after it that can be read, in order, skipping those that are missing or damaged (see
+//! [`log::salvage_state`]). Every commit it includes had its files written first, so it claims
+//! no more than the files hold; a key only a skipped entry set keeps its older value, and a sync
 //! re-fetches the difference (de-duplicated by natural key). Without it the state is empty and
 //! the next sync fetches everything again, adding nothing twice. The rebuilt manifest is a new
-//! checkpoint, numbered after every version the log names.
+//! checkpoint, numbered after every version the log names, so the log is continuous again from
+//! it and no later commit can reuse a version an old entry holds.
+//!
+//! A lost log entry is repaired the same way rather than by folding the surviving entries onto
+//! the checkpoint: the lost entry's added files are on disk but named by no surviving entry, and
+//! the files it removed (by compaction) are gone from disk but still named by the checkpoint or
+//! an earlier entry, so only the files on disk give the committed file list. What cannot be
+//! recovered: the state values only the lost entry set, and, as in every repair, the files' id
+//! ranges (writes then read those files' ids instead of skipping them by range).
 
 use std::collections::{BTreeMap, BTreeSet};
 

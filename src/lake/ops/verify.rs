@@ -221,10 +221,11 @@ fn check_file(
 const VERIFY_ATTEMPTS: usize = 5;
 
 /// Runs the checks of [`Lake::verify`]. The writer lock is held only for the cleanup after an
-/// interrupted commit, and only when it is free: a verify never waits for a writer, nor makes
-/// one wait longer than that cleanup.
+/// interrupted commit, and only when there is one to clean up, the lock is free and the lake is
+/// writable: a verify never waits for a writer, nor makes one wait longer than that cleanup,
+/// and checks a read-only lake without writing to it.
 pub fn verify(lake: &Lake) -> Result<VerifyReport> {
-    let recovery = match lake.try_lock()? {
+    let recovery = match lake.lock_for_cleanup()? {
         Some(lock) => {
             let recovery = log::recover(lake.store())?;
             drop(lock);

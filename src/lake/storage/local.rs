@@ -162,6 +162,45 @@ impl Store for LocalStore {
         Ok(out)
     }
 
+    fn list_after(&self, prefix: &str, after: &str) -> Result<Vec<String>> {
+        // `after` names a file of the folder `prefix` (a log entry): the folder's names are
+        // compared as they are, and paths are built only for the files after it.
+        let Some(name_after) = after
+            .strip_prefix(prefix)
+            .and_then(|rest| rest.strip_prefix('/'))
+            .filter(|rest| !rest.contains('/'))
+        else {
+            let mut files = self.list(prefix)?;
+            files.retain(|p| p.as_str() > after);
+            return Ok(files);
+        };
+        let dir = self.checked(prefix)?;
+        let entries = match fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io("listing", &dir, e)),
+        };
+        let mut out = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| Error::io("listing", &dir, e))?;
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            let kind = entry
+                .file_type()
+                .map_err(|e| Error::io("inspecting", entry.path(), e))?;
+            if kind.is_dir() {
+                // Rare in the folders listed this way; its files are compared whole.
+                let mut files = self.list(&format!("{prefix}/{name}"))?;
+                files.retain(|p| p.as_str() > after);
+                out.extend(files);
+            } else if *name > *name_after {
+                out.push(format!("{prefix}/{name}"));
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+
     fn rename(&self, from: &str, to: &str) -> Result<()> {
         let (a, b) = (self.checked(from)?, self.checked(to)?);
         fs::rename(&a, &b).map_err(|e| Error::io("renaming", &a, e))?;
@@ -263,6 +302,48 @@ mod tests {
         ] {
             check_path(good).expect(good);
         }
+    }
+
+    #[test]
+    fn list_after_lists_only_the_files_after_a_name() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = LocalStore::new(dir.path());
+        for v in [1, 2, 3, 10] {
+            store
+                .put(&format!("_dexlake/log/{v:020}.json"), b"{}")
+                .expect("put");
+        }
+        store
+            .put("_dexlake/log/sub/00000000000000000009.json", b"{}")
+            .expect("put in a subfolder");
+        let after = |v: u64| {
+            store
+                .list_after("_dexlake/log", &format!("_dexlake/log/{v:020}.json"))
+                .expect("list_after")
+        };
+        let all = store.list("_dexlake/log").expect("list");
+        for v in [0, 2, 3, 10] {
+            let want: Vec<String> = all
+                .iter()
+                .filter(|p| p.as_str() > format!("_dexlake/log/{v:020}.json").as_str())
+                .cloned()
+                .collect();
+            assert_eq!(after(v), want, "after {v}");
+        }
+        assert_eq!(
+            after(2),
+            vec![
+                "_dexlake/log/00000000000000000003.json".to_owned(),
+                "_dexlake/log/00000000000000000010.json".to_owned(),
+                "_dexlake/log/sub/00000000000000000009.json".to_owned(),
+            ]
+        );
+        assert!(
+            store
+                .list_after("_dexlake/checkpoint", "_dexlake/checkpoint/x")
+                .expect("a missing folder")
+                .is_empty()
+        );
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! [`WriterLock`]: the one writer of a lake in a folder, a file lock on `_dexlake/lock`. A
 //! store without a lock file (an object store) always grants it: there, commits serialise on
-//! the log.
+//! the log. Readers never need it: they read the log, which only grows.
 
 use std::fs::{File, OpenOptions, TryLockError};
+use std::io::ErrorKind;
 use std::time::{Duration, Instant};
 
 use super::Store;
@@ -20,14 +21,43 @@ impl WriterLock {
     /// Takes the writer lock of `store` if it is free right now. A store without a lock file
     /// (an object store) always grants it: there, commits serialise on the log.
     pub(crate) fn try_take(store: &dyn Store) -> Result<Option<WriterLock>> {
+        WriterLock::try_take_or(store, false)
+    }
+
+    /// [`try_take`](Self::try_take) for a reader that may clean up on its way but never has to:
+    /// a lake this process may not write (a read-only mount, a folder of another user) answers
+    /// `None`, as a held lock does, instead of an error.
+    pub(crate) fn try_take_if_writable(store: &dyn Store) -> Result<Option<WriterLock>> {
+        WriterLock::try_take_or(store, true)
+    }
+
+    fn try_take_or(store: &dyn Store, none_if_read_only: bool) -> Result<Option<WriterLock>> {
         if !store.has_writer_lock() {
             return Ok(Some(WriterLock { _file: None }));
         }
-        let f = open_lock_file(store)?;
+        let path = store.location(LOCK_PATH);
+        let opened = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path);
+        let f = match opened {
+            Ok(f) => f,
+            Err(e)
+                if none_if_read_only
+                    && matches!(
+                        e.kind(),
+                        ErrorKind::PermissionDenied | ErrorKind::ReadOnlyFilesystem
+                    ) =>
+            {
+                return Ok(None);
+            }
+            Err(e) => return Err(Error::io("opening the lock file", path, e)),
+        };
         match f.try_lock() {
             Ok(()) => Ok(Some(WriterLock { _file: Some(f) })),
             Err(TryLockError::WouldBlock) => Ok(None),
-            Err(TryLockError::Error(e)) => Err(Error::io("locking", store.location(LOCK_PATH), e)),
+            Err(TryLockError::Error(e)) => Err(Error::io("locking", path, e)),
         }
     }
 
@@ -47,14 +77,4 @@ impl WriterLock {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
-}
-
-fn open_lock_file(store: &dyn Store) -> Result<File> {
-    let path = store.location(LOCK_PATH);
-    OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|e| Error::io("opening the lock file", path, e))
 }

@@ -69,6 +69,14 @@ pub trait Store: Debug + Send + Sync {
         }
         Ok(out)
     }
+    /// Every file under `prefix` whose path sorts after `after`, as relative paths, sorted. An
+    /// object store starts its listing there (S3's `start-after`), so the request returns only
+    /// those files however many sort before; a folder reads its entries and filters them.
+    fn list_after(&self, prefix: &str, after: &str) -> Result<Vec<String>> {
+        let mut files = self.list(prefix)?;
+        files.retain(|p| p.as_str() > after);
+        Ok(files)
+    }
     /// Renames `from` to `to` atomically, replacing `to`.
     fn rename(&self, from: &str, to: &str) -> Result<()>;
     /// Deletes a file; deleting a missing file is not an error.

@@ -249,8 +249,14 @@ impl ObjectStoreLake {
         }
     }
 
-    /// Every object under `prefix` with its size, from one listing (its list requests).
-    fn listing(&self, prefix: &str) -> Result<BTreeMap<String, u64>> {
+    /// Every object under `prefix` (all of the root's when empty) with its size, from one
+    /// listing (its list requests), by lake path; with `offset`, only the keys after it, which
+    /// the server skips itself (`start-after`).
+    fn listing(
+        &self,
+        prefix: &str,
+        offset: Option<ObjectPath>,
+    ) -> Result<BTreeMap<String, u64>> {
         if !prefix.is_empty() {
             check_path(prefix)?;
         }
@@ -262,10 +268,11 @@ impl ObjectStoreLake {
         };
         let store = Arc::clone(&self.store);
         let metas = block_on(async move {
-            store
-                .list(full.as_ref())
-                .try_collect::<Vec<object_store::ObjectMeta>>()
-                .await
+            let listing = match &offset {
+                Some(offset) => store.list_with_offset(full.as_ref(), offset),
+                None => store.list(full.as_ref()),
+            };
+            listing.try_collect::<Vec<object_store::ObjectMeta>>().await
         })?
         .map_err(|e| {
             self.err(
@@ -399,11 +406,19 @@ impl Store for ObjectStoreLake {
     }
 
     fn list(&self, prefix: &str) -> Result<Vec<String>> {
-        Ok(self.listing(prefix)?.into_keys().collect())
+        Ok(self.listing(prefix, None)?.into_keys().collect())
     }
 
     fn sizes(&self, prefix: &str) -> Result<BTreeMap<String, u64>> {
-        self.listing(prefix)
+        self.listing(prefix, None)
+    }
+
+    fn list_after(&self, prefix: &str, after: &str) -> Result<Vec<String>> {
+        check_path(after)?;
+        Ok(self
+            .listing(prefix, Some(self.key_unchecked(after)))?
+            .into_keys()
+            .collect())
     }
 
     fn rename(&self, from: &str, to: &str) -> Result<()> {
