@@ -252,11 +252,7 @@ impl ObjectStoreLake {
     /// Every object under `prefix` (all of the root's when empty) with its size, from one
     /// listing (its list requests), by lake path; with `offset`, only the keys after it, which
     /// the server skips itself (`start-after`).
-    fn listing(
-        &self,
-        prefix: &str,
-        offset: Option<ObjectPath>,
-    ) -> Result<BTreeMap<String, u64>> {
+    fn listing(&self, prefix: &str, offset: Option<ObjectPath>) -> Result<BTreeMap<String, u64>> {
         if !prefix.is_empty() {
             check_path(prefix)?;
         }
