@@ -487,6 +487,19 @@ fn cli_refuses_numbers_and_addresses_that_cannot_be_used() {
         ]),
         "invalid window",
     ));
+    cases.push((
+        strings(&[
+            "pnl",
+            "--lake",
+            lake,
+            "--wallet",
+            &wallet,
+            "--performance",
+            "--period",
+            "110000000d",
+        ]),
+        "invalid period",
+    ));
     for (args, needle) in cases {
         let out = Command::new(env!("CARGO_BIN_EXE_dexlake"))
             .args(&args)

@@ -4,7 +4,7 @@
 //! the same bits whatever the thread count and whatever order the rows were read in.
 
 use super::grid::{FIRST_INSTANT, Grid, LAST_INSTANT};
-use super::{Edge, EventRule, Fill};
+use super::{Edge, EventRule, Fill, MAX_FILLED_BARS};
 use crate::analytics::events::Events;
 use crate::{Error, Result};
 
@@ -365,6 +365,8 @@ pub(crate) fn time_bars<B: BarOut + ?Sized>(
 ) -> Result<()> {
     // The current bucket: its start, its end, and its bar so far.
     let mut current: Option<(i64, i64, PartialBar)> = None;
+    // Filled bars emitted so far, bounded by `MAX_FILLED_BARS`.
+    let mut filled = 0u64;
     let flush = |out: &mut B, start: i64, end: i64, mut acc: PartialBar| {
         acc.incomplete |= spec.incomplete(end);
         out.bar(spec.label(start, end), &acc);
@@ -400,6 +402,10 @@ pub(crate) fn time_bars<B: BarOut + ?Sized>(
                         };
                         let mut s = end;
                         while s < b {
+                            filled += 1;
+                            if filled > MAX_FILLED_BARS {
+                                return Err(too_many_filled_bars());
+                            }
                             let n = spec.grid.next(s).ok_or_else(|| spec.grid.out_of_range(s))?;
                             out.empty(spec.label(s, n), price);
                             s = n;
@@ -414,6 +420,17 @@ pub(crate) fn time_bars<B: BarOut + ?Sized>(
         flush(out, start, end, acc);
     }
     Ok(())
+}
+
+/// The refusal of a fill past [`MAX_FILLED_BARS`].
+fn too_many_filled_bars() -> Error {
+    Error::InvalidArgument {
+        argument: "fill".into(),
+        reason: format!(
+            "filling the empty buckets of one token would emit more than {MAX_FILLED_BARS} \
+             bars; give a wider interval, a shorter range or the skip fill"
+        ),
+    }
 }
 
 /// Time bars of one token's events, into `out`.
@@ -530,5 +547,28 @@ mod tests {
         let mut slots = short.slots(&[1]);
         event_time_bars(&parts[0], &spec, &mut slots[0]).unwrap();
         assert!(!slots[0].exact());
+    }
+
+    /// A fill of more than `MAX_FILLED_BARS` bars is refused naming `fill` (while counting,
+    /// before any column is allocated); one bar fewer is built.
+    #[test]
+    fn a_fill_past_the_limit_is_refused_naming_fill() {
+        let gap = i64::try_from(MAX_FILLED_BARS).unwrap();
+        for fill in [Fill::Null, Fill::ForwardFill] {
+            let spec = BarOptions {
+                fill,
+                ..BarOptions::with_width(1)
+            }
+            .spec(i64::MAX)
+            .unwrap();
+            let mut n = CountBars::default();
+            event_time_bars(&events(&[0, gap + 1]), &spec, &mut n).unwrap();
+            assert_eq!(n.0 as u64, MAX_FILLED_BARS + 2);
+            let err = event_time_bars(&events(&[0, gap + 2]), &spec, &mut CountBars::default())
+                .unwrap_err()
+                .to_string();
+            assert!(err.starts_with("invalid fill:"), "{err}");
+            assert!(err.contains("10000000 bars"), "{err}");
+        }
     }
 }

@@ -29,7 +29,9 @@
 //! - Empty buckets between a token's first and last bar are skipped ([`Fill::Skip`], the
 //!   default), emitted with null prices ([`Fill::Null`]) or with every price equal to the
 //!   previous close ([`Fill::ForwardFill`]); filled bars have zero volumes, `count == 0` and a
-//!   null `vwap`.
+//!   null `vwap`. A token whose gaps would take more than [`MAX_FILLED_BARS`] filled bars is
+//!   refused (`--interval 1 --fill null` over events years apart would otherwise build
+//!   billions of rows).
 //! - `incomplete` flags a bar whose bucket reaches the end of the data: its last instant is at
 //!   or after [`BarOptions::data_end`] (by default the range's `to`, or the instant after the
 //!   latest event read, whichever is earlier).
@@ -71,6 +73,10 @@ use kernel::{BarOut, CountBars, PartialBar, TimeSpec};
 /// The widest time bar, seconds: 100,000 years of 365.2425 days, 36,524,250 days (a whole
 /// number of weeks). See the module documentation for why.
 pub const MAX_WIDTH_SECONDS: i64 = 36_524_250 * 86_400;
+
+/// The most filled bars one token's bars may hold (10 million, 116 days of 1-second bars);
+/// past it the bars are refused with [`Error::InvalidArgument`] naming `fill`.
+pub const MAX_FILLED_BARS: u64 = 10_000_000;
 
 /// Names of the bar columns, in order.
 pub const BAR_COLUMNS: [&str; 14] = [

@@ -162,7 +162,13 @@ pub fn pnl(global: &Global, args: PnlArgs) -> anyhow::Result<ExitCode> {
     };
     if args.performance {
         let equity = EquityConfig {
-            period_seconds: parse_window(&args.period)?,
+            period_seconds: parse_window(&args.period).map_err(|e| match e {
+                dexlake::Error::InvalidArgument { reason, .. } => dexlake::Error::InvalidArgument {
+                    argument: "period".into(),
+                    reason,
+                },
+                other => other,
+            })?,
             initial_capital: args.capital,
             ratios: RatioConfig {
                 periods_per_year: args.periods_per_year,
