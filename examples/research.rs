@@ -18,7 +18,8 @@ use serde_json::json;
 
 fn main() -> anyhow::Result<()> {
     let root = std::env::var("DEXLAKE_LAKE").unwrap_or_else(|_| "lake".to_owned());
-    let lake = Lake::open(&root)?;
+    // Reading only: no lock, nothing created (a missing lake is refused, naming it).
+    let lake = Lake::open_existing(&root)?;
 
     // 1. Price stats of every token as of the lake's last swap; the day's most traded token;
     //    its hourly bars over that day.

@@ -5,7 +5,7 @@
 //! use dexlake::prelude::*;
 //!
 //! # fn demo() -> dexlake::Result<()> {
-//! let lake = Lake::open("./lake")?;
+//! let lake = Lake::open_existing("./lake")?;
 //! let bars: DataFrame = lake.query().trades().bars(Bars::every(300))?;
 //! # let _ = bars; Ok(()) }
 //! ```

@@ -24,7 +24,7 @@
 //! use dexlake::prelude::*;
 //!
 //! # fn demo() -> dexlake::Result<()> {
-//! let lake = Lake::open("./lake")?;
+//! let lake = Lake::open_existing("./lake")?;
 //! // Hourly bars of one token's swaps, forward-filled.
 //! let bars = lake.query().token("So11111111111111111111111111111111111111112")
 //!     .bars(Bars::every(3_600).fill(Fill::ForwardFill))?;

@@ -428,7 +428,12 @@ fn admit(state: &State, op: Operation, headers: &HeaderMap) -> Result<(), Reject
     Ok(())
 }
 
+/// A request body: a JSON object of the operation's members. serde's derive would also read
+/// a JSON array member by member, which the interface does not allow, so that is refused first.
 fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, Reject> {
+    if body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+        return Err(Reject::bad("body: expected a JSON object, not an array"));
+    }
     serde_json::from_slice(body).map_err(|e| Reject::bad(format!("body: {e}")))
 }
 

@@ -203,26 +203,33 @@ fn verify_deep_finds_a_file_whose_data_pages_were_overwritten() {
         let target = &files[1].0;
         overwrite_pages(&root.join(target), "usd_amount_out");
 
-        // The default checks read the footers and the key columns only.
-        let out = dexlake(&root, &["verify"]);
+        // The quick checks read the footers and the key columns only.
+        let out = dexlake(&root, &["verify", "--quick"]);
         assert!(
             out.status.success(),
             "{}",
             String::from_utf8_lossy(&out.stdout)
         );
 
-        // The deep check decodes every page and names the file; its progress goes to stderr.
-        let out = dexlake(&root, &["verify", "--deep"]);
-        let text = String::from_utf8_lossy(&out.stdout);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "{text}");
-        assert!(
-            text.contains(&format!("damaged pages in committed file {target}")),
-            "{text}"
-        );
-        assert!(text.contains("1 problems"), "{text}");
-        assert!(err.contains("decoding pages"), "{err}");
-        assert_printable(&text);
+        // The default check decodes every page and names the file; with `--deep` asked for,
+        // its progress goes to stderr.
+        for args in [&["verify"][..], &["verify", "--deep"]] {
+            let out = dexlake(&root, args);
+            let text = String::from_utf8_lossy(&out.stdout);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(!out.status.success(), "{args:?}: {text}");
+            assert!(
+                text.contains(&format!("damaged pages in committed file {target}")),
+                "{args:?}: {text}"
+            );
+            assert!(text.contains("1 problems"), "{args:?}: {text}");
+            assert_eq!(
+                err.contains("decoding pages"),
+                args.len() == 2,
+                "{args:?}: {err}"
+            );
+            assert_printable(&text);
+        }
 
         // A reader of the column fails naming the file.
         let out = dexlake(&root, &["ohlcv", "--all-tokens", "--interval", "3600"]);

@@ -796,6 +796,29 @@ async fn the_clients_validate_refuses_what_the_simulator_refuses() {
     .await;
 }
 
+/// A body is a JSON object: the members of a valid request given as an array, in order (which
+/// serde's derive would read member by member), are refused on every operation.
+#[tokio::test]
+async fn a_body_that_is_an_array_is_refused_on_every_operation() {
+    bounded(async {
+        let sim = start(3).await;
+        let base = sim.base_url();
+        let cat = catalog(&sim);
+        for (path, body) in valid_bodies(&cat) {
+            let members: Vec<Value> = body
+                .as_object()
+                .expect("an object")
+                .values()
+                .cloned()
+                .collect();
+            let array = Value::Array(members).to_string();
+            let r = call_raw(base, path, Some(DEMO_KEY), &array).await;
+            assert_eq!(r.status, 400, "{path} {array}: {}", r.text);
+        }
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn bad_requests_get_400_with_the_interfaces_text() {
     bounded(async {

@@ -1,4 +1,4 @@
-//! `verify --deep`: every page of every committed file decoded.
+//! The deep check of `dexlake verify` (its default): every page of every committed file decoded.
 //!
 //! The checks of [`verify()`](super::verify()) read each file's footer and its key columns; a
 //! file whose other pages were damaged while its footer stayed intact passes them, and then

@@ -400,8 +400,9 @@ fn check(lake: &Lake, manifest: &Manifest) -> Result<VerifyReport> {
 pub struct VerifyOptions {
     /// Also decode every page of every committed file (every column of every row group) and
     /// count its rows against the manifest, in parallel over the files and in bounded memory
-    /// (`dexlake verify --deep`). The default checks read each file's footer and its key
-    /// columns only, so a file whose other pages were overwritten passes them.
+    /// (`dexlake verify`, the command's default; `--quick` skips it). Without it the checks
+    /// read each file's footer and its key columns only, so a file whose other pages were
+    /// overwritten passes them.
     pub deep: bool,
 }
 
