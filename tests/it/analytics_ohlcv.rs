@@ -1160,20 +1160,6 @@ fn cli_prints_bars_and_stats_and_fails_in_one_line() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("no swaps for token NOPE"));
 }
 
-/// Runs `dexlake args` expecting a refusal: a failure status, no panic, and `needle` in the
-/// one-line message.
-fn refused(args: &[&str], needle: &str) {
-    let out = dexlake(args);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success(),
-        "{args:?} exited 0: {}{err}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    assert!(!err.contains("panicked"), "{args:?}: {err}");
-    assert!(err.contains(needle), "{args:?}: {needle:?} not in {err}");
-}
-
 /// The `ohlcv` output of `args` on `lake` as CSV, which must succeed.
 fn ohlcv_csv(lake: &str, args: &[&str]) -> String {
     let mut all = vec!["ohlcv", "--lake", lake, "--token", "TOK", "--format", "csv"];
@@ -1217,7 +1203,7 @@ fn cli_refuses_time_arguments_that_do_not_fit_and_reduces_offsets() {
             "right",
         ],
     ] {
-        refused(&ohlcv(extra), "invalid interval");
+        crate::common::dexlake_cli_refused(&ohlcv(extra), "invalid interval");
     }
     // Only an offset's remainder modulo the width moves the grid: a huge one is that
     // remainder (10^13 s = 2_777_777_777 h + 2_800 s = 115_740_740 d + 64_000 s).
@@ -1272,14 +1258,14 @@ fn cli_refuses_empty_addresses_time_zones_of_event_bars_and_infinite_thresholds(
         (&["--token", "TOK", "--usd-volume", "NaN"], "finite"),
         (&["--token", "TOK", "--usd-volume=-inf"], "finite"),
     ] {
-        refused(&ohlcv(extra), needle);
+        crate::common::dexlake_cli_refused(&ohlcv(extra), needle);
     }
-    refused(
+    crate::common::dexlake_cli_refused(
         &["price-stats", "--lake", lake, "--tokens", "TOK,"],
         "--tokens",
     );
     // Nothing at or before --now: the message names --now and when the swaps start.
-    refused(
+    crate::common::dexlake_cli_refused(
         &[
             "price-stats",
             "--lake",
@@ -1291,7 +1277,7 @@ fn cli_refuses_empty_addresses_time_zones_of_event_bars_and_infinite_thresholds(
         ],
         "at or before --now 1969-12-31T00:00:00Z",
     );
-    refused(
+    crate::common::dexlake_cli_refused(
         &[
             "price-stats",
             "--lake",

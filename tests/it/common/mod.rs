@@ -84,6 +84,23 @@ pub fn number_texts(json: &str) -> Vec<&str> {
     out
 }
 
+/// Runs `dexlake args` expecting a refusal: a failure status, no panic, and `needle` in the
+/// message on stderr.
+pub fn dexlake_cli_refused(args: &[&str], needle: &str) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dexlake"))
+        .args(args)
+        .output()
+        .expect("the dexlake binary runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "{args:?} exited 0: {}{err}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(!err.contains("panicked"), "{args:?}: {err}");
+    assert!(err.contains(needle), "{args:?}: {needle:?} not in {err}");
+}
+
 /// Runs the `dexlake` binary with `args` and returns its standard output; fails the test,
 /// with the command's standard error, on a non-zero exit.
 pub fn dexlake_cli(args: &[&str]) -> String {
