@@ -237,6 +237,23 @@ fn verify_deep_finds_a_file_whose_data_pages_were_overwritten() {
         assert!(!out.status.success());
         assert!(err.contains(target.as_str()), "{err}");
 
+        // A reader through polars scans, whose errors name no file, names it too: the files'
+        // pages are decoded once the read has failed.
+        let trades = committed(&root, Dataset::Trades);
+        let damaged_trades = &trades[1].0;
+        let intact = std::fs::read(root.join(damaged_trades)).expect("read");
+        overwrite_pages(&root.join(damaged_trades), "usd_amount");
+        let out = dexlake(&root, &["pnl", "--top", "3"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{err}");
+        assert!(
+            err.contains(&format!("damaged pages in committed file {damaged_trades}")),
+            "{err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+        assert_printable(&err);
+        std::fs::write(root.join(damaged_trades), intact).expect("restore");
+
         // The library: the same problem, and the progress of every file.
         let lake = Lake::open(&root).expect("open");
         let seen = Mutex::new(Vec::new());

@@ -11,6 +11,7 @@ use std::path::Path;
 
 use rayon::prelude::*;
 
+use super::file::{PageFault, decode_pages_of};
 use crate::lake::{Dataset, FileEntry, Lake};
 use crate::{Error, Result};
 
@@ -77,8 +78,10 @@ pub(crate) fn parquet_error(path: &str) -> impl FnOnce(parquet::errors::ParquetE
 /// A failed polars read of `dataset`'s committed files, with the file to blame when there is
 /// one: polars' errors do not name the file they were reading. The footers of the dataset's
 /// committed files are read (only now, on this error path, in parallel) and the first the
-/// Parquet reader refuses is named instead. Any other error, and any error on an object store
-/// (where reading the footers would fetch every file), is returned as it is.
+/// Parquet reader refuses is named instead; when every footer reads, the files' pages are
+/// decoded (as the deep verify does) and the first file with a damaged page is named. Any other
+/// error, and any error on an object store (where this would fetch every file), is returned as
+/// it is.
 pub(crate) fn name_damaged_file(lake: &Lake, dataset: Dataset, error: Error) -> Error {
     if !matches!(error, Error::Polars { .. }) || !lake.store().has_writer_lock() {
         return error;
@@ -87,11 +90,31 @@ pub(crate) fn name_damaged_file(lake: &Lake, dataset: Dataset, error: Error) -> 
         return error;
     };
     let paths: Vec<&String> = manifest.files_of(dataset).map(|(p, _)| p).collect();
+    let footer = paths.par_iter().find_map_first(|path| {
+        let file = lake.store().open_read(path).ok()?;
+        footer_error(path, &file)
+    });
+    if let Some(named) = footer {
+        return named;
+    }
     paths
         .par_iter()
         .find_map_first(|path| {
             let file = lake.store().open_read(path).ok()?;
-            footer_error(path, &file)
+            match decode_pages_of(&file) {
+                Err(PageFault::Damaged {
+                    group,
+                    groups,
+                    message,
+                }) => Some(Error::Lake {
+                    path: lake.root().to_owned(),
+                    message: format!(
+                        "damaged pages in committed file {path}, row group {group} of {groups}: \
+                         {message}; `dexlake verify` lists every damaged file"
+                    ),
+                }),
+                _ => None,
+            }
         })
         .unwrap_or(error)
 }

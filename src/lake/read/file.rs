@@ -280,3 +280,79 @@ impl SharedFile {
         }
     }
 }
+
+/// Rows decoded at a time by [`decode_pages_of`].
+const DECODE_BATCH_ROWS: usize = 8192;
+
+/// Why a data file's pages do not decode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum PageFault {
+    /// The file cannot be read or its footer does not parse.
+    Unreadable(String),
+    /// A page of a row group does not decode (or the decoder gave up).
+    Damaged {
+        /// The row group, from 1.
+        group: usize,
+        /// The file's row groups.
+        groups: usize,
+        /// The decoder's error, control characters escaped.
+        message: String,
+    },
+}
+
+/// Decodes every page of `file` (every column of every row group, a batch at a time, so memory
+/// holds one batch and its pages) and returns the rows decoded. A decoder that panics on a
+/// damaged page is a [`PageFault::Damaged`] too, never a panic of the caller.
+pub(crate) fn decode_pages_of(file: &File) -> std::result::Result<u64, PageFault> {
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+
+    let mut group_now = (0, 0);
+    catch_unwind(AssertUnwindSafe(|| decode_row_groups(file, &mut group_now))).unwrap_or_else(
+        |panic| {
+            let what = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("no message");
+            Err(PageFault::Damaged {
+                group: group_now.0,
+                groups: group_now.1,
+                message: format!(
+                    "the Parquet decoder failed: {}",
+                    crate::error::escaped(what)
+                ),
+            })
+        },
+    )
+}
+
+/// [`decode_pages_of`] without the guard; `at` follows the row group being decoded.
+fn decode_row_groups(file: &File, at: &mut (usize, usize)) -> std::result::Result<u64, PageFault> {
+    use crate::error::escaped;
+
+    let footer = ArrowReaderMetadata::load(file, ArrowReaderOptions::new())
+        .map_err(|e| PageFault::Unreadable(escaped(&e.to_string())))?;
+    let groups = footer.metadata().num_row_groups();
+    let mut rows = 0u64;
+    for group in 0..groups {
+        *at = (group + 1, groups);
+        let damaged = |what: String| PageFault::Damaged {
+            group: group + 1,
+            groups,
+            message: escaped(&what),
+        };
+        // One thread reads the file: clones of the handle share its offset, never at once.
+        let handle = file
+            .try_clone()
+            .map_err(|e| PageFault::Unreadable(e.to_string()))?;
+        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(handle, footer.clone())
+            .with_row_groups(vec![group])
+            .with_batch_size(DECODE_BATCH_ROWS)
+            .build()
+            .map_err(|e| damaged(e.to_string()))?;
+        for batch in reader {
+            rows += batch.map_err(|e| damaged(e.to_string()))?.num_rows() as u64;
+        }
+    }
+    Ok(rows)
+}

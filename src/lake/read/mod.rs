@@ -3,7 +3,9 @@
 //! batch by batch, or row groups by position from several threads).
 //!
 //! - `scan.rs`: [`scan()`], [`scan_files`], [`empty_frame`] and the scanned columns;
-//! - `file.rs`: [`read_file`], [`read_columns`], [`read_batches`] and [`SharedFile`];
+//! - `file.rs`: [`read_file`], [`read_columns`], [`read_batches`], [`SharedFile`] and
+//!   [`decode_pages_of`], every page of a file decoded (the deep verify, and naming the file
+//!   behind a polars error);
 //! - `check.rs`: a committed file checked against its manifest entry (size, footer's row count)
 //!   where its reader opens it, and the errors naming a file the Parquet reader refuses.
 //!
@@ -16,5 +18,7 @@ mod file;
 mod scan;
 
 pub(crate) use check::{check_rows, check_size, name_damaged_file, parquet_error};
-pub(crate) use file::{SharedFile, open, read_batches, read_columns, read_file};
+pub(crate) use file::{
+    PageFault, SharedFile, decode_pages_of, open, read_batches, read_columns, read_file,
+};
 pub use scan::{empty_frame, scan, scan_columns, scan_files};
