@@ -90,8 +90,14 @@ pub const MAX_WINDOW_SECONDS: i64 = i64::MAX / 1_000_000;
 /// Parses a window length: a positive integer and a unit `s`, `m`, `h`, `d` or `w`
 /// (`1d`, `6h`, `90m`, `30d`), at most [`MAX_WINDOW_SECONDS`] (`106751991d`).
 pub fn parse_window(s: &str) -> Result<i64> {
+    parse_span(s, "window")
+}
+
+/// [`parse_window`] for a span another argument gives (an equity curve's `period`): its
+/// errors name `argument`.
+pub fn parse_span(s: &str, argument: &str) -> Result<i64> {
     let bad = || Error::InvalidArgument {
-        argument: "window".into(),
+        argument: argument.into(),
         reason: format!("{s:?} is not a window like 1m, 5m, 1h, 6h, 1d, 7d or 30d"),
     };
     let s = s.trim();
@@ -112,7 +118,7 @@ pub fn parse_window(s: &str) -> Result<i64> {
         .checked_mul(scale)
         .filter(|w| *w <= MAX_WINDOW_SECONDS)
         .ok_or_else(|| Error::InvalidArgument {
-            argument: "window".into(),
+            argument: argument.into(),
             reason: format!(
                 "{s:?} is longer than the longest window, {MAX_WINDOW_SECONDS}s (106751991d)"
             ),

@@ -11,7 +11,7 @@ use dexlake::analytics::metrics::RatioConfig;
 use dexlake::analytics::pnl::{
     self, CostMethod, EquityConfig, Mark, OversellPolicy, PnlConfig, PnlQuery, PnlReport,
 };
-use dexlake::analytics::token_metrics::{self, Window, parse_window};
+use dexlake::analytics::token_metrics::{self, Window, parse_span};
 use polars::prelude::*;
 
 use crate::output::{Format, ParquetSink, emit, existing_lake};
@@ -162,13 +162,7 @@ pub fn pnl(global: &Global, args: PnlArgs) -> anyhow::Result<ExitCode> {
     };
     if args.performance {
         let equity = EquityConfig {
-            period_seconds: parse_window(&args.period).map_err(|e| match e {
-                dexlake::Error::InvalidArgument { reason, .. } => dexlake::Error::InvalidArgument {
-                    argument: "period".into(),
-                    reason,
-                },
-                other => other,
-            })?,
+            period_seconds: parse_span(&args.period, "period")?,
             initial_capital: args.capital,
             ratios: RatioConfig {
                 periods_per_year: args.periods_per_year,
