@@ -48,8 +48,9 @@ pub(crate) fn check_rows(root: &Path, path: &str, committed: u64, rows: i64) -> 
 }
 
 /// The sizes of the committed files `files` of `dataset`, checked against their entries: the
-/// check of readers that hand files to polars, which reads their footers itself. One listing
-/// of the dataset's folder (on an object store, its list requests), no file is opened.
+/// check of readers that hand files to polars, which reads their footers itself. No file is
+/// opened: a folder's files are asked their sizes, an object store's dataset listed once
+/// ([`Store::sizes`](crate::lake::Store::sizes)).
 pub(crate) fn check_sizes<'a>(
     lake: &Lake,
     dataset: Dataset,
@@ -59,7 +60,8 @@ pub(crate) fn check_sizes<'a>(
     if files.is_empty() {
         return Ok(());
     }
-    let sizes: BTreeMap<String, u64> = lake.store().sizes(dataset.name())?;
+    let paths: Vec<&str> = files.iter().map(|(p, _)| p.as_str()).collect();
+    let sizes: BTreeMap<String, u64> = lake.store().sizes(dataset.name(), &paths)?;
     // polars names a missing file itself.
     for (path, entry) in files {
         if let Some(&bytes) = sizes.get(path.as_str()) {

@@ -405,8 +405,12 @@ impl Store for ObjectStoreLake {
         Ok(self.listing(prefix, None)?.into_keys().collect())
     }
 
-    fn sizes(&self, prefix: &str) -> Result<BTreeMap<String, u64>> {
-        self.listing(prefix, None)
+    fn sizes(&self, prefix: &str, paths: &[&str]) -> Result<BTreeMap<String, u64>> {
+        let mut listed = self.listing(prefix, None)?;
+        Ok(paths
+            .iter()
+            .filter_map(|&p| listed.remove_entry(p))
+            .collect())
     }
 
     fn list_after(&self, prefix: &str, after: &str) -> Result<Vec<String>> {
