@@ -390,3 +390,28 @@ fn hash_bytes(b: &[u8]) -> u64 {
     }
     fold_mul(h, K2 ^ K0)
 }
+
+/// Names (addresses) seen so far, numbered in order of first sight: shared by the threads of a
+/// row-group reader behind a lock, looked up once per distinct name of a row group.
+#[derive(Default)]
+pub(crate) struct NameRegistry {
+    index: StrDict,
+    /// The names, by number.
+    pub(crate) names: Vec<String>,
+}
+
+impl NameRegistry {
+    /// The number of `name`, if it has one.
+    pub(crate) fn get(&self, name: &str) -> Option<u32> {
+        self.index.get(name.as_bytes())
+    }
+
+    /// The number of `name`, a new one if it has none.
+    pub(crate) fn id(&mut self, name: &str) -> u32 {
+        let k = self.index.id(name.as_bytes());
+        if k as usize == self.names.len() {
+            self.names.push(name.to_owned());
+        }
+        k
+    }
+}

@@ -21,11 +21,13 @@
 //! | [`stats`] | price changes and volumes over 5m … 30d, as the service's get-price-stats |
 //! | [`pnl`] | ledgers per (wallet, token): cost-basis methods, realized and unrealized PnL, lots, positions, equity curves |
 //! | [`metrics`] | trading metrics: Sharpe, Sortino, max drawdown, win rate, profit factor |
+//! | `arrow_columns` (crate-internal) | an arrow-rs batch's columns read from a data file: strings as dictionaries, numbers as one type, timestamps as microseconds |
 //! | `columns` (crate-internal) | typed readers of a frame's columns (floats, integers, strings, timestamps as microseconds) |
 //! | `intern` (crate-internal) | strings and integer pairs of many rows interned in parallel into sorted dictionaries |
 //! | [`token_metrics`] | the 46 window metrics of a token profile, from the lake's trades |
 //! | [`screener`] | the service's search-profiles request answered locally from cached profile snapshots, and its filter language as polars expressions |
 
+pub(crate) mod arrow_columns;
 pub(crate) mod columns;
 pub mod events;
 pub(crate) mod intern;

@@ -1,6 +1,7 @@
 //! The Parquet form of a data file: the writer properties every data file is written with
-//! (zstd, row groups, page statistics, the schema version and dataset as key-value metadata,
-//! the time column as the sort order) and the encoding of a batch in memory. The writer, the
+//! (zstd, row groups, page statistics, bloom filters on the wallet and token columns of swaps
+//! and trades, the schema version and dataset as key-value metadata, the time column as the
+//! sort order) and the encoding of a batch in memory. The writer, the
 //! streamed files of compaction and the scans' empty frames share them.
 
 use arrow::array::RecordBatch;
@@ -9,6 +10,7 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::metadata::{KeyValue, SortingColumn};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use parquet::schema::types::ColumnPath;
 
 use super::Dataset;
 use super::schema::{self, SCHEMA_VERSION};
@@ -16,6 +18,19 @@ use crate::{Error, Result};
 
 fn arrow_err(context: String) -> impl FnOnce(arrow::error::ArrowError) -> Error {
     move |source| Error::Arrow { context, source }
+}
+
+/// The false-positive rate of the bloom filters of [`bloom_filter_columns`].
+const BLOOM_FILTER_FPP: f64 = 0.01;
+
+/// The columns whose row groups carry a bloom filter: the wallet and token addresses of swaps
+/// and trades.
+pub(crate) fn bloom_filter_columns(dataset: Dataset) -> &'static [&'static str] {
+    match dataset {
+        Dataset::Trades => &["wallet_address", "token_address"],
+        Dataset::Swaps => &["wallet_address", "token_address_in", "token_address_out"],
+        _ => &[],
+    }
 }
 
 /// The writer properties of every data file: zstd at `zstd_level`, row groups of
@@ -34,7 +49,19 @@ pub(crate) fn writer_properties(
     let time_idx = schema
         .index_of(dataset.time_column())
         .map_err(arrow_err(format!("{dataset} time column")))?;
-    Ok(WriterProperties::builder()
+    let mut builder = WriterProperties::builder();
+    // The wallet and token columns of swaps and trades get a bloom filter per row group, so a
+    // reader looking for one wallet (or token) skips the row groups that cannot hold it: their
+    // rows are in time order, so the columns' statistics span nearly every name. Sized for a
+    // row group of distinct names, folded down to what the row group holds.
+    for column in bloom_filter_columns(dataset) {
+        let path = ColumnPath::from(*column);
+        builder = builder
+            .set_column_bloom_filter_enabled(path.clone(), true)
+            .set_column_bloom_filter_fpp(path.clone(), BLOOM_FILTER_FPP)
+            .set_column_bloom_filter_max_ndv(path, row_group_rows.max(1) as u64);
+    }
+    Ok(builder
         .set_compression(Compression::ZSTD(level))
         .set_max_row_group_row_count(Some(row_group_rows.max(1)))
         .set_statistics_enabled(EnabledStatistics::Page)

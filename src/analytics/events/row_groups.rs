@@ -7,22 +7,21 @@
 //! pass reads the numbers and writes each event straight to its place. Within a token, events
 //! are laid out in file order, row group order and row order, as concatenating the files would.
 
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Mutex, PoisonError, RwLock};
 
-use arrow::array::{Array, ArrayRef, ArrowPrimitiveType, AsArray, PrimitiveArray, RecordBatch};
-use arrow::datatypes::{
-    DataType as ArrowType, Float64Type, Int32Type, Int64Type, TimeUnit as ArrowUnit,
-};
+use arrow::array::RecordBatch;
+use arrow::datatypes::{Float64Type, Int64Type};
 use parquet::arrow::arrow_reader::ArrowReaderMetadata;
 use polars::prelude::PlHashMap;
 use rayon::prelude::*;
 
 use super::layout::{Layout, NO_SIDE, SwapRows};
 use super::{EventSource, Events, Selection, Tick, TimeRange, TokenEvents, TokenSet};
-use crate::analytics::intern::StrDict;
+use crate::Result;
+use crate::analytics::arrow_columns::{dictionary, numbers, time_bounds};
+use crate::analytics::intern::NameRegistry;
 use crate::lake::read::SharedFile;
 use crate::lake::{FileEntry, Lake};
-use crate::{Error, Result};
 
 /// A token the registry has not numbered yet.
 const UNSEEN: u32 = u32::MAX - 1;
@@ -36,29 +35,6 @@ const DICTIONARY_COLUMNS: [&str; 6] = [
     "direction",
     "token_address",
 ];
-
-/// Token addresses seen so far, numbered in order of first sight.
-#[derive(Default)]
-struct TokenRegistry {
-    index: StrDict,
-    names: Vec<String>,
-}
-
-impl TokenRegistry {
-    /// The number of `token`, if it has one.
-    fn get(&self, token: &str) -> Option<u32> {
-        self.index.get(token.as_bytes())
-    }
-
-    /// The number of `token`, a new one if it has none.
-    fn id(&mut self, token: &str) -> u32 {
-        let k = self.index.id(token.as_bytes());
-        if k as usize == self.names.len() {
-            self.names.push(token.to_owned());
-        }
-        k
-    }
-}
 
 /// The token sides of one row group: per row, the bought (`out`) and sold (`in`) side as an
 /// index into `tokens` (or [`NO_SIDE`]).
@@ -74,111 +50,6 @@ struct RowGroupSides {
     starts: Vec<usize>,
 }
 
-fn arrow_err(context: String) -> impl FnOnce(arrow::error::ArrowError) -> Error {
-    move |source| Error::Arrow { context, source }
-}
-
-fn column<'a>(batch: &'a RecordBatch, name: &str, path: &str) -> Result<&'a ArrayRef> {
-    batch
-        .column_by_name(name)
-        .ok_or_else(|| Error::InvalidArgument {
-            argument: "lake".into(),
-            reason: format!("{path} lacks column {name}"),
-        })
-}
-
-/// The distinct values of a string column read as a dictionary (see [`dictionary`]).
-struct DictionaryValues {
-    values: ArrayRef,
-    /// An empty string added after the values (for null codes).
-    empty: bool,
-}
-
-impl DictionaryValues {
-    /// The values by code; a null value reads as the empty string.
-    fn names(&self) -> Vec<&str> {
-        let values = self.values.as_string::<i32>();
-        let mut names: Vec<&str> = (0..values.len())
-            .map(|i| {
-                if values.is_null(i) {
-                    ""
-                } else {
-                    values.value(i)
-                }
-            })
-            .collect();
-        if self.empty {
-            names.push("");
-        }
-        names
-    }
-}
-
-/// A string column as a dictionary (codes and distinct values), whatever it was read as; a
-/// null reads as the empty string, as in the frame path.
-fn dictionary(batch: &RecordBatch, name: &str, path: &str) -> Result<(Vec<u32>, DictionaryValues)> {
-    let array = column(batch, name, path)?;
-    let dict_type = ArrowType::Dictionary(Box::new(ArrowType::Int32), Box::new(ArrowType::Utf8));
-    let cast;
-    let array = if array.data_type() == &dict_type {
-        array
-    } else {
-        cast = arrow::compute::cast(array, &dict_type)
-            .map_err(arrow_err(format!("reading {name} of {path}")))?;
-        &cast
-    };
-    let dict = array.as_dictionary::<Int32Type>();
-    let keys = dict.keys();
-    let mut values = DictionaryValues {
-        values: Arc::clone(dict.values()),
-        empty: false,
-    };
-    let codes: Vec<u32> = if keys.null_count() == 0 {
-        keys.values().iter().map(|&k| k as u32).collect()
-    } else {
-        let names = values.names();
-        let empty = match names.iter().position(|n| n.is_empty()) {
-            Some(i) => i,
-            None => names.len(),
-        } as u32;
-        values.empty = empty as usize == names.len();
-        keys.iter().map(|k| k.map_or(empty, |k| k as u32)).collect()
-    };
-    Ok((codes, values))
-}
-
-/// The values of a primitive column as `T` (cast if stored otherwise), nulls as `null`.
-fn numbers<T: ArrowPrimitiveType>(
-    batch: &RecordBatch,
-    name: &str,
-    path: &str,
-    null: T::Native,
-) -> Result<PrimitiveArray<T>> {
-    let array = column(batch, name, path)?;
-    let array = if let ArrowType::Timestamp(unit, _) = array.data_type() {
-        let raw = arrow::compute::cast(array, &ArrowType::Int64)
-            .map_err(arrow_err(format!("reading {name} of {path}")))?;
-        let raw = raw.as_primitive::<Int64Type>();
-        let micros: PrimitiveArray<Int64Type> = match unit {
-            ArrowUnit::Second => raw.unary(|x| x * 1_000_000),
-            ArrowUnit::Millisecond => raw.unary(|x| x * 1000),
-            ArrowUnit::Microsecond => raw.clone(),
-            ArrowUnit::Nanosecond => raw.unary(|x| x.div_euclid(1000)),
-        };
-        Arc::new(micros) as ArrayRef
-    } else {
-        Arc::clone(array)
-    };
-    let cast = arrow::compute::cast(&array, &T::DATA_TYPE)
-        .map_err(arrow_err(format!("reading {name} of {path}")))?;
-    let values = cast.as_primitive::<T>();
-    Ok(if values.null_count() == 0 {
-        values.clone()
-    } else {
-        values.iter().map(|v| Some(v.unwrap_or(null))).collect()
-    })
-}
-
 /// The token sides of one row group (see [`RowGroupSides`]); tokens are numbered in `registry`.
 #[allow(clippy::too_many_arguments)]
 fn row_group_sides(
@@ -189,7 +60,7 @@ fn row_group_sides(
     pool: Option<&str>,
     lo: Option<i64>,
     hi: Option<i64>,
-    registry: &RwLock<TokenRegistry>,
+    registry: &RwLock<NameRegistry>,
 ) -> Result<RowGroupSides> {
     let n = batch.num_rows();
     let (kinds, kind_values) = dictionary(batch, layout.kind, path)?;
@@ -258,7 +129,7 @@ fn row_group_sides(
     }
     // The registry id of each used code (a shared lock per row group; the exclusive one only
     // for tokens not seen before), then a local index per distinct token of the row group.
-    let lookup = |used: &[bool], names: &[&str], reg: &TokenRegistry| -> Vec<u32> {
+    let lookup = |used: &[bool], names: &[&str], reg: &NameRegistry| -> Vec<u32> {
         used.iter()
             .zip(names)
             .map(|(&u, name)| match u {
@@ -314,23 +185,6 @@ fn row_group_sides(
     })
 }
 
-/// The smallest `block_time` of a row group from its statistics (`i64::MIN` without them).
-fn row_group_min_time(metadata: &ArrowReaderMetadata, group: usize) -> i64 {
-    let rg = metadata.metadata().row_group(group);
-    let Ok(idx) = metadata.schema().index_of("block_time") else {
-        return i64::MIN;
-    };
-    rg.columns()
-        .iter()
-        .find(|c| c.column_path().parts() == ["block_time"])
-        .or_else(|| rg.columns().get(idx))
-        .and_then(|c| match c.statistics() {
-            Some(parquet::file::statistics::Statistics::Int64(s)) => s.min_opt().copied(),
-            _ => None,
-        })
-        .unwrap_or(i64::MIN)
-}
-
 /// The token side of the selected swaps or trades in `range` from the committed data files
 /// `files` (store paths, sorted, with their manifest entries), by token in address order, each
 /// in event order; `files_at_once` files are open at a time in each pass.
@@ -360,7 +214,7 @@ pub(super) fn read(
         side_columns.push("pool_address");
     }
     let paths: Vec<&str> = files.iter().map(|(p, _)| p.as_str()).collect();
-    let registry = RwLock::new(TokenRegistry::default());
+    let registry = RwLock::new(NameRegistry::default());
     // The files are opened a window at a time, for each pass: a lake of many files never holds
     // a descriptor (or, on an object store, a fetched copy) per file at once.
     let windows: Vec<std::ops::Range<usize>> = (0..paths.len())
@@ -406,7 +260,7 @@ pub(super) fn read(
     let mut order: Vec<usize> = (0..groups.len()).collect();
     order.sort_by_key(|&i| {
         let (k, g) = groups[i];
-        (row_group_min_time(&footers[k], g), k, g)
+        (time_bounds(&footers[k], g).0, k, g)
     });
     let mut totals = vec![0usize; registry.names.len()];
     for &i in &order {

@@ -80,9 +80,7 @@ pub(super) fn performance(
     let (mut wins, mut losses, mut won, mut lost) = (0u64, 0u64, 0.0, 0.0);
     for k in 0..set.len() {
         let events = set.events_of(k);
-        let path = paths
-            .get(set.tokens[k].as_str())
-            .map_or(&[][..], Vec::as_slice);
+        let path = paths.get(set.token(k)).map_or(&[][..], Vec::as_slice);
         let mut ledger = Ledger::new(config);
         let (mut e, mut p) = (0usize, 0usize);
         let mut close = f64::NAN;
@@ -90,7 +88,7 @@ pub(super) fn performance(
             while e < events.len() && period_of(events[e].time) <= period {
                 ledger.apply(&events[e]).map_err(|o| Error::Oversell {
                     wallet: wallet.to_owned(),
-                    token: set.tokens[k].clone(),
+                    token: set.token(k).to_owned(),
                     trade_id: o.id,
                     held: o.held,
                     sold: o.sold,

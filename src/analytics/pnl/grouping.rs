@@ -3,8 +3,6 @@
 //! counting sort (written once, into memory backed by huge pages where the kernel can), then
 //! each ledger sorted into event order. The `unsafe` code of the PnL lives here.
 
-use std::collections::HashMap;
-
 use rayon::prelude::*;
 
 use super::ledger::{LedgerEvent, LedgerSet};
@@ -70,6 +68,98 @@ fn scatter(rows: &EventRows, ledger_of: &[u32], offsets: &[usize]) -> Vec<Ledger
     // SAFETY: the first `total` elements are initialized (checked just above).
     unsafe { events.set_len(total) };
     events
+}
+
+/// Sorts each ledger's events (ledger `k` at `offsets[k]..offsets[k + 1]`) into event order,
+/// ledgers in parallel; a stable sort, so ties keep the order they were written in.
+pub(super) fn sort_ledgers(events: &mut [LedgerEvent], offsets: &[usize]) {
+    let mut chunks: Vec<&mut [LedgerEvent]> = Vec::with_capacity(offsets.len());
+    let mut rest = events;
+    for w in offsets.windows(2) {
+        let (head, tail) = rest.split_at_mut(w[1] - w[0]);
+        chunks.push(head);
+        rest = tail;
+    }
+    chunks.par_iter_mut().for_each(|c| {
+        if !c.is_sorted_by_key(LedgerEvent::order_key) {
+            c.sort_by_key(LedgerEvent::order_key);
+        }
+    });
+}
+
+/// The events of many ledgers written in place by parallel writers, into memory not filled
+/// beforehand: the lake's row groups each write their own positions. A writer owns
+/// positions it was handed (ranges no other writer holds); [`EventSlots::finish`] takes the
+/// events only when as many were written as there are positions, so every position was
+/// written exactly once.
+pub(super) struct EventSlots {
+    events: Vec<LedgerEvent>,
+    total: usize,
+    ptr: *mut LedgerEvent,
+    written: std::sync::atomic::AtomicUsize,
+}
+
+// SAFETY: the writers write disjoint positions (see `write`), and the vector is only read or
+// resized by `finish`, which takes `self` by value once every writer is done.
+unsafe impl Sync for EventSlots {}
+unsafe impl Send for EventSlots {}
+
+impl EventSlots {
+    /// Room for `total` events.
+    pub(super) fn new(total: usize) -> EventSlots {
+        let mut events: Vec<LedgerEvent> = Vec::with_capacity(total);
+        huge_pages(&mut events);
+        let ptr = events.as_mut_ptr();
+        EventSlots {
+            events,
+            total,
+            ptr,
+            written: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    /// Writes `events`, each at its position (`(position, event)`). Refused (nothing written)
+    /// when a position lies beyond the room.
+    ///
+    /// # Safety
+    /// Each position is written by one call only, over all writers: the callers hand out
+    /// disjoint ranges of positions.
+    pub(super) unsafe fn write(&self, events: &[(usize, LedgerEvent)]) -> Result<()> {
+        let total = self.total;
+        if events.iter().any(|&(p, _)| p >= total) {
+            return Err(Error::InvalidArgument {
+                argument: "lake".into(),
+                reason: "a data file gave more PnL events on its second read than on its first"
+                    .into(),
+            });
+        }
+        for &(p, e) in events {
+            // SAFETY: `p` is inside the allocation (checked above) and no other writer writes
+            // it (the caller's contract), so the write does not race.
+            unsafe { self.ptr.add(p).write(e) };
+        }
+        self.written
+            .fetch_add(events.len(), std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The events, once every position was written.
+    pub(super) fn finish(self) -> Result<Vec<LedgerEvent>> {
+        let (mut events, total) = (self.events, self.total);
+        let written = self.written.into_inner();
+        if written != total {
+            return Err(Error::InvalidArgument {
+                argument: "lake".into(),
+                reason: format!(
+                    "the data files gave {written} PnL events on their second read, {total} on their first"
+                ),
+            });
+        }
+        // SAFETY: `total` writes, each at a distinct position below `total` (the writers'
+        // contract), initialized every element of `0..total`.
+        unsafe { events.set_len(total) };
+        Ok(events)
+    }
 }
 
 /// Asks the kernel to back the memory of `v` (not yet written) with huge pages where it can:
@@ -227,36 +317,15 @@ pub(super) fn group_ledgers(
     };
     let mut events = scatter(rows, &ledger_of, &offsets);
     drop(ledger_of);
-    // Event order inside each ledger, whatever the row order (a stable sort: ties keep it).
-    let mut chunks: Vec<&mut [LedgerEvent]> = Vec::with_capacity(pairs.len());
-    let mut rest = events.as_mut_slice();
-    for k in 0..pairs.len() {
-        let (head, tail) = rest.split_at_mut(offsets[k + 1] - offsets[k]);
-        chunks.push(head);
-        rest = tail;
-    }
-    chunks.par_iter_mut().for_each(|c| {
-        if !c.is_sorted_by_key(LedgerEvent::order_key) {
-            c.sort_by_key(LedgerEvent::order_key);
-        }
-    });
-    let mut set = LedgerSet {
-        wallets: pairs
-            .iter()
-            .map(|&p| wallets[(p >> 32) as usize].clone())
-            .collect(),
-        tokens: pairs
-            .iter()
-            .map(|&p| tokens[(p & u64::from(u32::MAX)) as usize].clone())
-            .collect(),
+    sort_ledgers(&mut events, &offsets);
+    let owned = |names: &[String]| names.to_vec();
+    Ok(LedgerSet {
+        wallet_names: owned(wallets),
+        token_names: owned(tokens),
+        ledger_wallets: pairs.iter().map(|&p| (p >> 32) as u32).collect(),
+        ledger_tokens: pairs.iter().map(|&p| p as u32).collect(),
         offsets,
         events,
-        latest_prices: HashMap::new(),
-    };
-    set.latest_prices = best
-        .iter()
-        .enumerate()
-        .filter_map(|(t, b)| b.map(|(_, p)| (tokens[t].clone(), p)))
-        .collect();
-    Ok(set)
+        latest_prices: best.iter().map(|b| b.map(|(_, p)| p)).collect(),
+    })
 }

@@ -27,10 +27,10 @@ pub(super) fn leaderboard_of(
     }
     let mut rows: Vec<WalletRow> = Vec::new();
     for (k, l) in ledgers.iter().enumerate() {
-        let m = set.mark_of(&set.tokens[k], config.mark).unwrap_or(0.0);
+        let m = set.mark_of_ledger(k, config.mark).unwrap_or(0.0);
         let (w, lo) = l.wins_losses();
         match rows.last_mut() {
-            Some(r) if r.wallet == set.wallets[k] => {
+            Some(r) if r.wallet == set.wallet(k) => {
                 r.tokens += 1;
                 r.realized += l.realized;
                 r.unrealized += l.unrealized(m);
@@ -39,7 +39,7 @@ pub(super) fn leaderboard_of(
                 r.losses += lo;
             }
             _ => rows.push(WalletRow {
-                wallet: set.wallets[k].clone(),
+                wallet: set.wallet(k).to_owned(),
                 tokens: 1,
                 realized: l.realized,
                 unrealized: l.unrealized(m),

@@ -2,7 +2,7 @@
 //! event order; [`LedgerSet`] holds many ledgers' grouped events and runs them in parallel.
 
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, VecDeque};
 
 use rayon::prelude::*;
 
@@ -491,31 +491,48 @@ pub fn run_ledger(
     Ok(ledger)
 }
 
-/// Events of many ledgers, grouped: ledger `k` is `(wallets[k], tokens[k])` with events
-/// `events[offsets[k]..offsets[k + 1]]` in event order.
+/// Events of many ledgers, grouped: ledger `k` is the wallet `wallet_names[ledger_wallets[k]]`
+/// and the token `token_names[ledger_tokens[k]]`, with events
+/// `events[offsets[k]..offsets[k + 1]]` in event order. Ledgers come in (wallet, token) order.
+/// A ledger holds two integers, not two strings: millions of ledgers share the names.
 #[derive(Debug, Clone, Default)]
 pub struct LedgerSet {
-    /// Wallet of each ledger.
-    pub wallets: Vec<String>,
-    /// Token of each ledger.
-    pub tokens: Vec<String>,
+    /// Wallet addresses, sorted.
+    pub wallet_names: Vec<String>,
+    /// Token addresses, sorted.
+    pub token_names: Vec<String>,
+    /// Wallet of each ledger: an index into `wallet_names`.
+    pub ledger_wallets: Vec<u32>,
+    /// Token of each ledger: an index into `token_names`.
+    pub ledger_tokens: Vec<u32>,
     /// Start of each ledger's events, plus the end.
     pub offsets: Vec<usize>,
     /// Every event, ledger after ledger.
     pub events: Vec<LedgerEvent>,
-    /// Latest trade price of each token (event order, every wallet of the input).
-    pub latest_prices: HashMap<String, f64>,
+    /// Latest trade price of each token of `token_names` (event order, every wallet of the
+    /// input; `None` without a finite price).
+    pub latest_prices: Vec<Option<f64>>,
 }
 
 impl LedgerSet {
     /// Number of ledgers.
     pub fn len(&self) -> usize {
-        self.wallets.len()
+        self.ledger_wallets.len()
     }
 
     /// Whether there is no ledger.
     pub fn is_empty(&self) -> bool {
-        self.wallets.is_empty()
+        self.ledger_wallets.is_empty()
+    }
+
+    /// Wallet address of ledger `k`.
+    pub fn wallet(&self, k: usize) -> &str {
+        &self.wallet_names[self.ledger_wallets[k] as usize]
+    }
+
+    /// Token address of ledger `k`.
+    pub fn token(&self, k: usize) -> &str {
+        &self.token_names[self.ledger_tokens[k] as usize]
     }
 
     /// Events of ledger `k`.
@@ -538,8 +555,8 @@ impl LedgerSet {
             .into_par_iter()
             .map(|k| {
                 run_ledger(self.events_of(k), config).map_err(|o| Error::Oversell {
-                    wallet: self.wallets[k].clone(),
-                    token: self.tokens[k].clone(),
+                    wallet: self.wallet(k).to_owned(),
+                    token: self.token(k).to_owned(),
                     trade_id: o.id,
                     held: o.held,
                     sold: o.sold,
@@ -558,7 +575,23 @@ impl LedgerSet {
     pub fn mark_of(&self, token: &str, mark: Mark) -> Option<f64> {
         match mark {
             Mark::Price(p) => Some(p),
-            Mark::Latest => self.latest_prices.get(token).copied(),
+            Mark::Latest => self
+                .token_names
+                .binary_search_by(|t| t.as_str().cmp(token))
+                .ok()
+                .and_then(|t| self.latest_prices.get(t).copied().flatten()),
+        }
+    }
+
+    /// The mark of ledger `k`'s token under `mark` (`None` when the latest price is unknown).
+    pub fn mark_of_ledger(&self, k: usize, mark: Mark) -> Option<f64> {
+        match mark {
+            Mark::Price(p) => Some(p),
+            Mark::Latest => self
+                .latest_prices
+                .get(self.ledger_tokens[k] as usize)
+                .copied()
+                .flatten(),
         }
     }
 }

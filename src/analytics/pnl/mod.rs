@@ -32,25 +32,36 @@
 //!
 //! | file | what lives there |
 //! |---|---|
-//! | `mod.rs` | the entry points: [`wallet_pnl`], [`wallet_pnl_in_batches`], [`pnl_from_frames`], [`ledgers_from_frames`], [`lake_frames`], [`leaderboard`], [`leaderboard_from_frames`], [`wallet_performance`] |
+//! | `mod.rs` | the entry points: [`wallet_pnl`], [`wallet_pnl_in_batches`], [`wallet_pnl_in_batches_of`], [`wallet_ledgers_in_batches`], [`pnl_from_frames`], [`ledgers_from_frames`], [`lake_frames`], [`leaderboard`], [`leaderboard_from_frames`], [`wallet_performance`] |
 //! | `options.rs` | [`CostMethod`], [`OversellPolicy`], [`Mark`], [`PnlConfig`], [`PnlQuery`], [`EquityConfig`] |
 //! | `ledger.rs` | the cost-basis books (FIFO queue, LIFO stack, HIFO heap) and [`Ledger`], its events and results ([`LedgerEvent`], [`LotMatch`], [`Position`], [`Oversold`]), [`run_ledger`], [`LedgerSet`] |
 //! | `rows.rs` | the input frames read into events before grouping, wallets and tokens interned |
-//! | `grouping.rs` | the events grouped into ledgers in parallel (counting sort, huge pages: the folder's `unsafe`) |
+//! | `grouping.rs` | the events grouped into ledgers in parallel (counting sort, huge pages, events written in place by [`LedgerSet`]'s lake reader: the folder's `unsafe`) |
+//! | `lake_files.rs` | the lake's trades and swaps files as the PnL reads them: columns, footers, row groups a window of files at a time, the query's filter (bloom filters), a row group's numbers |
+//! | `lake_reader.rs` | the lake read straight into grouped ledgers: two passes over the row groups with arrow-rs, names interned per row group, each event written once in place |
+//! | `lake_prices.rs` | the latest prices of named tokens when only named wallets' row groups were read: newest row groups first |
 //! | `report.rs` | [`PnlReport`]: the ledgers, positions and lots tables, built a chunk of ledgers at a time |
 //! | `leaderboard.rs` | wallets ranked by total PnL |
 //! | `equity.rs` | a wallet's equity curve and [`WalletPerformance`] |
 //!
 //! A file imports only files listed above it in this order: `options`, `ledger`, `rows`,
-//! `grouping`, `report`, then `leaderboard` and `equity`; `mod.rs` imports them all. Besides
-//! the crate's errors, the files may import `crate::analytics::{columns, intern, metrics}`,
-//! and `mod.rs` alone `crate::lake` (to scan the lake); nothing else of the crate.
+//! `grouping`, `lake_files`, `lake_prices`, `lake_reader`, `report`, then `leaderboard` and
+//! `equity`; `mod.rs` imports them all. Besides the crate's errors, the files may import
+//! `crate::analytics::{arrow_columns, columns, intern, metrics}`; `mod.rs` and the three
+//! `lake_*` files alone import `crate::lake` (to read the lake); nothing else of the crate.
+//!
+//! From the lake, the ledgers are read by `lake_reader` (no frame, no string per row, about 60
+//! bytes per event); from frames, by `rows` then `grouping`. Both give the same ledgers, in the
+//! same order, with the same latest prices (tests compare them on every method and query).
 //!
 //! The input frames' `block_time` may be a timestamp of any unit (or integer microseconds):
 //! it is read as microseconds, the unit of the ledgers and of the output tables.
 
 mod equity;
 mod grouping;
+mod lake_files;
+mod lake_prices;
+mod lake_reader;
 mod leaderboard;
 mod ledger;
 mod options;
@@ -146,12 +157,10 @@ pub fn wallet_pnl(lake: &Lake, query: &PnlQuery, config: &PnlConfig) -> Result<P
 }
 
 /// The grouped events of the lake's trades (and swaps for wallets without trades) that `query`
-/// selects. The latest price of a token comes from every wallet's trades, so the scan is not
-/// narrowed to the wallets asked for; the frames (about 100 bytes per trade) are freed once
-/// the events are grouped.
+/// selects, read row group by row group (see `lake_reader`). The latest price of a token comes
+/// from every wallet's trades, also when only some wallets' row groups are read.
 fn lake_ledgers(lake: &Lake, query: &PnlQuery) -> Result<LedgerSet> {
-    let (trades, swaps) = lake_frames(lake, query)?;
-    ledgers_from_frames(&trades, Some(&swaps), query)
+    lake_reader::lake_ledgers(lake, query)
 }
 
 /// [`wallet_pnl`] handed to `sink` a chunk of [`REPORT_CHUNK`] ledgers at a time, in ledger
@@ -164,9 +173,41 @@ pub fn wallet_pnl_in_batches(
     config: &PnlConfig,
     sink: impl FnMut(PnlReport) -> Result<()>,
 ) -> Result<()> {
+    wallet_pnl_in_batches_of(lake, query, config, REPORT_CHUNK, sink)
+}
+
+/// [`wallet_pnl_in_batches`] with `ledgers` ledgers per batch (at least one).
+pub fn wallet_pnl_in_batches_of(
+    lake: &Lake,
+    query: &PnlQuery,
+    config: &PnlConfig,
+    ledgers: usize,
+    sink: impl FnMut(PnlReport) -> Result<()>,
+) -> Result<()> {
     config.validate()?;
     query.validate()?;
-    report_chunks(&lake_ledgers(lake, query)?, config, REPORT_CHUNK, sink)
+    report_chunks(&lake_ledgers(lake, query)?, config, ledgers, true, sink)
+}
+
+/// The ledgers table of [`wallet_pnl`] (and the lots table when [`PnlConfig::lots`] is set)
+/// handed to `sink` a chunk of [`REPORT_CHUNK`] ledgers at a time, in ledger order; the
+/// positions table is not built (its frame in each part is empty). What `dexlake pnl
+/// --all-wallets` writes to a file.
+pub fn wallet_ledgers_in_batches(
+    lake: &Lake,
+    query: &PnlQuery,
+    config: &PnlConfig,
+    sink: impl FnMut(PnlReport) -> Result<()>,
+) -> Result<()> {
+    config.validate()?;
+    query.validate()?;
+    report_chunks(
+        &lake_ledgers(lake, query)?,
+        config,
+        REPORT_CHUNK,
+        false,
+        sink,
+    )
 }
 
 /// Ranks every wallet of the lake by total PnL (realized + unrealized, summed over its tokens),

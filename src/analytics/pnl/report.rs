@@ -70,7 +70,7 @@ pub(super) fn pct(a: f64, b: f64) -> Option<f64> {
 
 /// Builds the report frames of computed ledgers (ledger `k` of `set` is `ledgers[k]`).
 pub fn report(set: &LedgerSet, ledgers: &[Ledger], config: &PnlConfig) -> Result<PnlReport> {
-    report_range(set, 0, ledgers, config)
+    report_range(set, 0, ledgers, config, true)
 }
 
 /// Ledgers run and reported this many at a time by [`run_report`].
@@ -91,7 +91,7 @@ pub(super) fn run_report_in(
     chunk: usize,
 ) -> Result<PnlReport> {
     let mut out: Option<PnlReport> = None;
-    report_chunks(set, config, chunk, |part| match out.as_mut() {
+    report_chunks(set, config, chunk, true, |part| match out.as_mut() {
         None => {
             out = Some(part);
             Ok(())
@@ -105,17 +105,19 @@ pub(super) fn run_report_in(
 }
 
 /// Runs the ledgers of `set` `chunk` at a time and hands each chunk's report to `sink`, in
-/// ledger order; `sink` is not called when there is no ledger.
+/// ledger order; `sink` is not called when there is no ledger. Without `positions`, the
+/// positions tables are left empty (their columns, no row).
 pub(super) fn report_chunks(
     set: &LedgerSet,
     config: &PnlConfig,
     chunk: usize,
+    positions: bool,
     mut sink: impl FnMut(PnlReport) -> Result<()>,
 ) -> Result<()> {
     for start in (0..set.len()).step_by(chunk.max(1)) {
         let range = start..(start + chunk.max(1)).min(set.len());
         let ledgers = set.run_range(range, config)?;
-        let part = report_range(set, start, &ledgers, config)?;
+        let part = report_range(set, start, &ledgers, config, positions)?;
         drop_in_background(ledgers);
         sink(part)?;
     }
@@ -151,16 +153,19 @@ fn report_range(
     start: usize,
     ledgers: &[Ledger],
     config: &PnlConfig,
+    positions: bool,
 ) -> Result<PnlReport> {
     let n = ledgers.len();
-    let (wallets, tokens) = (
-        &set.wallets[start..start + n],
-        &set.tokens[start..start + n],
-    );
     // The ledgers' wallets and tokens once; the other tables take rows of them, which shares
     // the strings instead of copying them.
-    let wallet_ca = StringChunked::new("wallet_address".into(), wallets);
-    let token_ca = StringChunked::new("token_address".into(), tokens);
+    let wallet_ca = StringChunked::from_iter_values(
+        "wallet_address".into(),
+        (start..start + n).map(|k| set.wallet(k)),
+    );
+    let token_ca = StringChunked::from_iter_values(
+        "token_address".into(),
+        (start..start + n).map(|k| set.token(k)),
+    );
     let by_ledger = |idx: &[IdxSize]| -> Result<(Column, Column)> {
         let w = wallet_ca
             .take(idx)
@@ -183,7 +188,7 @@ fn report_range(
         let (mut opened, mut closed, mut wins, mut losses) = (c(), c(), c(), c());
         let (mut oversold, mut ignored) = (f(), f());
         for (k, l) in ledgers.iter().enumerate() {
-            let m = set.mark_of(&tokens[k], config.mark);
+            let m = set.mark_of_ledger(start + k, config.mark);
             let u = if l.open_quantity() == 0.0 {
                 Some(l.unrealized(0.0))
             } else {
@@ -245,6 +250,7 @@ fn report_range(
         DataFrame::new(n, cols).map_err(Error::polars("building the ledgers table"))
     };
     let positions_table = || -> Result<DataFrame> {
+        let ledgers = if positions { ledgers } else { &[] };
         let np: usize = ledgers.iter().map(|l| l.positions.len()).sum();
         let mut pk: Vec<IdxSize> = Vec::with_capacity(np);
         let (mut pi, mut po, mut pc) = (

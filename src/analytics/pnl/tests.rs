@@ -551,8 +551,11 @@ fn grouping_equals_a_plain_grouping() {
         for query in &queries {
             let set = ledgers_from_frames(&trade_frame(&rows), None, query).expect("set");
             let (w, t, o, e) = plain_grouping(&rows, query);
-            assert_eq!(set.wallets, w, "{n} rows");
-            assert_eq!(set.tokens, t, "{n} rows");
+            let names = |f: fn(&LedgerSet, usize) -> &str| -> Vec<String> {
+                (0..set.len()).map(|k| f(&set, k).to_owned()).collect()
+            };
+            assert_eq!(names(LedgerSet::wallet), w, "{n} rows");
+            assert_eq!(names(LedgerSet::token), t, "{n} rows");
             assert_eq!(set.offsets, o, "{n} rows");
             assert!(set.events == e, "{n} rows");
         }

@@ -134,13 +134,19 @@ pub fn pnl(global: &Global, args: PnlArgs) -> anyhow::Result<ExitCode> {
             // Every ledger of the lake can be millions of rows: written a chunk of ledgers at
             // a time, so memory holds the grouped trades and one chunk's tables.
             let mut sink = ParquetSink::new(out);
-            pnl::wallet_pnl_in_batches(&lake, &query, &config, |part| {
+            let write = |part| {
                 sink.write(&table(part)).map_err(|e| dexlake::Error::Io {
                     action: "writing",
                     path: out.clone(),
                     source: std::io::Error::other(format!("{e:#}")),
                 })
-            })?;
+            };
+            // The positions table is built only when it is the one written.
+            if args.positions {
+                pnl::wallet_pnl_in_batches(&lake, &query, &config, write)?;
+            } else {
+                pnl::wallet_ledgers_in_batches(&lake, &query, &config, write)?;
+            }
             if sink.rows > 0 {
                 sink.finish()?;
                 return Ok(ExitCode::SUCCESS);

@@ -15,6 +15,7 @@ use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
     ParquetRecordBatchReaderBuilder,
 };
+use parquet::bloom_filter::Sbbf;
 
 use super::check::{check_rows, check_size, parquet_error};
 use crate::lake::{FileEntry, Lake};
@@ -234,6 +235,25 @@ impl SharedFile {
             ArrowReaderOptions::new().with_schema(schema),
         )
         .map_err(self.perr())
+    }
+
+    /// The bloom filter of column `name` in row group `row_group`, if the file holds one (the
+    /// lake's writer writes them for the wallet and token columns of swaps and trades).
+    pub(crate) fn bloom_filter(
+        &self,
+        metadata: &ArrowReaderMetadata,
+        row_group: usize,
+        name: &str,
+    ) -> Result<Option<Sbbf>> {
+        let rg = metadata.metadata().row_group(row_group);
+        let Some(chunk) = rg
+            .columns()
+            .iter()
+            .find(|c| c.column_path().parts() == [name])
+        else {
+            return Ok(None);
+        };
+        Sbbf::read_from_column_chunk(chunk, self).map_err(self.perr())
     }
 
     /// The named columns of one row group as one batch (columns in file order; find them by

@@ -1,0 +1,511 @@
+//! The lake's trades, and the swaps of wallets without trades, read straight into grouped
+//! ledgers: row group by row group with arrow-rs, in parallel, as the events' reader does. No
+//! polars frame of the lake and no string per row is built.
+//!
+//! - **First pass:** the wallet, token and kind columns of each row group, read as Parquet
+//!   dictionaries. A row group's distinct names are numbered once in shared registries, and each
+//!   row's events are recorded as a row-group-local (wallet, token) pair. Swaps are read after
+//!   every trade: a wallet with trades (of the query's token, if any) takes no event from swaps.
+//! - **Ledgers:** the distinct pairs, in (wallet, token) order of the names. Each row group's
+//!   pairs get their ledger and the positions of their events in it, in file, row-group and row
+//!   order (so ties in event order keep the order a concatenation of the files would give).
+//! - **Second pass:** the numbers of the row groups holding events; each event is written once,
+//!   straight to its place ([`EventSlots`]), then each ledger is sorted into event order.
+//!
+//! Memory: the events (56 bytes each), 4 bytes per trade row and 8 per swap row between the two
+//! passes, the ledgers' integer pairs and the names.
+//!
+//! With wallets named ([`PnlQuery::wallets`]) only the row groups that can hold them are read:
+//! their bloom filter on `wallet_address` (written by the lake's writer) or their statistics rule
+//! the others out; the latest prices of those wallets' tokens then come from `lake_prices`.
+
+use std::sync::{PoisonError, RwLock};
+
+use arrow::array::RecordBatch;
+use polars::prelude::PlHashMap;
+use rayon::prelude::*;
+
+use super::grouping::{EventSlots, sort_ledgers};
+use super::lake_files::{
+    DataFiles, Filter, GroupNumbers, NONE, OrderKey, SWAPS, Source, TRADES, per_row_group,
+    swap_sides,
+};
+use super::lake_prices::latest_prices_of;
+use super::ledger::{LedgerEvent, LedgerSet};
+use super::options::PnlQuery;
+use crate::analytics::arrow_columns::dictionary;
+use crate::analytics::intern::NameRegistry;
+use crate::lake::{Dataset, Lake};
+use crate::{Error, Result};
+
+/// The registry number of each name (a shared lock for the lookups, the exclusive one only for
+/// names not seen before).
+fn numbers_of(registry: &RwLock<NameRegistry>, names: &[&str]) -> Vec<u32> {
+    let mut ids: Vec<u32> = {
+        let reg = registry.read().unwrap_or_else(PoisonError::into_inner);
+        names.iter().map(|n| reg.get(n).unwrap_or(NONE)).collect()
+    };
+    if ids.contains(&NONE) {
+        let mut reg = registry.write().unwrap_or_else(PoisonError::into_inner);
+        for (id, name) in ids.iter_mut().zip(names).filter(|(id, _)| **id == NONE) {
+            *id = reg.id(name);
+        }
+    }
+    ids
+}
+
+/// A row group's events after the first pass.
+struct GroupEvents {
+    /// Per row: its first event (a trade's, or a swap's sold side) as `pair << 1 | sell`, or
+    /// [`NONE`].
+    first: Vec<u32>,
+    /// Per row of a swap: its bought side's event as `pair << 1 | sold`, where `sold` says the
+    /// swap's type also sells (its fee is then booked on that side); empty for trades.
+    second: Vec<u32>,
+    /// The row group's (wallet, token) pairs, as registry numbers.
+    pairs: Vec<(u32, u32)>,
+    /// Events per pair.
+    counts: Vec<u32>,
+    /// Wallets (registry numbers) with a trade of a kept token (trades only).
+    traders: Vec<u32>,
+    /// Once the ledgers are known: each pair's ledger and where its events start in it.
+    ledger: Vec<u32>,
+    start: Vec<u32>,
+}
+
+/// The local pairs of a row group, numbered in order of first sight.
+#[derive(Default)]
+struct LocalPairs {
+    index: PlHashMap<u64, u32>,
+    pairs: Vec<(u32, u32)>,
+    counts: Vec<u32>,
+}
+
+impl LocalPairs {
+    /// The event of a row's side: `pair << 1 | sell`.
+    fn event(&mut self, wallet: u32, token: u32, sell: bool) -> u32 {
+        let key = (u64::from(wallet) << 32) | u64::from(token);
+        let next = self.pairs.len() as u32;
+        let l = *self.index.entry(key).or_insert(next);
+        if l == next {
+            self.pairs.push((wallet, token));
+            self.counts.push(0);
+        }
+        self.counts[l as usize] += 1;
+        (l << 1) | u32::from(sell)
+    }
+}
+
+/// The first pass over one row group of trades.
+fn trade_keys(
+    batch: &RecordBatch,
+    path: &str,
+    filter: &Filter<'_>,
+    wallets: &RwLock<NameRegistry>,
+    tokens: &RwLock<NameRegistry>,
+) -> Result<GroupEvents> {
+    let (w_codes, w_names_dict) = dictionary(batch, "wallet_address", path)?;
+    let w_names = w_names_dict.names();
+    let (t_codes, t_names_dict) = dictionary(batch, "token_address", path)?;
+    let t_names = t_names_dict.names();
+    let (d_codes, d_names_dict) = dictionary(batch, "direction", path)?;
+    let d_names = d_names_dict.names();
+    let (w_ids, t_ids) = (numbers_of(wallets, &w_names), numbers_of(tokens, &t_names));
+    let side: Vec<Option<bool>> = d_names
+        .iter()
+        .map(|d| match *d {
+            "buy" => Some(false),
+            "sell" => Some(true),
+            _ => None,
+        })
+        .collect();
+    let token_ok: Vec<bool> = t_names.iter().map(|t| filter.token_ok(t)).collect();
+    let wallet_ok: Vec<bool> = w_names.iter().map(|w| filter.wallet_ok(w)).collect();
+    let mut trader = vec![false; w_names.len()];
+    let mut local = LocalPairs::default();
+    let first: Vec<u32> = (0..w_codes.len())
+        .map(|i| {
+            let (w, t) = (w_codes[i] as usize, t_codes[i] as usize);
+            if !token_ok[t] {
+                return NONE;
+            }
+            trader[w] = true;
+            match side[d_codes[i] as usize] {
+                Some(sell) if wallet_ok[w] => local.event(w_ids[w], t_ids[t], sell),
+                _ => NONE,
+            }
+        })
+        .collect();
+    let traders = trader
+        .iter()
+        .zip(&w_ids)
+        .filter(|(t, _)| **t)
+        .map(|(_, &id)| id)
+        .collect();
+    Ok(GroupEvents {
+        first,
+        second: Vec::new(),
+        pairs: local.pairs,
+        counts: local.counts,
+        traders,
+        ledger: Vec::new(),
+        start: Vec::new(),
+    })
+}
+
+/// The first pass over one row group of swaps; `traders[w]` marks the wallets whose swaps are
+/// left out.
+fn swap_keys(
+    batch: &RecordBatch,
+    path: &str,
+    filter: &Filter<'_>,
+    wallets: &RwLock<NameRegistry>,
+    tokens: &RwLock<NameRegistry>,
+    traders: &[bool],
+) -> Result<GroupEvents> {
+    let (w_codes, w_names_dict) = dictionary(batch, "wallet_address", path)?;
+    let w_names = w_names_dict.names();
+    let (k_codes, k_names_dict) = dictionary(batch, "swap_type", path)?;
+    let k_names = k_names_dict.names();
+    let (i_codes, i_names_dict) = dictionary(batch, "token_address_in", path)?;
+    let i_names = i_names_dict.names();
+    let (o_codes, o_names_dict) = dictionary(batch, "token_address_out", path)?;
+    let o_names = o_names_dict.names();
+    let w_ids = numbers_of(wallets, &w_names);
+    let (i_ids, o_ids) = (numbers_of(tokens, &i_names), numbers_of(tokens, &o_names));
+    let sides: Vec<(bool, bool)> = k_names.iter().map(|k| swap_sides(k)).collect();
+    let wallet_ok: Vec<bool> = w_names
+        .iter()
+        .zip(&w_ids)
+        .map(|(w, &id)| filter.wallet_ok(w) && !traders.get(id as usize).copied().unwrap_or(false))
+        .collect();
+    let in_ok: Vec<bool> = i_names.iter().map(|t| filter.token_ok(t)).collect();
+    let out_ok: Vec<bool> = o_names.iter().map(|t| filter.token_ok(t)).collect();
+    let mut local = LocalPairs::default();
+    let n = w_codes.len();
+    let (mut first, mut second) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for i in 0..n {
+        let w = w_codes[i] as usize;
+        let (sell, buy) = sides[k_codes[i] as usize];
+        let (ti, to) = (i_codes[i] as usize, o_codes[i] as usize);
+        first.push(if wallet_ok[w] && sell && in_ok[ti] {
+            local.event(w_ids[w], i_ids[ti], true)
+        } else {
+            NONE
+        });
+        second.push(if wallet_ok[w] && buy && out_ok[to] {
+            (local.event(w_ids[w], o_ids[to], false) & !1) | u32::from(sell)
+        } else {
+            NONE
+        });
+    }
+    Ok(GroupEvents {
+        first,
+        second,
+        pairs: local.pairs,
+        counts: local.counts,
+        traders: Vec::new(),
+        ledger: Vec::new(),
+        start: Vec::new(),
+    })
+}
+
+/// The latest price of each token of a row group, as (token, key, price), earlier rows first on
+/// ties.
+type GroupLatest = Vec<(u32, OrderKey, f64)>;
+
+/// Keeps the later of `best` and (`key`, `price`); an earlier candidate wins ties.
+fn keep_latest(best: &mut Option<(OrderKey, f64)>, key: OrderKey, price: f64) {
+    if best.is_none_or(|(k, _)| key > k) {
+        *best = Some((key, price));
+    }
+}
+
+/// The second pass over one row group: its events written to their places, and its latest
+/// price per token.
+fn write_events(
+    g: &GroupEvents,
+    nums: &GroupNumbers,
+    swaps: bool,
+    offsets: &[usize],
+    slots: &EventSlots,
+) -> Result<GroupLatest> {
+    let mut cursor = g.start.clone();
+    let mut out: Vec<(usize, LedgerEvent)> =
+        Vec::with_capacity(g.counts.iter().map(|&c| c as usize).sum());
+    let mut latest: PlHashMap<u32, (OrderKey, f64)> = PlHashMap::default();
+    let mut order: Vec<u32> = Vec::new();
+    let mut put = |l: usize, sell: bool, i: usize, side: usize, fee: f64| -> Result<()> {
+        let event = nums.event(i, side, sell, fee);
+        let price = nums.price[side][i];
+        if price.is_finite() {
+            let token = g.pairs[l].1;
+            let mut best = latest.get(&token).copied();
+            if best.is_none() {
+                order.push(token);
+            }
+            keep_latest(&mut best, nums.key(i), price);
+            latest.insert(token, best.expect("just set"));
+        }
+        let ledger = g.ledger[l];
+        if ledger == NONE {
+            return Ok(());
+        }
+        let c = cursor[l];
+        if c >= g.start[l] + g.counts[l] {
+            return Err(Error::InvalidArgument {
+                argument: "lake".into(),
+                reason: "a data file gave more PnL events on its second read than on its first"
+                    .into(),
+            });
+        }
+        cursor[l] += 1;
+        out.push((offsets[ledger as usize] + c as usize, event));
+        Ok(())
+    };
+    for i in 0..g.first.len() {
+        let (a, b) = (g.first[i], g.second.get(i).copied().unwrap_or(NONE));
+        if a == NONE && b == NONE {
+            continue;
+        }
+        let fee = if swaps { nums.swap_fee(i) } else { 0.0 };
+        if a != NONE {
+            put((a >> 1) as usize, a & 1 == 1, i, 0, fee)?;
+        }
+        if b != NONE {
+            // A swap's fee is booked on its sold side, on the bought side only without one.
+            let sold = b & 1 == 1;
+            put((b >> 1) as usize, false, i, 1, if sold { 0.0 } else { fee })?;
+        }
+    }
+    // SAFETY: the positions of pair `l` are `offsets[ledger] + start[l]..+ counts[l]`, a range
+    // no other pair of any row group holds (the starts are running sums within each ledger),
+    // and `put` refuses a position past it.
+    unsafe { slots.write(&out)? };
+    Ok(order
+        .into_iter()
+        .map(|t| {
+            let (k, p) = latest[&t];
+            (t, k, p)
+        })
+        .collect())
+}
+
+/// Row groups of `files` that can hold the wallets of `filter` (every row group without).
+fn candidate_groups(
+    lake: &Lake,
+    files: &DataFiles,
+    filter: &Filter<'_>,
+) -> Result<Vec<(usize, usize)>> {
+    let all = files.row_groups();
+    if filter.wallets.is_none() {
+        return Ok(all);
+    }
+    let keep = per_row_group(lake, files, &all, |file, k, g| {
+        filter.may_hold_wallets(file, &files.footers[k], g)
+    })?;
+    Ok(all
+        .into_iter()
+        .zip(keep)
+        .filter_map(|(g, k)| k.then_some(g))
+        .collect())
+}
+
+/// Names sorted, and the rank of each registry number among them.
+fn sorted(names: Vec<String>) -> (Vec<String>, Vec<u32>) {
+    let mut order: Vec<u32> = (0..names.len() as u32).collect();
+    order.par_sort_unstable_by(|&a, &b| names[a as usize].cmp(&names[b as usize]));
+    let mut rank = vec![0u32; names.len()];
+    for (r, &k) in order.iter().enumerate() {
+        rank[k as usize] = r as u32;
+    }
+    let mut slots: Vec<Option<String>> = names.into_iter().map(Some).collect();
+    let sorted = order
+        .iter()
+        .map(|&k| slots[k as usize].take().unwrap_or_default())
+        .collect();
+    (sorted, rank)
+}
+
+/// The second pass over the row groups of `groups` that hold events.
+fn second_pass(
+    lake: &Lake,
+    files: &DataFiles,
+    source: &Source,
+    groups: &[(usize, usize)],
+    keys: &[GroupEvents],
+    offsets: &[usize],
+    slots: &EventSlots,
+) -> Result<Vec<GroupLatest>> {
+    // Row groups without events are not read again; `at` finds a row group's first-pass keys.
+    let with_events: Vec<(usize, usize)> = groups
+        .iter()
+        .zip(keys)
+        .filter(|(_, g)| !g.pairs.is_empty())
+        .map(|(&rg, _)| rg)
+        .collect();
+    let at: PlHashMap<(usize, usize), usize> = groups
+        .iter()
+        .enumerate()
+        .map(|(i, &rg)| (rg, i))
+        .collect();
+    let swaps = source.dataset == Dataset::Swaps;
+    per_row_group(lake, files, &with_events, |file, k, g| {
+        let batch = file.read_row_group(&files.footers[k], g, source.numbers)?;
+        let nums = GroupNumbers::read(&batch, &files.paths[k], swaps)?;
+        write_events(&keys[at[&(k, g)]], &nums, swaps, offsets, slots)
+    })
+}
+
+/// The grouped events of the lake's trades (and of the swaps of wallets without trades) that
+/// `query` selects, and the latest price of each token (over every wallet's events).
+pub(super) fn lake_ledgers(lake: &Lake, query: &PnlQuery) -> Result<LedgerSet> {
+    let filter = Filter {
+        token: query.token.as_deref(),
+        wallets: query
+            .wallets
+            .as_ref()
+            .map(|w| w.iter().map(String::as_str).collect()),
+    };
+    let wallets = RwLock::new(NameRegistry::default());
+    let tokens = RwLock::new(NameRegistry::default());
+    let trades = DataFiles::of(lake, Dataset::Trades)?;
+    let swaps = DataFiles::of(lake, Dataset::Swaps)?;
+    // First pass: the trades, then the swaps of wallets without trades.
+    let trade_groups = candidate_groups(lake, &trades, &filter)?;
+    let mut trade_keys = per_row_group(lake, &trades, &trade_groups, |file, k, g| {
+        let batch = file.read_row_group(&trades.footers[k], g, TRADES.keys)?;
+        trade_keys(&batch, &trades.paths[k], &filter, &wallets, &tokens)
+    })?;
+    let mut traders = vec![
+        false;
+        wallets
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .names
+            .len()
+    ];
+    for g in &mut trade_keys {
+        for &w in &g.traders {
+            traders[w as usize] = true;
+        }
+        g.traders = Vec::new();
+    }
+    let swap_groups = candidate_groups(lake, &swaps, &filter)?;
+    let mut swap_keys = per_row_group(lake, &swaps, &swap_groups, |file, k, g| {
+        let batch = file.read_row_group(&swaps.footers[k], g, SWAPS.keys)?;
+        swap_keys(
+            &batch,
+            &swaps.paths[k],
+            &filter,
+            &wallets,
+            &tokens,
+            &traders,
+        )
+    })?;
+    drop(traders);
+    // The ledgers: the distinct pairs in (wallet, token) order.
+    let into_names =
+        |r: RwLock<NameRegistry>| r.into_inner().unwrap_or_else(PoisonError::into_inner).names;
+    let (wallet_names, wallet_rank) = sorted(into_names(wallets));
+    let (token_names, token_rank) = sorted(into_names(tokens));
+    let key = |(w, t): (u32, u32)| {
+        (u64::from(wallet_rank[w as usize]) << 32) | u64::from(token_rank[t as usize])
+    };
+    let mut ledgers: Vec<u64> = trade_keys
+        .par_iter()
+        .chain(swap_keys.par_iter())
+        .flat_map_iter(|g| g.pairs.iter().map(|&p| key(p)))
+        .collect();
+    ledgers.par_sort_unstable();
+    ledgers.dedup();
+    trade_keys
+        .par_iter_mut()
+        .chain(swap_keys.par_iter_mut())
+        .for_each(|g| {
+            g.ledger = g
+                .pairs
+                .iter()
+                .map(|&p| ledgers.binary_search(&key(p)).map_or(NONE, |l| l as u32))
+                .collect();
+        });
+    // Each pair's events follow those of the row groups before it, in file order.
+    let mut fill = vec![0u32; ledgers.len()];
+    for g in trade_keys.iter_mut().chain(swap_keys.iter_mut()) {
+        g.start = Vec::with_capacity(g.pairs.len());
+        for (&l, &c) in g.ledger.iter().zip(&g.counts) {
+            let f = &mut fill[l as usize];
+            g.start.push(*f);
+            *f = f.checked_add(c).ok_or_else(|| Error::InvalidArgument {
+                argument: "trades".into(),
+                reason: "a (wallet, token) pair has more events than one ledger takes (2^32)"
+                    .into(),
+            })?;
+        }
+    }
+    let mut offsets = Vec::with_capacity(ledgers.len() + 1);
+    offsets.push(0usize);
+    for &c in &fill {
+        offsets.push(offsets[offsets.len() - 1] + c as usize);
+    }
+    drop(fill);
+    // Second pass: every event written to its place.
+    let slots = EventSlots::new(offsets[ledgers.len()]);
+    let trade_latest = second_pass(
+        lake,
+        &trades,
+        &TRADES,
+        &trade_groups,
+        &trade_keys,
+        &offsets,
+        &slots,
+    )?;
+    drop(trade_keys);
+    let swap_latest = second_pass(
+        lake,
+        &swaps,
+        &SWAPS,
+        &swap_groups,
+        &swap_keys,
+        &offsets,
+        &slots,
+    )?;
+    drop(swap_keys);
+    let mut events = slots.finish()?;
+    sort_ledgers(&mut events, &offsets);
+    let ledger_tokens: Vec<u32> = ledgers.iter().map(|&p| p as u32).collect();
+    let latest_prices = if filter.wallets.is_some() {
+        // Only the named wallets' row groups were read: the prices of their tokens come from
+        // the newest row groups that can hold those tokens, every wallet's.
+        let mut traded: Vec<u32> = ledger_tokens.clone();
+        traded.sort_unstable();
+        traded.dedup();
+        let names: Vec<&str> = traded
+            .iter()
+            .map(|&t| token_names[t as usize].as_str())
+            .collect();
+        let found = latest_prices_of(lake, &trades, &swaps, &filter, &names)?;
+        let mut prices = vec![None; token_names.len()];
+        for (&t, p) in traded.iter().zip(found) {
+            prices[t as usize] = p.map(|(_, p)| p);
+        }
+        prices
+    } else {
+        let mut best: Vec<Option<(OrderKey, f64)>> = vec![None; token_names.len()];
+        for part in trade_latest.into_iter().chain(swap_latest) {
+            for (t, k, p) in part {
+                keep_latest(&mut best[token_rank[t as usize] as usize], k, p);
+            }
+        }
+        best.into_iter().map(|b| b.map(|(_, p)| p)).collect()
+    };
+    Ok(LedgerSet {
+        wallet_names,
+        token_names,
+        ledger_wallets: ledgers.iter().map(|&p| (p >> 32) as u32).collect(),
+        ledger_tokens,
+        offsets,
+        events,
+        latest_prices,
+    })
+}

@@ -1,0 +1,278 @@
+//! The PnL's lake reader (row groups with arrow-rs, names interned per row group) against the
+//! frames of the same lake: the same tables for every method and query, in batches of any size,
+//! on a lake of many small files whose wallets and tokens repeat across files and row groups.
+
+use std::sync::Arc;
+
+use dexlake::analytics::pnl::{self, CostMethod, Mark, PnlConfig, PnlQuery, PnlReport};
+use dexlake::lake::{Dataset, Lake};
+use dexlake::sim::Simulator;
+use dexlake::sync::{Job, SyncConfig, Syncer};
+use parquet::file::reader::{FileReader, SerializedFileReader};
+use polars::prelude::*;
+
+use crate::common;
+use crate::common::lake::small_file_options;
+
+async fn synced_lake(sim: &Simulator) -> (tempfile::TempDir, Arc<Lake>, Vec<String>) {
+    let catalog = sim.market().catalog();
+    let chain = &catalog.altchain;
+    let (t0, t1) = (
+        chain.tokens[0].address.clone(),
+        chain.tokens[1].address.clone(),
+    );
+    let t2 = chain.tokens[2].address.clone();
+    let (w0, w1) = (
+        chain.wallets[0].address.clone(),
+        chain.wallets[1].address.clone(),
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lake = Arc::new(Lake::open_with(dir.path(), small_file_options()).expect("lake"));
+    // Every wallet's trades of two tokens, one wallet's trades of every token, and swaps: of
+    // one wallet (with no trade in the lake: its ledgers come from swaps) and of a token (the
+    // swaps of wallets with trades are left out) and of a token no trade was synced for.
+    let jobs = vec![
+        Job::Trades {
+            token: Some(t0.clone()),
+            wallet: None,
+        },
+        Job::Trades {
+            token: Some(t1.clone()),
+            wallet: None,
+        },
+        Job::Trades {
+            token: None,
+            wallet: Some(w0.clone()),
+        },
+        Job::Swaps {
+            token: None,
+            wallet: Some(w1.clone()),
+            pool: None,
+        },
+        Job::Swaps {
+            token: Some(t1.clone()),
+            wallet: None,
+            pool: None,
+        },
+        Job::Swaps {
+            token: Some(t2.clone()),
+            wallet: None,
+            pool: None,
+        },
+    ];
+    let syncer = Syncer::new(
+        common::sim_client_retrying(sim, 5),
+        Arc::clone(&lake),
+        SyncConfig::default(),
+    );
+    let report = syncer.run(&jobs).await;
+    assert!(!report.any_failed(), "sync failed: {report:?}");
+    (dir, lake, vec![t0, t1, w0, w1, t2])
+}
+
+/// The report of the frames path: the lake's frames of `query`, grouped from strings.
+fn from_frames(lake: &Lake, query: &PnlQuery, config: &PnlConfig) -> PnlReport {
+    let (trades, swaps) = pnl::lake_frames(lake, query).expect("frames");
+    pnl::pnl_from_frames(&trades, Some(&swaps), query, config).expect("pnl from frames")
+}
+
+fn assert_same(a: &PnlReport, b: &PnlReport, what: &str) {
+    assert!(
+        a.ledgers.equals_missing(&b.ledgers),
+        "ledgers, {what}:\n{}\n{}",
+        a.ledgers,
+        b.ledgers
+    );
+    assert!(
+        a.positions.equals_missing(&b.positions),
+        "positions, {what}"
+    );
+    match (&a.lots, &b.lots) {
+        (Some(x), Some(y)) => assert!(x.equals_missing(y), "lots, {what}"),
+        (None, None) => {}
+        _ => panic!("lots on one side only, {what}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lake_reader_gives_the_tables_of_the_frames_for_every_method_and_query() {
+    let sim = common::tiny_sim(11).await;
+    let (_dir, lake, names) = synced_lake(&sim).await;
+    let [t0, t1, w0, w1, t2] = [0, 1, 2, 3, 4].map(|i| names[i].clone());
+    // Many files and row groups, so that names repeat across them.
+    let files = lake.snapshot().expect("snapshot");
+    let trade_files = files.files_of(Dataset::Trades).count();
+    let swap_files = files.files_of(Dataset::Swaps).count();
+    assert!(
+        trade_files >= 3 && swap_files >= 2,
+        "{trade_files} trade files, {swap_files} swap files"
+    );
+    // A wallet of the token's swaps that has no trade: its ledgers come from swaps.
+    let (trades, swaps) = pnl::lake_frames(&lake, &PnlQuery::default()).expect("frames");
+    let traders: Vec<String> = trades
+        .column("wallet_address")
+        .expect("wallet")
+        .str()
+        .expect("str")
+        .iter()
+        .map(|w| w.unwrap_or_default().to_owned())
+        .collect();
+    let swapper = swaps
+        .column("wallet_address")
+        .expect("wallet")
+        .str()
+        .expect("str")
+        .iter()
+        .flatten()
+        .find(|w| !traders.iter().any(|t| t == w) && *w != w1)
+        .expect("a wallet with swaps only")
+        .to_owned();
+    let query = |wallets: Option<Vec<&String>>, token: Option<&String>| PnlQuery {
+        wallets: wallets.map(|w| w.into_iter().cloned().collect()),
+        token: token.cloned(),
+    };
+    let queries = [
+        query(None, None),
+        query(None, Some(&t0)),
+        query(None, Some(&t1)),
+        query(Some(vec![&w0]), None),
+        query(Some(vec![&w1]), None),
+        query(Some(vec![&w0, &w1, &swapper]), None),
+        query(Some(vec![&swapper]), None),
+        query(Some(vec![&swapper]), Some(&t2)),
+        query(Some(vec![&w0]), Some(&t1)),
+    ];
+    for method in CostMethod::ALL {
+        for mark in [Mark::Latest, Mark::Price(2.5)] {
+            let config = PnlConfig {
+                method,
+                mark,
+                lots: true,
+                ..PnlConfig::default()
+            };
+            for q in &queries {
+                let what = format!("{method:?} {mark:?} {q:?}");
+                let lake_side = pnl::wallet_pnl(&lake, q, &config).expect("pnl");
+                assert!(lake_side.ledgers.height() > 0, "no ledger, {what}");
+                assert_same(&lake_side, &from_frames(&lake, q, &config), &what);
+            }
+        }
+    }
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_wallet_in_batches_equals_the_whole_for_every_method() {
+    let sim = common::tiny_sim(12).await;
+    let (_dir, lake, _) = synced_lake(&sim).await;
+    for method in CostMethod::ALL {
+        let config = PnlConfig {
+            method,
+            lots: true,
+            ..PnlConfig::default()
+        };
+        let whole = pnl::wallet_pnl(&lake, &PnlQuery::default(), &config).expect("whole");
+        let n = whole.ledgers.height();
+        assert!(n > 20, "{n} ledgers");
+        for per_batch in [1, 7, n - 1, n, n + 5] {
+            let mut parts: Vec<PnlReport> = Vec::new();
+            pnl::wallet_pnl_in_batches_of(&lake, &PnlQuery::default(), &config, per_batch, |p| {
+                parts.push(p);
+                Ok(())
+            })
+            .expect("batches");
+            assert_eq!(
+                parts.len(),
+                n.div_ceil(per_batch),
+                "{method:?}, {per_batch} per batch"
+            );
+            let stack = |f: fn(&PnlReport) -> DataFrame| {
+                let mut all = f(&parts[0]);
+                for p in &parts[1..] {
+                    all.vstack_mut(&f(p)).expect("stack");
+                }
+                all
+            };
+            let what = format!("{method:?}, {per_batch} per batch");
+            assert!(
+                stack(|p| p.ledgers.clone()).equals_missing(&whole.ledgers),
+                "ledgers, {what}"
+            );
+            assert!(
+                stack(|p| p.positions.clone()).equals_missing(&whole.positions),
+                "positions, {what}"
+            );
+            assert!(
+                stack(|p| p.lots.clone().expect("lots"))
+                    .equals_missing(whole.lots.as_ref().expect("lots")),
+                "lots, {what}"
+            );
+        }
+        // The ledgers-only batches: the same ledgers, no position built.
+        let mut ledgers: Option<DataFrame> = None;
+        pnl::wallet_ledgers_in_batches(&lake, &PnlQuery::default(), &config, |p| {
+            assert_eq!(p.positions.height(), 0);
+            match ledgers.as_mut() {
+                None => ledgers = Some(p.ledgers),
+                Some(all) => drop(all.vstack_mut(&p.ledgers).expect("stack")),
+            }
+            Ok(())
+        })
+        .expect("ledger batches");
+        assert!(
+            ledgers.expect("ledgers").equals_missing(&whole.ledgers),
+            "{method:?}"
+        );
+    }
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn swaps_and_trades_files_carry_bloom_filters_on_wallets_and_tokens() {
+    let sim = common::tiny_sim(13).await;
+    let (dir, lake, names) = synced_lake(&sim).await;
+    let snapshot = lake.snapshot().expect("snapshot");
+    for (dataset, columns) in [
+        (Dataset::Trades, vec!["wallet_address", "token_address"]),
+        (
+            Dataset::Swaps,
+            vec!["wallet_address", "token_address_in", "token_address_out"],
+        ),
+    ] {
+        for (path, _) in snapshot.files_of(dataset) {
+            let file = std::fs::File::open(dir.path().join(path)).expect("open");
+            let options = parquet::file::serialized_reader::ReadOptionsBuilder::new()
+                .with_reader_properties(
+                    parquet::file::properties::ReaderProperties::builder()
+                        .set_read_bloom_filter(true)
+                        .build(),
+                )
+                .build();
+            let reader = SerializedFileReader::new_with_options(file, options).expect("parquet");
+            for g in 0..reader.num_row_groups() {
+                let rg = reader.get_row_group(g).expect("row group");
+                let meta = rg.metadata();
+                for c in &columns {
+                    let i = (0..meta.num_columns())
+                        .find(|&i| meta.column(i).column_path().parts() == [*c])
+                        .expect("column");
+                    let bloom = rg.get_column_bloom_filter(i).expect("a bloom filter");
+                    // The chunk's smallest and largest values are in the filter.
+                    let stats = meta.column(i).statistics().expect("statistics");
+                    for v in [stats.min_bytes_opt(), stats.max_bytes_opt()] {
+                        assert!(bloom.check(v.expect("a value")), "{path} {c}");
+                    }
+                }
+            }
+        }
+    }
+    // A wallet absent from the lake is absent from (almost) every filter: a query for it
+    // reads nothing and gives no ledger.
+    let query = PnlQuery {
+        wallets: Some(vec![format!("{}x", names[2])]),
+        token: None,
+    };
+    let report = pnl::wallet_pnl(&lake, &query, &PnlConfig::default()).expect("pnl");
+    assert_eq!(report.ledgers.height(), 0);
+    sim.shutdown().await;
+}
