@@ -26,6 +26,10 @@ Parquet and gives the realized PnL of every (wallet, token):
   X back onto the buys. This equals the FIFO loop up to float rounding (and dexlake's 1e-9
   matching tolerance).
 
+Then one wallet, the one with most trades: `dexlake pnl --wallet W --format parquet` (whole
+process) against DuckDB's closed form with `where wallet_address = W` on the same files
+(`--only-one-wallet` times only this part).
+
 Values: usd_amount when finite and > 0, else token_price × token_amount; quantities are
 |token_amount|; zero quantities are no event. The Python peers are timed around the query
 inside one process (imports excluded).
@@ -57,7 +61,7 @@ COPY (
                 ELSE 0 END AS usd,
            block_time, block_slot, id
     FROM read_parquet('{lake}/trades/**/*.parquet', hive_partitioning = true)
-    WHERE direction IN ('buy', 'sell')
+    WHERE direction IN ('buy', 'sell'){where}
   ),
   run AS (
     SELECT *,
@@ -153,10 +157,11 @@ def polars_pnl(lake, out):
     )
 
 
-def duckdb_pnl(lake, out):
+def duckdb_pnl(lake, out, wallet=None):
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
-    con.execute(DUCKDB_PNL.format(lake=lake, out=out))
+    where = f" AND wallet_address = '{wallet}'" if wallet else ""
+    con.execute(DUCKDB_PNL.format(lake=lake, out=out, where=where))
     con.close()
 
 
@@ -212,6 +217,54 @@ def dexlake_pnl(binary, lake, out):
     ])
 
 
+def dexlake_wallet_pnl(binary, lake, wallet, out):
+    """One wallet's ledgers table by the CLI under /usr/bin/time -v; returns peak RSS in MiB."""
+    return dexlake_peak_mib(binary, [
+        "pnl", "--lake", lake, "--wallet", wallet, "--format", "parquet", "--out", out,
+    ])
+
+
+def one_wallet(a, lake, out):
+    """`pnl --wallet W` against DuckDB's filtered closed form, W the wallet with most trades."""
+    wallet, n = duckdb.sql(
+        f"SELECT wallet_address, count(*) AS n FROM read_parquet('{lake}/trades/**/*.parquet') "
+        "GROUP BY ALL ORDER BY n DESC, wallet_address LIMIT 1"
+    ).fetchall()[0]
+    print(f"one wallet: {wallet} ({n} trades)", flush=True)
+    engines = {
+        "dexlake `pnl --wallet W --format parquet` (whole process)":
+            lambda o: dexlake_wallet_pnl(a.dexlake, lake, wallet, o),
+        "DuckDB (closed-form FIFO, `where wallet_address = W`)":
+            lambda o: duckdb_pnl(lake, o, wallet),
+    }
+    times, rss = {}, []
+    for run in range(a.runs):
+        for name, f in engines.items():
+            o = os.path.join(out, f"one-{name.split()[0]}-{run}.parquet")
+            dt, extra = timed(f, o)
+            times.setdefault(name, []).append(dt)
+            if name.startswith("dexlake"):
+                rss.append(extra)
+            print(f"run {run + 1}: {name}: {dt:.3f} s", flush=True)
+    dex = pl.read_parquet(os.path.join(out, "one-dexlake-0.parquet"))
+    duck = pl.read_parquet(os.path.join(out, "one-DuckDB-0.parquet"))
+    d = {(w, t): r for w, t, r in dex.select("wallet_address", "token_address", "realized_pnl").iter_rows()}
+    p = {(w, t): r for w, t, r in duck.iter_rows()}
+    assert p.keys() == d.keys(), f"one wallet: other ledgers ({len(p)} vs {len(d)})"
+    worst = max((abs(p[k] - d[k]) / max(1.0, abs(d[k])) for k in d), default=0.0)
+    print(f"one wallet: DuckDB vs dexlake on {len(d)} ledgers: largest relative difference {worst:.3g}")
+    assert worst <= 1e-6, "one wallet: DuckDB and dexlake disagree"
+    med = {k: statistics.median(v) for k, v in times.items()}
+    dl = next(v for k, v in med.items() if k.startswith("dexlake"))
+    print()
+    print(f"| one wallet ({n} trades) | median s ({a.runs} runs) | ratio to dexlake |")
+    print("|---|---|---|")
+    for k, v in med.items():
+        print(f"| {k} | {v:.3f} | {v / dl:.2f} |")
+    print(f"dexlake peak RSS, one wallet: {max(rss):.0f} MiB")
+    print()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dexlake", required=True)
@@ -220,6 +273,8 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--scale", default="large")
     ap.add_argument("--python-share", type=float, default=0.05)
+    ap.add_argument("--only-one-wallet", action="store_true",
+                    help="time only `pnl --wallet W` against DuckDB's filtered closed form")
     a = ap.parse_args()
     lake = os.path.abspath(a.lake)
     if not os.path.exists(os.path.join(lake, "trades")):
@@ -241,6 +296,10 @@ def main():
           f"the Python loop runs on {len(subset)} wallets", flush=True)
 
     out = tempfile.mkdtemp(prefix="dexlake-compare-pnl-")
+    one_wallet(a, lake, out)
+    if a.only_one_wallet:
+        shutil.rmtree(out, ignore_errors=True)
+        return
     engines = {
         "dexlake `pnl --all-wallets --format parquet` (whole process)": lambda o: dexlake_pnl(a.dexlake, lake, o),
         "polars (closed-form FIFO: sorted cum_sum over (wallet, token), join)": lambda o: polars_pnl(lake, o),

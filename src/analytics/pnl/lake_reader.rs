@@ -62,7 +62,8 @@ struct GroupEvents {
     /// Per row of a swap: its bought side's event as `pair << 1 | sold`, where `sold` says the
     /// swap's type also sells (its fee is then booked on that side); empty for trades.
     second: Vec<u32>,
-    /// The row group's (wallet, token) pairs, as registry numbers.
+    /// The row group's (wallet, token) pairs, as registry numbers; dropped once each has its
+    /// ledger.
     pairs: Vec<(u32, u32)>,
     /// Events per pair.
     counts: Vec<u32>,
@@ -210,7 +211,15 @@ fn swap_keys(
     })
 }
 
-/// The latest price of each token of a row group, as (token, key, price), earlier rows first on
+/// Where the second pass writes: each ledger's first position, its token (rank among the
+/// sorted names), and the room of every event.
+struct Placement<'a> {
+    offsets: &'a [usize],
+    ledger_tokens: &'a [u32],
+    slots: &'a EventSlots,
+}
+
+/// The latest price of each token of a row group, as (token rank, key, price), earlier rows first on
 /// ties.
 type GroupLatest = Vec<(u32, OrderKey, f64)>;
 
@@ -227,9 +236,9 @@ fn write_events(
     g: &GroupEvents,
     nums: &GroupNumbers,
     swaps: bool,
-    offsets: &[usize],
-    slots: &EventSlots,
+    to: &Placement<'_>,
 ) -> Result<GroupLatest> {
+    let (offsets, ledger_tokens) = (to.offsets, to.ledger_tokens);
     let mut cursor = g.start.clone();
     let mut out: Vec<(usize, LedgerEvent)> =
         Vec::with_capacity(g.counts.iter().map(|&c| c as usize).sum());
@@ -239,7 +248,7 @@ fn write_events(
         let event = nums.event(i, side, sell, fee);
         let price = nums.price[side][i];
         if price.is_finite() {
-            let token = g.pairs[l].1;
+            let token = ledger_tokens[g.ledger[l] as usize];
             let mut best = latest.get(&token).copied();
             if best.is_none() {
                 order.push(token);
@@ -281,7 +290,7 @@ fn write_events(
     // SAFETY: the positions of pair `l` are `offsets[ledger] + start[l]..+ counts[l]`, a range
     // no other pair of any row group holds (the starts are running sums within each ledger),
     // and `put` refuses a position past it.
-    unsafe { slots.write(&out)? };
+    unsafe { to.slots.write(&out)? };
     Ok(order
         .into_iter()
         .map(|t| {
@@ -334,14 +343,13 @@ fn second_pass(
     source: &Source,
     groups: &[(usize, usize)],
     keys: &[GroupEvents],
-    offsets: &[usize],
-    slots: &EventSlots,
+    to: &Placement<'_>,
 ) -> Result<Vec<GroupLatest>> {
     // Row groups without events are not read again; `at` finds a row group's first-pass keys.
     let with_events: Vec<(usize, usize)> = groups
         .iter()
         .zip(keys)
-        .filter(|(_, g)| !g.pairs.is_empty())
+        .filter(|(_, g)| !g.counts.is_empty())
         .map(|(&rg, _)| rg)
         .collect();
     let at: PlHashMap<(usize, usize), usize> = groups
@@ -353,7 +361,7 @@ fn second_pass(
     per_row_group(lake, files, &with_events, |file, k, g| {
         let batch = file.read_row_group(&files.footers[k], g, source.numbers)?;
         let nums = GroupNumbers::read(&batch, &files.paths[k], swaps)?;
-        write_events(&keys[at[&(k, g)]], &nums, swaps, offsets, slots)
+        write_events(&keys[at[&(k, g)]], &nums, swaps, to)
     })
 }
 
@@ -428,11 +436,12 @@ pub(super) fn lake_ledgers(lake: &Lake, query: &PnlQuery) -> Result<LedgerSet> {
                 .iter()
                 .map(|&p| ledgers.binary_search(&key(p)).map_or(NONE, |l| l as u32))
                 .collect();
+            g.pairs = Vec::new();
         });
     // Each pair's events follow those of the row groups before it, in file order.
     let mut fill = vec![0u32; ledgers.len()];
     for g in trade_keys.iter_mut().chain(swap_keys.iter_mut()) {
-        g.start = Vec::with_capacity(g.pairs.len());
+        g.start = Vec::with_capacity(g.ledger.len());
         for (&l, &c) in g.ledger.iter().zip(&g.counts) {
             let f = &mut fill[l as usize];
             g.start.push(*f);
@@ -450,30 +459,19 @@ pub(super) fn lake_ledgers(lake: &Lake, query: &PnlQuery) -> Result<LedgerSet> {
     }
     drop(fill);
     // Second pass: every event written to its place.
+    let ledger_tokens: Vec<u32> = ledgers.iter().map(|&p| p as u32).collect();
     let slots = EventSlots::new(offsets[ledgers.len()]);
-    let trade_latest = second_pass(
-        lake,
-        &trades,
-        &TRADES,
-        &trade_groups,
-        &trade_keys,
-        &offsets,
-        &slots,
-    )?;
+    let to = Placement {
+        offsets: &offsets,
+        ledger_tokens: &ledger_tokens,
+        slots: &slots,
+    };
+    let trade_latest = second_pass(lake, &trades, &TRADES, &trade_groups, &trade_keys, &to)?;
     drop(trade_keys);
-    let swap_latest = second_pass(
-        lake,
-        &swaps,
-        &SWAPS,
-        &swap_groups,
-        &swap_keys,
-        &offsets,
-        &slots,
-    )?;
+    let swap_latest = second_pass(lake, &swaps, &SWAPS, &swap_groups, &swap_keys, &to)?;
     drop(swap_keys);
     let mut events = slots.finish()?;
     sort_ledgers(&mut events, &offsets);
-    let ledger_tokens: Vec<u32> = ledgers.iter().map(|&p| p as u32).collect();
     let latest_prices = if filter.wallets.is_some() {
         // Only the named wallets' row groups were read: the prices of their tokens come from
         // the newest row groups that can hold those tokens, every wallet's.
@@ -494,7 +492,7 @@ pub(super) fn lake_ledgers(lake: &Lake, query: &PnlQuery) -> Result<LedgerSet> {
         let mut best: Vec<Option<(OrderKey, f64)>> = vec![None; token_names.len()];
         for part in trade_latest.into_iter().chain(swap_latest) {
             for (t, k, p) in part {
-                keep_latest(&mut best[token_rank[t as usize] as usize], k, p);
+                keep_latest(&mut best[t as usize], k, p);
             }
         }
         best.into_iter().map(|b| b.map(|(_, p)| p)).collect()
