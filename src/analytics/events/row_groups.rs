@@ -361,8 +361,10 @@ pub(super) fn read(
     }
     let paths: Vec<&str> = files.iter().map(|(p, _)| p.as_str()).collect();
     let registry = RwLock::new(TokenRegistry::default());
-    // The files are opened a window at a time, for each pass: a lake of many files never holds
-    // a descriptor (or, on an object store, a fetched copy) per file at once.
+    // The files are opened a window at a time, for each pass: a lake of many folder files
+    // never holds a descriptor per file at once. (On an object store opening sends nothing:
+    // the first pass fetches each footer and its columns, the second only its own columns,
+    // with the footers kept from the first.)
     let windows: Vec<std::ops::Range<usize>> = (0..paths.len())
         .step_by(files_at_once.max(1))
         .map(|w| w..(w + files_at_once.max(1)).min(paths.len()))
