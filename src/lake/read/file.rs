@@ -96,9 +96,17 @@ pub(crate) fn read_batches(
         .map_err(parquet_error(path))
 }
 
-/// Bytes of an object's tail fetched to read its footer: the footers of most data files fit,
-/// so one request reads it; a larger footer costs one more, for the rest of it.
+/// The most bytes of an object's tail fetched to read its footer (the least is 8 KiB): a
+/// footer larger than the tail fetched costs one more request, for the rest of it.
 pub(crate) const FOOTER_TAIL_BYTES: u64 = 64 << 10;
+
+/// The bytes of the tail fetched to read the footer of an object of `bytes` bytes: a
+/// sixteenth of the file, from 8 KiB to [`FOOTER_TAIL_BYTES`]. A footer holds about 5 KiB per
+/// row group of a lake's files, a few percent of even a small row group, so one request
+/// nearly always reads it, without fetching most of a small file.
+fn footer_tail_bytes(bytes: u64) -> u64 {
+    (bytes / 16).clamp(8 << 10, FOOTER_TAIL_BYTES)
+}
 
 /// A committed data file opened once and read by parts, so that several threads can decode
 /// its row groups at the same time: in a folder, by position (a cloned `File` would share one
@@ -278,8 +286,8 @@ impl SharedFile {
     }
 
     /// The file's footer, refused when its row count or the file's size is not the
-    /// manifest's. An object's is read by one request of its last [`FOOTER_TAIL_BYTES`] (which
-    /// also tells its size), and one more when the footer is longer.
+    /// manifest's. An object's is read by one request of its tail (see [`footer_tail_bytes`];
+    /// the answer also tells the object's size), and one more when the footer is longer.
     fn load_footer(&self, options: ArrowReaderOptions) -> Result<ArrowReaderMetadata> {
         let (chunks, len) = match &self.source {
             Source::Local { file, len } => (
@@ -290,7 +298,7 @@ impl SharedFile {
                 *len,
             ),
             Source::Ranged(store) => {
-                let (len, tail) = store.get_tail(&self.path, FOOTER_TAIL_BYTES)?;
+                let (len, tail) = store.get_tail(&self.path, footer_tail_bytes(self.bytes))?;
                 let tail = self.whole_footer(store.as_ref(), len, tail)?;
                 let parts = vec![(len - tail.len() as u64, tail)];
                 (Chunks::Fetched(Arc::new(Fetched { len, parts })), len)

@@ -52,9 +52,10 @@ use crate::{Error, Result};
 const PART_BYTES: usize = 16 << 20;
 
 /// Ranges of one object closer than this are fetched by one request (the bytes between them
-/// travel too): a request costs about as much as this many bytes on a fast link, and the
-/// column chunks a reader skips are mostly larger.
-pub const COALESCE_GAP: u64 = 32 << 10;
+/// travel too). Small, so that what travels is what a reader decodes: the column chunks it
+/// skips between two it reads are mostly larger (a row group of the lake's files holds tens
+/// of thousands of rows), and requests of one read run side by side.
+pub const COALESCE_GAP: u64 = 8 << 10;
 
 /// Ranged requests of one [`Store::get_ranges`] call in flight at once.
 pub const RANGES_IN_FLIGHT: usize = 8;
