@@ -327,7 +327,11 @@ impl SharedFile {
         if need <= have || need > len {
             return Ok(tail);
         }
-        let head = store.get_ranges(&self.path, &[len - need..len - have])?;
+        let rest = std::ops::Range {
+            start: len - need,
+            end: len - have,
+        };
+        let head = store.get_ranges(&self.path, std::slice::from_ref(&rest))?;
         let mut whole = Vec::with_capacity(need as usize);
         for part in head.iter().chain([&tail]) {
             whole.extend_from_slice(part);
