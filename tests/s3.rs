@@ -3,7 +3,10 @@
 //!
 //! Round trips of every dataset, idempotent writes, verify, compact, a streamed file uploaded
 //! in parts, a writer killed with SIGKILL at random points, two writers racing on one lake,
-//! and the CLI's sync, bars and PnL giving on `s3://` what they give on a folder.
+//! the CLI's sync, bars and PnL giving on `s3://` what they give on a folder, and reads by
+//! range: bars of one token and a search fetch the footers and the column chunks they decode
+//! (bounded by sizes computed from the files' footers), and a damaged or swapped object is
+//! refused as the same file in a folder is.
 //!
 //! This test has its own `main` (`harness = false`): the server's address reaches the
 //! library through the AWS variables of the environment, which are set once, before any
@@ -173,6 +176,21 @@ fn main() {
             "a_log_missing_an_entry_is_refused_and_repaired",
             120,
             a_log_missing_an_entry_is_refused_and_repaired,
+        ),
+        (
+            "bars_of_one_token_fetch_its_column_chunks_only",
+            300,
+            bars_of_one_token_fetch_its_column_chunks_only,
+        ),
+        (
+            "a_search_fetches_the_leaves_it_reads_only",
+            200,
+            a_search_fetches_the_leaves_it_reads_only,
+        ),
+        (
+            "a_damaged_or_swapped_object_is_refused_as_in_a_folder",
+            200,
+            a_damaged_or_swapped_object_is_refused_as_in_a_folder,
         ),
     ];
     let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
@@ -585,4 +603,362 @@ fn a_log_missing_an_entry_is_refused_and_repaired() {
     let fresh = Lake::open(&root).expect("open");
     assert_eq!(committed_ids(&fresh), (0..250).collect::<Vec<_>>());
     assert!(fresh.verify().expect("verify").is_ok());
+}
+
+/// Rows per row group of the lakes of the range tests: many row groups per file, so that a
+/// read that needs a few of them is told from one that fetches the file.
+const RANGE_TEST_ROW_GROUP_ROWS: usize = 2048;
+
+/// A folder lake (in `dir`) and the lake at `s3_root`, both opened with row groups of
+/// [`RANGE_TEST_ROW_GROUP_ROWS`] rows and given the same `batches`.
+fn same_lake_twice(
+    dir: &Path,
+    s3_root: &str,
+    batches: &[(Dataset, arrow::array::RecordBatch)],
+) -> (Lake, Lake) {
+    let options = LakeOptions {
+        row_group_rows: RANGE_TEST_ROW_GROUP_ROWS,
+        ..LakeOptions::default()
+    };
+    let folder = Lake::open_with(dir.join("lake"), options.clone()).expect("folder lake");
+    let s3 = Lake::open_with(s3_root, options).expect("s3 lake");
+    for lake in [&folder, &s3] {
+        write_all(lake, batches);
+    }
+    (folder, s3)
+}
+
+/// A committed file's footer (its Parquet metadata) and the length of the footer in the file
+/// (the Thrift metadata and its 8-byte tail).
+fn footer_of(data: &bytes::Bytes) -> (parquet::file::metadata::ParquetMetaData, u64) {
+    let tail: [u8; 8] = data[data.len() - 8..].try_into().expect("8 bytes");
+    let length = u64::from(u32::from_le_bytes(tail[..4].try_into().expect("4 bytes"))) + 8;
+    let metadata = parquet::file::metadata::ParquetMetaDataReader::new()
+        .parse_and_finish(data)
+        .expect("a footer");
+    (metadata, length)
+}
+
+/// The compressed size of the column chunks of row group `group` whose dotted leaf path starts
+/// with one of `prefixes`.
+fn chunk_bytes(
+    metadata: &parquet::file::metadata::ParquetMetaData,
+    group: usize,
+    prefixes: &[&str],
+) -> u64 {
+    metadata
+        .row_group(group)
+        .columns()
+        .iter()
+        .filter(|c| {
+            let path = c.column_path().string();
+            prefixes
+                .iter()
+                .any(|p| path == *p || path.starts_with(&format!("{p}.")))
+        })
+        .map(|c| u64::try_from(c.compressed_size()).expect("a size"))
+        .sum()
+}
+
+/// Whether a string column of row group `group` of a file holds `value`.
+fn row_group_holds(data: &bytes::Bytes, group: usize, columns: &[&str], value: &str) -> bool {
+    use arrow::array::{Array, AsArray};
+    let builder =
+        parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(data.clone())
+            .expect("a reader");
+    let indices: Vec<usize> = columns
+        .iter()
+        .map(|c| builder.schema().index_of(c).expect("a column"))
+        .collect();
+    let mask = parquet::arrow::ProjectionMask::roots(builder.parquet_schema(), indices);
+    let reader = builder
+        .with_row_groups(vec![group])
+        .with_projection(mask)
+        .build()
+        .expect("a reader");
+    reader.into_iter().any(|batch| {
+        let batch = batch.expect("a batch");
+        batch.columns().iter().any(|column| {
+            let strings =
+                arrow::compute::cast(column, &arrow::datatypes::DataType::Utf8).expect("strings");
+            let strings = strings.as_string::<i32>();
+            (0..strings.len()).any(|i| strings.is_valid(i) && strings.value(i) == value)
+        })
+    })
+}
+
+/// Each committed file of `dataset` of the lake at `root`, whole, read through a handle of its
+/// own (so the reads are not counted by the handle under test).
+fn committed_files(root: &str, dataset: Dataset) -> Vec<bytes::Bytes> {
+    let lake = Lake::open_existing(root).expect("open");
+    let manifest = lake.manifest().expect("manifest");
+    manifest
+        .files_of(dataset)
+        .map(|(path, _)| bytes::Bytes::from(lake.store().get(path).expect("get")))
+        .collect()
+}
+
+/// Bars of one token read, on `s3://`, the footers and the column chunks the reader needs (the
+/// kind and token columns of every row group, the numbers of the row groups holding the token)
+/// and not the rest of the files, within twice those sizes (computed from the footers); the
+/// bars are those of the same lake in a folder.
+fn bars_of_one_token_fetch_its_column_chunks_only() {
+    use dexlake::analytics::ohlcv::{BarOptions, bars};
+    use dexlake::analytics::{EventSource, Selection, TimeRange};
+
+    let market = dexlake::sim::SyntheticMarket::generate(4, dexlake::sim::Scale::Small);
+    let n = market.alt.swap_count().min(40_000) as u32;
+    // The market's two months pressed into two days: larger files, of several row groups.
+    let start = market.alt.swap(0).block_time;
+    let swaps: Vec<_> = (0..n)
+        .map(|i| {
+            let mut s = market.alt.swap(i);
+            s.block_time = start + (s.block_time - start) / 30;
+            s
+        })
+        .collect();
+    // The least active token with a few dozen swaps: in some row groups, not all.
+    let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
+    for s in &swaps {
+        for t in [&s.token_address_in, &s.token_address_out] {
+            *counts.entry(t.as_str()).or_default() += 1;
+        }
+    }
+    let token = counts
+        .iter()
+        .filter(|(_, c)| **c >= 30)
+        .min_by_key(|(t, c)| (**c, **t))
+        .map(|(t, _)| (*t).to_owned())
+        .expect("a token with swaps");
+    let batch = convert::swaps_to_batch(&swaps).expect("batch");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let s3_root = root("ranged-bars");
+    let (folder, s3) = same_lake_twice(dir.path(), &s3_root, &[(Dataset::Swaps, batch)]);
+
+    let selection = Selection::Token(token.clone());
+    let read = |lake: &Lake| {
+        bars(
+            lake,
+            EventSource::Swaps,
+            &selection,
+            TimeRange::default(),
+            &BarOptions::default(),
+        )
+        .expect("bars")
+    };
+    let want = read(&folder);
+    assert!(want.height() > 0, "the token has no bars");
+    let reader = Lake::open_existing(&s3_root).expect("open the s3 lake");
+    reader
+        .manifest()
+        .expect("the manifest, read before counting");
+    let before = reader.transfer_stats();
+    let got = read(&reader);
+    let fetched = reader.transfer_stats().since(before);
+    assert!(got.equals_missing(&want), "the bars differ on s3");
+
+    // What the reader needs, from the files' footers.
+    const SIDES: [&str; 3] = ["swap_type", "token_address_in", "token_address_out"];
+    const NUMBERS: [&str; 9] = [
+        "id",
+        "block_slot",
+        "block_time",
+        "token_amount_in",
+        "token_amount_out",
+        "token_price_in",
+        "token_price_out",
+        "usd_amount_in",
+        "usd_amount_out",
+    ];
+    let (mut needed, mut total, mut groups, mut holding) = (0u64, 0u64, 0usize, 0usize);
+    for data in committed_files(&s3_root, Dataset::Swaps) {
+        let (metadata, footer) = footer_of(&data);
+        needed += footer;
+        total += data.len() as u64;
+        for g in 0..metadata.num_row_groups() {
+            groups += 1;
+            needed += chunk_bytes(&metadata, g, &SIDES);
+            if row_group_holds(&data, g, &SIDES[1..], &token) {
+                holding += 1;
+                needed += chunk_bytes(&metadata, g, &NUMBERS);
+            }
+        }
+    }
+    eprint!(
+        "{} bytes in {} GETs for {needed} bytes needed of {total} ({holding} of {groups} row groups hold the token) ... ",
+        fetched.get_bytes, fetched.get_requests
+    );
+    assert!(
+        fetched.get_bytes <= 2 * needed,
+        "fetched {} bytes, more than twice the {needed} bytes of the footers and the column chunks read (files: {total} bytes)",
+        fetched.get_bytes
+    );
+    assert!(
+        groups > holding,
+        "the token is in every row group: no test of skipping"
+    );
+    drop(s3);
+}
+
+/// A search on `s3://` fetches the footer, the leaves its filter and sort read, and the page's
+/// columns of the row groups holding the page, within twice their sizes; the page is the
+/// folder's.
+fn a_search_fetches_the_leaves_it_reads_only() {
+    use dexlake::analytics::screener::{ProfileSnapshot, search};
+    use dexlake::api::models::{AltTokenProfile, Market, TimeWindow, TokenMetadata, WindowMetrics};
+    use dexlake::api::profile_query::SearchRequest;
+
+    let fetched_at = chrono::DateTime::from_timestamp(1_748_736_000, 0).expect("a time");
+    let window = |i: usize, scale: f64| WindowMetrics {
+        volume: Some(scale * ((i * 7919) % 10_007) as f64),
+        trade_count: Some((i % 97) as i64),
+        buy_count: Some((i % 13) as i64),
+        sell_count: Some((i % 31) as i64),
+        ..WindowMetrics::default()
+    };
+    let profiles: Vec<AltTokenProfile> = (0..6000)
+        .map(|i| AltTokenProfile {
+            updated_at: fetched_at,
+            synced_at: fetched_at,
+            token_address: format!("Tok{i:06}{}", "x".repeat(30)),
+            labels: Some(vec![format!("label-{}", i % 17)]),
+            matched_labels: None,
+            dynamic_labels: Vec::new(),
+            metadata: Some(TokenMetadata {
+                name: Some(format!("Token number {i} of the search test")),
+                symbol: Some(format!("T{i}")),
+                ..TokenMetadata::default()
+            }),
+            market: Some(Market {
+                liquidity: Some(i as f64 * 3.5),
+                price: Some(1.0 + i as f64 / 1000.0),
+                ..Market::default()
+            }),
+            metrics: ["5m", "1h", "6h", "1d", "7d"]
+                .iter()
+                .enumerate()
+                .map(|(k, w)| (TimeWindow::from_wire(w), window(i + k, 1.0 + k as f64)))
+                .collect(),
+        })
+        .collect();
+    let batch = convert::alt_profiles_to_batch(&profiles, fetched_at).expect("batch");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let s3_root = root("ranged-search");
+    same_lake_twice(dir.path(), &s3_root, &[(Dataset::TokenProfiles, batch)]);
+    let request: SearchRequest = serde_json::from_value(serde_json::json!({
+        "filter": {"metrics.1h.volume": {"$gt": 9000}},
+        "sort": {"field": "metrics.1h.volume", "direction": "desc"},
+        "limit": 5,
+    }))
+    .expect("request");
+    let folder = Lake::open_existing(dir.path().join("lake")).expect("folder");
+    let want = search(&folder, &request, ProfileSnapshot::Latest).expect("search");
+    assert_eq!(want.data.len(), 5, "{want:?}");
+    let reader = Lake::open_existing(&s3_root).expect("open the s3 lake");
+    reader
+        .manifest()
+        .expect("the manifest, read before counting");
+    let before = reader.transfer_stats();
+    let got = search(&reader, &request, ProfileSnapshot::Latest).expect("search on s3");
+    let fetched = reader.transfer_stats().since(before);
+    assert_eq!(got, want, "the page differs on s3");
+
+    let page: Vec<String> = want
+        .data
+        .iter()
+        .map(|p| p["token_address"].as_str().expect("an address").to_owned())
+        .collect();
+    let (mut needed, mut total) = (0u64, 0u64);
+    for data in committed_files(&s3_root, Dataset::TokenProfiles) {
+        let (metadata, footer) = footer_of(&data);
+        needed += footer;
+        total += data.len() as u64;
+        for g in 0..metadata.num_row_groups() {
+            needed += chunk_bytes(&metadata, g, &["metrics.1h.volume", "token_address"]);
+            if page
+                .iter()
+                .any(|a| row_group_holds(&data, g, &["token_address"], a))
+            {
+                needed += chunk_bytes(&metadata, g, &["updated_at", "synced_at", "fetched_at"]);
+            }
+        }
+    }
+    eprint!(
+        "{} bytes in {} GETs for {needed} bytes needed of {total} ... ",
+        fetched.get_bytes, fetched.get_requests
+    );
+    assert!(
+        fetched.get_bytes <= 2 * needed,
+        "fetched {} bytes, more than twice the {needed} bytes of the footers and the leaves read (files: {total} bytes)",
+        fetched.get_bytes
+    );
+}
+
+/// A committed object replaced by another data file, or damaged in place, is refused by the
+/// readers with the error the same file gives in a folder (its row count or size against the
+/// manifest, or the Parquet reader's fault), naming it.
+fn a_damaged_or_swapped_object_is_refused_as_in_a_folder() {
+    use dexlake::analytics::ohlcv::{BarOptions, bars};
+    use dexlake::analytics::{EventSource, Selection, TimeRange};
+
+    // Three days: a file a day, of different sizes.
+    let swaps = block_swaps(0, 5000);
+    let batch = convert::swaps_to_batch(&swaps).expect("batch");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let s3_root = root("swapped");
+    let (folder, s3) = same_lake_twice(dir.path(), &s3_root, &[(Dataset::Swaps, batch)]);
+    // Each lake's two first files (the same days; their names differ).
+    let files = |lake: &Lake| -> (String, String) {
+        let manifest = lake.manifest().expect("manifest");
+        let mut paths: Vec<String> = manifest
+            .files_of(Dataset::Swaps)
+            .map(|(p, _)| p.clone())
+            .collect();
+        paths.sort();
+        assert!(paths.len() >= 2, "one file a day: {paths:?}");
+        (paths[0].clone(), paths[1].clone())
+    };
+    let lakes = [(&folder, files(&folder)), (&s3, files(&s3))];
+    // The error of bars over every file, the lake's root and the changed file's name replaced.
+    let error = |lake: &Lake, path: &str| {
+        let text = bars(
+            lake,
+            EventSource::Swaps,
+            &Selection::AllTokens,
+            TimeRange::default(),
+            &BarOptions::default(),
+        )
+        .expect_err("a changed file is refused")
+        .to_string();
+        assert!(text.contains(path), "{text}");
+        text.replace(&lake.root().display().to_string(), "<lake>")
+            .replace(path, "<file>")
+    };
+    let (_, (first, second)) = &lakes[0];
+    let original = folder.store().get(first).expect("the file");
+    let other = folder.store().get(second).expect("the other file");
+    let mut damaged = original.clone();
+    let at = damaged.len() - 20;
+    damaged[at..at + 8].copy_from_slice(b"\xff\xfe\xfd\xfc\xfb\xfa\xf9\xf8");
+    for (what, data) in [
+        // Swapped for another file of the lake: its row count tells.
+        ("swapped", &other[..]),
+        // Of the same size, its footer damaged.
+        ("damaged", &damaged[..]),
+        // Shorter by a byte.
+        ("truncated", &original[..original.len() - 1]),
+    ] {
+        let texts: Vec<String> = lakes
+            .iter()
+            .map(|(lake, (first, _))| {
+                lake.store().put(first, data).expect("replace the file");
+                error(lake, first)
+            })
+            .collect();
+        assert_eq!(texts[1], texts[0], "s3 refuses a {what} file otherwise");
+        if what == "swapped" {
+            assert!(texts[0].contains("dexlake verify"), "{}", texts[0]);
+        }
+        eprint!("{what}: {} ... ", texts[0]);
+    }
 }

@@ -14,7 +14,7 @@ use super::ops::{
     verify, verify_with,
 };
 use super::read;
-use super::storage::{LocalStore, ObjectRoot, ObjectStoreLake, Store, WriterLock};
+use super::storage::{LocalStore, ObjectRoot, ObjectStoreLake, Store, TransferStats, WriterLock};
 use super::write::{IdIndex, Transaction, writer};
 use super::{Dataset, Partition};
 use crate::{Error, Result};
@@ -237,6 +237,19 @@ impl Lake {
     /// The file access of the lake.
     pub fn store(&self) -> &dyn Store {
         self.store.as_ref()
+    }
+
+    /// The file access of the lake, shared, for readers that outlive a borrow of the handle.
+    pub(crate) fn shared_store(&self) -> Arc<dyn Store> {
+        Arc::clone(&self.store)
+    }
+
+    /// What this handle (and its clones) fetched from the lake's object store so far: GET
+    /// requests and their bytes, the lake's own reads (its log, footers, column chunks, whole
+    /// files). A folder is read in place and counts nothing; the files polars scans itself are
+    /// not counted either.
+    pub fn transfer_stats(&self) -> TransferStats {
+        self.store.transfer_stats()
     }
 
     /// The committed manifest as of now (a copy; [`snapshot`](Self::snapshot) shares it).

@@ -72,5 +72,5 @@ pub use log::{FileEntry, Manifest, Recovery};
 pub use ops::{
     CompactReport, MERGE_FAN_IN, Problem, RepairReport, VerifyOptions, VerifyProgress, VerifyReport,
 };
-pub use storage::{LocalStore, ObjectRoot, ObjectStoreLake, Store};
+pub use storage::{LocalStore, ObjectRoot, ObjectStoreLake, Store, TransferStats};
 pub use write::{COMMIT_ATTEMPTS, CommitSummary, Transaction};

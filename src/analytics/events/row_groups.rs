@@ -185,6 +185,26 @@ fn row_group_sides(
     })
 }
 
+/// Whether a row group can hold a side of one of the `wanted` tokens, by the bloom filters on
+/// its token columns (always, for a column without one).
+fn may_hold_tokens(
+    file: &SharedFile,
+    footer: &ArrowReaderMetadata,
+    group: usize,
+    layout: &Layout,
+    wanted: &TokenSet<'_>,
+) -> Result<bool> {
+    let mut columns = layout.token.to_vec();
+    columns.dedup();
+    for c in columns {
+        match file.bloom_filter(footer, group, c)? {
+            Some(bloom) if !wanted.iter().any(|t| bloom.check(*t)) => {}
+            _ => return Ok(true),
+        }
+    }
+    Ok(false)
+}
+
 /// The token side of the selected swaps or trades in `range` from the committed data files
 /// `files` (store paths, sorted, with their manifest entries), by token in address order, each
 /// in event order; `files_at_once` files are open at a time in each pass.
@@ -215,8 +235,10 @@ pub(super) fn read(
     }
     let paths: Vec<&str> = files.iter().map(|(p, _)| p.as_str()).collect();
     let registry = RwLock::new(NameRegistry::default());
-    // The files are opened a window at a time, for each pass: a lake of many files never holds
-    // a descriptor (or, on an object store, a fetched copy) per file at once.
+    // The files are opened a window at a time, for each pass: a lake of many folder files
+    // never holds a descriptor per file at once. (On an object store opening sends nothing:
+    // the first pass fetches each footer and its columns, the second only its own columns,
+    // with the footers kept from the first.)
     let windows: Vec<std::ops::Range<usize>> = (0..paths.len())
         .step_by(files_at_once.max(1))
         .map(|w| w..(w + files_at_once.max(1)).min(paths.len()))
@@ -244,6 +266,17 @@ pub(super) fn read(
             .par_iter()
             .map(|&(k, g)| {
                 let (file, footer) = &opened[k - window.start];
+                // A row group outside the range by its statistics, or without the tokens
+                // asked for by its bloom filters, is not read.
+                let (first, last) = time_bounds(footer, g);
+                if lo.is_some_and(|lo| last < lo) || hi.is_some_and(|hi| first >= hi) {
+                    return Ok(RowGroupSides::default());
+                }
+                if let Some(w) = wanted
+                    && !may_hold_tokens(file, footer, g, layout, w)?
+                {
+                    return Ok(RowGroupSides::default());
+                }
                 let batch = file.read_row_group(footer, g, &side_columns)?;
                 row_group_sides(&batch, paths[k], layout, wanted, pool, lo, hi, &registry)
             })

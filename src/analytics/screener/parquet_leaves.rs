@@ -20,14 +20,12 @@ use arrow::datatypes::{
 };
 use chrono::{DateTime, Utc};
 use parquet::arrow::ProjectionMask;
-use parquet::arrow::arrow_reader::{
-    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
-};
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, RowSelection};
 use parquet::schema::types::SchemaDescriptor;
 use polars::prelude::*;
 use rayon::prelude::*;
 
-use crate::lake::read::{check_rows, check_size, parquet_error};
+use crate::lake::read::{SharedFile, parquet_error};
 use crate::lake::{ChainFamily, Dataset, FileEntry, Lake, Partition};
 use crate::{Error, Result};
 
@@ -115,6 +113,7 @@ pub(super) fn read(
     Ok(Some(Keys {
         frame,
         files,
+        entries: entries.into_iter().cloned().collect(),
         metadata,
         locations,
     }))
@@ -125,6 +124,8 @@ pub(super) struct Keys {
     /// The leaves read, one row per profile of the snapshot.
     pub frame: DataFrame,
     files: Vec<String>,
+    /// The manifest entry of each file.
+    entries: Vec<FileEntry>,
     /// The footer of each file, read once.
     metadata: Vec<ArrowReaderMetadata>,
     /// The file (an index into `files`) and the row within it of each row of `frame`.
@@ -165,6 +166,7 @@ impl Keys {
                 let df = read_rows(
                     lake,
                     &self.files[index],
+                    &self.entries[index],
                     &self.metadata[index],
                     &wanted,
                     &prefixes,
@@ -198,28 +200,55 @@ impl Keys {
 /// frame, `None` when a column does not convert.
 type FileRows = (Vec<(u32, usize)>, Option<DataFrame>);
 
-/// The rows `wanted` (row in file, ascending) of one file, the leaves under `prefixes`.
+/// The rows `wanted` (row in file, ascending) of one file, the leaves under `prefixes`: only
+/// the row groups holding them are read (on an object store, only their column chunks of
+/// those leaves are fetched).
 fn read_rows(
     lake: &Lake,
     path: &str,
+    entry: &FileEntry,
     metadata: &ArrowReaderMetadata,
     wanted: &[(u32, usize)],
     prefixes: &[Vec<&str>],
     schema: &Schema,
 ) -> Result<Option<DataFrame>> {
-    let file = lake.store().open_read(path)?;
-    let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, metadata.clone());
-    let mask = leaf_mask(builder.parquet_schema(), prefixes, false);
-    let total = usize::try_from(builder.metadata().file_metadata().num_rows()).unwrap_or(0);
+    let file = SharedFile::open(lake, path, entry)?;
+    let mask = leaf_mask(metadata.parquet_schema(), prefixes, false);
+    // The first row of each row group, and the row groups holding a wanted row (ascending,
+    // as the rows are).
+    let mut firsts = Vec::with_capacity(metadata.metadata().num_row_groups());
+    let mut total = 0usize;
+    for group in metadata.metadata().row_groups() {
+        firsts.push(total);
+        total += usize::try_from(group.num_rows()).unwrap_or(0);
+    }
+    let group_of = |row: usize| {
+        firsts
+            .partition_point(|&first| first <= row)
+            .saturating_sub(1)
+    };
+    let mut groups: Vec<usize> = wanted.iter().map(|(r, _)| group_of(*r as usize)).collect();
+    groups.dedup();
+    // The rows renumbered within the row groups read, which follow each other.
+    let mut read_rows = 0usize;
+    let mut first_read = Vec::with_capacity(groups.len());
+    for &g in &groups {
+        first_read.push(read_rows);
+        let end = firsts.get(g + 1).copied().unwrap_or(total);
+        read_rows += end - firsts[g];
+    }
     let selection = RowSelection::from_consecutive_ranges(
         wanted.iter().map(|(r, _)| {
             let r = *r as usize;
-            r..r + 1
+            let g = group_of(r);
+            let k = groups.partition_point(|&x| x < g);
+            let at = first_read[k] + (r - firsts[g]);
+            at..at + 1
         }),
-        total,
+        read_rows,
     );
-    let reader = builder
-        .with_projection(mask)
+    let reader = file
+        .builder(metadata, &groups, mask)?
         .with_row_selection(selection)
         .with_batch_size(wanted.len().max(1))
         .build()
@@ -247,30 +276,6 @@ fn existing_prefix<'p>(path: &'p str, schema: &Schema) -> Vec<&'p str> {
         dtype = field.dtype();
     }
     prefix
-}
-
-/// A reader builder over one committed file of the lake, reading its pages by range, and the
-/// file's footer; the file's size and row count are checked against its manifest `entry`.
-fn open(
-    lake: &Lake,
-    path: &str,
-    entry: &FileEntry,
-) -> Result<(
-    ParquetRecordBatchReaderBuilder<std::fs::File>,
-    ArrowReaderMetadata,
-)> {
-    let file = lake.store().open_read(path)?;
-    let bytes = file
-        .metadata()
-        .map_err(|e| Error::io("inspecting", lake.store().location(path), e))?
-        .len();
-    let metadata =
-        ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()).map_err(parquet_error(path))?;
-    let rows = metadata.metadata().file_metadata().num_rows();
-    check_rows(lake.root(), path, entry.rows, rows)?;
-    check_size(lake.root(), path, entry.bytes, bytes)?;
-    let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, metadata.clone());
-    Ok((builder, metadata))
 }
 
 /// The leaves under the prefixes (and `fetched_at`, when asked).
@@ -306,13 +311,16 @@ fn read_file(
     schema: &Schema,
     fetched_at: bool,
 ) -> Result<(ArrowReaderMetadata, Option<DataFrame>)> {
-    let (builder, metadata) = open(lake, path, entry)?;
-    let mask = leaf_mask(builder.parquet_schema(), prefixes, fetched_at);
-    let rows = usize::try_from(builder.metadata().file_metadata().num_rows())
+    // The file's size and row count are checked against its manifest `entry` with its footer.
+    let file = SharedFile::open(lake, path, entry)?;
+    let metadata = file.footer()?;
+    let mask = leaf_mask(metadata.parquet_schema(), prefixes, fetched_at);
+    let rows = usize::try_from(metadata.metadata().file_metadata().num_rows())
         .unwrap_or(usize::MAX)
         .max(1);
-    let reader = builder
-        .with_projection(mask)
+    let groups: Vec<usize> = (0..metadata.metadata().num_row_groups()).collect();
+    let reader = file
+        .builder(&metadata, &groups, mask)?
         .with_batch_size(rows)
         .build()
         .map_err(parquet_error(path))?;
@@ -581,11 +589,23 @@ mod tests {
     }
 
     /// The key columns and the rows read from the files equal the polars scan of the snapshot:
-    /// over files of one snapshot each, then over the compacted file that holds both.
+    /// over files of one snapshot each, then over the compacted file that holds both; with
+    /// one row group per file, and with row groups of 2 rows (the page's rows are then read
+    /// from the row groups holding them alone).
     #[test]
     fn keys_and_rows_equal_the_whole_scan() {
+        for row_group_rows in [crate::lake::LakeOptions::default().row_group_rows, 2] {
+            keys_and_rows_equal_the_whole_scan_in_row_groups_of(row_group_rows);
+        }
+    }
+
+    fn keys_and_rows_equal_the_whole_scan_in_row_groups_of(row_group_rows: usize) {
         let dir = tempfile::tempdir().expect("tempdir");
-        let lake = Lake::open(dir.path()).expect("lake");
+        let options = crate::lake::LakeOptions {
+            row_group_rows,
+            ..crate::lake::LakeOptions::default()
+        };
+        let lake = Lake::open_with(dir.path(), options).expect("lake");
         let at = Utc
             .timestamp_opt(1_748_740_000, 0)
             .single()

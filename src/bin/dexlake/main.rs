@@ -124,6 +124,7 @@ fn main() -> ExitCode {
         Command::BenchLake(args) => bench_lake_cmd::run(&cli.global, args),
         Command::FixtureLake(args) => lake_cmd::fixture_lake(&cli.global, args),
     };
+    output::print_transfer_stats();
     match result {
         Ok(code) => code,
         Err(e) => {

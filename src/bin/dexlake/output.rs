@@ -63,8 +63,31 @@ impl Output {
 /// lake reads, and refuses a folder that is not a lake (reading commands never create one).
 pub fn existing_lake(global: &Global) -> anyhow::Result<Lake> {
     ensure_lake(global)?;
-    Lake::open_existing(&global.lake)
-        .with_context(|| format!("opening the lake {}", global.lake.display()))
+    let lake = Lake::open_existing(&global.lake)
+        .with_context(|| format!("opening the lake {}", global.lake.display()))?;
+    // Its clones share its store, and so what the store counts.
+    let _ = OPENED.set(lake.clone());
+    Ok(lake)
+}
+
+/// The lake a reading command opened, for [`print_transfer_stats`].
+static OPENED: std::sync::OnceLock<Lake> = std::sync::OnceLock::new();
+
+/// Set (to anything) to print what the command fetched from the lake's object store on
+/// standard error when it ends: for the benchmarks, not documented.
+pub const TRANSFER_STATS_ENV: &str = "DEXLAKE_TRANSFER_STATS";
+
+/// Prints what the lake a reading command opened fetched from its object store (GET requests
+/// and bytes), when [`TRANSFER_STATS_ENV`] is set.
+pub fn print_transfer_stats() {
+    if std::env::var_os(TRANSFER_STATS_ENV).is_none() {
+        return;
+    }
+    let stats = OPENED.get().map(Lake::transfer_stats).unwrap_or_default();
+    eprintln!(
+        "transfer: {} GET requests, {} bytes",
+        stats.get_requests, stats.get_bytes
+    );
 }
 
 /// Refuses a `--lake` that is not a lake, for the commands that never create one.

@@ -5,6 +5,7 @@
 //! same way everywhere and the writer, compaction and verification share one reader.
 
 use std::fs::File;
+use std::sync::Arc;
 
 use arrow::array::RecordBatch;
 use arrow::compute::concat_batches;
@@ -17,8 +18,12 @@ use parquet::arrow::arrow_reader::{
 };
 use parquet::bloom_filter::Sbbf;
 
+use parquet::file::FOOTER_SIZE;
+use parquet::file::metadata::FooterTail;
+
 use super::check::{check_rows, check_size, parquet_error};
-use crate::lake::{FileEntry, Lake};
+use crate::lake::storage::read_at;
+use crate::lake::{FileEntry, Lake, Store};
 use crate::{Error, Result};
 
 fn arrow_err(context: String) -> impl FnOnce(arrow::error::ArrowError) -> Error {
@@ -92,13 +97,26 @@ pub(crate) fn read_batches(
         .map_err(parquet_error(path))
 }
 
-/// A committed data file opened once and read by position, so that several threads can
-/// decode its row groups at the same time (a cloned `File` would share one seek offset). When
-/// its footer is read, its row count and size are checked against its manifest entry.
+/// The most bytes of an object's tail fetched to read its footer (the least is 8 KiB): a
+/// footer larger than the tail fetched costs one more request, for the rest of it.
+pub(crate) const FOOTER_TAIL_BYTES: u64 = 64 << 10;
+
+/// The bytes of the tail fetched to read the footer of an object of `bytes` bytes: a
+/// sixteenth of the file, from 8 KiB to [`FOOTER_TAIL_BYTES`]. A footer holds about 5 KiB per
+/// row group of a lake's files, a few percent of even a small row group, so one request
+/// nearly always reads it, without fetching most of a small file.
+fn footer_tail_bytes(bytes: u64) -> u64 {
+    (bytes / 16).clamp(8 << 10, FOOTER_TAIL_BYTES)
+}
+
+/// A committed data file opened once and read by parts, so that several threads can decode
+/// its row groups at the same time: in a folder, by position (a cloned `File` would share one
+/// seek offset); on an object store, by ranged requests of its footer and of the column chunks
+/// a read decodes, nothing else. When its footer is read, its row count and size are checked
+/// against its manifest entry.
 #[derive(Clone)]
 pub(crate) struct SharedFile {
-    file: std::sync::Arc<File>,
-    len: u64,
+    source: Source,
     /// The lake's root.
     root: std::path::PathBuf,
     /// The path relative to the lake's root.
@@ -109,21 +127,70 @@ pub(crate) struct SharedFile {
     bytes: u64,
 }
 
-/// Reads `buf.len()` bytes or fewer at `offset` without moving any seek offset.
-fn read_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
-    #[cfg(unix)]
-    {
-        std::os::unix::fs::FileExt::read_at(file, buf, offset)
-    }
-    #[cfg(windows)]
-    {
-        std::os::windows::fs::FileExt::seek_read(file, buf, offset)
+/// Where a [`SharedFile`]'s bytes come from.
+#[derive(Clone)]
+enum Source {
+    /// A local file, read by position.
+    Local { file: Arc<File>, len: u64 },
+    /// An object, read by ranges through its store; opening it sends no request.
+    Ranged(Arc<dyn Store>),
+}
+
+/// What the Parquet reader of a [`SharedFile`] reads: the local file by position, or the
+/// ranges of an object fetched before decoding.
+#[derive(Clone)]
+pub(crate) enum Chunks {
+    /// A local file and its size.
+    Local { file: Arc<File>, len: u64 },
+    /// Parts of an object.
+    Fetched(Arc<Fetched>),
+}
+
+/// Parts of a file fetched before a read: each a start and its bytes, sorted, not
+/// overlapping. A read outside them is an error (the ranges come from the footer, so it means
+/// a damaged footer), never another request.
+pub(crate) struct Fetched {
+    /// The file's size.
+    len: u64,
+    parts: Vec<(u64, Bytes)>,
+}
+
+impl Fetched {
+    /// The bytes from `start` to the end of the part holding it, or why there are none.
+    fn from(&self, start: u64) -> parquet::errors::Result<Bytes> {
+        let k = self.parts.partition_point(|(s, _)| *s <= start);
+        k.checked_sub(1)
+            .map(|k| &self.parts[k])
+            .filter(|(s, b)| start < s + b.len() as u64)
+            .map(|(s, b)| b.slice((start - s) as usize..))
+            .ok_or_else(|| {
+                parquet::errors::ParquetError::General(format!(
+                    "byte {start} lies outside the column chunks its footer locates"
+                ))
+            })
     }
 }
 
 /// A reader of a [`SharedFile`] from a position on.
+pub(crate) enum ChunkRead {
+    /// A local file, by position.
+    Local(std::io::BufReader<PositionedRead>),
+    /// Fetched bytes.
+    Fetched(bytes::buf::Reader<Bytes>),
+}
+
+impl std::io::Read for ChunkRead {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            ChunkRead::Local(r) => r.read(buf),
+            ChunkRead::Fetched(r) => r.read(buf),
+        }
+    }
+}
+
+/// A reader of a local file from a position on.
 pub(crate) struct PositionedRead {
-    file: std::sync::Arc<File>,
+    file: Arc<File>,
     pos: u64,
 }
 
@@ -135,50 +202,79 @@ impl std::io::Read for PositionedRead {
     }
 }
 
-impl parquet::file::reader::Length for SharedFile {
+impl parquet::file::reader::Length for Chunks {
     fn len(&self) -> u64 {
-        self.len
+        match self {
+            Chunks::Local { len, .. } => *len,
+            Chunks::Fetched(f) => f.len,
+        }
     }
 }
 
-impl parquet::file::reader::ChunkReader for SharedFile {
-    type T = std::io::BufReader<PositionedRead>;
+impl parquet::file::reader::ChunkReader for Chunks {
+    type T = ChunkRead;
 
     fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
-        Ok(std::io::BufReader::new(PositionedRead {
-            file: std::sync::Arc::clone(&self.file),
-            pos: start,
-        }))
+        Ok(match self {
+            Chunks::Local { file, .. } => {
+                ChunkRead::Local(std::io::BufReader::new(PositionedRead {
+                    file: Arc::clone(file),
+                    pos: start,
+                }))
+            }
+            Chunks::Fetched(f) => ChunkRead::Fetched(bytes::Buf::reader(f.from(start)?)),
+        })
     }
 
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
-        let mut buf = vec![0u8; length];
-        let mut done = 0;
-        while done < length {
-            let n = read_at(&self.file, &mut buf[done..], start + done as u64)?;
-            if n == 0 {
-                return Err(parquet::errors::ParquetError::EOF(format!(
-                    "expected {length} bytes at {start}, read {done}"
-                )));
+        let short = |done: usize| {
+            parquet::errors::ParquetError::EOF(format!(
+                "expected {length} bytes at {start}, read {done}"
+            ))
+        };
+        match self {
+            Chunks::Local { file, .. } => {
+                let mut buf = vec![0u8; length];
+                let mut done = 0;
+                while done < length {
+                    let n = read_at(file, &mut buf[done..], start + done as u64)?;
+                    if n == 0 {
+                        return Err(short(done));
+                    }
+                    done += n;
+                }
+                Ok(buf.into())
             }
-            done += n;
+            Chunks::Fetched(f) => {
+                let from = f.from(start)?;
+                if from.len() < length {
+                    return Err(short(from.len()));
+                }
+                Ok(from.slice(..length))
+            }
         }
-        Ok(buf.into())
     }
 }
 
 impl SharedFile {
-    /// Opens a committed data file of the lake (an object store fetches it once, here, to a
-    /// temporary file) with its manifest `entry`, which its footer is checked against.
+    /// Opens a committed data file of the lake with its manifest `entry`, which its footer is
+    /// checked against. A folder's file is opened; an object store is sent no request yet.
     pub(crate) fn open(lake: &Lake, path: &str, entry: &FileEntry) -> Result<SharedFile> {
-        let file = lake.store().open_read(path)?;
-        let len = file
-            .metadata()
-            .map_err(|e| Error::io("inspecting", lake.store().location(path), e))?
-            .len();
+        let source = if lake.store().reads_by_range() {
+            Source::Ranged(lake.shared_store())
+        } else {
+            let file = lake.store().open_read(path)?;
+            let len = file
+                .metadata()
+                .map_err(|e| Error::io("inspecting", lake.store().location(path), e))?
+                .len();
+            Source::Local {
+                file: Arc::new(file),
+                len,
+            }
+        };
         Ok(SharedFile {
-            file: std::sync::Arc::new(file),
-            len,
+            source,
             root: lake.root().to_owned(),
             path: path.to_owned(),
             rows: entry.rows,
@@ -191,13 +287,62 @@ impl SharedFile {
     }
 
     /// The file's footer, refused when its row count or the file's size is not the
-    /// manifest's.
-    fn footer(&self, options: ArrowReaderOptions) -> Result<ArrowReaderMetadata> {
-        let footer = ArrowReaderMetadata::load(self, options).map_err(self.perr())?;
+    /// manifest's. An object's is read by one request of its tail (see [`footer_tail_bytes`];
+    /// the answer also tells the object's size), and one more when the footer is longer.
+    fn load_footer(&self, options: ArrowReaderOptions) -> Result<ArrowReaderMetadata> {
+        let (chunks, len) = match &self.source {
+            Source::Local { file, len } => (
+                Chunks::Local {
+                    file: Arc::clone(file),
+                    len: *len,
+                },
+                *len,
+            ),
+            Source::Ranged(store) => {
+                let (len, tail) = store.get_tail(&self.path, footer_tail_bytes(self.bytes))?;
+                let tail = self.whole_footer(store.as_ref(), len, tail)?;
+                let parts = vec![(len - tail.len() as u64, tail)];
+                (Chunks::Fetched(Arc::new(Fetched { len, parts })), len)
+            }
+        };
+        let footer = ArrowReaderMetadata::load(&chunks, options).map_err(self.perr())?;
         let rows = footer.metadata().file_metadata().num_rows();
         check_rows(&self.root, &self.path, self.rows, rows)?;
-        check_size(&self.root, &self.path, self.bytes, self.len)?;
+        check_size(&self.root, &self.path, self.bytes, len)?;
         Ok(footer)
+    }
+
+    /// The tail of an object of `len` bytes extended to hold its whole footer, which its last
+    /// 8 bytes say the length of (left as it is when they do not parse: the Parquet reader
+    /// then names the fault).
+    fn whole_footer(&self, store: &dyn Store, len: u64, tail: Bytes) -> Result<Bytes> {
+        let Some(last) = tail.len().checked_sub(FOOTER_SIZE).map(|at| &tail[at..]) else {
+            return Ok(tail);
+        };
+        let last: &[u8; FOOTER_SIZE] = last.try_into().expect("a slice of FOOTER_SIZE bytes");
+        let Ok(footer) = FooterTail::try_new(last) else {
+            return Ok(tail);
+        };
+        let need = (footer.metadata_length() + FOOTER_SIZE) as u64;
+        let have = tail.len() as u64;
+        if need <= have || need > len {
+            return Ok(tail);
+        }
+        let rest = std::ops::Range {
+            start: len - need,
+            end: len - have,
+        };
+        let head = store.get_ranges(&self.path, std::slice::from_ref(&rest))?;
+        let mut whole = Vec::with_capacity(need as usize);
+        for part in head.iter().chain([&tail]) {
+            whole.extend_from_slice(part);
+        }
+        Ok(whole.into())
+    }
+
+    /// The file's footer (see [`SharedFile::footer_with_dictionaries`]).
+    pub(crate) fn footer(&self) -> Result<ArrowReaderMetadata> {
+        self.load_footer(ArrowReaderOptions::new())
     }
 
     /// The file's footer, with the named string columns read as dictionaries
@@ -207,7 +352,7 @@ impl SharedFile {
         &self,
         dictionaries: &[&str],
     ) -> Result<ArrowReaderMetadata> {
-        let plain = self.footer(ArrowReaderOptions::new())?;
+        let plain = self.footer()?;
         let fields: Vec<Field> = plain
             .schema()
             .fields()
@@ -226,19 +371,21 @@ impl SharedFile {
                 }
             })
             .collect();
-        let schema = std::sync::Arc::new(Schema::new_with_metadata(
+        let schema = Arc::new(Schema::new_with_metadata(
             fields,
             plain.schema().metadata().clone(),
         ));
         ArrowReaderMetadata::try_new(
-            std::sync::Arc::clone(plain.metadata()),
+            Arc::clone(plain.metadata()),
             ArrowReaderOptions::new().with_schema(schema),
         )
         .map_err(self.perr())
     }
 
     /// The bloom filter of column `name` in row group `row_group`, if the file holds one (the
-    /// lake's writer writes them for the wallet and token columns of swaps and trades).
+    /// lake's writer writes them for the wallet and token columns of swaps and trades). On an
+    /// object store it is fetched by one ranged request; a filter whose length the footer does
+    /// not give counts as none there.
     pub(crate) fn bloom_filter(
         &self,
         metadata: &ArrowReaderMetadata,
@@ -253,7 +400,112 @@ impl SharedFile {
         else {
             return Ok(None);
         };
-        Sbbf::read_from_column_chunk(chunk, self).map_err(self.perr())
+        let Some(offset) = chunk.bloom_filter_offset() else {
+            return Ok(None);
+        };
+        let chunks = match &self.source {
+            Source::Local { file, len } => Chunks::Local {
+                file: Arc::clone(file),
+                len: *len,
+            },
+            Source::Ranged(store) => {
+                let range = u64::try_from(offset)
+                    .ok()
+                    .zip(chunk.bloom_filter_length().and_then(|l| u64::try_from(l).ok()))
+                    .map(|(start, len)| start..start.saturating_add(len))
+                    .filter(|r| r.end <= self.bytes);
+                let Some(range) = range else {
+                    return Ok(None);
+                };
+                let bytes = store.get_ranges(&self.path, std::slice::from_ref(&range))?;
+                Chunks::Fetched(Arc::new(Fetched {
+                    len: self.bytes,
+                    parts: vec![(range.start, bytes.into_iter().next().unwrap_or_default())],
+                }))
+            }
+        };
+        Sbbf::read_from_column_chunk(chunk, &chunks).map_err(self.perr())
+    }
+
+    /// A reader builder over the row groups `row_groups` (of `metadata`, this file's footer)
+    /// with the leaves `mask` selects. On an object store those column chunks (with their
+    /// dictionary pages) are fetched now, by ranged requests, and nothing else of the file.
+    pub(crate) fn builder(
+        &self,
+        metadata: &ArrowReaderMetadata,
+        row_groups: &[usize],
+        mask: ProjectionMask,
+    ) -> Result<ParquetRecordBatchReaderBuilder<Chunks>> {
+        let chunks = match &self.source {
+            Source::Local { file, len } => Chunks::Local {
+                file: Arc::clone(file),
+                len: *len,
+            },
+            Source::Ranged(store) => {
+                let ranges = self.column_chunks(metadata, row_groups, &mask)?;
+                let bytes = store.get_ranges(&self.path, &ranges)?;
+                let mut parts: Vec<(u64, Bytes)> =
+                    ranges.iter().map(|r| r.start).zip(bytes).collect();
+                parts.sort_unstable_by_key(|(s, _)| *s);
+                Chunks::Fetched(Arc::new(Fetched {
+                    len: self.bytes,
+                    parts,
+                }))
+            }
+        };
+        Ok(
+            ParquetRecordBatchReaderBuilder::new_with_metadata(chunks, metadata.clone())
+                .with_projection(mask)
+                .with_row_groups(row_groups.to_vec()),
+        )
+    }
+
+    /// The byte ranges of the column chunks of `row_groups` that `mask` selects, each from its
+    /// dictionary page (if any) to its last data page; refused when the footer places one
+    /// outside the file.
+    fn column_chunks(
+        &self,
+        metadata: &ArrowReaderMetadata,
+        row_groups: &[usize],
+        mask: &ProjectionMask,
+    ) -> Result<Vec<std::ops::Range<u64>>> {
+        let meta = metadata.metadata();
+        let mut ranges = Vec::new();
+        for &g in row_groups {
+            let Some(group) = meta.row_groups().get(g) else {
+                return Err(self.perr()(parquet::errors::ParquetError::General(
+                    format!(
+                        "row group {g} asked, the file has {}",
+                        meta.num_row_groups()
+                    ),
+                )));
+            };
+            for (leaf, column) in group.columns().iter().enumerate() {
+                if !mask.leaf_included(leaf) {
+                    continue;
+                }
+                let start = column
+                    .dictionary_page_offset()
+                    .unwrap_or_else(|| column.data_page_offset());
+                let range = u64::try_from(start)
+                    .ok()
+                    .zip(u64::try_from(column.compressed_size()).ok())
+                    .map(|(start, len)| start..start.saturating_add(len))
+                    .filter(|r| r.end <= self.bytes);
+                let Some(range) = range else {
+                    return Err(self.perr()(parquet::errors::ParquetError::General(
+                        format!(
+                            "the footer places column {} of row group {g} at {start} ({} bytes), outside the file's {} bytes",
+                            column.column_path(),
+                            column.compressed_size(),
+                            self.bytes
+                        ),
+                    )));
+                };
+                ranges.push(range);
+            }
+        }
+        Ok(ranges)
     }
 
     /// The named columns of one row group as one batch (columns in file order; find them by
@@ -276,17 +528,14 @@ impl SharedFile {
         wanted.sort_unstable();
         wanted.dedup();
         let rows = metadata.metadata().row_group(row_group).num_rows().max(1);
-        let builder =
-            ParquetRecordBatchReaderBuilder::new_with_metadata(self.clone(), metadata.clone());
-        let mask = ProjectionMask::roots(builder.parquet_schema(), wanted.iter().copied());
-        let projected = std::sync::Arc::new(
+        let mask = ProjectionMask::roots(metadata.parquet_schema(), wanted.iter().copied());
+        let projected = Arc::new(
             schema
                 .project(&wanted)
                 .map_err(arrow_err(format!("columns of {}", self.path)))?,
         );
-        let reader = builder
-            .with_projection(mask)
-            .with_row_groups(vec![row_group])
+        let reader = self
+            .builder(metadata, &[row_group], mask)?
             .with_batch_size(usize::try_from(rows).unwrap_or(usize::MAX))
             .build()
             .map_err(self.perr())?;

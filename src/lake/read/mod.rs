@@ -1,6 +1,7 @@
 //! Reading the lake: polars scans of the committed files of a dataset (with its hive columns) or
 //! of named files, and the lake's own Parquet reads of one data file (whole, some columns,
-//! batch by batch, or row groups by position from several threads).
+//! batch by batch, or row groups from several threads: by position in a folder, by ranged
+//! requests of the footer and the column chunks read on an object store).
 //!
 //! - `scan.rs`: [`scan()`], [`scan_files`], [`empty_frame`] and the scanned columns;
 //! - `file.rs`: [`read_file`], [`read_columns`], [`read_batches`], [`SharedFile`] and
@@ -17,7 +18,7 @@ mod check;
 mod file;
 mod scan;
 
-pub(crate) use check::{check_rows, check_size, name_damaged_file, parquet_error};
+pub(crate) use check::{name_damaged_file, parquet_error};
 pub(crate) use file::{
     PageFault, SharedFile, decode_pages_of, open, read_batches, read_columns, read_file,
 };

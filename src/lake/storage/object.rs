@@ -13,9 +13,15 @@
 //! - **Streamed files** ([`Store::create_temp`]) are written to a local temporary file and
 //!   uploaded (in parts when large) by the [`rename`](Store::rename) that puts them in place;
 //!   until then only this process sees them.
-//! - **Streamed reads:** [`Store::open_read`] downloads the object into an anonymous local file,
-//!   in one request and without holding it in memory. (Scans do not go through it: polars
-//!   reads the objects itself, by ranges.)
+//! - **Reads by range:** the lake's Parquet readers ask [`Store::get_tail`] (the footer: one
+//!   suffix-range GET, which also tells the object's size) and [`Store::get_ranges`] (the
+//!   column chunks they decode: ranged GETs, neighbours closer than [`COALESCE_GAP`] merged
+//!   into one, up to [`RANGES_IN_FLIGHT`] requests at once). [`Store::open_read`] downloads
+//!   the whole object into an anonymous local file, in one request and without holding it in
+//!   memory, for the readers that need every byte (compaction, the deep verify). (Scans do not
+//!   go through the store: polars reads the objects itself, by ranges.)
+//! - **Counted:** every GET's request and bytes are added to the handle's
+//!   [`TransferStats`].
 //!
 //! The store's calls block the calling thread on a runtime of their own, so they work from
 //! plain threads, rayon workers and async tasks alike.
@@ -23,22 +29,74 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
+use std::ops::Range;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::Bytes;
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::path::Path as ObjectPath;
-use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, WriteMultipart};
+use object_store::{
+    GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload,
+    WriteMultipart,
+};
 
-use super::Store;
+use super::{Store, TransferStats};
 use crate::lake::layout::{check_path, temp_name};
 use crate::{Error, Result};
 
 /// Size of the parts of a multipart upload, and the size from which a streamed file is
 /// uploaded in parts rather than in one PUT.
 const PART_BYTES: usize = 16 << 20;
+
+/// Ranges of one object closer than this are fetched by one request (the bytes between them
+/// travel too). Small, so that what travels is what a reader decodes: the column chunks it
+/// skips between two it reads are mostly larger (a row group of the lake's files holds tens
+/// of thousands of rows), and requests of one read run side by side.
+pub const COALESCE_GAP: u64 = 8 << 10;
+
+/// Ranged requests of one [`Store::get_ranges`] call in flight at once.
+pub const RANGES_IN_FLIGHT: usize = 8;
+
+/// The GETs of a store and their bytes, shared by the clones of its lake handle.
+#[derive(Debug, Default)]
+struct Counters {
+    requests: AtomicU64,
+    bytes: AtomicU64,
+}
+
+impl Counters {
+    fn add(&self, bytes: usize) {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        self.bytes.fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    /// A request whose body is counted as it arrives ([`Counters::add_bytes`]).
+    fn add_request(&self) {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn add_bytes(&self, bytes: usize) {
+        self.bytes.fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+}
+
+/// The ranges to request for `ranges` (sorted by start): each range once, those closer than
+/// `gap` merged.
+fn merged(ranges: &[Range<u64>], gap: u64) -> Vec<Range<u64>> {
+    let mut sorted: Vec<Range<u64>> = ranges.iter().filter(|r| r.end > r.start).cloned().collect();
+    sorted.sort_unstable_by_key(|r| r.start);
+    let mut out: Vec<Range<u64>> = Vec::with_capacity(sorted.len());
+    for r in sorted {
+        match out.last_mut() {
+            Some(last) if r.start <= last.end.saturating_add(gap) => last.end = last.end.max(r.end),
+            _ => out.push(r),
+        }
+    }
+    out
+}
 
 /// The runtime every object store's requests run on: two workers, started on first use and
 /// never dropped (dropping a runtime inside an async task would panic).
@@ -128,6 +186,8 @@ pub struct ObjectStoreLake {
     hint: &'static str,
     /// Streamed files not yet uploaded, by their temporary lake path.
     temps: Mutex<HashMap<String, tempfile::TempPath>>,
+    /// What the GETs fetched.
+    counters: Counters,
 }
 
 impl std::fmt::Debug for ObjectStoreLake {
@@ -170,6 +230,7 @@ impl ObjectStoreLake {
             store: Arc::new(store),
             hint,
             temps: Mutex::default(),
+            counters: Counters::default(),
         })
     }
 
@@ -326,14 +387,100 @@ impl Store for ObjectStoreLake {
     fn get(&self, path: &str) -> Result<Vec<u8>> {
         let key = self.key(path)?;
         let store = Arc::clone(&self.store);
-        block_on(async move {
+        let data = block_on(async move {
             match store.get(&key).await {
                 Ok(r) => r.bytes().await,
                 Err(e) => Err(e),
             }
         })?
-        .map(|b| b.to_vec())
-        .map_err(|e| self.err(path, e))
+        .map_err(|e| self.err(path, e))?;
+        self.counters.add(data.len());
+        Ok(data.to_vec())
+    }
+
+    fn reads_by_range(&self) -> bool {
+        true
+    }
+
+    fn get_tail(&self, path: &str, n: u64) -> Result<(u64, Bytes)> {
+        let key = self.key(path)?;
+        if let Some(local) = self.temps().get(path) {
+            let file =
+                File::open(local).map_err(|e| Error::io("opening", local.to_path_buf(), e))?;
+            return super::tail_of(&file, n)
+                .map_err(|e| Error::io("reading", local.to_path_buf(), e));
+        }
+        let store = Arc::clone(&self.store);
+        let options = GetOptions::new().with_range(Some(GetRange::Suffix(n.max(1))));
+        let (size, tail) = block_on(async move {
+            let got = store.get_opts(&key, options).await?;
+            let size = got.meta.size;
+            Ok::<_, object_store::Error>((size, got.bytes().await?))
+        })?
+        .map_err(|e| self.err(path, e))?;
+        self.counters.add(tail.len());
+        Ok((size, tail))
+    }
+
+    fn get_ranges(&self, path: &str, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        let key = self.key(path)?;
+        if let Some(local) = self.temps().get(path) {
+            let file =
+                File::open(local).map_err(|e| Error::io("opening", local.to_path_buf(), e))?;
+            return super::ranges_of(&file, ranges)
+                .map_err(|e| Error::io("reading", local.to_path_buf(), e));
+        }
+        if ranges.is_empty() {
+            return Ok(Vec::new());
+        }
+        let requests = merged(ranges, COALESCE_GAP);
+        let store = Arc::clone(&self.store);
+        let asked = requests.clone();
+        let fetched: Vec<Bytes> = block_on(async move {
+            futures::stream::iter(asked)
+                .map(|r| {
+                    let store = Arc::clone(&store);
+                    let key = key.clone();
+                    async move { store.get_range(&key, r).await }
+                })
+                .buffered(RANGES_IN_FLIGHT)
+                .try_collect()
+                .await
+        })?
+        .map_err(|e| self.err(path, e))?;
+        for bytes in &fetched {
+            self.counters.add(bytes.len());
+        }
+        ranges
+            .iter()
+            .map(|r| {
+                if r.end <= r.start {
+                    return Ok(Bytes::new());
+                }
+                let k = requests.partition_point(|q| q.start <= r.start) - 1;
+                let (request, bytes) = (&requests[k], &fetched[k]);
+                let (from, to) = (r.start - request.start, r.end - request.start);
+                if to > bytes.len() as u64 {
+                    return Err(Error::Lake {
+                        path: self.location(path),
+                        message: format!(
+                            "bytes {}..{} asked, the object ends at {}: it changed or is shorter than its footer says",
+                            r.start,
+                            r.end,
+                            request.start + bytes.len() as u64
+                        ),
+                    });
+                }
+                Ok(bytes.slice(from as usize..to as usize))
+            })
+            .collect()
+    }
+
+    fn transfer_stats(&self) -> TransferStats {
+        TransferStats {
+            get_requests: self.counters.requests.load(Ordering::Relaxed),
+            get_bytes: self.counters.bytes.load(Ordering::Relaxed),
+        }
     }
 
     fn open_read(&self, path: &str) -> Result<File> {
@@ -346,7 +493,9 @@ impl Store for ObjectStoreLake {
         let mut file = tempfile::tempfile()
             .map_err(|e| Error::io("creating a temporary file in", std::env::temp_dir(), e))?;
         let store = Arc::clone(&self.store);
-        let (back, fetched) = block_on(async move {
+        self.counters.add_request();
+        let (back, fetched, received) = block_on(async move {
+            let mut received = 0;
             let fetched = async {
                 let mut stream = store
                     .get(&key)
@@ -354,14 +503,16 @@ impl Store for ObjectStoreLake {
                     .map_err(Transfer::Store)?
                     .into_stream();
                 while let Some(chunk) = stream.try_next().await.map_err(Transfer::Store)? {
+                    received += chunk.len();
                     file.write_all(&chunk).map_err(Transfer::Io)?;
                 }
                 file.seek(SeekFrom::Start(0)).map_err(Transfer::Io)?;
                 Ok(())
             }
             .await;
-            (file, fetched)
+            (file, fetched, received)
         })?;
+        self.counters.add_bytes(received);
         match fetched {
             Ok(()) => Ok(back),
             Err(Transfer::Io(e)) => Err(Error::io(
@@ -504,6 +655,7 @@ mod tests {
             store: Arc::new(store),
             hint: "",
             temps: Mutex::default(),
+            counters: Counters::default(),
         };
         let shown = format!("{lake:?}");
         assert!(!shown.contains("super-secret") && !shown.contains("AKIDSECRETVALUE"));
