@@ -4,6 +4,7 @@
 //! ledger takes them ([`GroupNumbers`]).
 
 use arrow::array::RecordBatch;
+use arrow::buffer::ScalarBuffer;
 use arrow::datatypes::{Float64Type, Int64Type};
 use parquet::arrow::arrow_reader::ArrowReaderMetadata;
 use parquet::file::statistics::Statistics;
@@ -232,33 +233,32 @@ pub(super) fn swap_sides(swap_type: &str) -> (bool, bool) {
 
 /// The numbers of one row group, as the ledger takes them.
 pub(super) struct GroupNumbers {
-    pub(super) time: Vec<i64>,
-    pub(super) slot: Vec<i64>,
-    pub(super) id: Vec<i64>,
+    pub(super) time: ScalarBuffer<i64>,
+    pub(super) slot: ScalarBuffer<i64>,
+    pub(super) id: ScalarBuffer<i64>,
     /// Amount, USD value and price of the first side (a trade's, a swap's `in`) and of a swap's
     /// `out` side.
-    pub(super) amount: [Vec<f64>; 2],
-    pub(super) usd: [Vec<f64>; 2],
-    pub(super) price: [Vec<f64>; 2],
+    pub(super) amount: [ScalarBuffer<f64>; 2],
+    pub(super) usd: [ScalarBuffer<f64>; 2],
+    pub(super) price: [ScalarBuffer<f64>; 2],
 }
 
 impl GroupNumbers {
     pub(super) fn read(batch: &RecordBatch, path: &str, swaps: bool) -> Result<GroupNumbers> {
-        let int = |name: &str| -> Result<Vec<i64>> {
-            Ok(numbers::<Int64Type>(batch, name, path, 0)?
-                .values()
-                .to_vec())
+        // The decoded buffers themselves (shared, not copied).
+        let int = |name: &str| -> Result<ScalarBuffer<i64>> {
+            Ok(numbers::<Int64Type>(batch, name, path, 0)?.values().clone())
         };
-        let float = |name: &str| -> Result<Vec<f64>> {
+        let float = |name: &str| -> Result<ScalarBuffer<f64>> {
             Ok(numbers::<Float64Type>(batch, name, path, f64::NAN)?
                 .values()
-                .to_vec())
+                .clone())
         };
-        let pair = |a: &str, b: &str| -> Result<[Vec<f64>; 2]> {
+        let pair = |a: &str, b: &str| -> Result<[ScalarBuffer<f64>; 2]> {
             Ok(if swaps {
                 [float(a)?, float(b)?]
             } else {
-                [float(a)?, Vec::new()]
+                [float(a)?, ScalarBuffer::from(Vec::new())]
             })
         };
         let (amount, usd, price) = if swaps {

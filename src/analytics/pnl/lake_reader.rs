@@ -219,8 +219,8 @@ struct Placement<'a> {
     slots: &'a EventSlots,
 }
 
-/// The latest price of each token of a row group, as (token rank, key, price), earlier rows first on
-/// ties.
+/// The latest price of each token of a row group, as (token rank, key, price): one per token,
+/// the earlier event on ties.
 type GroupLatest = Vec<(u32, OrderKey, f64)>;
 
 /// Keeps the later of `best` and (`key`, `price`); an earlier candidate wins ties.
@@ -242,23 +242,22 @@ fn write_events(
     let mut cursor = g.start.clone();
     let mut out: Vec<(usize, LedgerEvent)> =
         Vec::with_capacity(g.counts.iter().map(|&c| c as usize).sum());
-    let mut latest: PlHashMap<u32, (OrderKey, f64)> = PlHashMap::default();
-    let mut order: Vec<u32> = Vec::new();
+    // The latest priced event of each pair, with its place in the row group (row, side) for
+    // ties; reduced to one per token at the end.
+    let mut latest: Vec<Option<(OrderKey, usize, f64)>> = vec![None; g.ledger.len()];
     let mut put = |l: usize, sell: bool, i: usize, side: usize, fee: f64| -> Result<()> {
-        let event = nums.event(i, side, sell, fee);
-        let price = nums.price[side][i];
-        if price.is_finite() {
-            let token = ledger_tokens[g.ledger[l] as usize];
-            let mut best = latest.get(&token).copied();
-            if best.is_none() {
-                order.push(token);
-            }
-            keep_latest(&mut best, nums.key(i), price);
-            latest.insert(token, best.expect("just set"));
-        }
         let ledger = g.ledger[l];
         if ledger == NONE {
             return Ok(());
+        }
+        let event = nums.event(i, side, sell, fee);
+        let price = nums.price[side][i];
+        if price.is_finite() {
+            let key = nums.key(i);
+            let best = &mut latest[l];
+            if best.is_none_or(|b| key > b.0) {
+                *best = Some((key, 2 * i + side, price));
+            }
         }
         let c = cursor[l];
         if c >= g.start[l] + g.counts[l] {
@@ -291,12 +290,22 @@ fn write_events(
     // no other pair of any row group holds (the starts are running sums within each ledger),
     // and `put` refuses a position past it.
     unsafe { to.slots.write(&out)? };
-    Ok(order
+    let mut per_token: PlHashMap<u32, (OrderKey, usize, f64)> = PlHashMap::default();
+    for (l, found) in latest.into_iter().enumerate() {
+        let Some(f) = found else { continue };
+        let token = ledger_tokens[g.ledger[l] as usize];
+        per_token
+            .entry(token)
+            .and_modify(|b| {
+                if f.0 > b.0 || (f.0 == b.0 && f.1 < b.1) {
+                    *b = f;
+                }
+            })
+            .or_insert(f);
+    }
+    Ok(per_token
         .into_iter()
-        .map(|t| {
-            let (k, p) = latest[&t];
-            (t, k, p)
-        })
+        .map(|(t, (k, _, p))| (t, k, p))
         .collect())
 }
 
@@ -427,17 +436,40 @@ pub(super) fn lake_ledgers(lake: &Lake, query: &PnlQuery) -> Result<LedgerSet> {
         .collect();
     ledgers.par_sort_unstable();
     ledgers.dedup();
+    if u32::try_from(ledgers.len()).is_err() {
+        return Err(Error::InvalidArgument {
+            argument: "trades".into(),
+            reason: format!(
+                "{} (wallet, token) pairs are more than one computation takes (2^32)",
+                ledgers.len()
+            ),
+        });
+    }
+    // A pair's ledger: its wallet's ledgers are a run of `ledgers` (where `wallet_first`
+    // says), its token found in that short run.
+    let mut wallet_first = vec![0u32; wallet_names.len() + 1];
+    for &l in &ledgers {
+        wallet_first[(l >> 32) as usize + 1] += 1;
+    }
+    for w in 0..wallet_names.len() {
+        wallet_first[w + 1] += wallet_first[w];
+    }
+    let ledger_of = |(w, t): (u32, u32)| -> u32 {
+        let w = wallet_rank[w as usize] as usize;
+        let (a, b) = (wallet_first[w] as usize, wallet_first[w + 1] as usize);
+        let t = token_rank[t as usize];
+        ledgers[a..b]
+            .binary_search_by_key(&t, |&l| l as u32)
+            .map_or(NONE, |i| (a + i) as u32)
+    };
     trade_keys
         .par_iter_mut()
         .chain(swap_keys.par_iter_mut())
         .for_each(|g| {
-            g.ledger = g
-                .pairs
-                .iter()
-                .map(|&p| ledgers.binary_search(&key(p)).map_or(NONE, |l| l as u32))
-                .collect();
+            g.ledger = g.pairs.iter().map(|&p| ledger_of(p)).collect();
             g.pairs = Vec::new();
         });
+    drop(wallet_first);
     // Each pair's events follow those of the row groups before it, in file order.
     let mut fill = vec![0u32; ledgers.len()];
     for g in trade_keys.iter_mut().chain(swap_keys.iter_mut()) {
