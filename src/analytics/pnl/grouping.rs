@@ -118,29 +118,31 @@ impl EventSlots {
         }
     }
 
-    /// Writes `events`, each at its position (`(position, event)`). Refused (nothing written)
-    /// when a position lies beyond the room.
+    /// Writes `event` at `position`. Refused (nothing written) when the position lies beyond
+    /// the room. Each writer then counts its writes ([`EventSlots::count`]).
     ///
     /// # Safety
     /// Each position is written by one call only, over all writers: the callers hand out
     /// disjoint ranges of positions.
-    pub(super) unsafe fn write(&self, events: &[(usize, LedgerEvent)]) -> Result<()> {
-        let total = self.total;
-        if events.iter().any(|&(p, _)| p >= total) {
+    #[inline]
+    pub(super) unsafe fn write(&self, position: usize, event: LedgerEvent) -> Result<()> {
+        if position >= self.total {
             return Err(Error::InvalidArgument {
                 argument: "lake".into(),
                 reason: "a data file gave more PnL events on its second read than on its first"
                     .into(),
             });
         }
-        for &(p, e) in events {
-            // SAFETY: `p` is inside the allocation (checked above) and no other writer writes
-            // it (the caller's contract), so the write does not race.
-            unsafe { self.ptr.add(p).write(e) };
-        }
-        self.written
-            .fetch_add(events.len(), std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: `position` is inside the allocation (checked above) and no other writer
+        // writes it (the caller's contract), so the write does not race.
+        unsafe { self.ptr.add(position).write(event) };
         Ok(())
+    }
+
+    /// Adds `n` to the count of events written.
+    pub(super) fn count(&self, n: usize) {
+        self.written
+            .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The events, once every position was written.

@@ -14,26 +14,40 @@ use crate::analytics::arrow_columns::{dictionary, time_bounds};
 use crate::lake::Lake;
 use crate::lake::read::SharedFile;
 use parquet::arrow::arrow_reader::ArrowReaderMetadata;
+use parquet::bloom_filter::Sbbf;
 
 /// A price found for a token: its event's key and where the event sits in the input (dataset,
 /// file, row group, row and side), which breaks ties towards the earlier event.
 type Found = (OrderKey, (usize, usize, usize, usize), f64);
 
-/// Whether a row group can hold any of `tokens` in its token columns, by their bloom filters.
-fn may_hold_tokens(
+/// A row group that can hold a token: its newest time, dataset (0: trades, 1: swaps), file and
+/// row group.
+type Candidate = (i64, usize, usize, usize);
+
+/// The bloom filters of a row group's token columns (`None` when a column has none: the row
+/// group may then hold any token).
+fn token_blooms(
     file: &SharedFile,
     footer: &ArrowReaderMetadata,
     group: usize,
     columns: &[&str],
-    tokens: &[&str],
-) -> Result<bool> {
+) -> Result<Option<Vec<Sbbf>>> {
+    let mut blooms = Vec::with_capacity(columns.len());
     for c in columns {
         match file.bloom_filter(footer, group, c)? {
-            Some(bloom) if !tokens.iter().any(|t| bloom.check(*t)) => {}
-            _ => return Ok(true),
+            Some(bloom) => blooms.push(bloom),
+            None => return Ok(None),
         }
     }
-    Ok(false)
+    Ok(Some(blooms))
+}
+
+/// Whether a row group with these token blooms can hold one of `tokens`.
+fn may_hold<'t>(blooms: &Option<Vec<Sbbf>>, mut tokens: impl Iterator<Item = &'t str>) -> bool {
+    match blooms {
+        None => true,
+        Some(blooms) => tokens.any(|t| blooms.iter().any(|b| b.check(t))),
+    }
 }
 
 /// The wallets with a trade of a token `filter` keeps (every trade row group read, its wallet
@@ -76,21 +90,24 @@ pub(super) fn latest_prices_of(
         return Ok(Vec::new());
     }
     let index: PlHashMap<&str, usize> = tokens.iter().enumerate().map(|(i, t)| (*t, i)).collect();
-    // Candidates as (newest time, dataset, file, row group), newest first.
-    let mut candidates: Vec<(i64, usize, usize, usize)> = Vec::new();
+    // Candidates as (newest time, dataset, file, row group), newest first, with their token
+    // columns' bloom filters.
+    let mut candidates: Vec<(Candidate, Option<Vec<Sbbf>>)> = Vec::new();
     for (d, (files, source)) in [(trades, &TRADES), (swaps, &SWAPS)].into_iter().enumerate() {
         let all = files.row_groups();
-        let keep = per_row_group(lake, files, &all, |file, k, g| {
-            may_hold_tokens(file, &files.footers[k], g, source.token_columns, tokens)
+        let blooms = per_row_group(lake, files, &all, |file, k, g| {
+            token_blooms(file, &files.footers[k], g, source.token_columns)
         })?;
-        for (&(k, g), keep) in all.iter().zip(keep) {
-            if keep {
-                candidates.push((time_bounds(&files.footers[k], g).1, d, k, g));
+        for (&(k, g), blooms) in all.iter().zip(blooms) {
+            if may_hold(&blooms, tokens.iter().copied()) {
+                candidates.push(((time_bounds(&files.footers[k], g).1, d, k, g), blooms));
             }
         }
     }
-    candidates.sort_by(|a, b| b.0.cmp(&a.0).then((a.1, a.2, a.3).cmp(&(b.1, b.2, b.3))));
-    let traders = if candidates.iter().any(|c| c.1 == 1) {
+    candidates.sort_by(|(a, _), (b, _)| b.0.cmp(&a.0).then((a.1, a.2, a.3).cmp(&(b.1, b.2, b.3))));
+    // The tokens whose latest price an unread row group may still change.
+    let mut open: Vec<usize> = (0..tokens.len()).collect();
+    let traders = if candidates.iter().any(|(c, _)| c.1 == 1) {
         all_traders(lake, trades, filter)?
     } else {
         PlHashSet::default()
@@ -98,8 +115,15 @@ pub(super) fn latest_prices_of(
     let step = (2 * rayon::current_num_threads()).max(2);
     let mut at = 0;
     while at < candidates.len() {
-        let chunk = &candidates[at..(at + step).min(candidates.len())];
-        at += chunk.len();
+        // The next row groups that can hold a token still open.
+        let mut chunk: Vec<Candidate> = Vec::with_capacity(step);
+        while at < candidates.len() && chunk.len() < step {
+            let (c, blooms) = &candidates[at];
+            if may_hold(blooms, open.iter().map(|&x| tokens[x])) {
+                chunk.push(*c);
+            }
+            at += 1;
+        }
         for (d, (files, source)) in [(trades, &TRADES), (swaps, &SWAPS)].into_iter().enumerate() {
             let mut groups: Vec<(usize, usize)> = chunk
                 .iter()
@@ -166,10 +190,11 @@ pub(super) fn latest_prices_of(
         }
         // Row groups left are no newer than the next candidate: a token whose price is from a
         // later time cannot change.
-        let Some(&(next, ..)) = candidates.get(at) else {
+        let Some(&((next, ..), _)) = candidates.get(at) else {
             break;
         };
-        if best.iter().all(|b| b.is_some_and(|b| b.0.0 > next)) {
+        open.retain(|&x| best[x].is_none_or(|b| b.0.0 <= next));
+        if open.is_empty() {
             break;
         }
     }

@@ -31,7 +31,7 @@ use super::lake_files::{
     swap_sides,
 };
 use super::lake_prices::latest_prices_of;
-use super::ledger::{LedgerEvent, LedgerSet};
+use super::ledger::LedgerSet;
 use super::options::PnlQuery;
 use crate::analytics::arrow_columns::dictionary;
 use crate::analytics::intern::NameRegistry;
@@ -240,8 +240,7 @@ fn write_events(
 ) -> Result<GroupLatest> {
     let (offsets, ledger_tokens) = (to.offsets, to.ledger_tokens);
     let mut cursor = g.start.clone();
-    let mut out: Vec<(usize, LedgerEvent)> =
-        Vec::with_capacity(g.counts.iter().map(|&c| c as usize).sum());
+    let mut written = 0usize;
     // The latest priced event of each pair, with its place in the row group (row, side) for
     // ties; reduced to one per token at the end.
     let mut latest: Vec<Option<(OrderKey, usize, f64)>> = vec![None; g.ledger.len()];
@@ -268,7 +267,14 @@ fn write_events(
             });
         }
         cursor[l] += 1;
-        out.push((offsets[ledger as usize] + c as usize, event));
+        // SAFETY: the positions of pair `l` are `offsets[ledger] + start[l]..+ counts[l]`, a
+        // range no other pair of any row group holds (the starts are running sums within each
+        // ledger), and a position past it was refused just above.
+        unsafe {
+            to.slots
+                .write(offsets[ledger as usize] + c as usize, event)?
+        };
+        written += 1;
         Ok(())
     };
     for i in 0..g.first.len() {
@@ -286,10 +292,7 @@ fn write_events(
             put((b >> 1) as usize, false, i, 1, if sold { 0.0 } else { fee })?;
         }
     }
-    // SAFETY: the positions of pair `l` are `offsets[ledger] + start[l]..+ counts[l]`, a range
-    // no other pair of any row group holds (the starts are running sums within each ledger),
-    // and `put` refuses a position past it.
-    unsafe { to.slots.write(&out)? };
+    to.slots.count(written);
     let mut per_token: PlHashMap<u32, (OrderKey, usize, f64)> = PlHashMap::default();
     for (l, found) in latest.into_iter().enumerate() {
         let Some(f) = found else { continue };
@@ -361,11 +364,8 @@ fn second_pass(
         .filter(|(_, g)| !g.counts.is_empty())
         .map(|(&rg, _)| rg)
         .collect();
-    let at: PlHashMap<(usize, usize), usize> = groups
-        .iter()
-        .enumerate()
-        .map(|(i, &rg)| (rg, i))
-        .collect();
+    let at: PlHashMap<(usize, usize), usize> =
+        groups.iter().enumerate().map(|(i, &rg)| (rg, i)).collect();
     let swaps = source.dataset == Dataset::Swaps;
     per_row_group(lake, files, &with_events, |file, k, g| {
         let batch = file.read_row_group(&files.footers[k], g, source.numbers)?;

@@ -4,18 +4,12 @@ use polars::prelude::*;
 
 use super::ledger::LedgerSet;
 use super::options::PnlConfig;
-use super::report::pct;
+use super::report::{REPORT_CHUNK, drop_in_background, pct};
 use crate::analytics::metrics;
 use crate::{Error, Result};
 
 /// The leaderboard of grouped events.
-pub(super) fn leaderboard_of(
-    mut set: LedgerSet,
-    config: &PnlConfig,
-    top: usize,
-) -> Result<DataFrame> {
-    let ledgers = set.run(config)?;
-    set.release_events();
+pub(super) fn leaderboard_of(set: LedgerSet, config: &PnlConfig, top: usize) -> Result<DataFrame> {
     struct WalletRow {
         wallet: String,
         tokens: u32,
@@ -26,29 +20,36 @@ pub(super) fn leaderboard_of(
         losses: u64,
     }
     let mut rows: Vec<WalletRow> = Vec::new();
-    for (k, l) in ledgers.iter().enumerate() {
-        let m = set.mark_of_ledger(k, config.mark).unwrap_or(0.0);
-        let (w, lo) = l.wins_losses();
-        match rows.last_mut() {
-            Some(r) if r.wallet == set.wallet(k) => {
-                r.tokens += 1;
-                r.realized += l.realized;
-                r.unrealized += l.unrealized(m);
-                r.buy_cost += l.buy_cost;
-                r.wins += w;
-                r.losses += lo;
+    // The ledgers run a chunk at a time: only one chunk's books are held at once.
+    for start in (0..set.len()).step_by(REPORT_CHUNK) {
+        let ledgers = set.run_range(start..(start + REPORT_CHUNK).min(set.len()), config)?;
+        for (i, l) in ledgers.iter().enumerate() {
+            let k = start + i;
+            let m = set.mark_of_ledger(k, config.mark).unwrap_or(0.0);
+            let (w, lo) = l.wins_losses();
+            match rows.last_mut() {
+                Some(r) if r.wallet == set.wallet(k) => {
+                    r.tokens += 1;
+                    r.realized += l.realized;
+                    r.unrealized += l.unrealized(m);
+                    r.buy_cost += l.buy_cost;
+                    r.wins += w;
+                    r.losses += lo;
+                }
+                _ => rows.push(WalletRow {
+                    wallet: set.wallet(k).to_owned(),
+                    tokens: 1,
+                    realized: l.realized,
+                    unrealized: l.unrealized(m),
+                    buy_cost: l.buy_cost,
+                    wins: w,
+                    losses: lo,
+                }),
             }
-            _ => rows.push(WalletRow {
-                wallet: set.wallet(k).to_owned(),
-                tokens: 1,
-                realized: l.realized,
-                unrealized: l.unrealized(m),
-                buy_cost: l.buy_cost,
-                wins: w,
-                losses: lo,
-            }),
         }
+        drop_in_background(ledgers);
     }
+    drop_in_background(set);
     rows.sort_by(|a, b| {
         (b.realized + b.unrealized)
             .total_cmp(&(a.realized + a.unrealized))

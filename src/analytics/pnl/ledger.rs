@@ -565,12 +565,6 @@ impl LedgerSet {
             .collect()
     }
 
-    /// Frees the events once the ledgers have run: the names and latest prices stay.
-    pub(super) fn release_events(&mut self) {
-        self.events = Vec::new();
-        self.offsets = Vec::new();
-    }
-
     /// The mark of `token` under `mark` (`None` when the latest price is unknown).
     pub fn mark_of(&self, token: &str, mark: Mark) -> Option<f64> {
         match mark {

@@ -411,7 +411,11 @@ impl SharedFile {
             Source::Ranged(store) => {
                 let range = u64::try_from(offset)
                     .ok()
-                    .zip(chunk.bloom_filter_length().and_then(|l| u64::try_from(l).ok()))
+                    .zip(
+                        chunk
+                            .bloom_filter_length()
+                            .and_then(|l| u64::try_from(l).ok()),
+                    )
                     .map(|(start, len)| start..start.saturating_add(len))
                     .filter(|r| r.end <= self.bytes);
                 let Some(range) = range else {
