@@ -21,6 +21,7 @@ use dexlake::query::LakeQuery as _;
 use polars::prelude::*;
 
 use crate::output::{Format, Output, ParquetSink, existing_lake};
+use crate::status_cmd::Strict;
 use crate::{Global, address};
 
 /// Which events to read.
@@ -131,6 +132,8 @@ pub struct OhlcvArgs {
     #[arg(long, value_enum, default_value = "left", conflicts_with_all = EVENT_BARS)]
     label: SideArg,
     #[command(flatten)]
+    strict: Strict,
+    #[command(flatten)]
     output: Output,
 }
 
@@ -146,6 +149,8 @@ pub struct PriceStatsArgs {
     /// Events from swaps or trades.
     #[arg(long, value_enum, default_value = "swaps")]
     source: SourceArg,
+    #[command(flatten)]
+    strict: Strict,
     #[command(flatten)]
     output: Output,
 }
@@ -260,6 +265,10 @@ pub fn ohlcv(global: &Global, args: OhlcvArgs) -> anyhow::Result<ExitCode> {
         (_, _, Some(v)) => Some(EventRule::UsdVolume(v)),
         _ => None,
     };
+    // What the lake's syncs fetched of the selection: warned about (or refused with
+    // --strict) before anything is printed, and left out of time bars.
+    let coverage = dexlake::coverage::of_events(&lake, source, &sel, range)?;
+    args.strict.check(&coverage)?;
     let df = match (rule, args.interval) {
         (Some(rule), _) => event_bars(&lake, source, &sel, range, rule)?,
         (None, Some(width)) => {
@@ -275,6 +284,7 @@ pub fn ohlcv(global: &Global, args: OhlcvArgs) -> anyhow::Result<ExitCode> {
                 },
                 time_zone: args.tz.clone(),
                 data_end: None,
+                unfetched: coverage.unfetched(),
             };
             if let (Format::Parquet, Some(out)) = (args.output.format, &args.output.out) {
                 // Large results go to the file a batch of tokens at a time, so memory holds
@@ -309,6 +319,9 @@ pub fn ohlcv(global: &Global, args: OhlcvArgs) -> anyhow::Result<ExitCode> {
 pub fn price_stats_cmd(global: &Global, args: PriceStatsArgs) -> anyhow::Result<ExitCode> {
     let lake = existing_lake(global)?;
     let source: EventSource = args.source.into();
+    let coverage =
+        dexlake::coverage::of_window(&lake, source, &args.tokens, args.now, 30 * 86_400)?;
+    args.strict.check(&coverage)?;
     let df = price_stats(
         &lake,
         &Selection::Tokens(args.tokens.clone()),
