@@ -265,10 +265,10 @@ pub fn ohlcv(global: &Global, args: OhlcvArgs) -> anyhow::Result<ExitCode> {
         (_, _, Some(v)) => Some(EventRule::UsdVolume(v)),
         _ => None,
     };
-    // What the lake's syncs fetched of the selection: warned about (or refused with
-    // --strict) before anything is printed, and left out of time bars.
+    // What the lake's syncs fetched of the selection: left out of time bars, and warned
+    // about (or refused with --strict) before anything is printed, once the bars are made
+    // (so a refused argument is the one line on stderr).
     let coverage = dexlake::coverage::of_events(&lake, source, &sel, range)?;
-    args.strict.check(&coverage)?;
     let df = match (rule, args.interval) {
         (Some(rule), _) => event_bars(&lake, source, &sel, range, rule)?,
         (None, Some(width)) => {
@@ -289,6 +289,7 @@ pub fn ohlcv(global: &Global, args: OhlcvArgs) -> anyhow::Result<ExitCode> {
             if let (Format::Parquet, Some(out)) = (args.output.format, &args.output.out) {
                 // Large results go to the file a batch of tokens at a time, so memory holds
                 // the events and one batch of bars, never the whole frame.
+                args.strict.check(&coverage)?;
                 let mut sink = ParquetSink::new(out);
                 let mut present = BTreeSet::new();
                 bars_in_batches(&lake, source, &sel, range, &options, 256, |df| {
@@ -313,6 +314,7 @@ pub fn ohlcv(global: &Global, args: OhlcvArgs) -> anyhow::Result<ExitCode> {
         (None, None) => bail!("give --interval, --ticks, --base-volume or --usd-volume"),
     };
     check_found(&df, &sel, what(source), global, range)?;
+    args.strict.check(&coverage)?;
     args.output.emit(df)
 }
 
@@ -321,7 +323,6 @@ pub fn price_stats_cmd(global: &Global, args: PriceStatsArgs) -> anyhow::Result<
     let source: EventSource = args.source.into();
     let coverage =
         dexlake::coverage::of_window(&lake, source, &args.tokens, args.now, 30 * 86_400)?;
-    args.strict.check(&coverage)?;
     let df = price_stats(
         &lake,
         &Selection::Tokens(args.tokens.clone()),
@@ -346,6 +347,7 @@ pub fn price_stats_cmd(global: &Global, args: PriceStatsArgs) -> anyhow::Result<
     }
     let sel = Selection::Tokens(args.tokens);
     check_found(&df, &sel, what(source), global, TimeRange::default())?;
+    args.strict.check(&coverage)?;
     args.output.emit(df)
 }
 
