@@ -15,7 +15,13 @@
 //! | [`Query::search`] | a search-profiles request answered from the lake's profile snapshots |
 //!
 //! Every answer is computed by the analytics ([`crate::analytics`]) from the lake's committed
-//! files; nothing here reads the network. A selection that an answer cannot honour (a wallet for
+//! files; nothing here reads the network.
+//!
+//! Each answer also has a `_covered` form ([`Query::bars_covered`], ...) that returns it with
+//! the [`Coverage`] of what it read: the ranges of each token, wallet or snapshot the lake's
+//! syncs never fetched completely, and the targets the lake holds only a partial view of
+//! (see [`crate::coverage`]). Time bars always leave out the buckets that meet a range never
+//! fetched and never fill across one ([`BarOptions::unfetched`]), in both forms. A selection that an answer cannot honour (a wallet for
 //! bars, a time range for PnL, which is computed over each wallet's whole history) is refused
 //! with [`Error::InvalidArgument`], never silently dropped; so is an empty (or blank) token,
 //! pool or wallet address, which would select nothing.
@@ -48,6 +54,7 @@ use crate::analytics::{
     BarOptions, Edge, EventRule, EventSource, Fill, PriceStatsOptions, Selection, TimeRange,
 };
 use crate::api::profile_query::SearchRequest;
+use crate::coverage::{self, Coverage, Covered};
 use crate::lake::Lake;
 use crate::search::SearchPage;
 use crate::{Error, Result};
@@ -210,8 +217,31 @@ impl<'a> Query<'a> {
     /// [`Bars`]). One frame with the bar columns, and `token_address` first unless exactly one
     /// token is selected.
     pub fn bars(&self, bars: Bars) -> Result<DataFrame> {
+        Ok(self.bars_covered(bars)?.value)
+    }
+
+    /// [`Query::bars`] with the coverage of the selected events over the selected range. Time
+    /// bars leave out the buckets that meet a range the lake never fetched (see
+    /// [`crate::analytics::ohlcv`], "Missing data"), unless `bars` names its own
+    /// [`BarOptions::unfetched`].
+    pub fn bars_covered(&self, mut bars: Bars) -> Result<Covered<DataFrame>> {
         self.no_wallets("bars")?;
         self.no_blank_address()?;
+        let coverage = self.coverage()?;
+        if bars.options.unfetched.is_empty() {
+            bars.options.unfetched = coverage.unfetched();
+        }
+        let value = self.bars_of(bars)?;
+        Ok(Covered { value, coverage })
+    }
+
+    /// The coverage of the selected events (source, tokens or pool, range): what the lake's
+    /// syncs fetched of them (see [`crate::coverage::of_events`]). Reads only the manifest.
+    pub fn coverage(&self) -> Result<Coverage> {
+        coverage::of_events(self.lake, self.source, &self.selection(), self.range)
+    }
+
+    fn bars_of(&self, bars: Bars) -> Result<DataFrame> {
         let selection = self.selection();
         match bars.kind {
             BarKind::Time => crate::analytics::bars(
@@ -244,6 +274,14 @@ impl<'a> Query<'a> {
         )
     }
 
+    /// [`Query::price_stats`] with the coverage of the 30 days before `now` of each token.
+    pub fn price_stats_covered(&self, now: Option<DateTime<Utc>>) -> Result<Covered<DataFrame>> {
+        let value = self.price_stats(now)?;
+        let tokens = self.tokens.clone().unwrap_or_default();
+        let coverage = coverage::of_window(self.lake, self.source, &tokens, now, 30 * 86_400)?;
+        Ok(Covered { value, coverage })
+    }
+
     /// The PnL of the selected wallets (every wallet when none is) per (wallet, token), FIFO
     /// and marked at each token's latest price: the ledgers table of [`Query::pnl_report`].
     pub fn pnl(&self) -> Result<DataFrame> {
@@ -258,6 +296,19 @@ impl<'a> Query<'a> {
         self.pnl_selection("PnL")?;
         let report = pnl::wallet_pnl(self.lake, &self.pnl_query(), config)?;
         self.keep_tokens(report)
+    }
+
+    /// [`Query::pnl_report`] with the coverage of each selected wallet's trades: partial when
+    /// the lake holds only the trades of the tokens synced by token, not the wallet's own
+    /// (see [`crate::coverage::of_wallets`]).
+    pub fn pnl_report_covered(&self, config: &PnlConfig) -> Result<Covered<PnlReport>> {
+        let value = self.pnl_report(config)?;
+        let token = match self.tokens.as_deref() {
+            Some([token]) => Some(token.as_str()),
+            _ => None,
+        };
+        let coverage = coverage::of_wallets(self.lake, self.wallets.as_deref(), token)?;
+        Ok(Covered { value, coverage })
     }
 
     /// [`Query::pnl`] under `config` (method, oversell policy, mark, dust).
@@ -323,6 +374,38 @@ impl<'a> Query<'a> {
             .map(|w| Window::parse(w))
             .collect::<Result<Vec<_>>>()?;
         token_metrics::token_metrics(self.lake, token, &windows, now)
+    }
+
+    /// [`Query::token_metrics`] with the coverage of the token's trades over the widest
+    /// window before `now`.
+    pub fn token_metrics_covered(
+        &self,
+        windows: &[&str],
+        now: Option<DateTime<Utc>>,
+    ) -> Result<Covered<DataFrame>> {
+        let value = self.token_metrics(windows, now)?;
+        let widest = windows
+            .iter()
+            .map(|w| Window::parse(w).map(|w| w.seconds))
+            .collect::<Result<Vec<_>>>()?
+            .into_iter()
+            .max()
+            .unwrap_or(0);
+        let tokens = self.tokens.clone().unwrap_or_default();
+        let coverage = coverage::of_window(self.lake, EventSource::Trades, &tokens, now, widest)?;
+        Ok(Covered { value, coverage })
+    }
+
+    /// [`Query::search_at`] with the coverage of the snapshot it read: partial when the
+    /// snapshot's sync was interrupted.
+    pub fn search_covered(
+        &self,
+        request: &SearchRequest,
+        snapshot: ProfileSnapshot,
+    ) -> Result<Covered<SearchPage>> {
+        let coverage = coverage::of_profiles(self.lake, &snapshot)?;
+        let value = self.search_at(request, snapshot)?;
+        Ok(Covered { value, coverage })
     }
 
     /// A search-profiles request answered from the lake's newest profile snapshot, shaped like

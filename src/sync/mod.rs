@@ -65,6 +65,7 @@ pub use cancel::CancelToken;
 pub use config::SyncConfig;
 pub use events::{SyncEvent, SyncObserver};
 pub use jobs::{Job, MAX_BARS_PER_JOB, MAX_INTERVAL_SECONDS, Plan, read_search_request};
+pub(crate) use kinds::recorded;
 pub use progress::ProgressBars;
 pub use report::{Compaction, Estimate, JobOutcome, JobReport, SyncReport};
 pub use runner::Syncer;

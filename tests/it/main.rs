@@ -10,6 +10,7 @@ mod analytics_search;
 mod analytics_search_wide;
 mod client;
 mod common;
+mod coverage;
 mod lake;
 mod lake_files;
 mod lake_log;

@@ -355,12 +355,25 @@ impl TimeSpec {
     }
 }
 
+/// Whether the bucket from `start` to `end` meets one of `holes` (half-open µs ranges the
+/// lake never fetched).
+#[inline]
+fn meets_hole(holes: &[(i64, i64)], closed: Edge, start: i64, end: i64) -> bool {
+    holes.iter().any(|&(from, to)| match closed {
+        Edge::Left => from < end && start < to,
+        Edge::Right => from <= end && start < to,
+    })
+}
+
 /// Time bars of pieces in time order, into `out`. Pieces with `count == 0` (filled bars) are
-/// skipped. Fails, naming the width, when a bucket would start or end outside the instants a
-/// bar may have; the bars before it are then in `out`.
+/// skipped. A bucket that meets one of `holes` (ranges the lake never fetched) gives no bar,
+/// and the empty buckets between two bars are filled only when no hole lies between them.
+/// Fails, naming the width, when a bucket would start or end outside the instants a bar may
+/// have; the bars before it are then in `out`.
 pub(crate) fn time_bars<B: BarOut + ?Sized>(
     pieces: impl Iterator<Item = PartialBar>,
     spec: &TimeSpec,
+    holes: &[(i64, i64)],
     out: &mut B,
 ) -> Result<()> {
     // The current bucket: its start, its end, and its bar so far.
@@ -368,6 +381,9 @@ pub(crate) fn time_bars<B: BarOut + ?Sized>(
     // Filled bars emitted so far, bounded by `MAX_FILLED_BARS`.
     let mut filled = 0u64;
     let flush = |out: &mut B, start: i64, end: i64, mut acc: PartialBar| {
+        if !holes.is_empty() && meets_hole(holes, spec.closed, start, end) {
+            return;
+        }
         acc.incomplete |= spec.incomplete(end);
         out.bar(spec.label(start, end), &acc);
     };
@@ -395,7 +411,8 @@ pub(crate) fn time_bars<B: BarOut + ?Sized>(
             _ => {
                 if let Some((start, end, acc)) = current.take() {
                     flush(out, start, end, acc);
-                    if spec.fill != Fill::Skip {
+                    let across_hole = !holes.is_empty() && meets_hole(holes, spec.closed, start, b);
+                    if spec.fill != Fill::Skip && !across_hole {
                         let price = match spec.fill {
                             Fill::ForwardFill => Some(acc.close),
                             _ => None,
@@ -437,9 +454,15 @@ fn too_many_filled_bars() -> Error {
 pub(crate) fn event_time_bars<B: BarOut + ?Sized>(
     e: &Events,
     spec: &TimeSpec,
+    holes: &[(i64, i64)],
     out: &mut B,
 ) -> Result<()> {
-    time_bars((0..e.len()).map(|i| PartialBar::of_event(e, i)), spec, out)
+    time_bars(
+        (0..e.len()).map(|i| PartialBar::of_event(e, i)),
+        spec,
+        holes,
+        out,
+    )
 }
 
 /// Tick, volume or dollar bars of one token's events (see [`EventRule`]). A bar is labelled
@@ -529,14 +552,14 @@ mod tests {
             let mut lens = Vec::new();
             for e in &parts {
                 let mut n = CountBars::default();
-                event_time_bars(e, &spec, &mut n).unwrap();
+                event_time_bars(e, &spec, &[], &mut n).unwrap();
                 lens.push(n.0);
-                event_time_bars(e, &spec, &mut pushed).unwrap();
+                event_time_bars(e, &spec, &[], &mut pushed).unwrap();
             }
             assert_eq!(lens.iter().sum::<usize>(), pushed.len(), "{fill:?}");
             let mut written = BarColumns::zeroed(pushed.len());
             for (e, mut slots) in parts.iter().zip(written.slots(&lens)) {
-                event_time_bars(e, &spec, &mut slots).unwrap();
+                event_time_bars(e, &spec, &[], &mut slots).unwrap();
                 assert!(slots.exact());
             }
             // Debug text compares the NaN prices of null bars too (shortest round-trip floats).
@@ -545,7 +568,7 @@ mod tests {
         let spec = BarOptions::with_width(60).spec(400_000_001).unwrap();
         let mut short = BarColumns::zeroed(1);
         let mut slots = short.slots(&[1]);
-        event_time_bars(&parts[0], &spec, &mut slots[0]).unwrap();
+        event_time_bars(&parts[0], &spec, &[], &mut slots[0]).unwrap();
         assert!(!slots[0].exact());
     }
 
@@ -562,13 +585,57 @@ mod tests {
             .spec(i64::MAX)
             .unwrap();
             let mut n = CountBars::default();
-            event_time_bars(&events(&[0, gap + 1]), &spec, &mut n).unwrap();
+            event_time_bars(&events(&[0, gap + 1]), &spec, &[], &mut n).unwrap();
             assert_eq!(n.0 as u64, MAX_FILLED_BARS + 2);
-            let err = event_time_bars(&events(&[0, gap + 2]), &spec, &mut CountBars::default())
-                .unwrap_err()
-                .to_string();
+            let err = event_time_bars(
+                &events(&[0, gap + 2]),
+                &spec,
+                &[],
+                &mut CountBars::default(),
+            )
+            .unwrap_err()
+            .to_string();
             assert!(err.starts_with("invalid fill:"), "{err}");
             assert!(err.contains("10000000 bars"), "{err}");
         }
+    }
+
+    /// A bucket that meets a range never fetched gives no bar, for every fill, and empty
+    /// buckets are never filled across such a range; empty buckets elsewhere still are.
+    #[test]
+    fn buckets_meeting_a_hole_give_no_bar_and_fills_stop_at_it() {
+        // Bars at 0, 60, 300, 600 s; a hole from 150 s to 320 s removes the bar of [300, 360)
+        // and the buckets [120, 180) .. [300, 360) (and, with it, any fill from 60 to 600).
+        let e = events(&[0, 61, 300, 600]);
+        let hole = [(150 * 1_000_000, 320 * 1_000_000)];
+        for fill in [Fill::Skip, Fill::Null, Fill::ForwardFill] {
+            let spec = BarOptions {
+                fill,
+                ..BarOptions::with_width(60)
+            }
+            .spec(i64::MAX)
+            .unwrap();
+            let mut bars = BarColumns::default();
+            event_time_bars(&e, &spec, &hole, &mut bars).unwrap();
+            let labels: Vec<i64> = bars.timestamp.iter().map(|t| t / 1_000_000).collect();
+            match fill {
+                Fill::Skip => assert_eq!(labels, [0, 60, 600]),
+                // [0, 60) and [60, 120) are neighbours; between 60 and 600 lies the hole.
+                _ => assert_eq!(labels, [0, 60, 600], "{fill:?}"),
+            }
+            let mut n = CountBars::default();
+            event_time_bars(&e, &spec, &hole, &mut n).unwrap();
+            assert_eq!(n.0, bars.len());
+        }
+        // Without the hole the forward fill spans 60 to 600.
+        let spec = BarOptions {
+            fill: Fill::ForwardFill,
+            ..BarOptions::with_width(60)
+        }
+        .spec(i64::MAX)
+        .unwrap();
+        let mut bars = BarColumns::default();
+        event_time_bars(&e, &spec, &[], &mut bars).unwrap();
+        assert_eq!(bars.len(), 11);
     }
 }

@@ -36,6 +36,16 @@
 //!   or after [`BarOptions::data_end`] (by default the range's `to`, or the instant after the
 //!   latest event read, whichever is earlier).
 //!
+//! # Missing data
+//!
+//! A range the lake never fetched is not a quiet market. [`BarOptions::unfetched`] names such
+//! ranges per token (`lake.query()` and `dexlake ohlcv` take them from the lake's recorded
+//! sync coverage, `crate::coverage`): a bucket that meets one gives **no row**, even when the
+//! lake holds some of its events (from another stream, such as one wallet's), and no fill
+//! policy fills across one: the empty buckets between two bars are filled only when no such
+//! range lies between them. So a missing bar is an absent row next to which nothing was
+//! filled, and the coverage carried with the bars names the ranges.
+//!
 //! [`resample`] builds coarser bars from finer ones: it ignores filled bars (`count == 0`), so
 //! `resample(bars(1m), 5m)` equals `bars(5m)` bar for bar: prices, counts and labels exactly,
 //! and the sums up to the rounding of adding partial sums (a relative 1e-12 in the tests).
@@ -189,6 +199,44 @@ pub struct BarOptions {
     /// No data is known at or after this instant; bars whose bucket reaches it are flagged
     /// `incomplete`. Default: see the module documentation.
     pub data_end: Option<DateTime<Utc>>,
+    /// Time ranges the lake never fetched, per token: a bucket that meets one gives no bar
+    /// and empty buckets are never filled across one (see "Missing data" in the module
+    /// documentation). Empty by default; `lake.query()` and the CLI fill it from the lake's
+    /// recorded coverage.
+    pub unfetched: Unfetched,
+}
+
+/// Time ranges the lake never fetched, per token, in microseconds from the epoch, half-open
+/// `[from, to)`: where a token's bars are missing rather than empty.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Unfetched {
+    by_token: std::collections::BTreeMap<String, Vec<(i64, i64)>>,
+}
+
+impl Unfetched {
+    /// No range missing.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records `[from, to)` (µs) as never fetched for `token`; an empty range is ignored.
+    pub fn insert(&mut self, token: &str, from: i64, to: i64) {
+        if from < to {
+            let ranges = self.by_token.entry(token.to_owned()).or_default();
+            ranges.push((from, to));
+            ranges.sort_unstable();
+        }
+    }
+
+    /// The ranges of `token` never fetched, in order.
+    pub fn of(&self, token: &str) -> &[(i64, i64)] {
+        self.by_token.get(token).map_or(&[], Vec::as_slice)
+    }
+
+    /// Whether no range is missing.
+    pub fn is_empty(&self) -> bool {
+        self.by_token.is_empty()
+    }
 }
 
 impl Default for BarOptions {
@@ -201,6 +249,7 @@ impl Default for BarOptions {
             fill: Fill::Skip,
             time_zone: None,
             data_end: None,
+            unfetched: Unfetched::default(),
         }
     }
 }
@@ -302,12 +351,13 @@ trait PartBars<P>: Sync {
     fn bars<B: BarOut>(&self, part: &P, out: &mut B) -> Result<()>;
 }
 
-/// Time bars of a token's events.
-struct TimeBarsOf<'a>(&'a TimeSpec);
+/// Time bars of a token's events, none in the ranges the lake never fetched.
+struct TimeBarsOf<'a>(&'a TimeSpec, &'a Unfetched);
 
 impl<T: std::borrow::Borrow<TokenEvents>> PartBars<T> for TimeBarsOf<'_> {
     fn bars<B: BarOut>(&self, t: &T, out: &mut B) -> Result<()> {
-        kernel::event_time_bars(&t.borrow().events, self.0, out)
+        let t = t.borrow();
+        kernel::event_time_bars(&t.events, self.0, self.1.of(&t.token), out)
     }
 }
 
@@ -392,7 +442,11 @@ pub fn bars_of_events(
     options: &BarOptions,
 ) -> Result<DataFrame> {
     let spec = options.spec(default_end(tokens, range))?;
-    per_token(tokens.iter().collect(), long, &TimeBarsOf(&spec))
+    per_token(
+        tokens.iter().collect(),
+        long,
+        &TimeBarsOf(&spec, &options.unfetched),
+    )
 }
 
 /// Time bars of the selected events of the lake in `range`.
@@ -407,7 +461,11 @@ pub fn bars(
     Grid::of(options)?;
     let tokens = load_events(lake, source, selection, range)?;
     let spec = options.spec(default_end(&tokens, range))?;
-    per_token(tokens, is_long(selection), &TimeBarsOf(&spec))
+    per_token(
+        tokens,
+        is_long(selection),
+        &TimeBarsOf(&spec, &options.unfetched),
+    )
 }
 
 /// Time bars of the selected events of the lake in `range`, handed to `sink` in batches of
@@ -428,7 +486,8 @@ pub fn bars_in_batches(
     let tokens = load_events(lake, source, selection, range)?;
     let spec = options.spec(default_end(&tokens, range))?;
     let long = is_long(selection);
-    let make = |batch: Vec<TokenEvents>| per_token(batch, long, &TimeBarsOf(&spec));
+    let make =
+        |batch: Vec<TokenEvents>| per_token(batch, long, &TimeBarsOf(&spec, &options.unfetched));
     let mut tokens = tokens.into_iter();
     // The bars of a batch are built on another thread while `sink` takes the batch before,
     // so building and writing overlap; batches still reach `sink` in order.
@@ -585,17 +644,22 @@ pub fn resample(bars: &DataFrame, options: &BarOptions) -> Result<DataFrame> {
         order: &'a [usize],
         piece: F,
         spec: &'a TimeSpec,
+        tokens: &'a [String],
+        unfetched: &'a Unfetched,
     }
     impl<F: Fn(usize) -> PartialBar + Sync> PartBars<(usize, usize)> for FinerBars<'_, F> {
         fn bars<B: BarOut>(&self, &(a, b): &(usize, usize), out: &mut B) -> Result<()> {
             let pieces = self.order[a..b].iter().map(|&i| (self.piece)(i));
-            kernel::time_bars(pieces, self.spec, out)
+            let holes = self.unfetched.of(&self.tokens[self.order[a]]);
+            kernel::time_bars(pieces, self.spec, holes, out)
         }
     }
     let finer = FinerBars {
         order: &order,
         piece,
         spec: &spec,
+        tokens: &tokens,
+        unfetched: &options.unfetched,
     };
     let (all, lens) = bars_of_parts(runs.clone(), &finer)?;
     let names = runs

@@ -15,6 +15,7 @@ mod pnl_cmd;
 mod search_cmd;
 #[cfg(feature = "sim")]
 mod sim_cmd;
+mod status_cmd;
 mod sync_cmd;
 
 /// Research DEX market data: sync it into a Parquet lake and analyse it.
@@ -88,6 +89,8 @@ enum Command {
     Search(search_cmd::SearchArgs),
     /// Print the Arrow schema of one dataset or of all.
     Schema(lake_cmd::SchemaArgs),
+    /// What the lake holds and what its syncs fetched, per dataset and target.
+    Status(status_cmd::StatusArgs),
     /// Check the lake against its manifest.
     Verify(lake_cmd::VerifyArgs),
     /// Merge small files of each partition into larger ones.
@@ -116,6 +119,7 @@ fn main() -> ExitCode {
         Command::TokenMetrics(args) => pnl_cmd::token_metrics(&cli.global, args),
         Command::Search(args) => search_cmd::run(&cli.global, args),
         Command::Schema(args) => lake_cmd::schema(&cli.global, args),
+        Command::Status(args) => status_cmd::status(&cli.global, args),
         Command::Verify(args) => lake_cmd::verify(&cli.global, args),
         Command::Compact(args) => lake_cmd::compact(&cli.global, args),
         Command::Ohlcv(args) => ohlcv_cmd::ohlcv(&cli.global, args),

@@ -21,6 +21,7 @@ use dexlake::query::LakeQuery as _;
 use polars::prelude::*;
 
 use crate::output::{Format, Output, ParquetSink, existing_lake};
+use crate::status_cmd::Strict;
 use crate::{Global, address};
 
 /// Which events to read.
@@ -131,6 +132,8 @@ pub struct OhlcvArgs {
     #[arg(long, value_enum, default_value = "left", conflicts_with_all = EVENT_BARS)]
     label: SideArg,
     #[command(flatten)]
+    strict: Strict,
+    #[command(flatten)]
     output: Output,
 }
 
@@ -146,6 +149,8 @@ pub struct PriceStatsArgs {
     /// Events from swaps or trades.
     #[arg(long, value_enum, default_value = "swaps")]
     source: SourceArg,
+    #[command(flatten)]
+    strict: Strict,
     #[command(flatten)]
     output: Output,
 }
@@ -260,6 +265,10 @@ pub fn ohlcv(global: &Global, args: OhlcvArgs) -> anyhow::Result<ExitCode> {
         (_, _, Some(v)) => Some(EventRule::UsdVolume(v)),
         _ => None,
     };
+    // What the lake's syncs fetched of the selection: left out of time bars, and warned
+    // about (or refused with --strict) before anything is printed, once the bars are made
+    // (so a refused argument is the one line on stderr).
+    let coverage = dexlake::coverage::of_events(&lake, source, &sel, range)?;
     let df = match (rule, args.interval) {
         (Some(rule), _) => event_bars(&lake, source, &sel, range, rule)?,
         (None, Some(width)) => {
@@ -275,10 +284,12 @@ pub fn ohlcv(global: &Global, args: OhlcvArgs) -> anyhow::Result<ExitCode> {
                 },
                 time_zone: args.tz.clone(),
                 data_end: None,
+                unfetched: coverage.unfetched(),
             };
             if let (Format::Parquet, Some(out)) = (args.output.format, &args.output.out) {
                 // Large results go to the file a batch of tokens at a time, so memory holds
                 // the events and one batch of bars, never the whole frame.
+                args.strict.check(&coverage)?;
                 let mut sink = ParquetSink::new(out);
                 let mut present = BTreeSet::new();
                 bars_in_batches(&lake, source, &sel, range, &options, 256, |df| {
@@ -303,12 +314,15 @@ pub fn ohlcv(global: &Global, args: OhlcvArgs) -> anyhow::Result<ExitCode> {
         (None, None) => bail!("give --interval, --ticks, --base-volume or --usd-volume"),
     };
     check_found(&df, &sel, what(source), global, range)?;
+    args.strict.check(&coverage)?;
     args.output.emit(df)
 }
 
 pub fn price_stats_cmd(global: &Global, args: PriceStatsArgs) -> anyhow::Result<ExitCode> {
     let lake = existing_lake(global)?;
     let source: EventSource = args.source.into();
+    let coverage =
+        dexlake::coverage::of_window(&lake, source, &args.tokens, args.now, 30 * 86_400)?;
     let df = price_stats(
         &lake,
         &Selection::Tokens(args.tokens.clone()),
@@ -333,6 +347,7 @@ pub fn price_stats_cmd(global: &Global, args: PriceStatsArgs) -> anyhow::Result<
     }
     let sel = Selection::Tokens(args.tokens);
     check_found(&df, &sel, what(source), global, TimeRange::default())?;
+    args.strict.check(&coverage)?;
     args.output.emit(df)
 }
 

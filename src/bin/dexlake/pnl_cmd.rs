@@ -15,6 +15,7 @@ use dexlake::analytics::token_metrics::{self, Window, parse_span};
 use polars::prelude::*;
 
 use crate::output::{Format, ParquetSink, emit, existing_lake};
+use crate::status_cmd::Strict;
 use crate::{Global, address};
 
 /// Arguments of `dexlake pnl`.
@@ -73,6 +74,8 @@ pub struct PnlArgs {
     /// or lots of every wallet).
     #[arg(long, conflicts_with_all = ["wallet", "performance", "top"])]
     pub all_wallets: bool,
+    #[command(flatten)]
+    pub strict: Strict,
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
@@ -94,6 +97,8 @@ pub struct TokenMetricsArgs {
     /// End of the windows (RFC 3339); default the lake's latest trade time.
     #[arg(long)]
     pub now: Option<DateTime<Utc>>,
+    #[command(flatten)]
+    pub strict: Strict,
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
@@ -112,6 +117,16 @@ pub fn pnl(global: &Global, args: PnlArgs) -> anyhow::Result<ExitCode> {
     };
     config.validate()?;
     let lake = existing_lake(global)?;
+    // The trades of each wallet asked for (every wallet with --top and --all-wallets):
+    // warned about, or refused with --strict, before anything is printed.
+    let wallets = args.wallet.as_ref().map(std::slice::from_ref);
+    let token = if args.performance {
+        None
+    } else {
+        args.token.as_deref()
+    };
+    let coverage = dexlake::coverage::of_wallets(&lake, wallets, token)?;
+    args.strict.check(&coverage)?;
     if let Some(top) = args.top {
         let board = pnl::leaderboard(&lake, &config, top)?;
         return emit(board, args.format, args.out.as_deref());
@@ -213,6 +228,15 @@ pub fn token_metrics(global: &Global, args: TokenMetricsArgs) -> anyhow::Result<
             .collect::<dexlake::Result<Vec<_>>>()?
     };
     let lake = existing_lake(global)?;
+    let widest = windows.iter().map(|w| w.seconds).max().unwrap_or(0);
+    let coverage = dexlake::coverage::of_window(
+        &lake,
+        dexlake::analytics::EventSource::Trades,
+        std::slice::from_ref(&args.token),
+        args.now,
+        widest,
+    )?;
+    args.strict.check(&coverage)?;
     let df = token_metrics::token_metrics(&lake, &args.token, &windows, args.now)?;
     let trades: i64 = df
         .column("trade_count")

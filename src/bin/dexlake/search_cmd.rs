@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::Global;
 use crate::output::existing_lake;
+use crate::status_cmd::Strict;
 
 /// How `dexlake search` prints its answer.
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,6 +36,8 @@ pub struct SearchArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Json)]
     pub format: Format,
+    #[command(flatten)]
+    pub strict: Strict,
 }
 
 pub fn run(global: &Global, args: SearchArgs) -> anyhow::Result<ExitCode> {
@@ -57,6 +60,8 @@ pub fn run(global: &Global, args: SearchArgs) -> anyhow::Result<ExitCode> {
         })?),
     };
     let lake = existing_lake(global)?;
+    args.strict
+        .check(&dexlake::coverage::of_profiles(&lake, &snapshot)?)?;
     let page = screener::search(&lake, &request, snapshot)?;
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&page)?),

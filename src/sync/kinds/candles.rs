@@ -85,7 +85,7 @@ impl CandlesJob {
             if reached < chunk.end {
                 queue.push_front(Range::new(reached, chunk.end));
             }
-            state.covered.insert(Range::new(chunk.start, reached));
+            state.cover(Range::new(chunk.start, reached));
             ctx.hand_off_records(
                 candles,
                 series.clone(),
@@ -120,7 +120,7 @@ impl CandlesJob {
                 return Ok(FetchEnd::Complete);
             };
             let next = last + interval;
-            state.covered.insert(Range::new(start, next));
+            state.cover(Range::new(start, next));
             ctx.hand_off_records(
                 candles,
                 series.clone(),

@@ -14,6 +14,17 @@ pub(crate) struct CoverState {
     /// Time of the newest point received, in epoch seconds.
     #[serde(default)]
     pub(crate) newest_point: Option<i64>,
+    /// When a range was last recorded as covered (absent in states of older versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) synced_at: Option<DateTime<Utc>>,
+}
+
+impl CoverState {
+    /// Records `range` as covered, now.
+    pub(crate) fn cover(&mut self, range: Range) {
+        self.covered.insert(range);
+        self.synced_at = Some(Utc::now());
+    }
 }
 
 /// A time as epoch seconds, the unit of the ranges.

@@ -5,7 +5,9 @@
 //! - `candles.rs`: [`CandlesJob`]; `price_history.rs`: [`PriceHistoryJob`]; both record the
 //!   time ranges they cover with `coverage.rs`;
 //! - `snapshots.rs`: [`SnapshotJob`], prices, price stats, EVM profiles and portfolios;
-//! - `profiles.rs`: [`AltProfilesJob`], every page of one search-profiles request.
+//! - `profiles.rs`: [`AltProfilesJob`], every page of one search-profiles request;
+//! - `recorded.rs`: what every kind's recorded state says was fetched, read by
+//!   `dexlake status` and the coverage of the analytics (`crate::coverage`).
 //!
 //! A kind fetches through its [`JobContext`] (the client, the recorded states, the hand-off
 //! to the run's commit buffer) and never commits. Kinds may import `context`, `state`,
@@ -16,6 +18,7 @@ mod candles;
 mod coverage;
 mod price_history;
 mod profiles;
+pub(crate) mod recorded;
 mod snapshots;
 mod streams;
 

@@ -175,7 +175,7 @@ impl PriceHistoryJob<'_> {
                 if reached < hr.range.end {
                     short.push((reached, address.clone()));
                 }
-                state.covered.insert(Range::new(hr.range.start, reached));
+                state.cover(Range::new(hr.range.start, reached));
                 state.newest_point = state.newest_point.max(own.iter().copied().max());
                 states.push((target_key, state_value(state)));
             }
@@ -250,6 +250,7 @@ impl HistoryCovers {
         static EMPTY: CoverState = CoverState {
             covered: RangeSet::EMPTY,
             newest_point: None,
+            synced_at: None,
         };
         self.by_key
             .get(&history_target_key(&self.key, is_pool, address))

@@ -1,5 +1,6 @@
 //! Swaps and trades: newest-first streams, fetched down to what an earlier run committed.
 
+use chrono::{DateTime, Utc};
 use futures::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 
@@ -24,6 +25,8 @@ pub(crate) struct EventKey {
 pub(crate) trait Streamed: ToBatch<Context = ()> + Clone + Send + 'static {
     /// Position in the service's newest-first order.
     fn key(&self) -> EventKey;
+    /// The record's time (`block_time`).
+    fn time(&self) -> DateTime<Utc>;
 }
 
 impl Streamed for Swap {
@@ -33,6 +36,10 @@ impl Streamed for Swap {
             id: self.id,
         }
     }
+
+    fn time(&self) -> DateTime<Utc> {
+        self.block_time
+    }
 }
 
 impl Streamed for Trade {
@@ -41,6 +48,10 @@ impl Streamed for Trade {
             slot: self.block_slot,
             id: self.id,
         }
+    }
+
+    fn time(&self) -> DateTime<Utc> {
+        self.block_time
     }
 }
 
@@ -85,24 +96,66 @@ impl StreamRequest for TradesRequest {
 }
 
 /// Progress of a newest-first stream (swaps or trades of one filter).
+///
+/// The members after `count` were added later: a state written before them reads with them
+/// absent (`None`), and `dexlake status` reports what they would say as unknown until the
+/// stream's next sync records them.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(crate) struct StreamState {
     /// Newest record of the last completed run: everything from there back is in the lake.
-    newest: Option<EventKey>,
+    pub(crate) newest: Option<EventKey>,
     /// An interrupted run: where to resume.
-    run: Option<StreamRun>,
+    pub(crate) run: Option<StreamRun>,
     /// The service's `count` at the last page seen.
-    count: Option<i64>,
+    pub(crate) count: Option<i64>,
+    /// End of what the last completed run fetched: every record of the stream before this
+    /// instant is in the lake (the later of the run's start and its newest record's time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) complete_until: Option<DateTime<Utc>>,
+    /// What the stream has handed to the lake so far (absent in states of older versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) held: Option<Held>,
+    /// When the stream last handed records or progress to the lake.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) synced_at: Option<DateTime<Utc>>,
+}
+
+/// The records a stream handed to the lake: how many distinct ones, and their time span.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Held {
+    /// Distinct records (a record fetched again after a refused cursor counts once).
+    pub(crate) rows: u64,
+    /// Oldest `block_time` among them.
+    pub(crate) first: Option<DateTime<Utc>>,
+    /// Newest `block_time` among them.
+    pub(crate) last: Option<DateTime<Utc>>,
+}
+
+impl Held {
+    fn add(&mut self, t: DateTime<Utc>, new: bool) {
+        if new {
+            self.rows += 1;
+        }
+        self.first = Some(self.first.map_or(t, |f| f.min(t)));
+        self.last = Some(self.last.map_or(t, |l| l.max(t)));
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-struct StreamRun {
+pub(crate) struct StreamRun {
     /// Cursor of the next page to fetch.
     cursor: String,
     /// Newest record this run has seen.
     top: EventKey,
     /// The run stops at this record (the `newest` of the run before).
     stop: Option<EventKey>,
+    /// When the run started (absent in runs recorded by older versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) started_at: Option<DateTime<Utc>>,
+    /// Oldest record the run has handed off, and its time: every record of the stream from
+    /// just after that time to `started_at` is in the lake.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) oldest: Option<(EventKey, DateTime<Utc>)>,
 }
 
 /// A swaps or trades job: the pages of one filter, newest first, down to what an earlier run
@@ -119,10 +172,23 @@ impl<R: StreamRequest> StreamJob<R> {
         let request = &self.request;
         let client = ctx.client;
         let mut state: StreamState = ctx.states.read(key)?.unwrap_or_default();
-        let (mut cursor, mut top, stop) = match state.run.take() {
-            Some(run) => (Some(run.cursor), Some(run.top), run.stop),
-            None => (None, None, state.newest),
+        // A stream first fetched by a version that did not count its records stays uncounted.
+        if state.held.is_none() && state.newest.is_none() && state.run.is_none() {
+            state.held = Some(Held::default());
+        }
+        let (mut cursor, mut top, stop, started_at, mut oldest) = match state.run.take() {
+            Some(run) => (
+                Some(run.cursor),
+                Some(run.top),
+                run.stop,
+                run.started_at,
+                run.oldest,
+            ),
+            None => (None, None, state.newest, Some(Utc::now()), None),
         };
+        // The records an earlier part of this run handed off lie between its oldest and its
+        // top; paging again from the newest (a refused cursor) meets them once more.
+        let counted_top = top;
         let resumed = cursor.is_some();
         let mut stream = Box::pin(request.pages(client, cursor.clone()));
         let mut buffer: Vec<R::Item> = Vec::new();
@@ -154,13 +220,14 @@ impl<R: StreamRequest> StreamJob<R> {
                     continue;
                 }
                 Some(Err(e)) => {
-                    hand_off_stream(
-                        ctx,
-                        key,
-                        &mut buffer,
-                        &resume_state(&state, cursor.as_deref(), top, stop),
-                    )
-                    .await?;
+                    let run = RunPosition {
+                        cursor: cursor.as_deref(),
+                        top,
+                        stop,
+                        started_at,
+                        oldest,
+                    };
+                    hand_off_stream(ctx, key, &mut buffer, &resume_state(&state, &run)).await?;
                     return Err(e);
                 }
             };
@@ -176,6 +243,14 @@ impl<R: StreamRequest> StreamJob<R> {
                     break;
                 }
                 top = Some(top.map_or(k, |t| t.max(k)));
+                let lowest = oldest.map(|(o, _)| o);
+                let new = lowest.is_none_or(|o| k < o) || counted_top.is_none_or(|t| k > t);
+                if lowest.is_none_or(|o| k < o) {
+                    oldest = Some((k, item.time()));
+                }
+                if let Some(held) = &mut state.held {
+                    held.add(item.time(), new);
+                }
                 buffer.push(item.clone());
             }
             let next = page.next_cursor().map(str::to_owned);
@@ -185,24 +260,45 @@ impl<R: StreamRequest> StreamJob<R> {
             cursor = next;
             pages_held += 1;
             if pages_held >= ctx.config.pages_per_handoff.max(1) {
-                hand_off_stream(
-                    ctx,
-                    key,
-                    &mut buffer,
-                    &resume_state(&state, cursor.as_deref(), top, stop),
-                )
-                .await?;
+                let run = RunPosition {
+                    cursor: cursor.as_deref(),
+                    top,
+                    stop,
+                    started_at,
+                    oldest,
+                };
+                hand_off_stream(ctx, key, &mut buffer, &resume_state(&state, &run)).await?;
                 pages_held = 0;
             }
         };
         let next = if finished == FetchEnd::Complete {
+            // Nothing of the stream before the run's start is missing; a run resumed from an
+            // older version's record has no start, and the older coverage stands.
+            let newest_time = state
+                .held
+                .and_then(|h| h.last)
+                .map(|t| t + chrono::Duration::microseconds(1));
+            let complete_until = match started_at {
+                Some(s) => Some(newest_time.map_or(s, |n| n.max(s))),
+                None => state.complete_until,
+            };
             StreamState {
                 newest: top.or(stop),
                 run: None,
                 count: state.count,
+                complete_until,
+                held: state.held,
+                synced_at: Some(Utc::now()),
             }
         } else {
-            resume_state(&state, cursor.as_deref(), top, stop)
+            let run = RunPosition {
+                cursor: cursor.as_deref(),
+                top,
+                stop,
+                started_at,
+                oldest,
+            };
+            resume_state(&state, &run)
         };
         hand_off_stream(ctx, key, &mut buffer, &next).await?;
         Ok(finished)
@@ -252,20 +348,26 @@ async fn hand_off_stream<T: Streamed>(
         .await
 }
 
+/// Where an unfinished run stands.
+struct RunPosition<'a> {
+    cursor: Option<&'a str>,
+    top: Option<EventKey>,
+    stop: Option<EventKey>,
+    started_at: Option<DateTime<Utc>>,
+    oldest: Option<(EventKey, DateTime<Utc>)>,
+}
+
 /// The state of an unfinished stream: where to resume. Without a cursor or a newest record
 /// there is nothing to resume from; the records themselves are still committed (the lake
 /// de-duplicates them on a later run).
-fn resume_state(
-    state: &StreamState,
-    cursor: Option<&str>,
-    top: Option<EventKey>,
-    stop: Option<EventKey>,
-) -> StreamState {
-    let run = match (cursor, top) {
+fn resume_state(state: &StreamState, at: &RunPosition<'_>) -> StreamState {
+    let run = match (at.cursor, at.top) {
         (Some(c), Some(t)) => Some(StreamRun {
             cursor: c.to_owned(),
             top: t,
-            stop,
+            stop: at.stop,
+            started_at: at.started_at,
+            oldest: at.oldest,
         }),
         _ => None,
     };
@@ -273,5 +375,8 @@ fn resume_state(
         newest: state.newest,
         run,
         count: state.count,
+        complete_until: state.complete_until,
+        held: state.held,
+        synced_at: Some(Utc::now()),
     }
 }

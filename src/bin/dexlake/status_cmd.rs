@@ -1,0 +1,136 @@
+//! `dexlake status`, and the coverage warnings (or `--strict` refusals) of the analytics
+//! commands.
+
+use std::process::ExitCode;
+
+use chrono::{DateTime, Utc};
+use clap::{Args, ValueEnum};
+use dexlake::coverage::{self, Coverage, LakeStatus, Span};
+
+use crate::Global;
+use crate::output::existing_lake;
+
+/// How `dexlake status` prints.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatusFormat {
+    /// A block of lines per dataset, a line per synced target.
+    Table,
+    /// One JSON document (`version`, `committed_at`, `datasets` with their `targets`).
+    Json,
+}
+
+/// Arguments of `dexlake status`.
+#[derive(Args, Debug)]
+pub struct StatusArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = StatusFormat::Table)]
+    pub format: StatusFormat,
+}
+
+/// The `--strict` flag of the analytics commands.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct Strict {
+    /// Fail (exit status 1, nothing on stdout) when the lake does not cover what the answer
+    /// reads completely: a range never fetched, a partial view (such as one wallet's trades
+    /// of a token), or a coverage the lake never recorded. Without it, each is a warning on
+    /// stderr.
+    #[arg(long)]
+    pub strict: bool,
+}
+
+impl Strict {
+    /// Warns about what `coverage` misses on stderr, or with `--strict` fails naming it.
+    pub fn check(&self, coverage: &Coverage) -> anyhow::Result<()> {
+        let warnings = coverage.warnings();
+        if warnings.is_empty() {
+            return Ok(());
+        }
+        if self.strict {
+            anyhow::bail!(
+                "--strict: the lake does not completely cover what was asked: {}",
+                warnings.join("; ")
+            );
+        }
+        for w in warnings {
+            eprintln!("warning: {w}");
+        }
+        Ok(())
+    }
+}
+
+pub fn status(global: &Global, args: StatusArgs) -> anyhow::Result<ExitCode> {
+    let lake = existing_lake(global)?;
+    let status = coverage::status(&lake)?;
+    match args.format {
+        StatusFormat::Json => println!("{}", serde_json::to_string_pretty(&status)?),
+        StatusFormat::Table => print!("{}", table(&status)),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn at(t: Option<DateTime<Utc>>) -> String {
+    t.map_or("-".into(), |t| {
+        t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
+    })
+}
+
+fn spans(spans: &[Span]) -> String {
+    if spans.is_empty() {
+        return "nothing".into();
+    }
+    spans
+        .iter()
+        .map(Span::to_string)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The status as text: a header line per dataset, an indented line per target.
+fn table(status: &LakeStatus) -> String {
+    let mut out = format!(
+        "lake version {}, last commit {}\n",
+        status.version,
+        at(status.committed_at)
+    );
+    if status.datasets.is_empty() {
+        out.push_str("empty: no file committed, no sync recorded\n");
+    }
+    for d in &status.datasets {
+        out.push_str(&format!(
+            "{}: {} files, {} bytes, {} rows, {} .. {}\n",
+            d.dataset,
+            d.files,
+            d.bytes,
+            d.rows,
+            at(d.first),
+            at(d.last)
+        ));
+        for t in &d.targets {
+            let rows = t.rows.map_or("-".into(), |r| r.to_string());
+            let fetched = if t.fetched_known {
+                spans(&t.fetched)
+            } else {
+                "unknown (synced by an older version)".into()
+            };
+            let mut line = format!(
+                "  {}  rows {rows}  first {}  last {}  fetched {fetched}  synced {}",
+                t.target,
+                at(t.first),
+                at(t.last),
+                at(t.synced_at)
+            );
+            if let Some(s) = t.snapshot_at {
+                line.push_str(&format!("  snapshot {}", at(Some(s))));
+            }
+            if t.interrupted {
+                line.push_str("  interrupted");
+                if let Some(s) = t.partial_snapshot_at {
+                    line.push_str(&format!(" (snapshot {} partial)", at(Some(s))));
+                }
+            }
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    out
+}

@@ -1,0 +1,630 @@
+//! What the lake covers: `dexlake status`, and the coverage every analytics answer reports.
+//!
+//! The sync records, per target it fetches, what it fetched completely (`sync/...` states in
+//! the manifest, committed with the rows they describe). This module reads those states and
+//! the manifest's file list, never a data file, and answers two questions:
+//!
+//! - [`status`]: per dataset, its files, bytes, rows and time span (from the manifest's
+//!   per-file statistics), and per synced target (a token's, wallet's or pool's swaps or
+//!   trades, a candles or price-history series, a snapshot) its rows, first and last record,
+//!   the ranges fetched completely, when it was last synced, and whether its last run was
+//!   interrupted;
+//! - the coverage of a selection ([`of_events`], [`of_window`], [`of_wallets`],
+//!   [`of_profiles`]): for each token, wallet or snapshot an answer reads, the parts of the
+//!   asked range no stream of it fetched completely ([`TargetCoverage::missing`]), and
+//!   whether the lake holds only another stream's view of it ([`TargetCoverage::partial`]).
+//!   `lake.query()` carries it with each answer ([`Covered`]); the CLI warns on stderr and,
+//!   with `--strict`, fails.
+//!
+//! # What "fetched completely" means
+//!
+//! The service's swaps and trades take no time filter: a stream is every record of one
+//! filter (a token, a wallet, a pool for swaps, or a token and a wallet), newest first. A
+//! completed run fetches everything of the stream from its first record to the run's start,
+//! so the stream covers `[its first record, start)`. An interrupted run covers from just after
+//! the oldest record it handed off to its start; the part between an earlier complete run and
+//! that record is missing until the next run resumes. Candles and price history record the
+//! exact ranges they asked for and were answered (empty answers included). Snapshots are
+//! complete or interrupted (some chunks or pages missing).
+//!
+//! A token's events are covered by its own streams only (`token=T`, no other filter): a
+//! wallet's or a pool's stream holds only that wallet's or pool's part of them, which the
+//! coverage names as a partial view. A wallet's PnL is covered by its own streams
+//! (`wallet=W`), or for one token by that token's stream.
+//!
+//! # States of older versions
+//!
+//! A stream last completed by a version that recorded no times reports
+//! [`TargetStatus::fetched_known`] `false` and no rows, first or last record: its coverage is
+//! unknown (answers warn, `--strict` fails) until its next sync, which records them. Candles
+//! and price history always recorded their ranges; only their `synced_at` is new.
+
+mod status;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use chrono::{DateTime, Duration, Utc};
+use serde::Serialize;
+
+use crate::Result;
+use crate::analytics::ohlcv::Unfetched;
+use crate::analytics::screener::ProfileSnapshot;
+use crate::analytics::{EventSource, Selection, TimeRange};
+use crate::lake::{Dataset, Lake};
+use crate::sync::recorded::{self, Recorded};
+
+pub use status::{DatasetStatus, LakeStatus, TargetStatus, status};
+
+/// A half-open time range `[from, to)`; an absent bound is open (a stream's coverage starts
+/// at its first record, whatever time that is).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Span {
+    /// First instant included; `None`: from the beginning.
+    pub from: Option<DateTime<Utc>>,
+    /// First instant excluded; `None`: without end.
+    pub to: Option<DateTime<Utc>>,
+}
+
+impl From<recorded::Span> for Span {
+    fn from((from, to): recorded::Span) -> Self {
+        Span { from, to: Some(to) }
+    }
+}
+
+impl fmt::Display for Span {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let at = |t: DateTime<Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true);
+        write!(
+            f,
+            "[{}, {})",
+            self.from.map_or("start".into(), at),
+            self.to.map_or("end".into(), at)
+        )
+    }
+}
+
+/// A span in microseconds, open bounds as `i64::MIN` / `i64::MAX`.
+fn micros(s: &Span) -> (i64, i64) {
+    (
+        s.from.map_or(i64::MIN, |t| t.timestamp_micros()),
+        s.to.map_or(i64::MAX, |t| t.timestamp_micros()),
+    )
+}
+
+fn span_of_micros(from: i64, to: i64) -> Span {
+    let at = |us: i64| DateTime::from_timestamp_micros(us);
+    Span {
+        from: (from != i64::MIN).then(|| at(from)).flatten(),
+        to: (to != i64::MAX).then(|| at(to)).flatten(),
+    }
+}
+
+/// The parts of `asked` outside every span of `covered` (sorted and disjoint).
+fn subtract(asked: &Span, covered: &[Span]) -> Vec<Span> {
+    let (mut at, end) = micros(asked);
+    let mut out = Vec::new();
+    for c in covered {
+        let (from, to) = micros(c);
+        if to <= at {
+            continue;
+        }
+        if from >= end {
+            break;
+        }
+        if from > at {
+            out.push(span_of_micros(at, from));
+        }
+        at = at.max(to);
+        if at >= end {
+            break;
+        }
+    }
+    if at < end {
+        out.push(span_of_micros(at, end));
+    }
+    out
+}
+
+/// The coverage of one target an answer reads: a token's events, a wallet's trades, a profile
+/// snapshot.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TargetCoverage {
+    /// What: `token=T`, `pool=P`, `wallet=W`, `profiles`.
+    pub target: String,
+    /// The range the answer reads. An open end stops at the end of what the target's streams
+    /// fetched: nothing after the last sync is claimed missing.
+    pub asked: Span,
+    /// Parts of `asked` that no stream of the target fetched completely, in order. Empty when
+    /// the target is covered, or when its coverage is unknown.
+    pub missing: Vec<Span>,
+    /// Set when the lake holds only another stream's part of the target, naming it (such as
+    /// the swaps of wallet W for a token never synced by token).
+    pub partial: Option<String>,
+    /// Whether the lake recorded the target's coverage: `false` when no sync of it is
+    /// recorded, or a stream of it was completed by an older version that kept no times.
+    pub recorded: bool,
+}
+
+impl TargetCoverage {
+    /// Whether the target is known to be fetched completely over `asked`.
+    pub fn is_complete(&self) -> bool {
+        self.recorded && self.missing.is_empty() && self.partial.is_none()
+    }
+}
+
+/// The coverage of what one answer read: its dataset and each target.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Coverage {
+    /// The dataset read.
+    pub dataset: Dataset,
+    /// Each target read, in order.
+    pub targets: Vec<TargetCoverage>,
+    /// Caveats that concern no single target (such as the wallets a PnL of every wallet could
+    /// not check).
+    pub notes: Vec<String>,
+}
+
+impl Coverage {
+    /// Whether every target is known to be fetched completely and no caveat applies.
+    pub fn is_complete(&self) -> bool {
+        self.notes.is_empty() && self.targets.iter().all(TargetCoverage::is_complete)
+    }
+
+    /// One line per incomplete target or caveat, naming the missing ranges, for a warning.
+    pub fn warnings(&self) -> Vec<String> {
+        let d = self.dataset;
+        let mut out = Vec::new();
+        for t in &self.targets {
+            let what = format!("{d} of {}", t.target.replace('=', " "));
+            if let Some(p) = &t.partial {
+                out.push(format!("{what}: {p}"));
+            } else if !t.recorded {
+                out.push(format!(
+                    "{what}: the lake records no sync of it with its times, so its coverage \
+                     is unknown (sync it with `dexlake sync {d}`)"
+                ));
+            }
+            if t.recorded && !t.missing.is_empty() {
+                let spans: Vec<String> = t.missing.iter().map(Span::to_string).collect();
+                out.push(format!(
+                    "{what}: never fetched in {} (of {} asked)",
+                    spans.join(", "),
+                    t.asked
+                ));
+            }
+        }
+        out.extend(self.notes.iter().cloned());
+        out
+    }
+
+    /// The ranges never fetched of each token whose own stream is recorded, for
+    /// [`BarOptions::unfetched`](crate::analytics::BarOptions::unfetched).
+    pub fn unfetched(&self) -> Unfetched {
+        let mut out = Unfetched::new();
+        for t in &self.targets {
+            let Some(token) = t.target.strip_prefix("token=") else {
+                continue;
+            };
+            if !t.recorded || t.partial.is_some() {
+                continue;
+            }
+            for m in &t.missing {
+                let (from, to) = micros(m);
+                out.insert(token, from, to);
+            }
+        }
+        out
+    }
+}
+
+/// An answer with the coverage of what it read.
+#[derive(Debug, Clone)]
+pub struct Covered<T> {
+    /// The answer.
+    pub value: T,
+    /// What the lake covers of what the answer read.
+    pub coverage: Coverage,
+}
+
+/// The recorded sync states of a manifest's state map.
+pub(crate) fn recorded_of(states: &BTreeMap<String, serde_json::Value>) -> Vec<Recorded> {
+    recorded::recorded(states)
+}
+
+fn recorded_in(lake: &Lake, dataset: Dataset) -> Result<Vec<Recorded>> {
+    let states = lake.states(&format!("sync/{}/", dataset.name()))?;
+    Ok(recorded_of(&states))
+}
+
+/// `name=value name=value` of a target's pairs.
+pub(crate) fn target_text(target: &[(String, String)]) -> String {
+    target
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Whether a record's target is exactly `name=value`.
+fn is_only(r: &Recorded, name: &str, value: &str) -> bool {
+    matches!(r.target.as_slice(), [(k, v)] if k == name && v == value)
+}
+
+fn has(r: &Recorded, name: &str, value: &str) -> bool {
+    r.target.iter().any(|(k, v)| k == name && v == value)
+}
+
+/// The coverage of one target from its own streams (`own`) over `asked`; an open end of
+/// `asked` stops where the streams' fetched ranges end.
+fn from_streams(target: String, own: &[&Recorded], asked: Span) -> TargetCoverage {
+    let covered: Vec<Span> = own
+        .iter()
+        .flat_map(|r| r.fetched.iter().map(|&s| Span::from(s)))
+        .collect();
+    let covered = merged(covered);
+    let recorded = !own.is_empty() && own.iter().all(|r| r.fetched_known);
+    let asked = Span {
+        from: asked.from,
+        to: asked.to.or_else(|| covered.last().and_then(|s| s.to)),
+    };
+    let missing = if recorded {
+        subtract(&asked, &covered)
+    } else {
+        Vec::new()
+    };
+    TargetCoverage {
+        target,
+        asked,
+        missing,
+        partial: None,
+        recorded,
+    }
+}
+
+fn merged(spans: Vec<Span>) -> Vec<Span> {
+    let mut v: Vec<(i64, i64)> = spans.iter().map(micros).collect();
+    v.sort_unstable();
+    let mut out: Vec<(i64, i64)> = Vec::new();
+    for (from, to) in v {
+        match out.last_mut() {
+            Some(last) if from <= last.1 => last.1 = last.1.max(to),
+            _ => out.push((from, to)),
+        }
+    }
+    out.into_iter().map(|(f, t)| span_of_micros(f, t)).collect()
+}
+
+/// Names the streams that hold part of a target the lake has no own stream of.
+fn partial_view(others: &[&Recorded], what: &str) -> Option<String> {
+    if others.is_empty() {
+        return None;
+    }
+    let names: BTreeSet<String> = others.iter().map(|r| target_text(&r.target)).collect();
+    Some(format!(
+        "{what}; the lake holds only what the streams {} fetched, a partial view",
+        names.into_iter().collect::<Vec<_>>().join(", ")
+    ))
+}
+
+/// The coverage of one token's events in `dataset` over `asked`.
+fn token_coverage(records: &[Recorded], token: &str, asked: Span) -> TargetCoverage {
+    let own: Vec<&Recorded> = records
+        .iter()
+        .filter(|r| is_only(r, "token", token))
+        .collect();
+    let target = format!("token={token}");
+    if !own.is_empty() {
+        return from_streams(target, &own, asked);
+    }
+    // Streams that may hold some of the token's events: its own with another filter, and
+    // every wallet's or pool's stream.
+    let others: Vec<&Recorded> = records
+        .iter()
+        .filter(|r| has(r, "token", token) || !r.target.iter().any(|(k, _)| k == "token"))
+        .collect();
+    TargetCoverage {
+        target,
+        asked,
+        missing: vec![asked],
+        partial: partial_view(&others, "never synced by token"),
+        recorded: false,
+    }
+}
+
+/// The coverage of the events [`crate::analytics::bars`] (and the other event answers) read:
+/// each selected token's (or the pool's) events of `source` over `range`. With every token
+/// selected, each token with a stream of its own is checked, and a note says the others are
+/// not.
+pub fn of_events(
+    lake: &Lake,
+    source: EventSource,
+    selection: &Selection,
+    range: TimeRange,
+) -> Result<Coverage> {
+    let dataset = source.dataset();
+    let records = recorded_in(lake, dataset)?;
+    let asked = Span {
+        from: range.from,
+        to: range.to,
+    };
+    let mut notes = Vec::new();
+    let targets = match selection {
+        Selection::Token(t) => vec![token_coverage(&records, t, asked)],
+        Selection::Tokens(ts) => ts
+            .iter()
+            .map(|t| token_coverage(&records, t, asked))
+            .collect(),
+        Selection::Pool(p) => {
+            let own: Vec<&Recorded> = records.iter().filter(|r| is_only(r, "pool", p)).collect();
+            if own.is_empty() {
+                vec![TargetCoverage {
+                    target: format!("pool={p}"),
+                    asked,
+                    missing: vec![asked],
+                    partial: Some(
+                        "never synced by pool; the lake holds only what other streams fetched \
+                         of it"
+                            .into(),
+                    ),
+                    recorded: false,
+                }]
+            } else {
+                vec![from_streams(format!("pool={p}"), &own, asked)]
+            }
+        }
+        Selection::AllTokens => {
+            let tokens: BTreeSet<&str> = records
+                .iter()
+                .filter_map(|r| match r.target.as_slice() {
+                    [(k, v)] if k == "token" => Some(v.as_str()),
+                    _ => None,
+                })
+                .collect();
+            if records.is_empty() {
+                notes.push(format!(
+                    "{dataset} of every token: the lake records no sync of {dataset}, so its \
+                     coverage is unknown"
+                ));
+            } else if records
+                .iter()
+                .any(|r| !r.target.iter().all(|(k, _)| k == "token"))
+            {
+                notes.push(format!(
+                    "{dataset} of every token: tokens without a stream of their own (synced \
+                     only by wallet or pool) are partial views, and are not checked"
+                ));
+            }
+            tokens
+                .into_iter()
+                .map(|t| token_coverage(&records, t, asked))
+                .collect()
+        }
+    };
+    Ok(Coverage {
+        dataset,
+        targets,
+        notes,
+    })
+}
+
+/// The time an answer "as of now" is taken at when `now` is not given: the newest record of
+/// the dataset (from the manifest's file statistics), as the analytics take it.
+fn resolve_now(
+    lake: &Lake,
+    dataset: Dataset,
+    now: Option<DateTime<Utc>>,
+) -> Result<Option<DateTime<Utc>>> {
+    match now {
+        Some(now) => Ok(Some(now)),
+        None => Ok(lake
+            .snapshot()?
+            .files_of(dataset)
+            .map(|(_, e)| e.max_time)
+            .max()),
+    }
+}
+
+/// The coverage of windows that end at `now` and reach back `seconds` (price stats: 30 days;
+/// token metrics: their widest window), for each of `tokens`' events of `source`. Without
+/// `now`, the dataset's newest record, as the analytics take it.
+pub fn of_window(
+    lake: &Lake,
+    source: EventSource,
+    tokens: &[String],
+    now: Option<DateTime<Utc>>,
+    seconds: i64,
+) -> Result<Coverage> {
+    let dataset = source.dataset();
+    let records = recorded_in(lake, dataset)?;
+    let now = resolve_now(lake, dataset, now)?;
+    let asked = match now {
+        // Events at `now` count: the window is `(now - seconds, now]`.
+        Some(now) => Span {
+            from: now.checked_sub_signed(Duration::seconds(seconds)),
+            to: Some(now + Duration::microseconds(1)),
+        },
+        None => Span {
+            from: None,
+            to: None,
+        },
+    };
+    let targets = tokens
+        .iter()
+        .map(|t| token_coverage(&records, t, asked))
+        .collect();
+    Ok(Coverage {
+        dataset,
+        targets,
+        notes: Vec::new(),
+    })
+}
+
+/// The coverage of a PnL: each wallet's whole history of trades (and swaps, for a wallet
+/// with no trades), or with `token` only that token's. A wallet's trades are complete when a
+/// stream of the wallet fetched them (`trades --wallet W`, or `swaps --wallet W`), or for one
+/// token when that token's stream did; a wallet synced by neither is partial, naming the
+/// tokens synced by token whose trades the lake holds. `wallets: None` (every wallet) checks
+/// the recorded streams and notes that a wallet without a stream of its own is covered only
+/// in the tokens synced by token.
+pub fn of_wallets(
+    lake: &Lake,
+    wallets: Option<&[String]>,
+    token: Option<&str>,
+) -> Result<Coverage> {
+    let trades = recorded_in(lake, Dataset::Trades)?;
+    let swaps = recorded_in(lake, Dataset::Swaps)?;
+    let open = Span {
+        from: None,
+        to: None,
+    };
+    let by_token: Vec<String> = trades
+        .iter()
+        .filter_map(|r| match r.target.as_slice() {
+            [(k, v)] if k == "token" => Some(v.clone()),
+            _ => None,
+        })
+        .collect();
+    let Some(wallets) = wallets else {
+        let mut targets: Vec<TargetCoverage> = trades
+            .iter()
+            .filter(|r| r.target.len() == 1)
+            .map(|r| from_streams(target_text(&r.target), &[r], open))
+            .filter(|t| !t.is_complete())
+            .collect();
+        targets.retain(|t| !t.missing.is_empty() || !t.recorded);
+        let mut notes = Vec::new();
+        if !by_token.is_empty() {
+            notes.push(format!(
+                "PnL of every wallet: a wallet never synced by wallet is counted only in the \
+                 tokens synced by token ({})",
+                by_token.join(", ")
+            ));
+        }
+        return Ok(Coverage {
+            dataset: Dataset::Trades,
+            targets,
+            notes,
+        });
+    };
+    let mut targets = Vec::new();
+    for w in wallets {
+        let own: Vec<&Recorded> = trades
+            .iter()
+            .chain(&swaps)
+            .filter(|r| is_only(r, "wallet", w))
+            .collect();
+        let target = format!("wallet={w}");
+        if !own.is_empty() {
+            targets.push(from_streams(target, &own, open));
+            continue;
+        }
+        if let Some(t) = token {
+            let of_token: Vec<&Recorded> =
+                trades.iter().filter(|r| is_only(r, "token", t)).collect();
+            if !of_token.is_empty() {
+                targets.push(from_streams(target, &of_token, open));
+                continue;
+            }
+        }
+        let mut in_tokens: Vec<String> = by_token.clone();
+        in_tokens.extend(
+            trades
+                .iter()
+                .filter(|r| has(r, "wallet", w))
+                .map(|r| target_text(&r.target)),
+        );
+        let partial = if in_tokens.is_empty() {
+            None
+        } else {
+            Some(format!(
+                "never synced by wallet; the lake holds its trades only in the tokens synced \
+                 by token ({}), so its PnL is partial",
+                in_tokens.join(", ")
+            ))
+        };
+        targets.push(TargetCoverage {
+            target,
+            asked: open,
+            missing: Vec::new(),
+            partial,
+            recorded: false,
+        });
+    }
+    Ok(Coverage {
+        dataset: Dataset::Trades,
+        targets,
+        notes: Vec::new(),
+    })
+}
+
+/// The coverage of a local search: whether the profile snapshot it reads is complete. A
+/// snapshot whose sync was interrupted holds only some of the request's pages.
+pub fn of_profiles(lake: &Lake, snapshot: &ProfileSnapshot) -> Result<Coverage> {
+    let records = recorded_in(lake, Dataset::TokenProfiles)?;
+    let partial_at: Vec<DateTime<Utc>> = records
+        .iter()
+        .filter_map(|r| r.partial_snapshot_at)
+        .collect();
+    let newest = records
+        .iter()
+        .flat_map(|r| [r.snapshot_at, r.partial_snapshot_at])
+        .flatten()
+        .max();
+    let used = match snapshot {
+        ProfileSnapshot::Latest => newest,
+        ProfileSnapshot::At(t) => Some(*t),
+    };
+    let partial = used.filter(|t| partial_at.contains(t)).map(|t| {
+        format!(
+            "the snapshot fetched at {} was interrupted: it holds only part of its \
+                 request's profiles (the next sync completes it)",
+            t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
+        )
+    });
+    let at = used.map(|t| Span {
+        from: Some(t),
+        to: Some(t + Duration::microseconds(1)),
+    });
+    Ok(Coverage {
+        dataset: Dataset::TokenProfiles,
+        targets: vec![TargetCoverage {
+            target: "profiles".into(),
+            asked: at.unwrap_or(Span {
+                from: None,
+                to: None,
+            }),
+            missing: Vec::new(),
+            partial,
+            recorded: !records.is_empty(),
+        }],
+        notes: Vec::new(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(from: Option<i64>, to: Option<i64>) -> Span {
+        let at = |x: i64| DateTime::from_timestamp(x, 0).unwrap();
+        Span {
+            from: from.map(at),
+            to: to.map(at),
+        }
+    }
+
+    #[test]
+    fn subtracting_covered_spans_leaves_the_holes() {
+        let covered = [s(None, Some(10)), s(Some(20), Some(30))];
+        assert_eq!(
+            subtract(&s(Some(5), Some(40)), &covered),
+            vec![s(Some(10), Some(20)), s(Some(30), Some(40))]
+        );
+        assert_eq!(subtract(&s(None, Some(8)), &covered), vec![]);
+        assert_eq!(
+            subtract(&s(None, None), &[s(Some(1), Some(2))]),
+            vec![s(None, Some(1)), s(Some(2), None)]
+        );
+    }
+}

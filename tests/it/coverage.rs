@@ -1,0 +1,534 @@
+//! What the lake covers: `dexlake status` and the coverage the analytics report, on lakes
+//! synced from the simulator with holes made on purpose (a day of candles not synced, a
+//! stream interrupted after its first page, a wallet synced by token only).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use chrono::{DateTime, DurationRound, TimeDelta, Utc};
+use dexlake::analytics::{BarOptions, EventSource, Fill, Selection, TimeRange};
+use dexlake::coverage::{self, Span};
+use dexlake::lake::{Dataset, Lake};
+use dexlake::prelude::*;
+use dexlake::sim::Simulator;
+use dexlake::sync::{CancelToken, Job, JobOutcome, SyncConfig, SyncEvent, SyncObserver, Syncer};
+use polars::prelude::*;
+
+use crate::common;
+
+/// Cancels the run at the first page received: with one page per hand-off, the lake keeps
+/// exactly the stream's newest page and an interrupted run.
+struct CancelAtFirstPage(CancelToken, AtomicBool);
+
+impl SyncObserver for CancelAtFirstPage {
+    fn on_event(&self, event: SyncEvent) {
+        if let SyncEvent::Progress { .. } = event
+            && !self.1.swap(true, Ordering::SeqCst)
+        {
+            self.0.cancel();
+        }
+    }
+}
+
+fn config() -> SyncConfig {
+    SyncConfig {
+        recent_window: Duration::ZERO,
+        pages_per_handoff: 1,
+        parallel_jobs: 1,
+        ..SyncConfig::default()
+    }
+}
+
+async fn sync(sim: &Simulator, lake: &Arc<Lake>, jobs: &[Job]) {
+    let syncer = Syncer::new(common::sim_client(sim), Arc::clone(lake), config());
+    let report = syncer.run(jobs).await;
+    for j in &report.jobs {
+        assert_eq!(j.outcome, JobOutcome::Done, "{}", j.job);
+    }
+}
+
+/// Syncs `job` and interrupts it after its first page.
+async fn sync_interrupted(sim: &Simulator, lake: &Arc<Lake>, job: Job) {
+    let syncer = Syncer::new(common::sim_client(sim), Arc::clone(lake), config());
+    let cancel = CancelToken::new();
+    let observer = CancelAtFirstPage(cancel.clone(), AtomicBool::new(false));
+    let report = syncer.run_with(&[job], &observer, &cancel).await;
+    assert_eq!(report.jobs[0].outcome, JobOutcome::Interrupted);
+}
+
+fn swaps_of(token: &str) -> Job {
+    Job::Swaps {
+        token: Some(token.to_owned()),
+        wallet: None,
+        pool: None,
+    }
+}
+
+/// The simulator's most swapped token and its simulated present.
+fn busiest_token(sim: &Simulator) -> (String, DateTime<Utc>) {
+    let catalog = sim.market().catalog();
+    (catalog.altchain.tokens[0].address.clone(), catalog.now)
+}
+
+fn micros_min_max(lake: &Lake, dataset: Dataset) -> (i64, i64, usize) {
+    let df = lake
+        .scan(dataset)
+        .unwrap()
+        .select([
+            col("block_time").cast(DataType::Int64).min().alias("min"),
+            col("block_time").cast(DataType::Int64).max().alias("max"),
+            len().alias("n"),
+        ])
+        .collect()
+        .unwrap();
+    let get = |c: &str| df.column(c).unwrap().i64().unwrap().get(0).unwrap();
+    let n = df.column("n").unwrap().u32().unwrap().get(0).unwrap() as usize;
+    (get("min"), get("max"), n)
+}
+
+fn at(us: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp_micros(us).unwrap()
+}
+
+/// Removes every data file of the lake (the manifest stays).
+fn remove_data_files(dir: &Path) -> usize {
+    let mut removed = 0;
+    for entry in walkdir(dir) {
+        if entry.extension().is_some_and(|e| e == "parquet") {
+            std::fs::remove_file(&entry).unwrap();
+            removed += 1;
+        }
+    }
+    removed
+}
+
+fn walkdir(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walkdir(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_lists_exactly_the_fetched_ranges_and_reads_no_data_file() {
+    let sim = common::tiny_sim(11).await;
+    let (token, now) = busiest_token(&sim);
+    let wallet = sim.market().catalog().altchain.wallets[0].address.clone();
+    let day = now.duration_trunc(TimeDelta::days(1)).unwrap();
+    let d = |n: i64| day - TimeDelta::days(n);
+    let dir = tempfile::tempdir().unwrap();
+    let lake = Arc::new(Lake::open(dir.path()).unwrap());
+    let started = Utc::now();
+    // Candles of two days with the day between them never synced.
+    let candles = |from, to| Job::Candles {
+        token: Some(token.clone()),
+        pool: None,
+        interval: 300,
+        from,
+        to: Some(to),
+    };
+    let trades = Job::Trades {
+        token: None,
+        wallet: Some(wallet.clone()),
+    };
+    // One run per series: jobs of one run read the states as the run found them, so two
+    // jobs of one series in one run would record only the last one's range.
+    sync(&sim, &lake, &[candles(d(3), d(2)), trades]).await;
+    sync(&sim, &lake, &[candles(d(1), d(0))]).await;
+    sync_interrupted(&sim, &lake, swaps_of(&token)).await;
+
+    let status = coverage::status(&lake).unwrap();
+    let of = |dataset: Dataset| {
+        status
+            .datasets
+            .iter()
+            .find(|s| s.dataset == dataset)
+            .unwrap_or_else(|| panic!("{dataset} in {status:#?}"))
+    };
+    // Candles: exactly the two days synced.
+    let candles = of(Dataset::Candles);
+    assert_eq!(candles.targets.len(), 1, "{candles:#?}");
+    let series = &candles.targets[0];
+    assert_eq!(series.target, format!("token={token} interval=300"));
+    let span = |from: DateTime<Utc>, to: DateTime<Utc>| Span {
+        from: Some(from),
+        to: Some(to),
+    };
+    assert_eq!(series.fetched, vec![span(d(3), d(2)), span(d(1), d(0))]);
+    assert!(series.synced_at.is_some_and(|t| t >= started));
+
+    // Swaps: the interrupted stream holds its newest page, from just after its oldest record.
+    let swaps = of(Dataset::Swaps);
+    let stream = &swaps.targets[0];
+    let (min, max, n) = micros_min_max(&lake, Dataset::Swaps);
+    assert_eq!(n, 100, "one page of the busiest token");
+    assert_eq!(stream.target, format!("token={token}"));
+    assert!(stream.interrupted);
+    assert_eq!(stream.rows, Some(100));
+    assert_eq!((stream.first, stream.last), (Some(at(min)), Some(at(max))));
+    assert_eq!(stream.fetched.len(), 1, "{stream:#?}");
+    assert_eq!(stream.fetched[0].from, Some(at(min + 1)));
+    let run_start = stream.fetched[0].to.unwrap();
+    assert!(run_start >= started && run_start <= Utc::now());
+    assert_eq!(
+        (swaps.rows, swaps.first, swaps.last),
+        (100, Some(at(min)), Some(at(max)))
+    );
+
+    // Trades of the wallet, complete: everything back to its first trade.
+    let trades = of(Dataset::Trades);
+    let (tmin, tmax, tn) = micros_min_max(&lake, Dataset::Trades);
+    let stream = &trades.targets[0];
+    assert_eq!(stream.target, format!("wallet={wallet}"));
+    assert!(!stream.interrupted);
+    assert_eq!(stream.rows, Some(tn as u64));
+    assert_eq!(
+        (stream.first, stream.last),
+        (Some(at(tmin)), Some(at(tmax)))
+    );
+    assert_eq!(stream.fetched.len(), 1);
+    assert_eq!(stream.fetched[0].from, None);
+
+    // Files and bytes are the manifest's.
+    let manifest = lake.manifest().unwrap();
+    for d in &status.datasets {
+        let files: Vec<_> = manifest.files_of(d.dataset).collect();
+        assert_eq!(d.files, files.len() as u64);
+        assert_eq!(d.bytes, files.iter().map(|(_, e)| e.bytes).sum::<u64>());
+    }
+
+    // The resumed stream completes: everything back to its first record, counted once.
+    sync(&sim, &lake, &[swaps_of(&token)]).await;
+    let status = coverage::status(&lake).unwrap();
+    let stream = &status
+        .datasets
+        .iter()
+        .find(|s| s.dataset == Dataset::Swaps)
+        .unwrap()
+        .targets[0];
+    let (min, _, n) = micros_min_max(&lake, Dataset::Swaps);
+    assert!(n > 100);
+    assert!(!stream.interrupted);
+    assert_eq!(stream.rows, Some(n as u64));
+    assert_eq!(stream.first, Some(at(min)));
+    assert_eq!(
+        stream.fetched,
+        vec![Span {
+            from: None,
+            to: Some(run_start)
+        }]
+    );
+
+    // Status reads no data file: the same answer with every data file gone.
+    let lake_arg = dir.path().to_str().unwrap();
+    let before = common::dexlake_cli(&["status", "--format", "json", "--lake", lake_arg]);
+    assert!(remove_data_files(dir.path()) > 0);
+    let fresh = Lake::open_existing(dir.path()).unwrap();
+    assert_eq!(coverage::status(&fresh).unwrap(), status);
+    let after = common::dexlake_cli(&["status", "--format", "json", "--lake", lake_arg]);
+    assert_eq!(before, after);
+    let table = common::dexlake_cli(&["status", "--lake", lake_arg]);
+    assert!(
+        table.contains(&format!("token={token} interval=300")),
+        "{table}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bars_over_a_range_never_fetched_are_missing_and_never_filled() {
+    // Ten-second bars: the newest page of the busiest token spans minutes, not hours.
+    const WIDTH: i64 = 10;
+    let sim = common::tiny_sim(12).await;
+    let (token, _) = busiest_token(&sim);
+    // A wallet that swapped the token long before its newest page: from a full sync.
+    let scratch_dir = tempfile::tempdir().unwrap();
+    let scratch = Arc::new(Lake::open(scratch_dir.path()).unwrap());
+    sync(&sim, &scratch, &[swaps_of(&token)]).await;
+    let oldest = scratch
+        .scan(Dataset::Swaps)
+        .unwrap()
+        .sort(["block_time"], SortMultipleOptions::default())
+        .select([col("wallet_address")])
+        .first()
+        .collect()
+        .unwrap();
+    let wallet = oldest
+        .column("wallet_address")
+        .unwrap()
+        .str()
+        .unwrap()
+        .get(0)
+        .unwrap()
+        .to_owned();
+
+    // The wallet's swaps in full; the token's stream interrupted after its newest page.
+    let dir = tempfile::tempdir().unwrap();
+    let lake = Arc::new(Lake::open(dir.path()).unwrap());
+    sync(
+        &sim,
+        &lake,
+        &[Job::Swaps {
+            token: None,
+            wallet: Some(wallet.clone()),
+            pool: None,
+        }],
+    )
+    .await;
+    sync_interrupted(&sim, &lake, swaps_of(&token)).await;
+    let hole_end = coverage::status(&lake)
+        .unwrap()
+        .datasets
+        .iter()
+        .find(|d| d.dataset == Dataset::Swaps)
+        .unwrap()
+        .targets
+        .iter()
+        .find(|t| t.target == format!("token={token}"))
+        .unwrap()
+        .fetched[0]
+        .from
+        .unwrap();
+
+    for fill in [Fill::Skip, Fill::Null, Fill::ForwardFill] {
+        let covered = lake
+            .query()
+            .token(&token)
+            .bars_covered(Bars::every(WIDTH).fill(fill))
+            .unwrap();
+        let missing = &covered.coverage.targets[0].missing;
+        assert_eq!(
+            missing,
+            &vec![Span {
+                from: None,
+                to: Some(hole_end)
+            }]
+        );
+        assert!(!covered.coverage.is_complete());
+        // Without the coverage, the wallet's swaps make bars inside the hole.
+        let blind = dexlake::analytics::bars(
+            &lake,
+            EventSource::Swaps,
+            &Selection::Token(token.clone()),
+            TimeRange::default(),
+            &BarOptions {
+                fill,
+                ..BarOptions::with_width(WIDTH)
+            },
+        )
+        .unwrap();
+        let ts = |df: &DataFrame| -> Vec<i64> {
+            df.column("timestamp")
+                .unwrap()
+                .cast(&DataType::Int64)
+                .unwrap()
+                .i64()
+                .unwrap()
+                .into_no_null_iter()
+                .collect()
+        };
+        let hole_us = hole_end.timestamp_micros();
+        assert!(
+            ts(&blind).iter().any(|&t| t + WIDTH * 1_000_000 <= hole_us),
+            "the wallet's swaps lie in the hole"
+        );
+        // No bar meets the hole, filled or not.
+        let bars = &covered.value;
+        assert!(ts(bars).iter().all(|&t| t >= hole_us), "{fill:?}: {bars}");
+        // After the hole, the bars are those the whole lake gives from the first bar with
+        // events on: nothing was filled across the hole.
+        let counts: Vec<i64> = bars
+            .column("count")
+            .unwrap()
+            .i64()
+            .unwrap()
+            .into_no_null_iter()
+            .collect();
+        assert!(
+            counts[0] > 0,
+            "{fill:?}: the first bar after the hole has events"
+        );
+        let first = ts(bars)[0];
+        let after = blind
+            .clone()
+            .lazy()
+            .filter(col("timestamp").cast(DataType::Int64).gt_eq(lit(first)))
+            .collect()
+            .unwrap();
+        assert!(after.equals_missing(bars), "{fill:?}: {after} vs {bars}");
+        if fill != Fill::Skip {
+            assert!(
+                counts.contains(&0),
+                "{fill:?}: empty buckets after the hole are filled"
+            );
+        }
+    }
+
+    // The CLI warns, naming the range; --strict refuses and prints nothing.
+    let lake_arg = dir.path().to_str().unwrap();
+    let args = [
+        "ohlcv",
+        "--token",
+        &token,
+        "--interval",
+        "10",
+        "--fill",
+        "ffill",
+        "--lake",
+        lake_arg,
+    ];
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dexlake"))
+        .args(args)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let hole = Span {
+        from: None,
+        to: Some(hole_end),
+    }
+    .to_string();
+    assert!(err.contains("warning:") && err.contains(&hole), "{err}");
+    let strict = std::process::Command::new(env!("CARGO_BIN_EXE_dexlake"))
+        .args(args)
+        .arg("--strict")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&strict.stderr);
+    assert_eq!(strict.status.code(), Some(1), "{err}");
+    assert!(strict.stdout.is_empty());
+    assert!(err.contains("--strict") && err.contains(&hole), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pnl_flags_a_wallet_synced_by_token_only_and_bars_name_a_wallets_view() {
+    let sim = common::tiny_sim(13).await;
+    let (token, _) = busiest_token(&sim);
+    let client = common::sim_client(&sim);
+    let page = client
+        .trades(&dexlake::api::requests::TradesRequest {
+            token: Some(token.clone()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let wallet = page.data[0].wallet_address.clone();
+
+    // The token's trades only: the wallet's PnL is partial.
+    let dir = tempfile::tempdir().unwrap();
+    let lake = Arc::new(Lake::open(dir.path()).unwrap());
+    sync(
+        &sim,
+        &lake,
+        &[Job::Trades {
+            token: Some(token.clone()),
+            wallet: None,
+        }],
+    )
+    .await;
+    let pnl = lake
+        .query()
+        .wallet(&wallet)
+        .pnl_report_covered(&PnlConfig::default())
+        .unwrap();
+    assert!(pnl.value.ledgers.height() > 0);
+    let target = &pnl.coverage.targets[0];
+    assert_eq!(target.target, format!("wallet={wallet}"));
+    let partial = target.partial.as_deref().expect("the PnL is partial");
+    assert!(
+        partial.contains(&token) && partial.contains("partial"),
+        "{partial}"
+    );
+    assert!(!pnl.coverage.is_complete());
+    // Of the token alone, the token's stream covers the wallet's trades.
+    let one = lake
+        .query()
+        .wallet(&wallet)
+        .token(&token)
+        .pnl_report_covered(&PnlConfig::default())
+        .unwrap();
+    assert!(one.coverage.is_complete(), "{:?}", one.coverage);
+
+    let lake_arg = dir.path().to_str().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dexlake"))
+        .args(["pnl", "--wallet", &wallet, "--lake", lake_arg])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && err.contains("partial"), "{err}");
+    let strict = std::process::Command::new(env!("CARGO_BIN_EXE_dexlake"))
+        .args(["pnl", "--wallet", &wallet, "--strict", "--lake", lake_arg])
+        .output()
+        .unwrap();
+    assert_eq!(strict.status.code(), Some(1));
+    assert!(strict.stdout.is_empty());
+
+    // The wallet synced by wallet: its PnL is complete, and the token's trade bars say that
+    // the lake holds only the wallet's view of the token.
+    let dir = tempfile::tempdir().unwrap();
+    let lake_arg = dir.path().to_str().unwrap();
+    common::dexlake_cli(&[
+        "sync",
+        "trades",
+        "--wallet",
+        &wallet,
+        "--lake",
+        lake_arg,
+        "--base-url",
+        sim.base_url(),
+        "--api-key",
+        "demo-key",
+    ]);
+    let lake = Lake::open_existing(dir.path()).unwrap();
+    let pnl = lake
+        .query()
+        .wallet(&wallet)
+        .pnl_report_covered(&PnlConfig::default())
+        .unwrap();
+    assert!(pnl.coverage.is_complete(), "{:?}", pnl.coverage);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dexlake"))
+        .args([
+            "ohlcv",
+            "--source",
+            "trades",
+            "--token",
+            &token,
+            "--interval",
+            "3600",
+            "--lake",
+            lake_arg,
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!out.stdout.is_empty());
+    assert!(
+        err.contains(&format!("wallet={wallet}")) && err.contains("partial view"),
+        "{err}"
+    );
+    let strict = std::process::Command::new(env!("CARGO_BIN_EXE_dexlake"))
+        .args([
+            "ohlcv",
+            "--source",
+            "trades",
+            "--token",
+            &token,
+            "--interval",
+            "3600",
+            "--strict",
+            "--lake",
+            lake_arg,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(strict.status.code(), Some(1));
+    assert!(strict.stdout.is_empty());
+}
