@@ -401,6 +401,22 @@ fn a_doctored_price_is_a_price_jump() {
     let (code, out, _) = check_cli(dir.path(), &["--token", &token]);
     assert_eq!(code, 1);
     assert!(out.contains(&format!("id {id}")), "{out}");
+
+    // The daily report's "Data" section names it.
+    #[cfg(feature = "report")]
+    {
+        let r = dexlake::report::build(&lake, &dexlake::report::ReportConfig::default())
+            .expect("report");
+        assert_eq!(r.quality.findings.price_jumps.count, 1);
+        assert!(r.summary().contains("1 price_jumps"), "{}", r.summary());
+        let out = tempfile::tempdir().unwrap();
+        let html = std::fs::read_to_string(r.write(out.path()).expect("written")).unwrap();
+        assert!(html.contains("<h2>Data</h2>"));
+        assert!(
+            html.contains(&format!("id {id}")),
+            "the example on the page"
+        );
+    }
 }
 
 #[test]
