@@ -213,11 +213,14 @@ fn same(a: f64, b: f64) -> bool {
     a == b || (a - b).abs() <= TOLERANCE * a.abs().max(b.abs())
 }
 
+/// One price of a bucket.
+type Field = fn(&Ohlcv) -> f64;
+
 /// The fields of a bucket that differ between its candle and its bar.
 fn differences(candle: Option<&Ohlcv>, bar: Option<&Ohlcv>) -> Vec<FieldDiff> {
     let price = |o: Option<&Ohlcv>, f: fn(&Ohlcv) -> f64| o.map(f);
     let mut out = Vec::new();
-    let fields: [(&'static str, fn(&Ohlcv) -> f64); 4] = [
+    let fields: [(&'static str, Field); 4] = [
         ("open", |o| o.open),
         ("high", |o| o.high),
         ("low", |o| o.low),

@@ -133,7 +133,7 @@ pub(super) fn find_jumps(token: &str, events: &Events, rule: &JumpRule) -> Vec<P
         }
         let (m, bound) = window_bound(&mut window, rule);
         let x = logs[i];
-        let deviation = (!x.is_nan()).then(|| x - m);
+        let deviation = (!x.is_nan()).then_some(x - m);
         // The nearest prices before and after, both departed from in the median's direction.
         let nearest_before = logs[lo..i].iter().rev().find(|x| !x.is_nan());
         let nearest_after = logs[i + 1..=hi].iter().find(|x| !x.is_nan());
