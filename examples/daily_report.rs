@@ -15,7 +15,8 @@
 //!    prices and price stats;
 //! 4. syncs the trades of the wallets most active in those trades;
 //! 5. builds the report ([`dexlake::report`]): candles and volume of the top tokens, price
-//!    stats, the wallet PnL leaderboard and a screener answered from the cached profiles.
+//!    stats, the wallet PnL leaderboard, a screener answered from the cached profiles, and a
+//!    "Data" section with the findings of the data check (`dexlake check`).
 //!
 //! It compacts the lake after every 15 tokens and after the wallets: each job writes a file per
 //! day it touched, and thousands of small files would make every later commit and read slow.

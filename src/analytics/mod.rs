@@ -1,5 +1,5 @@
-//! Analytics on the lake: bars, price stats, wallet PnL, trading metrics, token metrics and
-//! local search.
+//! Analytics on the lake: bars, price stats, wallet PnL, trading metrics, token metrics, local
+//! search and data-quality checks.
 //!
 //! Rules of this layer:
 //! - It reads only the lake's committed Parquet files (those the manifest lists), never the
@@ -26,6 +26,7 @@
 //! | `intern` (crate-internal) | strings and integer pairs of many rows interned in parallel into sorted dictionaries |
 //! | [`token_metrics`] | the 46 window metrics of a token profile, from the lake's trades |
 //! | [`screener`] | the service's search-profiles request answered locally from cached profile snapshots, and its filter language as polars expressions |
+//! | [`quality`] | data-quality findings (`dexlake check`): gaps, price jumps, candles against bars, repeated ids, slot times |
 
 pub(crate) mod arrow_columns;
 pub(crate) mod columns;
@@ -34,6 +35,7 @@ pub(crate) mod intern;
 pub mod metrics;
 pub mod ohlcv;
 pub mod pnl;
+pub mod quality;
 pub mod screener;
 pub mod stats;
 pub mod token_metrics;

@@ -89,6 +89,46 @@ fn cell(v: Option<&Value>) -> String {
     }
 }
 
+/// The "Data" section: what the lake covers, then the findings of the data-quality check, each
+/// kind's count and its first examples.
+fn data_section(h: &mut String, r: &Report) {
+    h.push_str("<h2>Data</h2>\n");
+    // The coverage of what the report charts (the fetched ranges of the lake's status) goes
+    // here, before the check's findings.
+    let q = &r.quality;
+    if q.is_clean() {
+        let _ = writeln!(
+            h,
+            "<p>The data check (<code>dexlake check</code>) found nothing: no gap, price jump, \
+             candle differing from the bars of the swaps, repeated id or slot time out of \
+             order, over {} swaps of {} tokens.</p>",
+            q.swaps, q.tokens
+        );
+        return;
+    }
+    let _ = writeln!(
+        h,
+        "<p>The data check (<code>dexlake check</code>) found {} findings over {} swaps of {} \
+         tokens; <code>docs/checks.md</code> says what each means.</p>",
+        q.total(),
+        q.swaps,
+        q.tokens
+    );
+    h.push_str("<table><tr><th class=\"text\">finding</th><th>count</th><th class=\"text\">examples</th></tr>\n");
+    for ((kind, n), (_, examples)) in q.findings.counts().into_iter().zip(q.findings.described()) {
+        if n == 0 {
+            continue;
+        }
+        let examples: Vec<String> = examples.iter().map(|e| escape(e)).collect();
+        let _ = writeln!(
+            h,
+            "<tr><td class=\"text\">{kind}</td><td>{n}</td><td class=\"text\">{}</td></tr>",
+            examples.join("<br>")
+        );
+    }
+    h.push_str("</table>\n");
+}
+
 /// The whole page. `charts` are the file names of [`Report::chart_names`].
 pub(super) fn page(r: &Report, charts: &[String], lake: &str) -> Result<String> {
     let mut h = String::new();
@@ -119,6 +159,7 @@ pub(super) fn page(r: &Report, charts: &[String], lake: &str) -> Result<String> 
         );
     }
     h.push_str("</table>\n");
+    data_section(&mut h, r);
 
     // Top tokens: a summary table, then one chart each.
     let _ = writeln!(

@@ -8,7 +8,10 @@
 //!   ([`analytics::price_stats`](crate::analytics::price_stats));
 //! - the wallet PnL leaderboard ([`pnl::leaderboard`]);
 //! - a screener: a search-profiles request answered from the lake's latest profile snapshot
-//!   ([`analytics::screener::search`](crate::analytics::screener::search)).
+//!   ([`analytics::screener::search`](crate::analytics::screener::search));
+//! - a "Data" section: the data-quality findings of the lake
+//!   ([`analytics::quality::check`](crate::analytics::quality::check), what `dexlake check`
+//!   prints), each kind's count and a couple of examples.
 //!
 //! [`Report::write`] then draws the charts (candlesticks with buy and sell volume per token,
 //! the leaderboard's total PnL) as PNG files with plotters and writes `index.html` beside them.
@@ -43,6 +46,7 @@ use polars::prelude::*;
 
 use crate::analytics::events::latest_event_time;
 use crate::analytics::pnl::{self, PnlConfig};
+use crate::analytics::quality::{self, CheckOptions, CheckReport};
 use crate::analytics::screener::{self as local_search, ProfileSnapshot};
 use crate::analytics::{
     BarOptions, EventSource, PriceStatsOptions, Selection, TimeRange, load_events, ohlcv,
@@ -167,6 +171,8 @@ pub struct Report {
     pub screener: Option<SearchPage>,
     /// The profile snapshot the screener ran on.
     pub snapshot: Option<DateTime<Utc>>,
+    /// The data-quality findings of the lake (the "Data" section).
+    pub quality: CheckReport,
     /// What a section could not show, and why.
     pub notes: Vec<String>,
 }
@@ -263,6 +269,15 @@ pub fn build(lake: &Lake, config: &ReportConfig) -> Result<Report> {
         }
     };
 
+    // Examples shown per kind of finding in the "Data" section.
+    let quality = quality::check(
+        lake,
+        &CheckOptions {
+            examples: 2,
+            ..CheckOptions::default()
+        },
+    )?;
+
     Ok(Report {
         title: config.title.clone(),
         generated_at: Utc::now(),
@@ -276,6 +291,7 @@ pub fn build(lake: &Lake, config: &ReportConfig) -> Result<Report> {
         screener_request: config.screener.clone(),
         screener,
         snapshot,
+        quality,
         notes,
     })
 }
@@ -401,6 +417,19 @@ impl Report {
         if let Some(page) = &self.screener {
             lines.push(format!("screener: {} tokens match", page.count));
         }
+        lines.push(if self.quality.is_clean() {
+            "data: the check found nothing".to_owned()
+        } else {
+            let found: Vec<String> = self
+                .quality
+                .findings
+                .counts()
+                .iter()
+                .filter(|(_, n)| *n > 0)
+                .map(|(kind, n)| format!("{n} {kind}"))
+                .collect();
+            format!("data: {} (see `dexlake check`)", found.join(", "))
+        });
         for n in &self.notes {
             lines.push(format!("note: {n}"));
         }

@@ -15,6 +15,7 @@ mod lake;
 mod lake_files;
 mod lake_log;
 mod lake_read_only;
+mod quality;
 mod query;
 #[cfg(feature = "report")]
 mod report;

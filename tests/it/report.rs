@@ -207,6 +207,9 @@ async fn the_report_shows_what_the_lake_holds() {
         assert!(html.contains(&t.token_address));
     }
     assert!(html.contains(&format!("{} tokens match", page.count)));
+    // The "Data" section: a lake synced from the simulator is clean.
+    assert!(r.quality.is_clean(), "{:#?}", r.quality.findings);
+    assert!(html.contains("<h2>Data</h2>") && html.contains("found nothing"));
     assert!(!out.join("index.tmp").exists());
 
     // The summary names the same figures.

@@ -8,6 +8,7 @@ use dexlake::error::{escaped, escaped_in_full};
 
 #[cfg(feature = "sim")]
 mod bench_lake_cmd;
+mod check_cmd;
 mod lake_cmd;
 mod ohlcv_cmd;
 mod output;
@@ -93,6 +94,9 @@ enum Command {
     Status(status_cmd::StatusArgs),
     /// Check the lake against its manifest.
     Verify(lake_cmd::VerifyArgs),
+    /// Data-quality findings: gaps, price jumps, candles against bars, repeated ids, slot
+    /// times (exit 0 when clean, 1 with findings, 2 on error).
+    Check(check_cmd::CheckArgs),
     /// Merge small files of each partition into larger ones.
     Compact(lake_cmd::CompactArgs),
     /// OHLCV bars (time, tick, volume or dollar) computed on the lake.
@@ -121,6 +125,7 @@ fn main() -> ExitCode {
         Command::Schema(args) => lake_cmd::schema(&cli.global, args),
         Command::Status(args) => status_cmd::status(&cli.global, args),
         Command::Verify(args) => lake_cmd::verify(&cli.global, args),
+        Command::Check(args) => check_cmd::run(&cli.global, args),
         Command::Compact(args) => lake_cmd::compact(&cli.global, args),
         Command::Ohlcv(args) => ohlcv_cmd::ohlcv(&cli.global, args),
         Command::PriceStats(args) => ohlcv_cmd::price_stats_cmd(&cli.global, args),

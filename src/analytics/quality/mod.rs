@@ -1,0 +1,594 @@
+//! Data-quality findings on the lake: what `dexlake check` reports.
+//!
+//! [`check`] reads the lake (never the network) and returns a [`CheckReport`]: for each kind
+//! of finding its count and a few examples. A clean lake has no finding. The kinds, each
+//! defined exactly in its file (and in `docs/checks.md`):
+//!
+//! | kind | file | what |
+//! |---|---|---|
+//! | `gaps` | `gaps.rs` | a stretch with no swap inside a token's fetched ranges, where the swaps on both sides are dense enough that it should have held many |
+//! | `price_jumps` | `jumps.rs` | a swap whose price departs from the token's rolling median by more than a robust bound (median absolute deviation, with a floor) |
+//! | `candle_mismatches` | `candles.rs` | a bucket where the lake's `candles` (the service's) and the bars computed from the lake's swaps differ, and by how much |
+//! | `duplicate_ids`, `moved_ids` | `ids.rs` | a swap or trade id stored on several rows: at one time, or at several times or date partitions |
+//! | `split_slots`, `time_backwards` | `slots.rs` | a slot whose rows carry several block times, or whose time is before the previous slot's |
+//!
+//! Gaps and jumps are found on the token side of the swaps ([`load_events`]), per token in
+//! event order, tokens in parallel; the reconciliation runs the crate's own time bars
+//! ([`bars_of_events`](crate::analytics::ohlcv::bars_of_events)); ids and slots are grouped
+//! polars scans of `swaps` and `trades`. A token's fetched ranges narrow the gaps and the
+//! reconciliation to what the lake was meant to hold ([`CheckOptions::fetched`]); without
+//! them, a token's swaps are taken to cover its first to its last swap.
+//!
+//! The files may import `crate::lake`, `crate::analytics` (events, bars, the column readers)
+//! and the crate's errors; nothing else of the crate (not `sync`: fetched ranges come in as
+//! arguments).
+
+mod candles;
+mod gaps;
+mod ids;
+mod jumps;
+mod slots;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use chrono::{DateTime, Utc};
+use polars::prelude::*;
+use rayon::prelude::*;
+
+pub use candles::{CandleMismatch, CandleSeries, FieldDiff, Reconciled};
+pub use gaps::{Gap, GapRule};
+pub use ids::{DuplicateId, MovedId};
+pub use jumps::{JumpRule, PriceJump};
+pub use slots::{SplitSlot, TimeBackwards};
+
+use gaps::find_gaps;
+use jumps::find_jumps;
+
+use crate::analytics::{EventSource, Selection, TimeRange, TokenEvents, load_events};
+use crate::lake::{Dataset, Lake};
+use crate::{Error, Result};
+
+/// Examples kept of each kind of finding by default.
+pub const DEFAULT_EXAMPLES: usize = 5;
+
+/// What to check, and how.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckOptions {
+    /// Check only these tokens (swaps and trades that involve one of them, candles of them);
+    /// every token when `None`.
+    pub tokens: Option<Vec<String>>,
+    /// The time ranges of each token's swaps that were fetched completely. A token not named
+    /// here is taken to cover its first to its last swap.
+    pub fetched: BTreeMap<String, Vec<TimeRange>>,
+    /// The time ranges of each candle series that were fetched completely. A series not named
+    /// here is taken to cover its first to its last candle.
+    pub candles_fetched: BTreeMap<CandleSeries, Vec<TimeRange>>,
+    /// The gap rule.
+    pub gaps: GapRule,
+    /// The price-jump rule.
+    pub jumps: JumpRule,
+    /// Examples kept of each kind of finding.
+    pub examples: usize,
+}
+
+impl Default for CheckOptions {
+    fn default() -> Self {
+        CheckOptions {
+            tokens: None,
+            fetched: BTreeMap::new(),
+            candles_fetched: BTreeMap::new(),
+            gaps: GapRule::default(),
+            jumps: JumpRule::default(),
+            examples: DEFAULT_EXAMPLES,
+        }
+    }
+}
+
+/// A half-open span of time `[start, end)`, microseconds since the epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct TimeSpan {
+    start: i64,
+    end: i64,
+}
+
+impl TimeSpan {
+    fn of(range: &TimeRange) -> TimeSpan {
+        TimeSpan {
+            start: range.from.map_or(i64::MIN, |t| t.timestamp_micros()),
+            end: range.to.map_or(i64::MAX, |t| t.timestamp_micros()),
+        }
+    }
+
+    /// Whether the stretch between two instants `a ≤ b` lies inside.
+    fn holds_stretch(&self, a: i64, b: i64) -> bool {
+        a >= self.start && b < self.end
+    }
+
+    /// Whether the bucket `[start, end)` lies inside.
+    fn holds_bucket(&self, start: i64, end: i64) -> bool {
+        start >= self.start && end <= self.end
+    }
+}
+
+/// Microseconds since the epoch as a UTC time (the epoch for an instant chrono cannot hold).
+fn utc(micros: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp_micros(micros).unwrap_or_default()
+}
+
+/// One kind of finding: how many, and the first few.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Finding<T> {
+    /// How many were found.
+    pub count: u64,
+    /// The first of them (at most [`CheckOptions::examples`]), in the order of the kind's
+    /// file: by token then time, by id, by slot.
+    pub examples: Vec<T>,
+}
+
+impl<T> Default for Finding<T> {
+    fn default() -> Self {
+        Finding {
+            count: 0,
+            examples: Vec::new(),
+        }
+    }
+}
+
+impl<T> Finding<T> {
+    fn add(&mut self, (count, examples): (u64, Vec<T>), keep: usize) {
+        self.count += count;
+        let room = keep.saturating_sub(self.examples.len());
+        self.examples.extend(examples.into_iter().take(room));
+    }
+}
+
+/// An example of a finding in one line of text, for tables and pages.
+pub trait Describe {
+    /// The example in one line.
+    fn describe(&self) -> String;
+}
+
+impl Describe for Gap {
+    fn describe(&self) -> String {
+        format!(
+            "{}: no swap from {} to {} ({:.0} s; about {:.0} expected at {:.0}/h before and {:.0}/h after; ids {} and {})",
+            self.token,
+            self.from.to_rfc3339(),
+            self.to.to_rfc3339(),
+            self.seconds,
+            self.expected_events,
+            self.rate_before_per_hour,
+            self.rate_after_per_hour,
+            self.id_before,
+            self.id_after
+        )
+    }
+}
+
+impl Describe for PriceJump {
+    fn describe(&self) -> String {
+        let deviation = self.log_deviation.map_or_else(
+            || "no logarithm".to_owned(),
+            |d| format!("ln ratio {d:+.3}"),
+        );
+        format!(
+            "{}: id {} at {} (slot {}) price {} vs rolling median {} ({deviation}, bound {:.3})",
+            self.token,
+            self.id,
+            self.block_time.to_rfc3339(),
+            self.block_slot,
+            self.price,
+            self.median_price,
+            self.bound
+        )
+    }
+}
+
+impl Describe for CandleMismatch {
+    fn describe(&self) -> String {
+        let value = |v: Option<f64>| v.map_or_else(|| "none".to_owned(), |v| v.to_string());
+        let fields: Vec<String> = self
+            .fields
+            .iter()
+            .map(|f| {
+                format!(
+                    "{} candle {} bars {}",
+                    f.field,
+                    value(f.candle),
+                    value(f.bars)
+                )
+            })
+            .collect();
+        let series = match (&self.token, &self.pool) {
+            (Some(t), Some(p)) => format!("token {t} pool {p}"),
+            (Some(t), None) => format!("token {t}"),
+            (None, Some(p)) => format!("pool {p}"),
+            (None, None) => "no token or pool".to_owned(),
+        };
+        format!(
+            "{series} {} s at {}: {}",
+            self.interval,
+            self.timestamp.to_rfc3339(),
+            fields.join("; ")
+        )
+    }
+}
+
+impl Describe for DuplicateId {
+    fn describe(&self) -> String {
+        let how = if self.differing.is_empty() {
+            "identical".to_owned()
+        } else {
+            format!("differing in {}", self.differing.join(", "))
+        };
+        format!(
+            "{} id {}: {} rows at {} ({how})",
+            self.dataset,
+            self.id,
+            self.copies,
+            self.block_time.to_rfc3339()
+        )
+    }
+}
+
+impl Describe for MovedId {
+    fn describe(&self) -> String {
+        let at: Vec<String> = self
+            .block_times
+            .iter()
+            .zip(&self.dates)
+            .map(|(t, d)| format!("{} (date={d})", t.to_rfc3339()))
+            .collect();
+        format!(
+            "{} id {}: {} rows at {}",
+            self.dataset,
+            self.id,
+            self.copies,
+            at.join(", ")
+        )
+    }
+}
+
+impl Describe for SplitSlot {
+    fn describe(&self) -> String {
+        format!(
+            "{} slot {}: {} rows from {} to {}",
+            self.dataset,
+            self.block_slot,
+            self.rows,
+            self.first_time.to_rfc3339(),
+            self.last_time.to_rfc3339()
+        )
+    }
+}
+
+impl Describe for TimeBackwards {
+    fn describe(&self) -> String {
+        format!(
+            "{} slot {} at {} is before slot {} at {}",
+            self.dataset,
+            self.block_slot,
+            self.block_time.to_rfc3339(),
+            self.previous_slot,
+            self.previous_time.to_rfc3339()
+        )
+    }
+}
+
+/// Every kind of finding.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Findings {
+    /// Stretches without swaps inside fetched ranges, between busy neighbours.
+    pub gaps: Finding<Gap>,
+    /// Swaps whose price departs from the rolling median beyond the bound.
+    pub price_jumps: Finding<PriceJump>,
+    /// Buckets where the candles and the bars of the swaps differ.
+    pub candle_mismatches: Finding<CandleMismatch>,
+    /// Ids stored on several rows at one time.
+    pub duplicate_ids: Finding<DuplicateId>,
+    /// Ids stored at several times or date partitions.
+    pub moved_ids: Finding<MovedId>,
+    /// Slots whose rows carry several block times.
+    pub split_slots: Finding<SplitSlot>,
+    /// Slots whose time is before the previous slot's.
+    pub time_backwards: Finding<TimeBackwards>,
+}
+
+impl Findings {
+    /// Each kind's name and count, in the order of the fields.
+    pub fn counts(&self) -> [(&'static str, u64); 7] {
+        [
+            ("gaps", self.gaps.count),
+            ("price_jumps", self.price_jumps.count),
+            ("candle_mismatches", self.candle_mismatches.count),
+            ("duplicate_ids", self.duplicate_ids.count),
+            ("moved_ids", self.moved_ids.count),
+            ("split_slots", self.split_slots.count),
+            ("time_backwards", self.time_backwards.count),
+        ]
+    }
+
+    /// Each kind's name and its examples in one line each, in the order of the fields.
+    pub fn described(&self) -> [(&'static str, Vec<String>); 7] {
+        fn lines<T: Describe>(f: &Finding<T>) -> Vec<String> {
+            f.examples.iter().map(Describe::describe).collect()
+        }
+        [
+            ("gaps", lines(&self.gaps)),
+            ("price_jumps", lines(&self.price_jumps)),
+            ("candle_mismatches", lines(&self.candle_mismatches)),
+            ("duplicate_ids", lines(&self.duplicate_ids)),
+            ("moved_ids", lines(&self.moved_ids)),
+            ("split_slots", lines(&self.split_slots)),
+            ("time_backwards", lines(&self.time_backwards)),
+        ]
+    }
+}
+
+/// What [`check`] found, and what it looked at.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct CheckReport {
+    /// The manifest version checked.
+    pub version: u64,
+    /// Tokens whose swaps were checked for gaps and jumps.
+    pub tokens: usize,
+    /// Their swaps (token sides).
+    pub swaps: u64,
+    /// Rows of `swaps` and `trades` checked for ids and slots.
+    pub rows: BTreeMap<&'static str, u64>,
+    /// What the reconciliation of candles and bars compared.
+    pub reconciled: Reconciled,
+    /// The findings.
+    pub findings: Findings,
+}
+
+impl CheckReport {
+    /// Findings of every kind together.
+    pub fn total(&self) -> u64 {
+        self.findings.counts().iter().map(|(_, n)| n).sum()
+    }
+
+    /// Whether nothing was found.
+    pub fn is_clean(&self) -> bool {
+        self.total() == 0
+    }
+}
+
+impl CheckOptions {
+    /// Refuses rules outside their domain, empty token addresses and empty fetched ranges,
+    /// naming the argument.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |argument: &str, reason: String| {
+            Err(Error::InvalidArgument {
+                argument: argument.into(),
+                reason,
+            })
+        };
+        if let Some(tokens) = &self.tokens {
+            Selection::Tokens(tokens.clone()).validate()?;
+        }
+        for ranges in self.fetched.values().chain(self.candles_fetched.values()) {
+            for r in ranges {
+                r.validate()?;
+            }
+        }
+        let g = &self.gaps;
+        for (argument, value) in [
+            ("gap expected events", g.min_expected),
+            ("gap rate per hour", g.min_rate_per_hour),
+            ("gap seconds", g.min_seconds),
+        ] {
+            if !(value.is_finite() && value >= 0.0) {
+                return bad(
+                    argument,
+                    format!("{value}: must be finite and not negative"),
+                );
+            }
+        }
+        let j = &self.jumps;
+        if j.half_window < 1 {
+            return bad(
+                "jump window",
+                "0: at least one event on each side".to_owned(),
+            );
+        }
+        if !(j.z.is_finite() && j.z > 0.0) {
+            return bad("jump z", format!("{}: must be finite and positive", j.z));
+        }
+        if !(j.floor.is_finite() && j.floor >= 0.0) {
+            return bad(
+                "jump floor",
+                format!("{}: must be finite and not negative", j.floor),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Checks the lake: see the module documentation.
+pub fn check(lake: &Lake, options: &CheckOptions) -> Result<CheckReport> {
+    check_with(lake, options, &|_| {})
+}
+
+/// [`check`], naming each step to `progress` as it starts (for a progress line on a terminal).
+pub fn check_with(
+    lake: &Lake,
+    options: &CheckOptions,
+    progress: &dyn Fn(&str),
+) -> Result<CheckReport> {
+    options.validate()?;
+    let keep = options.examples;
+    let version = lake.manifest()?.version;
+    let selection = match &options.tokens {
+        Some(t) => Selection::Tokens(t.clone()),
+        None => Selection::AllTokens,
+    };
+    progress("reading the swaps");
+    let tokens = load_events(lake, EventSource::Swaps, &selection, TimeRange::default())?;
+    let mut findings = Findings::default();
+
+    progress("looking for gaps and price jumps");
+    let per_token: Vec<(Vec<Gap>, Vec<PriceJump>)> = tokens
+        .par_iter()
+        .map(|t| {
+            let spans = spans_of(options.fetched.get(&t.token))
+                .unwrap_or_else(|| event_span(t).into_iter().collect());
+            (
+                find_gaps(&t.token, &t.events, &spans, &options.gaps),
+                find_jumps(&t.token, &t.events, &options.jumps),
+            )
+        })
+        .collect();
+    for (gaps, jumps) in per_token {
+        findings.gaps.add((gaps.len() as u64, gaps), keep);
+        findings.price_jumps.add((jumps.len() as u64, jumps), keep);
+    }
+
+    progress("comparing the candles with the bars of the swaps");
+    let reconciled = reconcile_all(lake, options, &tokens, &mut findings.candle_mismatches)?;
+
+    let mut rows = BTreeMap::new();
+    for dataset in [Dataset::Swaps, Dataset::Trades] {
+        let name = dataset.name();
+        progress(&format!(
+            "looking for repeated ids and slot times in {name}"
+        ));
+        let scan = rows_of(lake, dataset, options.tokens.as_deref())?;
+        let n = scan
+            .clone()
+            .select([len()])
+            .collect()
+            .map_err(Error::polars(format!("counting {name}")))?;
+        rows.insert(
+            name,
+            crate::analytics::columns::i64_col(&n, "len")?
+                .first()
+                .map_or(0, |&n| n as u64),
+        );
+        let repeated = ids::repeated_ids(name, scan.clone(), keep)?;
+        findings.duplicate_ids.add(repeated.duplicates, keep);
+        findings.moved_ids.add(repeated.moved, keep);
+        let order = slots::slot_order(name, scan, keep)?;
+        findings.split_slots.add(order.split, keep);
+        findings.time_backwards.add(order.backwards, keep);
+    }
+
+    Ok(CheckReport {
+        version,
+        tokens: tokens.len(),
+        swaps: tokens.iter().map(|t| t.events.len() as u64).sum(),
+        rows,
+        reconciled,
+        findings,
+    })
+}
+
+/// The spans of some fetched ranges, sorted; `None` when none were given.
+fn spans_of(ranges: Option<&Vec<TimeRange>>) -> Option<Vec<TimeSpan>> {
+    let mut spans: Vec<TimeSpan> = ranges?.iter().map(TimeSpan::of).collect();
+    spans.sort_by_key(|s| s.start);
+    Some(spans)
+}
+
+/// A token's own span: its first to its last event, both included.
+fn event_span(t: &TokenEvents) -> Option<TimeSpan> {
+    Some(TimeSpan {
+        start: *t.events.time.first()?,
+        end: t.events.time.last()?.saturating_add(1),
+    })
+}
+
+/// The rows of `dataset` that involve one of `tokens` (all rows without them).
+fn rows_of(lake: &Lake, dataset: Dataset, tokens: Option<&[String]>) -> Result<LazyFrame> {
+    let scan = lake.scan(dataset)?;
+    let Some(tokens) = tokens else {
+        return Ok(scan);
+    };
+    let set = || lit(Series::new("tokens".into(), tokens)).implode(false);
+    Ok(match dataset {
+        Dataset::Swaps => scan.filter(
+            col("token_address_in")
+                .is_in(set(), false)
+                .or(col("token_address_out").is_in(set(), false)),
+        ),
+        _ => scan.filter(col("token_address").is_in(set(), false)),
+    })
+}
+
+/// Reconciles every candle series of the checked tokens with the bars of their swaps.
+fn reconcile_all(
+    lake: &Lake,
+    options: &CheckOptions,
+    tokens: &[TokenEvents],
+    out: &mut Finding<CandleMismatch>,
+) -> Result<Reconciled> {
+    let wanted: Option<BTreeSet<&str>> = options
+        .tokens
+        .as_ref()
+        .map(|t| t.iter().map(String::as_str).collect());
+    let is_wanted = |token: &str| wanted.as_ref().is_none_or(|w| w.contains(token));
+    // A pool's series is kept until its swaps say which token it prices.
+    let candles = candles::read_candles(lake, |s| s.token.as_deref().is_none_or(is_wanted))?;
+    let by_token: BTreeMap<&str, &TokenEvents> =
+        tokens.iter().map(|t| (t.token.as_str(), t)).collect();
+    let mut reconciled = Reconciled::default();
+    for (series, buckets) in &candles {
+        let own;
+        let events: Option<&TokenEvents> = match (&series.token, &series.pool) {
+            (Some(token), None) => match by_token.get(token.as_str()) {
+                Some(t) => Some(*t),
+                None => {
+                    own = load_events(
+                        lake,
+                        EventSource::Swaps,
+                        &Selection::Token(token.clone()),
+                        TimeRange::default(),
+                    )?;
+                    own.first()
+                }
+            },
+            (token, Some(pool)) => {
+                own = load_events(
+                    lake,
+                    EventSource::Swaps,
+                    &Selection::Pool(pool.clone()),
+                    TimeRange::default(),
+                )?;
+                match token {
+                    Some(token) => own.iter().find(|t| &t.token == token),
+                    // A pool prices one token; a pool whose swaps price several is not
+                    // compared.
+                    None if own.len() == 1 => own.first().filter(|t| is_wanted(&t.token)),
+                    None => None,
+                }
+            }
+            (None, None) => None,
+        };
+        if series.token.is_none() && events.is_none() && wanted.is_some() {
+            // A pool of another token.
+            continue;
+        }
+        reconciled.series += 1;
+        let Some(events) = events else {
+            continue;
+        };
+        let candle_spans = spans_of(options.candles_fetched.get(series))
+            .unwrap_or_else(|| buckets.span(series.interval).into_iter().collect());
+        let swap_spans = spans_of(options.fetched.get(&events.token));
+        let (compared, mismatches) = candles::reconcile(
+            series,
+            buckets,
+            events,
+            &candle_spans,
+            swap_spans.as_deref(),
+        )?;
+        if compared > 0 {
+            reconciled.series_compared += 1;
+        }
+        reconciled.buckets_compared += compared;
+        out.add((mismatches.len() as u64, mismatches), options.examples);
+    }
+    Ok(reconciled)
+}
