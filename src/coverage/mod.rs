@@ -49,6 +49,7 @@ use serde::Serialize;
 
 use crate::Result;
 use crate::analytics::ohlcv::Unfetched;
+use crate::analytics::quality::CandleSeries;
 use crate::analytics::screener::ProfileSnapshot;
 use crate::analytics::{EventSource, Selection, TimeRange};
 use crate::lake::{Dataset, Lake};
@@ -230,6 +231,60 @@ pub struct Covered<T> {
 /// The recorded sync states of a manifest's state map.
 pub(crate) fn recorded_of(states: &BTreeMap<String, serde_json::Value>) -> Vec<Recorded> {
     recorded::recorded(states)
+}
+
+/// What the data check takes as fetched ([`CheckOptions::fetched`] and
+/// [`CheckOptions::candles_fetched`]): per token, the ranges its own swaps stream fetched
+/// completely; per candle series, the ranges its syncs covered. Targets whose extent is not
+/// recorded are left out (the check then takes their own first to last record).
+///
+/// [`CheckOptions::fetched`]: crate::analytics::quality::CheckOptions::fetched
+/// [`CheckOptions::candles_fetched`]: crate::analytics::quality::CheckOptions::candles_fetched
+pub fn check_ranges(lake: &Lake) -> Result<CheckRanges> {
+    let ranges = |r: &Recorded| -> Vec<TimeRange> {
+        r.fetched
+            .iter()
+            .map(|&(from, to)| TimeRange { from, to: Some(to) })
+            .collect()
+    };
+    let mut out = CheckRanges::default();
+    for r in recorded_in(lake, Dataset::Swaps)? {
+        if let [(k, token)] = r.target.as_slice()
+            && k == "token"
+            && r.fetched_known
+        {
+            out.swaps.insert(token.clone(), ranges(&r));
+        }
+    }
+    for r in recorded_in(lake, Dataset::Candles)? {
+        let value = |name: &str| {
+            r.target
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+        };
+        let Some(interval) = value("interval").and_then(|i| i.parse::<i64>().ok()) else {
+            continue;
+        };
+        if r.fetched_known {
+            let series = CandleSeries {
+                token: value("token"),
+                pool: value("pool"),
+                interval,
+            };
+            out.candles.entry(series).or_default().extend(ranges(&r));
+        }
+    }
+    Ok(out)
+}
+
+/// The fetched ranges [`check_ranges`] gives the data check.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CheckRanges {
+    /// Per token, the ranges of its swaps fetched completely.
+    pub swaps: BTreeMap<String, Vec<TimeRange>>,
+    /// Per candle series, the ranges its candles cover.
+    pub candles: BTreeMap<CandleSeries, Vec<TimeRange>>,
 }
 
 fn recorded_in(lake: &Lake, dataset: Dataset) -> Result<Vec<Recorded>> {

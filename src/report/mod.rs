@@ -9,9 +9,10 @@
 //! - the wallet PnL leaderboard ([`pnl::leaderboard`]);
 //! - a screener: a search-profiles request answered from the lake's latest profile snapshot
 //!   ([`analytics::screener::search`](crate::analytics::screener::search));
-//! - a "Data" section: the data-quality findings of the lake
-//!   ([`analytics::quality::check`](crate::analytics::quality::check), what `dexlake check`
-//!   prints), each kind's count and a couple of examples.
+//! - a "Data" section: the coverage of the charted tokens over the period
+//!   ([`coverage::of_events`](crate::coverage::of_events), what the CLI warns about), and the
+//!   data-quality findings of the lake ([`analytics::quality::check`](crate::analytics::quality::check),
+//!   what `dexlake check` prints), each kind's count and a couple of examples.
 //!
 //! [`Report::write`] then draws the charts (candlesticks with buy and sell volume per token,
 //! the leaderboard's total PnL) as PNG files with plotters and writes `index.html` beside them.
@@ -53,6 +54,7 @@ use crate::analytics::{
     price_stats,
 };
 use crate::api::profile_query::SearchRequest;
+use crate::coverage;
 use crate::lake::{Dataset, Lake};
 use crate::search::SearchPage;
 use crate::{Error, Result};
@@ -171,6 +173,9 @@ pub struct Report {
     pub screener: Option<SearchPage>,
     /// The profile snapshot the screener ran on.
     pub snapshot: Option<DateTime<Utc>>,
+    /// What the syncs did not fetch of the charted tokens' events over the period, one line
+    /// each (the "Data" section; empty when all of it was fetched).
+    pub coverage: Vec<String>,
     /// The data-quality findings of the lake (the "Data" section).
     pub quality: CheckReport,
     /// What a section could not show, and why.
@@ -269,11 +274,16 @@ pub fn build(lake: &Lake, config: &ReportConfig) -> Result<Report> {
         }
     };
 
-    // Examples shown per kind of finding in the "Data" section.
+    // The "Data" section: what the syncs fetched of the charted tokens over the period, and
+    // the check's findings (two examples per kind) inside what was fetched.
+    let coverage = coverage::of_events(lake, config.source, &selection, period)?.warnings();
+    let ranges = coverage::check_ranges(lake)?;
     let quality = quality::check(
         lake,
         &CheckOptions {
             examples: 2,
+            fetched: ranges.swaps,
+            candles_fetched: ranges.candles,
             ..CheckOptions::default()
         },
     )?;
@@ -291,6 +301,7 @@ pub fn build(lake: &Lake, config: &ReportConfig) -> Result<Report> {
         screener_request: config.screener.clone(),
         screener,
         snapshot,
+        coverage,
         quality,
         notes,
     })
@@ -416,6 +427,12 @@ impl Report {
         }
         if let Some(page) = &self.screener {
             lines.push(format!("screener: {} tokens match", page.count));
+        }
+        if !self.coverage.is_empty() {
+            lines.push(format!(
+                "coverage: {} of the charted tokens' events not fetched (see `dexlake status`)",
+                self.coverage.len()
+            ));
         }
         lines.push(if self.quality.is_clean() {
             "data: the check found nothing".to_owned()

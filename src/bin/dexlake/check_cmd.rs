@@ -61,9 +61,13 @@ pub fn run(global: &Global, args: CheckArgs) -> anyhow::Result<ExitCode> {
 
 fn check(global: &Global, args: &CheckArgs) -> anyhow::Result<CheckReport> {
     let lake = existing_lake(global)?;
+    // Gaps and the candles' comparison stay inside what the syncs fetched completely.
+    let ranges = dexlake::coverage::check_ranges(&lake)?;
     let options = CheckOptions {
         tokens: (!args.tokens.is_empty()).then(|| args.tokens.clone()),
         examples: args.examples,
+        fetched: ranges.swaps,
+        candles_fetched: ranges.candles,
         ..CheckOptions::default()
     };
     // Each step on its own line while it runs, on a terminal only.
