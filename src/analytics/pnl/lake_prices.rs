@@ -132,7 +132,14 @@ pub(super) fn latest_prices_of(
                 .collect();
             groups.sort_unstable();
             let found = per_row_group(lake, files, &groups, |file, k, g| {
-                let mut columns: Vec<&str> = source.keys.to_vec();
+                // A trade's wallet does not matter here (a swap's does: swaps of wallets with
+                // trades are left out).
+                let mut columns: Vec<&str> = source
+                    .keys
+                    .iter()
+                    .copied()
+                    .filter(|&c| d == 1 || c != "wallet_address")
+                    .collect();
                 columns.extend_from_slice(source.numbers);
                 let batch = file.read_row_group(&files.footers[k], g, &columns)?;
                 let path = &files.paths[k];

@@ -40,19 +40,29 @@ use crate::{Error, Result};
 
 /// The registry number of each name (a shared lock for the lookups, the exclusive one only for
 /// names not seen before).
-fn numbers_of(registry: &RwLock<NameRegistry>, names: &[&str]) -> Vec<u32> {
+/// Names `keep` leaves out (when given) get no number: [`NONE`].
+fn numbers_of(registry: &RwLock<NameRegistry>, names: &[&str], keep: Option<&[bool]>) -> Vec<u32> {
+    let kept = |i: usize| keep.is_none_or(|k| k[i]);
     let mut ids: Vec<u32> = {
         let reg = registry.read().unwrap_or_else(PoisonError::into_inner);
-        names.iter().map(|n| reg.get(n).unwrap_or(NONE)).collect()
+        (0..names.len())
+            .map(|i| match kept(i) {
+                true => reg.get(names[i]).unwrap_or(UNSEEN),
+                false => NONE,
+            })
+            .collect()
     };
-    if ids.contains(&NONE) {
+    if ids.contains(&UNSEEN) {
         let mut reg = registry.write().unwrap_or_else(PoisonError::into_inner);
-        for (id, name) in ids.iter_mut().zip(names).filter(|(id, _)| **id == NONE) {
+        for (id, name) in ids.iter_mut().zip(names).filter(|(id, _)| **id == UNSEEN) {
             *id = reg.id(name);
         }
     }
     ids
 }
+
+/// A name kept but not numbered yet.
+const UNSEEN: u32 = NONE - 1;
 
 /// A row group's events after the first pass.
 struct GroupEvents {
@@ -111,7 +121,12 @@ fn trade_keys(
     let t_names = t_names_dict.names();
     let (d_codes, d_names_dict) = dictionary(batch, "direction", path)?;
     let d_names = d_names_dict.names();
-    let (w_ids, t_ids) = (numbers_of(wallets, &w_names), numbers_of(tokens, &t_names));
+    // Only the wallets asked for are numbered (every wallet when none is named).
+    let wallet_ok: Vec<bool> = w_names.iter().map(|w| filter.wallet_ok(w)).collect();
+    let (w_ids, t_ids) = (
+        numbers_of(wallets, &w_names, Some(&wallet_ok)),
+        numbers_of(tokens, &t_names, None),
+    );
     let side: Vec<Option<bool>> = d_names
         .iter()
         .map(|d| match *d {
@@ -121,7 +136,6 @@ fn trade_keys(
         })
         .collect();
     let token_ok: Vec<bool> = t_names.iter().map(|t| filter.token_ok(t)).collect();
-    let wallet_ok: Vec<bool> = w_names.iter().map(|w| filter.wallet_ok(w)).collect();
     let mut trader = vec![false; w_names.len()];
     let mut local = LocalPairs::default();
     let first: Vec<u32> = (0..w_codes.len())
@@ -140,7 +154,7 @@ fn trade_keys(
     let traders = trader
         .iter()
         .zip(&w_ids)
-        .filter(|(t, _)| **t)
+        .filter(|(t, id)| **t && **id != NONE)
         .map(|(_, &id)| id)
         .collect();
     Ok(GroupEvents {
@@ -172,13 +186,17 @@ fn swap_keys(
     let i_names = i_names_dict.names();
     let (o_codes, o_names_dict) = dictionary(batch, "token_address_out", path)?;
     let o_names = o_names_dict.names();
-    let w_ids = numbers_of(wallets, &w_names);
-    let (i_ids, o_ids) = (numbers_of(tokens, &i_names), numbers_of(tokens, &o_names));
+    let asked: Vec<bool> = w_names.iter().map(|w| filter.wallet_ok(w)).collect();
+    let w_ids = numbers_of(wallets, &w_names, Some(&asked));
+    let (i_ids, o_ids) = (
+        numbers_of(tokens, &i_names, None),
+        numbers_of(tokens, &o_names, None),
+    );
     let sides: Vec<(bool, bool)> = k_names.iter().map(|k| swap_sides(k)).collect();
-    let wallet_ok: Vec<bool> = w_names
+    let wallet_ok: Vec<bool> = asked
         .iter()
         .zip(&w_ids)
-        .map(|(w, &id)| filter.wallet_ok(w) && !traders.get(id as usize).copied().unwrap_or(false))
+        .map(|(&a, &id)| a && !traders.get(id as usize).copied().unwrap_or(false))
         .collect();
     let in_ok: Vec<bool> = i_names.iter().map(|t| filter.token_ok(t)).collect();
     let out_ok: Vec<bool> = o_names.iter().map(|t| filter.token_ok(t)).collect();
