@@ -257,6 +257,16 @@ fn write_events(
     to: &Placement<'_>,
 ) -> Result<GroupLatest> {
     let (offsets, ledger_tokens) = (to.offsets, to.ledger_tokens);
+    if nums.time.len() != g.first.len() {
+        return Err(Error::InvalidArgument {
+            argument: "lake".into(),
+            reason: format!(
+                "a row group gave {} rows on its second read, {} on its first",
+                nums.time.len(),
+                g.first.len()
+            ),
+        });
+    }
     let mut cursor = g.start.clone();
     let mut written = 0usize;
     // The latest priced event of each pair, with its place in the row group (row, side) for
