@@ -10,7 +10,7 @@
 //! - a screener: a search-profiles request answered from the lake's latest profile snapshot
 //!   ([`analytics::screener::search`](crate::analytics::screener::search));
 //! - a "Data" section: the coverage of the charted tokens over the period
-//!   ([`coverage::of_events`](crate::coverage::of_events), what the CLI warns about), and the
+//!   ([`coverage::of_events`], what the CLI warns about), and the
 //!   data-quality findings of the lake ([`analytics::quality::check`](crate::analytics::quality::check),
 //!   what `dexlake check` prints), each kind's count and a couple of examples.
 //!

@@ -171,8 +171,28 @@ pub fn pnl(global: &Global, args: PnlArgs) -> anyhow::Result<ExitCode> {
             let empty = pnl::report(&pnl::LedgerSet::default(), &[], &config)?;
             return emit(table(empty), args.format, args.out.as_deref());
         }
-        let report = pnl::wallet_pnl(&lake, &query, &config)?;
-        return emit(table(report), args.format, args.out.as_deref());
+        if args.positions {
+            let report = pnl::wallet_pnl(&lake, &query, &config)?;
+            return emit(table(report), args.format, args.out.as_deref());
+        }
+        // The ledgers (or lots) table alone: no positions table is built.
+        let mut all: Option<DataFrame> = None;
+        pnl::wallet_ledgers_in_batches(&lake, &query, &config, |part| {
+            let part = table(part);
+            match all.as_mut() {
+                None => all = Some(part),
+                Some(all) => {
+                    all.vstack_mut(&part)
+                        .map_err(dexlake::Error::polars("stacking the table"))?;
+                }
+            }
+            Ok(())
+        })?;
+        let all = match all {
+            Some(all) => all,
+            None => table(pnl::report(&pnl::LedgerSet::default(), &[], &config)?),
+        };
+        return emit(all, args.format, args.out.as_deref());
     }
     let Some(wallet) = args.wallet else {
         anyhow::bail!("give --wallet W (or --all-wallets, or --top N for the leaderboard)");
