@@ -96,11 +96,14 @@ fn data_section(h: &mut String, r: &Report) {
     // What the syncs fetched of what the report charts, then the check's findings.
     if r.coverage.is_empty() {
         h.push_str(
-            "<p>Coverage: the syncs fetched every charted token's events over the period              completely (<code>dexlake status</code> lists what the lake covers).</p>\n",
+            "<p>Coverage: the syncs fetched every charted token's events over the period \
+             completely (<code>dexlake status</code> lists what the lake covers).</p>\n",
         );
     } else {
         h.push_str(
-            "<p>Coverage: parts of the charted tokens' events over the period were never              fetched, so their bars may be missing or show only part of the market              (<code>dexlake status</code>):</p>\n<ul>\n",
+            "<p>Coverage: parts of the charted tokens' events over the period were never \
+             fetched, so their bars may be missing or show only part of the market \
+             (<code>dexlake status</code>):</p>\n<ul>\n",
         );
         for w in &r.coverage {
             let _ = writeln!(h, "<li>{}</li>", escape(w));

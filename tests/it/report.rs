@@ -210,6 +210,9 @@ async fn the_report_shows_what_the_lake_holds() {
     // The "Data" section: a lake synced from the simulator is clean.
     assert!(r.quality.is_clean(), "{:#?}", r.quality.findings);
     assert!(html.contains("<h2>Data</h2>") && html.contains("found nothing"));
+    // That lake synced every charted token's swaps over the period.
+    assert!(r.coverage.is_empty(), "{:#?}", r.coverage);
+    assert!(html.contains("fetched every charted token"));
     assert!(!out.join("index.tmp").exists());
 
     // The summary names the same figures.
