@@ -7,11 +7,12 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 # moto and boto3: the S3-compatible server of the object-store tests (python/s3_server.py);
 # pyspark: the Spark job's test (it also needs Java 17); pandas below 3, which pyspark supports.
-PY_PACKAGES := duckdb polars pyarrow pytest nbclient nbformat ipykernel matplotlib 'moto[server]' boto3 pyspark 'pandas<3'
+# polars: the range the `dexlake` package supports (python/pyproject.toml), which its tests run.
+PY_PACKAGES := duckdb 'polars>=2.0,<3' pyarrow pytest nbclient nbformat ipykernel matplotlib 'moto[server]' boto3 pyspark 'pandas<3'
 # Only for `make screenshot` (not part of `make test`).
 SCREENSHOT_PACKAGES := selenium pillow
 
-.PHONY: test fmt clippy rust-test doc py-test venv notebooks research screenshot bench compare compare-pnl compare-s3 compare-search
+.PHONY: test fmt clippy rust-test doc py-install py-test venv notebooks research screenshot bench compare compare-pnl compare-s3 compare-search
 
 # The target folder (honours CARGO_TARGET_DIR and a shared one outside the clone).
 TARGET_DIR = $(CARGO) metadata --format-version 1 --no-deps | $(VPY) -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])'
@@ -28,6 +29,7 @@ fmt:
 
 clippy:
 	$(CARGO) clippy --all-targets -- -D warnings
+	$(CARGO) clippy -p dexlake-python --all-targets -- -D warnings
 
 # The object-store tests (tests/s3.rs) start moto from the venv; here they must not skip.
 rust-test: venv
@@ -44,9 +46,19 @@ $(VENV)/.installed: Makefile
 	$(VPY) -m pip install --quiet --disable-pip-version-check $(PY_PACKAGES)
 	touch $@
 
-# Python interop tests: real DuckDB, polars and pyarrow on a lake written by the dexlake binary.
-# DEXLAKE_BIN=path/to/dexlake skips the build.
-py-test: venv
+# The `dexlake` Python package (python/), installed into the venv as the README installs it
+# (`pip install ./python`), but built with cargo's dev profile: it then shares the debug build
+# of polars with the dexlake binary the tests compare it with (same features), instead of
+# compiling polars a second time in release. PY_PROFILE=release builds it as users get it.
+PY_PROFILE ?= dev
+py-install: venv
+	MATURIN_PEP517_ARGS="--profile $(PY_PROFILE)" $(VPY) -m pip install --quiet \
+		--disable-pip-version-check --force-reinstall --no-deps ./python
+
+# Python tests: real DuckDB, polars and pyarrow on a lake written by the dexlake binary, and the
+# `dexlake` package against the CLI on the same lakes. DEXLAKE_BIN=path/to/dexlake skips the
+# build.
+py-test: py-install
 	@set -e; bin="$$($(DEXLAKE_BIN_PATH))"; \
 	if ls python/tests/test_*.py >/dev/null 2>&1; then \
 		DEXLAKE_BIN="$$bin" $(VPY) -m pytest -q python/tests; \
@@ -57,7 +69,7 @@ py-test: venv
 # Every notebook runs top to bottom (with nbclient, headless: MPLBACKEND=Agg unless the notebook
 # picks the inline backend) on a lake that python/build_lake.py syncs from the simulator into a
 # temporary folder. DEXLAKE_BIN=path/to/dexlake skips the build.
-notebooks: venv
+notebooks: py-install
 	@set -e; \
 	if ! ls notebooks/*.ipynb >/dev/null 2>&1; then echo "notebooks: none yet"; exit 0; fi; \
 	bin="$$($(DEXLAKE_BIN_PATH))"; \

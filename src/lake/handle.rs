@@ -404,6 +404,17 @@ impl Lake {
         read::scan(self, &*self.snapshot()?, dataset)
     }
 
+    /// Where the committed files of `dataset` are, for an engine that scans them itself (the
+    /// Python package's `Lake.scan` hands them to polars): local paths, or `s3://` URLs on an
+    /// object store. Each is checked against its manifest entry's size first, as
+    /// [`scan`](Self::scan) checks them; the hive columns are [`schema::hive_columns`]'s,
+    /// read from the paths.
+    ///
+    /// [`schema::hive_columns`]: crate::lake::schema::hive_columns
+    pub fn scan_locations(&self, dataset: Dataset) -> Result<Vec<PathBuf>> {
+        read::locations(self, &*self.snapshot()?, dataset)
+    }
+
     /// A committed state value. Reads only the state (never the file list) and, on a handle
     /// that read the lake before, only the commits since.
     pub fn state(&self, key: &str) -> Result<Option<serde_json::Value>> {

@@ -6,6 +6,7 @@
 //! Columns come in a fixed order: the file columns, then `chain`, `[interval]`, `date`.
 
 use std::io::Cursor;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use arrow::record_batch::RecordBatch;
@@ -63,10 +64,9 @@ pub fn empty_frame(dataset: Dataset) -> Result<LazyFrame> {
 /// is not its manifest entry's is refused, naming it (polars reads the footers itself, so
 /// their row counts are not checked here).
 pub fn scan(lake: &Lake, manifest: &Manifest, dataset: Dataset) -> Result<LazyFrame> {
-    check_sizes(lake, dataset, manifest.files_of(dataset))?;
-    let paths: Vec<PlRefPath> = manifest
-        .files_of(dataset)
-        .map(|(p, _)| PlRefPath::try_from_pathbuf(lake.store().location(p)))
+    let paths: Vec<PlRefPath> = locations(lake, manifest, dataset)?
+        .into_iter()
+        .map(PlRefPath::try_from_pathbuf)
         .collect::<PolarsResult<_>>()
         .map_err(Error::polars(format!("scanning {dataset}")))?;
     let order: Vec<Expr> = scan_columns(dataset)
@@ -89,6 +89,17 @@ pub fn scan(lake: &Lake, manifest: &Manifest, dataset: Dataset) -> Result<LazyFr
     let lf = LazyFrame::scan_parquet_files(paths.into_iter().collect(), args)
         .map_err(Error::polars(format!("scanning {dataset}")))?;
     Ok(lf.select(order))
+}
+
+/// Where the committed files of `dataset` as of `manifest` are, as a scan opens them (local
+/// paths, or `s3://` URLs on an object store), in the manifest's order. A file whose size is
+/// not its manifest entry's is refused, naming it.
+pub fn locations(lake: &Lake, manifest: &Manifest, dataset: Dataset) -> Result<Vec<PathBuf>> {
+    check_sizes(lake, dataset, manifest.files_of(dataset))?;
+    Ok(manifest
+        .files_of(dataset)
+        .map(|(p, _)| lake.store().location(p))
+        .collect())
 }
 
 /// A lazy scan of some committed files, by their paths relative to the lake's root with their
