@@ -522,6 +522,7 @@ def sync(
     *,
     rps: Optional[float] = None,
     concurrency: Optional[int] = None,
+    compact: bool = True,
 ) -> List[Dict[str, Any]]:
     """Fetches sync jobs into ``lake`` (a :class:`Lake`, or a path, created when missing), as
     ``dexlake sync`` does: incremental, resumable, committed in groups and compacted.
@@ -530,7 +531,9 @@ def sync(
     example ``{"dataset": "swaps", "token": T}`` or ``{"dataset": "alt-profiles", "request":
     {...}}``; or ``plan`` names a TOML plan file. ``base_url`` and ``api_key`` default to
     ``DEXLAKE_BASE_URL`` and ``DEXLAKE_API_KEY``. ``progress`` draws a line on a terminal or in
-    Jupyter (``False``: nothing; a callable gets a dict about every 100 ms).
+    Jupyter (``False``: nothing; a callable gets a dict about every 100 ms). ``rps`` and
+    ``concurrency`` limit the requests per second and in flight (a plan's own win when not
+    given); ``compact=False`` leaves the partitions written uncompacted (``--no-compact``).
 
     Returns the per-job report: one dict per job with ``index``, ``job``, ``dataset``,
     ``outcome`` (``done``, ``interrupted``, ``not started``, ``failed``), ``rows_added``,
@@ -586,6 +589,7 @@ def sync(
             callback,
             _number(rps, "rps", optional=True),
             _integer(concurrency, "concurrency", optional=True),
+            bool(compact),
         )
     except (KeyboardInterrupt, DexlakeError) as stopped:
         report = getattr(stopped, "report", None)

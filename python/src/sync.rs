@@ -78,9 +78,10 @@ fn invalid(argument: &str, reason: impl Into<String>) -> dexlake::Error {
 /// tables) or the jobs of the TOML plan file `plan`. Calls `progress(dict)` about every
 /// 100 ms and once at the end; returns the per-job report as JSON. A failed job raises its
 /// error, and Ctrl-C `KeyboardInterrupt`, once the run has committed what it fetched; either
-/// carries the report (JSON) as its `report` attribute.
+/// carries the report (JSON) as its `report` attribute. Without `compact`, the partitions the
+/// run wrote are not compacted at its end.
 #[pyfunction]
-#[pyo3(signature = (lake, jobs, plan, base_url, api_key, progress, rps, concurrency))]
+#[pyo3(signature = (lake, jobs, plan, base_url, api_key, progress, rps, concurrency, compact))]
 #[allow(clippy::too_many_arguments)]
 pub fn sync(
     py: Python<'_>,
@@ -92,6 +93,7 @@ pub fn sync(
     progress: Option<Py<PyAny>>,
     rps: Option<f64>,
     concurrency: Option<usize>,
+    compact: bool,
 ) -> PyResult<String> {
     let (jobs, plan_rps, plan_concurrency) = match (jobs, plan) {
         (Some(json), None) => {
@@ -131,7 +133,11 @@ pub fn sync(
         config.max_concurrency = c;
     }
     let client = Client::new(config).py(py)?;
-    let syncer = Syncer::new(client, Arc::clone(&lake.lake), SyncConfig::default());
+    let config = SyncConfig {
+        compact,
+        ..SyncConfig::default()
+    };
+    let syncer = Syncer::new(client, Arc::clone(&lake.lake), config);
 
     let observer = Arc::new(Observer(Mutex::new(Progress {
         jobs_total: jobs.len(),
