@@ -12,7 +12,7 @@ PY_PACKAGES := duckdb 'polars>=2.0,<3' pyarrow pytest nbclient nbformat ipykerne
 # Only for `make screenshot` (not part of `make test`).
 SCREENSHOT_PACKAGES := selenium pillow
 
-.PHONY: test fmt clippy rust-test doc py-install py-test venv notebooks research screenshot bench compare compare-pnl compare-s3 compare-search
+.PHONY: test fmt clippy rust-test doc py-install py-test venv notebooks research screenshot bench compare compare-pnl compare-python compare-s3 compare-search
 
 # The target folder (honours CARGO_TARGET_DIR and a shared one outside the clone).
 TARGET_DIR = $(CARGO) metadata --format-version 1 --no-deps | $(VPY) -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])'
@@ -119,6 +119,14 @@ compare: venv
 compare-pnl: venv
 	$(CARGO) build --release --bin dexlake --examples
 	$(VPY) benches/compare/pnl.py --dexlake "$$($(TARGET_DIR))/release/dexlake" $(COMPARE_ARGS)
+
+# The Python package on the same 10M-swap lake as `make compare`: the cost of handing a bars frame
+# to polars against computing it, and `lake.bars(all_tokens=True)` against the CLI (not part of
+# `make test`). Installs the package built in release; see benches/compare/python.py.
+compare-python: venv
+	$(CARGO) build --release --bin dexlake --examples
+	$(MAKE) py-install PY_PROFILE=release
+	$(VPY) benches/compare/python.py --dexlake "$$($(TARGET_DIR))/release/dexlake" $(COMPARE_ARGS)
 
 # Local search-profiles on 1M profiles against polars (in memory and from Parquet) and DuckDB
 # (not part of `make test`). The search bench writes its lake once under

@@ -66,7 +66,15 @@ _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 
 
 def _micros(value: Optional[Instant], name: str) -> Optional[int]:
-    """``value`` as Unix microseconds (``None`` stays ``None``)."""
+    """``value`` as Unix microseconds (``None`` stays ``None``); out of the engine's range is
+    refused naming ``name``."""
+    micros = _micros_unchecked(value, name)
+    if micros is not None and not -_I64 <= micros < _I64:
+        raise InvalidArgumentError(f"invalid {name}: {value!r} is outside the instants supported")
+    return micros
+
+
+def _micros_unchecked(value: Optional[Instant], name: str) -> Optional[int]:
     if value is None:
         return None
     if isinstance(value, bool):
@@ -95,7 +103,7 @@ def _micros(value: Optional[Instant], name: str) -> Optional[int]:
         delta = value - _EPOCH
         return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
     if isinstance(value, _dt.date):
-        return _micros(_dt.datetime(value.year, value.month, value.day), name)
+        return _micros_unchecked(_dt.datetime(value.year, value.month, value.day), name)
     raise TypeError(
         f"{name}: expected a datetime, date, RFC 3339 string or Unix seconds, "
         f"got {type(value).__name__}"
@@ -120,11 +128,19 @@ def _texts(value: Any, name: str) -> List[str]:
     return out
 
 
-def _integer(value: Any, name: str, *, optional: bool = False) -> Optional[int]:
+#: The integers the engine takes: 64-bit (``minimum=0``: unsigned).
+_I64 = 2**63
+
+
+def _integer(value: Any, name: str, *, optional: bool = False, minimum: Optional[int] = None) -> Optional[int]:
     if value is None and optional:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name}: expected int, got {type(value).__name__}")
+    if minimum is not None and value < minimum:
+        raise InvalidArgumentError(f"invalid {name}: {value} is below {minimum}")
+    if not -_I64 <= value < (2 * _I64 if minimum is not None and minimum >= 0 else _I64):
+        raise InvalidArgumentError(f"invalid {name}: {value} is out of the 64-bit range")
     return value
 
 
@@ -263,7 +279,7 @@ class Lake:
                 start_us,
                 end_us,
                 _integer(interval, "interval", optional=True),
-                _integer(ticks, "ticks", optional=True),
+                _integer(ticks, "ticks", optional=True, minimum=0),
                 _number(base_volume, "base_volume", optional=True),
                 _number(usd_volume, "usd_volume", optional=True),
                 _integer(offset, "offset"),
@@ -371,9 +387,7 @@ class Lake:
     ) -> pl.DataFrame:
         """The ``top`` wallets by total PnL, as ``dexlake pnl --top`` ranks them (the PnL
         options as :meth:`pnl`)."""
-        top = _integer(top, "top")
-        if top is not None and top < 0:
-            raise InvalidArgumentError(f"invalid top: {top} is negative")
+        top = _integer(top, "top", minimum=0)
         if isinstance(mark, (int, float)) and not isinstance(mark, bool):
             mark = repr(float(mark))
         return _frame(
@@ -431,7 +445,7 @@ class Lake:
         six) ending at ``now`` (default: the lake's latest trade), as ``dexlake
         token-metrics`` gives them."""
         if isinstance(windows, str):
-            windows = [w for w in windows.split(",") if w]
+            windows = [w for w in windows.split(",") if w.strip()] or None
         elif windows is not None:
             windows = _texts(windows, "windows")
         return _frame(self._native.token_metrics(_text(token, "token"), windows, _micros(now, "now"), bool(strict)))
@@ -514,11 +528,11 @@ class _Progress:
 
 def sync(
     lake: Union[Lake, str, "os.PathLike[str]"],
-    jobs: Optional[Sequence[Mapping[str, Any]]] = None,
+    jobs: Union[Sequence[Mapping[str, Any]], Mapping[str, Any], None] = None,
     plan: Union[str, "os.PathLike[str]", None] = None,
     base_url: Optional[str] = None,
     api_key: Optional[str] = None,
-    progress: Union[bool, Callable[[Dict[str, Any]], None]] = True,
+    progress: Union[bool, None, Callable[[Dict[str, Any]], None]] = True,
     *,
     rps: Optional[float] = None,
     concurrency: Optional[int] = None,
@@ -543,8 +557,6 @@ def sync(
     fetched, and raises ``KeyboardInterrupt``. Either exception carries the per-job report as
     its ``report`` attribute.
     """
-    if not isinstance(lake, Lake):
-        lake = Lake(lake, create=True)
     base_url = base_url if base_url is not None else os.environ.get("DEXLAKE_BASE_URL")
     if not base_url:
         raise InvalidArgumentError(
@@ -579,6 +591,11 @@ def sync(
         callback = progress
     else:
         raise TypeError(f"progress: expected a bool or a callable, got {type(progress).__name__}")
+    rps_value = _number(rps, "rps", optional=True)
+    concurrency_value = _integer(concurrency, "concurrency", optional=True, minimum=0)
+    # Every argument is checked before a lake is created.
+    if not isinstance(lake, Lake):
+        lake = Lake(lake, create=True)
     try:
         body = _dexlake.sync(
             lake._native,
@@ -587,8 +604,8 @@ def sync(
             base_url,
             api_key,
             callback,
-            _number(rps, "rps", optional=True),
-            _integer(concurrency, "concurrency", optional=True),
+            rps_value,
+            concurrency_value,
             bool(compact),
         )
     except (KeyboardInterrupt, DexlakeError) as stopped:
@@ -617,9 +634,7 @@ class Simulator:
         throttle_rate: float = 0.0,
         rate_limit: Optional[float] = None,
     ) -> None:
-        seed = _integer(seed, "seed")  # type: ignore[assignment]
-        if seed is not None and not 0 <= seed < 2**64:
-            raise InvalidArgumentError(f"invalid seed: {seed} is not in [0, 2**64)")
+        seed = _integer(seed, "seed", minimum=0)  # type: ignore[assignment]
         self._native = _dexlake.NativeSimulator(
             seed,
             _text(scale, "scale"),

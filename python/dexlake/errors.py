@@ -8,7 +8,7 @@ An invalid argument raises :class:`InvalidArgumentError`, which is also a :class
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Dict, List, Optional
 
 __all__ = [
     "DexlakeError",
@@ -27,6 +27,8 @@ class DexlakeError(Exception):
 
     #: The HTTP status of the service's error answer, when the failure is one (else ``None``).
     status: Optional[int] = None
+    #: Raised by ``dexlake.sync``: the per-job report of the run (else ``None``).
+    report: Optional[List[Dict[str, Any]]] = None
 
 
 class ServiceError(DexlakeError):

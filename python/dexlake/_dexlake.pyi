@@ -1,0 +1,184 @@
+"""The native module of dexlake: every answer is computed by the Rust engine; these classes
+and functions only convert arguments and answers. The public API (:mod:`dexlake`) wraps them:
+it turns each :class:`FrameStream` into a polars frame, instants into Unix microseconds and
+coverage notes into warnings.
+"""
+
+from typing import Any, Callable, TypedDict, final
+
+from typing_extensions import CapsuleType
+
+# The version of the native module (the package's).
+__version__: str
+
+@final
+class FrameStream:
+    """One computed frame, to be read once through ``__arrow_c_stream__`` (the Arrow PyCapsule
+    interface), so ``polars.DataFrame(stream)`` imports its arrays without copying. It is made
+    by the engine only (it has no constructor)."""
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> CapsuleType:
+        """The frame as an Arrow C stream capsule (``requested_schema`` is not supported and
+        ignored, as the interface allows); a second read raises ``ValueError``, as does a
+        frame without columns."""
+    def __len__(self) -> int:
+        """Rows of the frame."""
+
+# A frame and the notes on what the lake does not cover of it.
+_Answer = tuple[FrameStream, list[str]]
+
+class _VerifyAnswer(TypedDict):
+    """What ``NativeLake.verify`` found."""
+
+    ok: bool
+    version: int
+    files_checked: int
+    rows: dict[str, int]
+    problems: list[str]
+    unreferenced: list[str]
+
+@final
+class NativeLake:
+    """An open lake (``dexlake.Lake`` wraps it); instants are Unix microseconds, and every
+    answer is computed with the GIL released."""
+
+    def __new__(cls, root: str, create: bool = False) -> NativeLake:
+        """Opens the lake at ``root`` (a folder or ``s3://bucket/prefix``): an existing one,
+        or with ``create`` a new one when missing."""
+    @property
+    def root(self) -> str:
+        """The root the lake was opened at."""
+    @staticmethod
+    def datasets() -> list[str]:
+        """The dataset names."""
+    def scan_plan(
+        self, dataset: str
+    ) -> tuple[list[str], list[tuple[str, str]], list[str], FrameStream | None]:
+        """What a scan of ``dataset`` reads: the committed files' locations (each checked
+        against its manifest entry), the hive columns with their polars type names, the
+        columns in order, and an empty frame of those columns when nothing is committed (else
+        ``None``)."""
+    def bars(
+        self,
+        token: str | None,
+        tokens: list[str] | None,
+        pool: str | None,
+        all_tokens: bool,
+        source: str,
+        start: int | None,
+        end: int | None,
+        interval: int | None,
+        ticks: int | None,
+        base_volume: float | None,
+        usd_volume: float | None,
+        offset: int,
+        closed: str,
+        label: str,
+        fill: str,
+        tz: str | None,
+        strict: bool,
+    ) -> _Answer:
+        """Time bars (``interval``) or tick, volume and dollar bars, as ``dexlake ohlcv``
+        makes them, of exactly one of ``token``, ``tokens``, ``pool`` or ``all_tokens``."""
+    def price_stats(
+        self, tokens: list[str], now: int | None, source: str, strict: bool
+    ) -> _Answer:
+        """Price changes and volumes over 5m ... 30d at ``now``, as ``dexlake price-stats``
+        gives them."""
+    def pnl(
+        self,
+        wallet: str | None,
+        token: str | None,
+        method: str,
+        mark: str,
+        oversell: str,
+        dust: float,
+        table: str,
+        strict: bool,
+    ) -> _Answer:
+        """Wallet PnL as ``dexlake pnl`` gives it: one wallet, or every wallet when ``wallet``
+        is ``None``; ``table`` is ``ledgers`` (one row per wallet and token), ``positions`` or
+        ``lots``."""
+    def leaderboard(
+        self, top: int, method: str, mark: str, oversell: str, dust: float, strict: bool
+    ) -> _Answer:
+        """Wallets ranked by total PnL, the first ``top``, as ``dexlake pnl --top`` ranks
+        them."""
+    def performance(
+        self,
+        wallet: str,
+        method: str,
+        mark: str,
+        oversell: str,
+        dust: float,
+        period: str,
+        periods_per_year: float,
+        risk_free: float,
+        capital: float | None,
+        curve: bool,
+        strict: bool,
+    ) -> _Answer:
+        """One wallet's trading metrics (or, with ``curve``, its equity curve), as ``dexlake
+        pnl --performance`` gives them."""
+    def token_metrics(
+        self, token: str, windows: list[str] | None, now: int | None, strict: bool
+    ) -> _Answer:
+        """The window metrics of one token (``windows``: ``None`` for the service's six), as
+        ``dexlake token-metrics`` gives them."""
+    def search(
+        self, request: str, snapshot: int | None, strict: bool
+    ) -> tuple[str, list[str]]:
+        """A search-profiles request (JSON) answered from the lake's profile snapshot
+        ``snapshot`` (``None``: the newest), as the service's JSON body ``{count, cursor,
+        data}``, with the coverage notes."""
+    def status(self) -> str:
+        """What the lake covers (``dexlake status --format json``), as JSON."""
+    def verify(self) -> _VerifyAnswer:
+        """Checks the lake against its manifest (``dexlake verify``)."""
+    def compact(self) -> tuple[int, int, int, dict[str, int]]:
+        """Merges each partition's small files (``dexlake compact``): the partitions, files
+        removed, files added and rows rewritten per dataset."""
+
+@final
+class NativeSimulator:
+    """A running simulator of the service on 127.0.0.1 (``dexlake.Simulator`` wraps it)."""
+
+    def __new__(
+        cls,
+        seed: int,
+        scale: str,
+        fail_rate: float,
+        throttle_rate: float,
+        rate_limit: float | None,
+    ) -> NativeSimulator:
+        """Generates the market of ``seed`` at ``scale`` and serves it on a free port;
+        ``fail_rate`` and ``throttle_rate`` answer that share of requests 500 and 429,
+        ``rate_limit`` allows that many requests per second per key."""
+    @property
+    def base_url(self) -> str:
+        """The address of the service, such as ``http://127.0.0.1:41234``."""
+    def catalog_json(self) -> str:
+        """The market's tokens, pools and wallets, as JSON."""
+    @property
+    def running(self) -> bool:
+        """Whether it still serves."""
+    def close(self) -> None:
+        """Stops serving (requests in flight finish). Closing twice does nothing."""
+
+def sync(
+    lake: NativeLake,
+    jobs: str | None,
+    plan: str | None,
+    base_url: str,
+    api_key: str | None,
+    progress: Callable[[dict[str, Any]], object] | None,
+    rps: float | None,
+    concurrency: int | None,
+    compact: bool,
+) -> str:
+    """Runs sync jobs into ``lake``: ``jobs`` (a JSON list of job objects) or the jobs of the
+    TOML plan file ``plan``; calls ``progress(dict)`` about every 100 ms and once at the end,
+    and returns the per-job report as JSON. A failed job raises its error, and Ctrl-C
+    ``KeyboardInterrupt``, once the run has committed what it fetched; either carries the
+    report (JSON) as its ``report`` attribute. Without ``compact``, the partitions the run
+    wrote are not compacted at its end."""
