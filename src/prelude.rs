@@ -12,7 +12,7 @@
 
 pub use crate::analytics::pnl::{CostMethod, EquityConfig, Mark, OversellPolicy, PnlConfig};
 pub use crate::analytics::screener::ProfileSnapshot;
-pub use crate::analytics::{BarOptions, Edge, EventSource, Fill, TimeRange};
+pub use crate::analytics::{BarOptions, BarRule, Edge, EventSource, Fill, LiveBars, TimeRange};
 pub use crate::api::profile_query::SearchRequest;
 pub use crate::api::{Client, ClientConfig};
 pub use crate::lake::{Dataset, Lake, LakeOptions};

@@ -51,7 +51,8 @@ use crate::analytics::pnl::{
 use crate::analytics::screener::{self, ProfileSnapshot};
 use crate::analytics::token_metrics::{self, Window};
 use crate::analytics::{
-    BarOptions, Edge, EventRule, EventSource, Fill, PriceStatsOptions, Selection, TimeRange,
+    BarOptions, BarRule, Edge, EventRule, EventSource, Fill, PriceStatsOptions, Selection,
+    TimeRange,
 };
 use crate::api::profile_query::SearchRequest;
 use crate::coverage::{self, Coverage, Covered};
@@ -619,6 +620,19 @@ impl Bars {
     pub fn data_end(mut self, end: DateTime<Utc>) -> Self {
         self.options.data_end = Some(end);
         self
+    }
+
+    /// The rule of [`LiveBars`](crate::analytics::LiveBars) that keeps these bars up to date
+    /// as events arrive; time options on tick, volume or dollar bars are refused as
+    /// [`Query::bars`] refuses them.
+    pub fn live_rule(&self) -> Result<BarRule> {
+        match self.kind {
+            BarKind::Time => Ok(BarRule::Time(self.options.clone())),
+            BarKind::Events(rule) => {
+                self.only_time_options()?;
+                Ok(BarRule::Events(rule))
+            }
+        }
     }
 
     /// Refuses time options on tick, volume or dollar bars, naming the first one given: they

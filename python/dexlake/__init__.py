@@ -200,7 +200,8 @@ class Lake:
         columns ``chain``, ``interval`` (candles and price history) and ``date``.
 
         ``dataset`` is one of ``swaps``, ``trades``, ``candles``, ``price_history``,
-        ``prices``, ``price_stats``, ``token_profiles`` or ``portfolios``. A file changed since its
+        ``prices``, ``price_stats``, ``token_profiles``, ``portfolios`` or ``bars`` (the bars
+        ``dexlake follow`` stored). A file changed since its
         commit is refused with :class:`LakeError`.
         """
         paths, hive, columns, empty = self._native.scan_plan(_text(dataset, "dataset"))

@@ -42,7 +42,7 @@ pub mod token_metrics;
 
 pub use events::{EventSource, Events, Selection, Tick, TimeRange, TokenEvents, load_events};
 pub use ohlcv::{
-    BarOptions, Edge, EventRule, Fill, MAX_WIDTH_SECONDS, bars, bars_in_batches, event_bars,
-    resample,
+    BarOptions, BarRule, Edge, EventRule, Fill, LiveBars, LiveUpdate, MAX_WIDTH_SECONDS, bars,
+    bars_in_batches, event_bars, resample,
 };
 pub use stats::{PriceStatsOptions, price_stats};

@@ -63,6 +63,9 @@ struct Counters {
     retries: AtomicU64,
     throttled: AtomicU64,
     failures: AtomicU64,
+    /// The earliest `Date` of a successful answer since the last
+    /// [`Client::take_earliest_server_date`], as Unix seconds plus one (0: none yet).
+    earliest_date: AtomicU64,
 }
 
 impl Counters {
@@ -204,6 +207,17 @@ impl Client {
             throttled: c.throttled.load(Ordering::Relaxed),
             failures: c.failures.load(Ordering::Relaxed),
         }
+    }
+
+    /// The earliest `Date` header of the service's successful answers since the last call (or
+    /// since the client was built), and starts again: every request made since was answered
+    /// at or after that instant, so whatever the service held before it was visible to each.
+    /// A follower takes it as its watermark. Whole seconds, as HTTP dates are; `None` when no
+    /// answer carried a date.
+    pub fn take_earliest_server_date(&self) -> Option<chrono::DateTime<chrono::Utc>> {
+        let encoded = self.inner.counters.earliest_date.swap(0, Ordering::Relaxed);
+        let secs = i64::try_from(encoded.checked_sub(1)?).ok()?;
+        chrono::DateTime::from_timestamp(secs, 0)
     }
 
     /// The permits every request of this client takes; share them to throttle other work
@@ -567,6 +581,28 @@ impl Client {
             .await
             .map_err(transport)?;
         let status = response.status();
+        if status.is_success()
+            && let Some(date) = response
+                .headers()
+                .get(reqwest::header::DATE)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| httpdate::parse_http_date(v).ok())
+                .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
+        {
+            // Unix seconds plus one, so that 0 keeps meaning "none"; the minimum is kept.
+            let encoded = date.as_secs().saturating_add(1);
+            let _ = self.inner.counters.earliest_date.fetch_update(
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+                |seen| {
+                    Some(if seen == 0 {
+                        encoded
+                    } else {
+                        seen.min(encoded)
+                    })
+                },
+            );
+        }
         let retry_after = response
             .headers()
             .get(RETRY_AFTER)

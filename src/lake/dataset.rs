@@ -28,11 +28,14 @@ pub enum Dataset {
     TokenProfiles,
     /// Wallet-portfolio snapshots (altchain), by `fetched_at`.
     Portfolios,
+    /// Closed bars computed from the lake's swaps as they arrived (`dexlake follow`), by
+    /// `timestamp`.
+    Bars,
 }
 
 impl Dataset {
     /// Every dataset, in documentation order.
-    pub const ALL: [Dataset; 8] = [
+    pub const ALL: [Dataset; 9] = [
         Dataset::Swaps,
         Dataset::Trades,
         Dataset::Candles,
@@ -41,6 +44,7 @@ impl Dataset {
         Dataset::PriceStats,
         Dataset::TokenProfiles,
         Dataset::Portfolios,
+        Dataset::Bars,
     ];
 
     /// The dataset's folder name.
@@ -54,6 +58,7 @@ impl Dataset {
             Dataset::PriceStats => "price_stats",
             Dataset::TokenProfiles => "token_profiles",
             Dataset::Portfolios => "portfolios",
+            Dataset::Bars => "bars",
         }
     }
 
@@ -61,7 +66,7 @@ impl Dataset {
     pub fn time_column(self) -> &'static str {
         match self {
             Dataset::Swaps | Dataset::Trades => "block_time",
-            Dataset::Candles | Dataset::PriceHistory => "timestamp",
+            Dataset::Candles | Dataset::PriceHistory | Dataset::Bars => "timestamp",
             Dataset::Prices
             | Dataset::PriceStats
             | Dataset::TokenProfiles
@@ -84,6 +89,7 @@ impl Dataset {
             }
             Dataset::TokenProfiles => &["token_address", "fetched_at"],
             Dataset::Portfolios => &["wallet", "fetched_at"],
+            Dataset::Bars => &["token_address", "timestamp"],
         }
     }
 
@@ -105,10 +111,16 @@ impl Dataset {
         matches!(self, Dataset::Candles | Dataset::PriceHistory)
     }
 
+    /// Whether the dataset is computed on the lake (the bars of `dexlake follow`) rather than
+    /// fetched from the service.
+    pub fn is_derived(self) -> bool {
+        matches!(self, Dataset::Bars)
+    }
+
     /// Record columns kept only in the hive path (between `chain=` and `date=`).
     pub fn path_columns(self) -> &'static [&'static str] {
         match self {
-            Dataset::Candles | Dataset::PriceHistory => &["interval"],
+            Dataset::Candles | Dataset::PriceHistory | Dataset::Bars => &["interval"],
             _ => &[],
         }
     }

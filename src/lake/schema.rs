@@ -276,6 +276,25 @@ pub fn record_schema(dataset: Dataset) -> SchemaRef {
             ),
             timestamp_field("fetched_at", false),
         ],
+        // The bar columns of `analytics::ohlcv::BAR_COLUMNS` but `incomplete` (a stored bar
+        // is closed); prices are null in bars filled with nulls, `vwap` without volume.
+        Dataset::Bars => vec![
+            utf8("token_address", false),
+            i64f("interval", false),
+            timestamp_field("timestamp", false),
+            f64f("open", true),
+            f64f("high", true),
+            f64f("low", true),
+            f64f("close", true),
+            f64f("volume", false),
+            f64f("base_volume", false),
+            f64f("buy_volume", false),
+            f64f("sell_volume", false),
+            f64f("sum_pq", false),
+            f64f("sum_q", false),
+            i64f("count", false),
+            f64f("vwap", true),
+        ],
     };
     Arc::new(Schema::new(fields))
 }

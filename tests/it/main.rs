@@ -11,6 +11,8 @@ mod analytics_search_wide;
 mod client;
 mod common;
 mod coverage;
+#[cfg(feature = "sim")]
+mod follow;
 mod lake;
 mod lake_files;
 mod lake_log;

@@ -790,7 +790,8 @@ async fn every_float_reaches_the_lake_bit_for_bit() {
         })
         .map(|t| t.parse::<f64>().expect("a JSON number").to_bits())
         .collect();
-    for dataset in Dataset::ALL {
+    // Every dataset the service's answers fill (bars are computed on the lake).
+    for dataset in Dataset::ALL.into_iter().filter(|d| !d.is_derived()) {
         let frame = lake.scan(dataset).unwrap().collect().unwrap();
         assert!(frame.height() > 0, "{dataset} holds rows");
         let mut bits = Vec::new();

@@ -5,7 +5,7 @@
 
 use super::grid::{FIRST_INSTANT, Grid, LAST_INSTANT};
 use super::{Edge, EventRule, Fill, MAX_FILLED_BARS};
-use crate::analytics::events::Events;
+use crate::analytics::events::{Events, Tick};
 use crate::{Error, Result};
 
 /// A partial bar: one event, or one finer bar being merged into a coarser one.
@@ -28,13 +28,11 @@ pub(crate) struct PartialBar {
 }
 
 impl PartialBar {
-    /// The piece of event `i` of `e`.
+    /// The piece of one event at `t`: price `p`, base amount `q`, USD amount `u`.
     #[inline]
-    pub(crate) fn of_event(e: &Events, i: usize) -> PartialBar {
-        let (p, q, u) = (e.price[i], e.base[i], e.usd[i]);
-        let buy = e.buy[i];
+    fn piece(t: i64, p: f64, q: f64, u: f64, buy: bool) -> PartialBar {
         PartialBar {
-            t: e.time[i],
+            t,
             open: p,
             high: p,
             low: p,
@@ -48,6 +46,18 @@ impl PartialBar {
             count: 1,
             incomplete: false,
         }
+    }
+
+    /// The piece of one event.
+    #[inline]
+    pub(crate) fn of_tick(t: &Tick) -> PartialBar {
+        Self::piece(t.time, t.price, t.base, t.usd, t.buy)
+    }
+
+    /// The piece of event `i` of `e`.
+    #[inline]
+    pub(crate) fn of_event(e: &Events, i: usize) -> PartialBar {
+        Self::piece(e.time[i], e.price[i], e.base[i], e.usd[i], e.buy[i])
     }
 }
 
@@ -365,6 +375,111 @@ fn meets_hole(holes: &[(i64, i64)], closed: Edge, start: i64, end: i64) -> bool 
     })
 }
 
+/// One token's time bars in the making: the bucket being filled, and the last bucket closed
+/// (for the empty buckets to fill before the next one). Pieces are pushed in time order; a
+/// bar is closed when a piece of a later bucket arrives, or when the caller closes it. The
+/// batch kernel ([`time_bars`]) and the live bars (`live.rs`) both run this, so their bars are
+/// the same.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TimeBarState {
+    /// The current bucket: its start, its end, and its bar so far.
+    current: Option<(i64, i64, PartialBar)>,
+    /// The last bucket closed (emitted or not, when it met a hole): its start, its end, and
+    /// its bar's close.
+    last: Option<(i64, i64, f64)>,
+    /// Filled bars emitted so far, bounded by `MAX_FILLED_BARS`.
+    filled: u64,
+}
+
+impl TimeBarState {
+    /// Adds a piece at or after every piece pushed before. Pieces with `count == 0` (filled
+    /// bars) are skipped. A piece of a later bucket closes the current bar into `out`, then
+    /// emits the filled buckets up to its own (unless a hole lies between them).
+    #[inline]
+    pub(crate) fn push<B: BarOut + ?Sized>(
+        &mut self,
+        p: PartialBar,
+        spec: &TimeSpec,
+        holes: &[(i64, i64)],
+        out: &mut B,
+    ) -> Result<()> {
+        if p.count == 0 {
+            return Ok(());
+        }
+        // On a fixed grid, the current bucket's bounds answer whether a piece falls in it,
+        // without a division per piece.
+        if let Some((start, end, acc)) = &mut self.current
+            && matches!(spec.grid, Grid::Fixed { .. })
+            && match spec.closed {
+                Edge::Left => *start <= p.t && p.t < *end,
+                Edge::Right => *start < p.t && p.t <= *end,
+            }
+        {
+            merge(acc, &p);
+            return Ok(());
+        }
+        let (b, e) = spec.bucket(p.t)?;
+        if let Some((start, _, acc)) = &mut self.current
+            && *start == b
+        {
+            merge(acc, &p);
+            return Ok(());
+        }
+        self.close(spec, holes, out);
+        if let Some((start, end, close)) = self.last {
+            let across_hole = !holes.is_empty() && meets_hole(holes, spec.closed, start, b);
+            if spec.fill != Fill::Skip && !across_hole {
+                let price = match spec.fill {
+                    Fill::ForwardFill => Some(close),
+                    _ => None,
+                };
+                let mut s = end;
+                while s < b {
+                    self.filled += 1;
+                    if self.filled > MAX_FILLED_BARS {
+                        return Err(too_many_filled_bars());
+                    }
+                    let n = spec.grid.next(s).ok_or_else(|| spec.grid.out_of_range(s))?;
+                    out.empty(spec.label(s, n), price);
+                    s = n;
+                }
+            }
+        }
+        self.current = Some((b, e, p));
+        Ok(())
+    }
+
+    /// Closes the current bar into `out` (none when its bucket meets one of `holes`).
+    pub(crate) fn close<B: BarOut + ?Sized>(
+        &mut self,
+        spec: &TimeSpec,
+        holes: &[(i64, i64)],
+        out: &mut B,
+    ) {
+        if let Some((start, end, mut acc)) = self.current.take() {
+            if holes.is_empty() || !meets_hole(holes, spec.closed, start, end) {
+                acc.incomplete |= spec.incomplete(end);
+                out.bar(spec.label(start, end), &acc);
+            }
+            self.last = Some((start, end, acc.close));
+        }
+    }
+
+    /// The last instant of the current bucket, if a bar is being filled.
+    pub(crate) fn current_last_instant(&self, spec: &TimeSpec) -> Option<i64> {
+        self.current.map(|(_, end, _)| match spec.closed {
+            Edge::Left => end - 1,
+            Edge::Right => end,
+        })
+    }
+
+    /// The bar being filled (its label and its bar so far), if any.
+    pub(crate) fn current(&self, spec: &TimeSpec) -> Option<(i64, PartialBar)> {
+        self.current
+            .map(|(start, end, acc)| (spec.label(start, end), acc))
+    }
+}
+
 /// Time bars of pieces in time order, into `out`. Pieces with `count == 0` (filled bars) are
 /// skipped. A bucket that meets one of `holes` (ranges the lake never fetched) gives no bar,
 /// and the empty buckets between two bars are filled only when no hole lies between them.
@@ -376,66 +491,11 @@ pub(crate) fn time_bars<B: BarOut + ?Sized>(
     holes: &[(i64, i64)],
     out: &mut B,
 ) -> Result<()> {
-    // The current bucket: its start, its end, and its bar so far.
-    let mut current: Option<(i64, i64, PartialBar)> = None;
-    // Filled bars emitted so far, bounded by `MAX_FILLED_BARS`.
-    let mut filled = 0u64;
-    let flush = |out: &mut B, start: i64, end: i64, mut acc: PartialBar| {
-        if !holes.is_empty() && meets_hole(holes, spec.closed, start, end) {
-            return;
-        }
-        acc.incomplete |= spec.incomplete(end);
-        out.bar(spec.label(start, end), &acc);
-    };
-    // On a fixed grid, the current bucket's bounds answer whether a piece falls in it, without
-    // a division per piece.
-    let fixed = matches!(spec.grid, Grid::Fixed { .. });
-    let holds = |start: i64, end: i64, t: i64| match spec.closed {
-        Edge::Left => start <= t && t < end,
-        Edge::Right => start < t && t <= end,
-    };
+    let mut state = TimeBarState::default();
     for p in pieces {
-        if p.count == 0 {
-            continue;
-        }
-        if let Some((start, end, acc)) = &mut current
-            && fixed
-            && holds(*start, *end, p.t)
-        {
-            merge(acc, &p);
-            continue;
-        }
-        let (b, e) = spec.bucket(p.t)?;
-        match &mut current {
-            Some((start, _, acc)) if *start == b => merge(acc, &p),
-            _ => {
-                if let Some((start, end, acc)) = current.take() {
-                    flush(out, start, end, acc);
-                    let across_hole = !holes.is_empty() && meets_hole(holes, spec.closed, start, b);
-                    if spec.fill != Fill::Skip && !across_hole {
-                        let price = match spec.fill {
-                            Fill::ForwardFill => Some(acc.close),
-                            _ => None,
-                        };
-                        let mut s = end;
-                        while s < b {
-                            filled += 1;
-                            if filled > MAX_FILLED_BARS {
-                                return Err(too_many_filled_bars());
-                            }
-                            let n = spec.grid.next(s).ok_or_else(|| spec.grid.out_of_range(s))?;
-                            out.empty(spec.label(s, n), price);
-                            s = n;
-                        }
-                    }
-                }
-                current = Some((b, e, p));
-            }
-        }
+        state.push(p, spec, holes, out)?;
     }
-    if let Some((start, end, acc)) = current {
-        flush(out, start, end, acc);
-    }
+    state.close(spec, holes, out);
     Ok(())
 }
 
@@ -465,25 +525,32 @@ pub(crate) fn event_time_bars<B: BarOut + ?Sized>(
     )
 }
 
-/// Tick, volume or dollar bars of one token's events (see [`EventRule`]). A bar is labelled
-/// with the time of its first event; the last bar is incomplete when its threshold was not
-/// reached. Into `out`. Fails when a label is outside the instants a bar may have.
-pub(crate) fn event_bars<B: BarOut + ?Sized>(
-    e: &Events,
-    rule: EventRule,
-    out: &mut B,
-) -> Result<()> {
-    let mut acc: Option<PartialBar> = None;
-    let mut first = 0i64;
-    for i in 0..e.len() {
-        let p = PartialBar::of_event(e, i);
-        let a = match &mut acc {
-            Some(a) => {
+/// One token's tick, volume or dollar bar in the making. Pieces are pushed in event order; a
+/// bar closes into `out` with the piece that reaches its threshold. Shared by the batch kernel
+/// ([`event_bars`]) and the live bars.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct EventBarState {
+    /// The bar being filled, and the time of its first event (its label).
+    open: Option<(i64, PartialBar)>,
+}
+
+impl EventBarState {
+    /// Adds the next piece in event order; fails when a bar would start at an instant a bar
+    /// cannot be labelled with.
+    #[inline]
+    pub(crate) fn push<B: BarOut + ?Sized>(
+        &mut self,
+        p: PartialBar,
+        rule: EventRule,
+        out: &mut B,
+    ) -> Result<()> {
+        let (first, a) = match &mut self.open {
+            Some((first, a)) => {
                 merge(a, &p);
-                a
+                (*first, a)
             }
             None => {
-                first = p.t;
+                let first = p.t;
                 if !(FIRST_INSTANT..=LAST_INSTANT).contains(&first) {
                     return Err(Error::InvalidArgument {
                         argument: "events".into(),
@@ -493,7 +560,8 @@ pub(crate) fn event_bars<B: BarOut + ?Sized>(
                         ),
                     });
                 }
-                acc.insert(p)
+                let (_, a) = self.open.insert((first, p));
+                (first, a)
             }
         };
         let full = match rule {
@@ -503,11 +571,34 @@ pub(crate) fn event_bars<B: BarOut + ?Sized>(
         };
         if full {
             out.bar(first, a);
-            acc = None;
+            self.open = None;
         }
+        Ok(())
     }
-    if let Some(mut a) = acc {
-        a.incomplete = true;
+
+    /// The bar whose threshold is not reached yet (its label and bar so far), flagged
+    /// incomplete.
+    pub(crate) fn open(&self) -> Option<(i64, PartialBar)> {
+        self.open.map(|(first, mut a)| {
+            a.incomplete = true;
+            (first, a)
+        })
+    }
+}
+
+/// Tick, volume or dollar bars of one token's events (see [`EventRule`]). A bar is labelled
+/// with the time of its first event; the last bar is incomplete when its threshold was not
+/// reached. Into `out`. Fails when a label is outside the instants a bar may have.
+pub(crate) fn event_bars<B: BarOut + ?Sized>(
+    e: &Events,
+    rule: EventRule,
+    out: &mut B,
+) -> Result<()> {
+    let mut state = EventBarState::default();
+    for i in 0..e.len() {
+        state.push(PartialBar::of_event(e, i), rule, out)?;
+    }
+    if let Some((first, a)) = state.open() {
         out.bar(first, &a);
     }
     Ok(())

@@ -67,12 +67,14 @@
 
 mod grid;
 mod kernel;
+mod live;
 
 use chrono::{DateTime, Utc};
 use polars::prelude::*;
 use rayon::prelude::*;
 
 pub use kernel::BarColumns;
+pub use live::{BarRule, LiveBars, LiveUpdate};
 
 use super::events::{EventSource, Selection, TimeRange, TokenEvents, load_events};
 use crate::lake::Lake;
@@ -672,3 +674,6 @@ pub fn resample(bars: &DataFrame, options: &BarOptions) -> Result<DataFrame> {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod live_tests;

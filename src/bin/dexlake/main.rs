@@ -9,6 +9,7 @@ use dexlake::error::{escaped, escaped_in_full};
 #[cfg(feature = "sim")]
 mod bench_lake_cmd;
 mod check_cmd;
+mod follow_cmd;
 mod lake_cmd;
 mod ohlcv_cmd;
 mod output;
@@ -101,6 +102,9 @@ enum Command {
     Compact(lake_cmd::CompactArgs),
     /// OHLCV bars (time, tick, volume or dollar) computed on the lake.
     Ohlcv(ohlcv_cmd::OhlcvArgs),
+    /// Keep the lake fresh from the service and print each bar of the followed tokens once it
+    /// closes (until Ctrl-C).
+    Follow(follow_cmd::FollowArgs),
     /// Price changes and volumes over 5m … 30d computed on the lake.
     PriceStats(ohlcv_cmd::PriceStatsArgs),
     /// Write the simulator's swaps straight into a lake (for benchmarks).
@@ -128,6 +132,7 @@ fn main() -> ExitCode {
         Command::Check(args) => check_cmd::run(&cli.global, args),
         Command::Compact(args) => lake_cmd::compact(&cli.global, args),
         Command::Ohlcv(args) => ohlcv_cmd::ohlcv(&cli.global, args),
+        Command::Follow(args) => follow_cmd::run(&cli.global, args),
         Command::PriceStats(args) => ohlcv_cmd::price_stats_cmd(&cli.global, args),
         #[cfg(feature = "sim")]
         Command::BenchLake(args) => bench_lake_cmd::run(&cli.global, args),

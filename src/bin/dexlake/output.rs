@@ -211,6 +211,43 @@ fn csv_field(s: String) -> String {
     }
 }
 
+/// Each row as the JSON object `--format json` prints (struct columns as nested objects).
+fn json_objects(cols: &[OutColumn], rows: usize) -> anyhow::Result<Vec<Value>> {
+    let mut items = Vec::with_capacity(rows);
+    for r in 0..rows {
+        let mut obj = Map::new();
+        for c in cols {
+            let mut target = &mut obj;
+            for p in &c.path[..c.path.len() - 1] {
+                target = target
+                    .entry(p.clone())
+                    .or_insert_with(|| Value::Object(Map::new()))
+                    .as_object_mut()
+                    .context("a struct column's parent is an object")?;
+            }
+            target.insert(c.path[c.path.len() - 1].clone(), c.cells[r].clone());
+        }
+        items.push(Value::Object(obj));
+    }
+    Ok(items)
+}
+
+/// The rows of `df` as JSON lines: each the object `--format json` prints for it, on one line.
+pub fn json_lines(df: &DataFrame) -> anyhow::Result<String> {
+    let cols = flatten(df)?;
+    let mut out = String::new();
+    for item in json_objects(&cols, df.height())? {
+        out.push_str(&serde_json::to_string(&item)?);
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+/// The rows of `df` as the aligned table `--format table` prints.
+pub fn table_lines(df: &DataFrame) -> anyhow::Result<String> {
+    Ok(String::from_utf8(render(df, Format::Table)?)?)
+}
+
 fn render(df: &DataFrame, format: Format) -> anyhow::Result<Vec<u8>> {
     let cols = flatten(df)?;
     let rows = df.height();
@@ -227,23 +264,7 @@ fn render(df: &DataFrame, format: Format) -> anyhow::Result<Vec<u8>> {
             }
         }
         Format::Json => {
-            let mut items = Vec::with_capacity(rows);
-            for r in 0..rows {
-                let mut obj = Map::new();
-                for c in &cols {
-                    let mut target = &mut obj;
-                    for p in &c.path[..c.path.len() - 1] {
-                        target = target
-                            .entry(p.clone())
-                            .or_insert_with(|| Value::Object(Map::new()))
-                            .as_object_mut()
-                            .context("a struct column's parent is an object")?;
-                    }
-                    target.insert(c.path[c.path.len() - 1].clone(), c.cells[r].clone());
-                }
-                items.push(Value::Object(obj));
-            }
-            out = serde_json::to_string_pretty(&items)?;
+            out = serde_json::to_string_pretty(&json_objects(&cols, rows)?)?;
             out.push('\n');
         }
         Format::Table if cols.len() > WIDE_COLUMNS => {
