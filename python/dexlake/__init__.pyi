@@ -60,7 +60,7 @@ class Lake:
     def scan(self, dataset: str) -> pl.LazyFrame:
         """A ``polars.LazyFrame`` over the committed files of ``dataset`` (``swaps``,
         ``trades``, ``candles``, ``price_history``, ``prices``, ``price_stats``,
-        ``token_profiles`` or ``portfolios``), never files of an unfinished commit, with the
+        ``token_profiles``, ``portfolios`` or ``bars``), never files of an unfinished commit, with the
         hive columns ``chain``, ``interval`` and ``date``; a file changed since its commit
         raises :class:`LakeError`."""
     def bars(
