@@ -9,7 +9,7 @@ use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
-use axum::routing::post;
+use axum::routing::{get, post};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
@@ -17,6 +17,7 @@ use serde::de::DeserializeOwned;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+use super::live::Clock;
 use super::market::{Chain, IndexList, SyntheticMarket, mix, utc};
 use super::{DEMO_KEY, FREE_KEY, SimConfig, reference};
 use crate::api::models::{
@@ -69,7 +70,12 @@ struct TokenBucket {
 }
 
 struct State {
+    /// The market as generated (at its fixed "now").
     market: Arc<SyntheticMarket>,
+    /// The clock of a live simulator.
+    clock: Option<Clock>,
+    /// The market at the clock's latest instant asked for.
+    latest: Mutex<Arc<SyntheticMarket>>,
     rate_limit: Option<f64>,
     buckets: Mutex<HashMap<String, TokenBucket>>,
     fail_rate: f64,
@@ -80,8 +86,53 @@ struct State {
     last_rejection: Mutex<Option<String>>,
     /// Whether requests are answered on the blocking pool (for lazily stored markets).
     offload: bool,
-    /// Full search documents of the altchain tokens, built once at start.
-    profiles: Vec<serde_json::Value>,
+    /// Full search documents of the altchain tokens at an instant: built at start for the
+    /// fixed "now", again for each instant a live simulator is searched at.
+    profiles: Mutex<(i64, Arc<Vec<serde_json::Value>>)>,
+}
+
+impl State {
+    /// The market as the service answers now: at the clock's instant for a live simulator.
+    fn market_now(&self) -> Arc<SyntheticMarket> {
+        let Some(clock) = &self.clock else {
+            return self.market.clone();
+        };
+        let now = clock.now();
+        let latest = self
+            .latest
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        if latest.now == now {
+            return latest;
+        }
+        // Built outside the lock: two requests at a new instant may both build it, which
+        // costs a little time but gives the same market.
+        let market = Arc::new(self.market.at_secs(now));
+        *self
+            .latest
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = market.clone();
+        market
+    }
+
+    /// The search documents of `market`'s altchain tokens at its instant.
+    fn profiles(&self, market: &SyntheticMarket) -> Arc<Vec<serde_json::Value>> {
+        let cached = self
+            .profiles
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        if cached.0 == market.now {
+            return cached.1;
+        }
+        let docs = Arc::new(reference::alt_profile_documents(&market.alt));
+        *self
+            .profiles
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = (market.now, docs.clone());
+        docs
+    }
 }
 
 /// A running simulator: an HTTP server on loopback over a generated [`SyntheticMarket`].
@@ -104,18 +155,40 @@ impl std::fmt::Debug for Simulator {
 }
 
 impl Simulator {
-    /// Generates the market of `config`, binds `config.addr` and serves in a spawned task.
-    /// Must be called within a tokio runtime.
+    /// Generates the market of `config` (a live one when `config.live` is set), binds
+    /// `config.addr` and serves in a spawned task. Must be called within a tokio runtime.
     pub async fn start(config: SimConfig) -> Result<Simulator> {
         let (seed, scale) = (config.seed, config.scale);
-        let market = tokio::task::spawn_blocking(move || SyntheticMarket::generate(seed, scale))
-            .await
-            .map_err(|e| Error::Config(format!("generating the market failed: {e}")))?;
+        let horizon = match &config.live {
+            Some(live) => {
+                live.validate()?;
+                Some(live.horizon_days)
+            }
+            None => None,
+        };
+        let market = tokio::task::spawn_blocking(move || match horizon {
+            Some(days) => SyntheticMarket::generate_live(seed, scale, days),
+            None => Ok(SyntheticMarket::generate(seed, scale)),
+        })
+        .await
+        .map_err(|e| Error::Config(format!("generating the market failed: {e}")))?
+        .map_err(|e| Error::Config(format!("a live simulator: {e}")))?;
         Self::serve(config, Arc::new(market)).await
     }
 
-    /// Serves an already generated market (for tests and benchmarks that reuse one).
+    /// Serves an already generated market (for tests and benchmarks that reuse one). With
+    /// `config.live`, the market must be live ([`SyntheticMarket::generate_live`]); a live
+    /// market served without it answers at its fixed "now".
     pub async fn serve(config: SimConfig, market: Arc<SyntheticMarket>) -> Result<Simulator> {
+        if let Some(live) = &config.live {
+            live.validate()?;
+            if !market.is_live() {
+                return Err(Error::Config(
+                    "a live simulator needs a live market (SyntheticMarket::generate_live)"
+                        .to_owned(),
+                ));
+            }
+        }
         if !(0.0..=1.0).contains(&config.fail_rate) || !(0.0..=1.0).contains(&config.throttle_rate)
         {
             return Err(Error::Config(format!(
@@ -152,10 +225,17 @@ impl Simulator {
                 .map_err(|e| {
                     Error::Config(format!("building the profile documents failed: {e}"))
                 })?;
+        let clock = config.live.as_ref().map(Clock::new);
         let fault_seed = config
             .fault_seed
             .unwrap_or_else(|| mix(config.seed, 0xFA17));
         let state = Arc::new(State {
+            latest: Mutex::new(market.clone()),
+            profiles: Mutex::new((market.now, Arc::new(profiles))),
+            // A live market is taken at each new instant and its profiles rebuilt for a search:
+            // that runs on the blocking pool too.
+            offload: market.is_lazy() || clock.is_some(),
+            clock,
             market: market.clone(),
             rate_limit: config.rate_limit,
             buckets: Mutex::new(HashMap::new()),
@@ -165,8 +245,6 @@ impl Simulator {
             served: AtomicU64::new(0),
             stats: Mutex::new(BTreeMap::new()),
             last_rejection: Mutex::new(None),
-            offload: market.is_lazy(),
-            profiles,
         });
         let mut router = Router::new();
         for op in Operation::ALL {
@@ -194,6 +272,31 @@ impl Simulator {
                 }),
             );
         }
+        let st = state.clone();
+        router = router.route(
+            "/sim/catalog",
+            get(move || {
+                let st = st.clone();
+                async move {
+                    let job = tokio::task::spawn_blocking(move || {
+                        ok(&st.market_now().catalog()).map_err(|r| r.reason)
+                    });
+                    match job.await {
+                        Ok(Ok(bytes)) => json_response(StatusCode::OK, bytes),
+                        Ok(Err(reason)) => error_response(&Reject {
+                            status: ApiStatus::InternalServerError,
+                            retry_after: None,
+                            reason,
+                        }),
+                        Err(e) => error_response(&Reject {
+                            status: ApiStatus::InternalServerError,
+                            retry_after: None,
+                            reason: format!("the catalog's task failed: {e}"),
+                        }),
+                    }
+                }
+            }),
+        );
         let (tx, rx) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
             let server = axum::serve(listener, router).with_graceful_shutdown(async {
@@ -217,9 +320,53 @@ impl Simulator {
         &self.base_url
     }
 
-    /// The market being served.
+    /// The market being served, as generated: at its fixed "now". For a live simulator, the
+    /// market as it answers at this instant is [`Simulator::market_now`].
     pub fn market(&self) -> &Arc<SyntheticMarket> {
         &self.market
+    }
+
+    /// The market as the simulator answers at this instant of its clock (the fixed market
+    /// when it is not live): its catalog, swaps and derived answers are those the service
+    /// gives now.
+    pub fn market_now(&self) -> Arc<SyntheticMarket> {
+        self.state.market_now()
+    }
+
+    /// Whether the simulator's market keeps trading with a clock ([`SimConfig::live`]).
+    pub fn is_live(&self) -> bool {
+        self.state.clock.is_some()
+    }
+
+    /// The simulated instant the simulator answers at (whole seconds): the fixed "now" when it
+    /// is not live.
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        utc(self
+            .state
+            .clock
+            .as_ref()
+            .map_or(self.market.now, Clock::now))
+    }
+
+    /// Simulated seconds per real second of a live simulator's clock: 0 for a manual clock
+    /// or a simulator that is not live.
+    pub fn speed(&self) -> f64 {
+        self.state.clock.as_ref().map_or(0.0, Clock::speed)
+    }
+
+    /// Moves a live simulator's clock `seconds` forward (a manual clock moves only so). A
+    /// simulator that is not live has no clock: that is an invalid argument.
+    pub fn advance(&self, seconds: u64) -> Result<()> {
+        match &self.state.clock {
+            Some(clock) => {
+                clock.advance(seconds);
+                Ok(())
+            }
+            None => Err(Error::InvalidArgument {
+                argument: "advance".into(),
+                reason: "the simulator is not live (SimConfig::live), so it has no clock".into(),
+            }),
+        }
     }
 
     /// Requests answered so far on the operations' paths (every status).
@@ -469,7 +616,8 @@ fn time_secs(t: chrono::DateTime<chrono::Utc>) -> i64 {
 }
 
 fn answer(state: &State, op: Operation, body: &[u8]) -> Result<Vec<u8>, Reject> {
-    let market = &state.market;
+    let market = state.market_now();
+    let market = &*market;
     let alt = &market.alt;
     match op {
         Operation::EvmGetProfile => {
@@ -684,7 +832,7 @@ fn answer(state: &State, op: Operation, body: &[u8]) -> Result<Vec<u8>, Reject> 
         Operation::AltSearchProfiles => {
             let req: SearchRequest = parse(body)?;
             // The engine runs the request's `validate()` itself.
-            let page = crate::search::search(&req, &state.profiles).map_err(Reject::bad)?;
+            let page = crate::search::search(&req, &state.profiles(market)).map_err(Reject::bad)?;
             ok(&page)
         }
     }
