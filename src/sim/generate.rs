@@ -22,9 +22,10 @@ use rayon::prelude::*;
 use super::Scale;
 use super::live::{ChainShape, continuation};
 use super::market::{
-    Behaviour, Chain, PoolInfo, QuoteInfo, StreamCache, SwapRecord, SwapStreams, SyntheticMarket,
-    TokenInfo, WalletInfo, base58_string, fill_quote, hex_string, mix,
+    Behaviour, Chain, PoolInfo, QuoteInfo, SwapRecord, SyntheticMarket, TokenInfo, WalletInfo,
+    base58_string, fill_quote, hex_string, mix,
 };
+use super::streams::{StreamCache, SwapStreams};
 use super::walk::{DAY, StreamSource, Walk, behaviour_index, normal, rng_for};
 use crate::api::models::ChainFamily;
 
@@ -673,6 +674,46 @@ mod tests {
                     chain.latest_of_pool(p),
                     chain.pool_records(p).last().copied()
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn a_live_chain_goes_on_after_its_history_in_event_order() {
+        for seed in [1, 2] {
+            let m = generate_live(seed, Scale::Tiny, 3);
+            for chain in std::iter::once(&m.alt).chain(&m.evm) {
+                let history = chain.swap_count() as u32;
+                let end = chain.at(NOW + 3 * DAY);
+                let after = end.swap_count() as u32 - history;
+                assert!(after > 0, "three days bring swaps");
+                let last = (0..history).map(|i| chain.key(i)).max().expect("a history");
+                let mut prev = last;
+                let mut balances: HashMap<(u32, u8), f64> = HashMap::new();
+                for i in history..history + after {
+                    // Ids and slots grow together after the history; times lie after now.
+                    let (key, s) = (end.key(i), end.record(i));
+                    assert!(key > prev && key.0 > last.0, "{key:?} after {prev:?}");
+                    prev = key;
+                    assert!(s.time > NOW && s.time <= NOW + 3 * DAY);
+                    assert_eq!(end.token_of(i), s.token);
+                    // Quote balances go on, or rise before a buy (a transfer), never below 0.
+                    let held = balances
+                        .get(&(s.wallet, s.quote))
+                        .copied()
+                        .unwrap_or(chain.final_quotes[s.wallet as usize][s.quote as usize]);
+                    assert!(s.pre_quote == held || (s.buy && s.pre_quote > held));
+                    assert!(s.post_quote >= 0.0);
+                    balances.insert((s.wallet, s.quote), s.post_quote);
+                }
+                // Taken at an instant, a chain shows a prefix of the event order.
+                let mid = chain.at(NOW + DAY);
+                let shown = mid.swap_count() as u32;
+                assert!((history..history + after).contains(&shown));
+                for i in history..shown {
+                    assert!(mid.record(i).time <= NOW + DAY);
+                }
+                assert!(end.record(shown).time > NOW + DAY);
             }
         }
     }

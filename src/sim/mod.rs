@@ -101,8 +101,10 @@ mod catalog;
 mod generate;
 mod live;
 mod market;
+mod paging;
 pub mod reference;
 pub mod server;
+mod streams;
 mod walk;
 
 use std::fmt;
@@ -113,10 +115,11 @@ pub use crate::api::requests::DEFAULT_LIMIT;
 pub use catalog::{Catalog, CatalogChain, CatalogLive, CatalogPool, CatalogToken, CatalogWallet};
 pub use live::{LiveConfig, MAX_HORIZON_DAYS};
 pub use market::{
-    Behaviour, Chain, IndexList, PoolInfo, PosState, QuoteInfo, StreamView, SwapRecord,
-    SyntheticMarket, TokenInfo, WalletInfo,
+    Behaviour, Chain, IndexList, PoolInfo, PosState, QuoteInfo, SwapRecord, SyntheticMarket,
+    TokenInfo, WalletInfo,
 };
 pub use server::{MAX_HISTORY_POINTS, SimStats, Simulator};
+pub use streams::StreamView;
 
 /// The key of the plan that may call every operation.
 pub const DEMO_KEY: &str = "demo-key";

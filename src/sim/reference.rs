@@ -30,7 +30,8 @@ use crate::api::models::{
     WindowMetrics,
 };
 
-use super::market::{Chain, StreamView, SwapRecord, utc};
+use super::market::{Chain, SwapRecord, utc};
+use super::streams::StreamView;
 
 /// Candles returned when a request has neither `from` nor `count`.
 pub const DEFAULT_CANDLES: usize = 1000;

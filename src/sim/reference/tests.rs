@@ -1,9 +1,8 @@
 use super::*;
 use crate::api::models::ChainFamily;
 use crate::sim::generate::NOW;
-use crate::sim::market::{
-    Behaviour, PoolInfo, PosState, QuoteInfo, SwapStreams, TokenInfo, WalletInfo,
-};
+use crate::sim::market::{Behaviour, PoolInfo, PosState, QuoteInfo, TokenInfo, WalletInfo};
+use crate::sim::streams::SwapStreams;
 use std::sync::Arc;
 
 /// A chain of one token traded in one pool against a 1-USD quote, from
