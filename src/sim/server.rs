@@ -272,27 +272,26 @@ impl Simulator {
                 }),
             );
         }
+        // The simulator's own route, not an operation of the service: no key, not counted.
         let st = state.clone();
         router = router.route(
             "/sim/catalog",
             get(move || {
                 let st = st.clone();
                 async move {
-                    let job = tokio::task::spawn_blocking(move || {
-                        ok(&st.market_now().catalog()).map_err(|r| r.reason)
-                    });
-                    match job.await {
-                        Ok(Ok(bytes)) => json_response(StatusCode::OK, bytes),
-                        Ok(Err(reason)) => error_response(&Reject {
-                            status: ApiStatus::InternalServerError,
-                            retry_after: None,
-                            reason,
-                        }),
-                        Err(e) => error_response(&Reject {
-                            status: ApiStatus::InternalServerError,
-                            retry_after: None,
-                            reason: format!("the catalog's task failed: {e}"),
-                        }),
+                    let answer =
+                        tokio::task::spawn_blocking(move || ok(&st.market_now().catalog()))
+                            .await
+                            .unwrap_or_else(|e| {
+                                Err(Reject {
+                                    status: ApiStatus::InternalServerError,
+                                    retry_after: None,
+                                    reason: format!("the catalog's task failed: {e}"),
+                                })
+                            });
+                    match answer {
+                        Ok(bytes) => json_response(StatusCode::OK, bytes),
+                        Err(reject) => error_response(&reject),
                     }
                 }
             }),
