@@ -7,19 +7,26 @@
 //! some lose). The streams are then merged into one event order, ids are assigned, and a
 //! global pass fills the wallets' quote balances. Every step uses seeded ChaCha generators
 //! and plain arithmetic, so the same seed gives the same market to the byte.
+//!
+//! A live market is the same history, then each token's walk going on after "now" for the
+//! horizon's days ([`live`](super::live)); nothing of the history depends on whether or how far
+//! the market goes on.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
 use super::Scale;
+use super::live::{ChainShape, continuation};
 use super::market::{
-    Behaviour, Chain, PoolInfo, PosState, QuoteInfo, StreamCache, SwapRecord, SwapStreams,
-    SyntheticMarket, TokenInfo, WalletInfo, base58_string, fill_quote, hex_string, mix,
+    Behaviour, Chain, PoolInfo, QuoteInfo, SwapRecord, SyntheticMarket, TokenInfo, WalletInfo,
+    base58_string, fill_quote, hex_string, mix,
 };
+use super::streams::{StreamCache, SwapStreams};
+use super::walk::{DAY, StreamSource, Walk, behaviour_index, normal, rng_for};
 use crate::api::models::ChainFamily;
 
 /// The simulated "now": 2025-06-01T00:00:00Z, the end of every generated history.
@@ -52,18 +59,18 @@ fn sizes(scale: Scale) -> (ChainSize, ChainSize) {
 
 /// Parameters that differ between chains.
 #[derive(Clone)]
-struct ChainParams {
+pub(crate) struct ChainParams {
     kind: ChainFamily,
     /// Slot (or block number) at the start of the history.
-    slot0: i64,
+    pub(crate) slot0: i64,
     /// Slots per second as a fraction `num / den`.
-    slots_num: i64,
-    slots_den: i64,
+    pub(crate) slots_num: i64,
+    pub(crate) slots_den: i64,
     /// Native coin price at the start of the history, USD.
     native_start: f64,
     first_id: i64,
     quotes: [(&'static str, &'static str, bool); 2],
-    protocols: [&'static str; 3],
+    pub(crate) protocols: [&'static str; 3],
 }
 
 fn params(kind: ChainFamily) -> ChainParams {
@@ -115,11 +122,21 @@ pub(crate) fn generate(seed: u64, scale: Scale) -> SyntheticMarket {
 
 /// Generates the market, keeping every stream (`lazy` false) or regenerating on demand.
 pub(crate) fn generate_with(seed: u64, scale: Scale, lazy: bool) -> SyntheticMarket {
+    generate_market(seed, scale, lazy, None)
+}
+
+/// Generates a live market: the history of [`generate`] (kept in memory), then `days` days of
+/// trading after "now".
+pub(crate) fn generate_live(seed: u64, scale: Scale, days: u32) -> SyntheticMarket {
+    generate_market(seed, scale, false, Some(days))
+}
+
+fn generate_market(seed: u64, scale: Scale, lazy: bool, days: Option<u32>) -> SyntheticMarket {
     let (alt_size, evm_size) = sizes(scale);
-    let alt = generate_chain(seed, &params(ChainFamily::Altchain), alt_size, lazy);
+    let alt = generate_chain(seed, &params(ChainFamily::Altchain), alt_size, lazy, days);
     let evm = [1, 8453]
         .into_iter()
-        .map(|id| generate_chain(seed, &params(ChainFamily::Evm(id)), evm_size, lazy))
+        .map(|id| generate_chain(seed, &params(ChainFamily::Evm(id)), evm_size, lazy, days))
         .collect();
     SyntheticMarket {
         seed,
@@ -135,19 +152,6 @@ fn chain_key(kind: ChainFamily) -> u64 {
         ChainFamily::Altchain => 0xA17C_4A11,
         ChainFamily::Evm(id) => 0xE7E7_0000 ^ id as u64,
     }
-}
-
-fn rng_for(seed: u64, parts: &[u64]) -> ChaCha8Rng {
-    let key = parts.iter().fold(seed, |acc, &p| mix(acc, p));
-    ChaCha8Rng::seed_from_u64(key)
-}
-
-/// A standard normal variate (Box–Muller), written out so that no distribution crate's
-/// algorithm choice can change the market.
-fn normal(rng: &mut ChaCha8Rng) -> f64 {
-    let u1: f64 = 1.0 - rng.random::<f64>();
-    let u2: f64 = rng.random::<f64>();
-    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
 }
 
 const SYLLABLES: [&str; 24] = [
@@ -166,7 +170,13 @@ fn address(kind: ChainFamily, key: u64) -> String {
     }
 }
 
-fn generate_chain(seed: u64, p: &ChainParams, size: ChainSize, lazy: bool) -> Chain {
+fn generate_chain(
+    seed: u64,
+    p: &ChainParams,
+    size: ChainSize,
+    lazy: bool,
+    days: Option<u32>,
+) -> Chain {
     let ck = chain_key(p.kind);
     let start = NOW - HISTORY_SECONDS;
     let mut rng = rng_for(seed, &[ck, 1]);
@@ -179,6 +189,16 @@ fn generate_chain(seed: u64, p: &ChainParams, size: ChainSize, lazy: bool) -> Ch
     for _ in 0..minutes {
         native_prices.push(log_p.exp());
         log_p += sigma_minute * normal(&mut rng);
+    }
+    // A live market's native price goes on after "now" from a generator of its own, so the
+    // history's prices and everything drawn after them stay those of the fixed market.
+    if let Some(days) = days {
+        let mut after = rng_for(seed, &[ck, 5]);
+        let mut log_p = native_prices[minutes - 1].ln();
+        for _ in 0..i64::from(days) * DAY / 60 {
+            log_p += sigma_minute * normal(&mut after);
+            native_prices.push(log_p.exp());
+        }
     }
 
     let quotes: Vec<QuoteInfo> = p
@@ -336,14 +356,22 @@ fn generate_chain(seed: u64, p: &ChainParams, size: ChainSize, lazy: bool) -> Ch
     let mut latest_by_token: Vec<Option<u32>> = vec![None; tokens.len()];
     let mut latest_by_pool: Vec<Option<u32>> = vec![None; pools.len()];
     let mut latest_records: HashMap<u32, SwapRecord> = HashMap::new();
+    let mut after_now: Vec<Vec<SwapRecord>> = Vec::with_capacity(tokens.len());
     let chunk = if lazy { 32 } else { tokens.len().max(1) };
     for first_token in (0..tokens.len()).step_by(chunk) {
         let last_token = (first_token + chunk).min(tokens.len());
-        let streams: Vec<Vec<SwapRecord>> = (first_token..last_token)
+        let streams: Vec<(Vec<SwapRecord>, Vec<SwapRecord>)> = (first_token..last_token)
             .into_par_iter()
-            .map(|t| token_stream(&source, t as u32, &tokens[t], &pools, &native_prices))
+            .map(|t| {
+                let (history, mut walk) =
+                    Walk::history(&source, t as u32, &tokens[t], &pools, &native_prices);
+                let after: Vec<SwapRecord> =
+                    (0..days.unwrap_or(0)).flat_map(|d| walk.day(d)).collect();
+                (history, after)
+            })
             .collect();
-        for (t, stream) in (first_token..last_token).zip(streams) {
+        for (t, (stream, after)) in (first_token..last_token).zip(streams) {
+            after_now.push(after);
             let base = offsets[t];
             // Each wallet's balance of the token after its last swap of it.
             let mut last_balance: HashMap<u32, f64> = HashMap::new();
@@ -433,6 +461,20 @@ fn generate_chain(seed: u64, p: &ChainParams, size: ChainSize, lazy: bool) -> Ch
     let latest_by_token = latest_of(&latest_by_token);
     let latest_by_pool = latest_of(&latest_by_pool);
 
+    // A live chain's swaps after "now": numbered after the history, quote balances going on
+    // from those at "now"; each token's stream then holds its history and what follows.
+    let live = days.map(|days| {
+        let shape = ChainShape {
+            key: mix(seed, ck),
+            history: u32::try_from(total).expect("a chain has fewer than 2^32 swaps"),
+            history_lens: offsets.windows(2).map(|w| w[1] - w[0]).collect(),
+            pools: pools.len(),
+            wallets: wallets.len(),
+            final_quotes: &final_quotes,
+            end: NOW + i64::from(days) * DAY,
+        };
+        Arc::new(continuation(&shape, &mut after_now))
+    });
     let streams = if lazy {
         SwapStreams::Lazy {
             source: Box::new(source),
@@ -441,12 +483,14 @@ fn generate_chain(seed: u64, p: &ChainParams, size: ChainSize, lazy: bool) -> Ch
     } else {
         SwapStreams::Memory(
             kept.into_iter()
+                .zip(after_now)
                 .enumerate()
-                .map(|(t, mut stream)| {
+                .map(|(t, (mut stream, after))| {
                     let base = offsets[t] as usize;
                     for (k, r) in stream.iter_mut().enumerate() {
                         fill_quote(r, pre_quote[base + k]);
                     }
+                    stream.extend(after);
                     Arc::from(stream)
                 })
                 .collect(),
@@ -455,21 +499,27 @@ fn generate_chain(seed: u64, p: &ChainParams, size: ChainSize, lazy: bool) -> Ch
 
     Chain {
         kind: p.kind,
-        token_by_address: tokens
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.address.clone(), i as u32))
-            .collect(),
-        pool_by_address: pools
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.address.clone(), i as u32))
-            .collect(),
-        wallet_by_address: wallets
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.address.clone(), i as u32))
-            .collect(),
+        token_by_address: Arc::new(
+            tokens
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (t.address.clone(), i as u32))
+                .collect(),
+        ),
+        pool_by_address: Arc::new(
+            pools
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (t.address.clone(), i as u32))
+                .collect(),
+        ),
+        wallet_by_address: Arc::new(
+            wallets
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (t.address.clone(), i as u32))
+                .collect(),
+        ),
         tokens,
         pools,
         wallets,
@@ -478,18 +528,20 @@ fn generate_chain(seed: u64, p: &ChainParams, size: ChainSize, lazy: bool) -> Ch
         start,
         now: NOW,
         slot0: p.slot0,
-        native_prices,
-        offsets,
-        slot_offsets,
-        pre_quote,
-        by_pool,
-        by_wallet,
-        final_tokens,
-        final_quotes,
-        latest_by_token,
-        latest_by_pool,
-        streams,
+        native_prices: native_prices.into(),
+        offsets: offsets.into(),
+        slot_offsets: slot_offsets.into(),
+        pre_quote: pre_quote.into(),
+        by_pool: by_pool.into(),
+        by_wallet: by_wallet.into(),
+        final_tokens: final_tokens.into(),
+        final_quotes: final_quotes.into(),
+        latest_by_token: latest_by_token.into(),
+        latest_by_pool: latest_by_pool.into(),
+        streams: Arc::new(streams),
         hash_seed: mix(seed, ck),
+        live,
+        visible: 0,
     }
 }
 
@@ -508,31 +560,6 @@ fn token_pools_latest<'a>(
 /// 100 bytes each).
 pub(crate) const LAZY_CACHE_RECORDS: usize = 2_500_000;
 
-/// Everything needed to regenerate one token's stream of a chain.
-pub(crate) struct StreamSource {
-    seed: u64,
-    ck: u64,
-    params: ChainParams,
-    start: i64,
-    initial_prices: Vec<f64>,
-    counts: Vec<usize>,
-    by_behaviour: Vec<Vec<u32>>,
-    behaviour_of: Vec<u8>,
-}
-
-impl StreamSource {
-    /// Regenerates token `token`'s stream of `chain` (quote balances not filled).
-    pub(crate) fn stream(&self, chain: &Chain, token: u32) -> Vec<SwapRecord> {
-        token_stream(
-            self,
-            token,
-            &chain.tokens[token as usize],
-            &chain.pools,
-            &chain.native_prices,
-        )
-    }
-}
-
 fn capitalise(s: &str) -> String {
     let mut c = s.chars();
     match c.next() {
@@ -541,322 +568,10 @@ fn capitalise(s: &str) -> String {
     }
 }
 
-/// The holders of one token, per behaviour, with O(1) insert and remove.
-struct Holders {
-    lists: Vec<Vec<u32>>,
-    position: HashMap<u32, usize>,
-}
-
-impl Holders {
-    fn new() -> Self {
-        Holders {
-            lists: vec![Vec::new(); Behaviour::ALL.len()],
-            position: HashMap::new(),
-        }
-    }
-
-    fn insert(&mut self, b: usize, w: u32) {
-        if !self.position.contains_key(&w) {
-            self.position.insert(w, self.lists[b].len());
-            self.lists[b].push(w);
-        }
-    }
-
-    fn remove(&mut self, b: usize, w: u32) {
-        if let Some(i) = self.position.remove(&w) {
-            self.lists[b].swap_remove(i);
-            if let Some(&moved) = self.lists[b].get(i) {
-                self.position.insert(moved, i);
-            }
-        }
-    }
-}
-
-fn behaviour_index(b: Behaviour) -> usize {
-    Behaviour::ALL
-        .iter()
-        .position(|&x| x == b)
-        .expect("Behaviour::ALL lists every behaviour")
-}
-
-/// Picks an index by weight; `None` when every weight is zero.
-fn pick(rng: &mut ChaCha8Rng, weights: &[f64]) -> Option<usize> {
-    let total: f64 = weights.iter().sum();
-    if total <= 0.0 {
-        return None;
-    }
-    let mut x = rng.random::<f64>() * total;
-    for (i, &w) in weights.iter().enumerate() {
-        if x < w {
-            return Some(i);
-        }
-        x -= w;
-    }
-    weights.iter().rposition(|&w| w > 0.0)
-}
-
-fn token_stream(
-    src: &StreamSource,
-    token: u32,
-    info: &TokenInfo,
-    pools: &[PoolInfo],
-    native_prices: &[f64],
-) -> Vec<SwapRecord> {
-    let (p, start, by_behaviour) = (&src.params, src.start, &src.by_behaviour);
-    let n = src.counts[token as usize];
-    let initial_price = src.initial_prices[token as usize];
-    let mut rng = rng_for(src.seed, &[src.ck, 3, u64::from(token)]);
-    let first = info.created_at.max(start) + rng.random_range(30..600);
-    let span = (NOW - first) as f64;
-
-    // Times: 45 % background, 55 % in bursts; the most active tokens have a burst that runs
-    // up to "now", so the short windows have data.
-    let n_bursts = rng.random_range(2..8);
-    let mut bursts: Vec<(f64, f64)> = (0..n_bursts)
-        .map(|_| {
-            let center = rng.random::<f64>() * span;
-            let width = 600.0 * (rng.random::<f64>() * 4.0).exp();
-            (center, width)
-        })
-        .collect();
-    if token < 3 {
-        bursts.push((span - 900.0, 1_800.0));
-    }
-    let mut times: Vec<f64> = (0..n)
-        .map(|_| {
-            if rng.random::<f64>() < 0.45 {
-                rng.random::<f64>() * span
-            } else {
-                let (c, w) = bursts[rng.random_range(0..bursts.len())];
-                (c + w * normal(&mut rng)).clamp(0.0, span - 1.0)
-            }
-        })
-        .collect();
-    times.sort_by(f64::total_cmp);
-
-    // Diffusion part of the log price: drift and volatility per token.
-    let sigma_day = rng.random_range(0.03..0.25);
-    let mu_day = rng.random_range(-0.03..0.03);
-    let sigma_s = sigma_day / 86_400f64.sqrt();
-    let mu_s = mu_day / 86_400.0;
-    let mut diffusion = Vec::with_capacity(n);
-    let mut x = initial_price.ln();
-    let mut prev_t = 0.0;
-    for &t in &times {
-        let dt = (t - prev_t).max(0.0);
-        x += (mu_s - 0.5 * sigma_s * sigma_s) * dt + sigma_s * dt.sqrt() * normal(&mut rng);
-        diffusion.push(x);
-        prev_t = t;
-    }
-
-    let early_swaps = (n / 50).max(5);
-    let mut holders = Holders::new();
-    let mut balances: HashMap<u32, f64> = HashMap::new();
-    let mut impact = 0.0f64;
-    let mut out = Vec::with_capacity(n);
-    let mut prev_slot_offset = 0i64;
-    prev_t = 0.0;
-    for k in 0..n {
-        let t = times[k];
-        let horizon = (k + 30).min(n - 1);
-        let future = diffusion[horizon] - diffusion[k];
-        impact *= (-(t - prev_t).max(0.0) / 600.0).exp();
-        prev_t = t;
-
-        let early = k < early_swaps;
-        let want_buy = rng.random::<f64>() < 0.52 + if future > 0.0 { 0.15 } else { -0.15 };
-        let sell_weights: Vec<f64> = Behaviour::ALL
-            .iter()
-            .enumerate()
-            .map(|(b, beh)| {
-                let w = match beh {
-                    Behaviour::Profitable => {
-                        if future < 0.0 {
-                            4.0
-                        } else {
-                            0.3
-                        }
-                    }
-                    Behaviour::Losing => {
-                        if future > 0.0 {
-                            3.0
-                        } else {
-                            0.7
-                        }
-                    }
-                    Behaviour::Sniper => 4.0,
-                    Behaviour::Holder => 0.15,
-                    Behaviour::Bot => 2.0,
-                };
-                w * holders.lists[b].len() as f64
-            })
-            .collect();
-        let sell_from = if want_buy {
-            None
-        } else {
-            pick(&mut rng, &sell_weights)
-        };
-
-        let (wallet, buy, amount_tokens, price);
-        match sell_from {
-            Some(b) => {
-                let list = &holders.lists[b];
-                let w = list[rng.random_range(0..list.len())];
-                let held = balances[&w];
-                let full_p = match Behaviour::ALL[b] {
-                    Behaviour::Sniper => 0.7,
-                    Behaviour::Profitable => 0.5,
-                    Behaviour::Losing => 0.4,
-                    Behaviour::Holder => 0.3,
-                    Behaviour::Bot => 0.6,
-                };
-                let amount = if rng.random::<f64>() < full_p {
-                    held
-                } else {
-                    held * rng.random_range(0.2..0.8)
-                };
-                let usd_guess = amount * (diffusion[k] + impact).exp();
-                impact -= impact_of(usd_guess);
-                price = (diffusion[k] + impact).exp();
-                wallet = w;
-                buy = false;
-                amount_tokens = amount;
-            }
-            None => {
-                let weights: Vec<f64> = Behaviour::ALL
-                    .iter()
-                    .enumerate()
-                    .map(|(b, beh)| {
-                        if by_behaviour[b].is_empty() {
-                            return 0.0;
-                        }
-                        match beh {
-                            Behaviour::Sniper => {
-                                if early {
-                                    8.0
-                                } else {
-                                    0.2
-                                }
-                            }
-                            Behaviour::Profitable => {
-                                if future > 0.0 {
-                                    3.0
-                                } else {
-                                    0.2
-                                }
-                            }
-                            Behaviour::Losing => {
-                                if future < 0.0 {
-                                    3.0
-                                } else {
-                                    0.5
-                                }
-                            }
-                            Behaviour::Holder => 1.5,
-                            Behaviour::Bot => 3.0,
-                        }
-                    })
-                    .collect();
-                let b = pick(&mut rng, &weights)
-                    .expect("the market has at least one wallet of some behaviour");
-                let list = &by_behaviour[b];
-                // Skewed within the behaviour: a few wallets trade much more than the rest.
-                let u: f64 = rng.random();
-                let w = list[((u * u * u) * list.len() as f64) as usize % list.len()];
-                let median = match Behaviour::ALL[b] {
-                    Behaviour::Bot => 50.0,
-                    Behaviour::Sniper => 500.0,
-                    Behaviour::Profitable => 1_500.0,
-                    Behaviour::Losing => 300.0,
-                    Behaviour::Holder => 800.0,
-                };
-                let usd = (median * (0.8 * normal(&mut rng)).exp()).min(median * 40.0);
-                impact += impact_of(usd);
-                price = (diffusion[k] + impact).exp();
-                wallet = w;
-                buy = true;
-                amount_tokens = usd / price;
-            }
-        }
-
-        let pre = balances.get(&wallet).copied().unwrap_or(0.0);
-        let (post, state) = if buy {
-            let state = if pre == 0.0 {
-                PosState::Open
-            } else {
-                PosState::Trade
-            };
-            (pre + amount_tokens, state)
-        } else if amount_tokens >= pre {
-            (0.0, PosState::Close)
-        } else {
-            (pre - amount_tokens, PosState::Trade)
-        };
-        let b = usize::from(src.behaviour_of[wallet as usize]);
-        if post > 0.0 {
-            balances.insert(wallet, post);
-            holders.insert(b, wallet);
-        } else {
-            balances.remove(&wallet);
-            holders.remove(b, wallet);
-        }
-
-        let pool_choice = if info.pools.len() > 1 && rng.random::<f64>() < 0.3 {
-            info.pools[1]
-        } else {
-            info.pools[0]
-        };
-        let quote = pools[pool_choice as usize].quote;
-        let abs_t = first + t as i64;
-        let slot_offset = ((abs_t - start) * p.slots_num) / p.slots_den
-            + if p.slots_num > p.slots_den {
-                rng.random_range(0..p.slots_num / p.slots_den)
-            } else {
-                0
-            };
-        // Slots never go backwards within a token, so the stream's order (which the balances
-        // above follow) is also its order in the merged event order.
-        let slot_offset = slot_offset.max(prev_slot_offset);
-        prev_slot_offset = slot_offset;
-        let slot = p.slot0 + slot_offset;
-        let time = start + (slot_offset * p.slots_den) / p.slots_num;
-        let minute = (((time - start).max(0)) / 60) as usize;
-        let quote_price = if quote == 0 {
-            native_prices[minute.min(native_prices.len() - 1)]
-        } else {
-            1.0
-        };
-        let usd = amount_tokens * price;
-        out.push(SwapRecord {
-            slot,
-            time,
-            token,
-            pool: pool_choice,
-            wallet,
-            quote,
-            buy,
-            state,
-            token_amount: amount_tokens,
-            quote_amount: usd / quote_price,
-            token_price: price,
-            quote_price,
-            pre_token: pre,
-            post_token: post,
-            pre_quote: 0.0,
-            post_quote: 0.0,
-        });
-    }
-    out
-}
-
-/// Log-price impact of a trade of `usd`: a square-root law, capped.
-fn impact_of(usd: f64) -> f64 {
-    (0.002 * (usd / 1_000.0).sqrt()).min(0.05)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sim::market::PosState;
 
     fn all_records(chain: &Chain) -> Vec<SwapRecord> {
         (0..chain.swap_count() as u32)
@@ -878,8 +593,8 @@ mod tests {
     fn lazy_chains_regenerate_exactly_the_kept_streams() {
         let kept = generate_with(3, Scale::Tiny, false);
         let lazy = generate_with(3, Scale::Tiny, true);
-        assert!(matches!(lazy.alt.streams, SwapStreams::Lazy { .. }));
-        assert!(matches!(kept.alt.streams, SwapStreams::Memory(_)));
+        assert!(matches!(*lazy.alt.streams, SwapStreams::Lazy { .. }));
+        assert!(matches!(*kept.alt.streams, SwapStreams::Memory(_)));
         for (k, l) in [(&kept.alt, &lazy.alt), (&kept.evm[0], &lazy.evm[0])] {
             assert_eq!(all_records(k), all_records(l));
             assert_eq!(k.by_pool, l.by_pool);
@@ -898,7 +613,7 @@ mod tests {
         for chain in std::iter::once(&m.alt).chain(&m.evm) {
             // Event order: (slot, id) strictly increasing along every wallet's list, and times
             // never decrease with the slot.
-            for list in &chain.by_wallet {
+            for list in chain.by_wallet.iter() {
                 let keys: Vec<(i64, i64)> = list.iter().map(|&i| chain.key(i)).collect();
                 assert!(keys.windows(2).all(|w| w[0] < w[1]));
             }
@@ -959,6 +674,46 @@ mod tests {
                     chain.latest_of_pool(p),
                     chain.pool_records(p).last().copied()
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn a_live_chain_goes_on_after_its_history_in_event_order() {
+        for seed in [1, 2] {
+            let m = generate_live(seed, Scale::Tiny, 3);
+            for chain in std::iter::once(&m.alt).chain(&m.evm) {
+                let history = chain.swap_count() as u32;
+                let end = chain.at(NOW + 3 * DAY);
+                let after = end.swap_count() as u32 - history;
+                assert!(after > 0, "three days bring swaps");
+                let last = (0..history).map(|i| chain.key(i)).max().expect("a history");
+                let mut prev = last;
+                let mut balances: HashMap<(u32, u8), f64> = HashMap::new();
+                for i in history..history + after {
+                    // Ids and slots grow together after the history; times lie after now.
+                    let (key, s) = (end.key(i), end.record(i));
+                    assert!(key > prev && key.0 > last.0, "{key:?} after {prev:?}");
+                    prev = key;
+                    assert!(s.time > NOW && s.time <= NOW + 3 * DAY);
+                    assert_eq!(end.token_of(i), s.token);
+                    // Quote balances go on, or rise before a buy (a transfer), never below 0.
+                    let held = balances
+                        .get(&(s.wallet, s.quote))
+                        .copied()
+                        .unwrap_or(chain.final_quotes[s.wallet as usize][s.quote as usize]);
+                    assert!(s.pre_quote == held || (s.buy && s.pre_quote > held));
+                    assert!(s.post_quote >= 0.0);
+                    balances.insert((s.wallet, s.quote), s.post_quote);
+                }
+                // Taken at an instant, a chain shows a prefix of the event order.
+                let mid = chain.at(NOW + DAY);
+                let shown = mid.swap_count() as u32;
+                assert!((history..history + after).contains(&shown));
+                for i in history..shown {
+                    assert!(mid.record(i).time <= NOW + DAY);
+                }
+                assert!(end.record(shown).time > NOW + DAY);
             }
         }
     }

@@ -1,13 +1,14 @@
 //! The generated market: chains, tokens, pools, wallets and the swap stream, with indexes.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use chrono::{DateTime, TimeZone, Utc};
 use serde::Serialize;
 
 use super::Scale;
-use super::generate::StreamSource;
+use super::live::Continuation;
+use super::streams::{StreamView, SwapStreams};
 use crate::api::models::{ChainFamily, Direction, PositionState, Swap, SwapType, Trade};
 
 /// How a wallet trades; the generator uses it to pick who buys and who sells.
@@ -177,79 +178,18 @@ impl PosState {
     }
 }
 
-/// Where the swap records of a chain live.
-pub(crate) enum SwapStreams {
-    /// Every token's stream, generated once and kept.
-    Memory(Vec<Arc<[SwapRecord]>>),
-    /// Streams regenerated from the seed on demand, with a cache bounded in records.
-    Lazy {
-        /// Regenerates one token's stream.
-        source: Box<StreamSource>,
-        /// Recently used streams.
-        cache: Mutex<StreamCache>,
-    },
-}
-
-/// Recently used token streams, evicted least recently used first once they hold more than
-/// `budget` records.
-pub(crate) struct StreamCache {
-    streams: HashMap<u32, (Arc<[SwapRecord]>, u64)>,
-    records: usize,
-    budget: usize,
-    tick: u64,
-}
-
-impl StreamCache {
-    pub(crate) fn new(budget: usize) -> Self {
-        StreamCache {
-            streams: HashMap::new(),
-            records: 0,
-            budget,
-            tick: 0,
-        }
-    }
-
-    fn get(&mut self, token: u32) -> Option<Arc<[SwapRecord]>> {
-        self.tick += 1;
-        let tick = self.tick;
-        self.streams.get_mut(&token).map(|(s, used)| {
-            *used = tick;
-            s.clone()
-        })
-    }
-
-    fn insert(&mut self, token: u32, stream: Arc<[SwapRecord]>) {
-        self.tick += 1;
-        if let Some((old, _)) = self.streams.insert(token, (stream.clone(), self.tick)) {
-            self.records -= old.len();
-        }
-        self.records += stream.len();
-        while self.records > self.budget && self.streams.len() > 1 {
-            let oldest = self
-                .streams
-                .iter()
-                .filter(|(t, _)| **t != token)
-                .min_by_key(|(_, (_, used))| *used)
-                .map(|(t, _)| *t);
-            match oldest {
-                Some(t) => {
-                    if let Some((s, _)) = self.streams.remove(&t) {
-                        self.records -= s.len();
-                    }
-                }
-                None => break,
-            }
-        }
-    }
-}
-
-/// A list of swap indexes in event order: a token's contiguous range or an explicit list.
+/// A list of swap indexes in event order: a token's contiguous range or an explicit list,
+/// each possibly followed by the swaps after the fixed "now" of a live market.
 #[derive(Debug, Clone, Copy)]
 pub enum IndexList<'a> {
     /// Indexes `start..end`.
     Range(u32, u32),
     /// Explicit indexes.
     Slice(&'a [u32]),
+    /// Indexes `start..end`, then the explicit indexes.
+    RangeThen(u32, u32, &'a [u32]),
+    /// The first explicit indexes, then the second.
+    SliceThen(&'a [u32], &'a [u32]),
 }
 
 impl IndexList<'_> {
@@ -258,6 +198,8 @@ impl IndexList<'_> {
         match self {
             IndexList::Range(a, b) => (b - a) as usize,
             IndexList::Slice(s) => s.len(),
+            IndexList::RangeThen(a, b, s) => (b - a) as usize + s.len(),
+            IndexList::SliceThen(h, s) => h.len() + s.len(),
         }
     }
 
@@ -271,6 +213,21 @@ impl IndexList<'_> {
         match self {
             IndexList::Range(a, _) => a + pos as u32,
             IndexList::Slice(s) => s[pos],
+            IndexList::RangeThen(a, b, s) => {
+                let head = (b - a) as usize;
+                if pos < head {
+                    a + pos as u32
+                } else {
+                    s[pos - head]
+                }
+            }
+            IndexList::SliceThen(h, s) => {
+                if pos < h.len() {
+                    h[pos]
+                } else {
+                    s[pos - h.len()]
+                }
+            }
         }
     }
 }
@@ -280,6 +237,11 @@ impl IndexList<'_> {
 /// Swaps are numbered token by token: token `t`'s swaps, in event order, have the indexes
 /// `offsets[t]..offsets[t + 1]`, and the swap at index `i` has id `first_id + i`. The event
 /// order of the whole chain is `(block_slot, id)`, which is also `(block_time, block_slot, id)`.
+///
+/// A live chain also holds the swaps after the fixed "now", numbered after the history in
+/// event order; a chain taken at an instant ([`SyntheticMarket::at`]) shows those up to it,
+/// and every method answers as of its `now`. Cloning shares the swaps and indexes.
+#[derive(Clone)]
 pub struct Chain {
     /// Family and chain id.
     pub kind: ChainFamily,
@@ -295,36 +257,40 @@ pub struct Chain {
     pub first_id: i64,
     /// Start of the generated history, Unix seconds.
     pub start: i64,
-    /// The simulated "now", Unix seconds.
+    /// The simulated "now" the chain answers at, Unix seconds.
     pub now: i64,
     /// Slot (or block number) at `start`.
     pub(crate) slot0: i64,
     /// Price of the native coin per minute from `start`, USD.
-    pub(crate) native_prices: Vec<f64>,
+    pub(crate) native_prices: Arc<[f64]>,
     /// Token `t`'s swaps are the indexes `offsets[t]..offsets[t + 1]`.
-    pub(crate) offsets: Vec<u32>,
-    /// Per swap index: its slot minus `slot0`.
-    pub(crate) slot_offsets: Vec<u32>,
-    /// Per swap index: the wallet's balance of the swap's quote token before it.
-    pub(crate) pre_quote: Vec<f64>,
-    /// Per pool: indexes of its swaps, in event order.
-    pub(crate) by_pool: Vec<Vec<u32>>,
-    /// Per wallet: indexes of its swaps, in event order.
-    pub(crate) by_wallet: Vec<Vec<u32>>,
-    /// Per wallet: `(token, balance)` of every token it holds at "now", by token.
-    pub(crate) final_tokens: Vec<Vec<(u32, f64)>>,
-    /// Per wallet: its balance of each quote token at "now".
-    pub(crate) final_quotes: Vec<[f64; 2]>,
-    /// Per token: index and record of its latest swap.
-    pub(crate) latest_by_token: Vec<Option<(u32, SwapRecord)>>,
-    /// Per pool: index and record of its latest swap.
-    pub(crate) latest_by_pool: Vec<Option<(u32, SwapRecord)>>,
-    pub(crate) streams: SwapStreams,
-    pub(crate) token_by_address: HashMap<String, u32>,
-    pub(crate) pool_by_address: HashMap<String, u32>,
-    pub(crate) wallet_by_address: HashMap<String, u32>,
+    pub(crate) offsets: Arc<[u32]>,
+    /// Per swap index of the history: its slot minus `slot0`.
+    pub(crate) slot_offsets: Arc<[u32]>,
+    /// Per swap index of the history: the wallet's balance of the swap's quote token before it.
+    pub(crate) pre_quote: Arc<[f64]>,
+    /// Per pool: indexes of its swaps of the history, in event order.
+    pub(crate) by_pool: Arc<[Vec<u32>]>,
+    /// Per wallet: indexes of its swaps of the history, in event order.
+    pub(crate) by_wallet: Arc<[Vec<u32>]>,
+    /// Per wallet: `(token, balance)` of every token it holds at the fixed "now", by token.
+    pub(crate) final_tokens: Arc<[Vec<(u32, f64)>]>,
+    /// Per wallet: its balance of each quote token at the fixed "now".
+    pub(crate) final_quotes: Arc<[[f64; 2]]>,
+    /// Per token: index and record of its latest swap of the history.
+    pub(crate) latest_by_token: Arc<[Option<(u32, SwapRecord)>]>,
+    /// Per pool: index and record of its latest swap of the history.
+    pub(crate) latest_by_pool: Arc<[Option<(u32, SwapRecord)>]>,
+    pub(crate) streams: Arc<SwapStreams>,
+    pub(crate) token_by_address: Arc<HashMap<String, u32>>,
+    pub(crate) pool_by_address: Arc<HashMap<String, u32>>,
+    pub(crate) wallet_by_address: Arc<HashMap<String, u32>>,
     /// Seed the chain's hashes (transaction hashes, position addresses) derive from.
     pub(crate) hash_seed: u64,
+    /// A live chain's swaps after the fixed "now".
+    pub(crate) live: Option<Arc<Continuation>>,
+    /// How many of them the chain shows (those at or before `now`).
+    pub(crate) visible: u32,
 }
 
 impl std::fmt::Debug for Chain {
@@ -347,9 +313,32 @@ pub(crate) fn utc(secs: i64) -> DateTime<Utc> {
 }
 
 impl Chain {
-    /// Number of swaps.
+    /// Number of swaps of the history (up to the fixed "now").
+    fn history_count(&self) -> u32 {
+        self.slot_offsets.len() as u32
+    }
+
+    /// The part of `list` (indexes of swaps after the fixed "now", in event order) that the
+    /// chain shows at its `now`; empty for a chain that is not live.
+    fn visible_part<'a>(&'a self, list: impl FnOnce(&'a Continuation) -> &'a [u32]) -> &'a [u32] {
+        match &self.live {
+            Some(c) => Continuation::prefix(list(c), self.history_count() + self.visible),
+            None => &[],
+        }
+    }
+
+    /// The chain as it answers at `now` (Unix seconds): a live chain shows the swaps at or
+    /// before it; a chain that is not live only moves its `now`.
+    pub(crate) fn at(&self, now: i64) -> Chain {
+        let mut chain = self.clone();
+        chain.now = now;
+        chain.visible = self.live.as_ref().map_or(0, |c| c.visible_at(now));
+        chain
+    }
+
+    /// Number of swaps (as of `now`).
     pub fn swap_count(&self) -> usize {
-        self.slot_offsets.len()
+        self.history_count() as usize + self.visible as usize
     }
 
     /// The id of the swap at `index`.
@@ -357,7 +346,7 @@ impl Chain {
         self.first_id + i64::from(index)
     }
 
-    /// The index of the swap with `id`, if it exists.
+    /// The index of the swap with `id`, if it exists (as of `now`).
     pub fn swap_index(&self, id: i64) -> Option<u32> {
         let i = id.checked_sub(self.first_id)?;
         if i >= 0 && (i as usize) < self.swap_count() {
@@ -369,15 +358,19 @@ impl Chain {
 
     /// The event-order key `(block_slot, id)` of the swap at `index`.
     pub fn key(&self, index: u32) -> (i64, i64) {
-        (
-            self.slot0 + i64::from(self.slot_offsets[index as usize]),
-            self.swap_id(index),
-        )
+        let slot = match (index.checked_sub(self.history_count()), &self.live) {
+            (Some(j), Some(c)) => c.slots[j as usize],
+            _ => self.slot0 + i64::from(self.slot_offsets[index as usize]),
+        };
+        (slot, self.swap_id(index))
     }
 
     /// The token of the swap at `index`.
     pub fn token_of(&self, index: u32) -> u32 {
-        (self.offsets.partition_point(|&o| o <= index) - 1) as u32
+        match (index.checked_sub(self.history_count()), &self.live) {
+            (Some(j), Some(c)) => c.entries[j as usize].0,
+            _ => (self.offsets.partition_point(|&o| o <= index) - 1) as u32,
+        }
     }
 
     /// Index of a token by address.
@@ -397,38 +390,53 @@ impl Chain {
 
     /// Indexes of a token's swaps, in event order.
     pub fn token_swaps(&self, token: u32) -> IndexList<'_> {
-        IndexList::Range(
-            self.offsets[token as usize],
-            self.offsets[token as usize + 1],
-        )
+        let t = token as usize;
+        let (a, b) = (self.offsets[t], self.offsets[t + 1]);
+        match self.visible_part(|c| c.by_token[t].as_slice()) {
+            [] => IndexList::Range(a, b),
+            after => IndexList::RangeThen(a, b, after),
+        }
     }
 
     /// Indexes of a pool's swaps, in event order.
     pub fn pool_swaps(&self, pool: u32) -> IndexList<'_> {
-        IndexList::Slice(&self.by_pool[pool as usize])
+        let history = &self.by_pool[pool as usize];
+        match self.visible_part(|c| c.by_pool[pool as usize].as_slice()) {
+            [] => IndexList::Slice(history),
+            after => IndexList::SliceThen(history, after),
+        }
     }
 
     /// Indexes of a wallet's swaps, in event order.
     pub fn wallet_swaps(&self, wallet: u32) -> IndexList<'_> {
-        IndexList::Slice(&self.by_wallet[wallet as usize])
+        let history = &self.by_wallet[wallet as usize];
+        match self.visible_part(|c| c.by_wallet[wallet as usize].as_slice()) {
+            [] => IndexList::Slice(history),
+            after => IndexList::SliceThen(history, after),
+        }
     }
 
-    /// A token's swaps in event order (its swap at position `k` has index `offsets[t] + k`).
-    pub fn stream(&self, token: u32) -> Arc<[SwapRecord]> {
-        match &self.streams {
-            SwapStreams::Memory(streams) => streams[token as usize].clone(),
+    /// A token's swaps in event order, as of `now`: its swap at position `k` has index
+    /// `offsets[t] + k` in the history; after it, the positions follow the token's swaps after
+    /// the fixed "now" in event order.
+    pub fn stream(&self, token: u32) -> StreamView {
+        let t = token as usize;
+        let len = (self.offsets[t + 1] - self.offsets[t]) as usize
+            + self.visible_part(|c| c.by_token[t].as_slice()).len();
+        match &*self.streams {
+            SwapStreams::Memory(streams) => StreamView::new(streams[t].clone(), len),
             SwapStreams::Lazy { source, cache } => {
                 if let Some(s) = cache
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
                     .get(token)
                 {
-                    return s;
+                    return StreamView::new(s, len);
                 }
                 // Regenerated outside the lock: two requests may both regenerate a stream,
                 // which costs time but gives the same records.
                 let mut records = source.stream(self, token);
-                let first = self.offsets[token as usize] as usize;
+                let first = self.offsets[t] as usize;
                 for (k, r) in records.iter_mut().enumerate() {
                     fill_quote(r, self.pre_quote[first + k]);
                 }
@@ -437,33 +445,66 @@ impl Chain {
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
                     .insert(token, stream.clone());
-                stream
+                StreamView::new(stream, len)
             }
         }
     }
 
     /// The swap at `index`.
     pub fn record(&self, index: u32) -> SwapRecord {
-        let t = self.token_of(index);
-        self.stream(t)[(index - self.offsets[t as usize]) as usize]
+        match (index.checked_sub(self.history_count()), &self.live) {
+            (Some(j), Some(c)) => {
+                let (t, pos) = c.entries[j as usize];
+                self.stream(t)[pos as usize]
+            }
+            _ => {
+                let t = self.token_of(index);
+                self.stream(t)[(index - self.offsets[t as usize]) as usize]
+            }
+        }
     }
 
-    /// The latest swap of a token, if it has any.
+    /// The latest swap of a token, if it has any (as of `now`).
     pub fn latest_of_token(&self, token: u32) -> Option<SwapRecord> {
-        self.latest_by_token[token as usize].map(|(_, r)| r)
+        match self
+            .visible_part(|c| c.by_token[token as usize].as_slice())
+            .last()
+        {
+            Some(&i) => Some(self.record(i)),
+            None => self.latest_by_token[token as usize].map(|(_, r)| r),
+        }
     }
 
-    /// The latest swap of a pool, if it has any.
+    /// The latest swap of a pool, if it has any (as of `now`).
     pub fn latest_of_pool(&self, pool: u32) -> Option<SwapRecord> {
-        self.latest_by_pool[pool as usize].map(|(_, r)| r)
+        match self
+            .visible_part(|c| c.by_pool[pool as usize].as_slice())
+            .last()
+        {
+            Some(&i) => Some(self.record(i)),
+            None => self.latest_by_pool[pool as usize].map(|(_, r)| r),
+        }
     }
 
-    /// A wallet's token balances at "now" (`(token, balance)`, positive, by token) and its
-    /// quote balances, without reading any stream.
-    pub fn final_balances(&self, wallet: u32) -> (&[(u32, f64)], [f64; 2]) {
+    /// A wallet's token balances at `now` (`(token, balance)`, positive, by token) and its
+    /// quote balances: those the generator kept for the fixed "now", moved by the wallet's
+    /// swaps after it (so that no token stream of the history is read).
+    pub fn final_balances(&self, wallet: u32) -> (Vec<(u32, f64)>, [f64; 2]) {
+        let w = wallet as usize;
+        let mut quotes = self.final_quotes[w];
+        let after = self.visible_part(|c| c.by_wallet[w].as_slice());
+        if after.is_empty() {
+            return (self.final_tokens[w].clone(), quotes);
+        }
+        let mut tokens: BTreeMap<u32, f64> = self.final_tokens[w].iter().copied().collect();
+        for &i in after {
+            let s = self.record(i);
+            tokens.insert(s.token, s.post_token);
+            quotes[s.quote as usize] = s.post_quote;
+        }
         (
-            &self.final_tokens[wallet as usize],
-            self.final_quotes[wallet as usize],
+            tokens.into_iter().filter(|(_, b)| *b > 0.0).collect(),
+            quotes,
         )
     }
 
@@ -612,72 +653,6 @@ impl Chain {
     pub fn token_swap_count(&self, token: u32) -> usize {
         self.token_swaps(token).len()
     }
-
-    fn catalog(&self) -> CatalogChain {
-        let mut order: Vec<u32> = (0..self.tokens.len() as u32).collect();
-        order.sort_by_key(|&t| (std::cmp::Reverse(self.token_swap_count(t)), t));
-        let tokens = order
-            .iter()
-            .map(|&t| {
-                let info = &self.tokens[t as usize];
-                CatalogToken {
-                    address: info.address.clone(),
-                    symbol: info.symbol.clone(),
-                    name: info.name.clone(),
-                    created_at: utc(info.created_at),
-                    creator: info.creator.clone(),
-                    socials: [
-                        ("twitter", &info.twitter),
-                        ("discord", &info.discord),
-                        ("website", &info.website),
-                        ("telegram", &info.telegram),
-                    ]
-                    .into_iter()
-                    .filter_map(|(k, v)| v.clone().map(|v| (k.to_owned(), v)))
-                    .collect(),
-                    pools: info
-                        .pools
-                        .iter()
-                        .map(|&p| self.pools[p as usize].address.clone())
-                        .collect(),
-                    swap_count: self.token_swap_count(t) as u64,
-                }
-            })
-            .collect();
-        let mut pool_order: Vec<u32> = (0..self.pools.len() as u32).collect();
-        pool_order.sort_by_key(|&p| (std::cmp::Reverse(self.by_pool[p as usize].len()), p));
-        let pools = pool_order
-            .iter()
-            .map(|&p| {
-                let info = &self.pools[p as usize];
-                CatalogPool {
-                    address: info.address.clone(),
-                    token: self.tokens[info.token as usize].address.clone(),
-                    quote: self.quotes[info.quote as usize].address.clone(),
-                    protocol: info.protocol.to_owned(),
-                    swap_count: self.by_pool[p as usize].len() as u64,
-                }
-            })
-            .collect();
-        let mut wallet_order: Vec<u32> = (0..self.wallets.len() as u32).collect();
-        wallet_order.sort_by_key(|&w| (std::cmp::Reverse(self.by_wallet[w as usize].len()), w));
-        let wallets = wallet_order
-            .iter()
-            .map(|&w| {
-                let info = &self.wallets[w as usize];
-                CatalogWallet {
-                    address: info.address.clone(),
-                    behaviour: info.behaviour,
-                    swap_count: self.by_wallet[w as usize].len() as u64,
-                }
-            })
-            .collect();
-        CatalogChain {
-            tokens,
-            pools,
-            wallets,
-        }
-    }
 }
 
 /// Sets the quote balances of a record from the wallet's balance before it.
@@ -718,14 +693,90 @@ impl SyntheticMarket {
         super::generate::generate_with(seed, scale, true)
     }
 
-    /// The simulated "now": the end of the generated history, the default of every `to`.
+    /// A live market of `seed` at `scale`: the same history as [`SyntheticMarket::generate`]
+    /// (to the byte: the same swaps, ids, balances and answers up to the fixed "now"), followed
+    /// by `horizon_days` days of trading after it by the same generators and wallets. The
+    /// market itself answers at the fixed "now"; [`SyntheticMarket::at`] takes it at a later
+    /// instant. The large scale is refused: it keeps no streams in memory, and the swaps after
+    /// "now" are kept there.
+    pub fn generate_live(
+        seed: u64,
+        scale: Scale,
+        horizon_days: u32,
+    ) -> crate::Result<SyntheticMarket> {
+        if scale == Scale::Large {
+            return Err(crate::Error::InvalidArgument {
+                argument: "scale".into(),
+                reason: "a live market keeps its swaps in memory: tiny, small or medium".into(),
+            });
+        }
+        if !(1..=super::live::MAX_HORIZON_DAYS).contains(&horizon_days) {
+            return Err(crate::Error::InvalidArgument {
+                argument: "horizon days".into(),
+                reason: format!(
+                    "{horizon_days}: a live market trades for 1 to {} days after now",
+                    super::live::MAX_HORIZON_DAYS
+                ),
+            });
+        }
+        Ok(super::generate::generate_live(seed, scale, horizon_days))
+    }
+
+    /// The simulated "now" the market answers at: the fixed end of the history, the default of
+    /// every `to`, or for a market taken with [`SyntheticMarket::at`], that instant.
     pub fn now(&self) -> DateTime<Utc> {
         utc(self.now)
     }
 
+    /// Whether the market goes on trading after the fixed "now" ([`SyntheticMarket::generate_live`]).
+    pub fn is_live(&self) -> bool {
+        self.alt.live.is_some()
+    }
+
+    /// For a live market, the end of its generated trading: no swap happens after it.
+    pub fn trading_until(&self) -> Option<DateTime<Utc>> {
+        self.alt.live.as_ref().map(|c| utc(c.end))
+    }
+
+    /// A live market as it answers at `now` (truncated to the second): every swap with a
+    /// block time at or before it, and every derived answer (prices, stats, candles, profiles,
+    /// portfolios) computed at it. The result shares the swaps with `self`. `now` must not be
+    /// before the fixed "now" (the history is fixed), and the market must be live.
+    pub fn at(&self, now: DateTime<Utc>) -> crate::Result<SyntheticMarket> {
+        if !self.is_live() {
+            return Err(crate::Error::InvalidArgument {
+                argument: "market".into(),
+                reason: "only a live market (SyntheticMarket::generate_live) moves with a clock"
+                    .into(),
+            });
+        }
+        let secs = now.timestamp();
+        if secs < super::generate::NOW {
+            return Err(crate::Error::InvalidArgument {
+                argument: "now".into(),
+                reason: format!(
+                    "{now} is before the market's fixed now {}; the history does not move",
+                    utc(super::generate::NOW)
+                ),
+            });
+        }
+        Ok(self.at_secs(secs))
+    }
+
+    /// The market at `now`, Unix seconds (see [`SyntheticMarket::at`]; not checked).
+    pub(crate) fn at_secs(&self, now: i64) -> SyntheticMarket {
+        SyntheticMarket {
+            seed: self.seed,
+            scale: self.scale,
+            alt: self.alt.at(now),
+            evm: self.evm.iter().map(|c| c.at(now)).collect(),
+            now,
+        }
+    }
+
     /// Whether token streams are regenerated on demand (the large scale) rather than kept.
     pub fn is_lazy(&self) -> bool {
-        matches!(self.alt.streams, SwapStreams::Lazy { .. })
+        matches!(*self.alt.streams, SwapStreams::Lazy { .. })
     }
 
     /// The EVM chain with `chain_id`, if the market has it.
@@ -745,91 +796,6 @@ impl SyntheticMarket {
             })
             .collect()
     }
-
-    /// The market's tokens, pools and wallets (the `--catalog` JSON), most active first.
-    pub fn catalog(&self) -> Catalog {
-        Catalog {
-            evm: self
-                .evm
-                .iter()
-                .filter_map(|c| match c.kind {
-                    ChainFamily::Evm(id) => Some((id.to_string(), c.catalog())),
-                    ChainFamily::Altchain => None,
-                })
-                .collect(),
-            altchain: self.alt.catalog(),
-            now: self.now(),
-        }
-    }
-}
-
-/// The market as JSON: `{"evm": {"<chain_id>": ...}, "altchain": ..., "now": ...}`.
-#[derive(Debug, Clone, Serialize)]
-pub struct Catalog {
-    /// EVM chains by decimal `chain_id`.
-    pub evm: BTreeMap<String, CatalogChain>,
-    /// The altchain.
-    pub altchain: CatalogChain,
-    /// The simulated "now".
-    pub now: DateTime<Utc>,
-}
-
-/// One chain of the catalog.
-#[derive(Debug, Clone, Serialize)]
-pub struct CatalogChain {
-    /// Tokens, most swapped first.
-    pub tokens: Vec<CatalogToken>,
-    /// Pools, most swapped first.
-    pub pools: Vec<CatalogPool>,
-    /// Wallets, most active first.
-    pub wallets: Vec<CatalogWallet>,
-}
-
-/// A token of the catalog.
-#[derive(Debug, Clone, Serialize)]
-pub struct CatalogToken {
-    /// Address.
-    pub address: String,
-    /// Ticker symbol.
-    pub symbol: String,
-    /// Display name.
-    pub name: String,
-    /// Creation time.
-    pub created_at: DateTime<Utc>,
-    /// Creator's address.
-    pub creator: String,
-    /// Social links present for the token, by kind (`twitter`, `discord`, ...).
-    pub socials: BTreeMap<String, String>,
-    /// Addresses of its pools.
-    pub pools: Vec<String>,
-    /// Number of swaps.
-    pub swap_count: u64,
-}
-
-/// A pool of the catalog.
-#[derive(Debug, Clone, Serialize)]
-pub struct CatalogPool {
-    /// Address.
-    pub address: String,
-    /// Token address.
-    pub token: String,
-    /// Quote token address.
-    pub quote: String,
-    /// DEX protocol.
-    pub protocol: String,
-    /// Number of swaps.
-    pub swap_count: u64,
-}
-
-/// A wallet of the catalog.
-#[derive(Debug, Clone, Serialize)]
-pub struct CatalogWallet {
-    /// Address.
-    pub address: String,
-    /// How it trades.
-    pub behaviour: Behaviour,
-    /// Number of swaps.
-    pub swap_count: u64,
 }
 
 /// SplitMix64 finaliser of `a` and `b`: a fast, well-mixed 64-bit hash used for addresses and

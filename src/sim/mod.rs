@@ -11,6 +11,36 @@
 //! keys ([`DEMO_KEY`], [`FREE_KEY`]), its error bodies, an optional per-key rate limit and
 //! injected faults.
 //!
+//! # Live
+//!
+//! With [`SimConfig::live`], the market keeps trading after its fixed "now"
+//! ([`SyntheticMarket::generate_live`]): the same history to the byte, then each token's walk
+//! goes on with the same generators and wallet behaviours for [`LiveConfig::horizon_days`].
+//! The simulator answers at its clock, which starts at the fixed "now" and runs
+//! [`LiveConfig::speed`] simulated seconds per real second, or stands still until
+//! [`Simulator::advance`] for a manual clock. At an instant `t` (whole seconds):
+//!
+//! - the swaps and trades are those with a block time at or before `t`; `count` is their
+//!   number at `t`;
+//! - prices, price stats, candles, price history, profiles (market section, metrics windows,
+//!   labels) and portfolios are computed at `t`, and `t` is the default `to`;
+//! - the same seed and scale answer the same bytes at the same `t`, whatever the speed, the
+//!   horizon or the requests before;
+//! - the swaps after the fixed "now" have ids after every id of the history, growing with the
+//!   event order, and block times after "now" (so the swaps shown at any `t` are a prefix of
+//!   the event order `(block_slot, id)`, and the swaps that appear later sort above all of
+//!   them): a newest-first walk of cursors that began before new swaps appeared goes on below
+//!   its last cursor and sees every swap that existed when it began exactly once, and none of
+//!   the new ones; a walk begun again from the newest sees them;
+//! - a wallet buying with more quote than it holds first receives the difference and a margin
+//!   (a transfer, not a swap), so its quote balance before such a swap exceeds the one after
+//!   its swap before;
+//! - after the horizon no swap happens; the clock and the windows go on.
+//!
+//! `GET /sim/catalog` (no key; not an operation of the service) answers the catalog at the
+//! clock: tokens, pools and wallets with their swap counts so far, `now`, and for a live
+//! market `live.trading_until`. The large scale cannot be live (it keeps no streams in memory).
+//!
 //! # Example
 //!
 //! ```no_run
@@ -67,21 +97,29 @@
 //! - Errors: authentication (401), then the plan (403), then the rate limit and injected
 //!   faults (429, 500), then the body (400).
 
+mod catalog;
 mod generate;
+mod live;
 mod market;
+mod paging;
 pub mod reference;
 pub mod server;
+mod streams;
+mod walk;
 
 use std::fmt;
 use std::net::SocketAddr;
 use std::str::FromStr;
 
 pub use crate::api::requests::DEFAULT_LIMIT;
+pub use catalog::{Catalog, CatalogChain, CatalogLive, CatalogPool, CatalogToken, CatalogWallet};
+pub use live::{LiveConfig, MAX_HORIZON_DAYS};
 pub use market::{
-    Behaviour, Catalog, CatalogChain, CatalogPool, CatalogToken, CatalogWallet, Chain, IndexList,
-    PoolInfo, PosState, QuoteInfo, SwapRecord, SyntheticMarket, TokenInfo, WalletInfo,
+    Behaviour, Chain, IndexList, PoolInfo, PosState, QuoteInfo, SwapRecord, SyntheticMarket,
+    TokenInfo, WalletInfo,
 };
 pub use server::{MAX_HISTORY_POINTS, SimStats, Simulator};
+pub use streams::StreamView;
 
 /// The key of the plan that may call every operation.
 pub const DEMO_KEY: &str = "demo-key";
@@ -158,6 +196,9 @@ pub struct SimConfig {
     pub throttle_rate: f64,
     /// Seed of the fault injection; `None` derives it from `seed`.
     pub fault_seed: Option<u64>,
+    /// A market that keeps trading after its fixed "now", answered at a running clock;
+    /// `None` (the default) serves the fixed market. See the module documentation.
+    pub live: Option<LiveConfig>,
 }
 
 impl Default for SimConfig {
@@ -171,6 +212,7 @@ impl Default for SimConfig {
             fail_rate: 0.0,
             throttle_rate: 0.0,
             fault_seed: None,
+            live: None,
         }
     }
 }

@@ -23,7 +23,6 @@
 //!   [`window_metrics`].
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::Arc;
 
 use crate::api::models::{
     AltTokenProfile, Candle, EvmTokenProfile, Market as MarketSection, PRICE_STATS_PERIOD_SECONDS,
@@ -32,6 +31,7 @@ use crate::api::models::{
 };
 
 use super::market::{Chain, SwapRecord, utc};
+use super::streams::StreamView;
 
 /// Candles returned when a request has neither `from` nor `count`.
 pub const DEFAULT_CANDLES: usize = 1000;
@@ -53,8 +53,8 @@ fn at_or_after(recs: &[SwapRecord], t: i64) -> usize {
 
 /// Swaps in event order, shared with the chain's stream or filtered from it.
 pub enum Records {
-    /// A whole token stream.
-    Shared(Arc<[SwapRecord]>),
+    /// A whole token stream (as of the chain's `now`).
+    Shared(StreamView),
     /// A filtered copy.
     Owned(Vec<SwapRecord>),
 }
@@ -649,7 +649,7 @@ pub fn portfolio(chain: &Chain, wallet: Option<u32>) -> Portfolio {
         };
     };
     let (tokens, quotes) = chain.final_balances(wallet);
-    let tokens = tokens.iter().copied();
+    let tokens = tokens.into_iter();
     let quotes = quotes.iter().enumerate().map(|(q, b)| (q as u8, *b));
     let mut out: Vec<PortfolioToken> = Vec::new();
     for (t, balance) in tokens {

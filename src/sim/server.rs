@@ -9,7 +9,7 @@ use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
-use axum::routing::post;
+use axum::routing::{get, post};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
@@ -17,13 +17,14 @@ use serde::de::DeserializeOwned;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use super::market::{Chain, IndexList, SyntheticMarket, mix, utc};
+use super::live::Clock;
+use super::market::{Chain, SyntheticMarket, mix, utc};
+use super::paging::page_of;
 use super::{DEMO_KEY, FREE_KEY, SimConfig, reference};
 use crate::api::models::{
     AltPrice, AltPriceStats, EvmPrice, EvmPriceStats, Page, PriceHistorySeries, TimeWindow,
 };
 use crate::api::profile_query::SearchRequest;
-use crate::api::requests::DEFAULT_LIMIT;
 use crate::api::requests::{
     AltPricesRequest, CandlesRequest, EvmPricesRequest, GetProfileRequest, Operation,
     PortfolioRequest, PriceHistoryRequest, SwapsRequest, TradesRequest,
@@ -69,7 +70,12 @@ struct TokenBucket {
 }
 
 struct State {
+    /// The market as generated (at its fixed "now").
     market: Arc<SyntheticMarket>,
+    /// The clock of a live simulator.
+    clock: Option<Clock>,
+    /// The market at the clock's latest instant asked for.
+    latest: Mutex<Arc<SyntheticMarket>>,
     rate_limit: Option<f64>,
     buckets: Mutex<HashMap<String, TokenBucket>>,
     fail_rate: f64,
@@ -80,8 +86,53 @@ struct State {
     last_rejection: Mutex<Option<String>>,
     /// Whether requests are answered on the blocking pool (for lazily stored markets).
     offload: bool,
-    /// Full search documents of the altchain tokens, built once at start.
-    profiles: Vec<serde_json::Value>,
+    /// Full search documents of the altchain tokens at an instant: built at start for the
+    /// fixed "now", again for each instant a live simulator is searched at.
+    profiles: Mutex<(i64, Arc<Vec<serde_json::Value>>)>,
+}
+
+impl State {
+    /// The market as the service answers now: at the clock's instant for a live simulator.
+    fn market_now(&self) -> Arc<SyntheticMarket> {
+        let Some(clock) = &self.clock else {
+            return self.market.clone();
+        };
+        let now = clock.now();
+        let latest = self
+            .latest
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        if latest.now == now {
+            return latest;
+        }
+        // Built outside the lock: two requests at a new instant may both build it, which
+        // costs a little time but gives the same market.
+        let market = Arc::new(self.market.at_secs(now));
+        *self
+            .latest
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = market.clone();
+        market
+    }
+
+    /// The search documents of `market`'s altchain tokens at its instant.
+    fn profiles(&self, market: &SyntheticMarket) -> Arc<Vec<serde_json::Value>> {
+        let cached = self
+            .profiles
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        if cached.0 == market.now {
+            return cached.1;
+        }
+        let docs = Arc::new(reference::alt_profile_documents(&market.alt));
+        *self
+            .profiles
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = (market.now, docs.clone());
+        docs
+    }
 }
 
 /// A running simulator: an HTTP server on loopback over a generated [`SyntheticMarket`].
@@ -104,18 +155,40 @@ impl std::fmt::Debug for Simulator {
 }
 
 impl Simulator {
-    /// Generates the market of `config`, binds `config.addr` and serves in a spawned task.
-    /// Must be called within a tokio runtime.
+    /// Generates the market of `config` (a live one when `config.live` is set), binds
+    /// `config.addr` and serves in a spawned task. Must be called within a tokio runtime.
     pub async fn start(config: SimConfig) -> Result<Simulator> {
         let (seed, scale) = (config.seed, config.scale);
-        let market = tokio::task::spawn_blocking(move || SyntheticMarket::generate(seed, scale))
-            .await
-            .map_err(|e| Error::Config(format!("generating the market failed: {e}")))?;
+        let horizon = match &config.live {
+            Some(live) => {
+                live.validate()?;
+                Some(live.horizon_days)
+            }
+            None => None,
+        };
+        let market = tokio::task::spawn_blocking(move || match horizon {
+            Some(days) => SyntheticMarket::generate_live(seed, scale, days),
+            None => Ok(SyntheticMarket::generate(seed, scale)),
+        })
+        .await
+        .map_err(|e| Error::Config(format!("generating the market failed: {e}")))?
+        .map_err(|e| Error::Config(format!("a live simulator: {e}")))?;
         Self::serve(config, Arc::new(market)).await
     }
 
-    /// Serves an already generated market (for tests and benchmarks that reuse one).
+    /// Serves an already generated market (for tests and benchmarks that reuse one). With
+    /// `config.live`, the market must be live ([`SyntheticMarket::generate_live`]); a live
+    /// market served without it answers at its fixed "now".
     pub async fn serve(config: SimConfig, market: Arc<SyntheticMarket>) -> Result<Simulator> {
+        if let Some(live) = &config.live {
+            live.validate()?;
+            if !market.is_live() {
+                return Err(Error::Config(
+                    "a live simulator needs a live market (SyntheticMarket::generate_live)"
+                        .to_owned(),
+                ));
+            }
+        }
         if !(0.0..=1.0).contains(&config.fail_rate) || !(0.0..=1.0).contains(&config.throttle_rate)
         {
             return Err(Error::Config(format!(
@@ -152,10 +225,17 @@ impl Simulator {
                 .map_err(|e| {
                     Error::Config(format!("building the profile documents failed: {e}"))
                 })?;
+        let clock = config.live.as_ref().map(Clock::new);
         let fault_seed = config
             .fault_seed
             .unwrap_or_else(|| mix(config.seed, 0xFA17));
         let state = Arc::new(State {
+            latest: Mutex::new(market.clone()),
+            profiles: Mutex::new((market.now, Arc::new(profiles))),
+            // A live market is taken at each new instant and its profiles rebuilt for a search:
+            // that runs on the blocking pool too.
+            offload: market.is_lazy() || clock.is_some(),
+            clock,
             market: market.clone(),
             rate_limit: config.rate_limit,
             buckets: Mutex::new(HashMap::new()),
@@ -165,8 +245,6 @@ impl Simulator {
             served: AtomicU64::new(0),
             stats: Mutex::new(BTreeMap::new()),
             last_rejection: Mutex::new(None),
-            offload: market.is_lazy(),
-            profiles,
         });
         let mut router = Router::new();
         for op in Operation::ALL {
@@ -194,6 +272,30 @@ impl Simulator {
                 }),
             );
         }
+        // The simulator's own route, not an operation of the service: no key, not counted.
+        let st = state.clone();
+        router = router.route(
+            "/sim/catalog",
+            get(move || {
+                let st = st.clone();
+                async move {
+                    let answer =
+                        tokio::task::spawn_blocking(move || ok(&st.market_now().catalog()))
+                            .await
+                            .unwrap_or_else(|e| {
+                                Err(Reject {
+                                    status: ApiStatus::InternalServerError,
+                                    retry_after: None,
+                                    reason: format!("the catalog's task failed: {e}"),
+                                })
+                            });
+                    match answer {
+                        Ok(bytes) => json_response(StatusCode::OK, bytes),
+                        Err(reject) => error_response(&reject),
+                    }
+                }
+            }),
+        );
         let (tx, rx) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
             let server = axum::serve(listener, router).with_graceful_shutdown(async {
@@ -217,9 +319,53 @@ impl Simulator {
         &self.base_url
     }
 
-    /// The market being served.
+    /// The market being served, as generated: at its fixed "now". For a live simulator, the
+    /// market as it answers at this instant is [`Simulator::market_now`].
     pub fn market(&self) -> &Arc<SyntheticMarket> {
         &self.market
+    }
+
+    /// The market as the simulator answers at this instant of its clock (the fixed market
+    /// when it is not live): its catalog, swaps and derived answers are those the service
+    /// gives now.
+    pub fn market_now(&self) -> Arc<SyntheticMarket> {
+        self.state.market_now()
+    }
+
+    /// Whether the simulator's market keeps trading with a clock ([`SimConfig::live`]).
+    pub fn is_live(&self) -> bool {
+        self.state.clock.is_some()
+    }
+
+    /// The simulated instant the simulator answers at (whole seconds): the fixed "now" when it
+    /// is not live.
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        utc(self
+            .state
+            .clock
+            .as_ref()
+            .map_or(self.market.now, Clock::now))
+    }
+
+    /// Simulated seconds per real second of a live simulator's clock: 0 for a manual clock
+    /// or a simulator that is not live.
+    pub fn speed(&self) -> f64 {
+        self.state.clock.as_ref().map_or(0.0, Clock::speed)
+    }
+
+    /// Moves a live simulator's clock `seconds` forward (a manual clock moves only so). A
+    /// simulator that is not live has no clock: that is an invalid argument.
+    pub fn advance(&self, seconds: u64) -> Result<()> {
+        match &self.state.clock {
+            Some(clock) => {
+                clock.advance(seconds);
+                Ok(())
+            }
+            None => Err(Error::InvalidArgument {
+                argument: "advance".into(),
+                reason: "the simulator is not live (SimConfig::live), so it has no clock".into(),
+            }),
+        }
     }
 
     /// Requests answered so far on the operations' paths (every status).
@@ -278,14 +424,14 @@ impl Drop for Simulator {
 
 /// A failed request: its status, for 429 the `Retry-After` seconds, and why (kept for
 /// [`Simulator::last_rejection`]; the body only ever carries the interface's text).
-struct Reject {
+pub(crate) struct Reject {
     status: ApiStatus,
     retry_after: Option<u64>,
     reason: String,
 }
 
 impl Reject {
-    fn bad(reason: impl std::fmt::Display) -> Self {
+    pub(crate) fn bad(reason: impl std::fmt::Display) -> Self {
         Reject {
             status: ApiStatus::BadRequest,
             retry_after: None,
@@ -469,7 +615,8 @@ fn time_secs(t: chrono::DateTime<chrono::Utc>) -> i64 {
 }
 
 fn answer(state: &State, op: Operation, body: &[u8]) -> Result<Vec<u8>, Reject> {
-    let market = &state.market;
+    let market = state.market_now();
+    let market = &*market;
     let alt = &market.alt;
     match op {
         Operation::EvmGetProfile => {
@@ -684,7 +831,7 @@ fn answer(state: &State, op: Operation, body: &[u8]) -> Result<Vec<u8>, Reject> 
         Operation::AltSearchProfiles => {
             let req: SearchRequest = parse(body)?;
             // The engine runs the request's `validate()` itself.
-            let page = crate::search::search(&req, &state.profiles).map_err(Reject::bad)?;
+            let page = crate::search::search(&req, &state.profiles(market)).map_err(Reject::bad)?;
             ok(&page)
         }
     }
@@ -736,154 +883,4 @@ fn price_lists(
         }
     }
     out
-}
-
-/// One page of swaps (or their trades), newest first.
-struct SwapPage {
-    count: i64,
-    items: Vec<u32>,
-    cursor: Option<String>,
-}
-
-const CURSOR_MASK_SLOT: u64 = 0x5A5A_C3C3_0F0F_9696;
-const CURSOR_MASK_ID: u64 = 0x3C3C_A5A5_F0F0_6969;
-
-/// Encodes the keyset `(block_slot, id)` of the last item of a page.
-fn encode_cursor(slot: i64, id: i64) -> String {
-    format!(
-        "{:016x}{:016x}",
-        slot as u64 ^ CURSOR_MASK_SLOT,
-        id as u64 ^ CURSOR_MASK_ID
-    )
-}
-
-/// Decodes a cursor to the key of the swap it names; anything else is a 400.
-fn decode_cursor(chain: &Chain, cursor: &str) -> Result<(i64, i64), Reject> {
-    if cursor.len() != 32 || !cursor.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(Reject::bad(
-            "the cursor is not one of this service's cursors",
-        ));
-    }
-    let slot = u64::from_str_radix(&cursor[..16], 16).map_err(Reject::bad)? ^ CURSOR_MASK_SLOT;
-    let id = u64::from_str_radix(&cursor[16..], 16).map_err(Reject::bad)? ^ CURSOR_MASK_ID;
-    let index = chain
-        .swap_index(id as i64)
-        .ok_or_else(|| Reject::bad("the cursor names no swap"))?;
-    let key = chain.key(index);
-    if key.0 != slot as i64 {
-        return Err(Reject::bad("the cursor's slot does not match its swap"));
-    }
-    Ok(key)
-}
-
-/// Pages through the swaps matching every given filter, newest first. The narrowest index
-/// is walked backwards from the cursor by binary search; the other filters are checked per
-/// swap. An unknown address matches nothing.
-fn page_of(
-    chain: &Chain,
-    wallet: Option<&str>,
-    token: Option<&str>,
-    pool: Option<&str>,
-    limit: Option<u32>,
-    cursor: Option<&str>,
-) -> Result<SwapPage, Reject> {
-    let limit = limit.unwrap_or(DEFAULT_LIMIT) as usize;
-    let before = cursor.map(|c| decode_cursor(chain, c)).transpose()?;
-    let empty = SwapPage {
-        count: 0,
-        items: Vec::new(),
-        cursor: None,
-    };
-    let mut lists: Vec<IndexList<'_>> = Vec::new();
-    let wallet = match wallet {
-        Some(w) => match chain.wallet_index(w) {
-            Some(i) => {
-                lists.push(chain.wallet_swaps(i));
-                Some(i)
-            }
-            None => return Ok(empty),
-        },
-        None => None,
-    };
-    let token = match token {
-        Some(t) => match chain.token_index(t) {
-            Some(i) => {
-                lists.push(chain.token_swaps(i));
-                Some(i)
-            }
-            None => return Ok(empty),
-        },
-        None => None,
-    };
-    let pool = match pool {
-        Some(p) => match chain.pool_index(p) {
-            Some(i) => {
-                lists.push(chain.pool_swaps(i));
-                Some(i)
-            }
-            None => return Ok(empty),
-        },
-        None => None,
-    };
-    let Some(base) = lists.iter().min_by_key(|l| l.len()).copied() else {
-        return Ok(empty);
-    };
-    let single = lists.len() == 1;
-    let matches = |i: u32| {
-        if single {
-            return true;
-        }
-        if token.is_some_and(|t| chain.token_of(i) != t) {
-            return false;
-        }
-        if wallet.is_none() && pool.is_none() {
-            return true;
-        }
-        let s = chain.record(i);
-        wallet.is_none_or(|w| s.wallet == w) && pool.is_none_or(|p| s.pool == p)
-    };
-    let count = if single {
-        base.len()
-    } else {
-        (0..base.len())
-            .filter(|&pos| matches(base.get(pos)))
-            .count()
-    };
-    // The page ends before the first swap (in event order) at or after the cursor's.
-    let end = match before {
-        Some(key) => {
-            let (mut lo, mut hi) = (0usize, base.len());
-            while lo < hi {
-                let mid = lo + (hi - lo) / 2;
-                if chain.key(base.get(mid)) < key {
-                    lo = mid + 1;
-                } else {
-                    hi = mid;
-                }
-            }
-            lo
-        }
-        None => base.len(),
-    };
-    let mut items: Vec<u32> = (0..end)
-        .rev()
-        .map(|pos| base.get(pos))
-        .filter(|&i| matches(i))
-        .take(limit + 1)
-        .collect();
-    let more = items.len() > limit;
-    items.truncate(limit);
-    let cursor = if more {
-        items.last().map(|&i| {
-            let (slot, id) = chain.key(i);
-            encode_cursor(slot, id)
-        })
-    } else {
-        None
-    };
-    Ok(SwapPage {
-        count: count as i64,
-        items,
-        cursor,
-    })
 }

@@ -22,4 +22,5 @@ mod query;
 #[cfg(feature = "report")]
 mod report;
 mod sim;
+mod sim_live;
 mod sync;

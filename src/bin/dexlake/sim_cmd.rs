@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use dexlake::sim::{Scale, SimConfig, Simulator, SyntheticMarket};
+use dexlake::sim::{LiveConfig, Scale, SimConfig, Simulator, SyntheticMarket};
 
 use crate::Global;
 
@@ -40,11 +40,34 @@ pub struct SimArgs {
     /// Print the market (tokens, pools, wallets per chain, and "now") as JSON and exit.
     #[arg(long)]
     catalog: bool,
+    /// Keep trading after the market's fixed "now": a clock starts there and the service
+    /// answers at it (GET /sim/catalog tells its "now").
+    #[arg(long)]
+    live: bool,
+    /// Simulated seconds per real second of the live clock.
+    #[arg(long, default_value_t = 1.0, requires = "live")]
+    speed: f64,
+    /// Days of trading generated after the fixed "now" (the clock goes on after them).
+    #[arg(long, default_value_t = 30, requires = "live")]
+    horizon_days: u32,
 }
 
 pub fn run(_global: &Global, args: SimArgs) -> anyhow::Result<ExitCode> {
+    let live = args.live.then_some(LiveConfig {
+        speed: args.speed,
+        manual: false,
+        horizon_days: args.horizon_days,
+    });
+    if let Some(live) = &live {
+        live.validate().context("--speed and --horizon-days")?;
+    }
     if args.catalog {
-        let market = SyntheticMarket::generate(args.seed, args.scale);
+        // A live market's catalog is taken at the start of its clock, the fixed "now".
+        let market = match &live {
+            Some(live) => SyntheticMarket::generate_live(args.seed, args.scale, live.horizon_days)
+                .context("--live")?,
+            None => SyntheticMarket::generate(args.seed, args.scale),
+        };
         let mut out = std::io::stdout().lock();
         serde_json::to_writer_pretty(&mut out, &market.catalog()).context("writing the catalog")?;
         writeln!(out).context("writing the catalog")?;
@@ -60,6 +83,7 @@ pub fn run(_global: &Global, args: SimArgs) -> anyhow::Result<ExitCode> {
         fail_rate: args.fail_rate,
         throttle_rate: args.throttle_rate,
         fault_seed: args.fault_seed,
+        live,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -73,6 +97,21 @@ pub fn run(_global: &Global, args: SimArgs) -> anyhow::Result<ExitCode> {
             // The first line is the contract with scripts and tests: flush it at once.
             let mut out = std::io::stdout().lock();
             writeln!(out, "listening on {}", sim.base_url()).context("writing to stdout")?;
+            let market = sim.market();
+            if let Some(until) = market.trading_until() {
+                writeln!(
+                    out,
+                    "live: the clock starts at {} and runs {} simulated seconds per second; \
+                     the market trades until {}; GET {}/sim/catalog tells its now",
+                    market
+                        .now()
+                        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                    sim.speed(),
+                    until.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                    sim.base_url(),
+                )
+                .context("writing to stdout")?;
+            }
             out.flush().context("writing to stdout")?;
         }
         tokio::signal::ctrl_c()

@@ -1,9 +1,9 @@
 use super::*;
 use crate::api::models::ChainFamily;
 use crate::sim::generate::NOW;
-use crate::sim::market::{
-    Behaviour, PoolInfo, PosState, QuoteInfo, SwapStreams, TokenInfo, WalletInfo,
-};
+use crate::sim::market::{Behaviour, PoolInfo, PosState, QuoteInfo, TokenInfo, WalletInfo};
+use crate::sim::streams::SwapStreams;
+use std::sync::Arc;
 
 /// A chain of one token traded in one pool against a 1-USD quote, from
 /// `(time, wallet, buy, amount, price)` in event order.
@@ -85,32 +85,36 @@ fn one_token_chain(trades: &[(i64, u32, bool, f64, f64)]) -> Chain {
         start,
         now: NOW,
         slot0: 1_000,
-        native_prices: vec![1.0],
-        offsets: vec![0, n],
-        slot_offsets: (0..n).collect(),
-        pre_quote: vec![1e9; n as usize],
-        by_pool: vec![(0..n).collect()],
+        native_prices: vec![1.0].into(),
+        offsets: vec![0, n].into(),
+        slot_offsets: (0..n).collect::<Vec<u32>>().into(),
+        pre_quote: vec![1e9; n as usize].into(),
+        by_pool: vec![(0..n).collect()].into(),
         by_wallet: (0..wallets)
             .map(|w| {
                 (0..n)
                     .filter(|&i| records[i as usize].wallet == w)
                     .collect()
             })
-            .collect(),
+            .collect::<Vec<Vec<u32>>>()
+            .into(),
         final_tokens: (0..wallets)
             .map(|w| match held.get(&w) {
                 Some(&b) if b > 0.0 => vec![(0, b)],
                 _ => Vec::new(),
             })
-            .collect(),
-        final_quotes: vec![[1e9, 0.0]; wallets as usize],
-        latest_by_token: vec![records.last().map(|r| (n - 1, *r))],
-        latest_by_pool: vec![records.last().map(|r| (n - 1, *r))],
-        streams: SwapStreams::Memory(vec![records.into()]),
-        token_by_address: HashMap::new(),
-        pool_by_address: HashMap::new(),
-        wallet_by_address: HashMap::new(),
+            .collect::<Vec<_>>()
+            .into(),
+        final_quotes: vec![[1e9, 0.0]; wallets as usize].into(),
+        latest_by_token: vec![records.last().map(|r| (n - 1, *r))].into(),
+        latest_by_pool: vec![records.last().map(|r| (n - 1, *r))].into(),
+        streams: Arc::new(SwapStreams::Memory(vec![records.into()])),
+        token_by_address: Arc::default(),
+        pool_by_address: Arc::default(),
+        wallet_by_address: Arc::default(),
         hash_seed: 0,
+        live: None,
+        visible: 0,
     }
 }
 
