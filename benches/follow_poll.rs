@@ -42,13 +42,22 @@ fn cpu_seconds() -> f64 {
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
-    if v.is_empty() { f64::NAN } else { v[v.len() / 2] }
+    if v.is_empty() {
+        f64::NAN
+    } else {
+        v[v.len() / 2]
+    }
 }
 
 /// Copies a lake as hard links (its files are never changed in place), so following into the
 /// copy leaves the original as it was.
 fn link_copy(from: &Path, to: &Path) {
-    let ok = Command::new("cp").arg("-al").arg(from).arg(to).status().expect("cp runs");
+    let ok = Command::new("cp")
+        .arg("-al")
+        .arg(from)
+        .arg(to)
+        .status()
+        .expect("cp runs");
     assert!(ok.success(), "copying {} failed", from.display());
 }
 
@@ -86,7 +95,11 @@ async fn follow(
     // The first poll syncs the tokens' history: not measured.
     let first = follower.poll(&cancel).await.unwrap();
     follower.commit(&first.closed).unwrap();
-    let mut m = Measured { cpu_ms: Vec::new(), latency_ms: Vec::new(), new_swaps: 0 };
+    let mut m = Measured {
+        cpu_ms: Vec::new(),
+        latency_ms: Vec::new(),
+        new_swaps: 0,
+    };
     for _ in 0..polls {
         let started = Instant::now();
         let cpu = cpu_seconds();
@@ -95,11 +108,18 @@ async fn follow(
         m.cpu_ms.push((cpu_seconds() - cpu) * 1e3);
         let printed = Instant::now();
         m.new_swaps += poll.new_events;
-        let ends = poll.closed.column("timestamp").unwrap().cast(&DataType::Int64).unwrap();
+        let ends = poll
+            .closed
+            .column("timestamp")
+            .unwrap()
+            .cast(&DataType::Int64)
+            .unwrap();
         for label in ends.i64().unwrap().into_no_null_iter() {
             let end = label + 60_000_000;
-            let real_end = clock.0 + Duration::from_secs_f64(((end - clock.1) as f64 / 1e6 / SPEED).max(0.0));
-            m.latency_ms.push(printed.saturating_duration_since(real_end).as_secs_f64() * 1e3);
+            let real_end =
+                clock.0 + Duration::from_secs_f64(((end - clock.1) as f64 / 1e6 / SPEED).max(0.0));
+            m.latency_ms
+                .push(printed.saturating_duration_since(real_end).as_secs_f64() * 1e3);
         }
         tokio::time::sleep_until((started + Duration::from_millis(200)).into()).await;
     }
@@ -109,19 +129,44 @@ async fn follow(
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let arg = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
+    let arg = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
     let big = PathBuf::from(arg("--big-lake").unwrap_or_else(|| "target/verify-lake".into()));
     let polls: usize = arg("--polls").and_then(|p| p.parse().ok()).unwrap_or(40);
-    assert!(big.join("_dexlake").exists(), "no lake at {} (dexlake bench-lake {} --scale large)", big.display(), big.display());
+    assert!(
+        big.join("_dexlake").exists(),
+        "no lake at {} (dexlake bench-lake {} --scale large)",
+        big.display(),
+        big.display()
+    );
 
     let mut sim = Command::new(env!("CARGO_BIN_EXE_dexlake"))
-        .args(["sim", "--live", "--speed", &SPEED.to_string(), "--seed", "7", "--scale", "small"])
+        .args([
+            "sim",
+            "--live",
+            "--speed",
+            &SPEED.to_string(),
+            "--seed",
+            "7",
+            "--scale",
+            "small",
+        ])
         .stdout(Stdio::piped())
         .spawn()
         .expect("dexlake sim starts");
     let mut first = String::new();
-    std::io::BufReader::new(sim.stdout.take().unwrap()).read_line(&mut first).unwrap();
-    let base = first.trim().strip_prefix("listening on ").expect("the sim's address").to_owned();
+    std::io::BufReader::new(sim.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let base = first
+        .trim()
+        .strip_prefix("listening on ")
+        .expect("the sim's address")
+        .to_owned();
     let catalog: serde_json::Value = reqwest::Client::new()
         .get(format!("{base}/sim/catalog"))
         .send()
@@ -141,13 +186,22 @@ async fn main() {
     let small = dir.path().join("small");
     let large = dir.path().join("large");
     link_copy(&big, &large);
-    let big_rows = Lake::open_existing(&large).unwrap().row_count(dexlake::lake::Dataset::Swaps).unwrap();
+    let big_rows = Lake::open_existing(&large)
+        .unwrap()
+        .row_count(dexlake::lake::Dataset::Swaps)
+        .unwrap();
     let a = follow(&base, &small, &tokens, polls, clock).await;
-    let small_rows = Lake::open_existing(&small).unwrap().row_count(dexlake::lake::Dataset::Swaps).unwrap();
+    let small_rows = Lake::open_existing(&small)
+        .unwrap()
+        .row_count(dexlake::lake::Dataset::Swaps)
+        .unwrap();
     let b = follow(&base, &large, &tokens, polls, clock).await;
     let _ = sim.kill();
+    let _ = sim.wait();
 
-    println!("| lake | swaps | polls | new swaps | CPU per poll, median | p90 | bar end to printed, median | max |");
+    println!(
+        "| lake | swaps | polls | new swaps | CPU per poll, median | p90 | bar end to printed, median | max |"
+    );
     println!("|---|---|---|---|---|---|---|---|");
     for (name, rows, m) in [("new", small_rows, &a), ("large", big_rows, &b)] {
         let mut sorted = m.cpu_ms.clone();
@@ -163,5 +217,8 @@ async fn main() {
             max
         );
     }
-    println!("CPU per poll, large / new: {:.2}", median(b.cpu_ms) / median(a.cpu_ms));
+    println!(
+        "CPU per poll, large / new: {:.2}",
+        median(b.cpu_ms) / median(a.cpu_ms)
+    );
 }

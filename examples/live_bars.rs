@@ -106,8 +106,10 @@ async fn main() -> anyhow::Result<()> {
     .lazy()
     .filter(col("incomplete").not())
     .collect()?;
-    let printed = printed
-        .sort(["token_address", "timestamp"], SortMultipleOptions::default())?;
+    let printed = printed.sort(
+        ["token_address", "timestamp"],
+        SortMultipleOptions::default(),
+    )?;
     println!(
         "watermark {watermark}: {} bars printed, equal to the batch bars of the lake: {}",
         printed.height(),

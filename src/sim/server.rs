@@ -476,22 +476,33 @@ fn error_response(reject: &Reject) -> Response {
 }
 
 fn handle(state: &State, op: Operation, headers: &HeaderMap, body: &[u8]) -> Response {
-    let (status, response) = match admit(state, op, headers).and_then(|()| answer(state, op, body))
+    // The answer's `Date` is the simulated instant read before answering: the answer holds
+    // every event before it (it is computed at that instant or a later one), as the real
+    // service's answers hold what happened before their `Date`. A follower's watermark.
+    let at = state.clock.as_ref().map_or(state.market.now, Clock::now);
+    let (status, mut response) =
+        match admit(state, op, headers).and_then(|()| answer(state, op, body)) {
+            Ok(bytes) => (200, json_response(StatusCode::OK, bytes)),
+            Err(reject) => {
+                *state
+                    .last_rejection
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(format!(
+                    "{} {}: {}",
+                    op.name(),
+                    reject.status.code(),
+                    reject.reason
+                ));
+                (reject.status.code(), error_response(&reject))
+            }
+        };
+    if let Ok(secs) = u64::try_from(at)
+        && let Ok(date) = HeaderValue::from_str(&httpdate::fmt_http_date(
+            std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs),
+        ))
     {
-        Ok(bytes) => (200, json_response(StatusCode::OK, bytes)),
-        Err(reject) => {
-            *state
-                .last_rejection
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(format!(
-                "{} {}: {}",
-                op.name(),
-                reject.status.code(),
-                reject.reason
-            ));
-            (reject.status.code(), error_response(&reject))
-        }
-    };
+        response.headers_mut().insert(header::DATE, date);
+    }
     state.served.fetch_add(1, Ordering::Relaxed);
     *state
         .stats

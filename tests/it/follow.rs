@@ -177,8 +177,21 @@ fn start_follow(root: &str, base: &str, tokens: &str) -> FollowRun {
     use tokio::io::AsyncBufReadExt;
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_dexlake"))
         .args([
-            "--lake", root, "--base-url", base, "--api-key", "demo-key", "follow", "--tokens",
-            tokens, "--interval", "60", "--poll", "0.2", "--format", "jsonl",
+            "--lake",
+            root,
+            "--base-url",
+            base,
+            "--api-key",
+            "demo-key",
+            "follow",
+            "--tokens",
+            tokens,
+            "--interval",
+            "60",
+            "--poll",
+            "0.2",
+            "--format",
+            "jsonl",
         ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
@@ -241,7 +254,13 @@ async fn follow_through_ctrl_c_and_a_kill_prints_every_bar_once_and_equal_to_ohl
         tokio::time::sleep(Duration::from_millis(2_500)).await;
         let pid = run.child.id().expect("running").to_string();
         let signal = if stop == "int" { "-INT" } else { "-KILL" };
-        assert!(std::process::Command::new("kill").args([signal, &pid]).status().unwrap().success());
+        assert!(
+            std::process::Command::new("kill")
+                .args([signal, &pid])
+                .status()
+                .unwrap()
+                .success()
+        );
         let status = tokio::time::timeout(Duration::from_secs(30), run.child.wait())
             .await
             .expect("follow exits")
@@ -251,10 +270,15 @@ async fn follow_through_ctrl_c_and_a_kill_prints_every_bar_once_and_equal_to_ohl
         }
         printed.push(run.lines.await.unwrap());
     }
-    assert!(printed.iter().all(|p| !p.is_empty()), "each run printed bars: {:?}", printed.iter().map(Vec::len).collect::<Vec<_>>());
+    assert!(
+        printed.iter().all(|p| !p.is_empty()),
+        "each run printed bars: {:?}",
+        printed.iter().map(Vec::len).collect::<Vec<_>>()
+    );
 
     // Printed once, except what the killed run printed in its last poll (same values).
-    let mut seen: std::collections::BTreeMap<(String, String), serde_json::Value> = Default::default();
+    let mut seen: std::collections::BTreeMap<(String, String), serde_json::Value> =
+        Default::default();
     let mut repeats = Vec::new();
     for (run, bars) in printed.iter().enumerate() {
         for bar in bars {
@@ -264,7 +288,10 @@ async fn follow_through_ctrl_c_and_a_kill_prints_every_bar_once_and_equal_to_ohl
             }
         }
     }
-    assert!(repeats.iter().all(|(run, _)| *run == 2), "only the run after the kill repeats bars: {repeats:?}");
+    assert!(
+        repeats.iter().all(|(run, _)| *run == 2),
+        "only the run after the kill repeats bars: {repeats:?}"
+    );
 
     // The printed bars are `ohlcv`'s over the final lake, without a gap, up to the watermark.
     let lake = Lake::open(dir.path()).unwrap();
@@ -273,8 +300,19 @@ async fn follow_through_ctrl_c_and_a_kill_prints_every_bar_once_and_equal_to_ohl
     let watermark = DateTime::from_timestamp_micros(state["watermark"].as_i64().unwrap()).unwrap();
     let start = DateTime::from_timestamp_micros(state["start"].as_i64().unwrap()).unwrap();
     let batch = dexlake_cli(&[
-        "--lake", &root, "ohlcv", "--tokens", &joined, "--interval", "60", "--from",
-        &start.to_rfc3339(), "--to", &watermark.to_rfc3339(), "--format", "json",
+        "--lake",
+        &root,
+        "ohlcv",
+        "--tokens",
+        &joined,
+        "--interval",
+        "60",
+        "--from",
+        &start.to_rfc3339(),
+        "--to",
+        &watermark.to_rfc3339(),
+        "--format",
+        "json",
     ]);
     let batch: Vec<serde_json::Value> = serde_json::from_str(&batch).unwrap();
     // The batch's `incomplete` flags its last bar by the latest swap, not by the watermark:
@@ -293,7 +331,11 @@ async fn follow_through_ctrl_c_and_a_kill_prints_every_bar_once_and_equal_to_ohl
         .map(without_flag)
         .collect();
     assert!(closed.len() > 10, "{} bars", closed.len());
-    assert_eq!(seen.len(), closed.len(), "printed and batch bars differ in number");
+    assert_eq!(
+        seen.len(),
+        closed.len(),
+        "printed and batch bars differ in number"
+    );
     for b in &closed {
         assert_eq!(without_flag(&seen[&bar_key(b)]), *b);
     }
@@ -301,23 +343,137 @@ async fn follow_through_ctrl_c_and_a_kill_prints_every_bar_once_and_equal_to_ohl
     // The lake holds exactly the service's swaps of the tokens before the watermark.
     let check = tempfile::tempdir().unwrap();
     let reference = Arc::new(Lake::open(check.path()).unwrap());
-    let syncer = dexlake::sync::Syncer::new(sim_client(&sim), Arc::clone(&reference), dexlake::sync::SyncConfig::default());
+    let syncer = dexlake::sync::Syncer::new(
+        sim_client(&sim),
+        Arc::clone(&reference),
+        dexlake::sync::SyncConfig::default(),
+    );
     let jobs: Vec<dexlake::sync::Job> = tokens
         .iter()
-        .map(|t| dexlake::sync::Job::Swaps { token: Some(t.clone()), wallet: None, pool: None })
+        .map(|t| dexlake::sync::Job::Swaps {
+            token: Some(t.clone()),
+            wallet: None,
+            pool: None,
+        })
         .collect();
     assert!(!syncer.run(&jobs).await.any_failed());
-    let ids = |lake: &Lake| -> Vec<i64> {
-        let df = lake
-            .scan(Dataset::Swaps)
-            .unwrap()
-            .filter(col("block_time").lt(lit(watermark.naive_utc()).cast(DataType::Datetime(TimeUnit::Microseconds, Some(TimeZone::UTC)))))
-            .select([col("id")])
-            .sort(["id"], SortMultipleOptions::default())
-            .collect()
-            .unwrap();
-        df.column("id").unwrap().i64().unwrap().into_no_null_iter().collect()
-    };
+    let ids =
+        |lake: &Lake| -> Vec<i64> {
+            let df =
+                lake.scan(Dataset::Swaps)
+                    .unwrap()
+                    .filter(col("block_time").lt(lit(watermark.naive_utc()).cast(
+                        DataType::Datetime(TimeUnit::Microseconds, Some(TimeZone::UTC)),
+                    )))
+                    .select([col("id")])
+                    .sort(["id"], SortMultipleOptions::default())
+                    .collect()
+                    .unwrap();
+            df.column("id")
+                .unwrap()
+                .i64()
+                .unwrap()
+                .into_no_null_iter()
+                .collect()
+        };
     assert_eq!(ids(&lake), ids(&reference));
+    sim.shutdown().await;
+}
+
+/// Through injected 500s and 429s, polls that could not fetch everything leave the watermark
+/// where it was, and the bars closed over the run are still the batch bars of the lake's swaps.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_injected_faults_the_watermark_waits_and_the_bars_stay_right() {
+    use dexlake::sim::{LiveConfig, Scale, SimConfig, Simulator};
+    let sim = Simulator::start(SimConfig {
+        seed: 7,
+        scale: Scale::Small,
+        live: Some(LiveConfig {
+            manual: true,
+            ..LiveConfig::default()
+        }),
+        fail_rate: 0.3,
+        throttle_rate: 0.02,
+        ..SimConfig::default()
+    })
+    .await
+    .unwrap();
+    let tokens: Vec<String> = sim.market().catalog().altchain.tokens[..2]
+        .iter()
+        .map(|t| t.address.clone())
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let lake = Arc::new(Lake::open(dir.path()).unwrap());
+    let config = FollowConfig {
+        tokens: tokens.clone(),
+        interval_seconds: 60,
+        ..FollowConfig::default()
+    };
+    // One retry: some polls end with a job failed.
+    let client = crate::common::sim_client_retrying(&sim, 1);
+    let mut follower = Follower::new(client, Arc::clone(&lake), config).unwrap();
+    let cancel = CancelToken::new();
+    let (mut stalled, mut advanced) = (0, 0);
+    let mut printed: Option<DataFrame> = None;
+    for _ in 0..40 {
+        sim.advance(300).unwrap();
+        let before = follower.watermark();
+        let poll = follower.poll(&cancel).await.unwrap();
+        if poll.advanced {
+            advanced += 1;
+        } else {
+            stalled += 1;
+            assert_eq!(
+                follower.watermark(),
+                before,
+                "a stalled poll moved the watermark"
+            );
+            assert_eq!(poll.closed.height(), 0);
+        }
+        follower.commit(&poll.closed).unwrap();
+        match printed.as_mut() {
+            None => printed = Some(poll.closed),
+            Some(all) => {
+                all.vstack_mut(&poll.closed).unwrap();
+            }
+        }
+    }
+    assert!(
+        stalled > 0 && advanced > 5,
+        "{stalled} stalled, {advanced} advanced"
+    );
+    let watermark = follower.watermark().unwrap();
+    let state = lake
+        .state(&format!("follow/bars/60/tokens={}", tokens.join(",")))
+        .unwrap()
+        .unwrap();
+    let start = DateTime::from_timestamp_micros(state["start"].as_i64().unwrap()).unwrap();
+    let batch = bars(
+        &lake,
+        EventSource::Swaps,
+        &Selection::Tokens(tokens),
+        TimeRange {
+            from: Some(start),
+            to: Some(watermark),
+        },
+        &BarOptions {
+            data_end: Some(watermark),
+            ..BarOptions::with_width(60)
+        },
+    )
+    .unwrap()
+    .lazy()
+    .filter(col("incomplete").not())
+    .collect()
+    .unwrap();
+    let printed = printed
+        .unwrap()
+        .sort(
+            ["token_address"],
+            SortMultipleOptions::default().with_maintain_order(true),
+        )
+        .unwrap();
+    assert!(batch.height() > 10, "{batch}");
+    assert!(printed.equals_missing(&batch), "{printed}\n{batch}");
     sim.shutdown().await;
 }
