@@ -61,17 +61,7 @@ async fn main() -> anyhow::Result<()> {
     let started = tokio::time::Instant::now();
     while started.elapsed() < Duration::from_secs(6) {
         let poll = follower.poll(&cancel).await?;
-        if poll.closed.height() > 0 {
-            let shown = poll.closed.select([
-                "token_address",
-                "timestamp",
-                "open",
-                "close",
-                "volume",
-                "count",
-            ])?;
-            println!("{shown}");
-        }
+        print_bars(&poll.closed)?;
         follower.commit(&poll.closed)?;
         match printed.as_mut() {
             None => printed = Some(poll.closed),
@@ -116,5 +106,31 @@ async fn main() -> anyhow::Result<()> {
         printed.equals_missing(&batch)
     );
     sim.shutdown().await;
+    Ok(())
+}
+
+/// One line per closed bar: token, minute, open, close, USD volume, swaps.
+fn print_bars(closed: &DataFrame) -> anyhow::Result<()> {
+    let token = closed.column("token_address")?.str()?;
+    let time = closed.column("timestamp")?.cast(&DataType::Int64)?;
+    let time = time.i64()?;
+    let open = closed.column("open")?.f64()?;
+    let close = closed.column("close")?.f64()?;
+    let volume = closed.column("volume")?.f64()?;
+    let count = closed.column("count")?.i64()?;
+    for i in 0..closed.height() {
+        let at = time
+            .get(i)
+            .and_then(chrono::DateTime::from_timestamp_micros)
+            .map_or_else(String::new, |t| t.format("%H:%M").to_string());
+        println!(
+            "{:.8}…  {at}  open {:.4e}  close {:.4e}  ${:>10.2}  {} swaps",
+            token.get(i).unwrap_or(""),
+            open.get(i).unwrap_or(f64::NAN),
+            close.get(i).unwrap_or(f64::NAN),
+            volume.get(i).unwrap_or(0.0),
+            count.get(i).unwrap_or(0),
+        );
+    }
     Ok(())
 }
