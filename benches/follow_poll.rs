@@ -2,7 +2,7 @@
 //! bar's end it is printed.
 //!
 //! ```sh
-//! cargo bench --bench follow_poll -- [--big-lake target/verify-lake] [--polls 40]
+//! cargo bench --bench follow_poll -- [--big-lake target/follow-bench-lake] [--polls 40]
 //! ```
 //!
 //! The simulator runs as its own process (`dexlake sim --live --speed 600 --scale small`), so
@@ -11,8 +11,9 @@
 //! polling every 200 ms:
 //!
 //! - on a new lake (the tokens' history, about ten thousand swaps, is its first poll's sync);
-//! - on a hard-linked copy of `--big-lake` (the 10M-swap lake of `dexlake bench-lake`), the
-//!   same tokens synced into it first.
+//! - on a hard-linked copy of `--big-lake`: 10 million swaps of other tokens over the three
+//!   months before the market's fixed now, written once by this bench (ids far above the
+//!   simulator's, as one service's ids never collide), the same tokens synced into it first.
 //!
 //! A poll's cost should follow what is new, not the lake's size. The latency of a bar is the
 //! real time from the simulator's clock passing the bar's end to the end of the poll that
@@ -38,6 +39,86 @@ fn cpu_seconds() -> f64 {
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
     let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
     t(usage.ru_utime) + t(usage.ru_stime)
+}
+
+/// Writes `rows` swaps of 100 other tokens over the 92 days before the simulated market's
+/// fixed now into a new lake at `root`, a million rows per commit, then compacts it.
+fn write_big_lake(root: &Path, rows: i64) {
+    use arrow::array::{
+        ArrayRef, Float64Array, Int64Array, StringArray, TimestampMicrosecondArray,
+    };
+    use arrow::record_batch::RecordBatch;
+    use dexlake::lake::{Dataset, schema};
+    const FIRST_ID: i64 = 1_000_000_000_000;
+    let lake = Lake::open(root).unwrap();
+    let end = 1_748_736_000_000_000i64; // 2025-06-01T00:00:00Z, µs
+    let span = 92 * 86_400_000_000i64;
+    let per_commit = 1_000_000i64;
+    for block in 0..(rows + per_commit - 1) / per_commit {
+        let ids: Vec<i64> = (block * per_commit..((block + 1) * per_commit).min(rows)).collect();
+        let text = |f: &dyn Fn(i64) -> String| -> ArrayRef {
+            Arc::new(ids.iter().map(|&i| Some(f(i))).collect::<StringArray>())
+        };
+        let num = |f: &dyn Fn(i64) -> f64| -> ArrayRef {
+            Arc::new(ids.iter().map(|&i| f(i)).collect::<Float64Array>())
+        };
+        let token = |i: i64| format!("BenchToken{:03}", i % 100);
+        // Times in order of id, spread evenly over the span.
+        let times: Vec<i64> = ids
+            .iter()
+            .map(|&i| end - span + i * (span / rows))
+            .collect();
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from_iter_values(
+                ids.iter().map(|i| FIRST_ID + i),
+            )),
+            text(&|i| {
+                if i % 2 == 0 {
+                    "quote_token"
+                } else {
+                    "token_quote"
+                }
+                .to_owned()
+            }),
+            text(&|_| "bench".to_owned()),
+            text(&|i| format!("BenchWallet{:05}", i % 20_000)),
+            text(&|i| format!("BenchPool{:03}", i % 100)),
+            text(&|i| {
+                if i % 2 == 0 {
+                    "BenchQuote".to_owned()
+                } else {
+                    token(i)
+                }
+            }),
+            text(&|i| {
+                if i % 2 == 0 {
+                    token(i)
+                } else {
+                    "BenchQuote".to_owned()
+                }
+            }),
+            num(&|i| 1.0 + (i % 7) as f64),
+            num(&|i| 2.0 + (i % 11) as f64),
+            num(&|i| 0.5 + (i % 13) as f64 / 100.0),
+            num(&|i| 0.6 + (i % 17) as f64 / 100.0),
+            num(&|_| 100.0),
+            num(&|_| 100.0),
+            num(&|_| 99.0),
+            num(&|_| 101.0),
+            num(&|i| 10.0 + (i % 5) as f64),
+            num(&|i| 10.0 + (i % 5) as f64),
+            Arc::new(Int64Array::from_iter_values(
+                ids.iter().map(|i| 300_000_000 + i),
+            )),
+            Arc::new(TimestampMicrosecondArray::from(times).with_timezone("UTC")),
+            text(&|i| format!("benchtx{i}")),
+        ];
+        let batch = RecordBatch::try_new(schema::record_schema(Dataset::Swaps), columns).unwrap();
+        let mut tx = lake.transaction().unwrap();
+        tx.write(Dataset::Swaps, batch).unwrap();
+        tx.commit().unwrap();
+    }
+    lake.compact().unwrap();
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -104,8 +185,18 @@ async fn follow(
         let started = Instant::now();
         let cpu = cpu_seconds();
         let poll = follower.poll(&cancel).await.unwrap();
+        let polled = cpu_seconds();
         follower.commit(&poll.closed).unwrap();
         m.cpu_ms.push((cpu_seconds() - cpu) * 1e3);
+        if std::env::var_os("FOLLOW_POLL_ALL").is_some() {
+            eprintln!(
+                "poll {:.1} ms (sync {:?} wall), commit {:.1} ms, {} new",
+                (polled - cpu) * 1e3,
+                poll.sync.elapsed,
+                (cpu_seconds() - polled) * 1e3,
+                poll.new_events
+            );
+        }
         let printed = Instant::now();
         m.new_swaps += poll.new_events;
         let ends = poll
@@ -135,14 +226,13 @@ async fn main() {
             .and_then(|i| args.get(i + 1))
             .cloned()
     };
-    let big = PathBuf::from(arg("--big-lake").unwrap_or_else(|| "target/verify-lake".into()));
+    let big = PathBuf::from(arg("--big-lake").unwrap_or_else(|| "target/follow-bench-lake".into()));
     let polls: usize = arg("--polls").and_then(|p| p.parse().ok()).unwrap_or(40);
-    assert!(
-        big.join("_dexlake").exists(),
-        "no lake at {} (dexlake bench-lake {} --scale large)",
-        big.display(),
-        big.display()
-    );
+    if !big.join("_dexlake").exists() {
+        let started = Instant::now();
+        write_big_lake(&big, 10_000_000);
+        println!("wrote {} in {:.0?}", big.display(), started.elapsed());
+    }
 
     let mut sim = Command::new(env!("CARGO_BIN_EXE_dexlake"))
         .args([
@@ -216,6 +306,10 @@ async fn main() {
             median(m.latency_ms.clone()),
             max
         );
+    }
+    if std::env::var_os("FOLLOW_POLL_ALL").is_some() {
+        println!("CPU per poll (ms), new: {:.1?}", a.cpu_ms);
+        println!("CPU per poll (ms), large: {:.1?}", b.cpu_ms);
     }
     println!(
         "CPU per poll, large / new: {:.2}",
