@@ -5,6 +5,8 @@
 //! cargo bench --bench follow_poll -- [--big-lake target/follow-bench-lake] [--polls 40]
 //! ```
 //!
+//! Under `cargo test` it runs as a smoke test: a lake of 20,000 swaps, two polls.
+//!
 //! The simulator runs as its own process (`dexlake sim --live --speed 600 --scale small`), so
 //! the CPU time measured (`getrusage` of this process around each poll and its commit) is the
 //! follower's alone. Two followers of the market's two most active tokens, 1-minute bars,
@@ -226,11 +228,23 @@ async fn main() {
             .and_then(|i| args.get(i + 1))
             .cloned()
     };
-    let big = PathBuf::from(arg("--big-lake").unwrap_or_else(|| "target/follow-bench-lake".into()));
-    let polls: usize = arg("--polls").and_then(|p| p.parse().ok()).unwrap_or(40);
+    // `cargo bench` passes `--bench`; `cargo test --all-targets` runs this once as a smoke
+    // test: a lake of 20,000 swaps in a temporary folder and two polls.
+    let smoke = !args.iter().any(|a| a == "--bench");
+    let scratch = tempfile::tempdir().unwrap();
+    let big = match (smoke, arg("--big-lake")) {
+        (true, _) => scratch.path().join("big"),
+        (false, Some(path)) => PathBuf::from(path),
+        (false, None) => PathBuf::from("target/follow-bench-lake"),
+    };
+    let polls: usize = if smoke {
+        2
+    } else {
+        arg("--polls").and_then(|p| p.parse().ok()).unwrap_or(40)
+    };
     if !big.join("_dexlake").exists() {
         let started = Instant::now();
-        write_big_lake(&big, 10_000_000);
+        write_big_lake(&big, if smoke { 20_000 } else { 10_000_000 });
         println!("wrote {} in {:.0?}", big.display(), started.elapsed());
     }
 

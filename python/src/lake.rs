@@ -404,22 +404,7 @@ impl NativeLake {
                     pnl_table(pnl::wallet_pnl(&lake, &query, &config)?, &table)
                 } else {
                     // Every wallet's ledgers (or lots) without the positions table.
-                    let mut all: Option<DataFrame> = None;
-                    pnl::wallet_ledgers_in_batches(&lake, &query, &config, |part| {
-                        let part = pnl_table(part, &table);
-                        match all.as_mut() {
-                            None => all = Some(part),
-                            Some(all) => {
-                                all.vstack_mut(&part)
-                                    .map_err(dexlake::Error::polars("stacking the table"))?;
-                            }
-                        }
-                        Ok(())
-                    })?;
-                    match all {
-                        Some(all) => all,
-                        None => pnl_table(pnl::report(&Default::default(), &[], &config)?, &table),
-                    }
+                    pnl_table(pnl::wallet_ledgers(&lake, &query, &config)?, &table)
                 };
                 Ok((frame, coverage))
             })

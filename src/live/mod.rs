@@ -36,7 +36,8 @@ use polars::prelude::*;
 use serde_json::json;
 
 use crate::analytics::{
-    BarOptions, BarRule, EventSource, LiveBars, Selection, TimeRange, load_events,
+    BarOptions, BarRule, EventSource, LiveBars, Selection, Tick, TimeRange, TokenEvents,
+    load_events,
 };
 use crate::api::Client;
 use crate::lake::{Dataset, Lake, schema};
@@ -360,19 +361,8 @@ impl Follower {
 }
 
 /// The events of a token as ticks.
-fn ticks_of(
-    t: &crate::analytics::TokenEvents,
-) -> impl Iterator<Item = crate::analytics::Tick> + '_ {
-    let e = &t.events;
-    (0..e.len()).map(move |i| crate::analytics::Tick {
-        time: e.time[i],
-        slot: e.slot[i],
-        id: e.id[i],
-        price: e.price[i],
-        base: e.base[i],
-        usd: e.usd[i],
-        buy: e.buy[i],
-    })
+fn ticks_of(t: &TokenEvents) -> impl Iterator<Item = Tick> + '_ {
+    (0..t.events.len()).map(|i| t.events.tick(i))
 }
 
 /// The start of the `width`-second bucket holding `t` (µs), on the epoch's grid.

@@ -189,6 +189,29 @@ pub fn wallet_pnl_in_batches_of(
     report_chunks(&lake_ledgers(lake, query)?, config, ledgers, true, sink)
 }
 
+/// [`wallet_pnl`] without the positions table (its frame is empty): the ledgers (and the lots
+/// when [`PnlConfig::lots`] is set) built a chunk of ledgers at a time and stacked. What
+/// `dexlake pnl --all-wallets` prints and Python's `lake.pnl()` returns.
+pub fn wallet_ledgers(lake: &Lake, query: &PnlQuery, config: &PnlConfig) -> Result<PnlReport> {
+    let mut all: Option<PnlReport> = None;
+    wallet_ledgers_in_batches(lake, query, config, |part| {
+        let Some(all) = all.as_mut() else {
+            all = Some(part);
+            return Ok(());
+        };
+        let stack = Error::polars("stacking the PnL tables");
+        all.ledgers.vstack_mut(&part.ledgers).map_err(&stack)?;
+        if let (Some(lots), Some(more)) = (all.lots.as_mut(), part.lots.as_ref()) {
+            lots.vstack_mut(more).map_err(&stack)?;
+        }
+        Ok(())
+    })?;
+    match all {
+        Some(all) => Ok(all),
+        None => report(&LedgerSet::default(), &[], config),
+    }
+}
+
 /// The ledgers table of [`wallet_pnl`] (and the lots table when [`PnlConfig::lots`] is set)
 /// handed to `sink` a chunk of [`REPORT_CHUNK`] ledgers at a time, in ledger order; the
 /// positions table is not built (its frame in each part is empty). What `dexlake pnl

@@ -117,17 +117,10 @@ pub fn run(global: &Global, args: FollowArgs) -> anyhow::Result<ExitCode> {
         // Ctrl-C stops the loop after the poll in flight has committed its bars; a second one
         // exits at once (the lake keeps its last commit; the bars of that poll print again
         // on restart).
-        let watcher = {
-            let cancel = cancel.clone();
-            tokio::spawn(async move {
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    cancel.cancel();
-                    if tokio::signal::ctrl_c().await.is_ok() {
-                        std::process::exit(130);
-                    }
-                }
-            })
-        };
+        let watcher = crate::cancel_on_ctrl_c(
+            cancel.clone(),
+            "interrupted again: exiting; the bars of the poll in flight print again on restart",
+        );
         let mut polls = 0u64;
         let mut failing = 0u32;
         let outcome: anyhow::Result<()> = loop {

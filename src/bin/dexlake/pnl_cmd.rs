@@ -176,22 +176,7 @@ pub fn pnl(global: &Global, args: PnlArgs) -> anyhow::Result<ExitCode> {
             return emit(table(report), args.format, args.out.as_deref());
         }
         // The ledgers (or lots) table alone: no positions table is built.
-        let mut all: Option<DataFrame> = None;
-        pnl::wallet_ledgers_in_batches(&lake, &query, &config, |part| {
-            let part = table(part);
-            match all.as_mut() {
-                None => all = Some(part),
-                Some(all) => {
-                    all.vstack_mut(&part)
-                        .map_err(dexlake::Error::polars("stacking the table"))?;
-                }
-            }
-            Ok(())
-        })?;
-        let all = match all {
-            Some(all) => all,
-            None => table(pnl::report(&pnl::LedgerSet::default(), &[], &config)?),
-        };
+        let all = table(pnl::wallet_ledgers(&lake, &query, &config)?);
         return emit(all, args.format, args.out.as_deref());
     }
     let Some(wallet) = args.wallet else {

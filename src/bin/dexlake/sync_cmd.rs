@@ -396,18 +396,10 @@ pub fn run(global: &Global, args: SyncArgs) -> anyhow::Result<ExitCode> {
         // The first Ctrl-C stops the run: jobs not started are not started, running jobs stop
         // at their next request and the fetched rows are committed once. A second one exits at
         // once; the lake keeps its last commit.
-        let watcher = {
-            let cancel = cancel.clone();
-            tokio::spawn(async move {
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    cancel.cancel();
-                    if tokio::signal::ctrl_c().await.is_ok() {
-                        eprintln!("interrupted again: exiting without committing the fetched rows");
-                        std::process::exit(130);
-                    }
-                }
-            })
-        };
+        let watcher = crate::cancel_on_ctrl_c(
+            cancel.clone(),
+            "interrupted again: exiting without committing the fetched rows",
+        );
         let report = sync.run_with(&jobs, &observer, &cancel).await;
         watcher.abort();
         report
