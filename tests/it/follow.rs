@@ -170,7 +170,7 @@ async fn the_cli_prints_json_lines_once_across_restarts() {
 /// One run of `dexlake follow` as a child, its JSON lines read as they come.
 struct FollowRun {
     child: tokio::process::Child,
-    lines: tokio::task::JoinHandle<Vec<serde_json::Value>>,
+    lines: tokio::sync::mpsc::UnboundedReceiver<serde_json::Value>,
 }
 
 fn start_follow(root: &str, base: &str, tokens: &str) -> FollowRun {
@@ -199,15 +199,48 @@ fn start_follow(root: &str, base: &str, tokens: &str) -> FollowRun {
         .spawn()
         .expect("dexlake follow starts");
     let stdout = child.stdout.take().expect("piped stdout");
-    let lines = tokio::spawn(async move {
+    let (tx, lines) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
         let mut lines = tokio::io::BufReader::new(stdout).lines();
-        let mut out = Vec::new();
         while let Ok(Some(line)) = lines.next_line().await {
-            out.push(serde_json::from_str(&line).expect("a JSON line"));
+            let _ = tx.send(serde_json::from_str(&line).expect("a JSON line"));
         }
-        out
     });
     FollowRun { child, lines }
+}
+
+impl FollowRun {
+    /// Waits (up to a minute, whatever the machine's load) until the run has printed `n` bars,
+    /// then sends it `signal` and returns every bar it printed, with its exit status.
+    async fn stop_after(
+        mut self,
+        n: usize,
+        signal: &str,
+    ) -> (Vec<serde_json::Value>, std::process::ExitStatus) {
+        let mut printed = Vec::new();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        while printed.len() < n {
+            match tokio::time::timeout_at(deadline, self.lines.recv()).await {
+                Ok(Some(bar)) => printed.push(bar),
+                Ok(None) => panic!("follow ended before printing {n} bars"),
+                Err(_) => panic!("follow printed {} bars in a minute, not {n}", printed.len()),
+            }
+        }
+        let pid = self.child.id().expect("running").to_string();
+        let sent = std::process::Command::new("kill")
+            .args([signal, &pid])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let status = tokio::time::timeout(Duration::from_secs(30), self.child.wait())
+            .await
+            .expect("follow exits")
+            .unwrap();
+        while let Some(bar) = self.lines.recv().await {
+            printed.push(bar);
+        }
+        (printed, status)
+    }
 }
 
 /// `(token, timestamp)` of a printed bar.
@@ -248,33 +281,16 @@ async fn follow_through_ctrl_c_and_a_kill_prints_every_bar_once_and_equal_to_ohl
     let base = sim.base_url().to_owned();
 
     let mut printed: Vec<Vec<serde_json::Value>> = Vec::new();
-    // Ctrl-C after a while, then a restart that is killed, then a restart stopped by Ctrl-C.
-    for stop in ["int", "kill", "int"] {
-        let mut run = start_follow(&root, &base, &joined);
-        tokio::time::sleep(Duration::from_millis(2_500)).await;
-        let pid = run.child.id().expect("running").to_string();
-        let signal = if stop == "int" { "-INT" } else { "-KILL" };
-        assert!(
-            std::process::Command::new("kill")
-                .args([signal, &pid])
-                .status()
-                .unwrap()
-                .success()
-        );
-        let status = tokio::time::timeout(Duration::from_secs(30), run.child.wait())
-            .await
-            .expect("follow exits")
-            .unwrap();
-        if stop == "int" {
+    // Ctrl-C once a few bars are out, then a restart that is killed, then a restart stopped
+    // by Ctrl-C.
+    for signal in ["-INT", "-KILL", "-INT"] {
+        let run = start_follow(&root, &base, &joined);
+        let (bars, status) = run.stop_after(3, signal).await;
+        if signal == "-INT" {
             assert_eq!(status.code(), Some(130), "Ctrl-C exits with 130");
         }
-        printed.push(run.lines.await.unwrap());
+        printed.push(bars);
     }
-    assert!(
-        printed.iter().all(|p| !p.is_empty()),
-        "each run printed bars: {:?}",
-        printed.iter().map(Vec::len).collect::<Vec<_>>()
-    );
 
     // Printed once, except what the killed run printed in its last poll (same values).
     let mut seen: std::collections::BTreeMap<(String, String), serde_json::Value> =
@@ -330,7 +346,7 @@ async fn follow_through_ctrl_c_and_a_kill_prints_every_bar_once_and_equal_to_ohl
         })
         .map(without_flag)
         .collect();
-    assert!(closed.len() > 10, "{} bars", closed.len());
+    assert!(closed.len() >= 6, "{} bars", closed.len());
     assert_eq!(
         seen.len(),
         closed.len(),
