@@ -584,6 +584,8 @@ def sync(
         if not isinstance(plan, (str, os.PathLike)):
             raise TypeError(f"plan: expected a path, got {type(plan).__name__}")
         plan_path = os.fspath(plan)
+        if not os.path.isfile(plan_path):
+            raise FileNotFoundError(f"plan: no plan file at {plan_path}")
     if progress is True:
         callback: Optional[Callable[[Dict[str, Any]], None]] = _Progress()
     elif progress is False or progress is None:

@@ -442,3 +442,23 @@ def test_a_frame_crosses_once_and_keeps_its_rows(market):
     assert frame.height == rows > 0
     with pytest.raises(ValueError, match="already read"):
         pl.DataFrame(stream)
+
+
+def test_sync_runs_a_plan_file_and_reads_the_service_from_the_environment(tmp_path, monkeypatch):
+    with dexlake.Simulator(seed=7) as sim:
+        token = sim.catalog()["altchain"]["tokens"][0]["address"]
+        plan = tmp_path / "plan.toml"
+        plan.write_text(
+            f'[[job]]\ndataset = "swaps"\ntoken = "{token}"\n\n'
+            f'[[job]]\ndataset = "trades"\ntoken = "{token}"\n'
+        )
+        monkeypatch.setenv("DEXLAKE_BASE_URL", sim.base_url)
+        monkeypatch.setenv("DEXLAKE_API_KEY", API_KEY)
+        report = dexlake.sync(tmp_path / "lake", plan=plan, progress=False)
+    assert [j["dataset"] for j in report] == ["swaps", "trades"], report
+    assert all(j["outcome"] == "done" for j in report), report
+    rows = dexlake.Lake(tmp_path / "lake").verify()["rows"]
+    assert rows["swaps"] == report[0]["rows_added"] > 0
+    assert rows["trades"] == report[1]["rows_added"] > 0
+    with pytest.raises(FileNotFoundError, match="missing.toml"):
+        dexlake.sync(tmp_path / "other", plan=tmp_path / "missing.toml", progress=False)
