@@ -35,6 +35,7 @@ use chrono::{DateTime, Utc};
 use polars::prelude::*;
 use serde_json::json;
 
+use crate::analytics::ohlcv::{BarColumns, bars_frame};
 use crate::analytics::{
     BarOptions, BarRule, EventSource, LiveBars, Selection, Tick, TimeRange, TokenEvents,
     load_events,
@@ -278,8 +279,13 @@ impl Follower {
         let mut watermark = match (complete, date) {
             (true, Some(d)) => d.timestamp_micros().max(previous.unwrap_or(i64::MIN)),
             _ => {
+                // No new watermark: nothing closes (an empty frame of the bars' columns).
+                let closed = match previous {
+                    Some(w) => self.bars.advance(w)?.closed,
+                    None => bars_frame(BarColumns::default(), Some(Vec::new()))?,
+                };
                 return Ok(PollReport {
-                    closed: self.bars.advance(previous.unwrap_or(i64::MIN))?.closed,
+                    closed,
                     watermark: self.watermark(),
                     advanced: false,
                     new_events: 0,
