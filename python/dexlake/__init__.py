@@ -625,7 +625,9 @@ class Simulator:
 
     A context manager; :meth:`close` stops it. ``fail_rate`` and ``throttle_rate`` answer that
     share of requests 500 and 429; ``rate_limit`` allows that many requests per second per
-    key.
+    key. With ``live=True`` the market keeps trading after its fixed now (2025-06-01), on a
+    clock running ``speed`` simulated seconds per real second, or with ``manual=True`` moving
+    only by :meth:`advance` (``dexlake sim --live``; tiny, small and medium scales).
     """
 
     def __init__(
@@ -636,15 +638,24 @@ class Simulator:
         fail_rate: float = 0.0,
         throttle_rate: float = 0.0,
         rate_limit: Optional[float] = None,
+        live: bool = False,
+        speed: float = 1.0,
+        manual: bool = False,
     ) -> None:
         seed = _integer(seed, "seed", minimum=0)  # type: ignore[assignment]
+        if manual and not live:
+            raise InvalidArgumentError("invalid manual: a manual clock is a live simulator's (live=True)")
         self._native = _dexlake.NativeSimulator(
             seed,
             _text(scale, "scale"),
             _number(fail_rate, "fail_rate"),
             _number(throttle_rate, "throttle_rate"),
             _number(rate_limit, "rate_limit", optional=True),
+            bool(live),
+            _number(speed, "speed"),
+            bool(manual),
         )
+        self._live = bool(live)
         self._catalog: Optional[Dict[str, Any]] = None
 
     @property
@@ -659,10 +670,23 @@ class Simulator:
 
     def catalog(self) -> Dict[str, Any]:
         """The market: per chain family its tokens, pools and wallets (``["altchain"]
-        ["tokens"][i]["address"]`` ...)."""
+        ["tokens"][i]["address"]`` ...), and its ``now``; a live market's as of its clock."""
+        if self._live:
+            return json.loads(self._native.catalog_json())
         if self._catalog is None:
             self._catalog = json.loads(self._native.catalog_json())
         return self._catalog
+
+    def now(self) -> Optional[_dt.datetime]:
+        """The simulated instant the service answers at (UTC): the fixed now unless live;
+        ``None`` once closed."""
+        micros = self._native.now_micros()
+        return None if micros is None else _EPOCH + _dt.timedelta(microseconds=micros)
+
+    def advance(self, seconds: int) -> None:
+        """Moves a live simulator's clock ``seconds`` forward (a manual clock moves only so);
+        refused for a simulator that is not live."""
+        self._native.advance(_integer(seconds, "seconds", minimum=0))
 
     def close(self) -> None:
         """Stops serving; requests in flight finish. Closing twice does nothing."""

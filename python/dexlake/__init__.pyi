@@ -215,10 +215,14 @@ class Simulator:
         fail_rate: float = 0.0,
         throttle_rate: float = 0.0,
         rate_limit: Optional[float] = None,
+        live: bool = False,
+        speed: float = 1.0,
+        manual: bool = False,
     ) -> None:
         """Starts serving the market of ``seed`` at ``scale``; ``fail_rate`` and
         ``throttle_rate`` answer that share of requests 500 and 429, ``rate_limit`` allows
-        that many requests per second per key."""
+        that many requests per second per key; ``live`` keeps the market trading on a clock
+        of ``speed`` simulated seconds a second (``manual``: moved by :meth:`advance`)."""
     @property
     def base_url(self) -> str:
         """The service's address, such as ``http://127.0.0.1:41234``."""
@@ -228,6 +232,10 @@ class Simulator:
     def catalog(self) -> Dict[str, Any]:
         """The market: per chain family its tokens, pools and wallets
         (``["altchain"]["tokens"][i]["address"]`` ...)."""
+    def now(self) -> Optional[_dt.datetime]:
+        """The simulated instant the service answers at (UTC); ``None`` once closed."""
+    def advance(self, seconds: int) -> None:
+        """Moves a live simulator's clock ``seconds`` forward."""
     def close(self) -> None:
         """Stops serving; requests in flight finish. Closing twice does nothing."""
     def __enter__(self) -> Simulator:

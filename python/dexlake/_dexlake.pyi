@@ -150,15 +150,23 @@ class NativeSimulator:
         fail_rate: float,
         throttle_rate: float,
         rate_limit: float | None,
+        live: bool,
+        speed: float,
+        manual: bool,
     ) -> NativeSimulator:
         """Generates the market of ``seed`` at ``scale`` and serves it on a free port;
         ``fail_rate`` and ``throttle_rate`` answer that share of requests 500 and 429,
-        ``rate_limit`` allows that many requests per second per key."""
+        ``rate_limit`` allows that many requests per second per key; ``live`` keeps it trading
+        on a clock of ``speed`` (``manual``: moved by ``advance`` only)."""
     @property
     def base_url(self) -> str:
         """The address of the service, such as ``http://127.0.0.1:41234``."""
     def catalog_json(self) -> str:
-        """The market's tokens, pools and wallets, as JSON."""
+        """The market's tokens, pools and wallets, as JSON (a live market's at its clock)."""
+    def now_micros(self) -> int | None:
+        """The simulated instant, Unix microseconds; ``None`` once closed."""
+    def advance(self, seconds: int) -> None:
+        """Moves a live simulator's clock ``seconds`` forward."""
     @property
     def running(self) -> bool:
         """Whether it still serves."""

@@ -462,3 +462,26 @@ def test_sync_runs_a_plan_file_and_reads_the_service_from_the_environment(tmp_pa
     assert rows["trades"] == report[1]["rows_added"] > 0
     with pytest.raises(FileNotFoundError, match="missing.toml"):
         dexlake.sync(tmp_path / "other", plan=tmp_path / "missing.toml", progress=False)
+
+
+def test_a_live_simulator_keeps_trading_and_a_second_sync_adds_its_new_swaps(tmp_path):
+    with dexlake.Simulator(seed=7, scale="small", live=True, manual=True) as sim:
+        start = sim.now()
+        assert start == dt.datetime(2025, 6, 1, tzinfo=dt.timezone.utc)
+        token = sim.catalog()["altchain"]["tokens"][0]["address"]
+        jobs = [{"dataset": "swaps", "token": token}]
+        first = dexlake.sync(tmp_path / "lake", jobs=jobs, base_url=sim.base_url, api_key=API_KEY, progress=False)
+        sim.advance(2 * 86_400)
+        assert sim.now() == start + dt.timedelta(days=2)
+        assert sim.catalog()["now"].startswith("2025-06-03")
+        second = dexlake.sync(tmp_path / "lake", jobs=jobs, base_url=sim.base_url, api_key=API_KEY, progress=False)
+    assert first[0]["rows_added"] > 0 and second[0]["rows_added"] > 0
+    swaps = dexlake.Lake(tmp_path / "lake").scan("swaps").collect()
+    assert swaps.height == first[0]["rows_added"] + second[0]["rows_added"]
+    new = swaps.filter(pl.col("block_time") >= start)
+    assert new.height == second[0]["rows_added"]
+    with dexlake.Simulator(seed=7) as fixed:
+        with pytest.raises(dexlake.InvalidArgumentError):
+            fixed.advance(60)
+    with pytest.raises(dexlake.InvalidArgumentError, match="manual"):
+        dexlake.Simulator(manual=True)
