@@ -263,9 +263,11 @@ async fn main() {
         .spawn()
         .expect("dexlake sim starts");
     let mut first = String::new();
-    std::io::BufReader::new(sim.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
+    let mut stdout = std::io::BufReader::new(sim.stdout.take().unwrap());
+    stdout.read_line(&mut first).unwrap();
+    // Keep reading what the simulator prints after its first line (a live market prints a
+    // second): a closed pipe would make its next write fail and stop it.
+    std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
     let base = first
         .trim()
         .strip_prefix("listening on ")

@@ -403,6 +403,22 @@ pub fn printable(text: &str) -> String {
     out
 }
 
+/// An error and its causes on one line, each cause once: a cause whose text its parent already
+/// shows is not repeated. How the CLI's job reports and the Python package show an error.
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut s = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let c = cause.to_string();
+        if !s.contains(&c) {
+            s.push_str(": ");
+            s.push_str(&c);
+        }
+        source = cause.source();
+    }
+    s
+}
+
 /// The longest text [`escaped`] keeps, in characters.
 pub const ESCAPED_MAX_CHARS: usize = 500;
 

@@ -152,6 +152,13 @@ def _number(value: Any, name: str, *, optional: bool = False) -> Optional[float]
     return float(value)
 
 
+def _mark(value: Any) -> str:
+    """A PnL mark as the engine takes it: ``"latest"``, or a USD price as text."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return repr(float(value))
+    return _text(value, "mark")  # type: ignore[return-value]
+
+
 def _frame(answer: Tuple[Any, List[str]]) -> pl.DataFrame:
     """The polars frame of a native answer; its coverage notes become warnings."""
     stream, notes = answer
@@ -361,14 +368,12 @@ class Lake:
         ``zero-cost``, ``ignore``); a position is open while above ``dust``. ``table`` picks
         ``"ledgers"`` (one row per wallet and token), ``"positions"`` or ``"lots"``.
         """
-        if isinstance(mark, (int, float)) and not isinstance(mark, bool):
-            mark = repr(float(mark))
         return _frame(
             self._native.pnl(
                 _text(wallet, "wallet", optional=True),
                 _text(token, "token", optional=True),
                 _text(method, "method"),
-                _text(mark, "mark"),
+                _mark(mark),
                 _text(oversell, "oversell"),
                 _number(dust, "dust"),
                 _text(table, "table"),
@@ -389,11 +394,9 @@ class Lake:
         """The ``top`` wallets by total PnL, as ``dexlake pnl --top`` ranks them (the PnL
         options as :meth:`pnl`)."""
         top = _integer(top, "top", minimum=0)
-        if isinstance(mark, (int, float)) and not isinstance(mark, bool):
-            mark = repr(float(mark))
         return _frame(
             self._native.leaderboard(
-                top, _text(method, "method"), _text(mark, "mark"), _text(oversell, "oversell"), _number(dust, "dust"), bool(strict)
+                top, _text(method, "method"), _mark(mark), _text(oversell, "oversell"), _number(dust, "dust"), bool(strict)
             )
         )
 
@@ -415,13 +418,11 @@ class Lake:
         """One wallet's trading metrics (Sharpe, Sortino, drawdown, win rate, profit factor)
         of its equity curve marked every ``period``; with ``curve=True`` the curve itself.
         As ``dexlake pnl --performance [--curve]``."""
-        if isinstance(mark, (int, float)) and not isinstance(mark, bool):
-            mark = repr(float(mark))
         return _frame(
             self._native.performance(
                 _text(wallet, "wallet"),
                 _text(method, "method"),
-                _text(mark, "mark"),
+                _mark(mark),
                 _text(oversell, "oversell"),
                 _number(dust, "dust"),
                 _text(period, "period"),

@@ -9,6 +9,7 @@
 //! | anything else (a computation, a task) | `DexlakeError` |
 
 use dexlake::Error;
+use dexlake::error::error_chain;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
@@ -38,21 +39,6 @@ fn class_of(error: &Error) -> (&'static str, Option<u16>) {
     (class, status)
 }
 
-/// The message of `error` and of its causes not already in it, joined by ": ".
-pub fn message(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(c) = cause {
-        let part = c.to_string();
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        cause = c.source();
-    }
-    text
-}
-
 /// An exception of `dexlake.errors` named `class` with `text` (and `status`).
 pub fn raise(py: Python<'_>, class: &str, text: String, status: Option<u16>) -> PyErr {
     let made = (|| -> PyResult<PyErr> {
@@ -72,7 +58,7 @@ pub fn to_py(py: Python<'_>, error: &Error) -> PyErr {
 /// [`to_py`] with `prefix` before the message.
 pub fn to_py_after(py: Python<'_>, prefix: &str, error: &Error) -> PyErr {
     let (class, status) = class_of(error);
-    raise(py, class, format!("{prefix}{}", message(error)), status)
+    raise(py, class, format!("{prefix}{}", error_chain(error)), status)
 }
 
 /// `Result` of the crate into `PyResult`, converting the error under the GIL.

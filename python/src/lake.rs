@@ -21,7 +21,6 @@ use dexlake::analytics::{
 };
 use dexlake::api::profile_query::SearchRequest;
 use dexlake::coverage::{self, Coverage};
-use dexlake::lake::schema::hive_columns;
 use dexlake::lake::{Dataset, Lake};
 use polars::prelude::*;
 use pyo3::prelude::*;
@@ -33,7 +32,7 @@ use crate::frames::FrameStream;
 /// an empty frame of them when no file is committed.
 type ScanPlan = (
     Vec<String>,
-    Vec<(&'static str, &'static str)>,
+    Vec<(String, &'static str)>,
     Vec<String>,
     Option<FrameStream>,
 );
@@ -143,6 +142,21 @@ fn pnl_table(report: PnlReport, table: &str) -> DataFrame {
     }
 }
 
+impl NativeLake {
+    /// Runs `compute` on the lake with the GIL released; its frame is the answer and its
+    /// coverage the notes beside it (or, with `strict`, the refusal naming them).
+    fn answer(
+        &self,
+        py: Python<'_>,
+        strict: bool,
+        compute: impl FnOnce(&Lake) -> dexlake::Result<(DataFrame, Coverage)> + Send,
+    ) -> PyResult<Answer> {
+        let (frame, coverage) = py.detach(|| compute(&self.lake)).py(py)?;
+        let notes = covered(py, &coverage, strict)?;
+        Ok((FrameStream::new(frame), notes))
+    }
+}
+
 #[pymethods]
 impl NativeLake {
     /// Opens the lake at `root` (a folder or `s3://bucket/prefix`): an existing one, or with
@@ -201,30 +215,25 @@ impl NativeLake {
                 )
             })
             .py(py)?;
-        let lake = Arc::clone(&self.lake);
         let paths = py
-            .detach(|| lake.scan_locations(dataset))
+            .detach(|| self.lake.scan_locations(dataset))
             .py(py)?
             .into_iter()
             .map(|p| p.to_string_lossy().into_owned())
             .collect::<Vec<_>>();
-        let hive = hive_columns(dataset)
-            .into_iter()
-            .map(|c| {
-                let dtype = match c {
-                    "interval" => "Int64",
-                    "date" => "Date",
+        // The hive columns as `Lake::scan` types them, by their names in Python's polars.
+        let hive = dexlake::lake::hive_schema(dataset)
+            .iter()
+            .map(|(name, dtype)| {
+                let name_in_python = match dtype {
+                    DataType::Int64 => "Int64",
+                    DataType::Date => "Date",
                     _ => "String",
                 };
-                (c, dtype)
+                (name.to_string(), name_in_python)
             })
             .collect();
-        let mut columns: Vec<String> = dexlake::lake::schema::file_schema(dataset)
-            .fields()
-            .iter()
-            .map(|f| f.name().clone())
-            .collect();
-        columns.extend(hive_columns(dataset).into_iter().map(str::to_owned));
+        let columns = dexlake::lake::scan_columns(dataset);
         let empty = if paths.is_empty() {
             let frame = self
                 .lake
@@ -319,23 +328,18 @@ impl NativeLake {
                 unfetched: Default::default(),
             }),
         };
-        let lake = Arc::clone(&self.lake);
-        let (frame, coverage) = py
-            .detach(|| -> dexlake::Result<(DataFrame, Coverage)> {
-                let coverage = coverage::of_events(&lake, source, &selection, range)?;
-                let frame = match (rule, time_options) {
-                    (Some(rule), _) => event_bars(&lake, source, &selection, range, rule)?,
-                    (None, Some(mut options)) => {
-                        options.unfetched = coverage.unfetched();
-                        bars(&lake, source, &selection, range, &options)?
-                    }
-                    (None, None) => unreachable!("time options are made when no rule is"),
-                };
-                Ok((frame, coverage))
-            })
-            .py(py)?;
-        let notes = covered(py, &coverage, strict)?;
-        Ok((FrameStream::new(frame), notes))
+        self.answer(py, strict, |lake| {
+            let coverage = coverage::of_events(lake, source, &selection, range)?;
+            let frame = match (rule, time_options) {
+                (Some(rule), _) => event_bars(lake, source, &selection, range, rule)?,
+                (None, Some(mut options)) => {
+                    options.unfetched = coverage.unfetched();
+                    bars(lake, source, &selection, range, &options)?
+                }
+                (None, None) => unreachable!("time options are made when no rule is"),
+            };
+            Ok((frame, coverage))
+        })
     }
 
     /// Price changes and volumes over 5m … 30d at `now`, as `dexlake price-stats` gives them.
@@ -350,20 +354,15 @@ impl NativeLake {
     ) -> PyResult<Answer> {
         let source = source_of(source).py(py)?;
         let now = instant(now, "now").py(py)?;
-        let lake = Arc::clone(&self.lake);
-        let (frame, coverage) = py
-            .detach(|| -> dexlake::Result<_> {
-                let coverage = coverage::of_window(&lake, source, &tokens, now, 30 * 86_400)?;
-                let frame = price_stats(
-                    &lake,
-                    &Selection::Tokens(tokens),
-                    PriceStatsOptions { now, source },
-                )?;
-                Ok((frame, coverage))
-            })
-            .py(py)?;
-        let notes = covered(py, &coverage, strict)?;
-        Ok((FrameStream::new(frame), notes))
+        self.answer(py, strict, |lake| {
+            let coverage = coverage::of_window(lake, source, &tokens, now, 30 * 86_400)?;
+            let frame = price_stats(
+                lake,
+                &Selection::Tokens(tokens),
+                PriceStatsOptions { now, source },
+            )?;
+            Ok((frame, coverage))
+        })
     }
 
     /// Wallet PnL as `dexlake pnl` gives it: one wallet, or every wallet when `wallet` is
@@ -391,26 +390,21 @@ impl NativeLake {
         }
         let config = pnl_config(method, mark, oversell, dust, table == "lots").py(py)?;
         let table = table.to_owned();
-        let lake = Arc::clone(&self.lake);
-        let (frame, coverage) = py
-            .detach(|| -> dexlake::Result<_> {
-                let wallets = wallet.as_ref().map(std::slice::from_ref);
-                let coverage = coverage::of_wallets(&lake, wallets, token.as_deref())?;
-                let query = PnlQuery {
-                    wallets: wallet.clone().map(|w| vec![w]),
-                    token: token.clone(),
-                };
-                let frame = if wallet.is_some() || table == "positions" {
-                    pnl_table(pnl::wallet_pnl(&lake, &query, &config)?, &table)
-                } else {
-                    // Every wallet's ledgers (or lots) without the positions table.
-                    pnl_table(pnl::wallet_ledgers(&lake, &query, &config)?, &table)
-                };
-                Ok((frame, coverage))
-            })
-            .py(py)?;
-        let notes = covered(py, &coverage, strict)?;
-        Ok((FrameStream::new(frame), notes))
+        self.answer(py, strict, |lake| {
+            let wallets = wallet.as_ref().map(std::slice::from_ref);
+            let coverage = coverage::of_wallets(lake, wallets, token.as_deref())?;
+            let query = PnlQuery {
+                wallets: wallet.clone().map(|w| vec![w]),
+                token: token.clone(),
+            };
+            let frame = if wallet.is_some() || table == "positions" {
+                pnl_table(pnl::wallet_pnl(lake, &query, &config)?, &table)
+            } else {
+                // Every wallet's ledgers (or lots) without the positions table.
+                pnl_table(pnl::wallet_ledgers(lake, &query, &config)?, &table)
+            };
+            Ok((frame, coverage))
+        })
     }
 
     /// Wallets ranked by total PnL, the first `top`, as `dexlake pnl --top` ranks them.
@@ -427,15 +421,10 @@ impl NativeLake {
         strict: bool,
     ) -> PyResult<Answer> {
         let config = pnl_config(method, mark, oversell, dust, false).py(py)?;
-        let lake = Arc::clone(&self.lake);
-        let (frame, coverage) = py
-            .detach(|| -> dexlake::Result<_> {
-                let coverage = coverage::of_wallets(&lake, None, None)?;
-                Ok((pnl::leaderboard(&lake, &config, top)?, coverage))
-            })
-            .py(py)?;
-        let notes = covered(py, &coverage, strict)?;
-        Ok((FrameStream::new(frame), notes))
+        self.answer(py, strict, |lake| {
+            let coverage = coverage::of_wallets(lake, None, None)?;
+            Ok((pnl::leaderboard(lake, &config, top)?, coverage))
+        })
     }
 
     /// One wallet's trading metrics (or, with `curve`, its equity curve), as `dexlake pnl
@@ -470,19 +459,12 @@ impl NativeLake {
             },
         };
         equity.validate().py(py)?;
-        let lake = Arc::clone(&self.lake);
-        let (frame, coverage) = py
-            .detach(|| -> dexlake::Result<_> {
-                let coverage =
-                    coverage::of_wallets(&lake, Some(std::slice::from_ref(&wallet)), None)?;
-                let (trades, swaps) = pnl::lake_frames(&lake, &PnlQuery::default())?;
-                let perf =
-                    pnl::wallet_performance(&trades, Some(&swaps), &wallet, &config, &equity)?;
-                Ok((if curve { perf.curve } else { perf.metrics }, coverage))
-            })
-            .py(py)?;
-        let notes = covered(py, &coverage, strict)?;
-        Ok((FrameStream::new(frame), notes))
+        self.answer(py, strict, |lake| {
+            let coverage = coverage::of_wallets(lake, Some(std::slice::from_ref(&wallet)), None)?;
+            let (trades, swaps) = pnl::lake_frames(lake, &PnlQuery::default())?;
+            let perf = pnl::wallet_performance(&trades, Some(&swaps), &wallet, &config, &equity)?;
+            Ok((if curve { perf.curve } else { perf.metrics }, coverage))
+        })
     }
 
     /// The window metrics of one token, as `dexlake token-metrics` gives them.
@@ -504,25 +486,20 @@ impl NativeLake {
                 .py(py)?,
         };
         let now = instant(now, "now").py(py)?;
-        let lake = Arc::clone(&self.lake);
-        let (frame, coverage) = py
-            .detach(|| -> dexlake::Result<_> {
-                let widest = windows.iter().map(|w| w.seconds).max().unwrap_or(0);
-                let coverage = coverage::of_window(
-                    &lake,
-                    EventSource::Trades,
-                    std::slice::from_ref(&token),
-                    now,
-                    widest,
-                )?;
-                Ok((
-                    token_metrics::token_metrics(&lake, &token, &windows, now)?,
-                    coverage,
-                ))
-            })
-            .py(py)?;
-        let notes = covered(py, &coverage, strict)?;
-        Ok((FrameStream::new(frame), notes))
+        self.answer(py, strict, |lake| {
+            let widest = windows.iter().map(|w| w.seconds).max().unwrap_or(0);
+            let coverage = coverage::of_window(
+                lake,
+                EventSource::Trades,
+                std::slice::from_ref(&token),
+                now,
+                widest,
+            )?;
+            Ok((
+                token_metrics::token_metrics(lake, &token, &windows, now)?,
+                coverage,
+            ))
+        })
     }
 
     /// A search-profiles request (JSON) answered from the lake's profile snapshot `snapshot`
@@ -542,11 +519,11 @@ impl NativeLake {
             None => ProfileSnapshot::Latest,
             Some(t) => ProfileSnapshot::At(t),
         };
-        let lake = Arc::clone(&self.lake);
+        let lake = &self.lake;
         let (page, coverage) = py
             .detach(|| -> dexlake::Result<_> {
-                let coverage = coverage::of_profiles(&lake, &snapshot)?;
-                Ok((screener::search(&lake, &request, snapshot)?, coverage))
+                let coverage = coverage::of_profiles(lake, &snapshot)?;
+                Ok((screener::search(lake, &request, snapshot)?, coverage))
             })
             .py(py)?;
         let notes = covered(py, &coverage, strict)?;
@@ -558,8 +535,7 @@ impl NativeLake {
 
     /// What the lake covers (`dexlake status --format json`), as JSON.
     fn status(&self, py: Python<'_>) -> PyResult<String> {
-        let lake = Arc::clone(&self.lake);
-        let status = py.detach(|| coverage::status(&lake)).py(py)?;
+        let status = py.detach(|| coverage::status(&self.lake)).py(py)?;
         serde_json::to_string(&status)
             .map_err(|e| invalid("status", e.to_string()))
             .py(py)
@@ -567,8 +543,7 @@ impl NativeLake {
 
     /// Checks the lake against its manifest (`dexlake verify`).
     fn verify(&self, py: Python<'_>) -> PyResult<VerifyAnswer> {
-        let lake = Arc::clone(&self.lake);
-        let report = py.detach(|| lake.verify()).py(py)?;
+        let report = py.detach(|| self.lake.verify()).py(py)?;
         Ok(VerifyAnswer {
             ok: report.is_ok(),
             version: report.version,
@@ -581,8 +556,7 @@ impl NativeLake {
 
     /// Merges each partition's small files (`dexlake compact`).
     fn compact(&self, py: Python<'_>) -> PyResult<(usize, usize, usize, BTreeMap<String, u64>)> {
-        let lake = Arc::clone(&self.lake);
-        let report = py.detach(|| lake.compact()).py(py)?;
+        let report = py.detach(|| self.lake.compact()).py(py)?;
         Ok((
             report.partitions,
             report.files_removed,

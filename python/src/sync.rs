@@ -11,13 +11,14 @@ use std::time::Duration;
 
 use dexlake::api::client::{Client, ClientConfig};
 use dexlake::api::retry::{MAX_CONCURRENCY, RateLimit};
+use dexlake::error::error_chain;
 use dexlake::sync::{
-    CancelToken, Job, JobOutcome, Plan, SyncConfig, SyncEvent, SyncObserver, SyncReport, Syncer,
+    CancelToken, Job, Plan, SyncConfig, SyncEvent, SyncObserver, SyncReport, Syncer,
 };
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::errors::{IntoPy, message, to_py_after};
+use crate::errors::{IntoPy, to_py_after};
 use crate::lake::NativeLake;
 
 /// How often the waiting thread runs signal handlers and reports progress.
@@ -275,16 +276,11 @@ fn report_json(report: &SyncReport) -> String {
                 "index": index,
                 "job": j.job,
                 "dataset": j.dataset.name(),
-                "outcome": match j.outcome {
-                    JobOutcome::Done => "done",
-                    JobOutcome::Interrupted => "interrupted",
-                    JobOutcome::NotStarted => "not started",
-                    JobOutcome::Failed(_) => "failed",
-                },
+                "outcome": j.outcome.name(),
                 "rows_added": j.rows_added,
                 "rows_fetched": j.rows_fetched,
                 "requests": j.requests,
-                "error": j.outcome.error().map(|e| message(e)).unwrap_or_default(),
+                "error": j.outcome.error().map(|e| error_chain(e)).unwrap_or_default(),
                 "status": j.outcome.error().and_then(|e| e.api_status()).map(|s| s.code()),
             })
         })

@@ -39,6 +39,16 @@ impl PartialEq for JobOutcome {
 }
 
 impl JobOutcome {
+    /// The outcome's name in job reports: `done`, `interrupted`, `not started` or `failed`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            JobOutcome::Done => "done",
+            JobOutcome::Interrupted => "interrupted",
+            JobOutcome::NotStarted => "not started",
+            JobOutcome::Failed(_) => "failed",
+        }
+    }
+
     /// The error of a failed job.
     pub fn error(&self) -> Option<&crate::Error> {
         match self {

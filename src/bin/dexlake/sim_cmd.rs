@@ -94,25 +94,26 @@ pub fn run(_global: &Global, args: SimArgs) -> anyhow::Result<ExitCode> {
             .await
             .context("starting the simulator")?;
         {
-            // The first line is the contract with scripts and tests: flush it at once.
-            let mut out = std::io::stdout().lock();
-            writeln!(out, "listening on {}", sim.base_url()).context("writing to stdout")?;
+            // The first line is the contract with scripts and tests. The banner goes out in one
+            // write, so a reader that takes the first line and closes the pipe has all of it.
+            let mut banner = format!("listening on {}\n", sim.base_url());
             let market = sim.market();
             if let Some(until) = market.trading_until() {
-                writeln!(
-                    out,
+                banner.push_str(&format!(
                     "live: the clock starts at {} and runs {} simulated seconds per second; \
-                     the market trades until {}; GET {}/sim/catalog tells its now",
+                     the market trades until {}; GET {}/sim/catalog tells its now\n",
                     market
                         .now()
                         .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
                     sim.speed(),
                     until.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
                     sim.base_url(),
-                )
-                .context("writing to stdout")?;
+                ));
             }
-            out.flush().context("writing to stdout")?;
+            let mut out = std::io::stdout().lock();
+            out.write_all(banner.as_bytes())
+                .and_then(|()| out.flush())
+                .context("writing to stdout")?;
         }
         tokio::signal::ctrl_c()
             .await

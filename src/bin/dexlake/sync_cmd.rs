@@ -10,6 +10,7 @@ use chrono::{DateTime, Utc};
 use clap::{Args, Subcommand};
 use dexlake::api::client::{Client, ClientConfig};
 use dexlake::api::retry::{MAX_CONCURRENCY, RateLimit};
+use dexlake::error::error_chain;
 use dexlake::lake::Lake;
 use dexlake::sync::{
     CancelToken, Job, JobOutcome, JobReport, Plan, ProgressBars, SyncConfig, SyncReport, Syncer,
@@ -525,12 +526,7 @@ fn write_jobs_report(path: &std::path::Path, report: &SyncReport) -> anyhow::Res
             index,
             job: &j.job,
             dataset: j.dataset.name(),
-            outcome: match j.outcome {
-                JobOutcome::Done => "done",
-                JobOutcome::Interrupted => "interrupted",
-                JobOutcome::NotStarted => "not started",
-                JobOutcome::Failed(_) => "failed",
-            },
+            outcome: j.outcome.name(),
             rows_added: j.rows_added,
             rows_fetched: j.rows_fetched,
             requests: j.requests,
@@ -575,22 +571,6 @@ fn csv_field(s: &str) -> String {
     } else {
         s.to_owned()
     }
-}
-
-/// An error and its causes on one line, each cause once (a cause whose text its parent already
-/// shows is not repeated).
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        let c = cause.to_string();
-        if !s.contains(&c) {
-            s.push_str(": ");
-            s.push_str(&c);
-        }
-        source = cause.source();
-    }
-    s
 }
 
 #[cfg(test)]

@@ -22,4 +22,4 @@ pub(crate) use check::{name_damaged_file, parquet_error};
 pub(crate) use file::{
     PageFault, SharedFile, decode_pages_of, open, read_batches, read_columns, read_file,
 };
-pub use scan::{empty_frame, locations, scan, scan_columns, scan_files};
+pub use scan::{empty_frame, hive_schema, locations, scan, scan_columns, scan_files};

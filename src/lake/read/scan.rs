@@ -26,8 +26,8 @@ fn hive_dtype(name: &str) -> DataType {
     }
 }
 
-/// The polars schema of the hive columns of `dataset`.
-fn hive_schema(dataset: Dataset) -> Schema {
+/// The polars schema of the hive columns of `dataset`, as a scan types them.
+pub fn hive_schema(dataset: Dataset) -> Schema {
     hive_columns(dataset)
         .into_iter()
         .map(|n| Field::new(n.into(), hive_dtype(n)))
