@@ -290,10 +290,11 @@ impl Ledger {
         self.open_cost
     }
 
-    /// Unrealized PnL at `mark`.
+    /// Unrealized PnL at `mark` (`0.0`, never `-0.0`, for a closed position).
     pub fn unrealized(&self, mark: f64) -> f64 {
         if self.open_qty == 0.0 {
-            -self.open_cost
+            // A closed position may keep a rounding residue of cost; `0.0 - 0.0` is `+0.0`.
+            0.0 - self.open_cost
         } else {
             self.open_qty * mark - self.open_cost
         }

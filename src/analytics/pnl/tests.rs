@@ -246,6 +246,12 @@ fn a_sell_of_a_rounded_balance_closes_the_position() {
         assert_eq!(l.oversold_quantity, 0.0, "{method}");
         assert_eq!(l.positions.len(), 1);
         assert!(l.positions[0].closed_at.is_some(), "{method}");
+        // Closed: its unrealized PnL is zero, and not the negative zero a table would print.
+        assert!(
+            l.unrealized(3.0) == 0.0 && l.unrealized(3.0).is_sign_positive(),
+            "{method}: {}",
+            l.unrealized(3.0)
+        );
     }
 }
 
