@@ -18,6 +18,7 @@ use arrow::record_batch::RecordBatch;
 use serde_json::Value;
 use tokio::sync::Notify;
 
+use super::kinds::merged_state;
 use super::{CancelToken, JobOutcome, JobReport, SyncConfig, SyncEvent, SyncObserver};
 use crate::error::{Error, Result};
 use crate::lake::{Dataset, Lake, Partition};
@@ -470,7 +471,8 @@ impl CommitBuffer {
 type ConvertedHandoff = (usize, Vec<(Dataset, RecordBatch)>, Vec<(String, Value)>);
 
 /// The blocking part of a commit: wait for the lake, write each job's rows under its own tag,
-/// set the states in hand-off order, commit.
+/// set the states in hand-off order (covered time ranges merged with those recorded:
+/// [`merged_state`]), commit.
 fn commit_blocking(
     lake: &Lake,
     built: Vec<ConvertedHandoff>,
@@ -485,6 +487,7 @@ fn commit_blocking(
             }
         }
         for (key, value) in states {
+            let value = merged_state(&key, tx.state(&key), value);
             tx.set_state(key, value);
         }
     }

@@ -139,10 +139,14 @@ async fn status_lists_exactly_the_fetched_ranges_and_reads_no_data_file() {
         token: None,
         wallet: Some(wallet.clone()),
     };
-    // One run per series: jobs of one run read the states as the run found them, so two
-    // jobs of one series in one run would record only the last one's range.
-    sync(&sim, &lake, &[candles(d(3), d(2)), trades]).await;
-    sync(&sim, &lake, &[candles(d(1), d(0))]).await;
+    // Both ranges of the series in one run: each job reads the state as the run found it,
+    // and the commit keeps the ranges of both.
+    sync(
+        &sim,
+        &lake,
+        &[candles(d(3), d(2)), trades, candles(d(1), d(0))],
+    )
+    .await;
     sync_interrupted(&sim, &lake, swaps_of(&token)).await;
 
     let status = coverage::status(&lake).unwrap();

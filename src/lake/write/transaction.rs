@@ -113,6 +113,12 @@ impl Transaction<'_> {
         self.state.insert(key.into(), value);
     }
 
+    /// The state value under `key` as this transaction stands: staged in it, else committed at
+    /// the version it started from.
+    pub fn state(&self, key: &str) -> Option<&serde_json::Value> {
+        self.state.get(key).or_else(|| self.manifest.state.get(key))
+    }
+
     /// Writes the staged data and makes it and the state visible atomically.
     ///
     /// On a store without a writer lock (an object store), a commit whose version another

@@ -25,6 +25,16 @@ impl CoverState {
         self.covered.insert(range);
         self.synced_at = Some(Utc::now());
     }
+
+    /// Adds what `other` records: its covered ranges, and its newest point and sync time when
+    /// later than these.
+    pub(crate) fn absorb(&mut self, other: &CoverState) {
+        for &range in other.covered.ranges() {
+            self.covered.insert(range);
+        }
+        self.newest_point = self.newest_point.max(other.newest_point);
+        self.synced_at = self.synced_at.max(other.synced_at);
+    }
 }
 
 /// A time as epoch seconds, the unit of the ranges.
