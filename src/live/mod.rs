@@ -26,7 +26,7 @@
 //!
 //! Imports `api`, `lake`, `sync` and `analytics`; the CLI imports it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, Float64Array, Int64Array, StringArray, TimestampMicrosecondArray};
@@ -41,7 +41,7 @@ use crate::analytics::{
     load_events,
 };
 use crate::api::Client;
-use crate::lake::{Dataset, Lake, schema};
+use crate::lake::{Dataset, Lake, Partition, schema};
 use crate::sync::{CancelToken, Job, SyncConfig, SyncReport, Syncer};
 use crate::{Error, Result};
 
@@ -59,8 +59,9 @@ pub struct FollowConfig {
     /// Where bars begin on a first start (rounded down to its bucket); default the first
     /// watermark. Ignored when resuming.
     pub since: Option<DateTime<Utc>>,
-    /// Every this many commits the lake's small files are merged (the polls' files of swaps
-    /// and bars), so their count stays bounded over days of running.
+    /// Every this many commits the files the follow wrote are merged (the partitions its polls
+    /// and its bars wrote into, and no other), so their count stays bounded over days of
+    /// running.
     pub compact_every: u64,
 }
 
@@ -106,6 +107,8 @@ pub struct Follower {
     /// Ids of swaps at or after the watermark already pushed, with their times.
     pushed: HashMap<i64, i64>,
     commits: u64,
+    /// Partitions written since the last compaction.
+    written: BTreeSet<Partition>,
 }
 
 /// The stored state of a follow.
@@ -179,6 +182,7 @@ impl Follower {
             start: None,
             pushed: HashMap::new(),
             commits: 0,
+            written: BTreeSet::new(),
         };
         follower.resume()?;
         Ok(follower)
@@ -273,6 +277,7 @@ impl Follower {
         // Dates seen before this poll do not count for it.
         let _ = self.syncer.client().take_earliest_server_date();
         let sync = self.syncer.run_with(&self.jobs, &(), cancel).await;
+        self.written.extend(sync.partitions.iter().cloned());
         let complete = !sync.any_failed() && !sync.interrupted();
         let date = self.syncer.client().take_earliest_server_date();
         let previous = self.bars.watermark();
@@ -342,7 +347,8 @@ impl Follower {
     }
 
     /// Commits `closed` (a poll's bars) to the lake's `bars` dataset with the watermark, in one
-    /// commit; every [`FollowConfig::compact_every`] commits, merges the lake's small files.
+    /// commit; every [`FollowConfig::compact_every`] commits, merges the files of the partitions
+    /// the follow wrote since the last time.
     pub fn commit(&mut self, closed: &DataFrame) -> Result<()> {
         let (Some(start), Some(watermark)) = (self.start, self.bars.watermark()) else {
             return Ok(());
@@ -357,10 +363,12 @@ impl Follower {
         }
         let saved = Saved { start, watermark };
         tx.set_state(self.key.clone(), json!(saved));
-        tx.commit()?;
+        let summary = tx.commit()?;
+        self.written.extend(summary.partitions);
         self.commits += 1;
         if self.config.compact_every > 0 && self.commits.is_multiple_of(self.config.compact_every) {
-            lake.compact()?;
+            lake.compact_partitions(&self.written)?;
+            self.written.clear();
         }
         Ok(())
     }

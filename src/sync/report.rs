@@ -1,11 +1,11 @@
 //! What a sync run reports: [`SyncReport`], one [`JobReport`] per job with its [`JobOutcome`],
 //! the [`Compaction`] at the end, and a dry run's [`Estimate`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::lake::Dataset;
+use crate::lake::{Dataset, Partition};
 
 /// How a job ended.
 #[derive(Debug, Clone)]
@@ -96,6 +96,8 @@ pub struct SyncReport {
     pub commit_time: Duration,
     /// Partitions the run's commits wrote into.
     pub partitions_written: usize,
+    /// Those partitions (for a caller that compacts them itself, as `follow` does).
+    pub partitions: BTreeSet<Partition>,
     /// The compaction of those partitions at the end of the run: `None` when it did not run
     /// (turned off, cancelled run, nothing written).
     pub compaction: Option<Compaction>,

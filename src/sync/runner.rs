@@ -123,6 +123,7 @@ impl Syncer {
             files_added: stats.files_added,
             commit_time: stats.time,
             partitions_written: stats.partitions.len(),
+            partitions: stats.partitions,
             compaction,
         }
     }

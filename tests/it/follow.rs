@@ -2,13 +2,16 @@
 //! stored once, equal to the batch bars of the lake's swaps over the same span, and a restart
 //! resumes without a gap or a repeat.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 use dexlake::analytics::{BarOptions, EventSource, Selection, TimeRange, bars};
-use dexlake::lake::{Dataset, Lake};
+use dexlake::lake::sample::Samples;
+use dexlake::lake::{Dataset, Lake, convert};
 use dexlake::live::{FollowConfig, Follower};
+use dexlake::sim::{LiveConfig, Scale, SimConfig, Simulator};
 use dexlake::sync::CancelToken;
 use polars::prelude::*;
 
@@ -491,5 +494,86 @@ async fn through_injected_faults_the_watermark_waits_and_the_bars_stay_right() {
         .unwrap();
     assert!(batch.height() > 10, "{batch}");
     assert!(printed.equals_missing(&batch), "{printed}\n{batch}");
+    sim.shutdown().await;
+}
+
+/// The data files of `dataset` per partition folder.
+fn files_per_partition(lake: &Lake, dataset: Dataset) -> BTreeMap<String, usize> {
+    let mut per = BTreeMap::new();
+    for (path, _) in lake.manifest().unwrap().files_of(dataset) {
+        let folder = path.rsplit_once('/').map_or("", |(f, _)| f).to_owned();
+        *per.entry(folder).or_insert(0) += 1;
+    }
+    per
+}
+
+/// Every `compact_every` commits a follower merges the files of the partitions it wrote (its
+/// polls' swaps and its bars), and leaves the rest of the lake as it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_compacts_the_partitions_it_wrote_and_no_other() {
+    let sim = Simulator::start(SimConfig {
+        seed: 7,
+        scale: Scale::Tiny,
+        live: Some(LiveConfig {
+            manual: true,
+            ..LiveConfig::default()
+        }),
+        ..SimConfig::default()
+    })
+    .await
+    .unwrap();
+    let token = sim.market().catalog().altchain.tokens[0].address.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let lake = Arc::new(Lake::open(dir.path()).unwrap());
+    // Small files the follow does not write: two snapshots of prices in one partition.
+    let samples = Samples::generate(1, 1);
+    for minute in 0..2 {
+        let at = since() + TimeDelta::minutes(minute);
+        let mut tx = lake.transaction().unwrap();
+        tx.write(
+            Dataset::Prices,
+            convert::alt_prices_to_batch(&samples.alt_prices, at).unwrap(),
+        )
+        .unwrap();
+        tx.commit().unwrap();
+    }
+    let prices = files_per_partition(&lake, Dataset::Prices);
+    assert_eq!(prices.values().copied().collect::<Vec<_>>(), vec![2]);
+
+    const EVERY: u64 = 4;
+    let config = FollowConfig {
+        tokens: vec![token],
+        interval_seconds: 3_600,
+        since: Some(since()),
+        compact_every: EVERY,
+        ..FollowConfig::default()
+    };
+    let cancel = CancelToken::new();
+    let mut follower = Follower::new(sim_client(&sim), Arc::clone(&lake), config).unwrap();
+    let most = |lake: &Lake| {
+        [Dataset::Swaps, Dataset::Bars]
+            .into_iter()
+            .flat_map(|d| files_per_partition(lake, d).into_values())
+            .max()
+            .unwrap_or(0)
+    };
+    for commit in 1..=EVERY {
+        let poll = follower.poll(&cancel).await.unwrap();
+        assert!(poll.advanced, "{poll:?}");
+        if commit == EVERY {
+            // The polls left several files in a partition the follow writes.
+            assert!(
+                most(&lake) >= 2,
+                "{:?}",
+                files_per_partition(&lake, Dataset::Swaps)
+            );
+        }
+        follower.commit(&poll.closed).unwrap();
+        sim.advance(2 * 3_600).unwrap();
+    }
+    // Merged: one file in each of its partitions; the prices' two files untouched.
+    assert_eq!(most(&lake), 1);
+    assert_eq!(files_per_partition(&lake, Dataset::Prices), prices);
+    lake.verify().unwrap();
     sim.shutdown().await;
 }
