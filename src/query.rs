@@ -356,8 +356,7 @@ impl<'a> Query<'a> {
         // Refused before the lake is read.
         config.validate()?;
         equity.validate()?;
-        let (trades, swaps) = pnl::lake_frames(self.lake, &PnlQuery::default())?;
-        pnl::wallet_performance(&trades, Some(&swaps), wallet, config, equity)
+        pnl::lake_wallet_performance(self.lake, wallet, config, equity)
     }
 
     /// The window metrics of the one selected token from the lake's trades, one row per

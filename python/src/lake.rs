@@ -461,8 +461,7 @@ impl NativeLake {
         equity.validate().py(py)?;
         self.answer(py, strict, |lake| {
             let coverage = coverage::of_wallets(lake, Some(std::slice::from_ref(&wallet)), None)?;
-            let (trades, swaps) = pnl::lake_frames(lake, &PnlQuery::default())?;
-            let perf = pnl::wallet_performance(&trades, Some(&swaps), &wallet, &config, &equity)?;
+            let perf = pnl::lake_wallet_performance(lake, &wallet, &config, &equity)?;
             Ok((if curve { perf.curve } else { perf.metrics }, coverage))
         })
     }

@@ -94,6 +94,30 @@ fn assert_same(a: &PnlReport, b: &PnlReport, what: &str) {
     }
 }
 
+/// A wallet of the lake's swaps that has no trade (its ledgers come from swaps), other than
+/// `except`.
+fn swap_only_wallet(lake: &Lake, except: &str) -> String {
+    let (trades, swaps) = pnl::lake_frames(lake, &PnlQuery::default()).expect("frames");
+    let traders: Vec<String> = trades
+        .column("wallet_address")
+        .expect("wallet")
+        .str()
+        .expect("str")
+        .iter()
+        .map(|w| w.unwrap_or_default().to_owned())
+        .collect();
+    swaps
+        .column("wallet_address")
+        .expect("wallet")
+        .str()
+        .expect("str")
+        .iter()
+        .flatten()
+        .find(|w| !traders.iter().any(|t| t == w) && *w != except)
+        .expect("a wallet with swaps only")
+        .to_owned()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_lake_reader_gives_the_tables_of_the_frames_for_every_method_and_query() {
     let sim = common::tiny_sim(11).await;
@@ -107,26 +131,7 @@ async fn the_lake_reader_gives_the_tables_of_the_frames_for_every_method_and_que
         trade_files >= 3 && swap_files >= 2,
         "{trade_files} trade files, {swap_files} swap files"
     );
-    // A wallet of the token's swaps that has no trade: its ledgers come from swaps.
-    let (trades, swaps) = pnl::lake_frames(&lake, &PnlQuery::default()).expect("frames");
-    let traders: Vec<String> = trades
-        .column("wallet_address")
-        .expect("wallet")
-        .str()
-        .expect("str")
-        .iter()
-        .map(|w| w.unwrap_or_default().to_owned())
-        .collect();
-    let swapper = swaps
-        .column("wallet_address")
-        .expect("wallet")
-        .str()
-        .expect("str")
-        .iter()
-        .flatten()
-        .find(|w| !traders.iter().any(|t| t == w) && *w != w1)
-        .expect("a wallet with swaps only")
-        .to_owned();
+    let swapper = swap_only_wallet(&lake, &w1);
     let query = |wallets: Option<Vec<&String>>, token: Option<&String>| PnlQuery {
         wallets: wallets.map(|w| w.into_iter().cloned().collect()),
         token: token.cloned(),
@@ -274,5 +279,69 @@ async fn swaps_and_trades_files_carry_bloom_filters_on_wallets_and_tokens() {
     };
     let report = pnl::wallet_pnl(&lake, &query, &PnlConfig::default()).expect("pnl");
     assert_eq!(report.ledgers.height(), 0);
+    sim.shutdown().await;
+}
+
+/// A wallet's equity curve and metrics read from the lake (its row groups, then one pass for
+/// its tokens' closes) equal those of the lake's frames: for a wallet trading many tokens, a
+/// wallet with swaps only, a trader of one token, and a wallet the lake does not hold.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wallets_performance_from_the_lake_equals_the_frames_path() {
+    let sim = common::tiny_sim(11).await;
+    let (_dir, lake, names) = synced_lake(&sim).await;
+    let [t0, _, w0, w1, _] = [0, 1, 2, 3, 4].map(|i| names[i].clone());
+    let swapper = swap_only_wallet(&lake, &w1);
+    let (trades, swaps) = pnl::lake_frames(&lake, &PnlQuery::default()).expect("frames");
+    let trader = trades
+        .clone()
+        .lazy()
+        .filter(col("token_address").eq(lit(t0.as_str())))
+        .filter(col("wallet_address").neq(lit(w0.as_str())))
+        .select([col("wallet_address")])
+        .collect()
+        .expect("a trader of the token")
+        .column("wallet_address")
+        .expect("wallet")
+        .str()
+        .expect("str")
+        .get(0)
+        .expect("a trader")
+        .to_owned();
+    let absent = "NotAWalletOfThisLake".to_owned();
+    for method in [CostMethod::Fifo, CostMethod::AverageCost] {
+        let config = PnlConfig {
+            method,
+            ..PnlConfig::default()
+        };
+        for period_seconds in [3_600, 86_400] {
+            let equity = pnl::EquityConfig {
+                period_seconds,
+                ..pnl::EquityConfig::default()
+            };
+            for wallet in [&w0, &w1, &swapper, &trader, &absent] {
+                let what = format!("{method:?}, {period_seconds} s, {wallet}");
+                let lake_side = pnl::lake_wallet_performance(&lake, wallet, &config, &equity)
+                    .expect("from the lake");
+                let frames =
+                    pnl::wallet_performance(&trades, Some(&swaps), wallet, &config, &equity)
+                        .expect("from frames");
+                if wallet != &absent {
+                    assert!(lake_side.curve.height() > 1, "{what}: {}", lake_side.curve);
+                }
+                assert!(
+                    lake_side.curve.equals_missing(&frames.curve),
+                    "curve, {what}:\n{}\n{}",
+                    lake_side.curve,
+                    frames.curve
+                );
+                assert!(
+                    lake_side.metrics.equals_missing(&frames.metrics),
+                    "metrics, {what}:\n{}\n{}",
+                    lake_side.metrics,
+                    frames.metrics
+                );
+            }
+        }
+    }
     sim.shutdown().await;
 }

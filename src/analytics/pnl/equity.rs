@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use polars::prelude::*;
 
 use super::grouping::group_ledgers;
-use super::ledger::Ledger;
+use super::ledger::{Ledger, LedgerSet};
 use super::options::{EquityConfig, PnlConfig, PnlQuery};
 use super::report::{pct, ts_col};
 use super::rows::{EventRows, find};
@@ -14,7 +14,25 @@ use crate::analytics::metrics;
 use crate::{Error, Result};
 
 /// A trade price on a token's price path: (period, event-order key, price).
-type PathPoint = (i64, (i64, i64, i64), f64);
+pub(super) type PathPoint = (i64, (i64, i64, i64), f64);
+
+/// What a wallet's equity curve is computed from, wherever it was read.
+pub(super) struct EquityInputs<'a> {
+    /// The wallet's ledgers (one per token).
+    pub(super) set: LedgerSet,
+    /// Per token of the wallet, prices of its events (every wallet's) in event order: at least
+    /// the last one of each period (the period's close).
+    pub(super) paths: HashMap<String, Vec<PathPoint>>,
+    /// The period of the last event of the lake (every wallet and token).
+    pub(super) last_period: Option<i64>,
+    pub(super) equity: &'a EquityConfig,
+}
+
+/// The period (of `equity`'s width) holding `t` (µs).
+pub(super) fn period_of(equity: &EquityConfig, t: i64) -> i64 {
+    let width = equity.period_seconds as i128 * 1_000_000;
+    (t as i128).div_euclid(width) as i64
+}
 
 /// A wallet's equity curve and the metrics of its returns.
 #[derive(Debug, Clone)]
@@ -45,22 +63,20 @@ pub(super) fn performance(
         wallets: Some(vec![wallet.to_owned()]),
         token: None,
     };
-    let width = equity.period_seconds as i128 * 1_000_000;
-    let period_of = |t: i64| (t as i128).div_euclid(width) as i64;
     let events = || (0..all.len()).filter(|&r| all.side[r].is_some());
-    let last_period = events().map(|r| period_of(all.time[r])).max();
+    let last_period = events().map(|r| period_of(equity, all.time[r])).max();
     let this = find(wallets, wallet).map(|w| w as u32);
     let mut held = vec![false; tokens.len()];
     for r in events().filter(|&r| Some(all.wallet[r]) == this) {
         held[all.token[r] as usize] = true;
     }
     // Price paths of the wallet's tokens: (period, order key, price), sorted.
-    let mut paths: HashMap<&str, Vec<PathPoint>> = HashMap::new();
+    let mut paths: HashMap<String, Vec<PathPoint>> = HashMap::new();
     for r in events() {
         let t = all.token[r] as usize;
         if held[t] && all.price[r].is_finite() {
-            paths.entry(tokens[t].as_str()).or_default().push((
-                period_of(all.time[r]),
+            paths.entry(tokens[t].clone()).or_default().push((
+                period_of(equity, all.time[r]),
                 all.order_key(r),
                 all.price[r],
             ));
@@ -70,6 +86,32 @@ pub(super) fn performance(
         p.sort_by_key(|a| a.1);
     }
     let set = group_ledgers(all, wallets, tokens, &query)?;
+    performance_of(
+        EquityInputs {
+            set,
+            paths,
+            last_period,
+            equity,
+        },
+        wallet,
+        config,
+    )
+}
+
+/// The equity curve and metrics of `wallet` from its ledgers and its tokens' price paths.
+pub(super) fn performance_of(
+    inputs: EquityInputs<'_>,
+    wallet: &str,
+    config: &PnlConfig,
+) -> Result<WalletPerformance> {
+    let EquityInputs {
+        set,
+        paths,
+        last_period,
+        equity,
+    } = inputs;
+    let width = equity.period_seconds as i128 * 1_000_000;
+    let period_of = |t: i64| period_of(equity, t);
     let mut ledgers: Vec<Ledger> = Vec::new();
     let first_period = set.events.iter().map(|e| period_of(e.time)).min();
     let (Some(first), Some(last)) = (first_period, last_period) else {

@@ -52,7 +52,11 @@ fn may_hold<'t>(blooms: &Option<Vec<Sbbf>>, mut tokens: impl Iterator<Item = &'t
 
 /// The wallets with a trade of a token `filter` keeps (every trade row group read, its wallet
 /// and token columns only).
-fn all_traders(lake: &Lake, trades: &DataFiles, filter: &Filter<'_>) -> Result<PlHashSet<String>> {
+pub(super) fn all_traders(
+    lake: &Lake,
+    trades: &DataFiles,
+    filter: &Filter<'_>,
+) -> Result<PlHashSet<String>> {
     let parts = per_row_group(lake, trades, &trades.row_groups(), |file, k, g| {
         let batch =
             file.read_row_group(&trades.footers[k], g, &["wallet_address", "token_address"])?;

@@ -32,7 +32,7 @@
 //!
 //! | file | what lives there |
 //! |---|---|
-//! | `mod.rs` | the entry points: [`wallet_pnl`], [`wallet_pnl_in_batches`], [`wallet_pnl_in_batches_of`], [`wallet_ledgers_in_batches`], [`pnl_from_frames`], [`ledgers_from_frames`], [`lake_frames`], [`leaderboard`], [`leaderboard_from_frames`], [`wallet_performance`] |
+//! | `mod.rs` | the entry points: [`wallet_pnl`], [`wallet_pnl_in_batches`], [`wallet_pnl_in_batches_of`], [`wallet_ledgers_in_batches`], [`pnl_from_frames`], [`ledgers_from_frames`], [`lake_frames`], [`leaderboard`], [`leaderboard_from_frames`], [`wallet_performance`], [`lake_wallet_performance`] |
 //! | `options.rs` | [`CostMethod`], [`OversellPolicy`], [`Mark`], [`PnlConfig`], [`PnlQuery`], [`EquityConfig`] |
 //! | `ledger.rs` | the cost-basis books (FIFO queue, LIFO stack, HIFO heap) and [`Ledger`], its events and results ([`LedgerEvent`], [`LotMatch`], [`Position`], [`Oversold`]), [`run_ledger`], [`LedgerSet`] |
 //! | `rows.rs` | the input frames read into events before grouping, wallets and tokens interned |
@@ -42,12 +42,13 @@
 //! | `lake_prices.rs` | the latest prices of named tokens when only named wallets' row groups were read: newest row groups first |
 //! | `report.rs` | [`PnlReport`]: the ledgers, positions and lots tables, built a chunk of ledgers at a time |
 //! | `leaderboard.rs` | wallets ranked by total PnL |
-//! | `equity.rs` | a wallet's equity curve and [`WalletPerformance`] |
+//! | `equity.rs` | a wallet's equity curve and [`WalletPerformance`]: the inputs from frames, and the curve's kernel |
+//! | `lake_equity.rs` | the inputs of the curve from the lake: the wallet's ledgers by `lake_reader`, then one pass keeping each of its tokens' closing price per period and the lake's last event |
 //!
 //! A file imports only files listed above it in this order: `options`, `ledger`, `rows`,
-//! `grouping`, `lake_files`, `lake_prices`, `lake_reader`, `report`, then `leaderboard` and
-//! `equity`; `mod.rs` imports them all. Besides the crate's errors, the files may import
-//! `crate::analytics::{arrow_columns, columns, intern, metrics}`; `mod.rs` and the three
+//! `grouping`, `lake_files`, `lake_prices`, `lake_reader`, `report`, then `leaderboard`,
+//! `equity` and `lake_equity`; `mod.rs` imports them all. Besides the crate's errors, the files may import
+//! `crate::analytics::{arrow_columns, columns, intern, metrics}`; `mod.rs` and the four
 //! `lake_*` files alone import `crate::lake` (to read the lake); nothing else of the crate.
 //!
 //! From the lake, the ledgers are read by `lake_reader` (no frame, no string per row, about 60
@@ -59,6 +60,7 @@
 
 mod equity;
 mod grouping;
+mod lake_equity;
 mod lake_files;
 mod lake_prices;
 mod lake_reader;
@@ -257,6 +259,26 @@ pub fn leaderboard_from_frames(
         config,
         top,
     )
+}
+
+/// [`wallet_performance`] of the lake's trades (and swaps for wallets without trades), read
+/// from the lake without its frames: the wallet's ledgers from the row groups that can hold it,
+/// then one pass over the row groups for the last event and its tokens' closes, keeping one
+/// price per (token, period). Memory holds the wallet's events, not the lake.
+pub fn lake_wallet_performance(
+    lake: &Lake,
+    wallet: &str,
+    config: &PnlConfig,
+    equity: &EquityConfig,
+) -> Result<WalletPerformance> {
+    config.validate()?;
+    equity.validate()?;
+    PnlQuery {
+        wallets: Some(vec![wallet.to_owned()]),
+        token: None,
+    }
+    .validate()?;
+    lake_equity::lake_performance(lake, wallet, config, equity)
 }
 
 /// The equity curve of `wallet` marked to market at each period's close, and its metrics.

@@ -197,8 +197,7 @@ pub fn pnl(global: &Global, args: PnlArgs) -> anyhow::Result<ExitCode> {
         };
         // Refused before the lake is read.
         equity.validate()?;
-        let (trades, swaps) = pnl::lake_frames(&lake, &PnlQuery::default())?;
-        let perf = pnl::wallet_performance(&trades, Some(&swaps), &wallet, &config, &equity)?;
+        let perf = pnl::lake_wallet_performance(&lake, &wallet, &config, &equity)?;
         if perf.curve.height() == 0 {
             eprintln!("note: no trades of wallet {wallet} in the lake");
         }
