@@ -249,8 +249,14 @@ fn verify_deep_finds_a_file_whose_data_pages_were_overwritten() {
         assert!(!out.status.success(), "{err}");
         assert!(err.contains(damaged_trades.as_str()), "{err}");
         assert!(!err.contains("panicked"), "{err}");
-        // The equity curve reads the trades through a polars scan.
-        let out = dexlake(&root, &["pnl", "--wallet", "anyone", "--performance"]);
+        // So does a wallet's equity curve, through the same reader.
+        let out = dexlake(&root, &["pnl", "--wallet", WALLET, "--performance"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{err}");
+        assert!(err.contains(damaged_trades.as_str()), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+        // The token metrics read the trades through a polars scan.
+        let out = dexlake(&root, &["token-metrics", "--token", TOKEN]);
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{err}");
         assert!(
