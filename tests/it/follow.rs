@@ -434,7 +434,12 @@ async fn through_injected_faults_the_watermark_waits_and_the_bars_stay_right() {
     let cancel = CancelToken::new();
     let (mut stalled, mut advanced) = (0, 0);
     let mut printed: Option<DataFrame> = None;
-    for _ in 0..40 {
+    let closed = |printed: &Option<DataFrame>| printed.as_ref().map_or(0, DataFrame::height);
+    // Which requests fail is random: at least 40 polls, and more (up to 200) until more than
+    // 10 bars have closed.
+    let mut polls = 0;
+    while polls < 40 || (closed(&printed) <= 10 && polls < 200) {
+        polls += 1;
         sim.advance(300).unwrap();
         let before = follower.watermark();
         let poll = follower.poll(&cancel).await.unwrap();
