@@ -11,7 +11,6 @@ use dexlake::analytics::{BarOptions, EventSource, Selection, TimeRange, bars};
 use dexlake::lake::sample::Samples;
 use dexlake::lake::{Dataset, Lake, convert};
 use dexlake::live::{FollowConfig, Follower};
-use dexlake::sim::{LiveConfig, Scale, SimConfig, Simulator};
 use dexlake::sync::CancelToken;
 use polars::prelude::*;
 
@@ -516,17 +515,7 @@ fn files_per_partition(lake: &Lake, dataset: Dataset) -> BTreeMap<String, usize>
 /// polls' swaps and its bars), and leaves the rest of the lake as it is.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_follower_compacts_the_partitions_it_wrote_and_no_other() {
-    let sim = Simulator::start(SimConfig {
-        seed: 7,
-        scale: Scale::Tiny,
-        live: Some(LiveConfig {
-            manual: true,
-            ..LiveConfig::default()
-        }),
-        ..SimConfig::default()
-    })
-    .await
-    .unwrap();
+    let sim = crate::common::manual_live_sim(7).await;
     let token = sim.market().catalog().altchain.tokens[0].address.clone();
     let dir = tempfile::tempdir().unwrap();
     let lake = Arc::new(Lake::open(dir.path()).unwrap());

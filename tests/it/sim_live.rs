@@ -37,17 +37,7 @@ async fn bounded<F: std::future::Future>(f: F) -> F::Output {
 
 /// A live simulator of the tiny market whose clock moves only when the test advances it.
 async fn manual(seed: u64) -> Simulator {
-    Simulator::start(SimConfig {
-        seed,
-        scale: Scale::Tiny,
-        live: Some(LiveConfig {
-            manual: true,
-            ..LiveConfig::default()
-        }),
-        ..SimConfig::default()
-    })
-    .await
-    .expect("the live simulator starts")
+    common::manual_live_sim(seed).await
 }
 
 async fn fixed(seed: u64) -> Simulator {

@@ -59,10 +59,7 @@ pub(super) fn performance(
     config: &PnlConfig,
     equity: &EquityConfig,
 ) -> Result<WalletPerformance> {
-    let query = PnlQuery {
-        wallets: Some(vec![wallet.to_owned()]),
-        token: None,
-    };
+    let query = PnlQuery::of_wallet(wallet);
     let events = || (0..all.len()).filter(|&r| all.side[r].is_some());
     let last_period = events().map(|r| period_of(equity, all.time[r])).max();
     let this = find(wallets, wallet).map(|w| w as u32);

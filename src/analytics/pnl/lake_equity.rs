@@ -16,7 +16,7 @@ use super::lake_files::{
     DataFiles, Filter, GroupNumbers, OrderKey, SWAPS, Source, TRADES, per_row_group, swap_sides,
 };
 use super::lake_prices::all_traders;
-use super::lake_reader::lake_ledgers;
+use super::lake_reader::ledgers_of_files;
 use super::options::{EquityConfig, PnlConfig, PnlQuery};
 use crate::Result;
 use crate::analytics::arrow_columns::dictionary;
@@ -61,11 +61,10 @@ pub(super) fn lake_performance(
     config: &PnlConfig,
     equity: &EquityConfig,
 ) -> Result<WalletPerformance> {
-    let query = PnlQuery {
-        wallets: Some(vec![wallet.to_owned()]),
-        token: None,
-    };
-    let set = lake_ledgers(lake, &query)?;
+    let query = PnlQuery::of_wallet(wallet);
+    let trades = DataFiles::of(lake, Dataset::Trades)?;
+    let swaps = DataFiles::of(lake, Dataset::Swaps)?;
+    let set = ledgers_of_files(lake, &trades, &swaps, &query)?;
     if set.is_empty() {
         let inputs = EquityInputs {
             set,
@@ -83,8 +82,6 @@ pub(super) fn lake_performance(
         .enumerate()
         .map(|(i, t)| (t.as_str(), i as u32))
         .collect();
-    let trades = DataFiles::of(lake, Dataset::Trades)?;
-    let swaps = DataFiles::of(lake, Dataset::Swaps)?;
     let mut parts = closes_of(lake, &trades, &TRADES, 0, &index, equity, None)?;
     if !swaps.entries.is_empty() {
         // Swaps count only for wallets without trades.

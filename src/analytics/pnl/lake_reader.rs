@@ -405,6 +405,18 @@ fn second_pass(
 /// The grouped events of the lake's trades (and of the swaps of wallets without trades) that
 /// `query` selects, and the latest price of each token (over every wallet's events).
 pub(super) fn lake_ledgers(lake: &Lake, query: &PnlQuery) -> Result<LedgerSet> {
+    let trades = DataFiles::of(lake, Dataset::Trades)?;
+    let swaps = DataFiles::of(lake, Dataset::Swaps)?;
+    ledgers_of_files(lake, &trades, &swaps, query)
+}
+
+/// [`lake_ledgers`] of the trades and swaps files whose footers were read already.
+pub(super) fn ledgers_of_files(
+    lake: &Lake,
+    trades: &DataFiles,
+    swaps: &DataFiles,
+    query: &PnlQuery,
+) -> Result<LedgerSet> {
     let filter = Filter {
         token: query.token.as_deref(),
         wallets: query
@@ -414,11 +426,9 @@ pub(super) fn lake_ledgers(lake: &Lake, query: &PnlQuery) -> Result<LedgerSet> {
     };
     let wallets = RwLock::new(NameRegistry::default());
     let tokens = RwLock::new(NameRegistry::default());
-    let trades = DataFiles::of(lake, Dataset::Trades)?;
-    let swaps = DataFiles::of(lake, Dataset::Swaps)?;
     // First pass: the trades, then the swaps of wallets without trades.
-    let trade_groups = candidate_groups(lake, &trades, &filter)?;
-    let mut trade_keys = per_row_group(lake, &trades, &trade_groups, |file, k, g| {
+    let trade_groups = candidate_groups(lake, trades, &filter)?;
+    let mut trade_keys = per_row_group(lake, trades, &trade_groups, |file, k, g| {
         let batch = file.read_row_group(&trades.footers[k], g, TRADES.keys)?;
         trade_keys(&batch, &trades.paths[k], &filter, &wallets, &tokens)
     })?;
@@ -436,8 +446,8 @@ pub(super) fn lake_ledgers(lake: &Lake, query: &PnlQuery) -> Result<LedgerSet> {
         }
         g.traders = Vec::new();
     }
-    let swap_groups = candidate_groups(lake, &swaps, &filter)?;
-    let mut swap_keys = per_row_group(lake, &swaps, &swap_groups, |file, k, g| {
+    let swap_groups = candidate_groups(lake, swaps, &filter)?;
+    let mut swap_keys = per_row_group(lake, swaps, &swap_groups, |file, k, g| {
         let batch = file.read_row_group(&swaps.footers[k], g, SWAPS.keys)?;
         swap_keys(
             &batch,
@@ -526,9 +536,9 @@ pub(super) fn lake_ledgers(lake: &Lake, query: &PnlQuery) -> Result<LedgerSet> {
         ledger_tokens: &ledger_tokens,
         slots: &slots,
     };
-    let trade_latest = second_pass(lake, &trades, &TRADES, &trade_groups, &trade_keys, &to)?;
+    let trade_latest = second_pass(lake, trades, &TRADES, &trade_groups, &trade_keys, &to)?;
     drop(trade_keys);
-    let swap_latest = second_pass(lake, &swaps, &SWAPS, &swap_groups, &swap_keys, &to)?;
+    let swap_latest = second_pass(lake, swaps, &SWAPS, &swap_groups, &swap_keys, &to)?;
     drop(swap_keys);
     let mut events = slots.finish()?;
     sort_ledgers(&mut events, &offsets);
@@ -542,7 +552,7 @@ pub(super) fn lake_ledgers(lake: &Lake, query: &PnlQuery) -> Result<LedgerSet> {
             .iter()
             .map(|&t| token_names[t as usize].as_str())
             .collect();
-        let found = latest_prices_of(lake, &trades, &swaps, &filter, &names)?;
+        let found = latest_prices_of(lake, trades, swaps, &filter, &names)?;
         let mut prices = vec![None; token_names.len()];
         for (&t, p) in traded.iter().zip(found) {
             prices[t as usize] = p.map(|(_, p)| p);

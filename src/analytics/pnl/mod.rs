@@ -271,14 +271,16 @@ pub fn lake_wallet_performance(
     config: &PnlConfig,
     equity: &EquityConfig,
 ) -> Result<WalletPerformance> {
+    check_performance(wallet, config, equity)?;
+    lake_equity::lake_performance(lake, wallet, config, equity)
+}
+
+/// Refuses the options and wallet address a performance cannot be computed with, before
+/// anything is read.
+fn check_performance(wallet: &str, config: &PnlConfig, equity: &EquityConfig) -> Result<()> {
     config.validate()?;
     equity.validate()?;
-    PnlQuery {
-        wallets: Some(vec![wallet.to_owned()]),
-        token: None,
-    }
-    .validate()?;
-    lake_equity::lake_performance(lake, wallet, config, equity)
+    PnlQuery::of_wallet(wallet).validate()
 }
 
 /// The equity curve of `wallet` marked to market at each period's close, and its metrics.
@@ -297,13 +299,7 @@ pub fn wallet_performance(
     config: &PnlConfig,
     equity: &EquityConfig,
 ) -> Result<WalletPerformance> {
-    config.validate()?;
-    equity.validate()?;
-    PnlQuery {
-        wallets: Some(vec![wallet.to_owned()]),
-        token: None,
-    }
-    .validate()?;
+    check_performance(wallet, config, equity)?;
     let (rows, wallets, tokens) = read_rows(trades, swaps, &PnlQuery::default())?;
     equity::performance(&rows, &wallets, &tokens, wallet, config, equity)
 }

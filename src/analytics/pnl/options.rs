@@ -181,6 +181,14 @@ pub struct PnlQuery {
 pub const MAX_PERIOD_SECONDS: i64 = i64::MAX / 1_000_000;
 
 impl PnlQuery {
+    /// Every token of one wallet.
+    pub fn of_wallet(wallet: &str) -> PnlQuery {
+        PnlQuery {
+            wallets: Some(vec![wallet.to_owned()]),
+            token: None,
+        }
+    }
+
     /// Refuses an empty (or blank) wallet or token address, which selects nothing.
     pub fn validate(&self) -> Result<()> {
         let blank = |a: &String| a.trim().is_empty();

@@ -6,7 +6,7 @@ use dexlake::api::client::{Client, ClientConfig};
 #[cfg(feature = "sim")]
 use dexlake::api::retry::RetryConfig;
 #[cfg(feature = "sim")]
-use dexlake::sim::{Scale, SimConfig, Simulator};
+use dexlake::sim::{LiveConfig, Scale, SimConfig, Simulator};
 
 /// The simulator of the `tiny` market for `seed`, on loopback.
 #[cfg(feature = "sim")]
@@ -24,6 +24,23 @@ pub async fn sim_at(seed: u64, scale: Scale) -> Simulator {
     })
     .await
     .expect("the simulator starts")
+}
+
+/// A live simulator of the tiny market for `seed` whose clock moves only when the test
+/// advances it.
+#[cfg(feature = "sim")]
+pub async fn manual_live_sim(seed: u64) -> Simulator {
+    Simulator::start(SimConfig {
+        seed,
+        scale: Scale::Tiny,
+        live: Some(LiveConfig {
+            manual: true,
+            ..LiveConfig::default()
+        }),
+        ..SimConfig::default()
+    })
+    .await
+    .expect("the live simulator starts")
 }
 
 /// A client of `sim` with its demo key.
