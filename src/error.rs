@@ -305,6 +305,41 @@ pub enum Error {
         reason: String,
     },
 
+    /// Nothing in the lake matched what was asked: a token, pool, wallet or range without
+    /// events, a lake without the dataset an answer reads. The text names what was asked.
+    #[error("{what}")]
+    NoData {
+        /// What had no data, as one sentence (`no swaps for token T in the lake at L`).
+        what: String,
+    },
+
+    /// Strict coverage (`--strict`, `strict=True`): the lake's syncs never fetched, or fetched
+    /// only a partial view of, part of what the answer reads.
+    #[error("--strict: the lake does not completely cover what was asked: {}", .missing.join("; "))]
+    Incomplete {
+        /// One line per incomplete target or caveat (the answer's coverage warnings).
+        missing: Vec<String>,
+    },
+
+    /// A committed file of the lake is missing, unreadable, or not the file the manifest
+    /// committed (another size or row count, not Parquet, a column of another type).
+    #[error("lake {lake}: the committed file {file} is damaged or was replaced: {reason}; run `dexlake verify` (and `dexlake verify --repair`)", lake = lake.display())]
+    DamagedLake {
+        /// The lake's root.
+        lake: PathBuf,
+        /// The file's path in the lake (`swaps/chain=altchain/date=.../part-....parquet`).
+        file: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+
+    /// The work was cancelled (Ctrl-C) before it finished; what it committed stays.
+    #[error("interrupted: {what}")]
+    Interrupted {
+        /// What was interrupted and what it kept.
+        what: String,
+    },
+
     /// A sync job failed.
     #[error("sync job {job}: {source}")]
     Sync {
@@ -331,7 +366,60 @@ impl From<crate::api::profile_query::FilterError> for Error {
 /// `Result` with the library's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// What kind of failure an [`Error`] is, for a caller that branches on it: the CLI's exit
+/// status and the Python package's exception class are chosen by kind (see the README's table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// A bad argument, request member, plan or configuration: fix the call.
+    Usage,
+    /// Nothing in the lake matched what was asked.
+    NoData,
+    /// Strict coverage refused an answer the lake does not completely cover.
+    Incomplete,
+    /// A committed file is missing, damaged or replaced, or the lake's log is: `dexlake verify`.
+    DamagedLake,
+    /// The service answered an error, or could not be reached or understood.
+    Service,
+    /// Another writer holds the lake (its lock, or a commit that won the race).
+    Busy,
+    /// Cancelled (Ctrl-C) before the work finished.
+    Interrupted,
+    /// Any other failure: a file system error, a computation, a task.
+    Other,
+}
+
 impl Error {
+    /// The kind of this failure (a failed sync job's is its cause's).
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Sync { source, .. } => source.kind(),
+            Error::InvalidRequest { .. } | Error::InvalidArgument { .. } | Error::Config(_) => {
+                ErrorKind::Usage
+            }
+            Error::Api { .. }
+            | Error::Decode { .. }
+            | Error::Transport { .. }
+            | Error::RetriesExhausted { .. }
+            | Error::ResponseTooLarge { .. }
+            | Error::RepeatedCursor { .. }
+            | Error::EndlessPaging { .. } => ErrorKind::Service,
+            Error::NoData { .. } => ErrorKind::NoData,
+            Error::Incomplete { .. } => ErrorKind::Incomplete,
+            Error::DamagedLake { .. } | Error::LakeDecode { .. } => ErrorKind::DamagedLake,
+            Error::LakeLocked { .. } | Error::CommitConflict { .. } => ErrorKind::Busy,
+            Error::Interrupted { .. } => ErrorKind::Interrupted,
+            Error::Io { .. }
+            | Error::Arrow { .. }
+            | Error::Parquet { .. }
+            | Error::Polars { .. }
+            | Error::Lake { .. }
+            | Error::Task { .. }
+            | Error::Oversell { .. }
+            | Error::Chart { .. } => ErrorKind::Other,
+        }
+    }
+
     /// The one way a polars failure becomes an [`Error`]: `.map_err(Error::polars("step"))`
     /// keeps the step (a dataset, a column, what was being built) as the context. The context
     /// is formatted only when the call fails, so a hot loop pays nothing for it.

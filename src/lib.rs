@@ -90,4 +90,4 @@ pub mod search;
 pub mod sim;
 pub mod sync;
 
-pub use error::{ApiStatus, Error, Result};
+pub use error::{ApiStatus, Error, ErrorKind, Result};
