@@ -103,7 +103,8 @@ fn main() -> anyhow::Result<()> {
                 );
             }
         }
-        Err(Error::InvalidArgument { reason, .. }) => println!("3. no screener: {reason}"),
+        // A lake without profile snapshots has nothing to screen.
+        Err(e) if e.kind() == ErrorKind::NoData => println!("3. no screener: {e}"),
         Err(e) => return Err(e.into()),
     }
     Ok(())

@@ -10,14 +10,16 @@
 //! # let _ = bars; Ok(()) }
 //! ```
 
-pub use crate::analytics::pnl::{CostMethod, EquityConfig, Mark, OversellPolicy, PnlConfig};
+pub use crate::analytics::pnl::{
+    CostMethod, EquityConfig, Mark, OversellPolicy, PnlConfig, PnlTable,
+};
 pub use crate::analytics::screener::ProfileSnapshot;
 pub use crate::analytics::{BarOptions, BarRule, Edge, EventSource, Fill, LiveBars, TimeRange};
 pub use crate::api::profile_query::SearchRequest;
 pub use crate::api::{Client, ClientConfig};
 pub use crate::lake::{Dataset, Lake, LakeOptions};
-pub use crate::query::{Bars, LakeQuery, Query};
+pub use crate::query::{Answer, Bars, LakeQuery, Query, Warning, WarningKind};
 pub use crate::search::SearchPage;
 pub use crate::sync::{Job, SyncConfig, Syncer};
-pub use crate::{Error, Result};
+pub use crate::{Error, ErrorKind, Result};
 pub use polars::prelude::{DataFrame, LazyFrame};

@@ -159,25 +159,18 @@ def _mark(value: Any) -> str:
     return _text(value, "mark")  # type: ignore[return-value]
 
 
-def _frame(answer: Tuple[Any, List[str]]) -> pl.DataFrame:
-    """The polars frame of a native answer; its coverage notes become warnings."""
+def _warn(notes: List[Tuple[str, str]], stacklevel: int) -> None:
+    """An answer's warnings: ``coverage`` ones as :class:`CoverageWarning`, the others as
+    :class:`DexlakeWarning`."""
+    for kind, text in notes:
+        warnings.warn(text, CoverageWarning if kind == "coverage" else DexlakeWarning, stacklevel=stacklevel + 1)
+
+
+def _frame(answer: Tuple[Any, List[Tuple[str, str]]]) -> pl.DataFrame:
+    """The polars frame of a native answer; its warnings are warned."""
     stream, notes = answer
-    for note in notes:
-        warnings.warn(note, CoverageWarning, stacklevel=3)
+    _warn(notes, stacklevel=3)
     return pl.DataFrame(stream)
-
-
-def _where(start: Optional[int], end: Optional[int]) -> str:
-    if start is None and end is None:
-        return ""
-
-    def show(m: Optional[int], open_: str) -> str:
-        if m is None:
-            return open_
-        t = _EPOCH + _dt.timedelta(microseconds=m)
-        return t.isoformat().replace("+00:00", "Z")
-
-    return f" in [{show(start, '-∞')}, {show(end, '∞')})"
 
 
 class Lake:
@@ -266,26 +259,18 @@ class Lake:
             token = tokens
         elif tokens is not None:
             token_list = _texts(tokens, "tokens")
-        _text(pool, "pool", optional=True)
-        _text(source, "source")
-        event_rule = [n for n, v in (("ticks", ticks), ("base_volume", base_volume), ("usd_volume", usd_volume)) if v is not None]
-        if event_rule:
-            if interval not in (None, 60):
-                raise InvalidArgumentError(f"invalid interval: not with {event_rule[0]} (tick, volume and dollar bars have no grid)")
-            for name, value, default in (("tz", tz, None), ("fill", fill, "skip"), ("offset", offset, 0), ("closed", closed, "left"), ("label", label, "left")):
-                if value != default:
-                    raise InvalidArgumentError(f"invalid {name}: a time-bar option, not for {event_rule[0]} bars")
+        if interval == 60 and (ticks, base_volume, usd_volume) != (None, None, None):
+            # The default width is for time bars only.
             interval = None
-        start_us, end_us = _micros(start, "start"), _micros(end, "end")
-        frame = _frame(
+        return _frame(
             self._native.bars(
                 token,
                 token_list,
-                pool,
+                _text(pool, "pool", optional=True),
                 bool(all_tokens),
-                source,
-                start_us,
-                end_us,
+                _text(source, "source"),
+                _micros(start, "start"),
+                _micros(end, "end"),
                 _integer(interval, "interval", optional=True),
                 _integer(ticks, "ticks", optional=True, minimum=0),
                 _number(base_volume, "base_volume", optional=True),
@@ -298,39 +283,6 @@ class Lake:
                 bool(strict),
             )
         )
-        self._check_found(frame, source, token, token_list, pool, _where(start_us, end_us))
-        return frame
-
-    def _check_found(
-        self,
-        frame: pl.DataFrame,
-        source: str,
-        token: Optional[str],
-        tokens: Optional[List[str]],
-        pool: Optional[str],
-        where: str,
-    ) -> None:
-        """As the CLI: nothing found is an error naming what; listed tokens without events
-        are named in a warning."""
-        if frame.height == 0:
-            if token is not None:
-                subject = f"token {token}"
-            elif tokens is not None:
-                subject = f"tokens {','.join(tokens)}"
-            elif pool is not None:
-                subject = f"pool {pool}"
-            else:
-                subject = "any token"
-            raise NoDataError(f"no {source} for {subject} in the lake at {self.root}{where}")
-        if tokens is not None and "token_address" in frame.columns:
-            present = set(frame.get_column("token_address").unique().to_list())
-            missing = [t for t in tokens if t not in present]
-            if missing:
-                warnings.warn(
-                    f"no {source} for {','.join(missing)} in the lake at {self.root}{where}",
-                    DexlakeWarning,
-                    stacklevel=3,
-                )
 
     def price_stats(
         self,
@@ -343,9 +295,7 @@ class Lake:
         """Price changes and volumes over 5m, 1h, 6h, 24h, 7d and 30d at ``now`` (default: the
         lake's latest event), one row per token, as ``dexlake price-stats`` gives them."""
         token_list = [tokens] if isinstance(tokens, str) else _texts(tokens, "tokens")
-        frame = _frame(self._native.price_stats(token_list, _micros(now, "now"), _text(source, "source"), bool(strict)))
-        self._check_found(frame, source, None, token_list, None, "")
-        return frame
+        return _frame(self._native.price_stats(token_list, _micros(now, "now"), _text(source, "source"), bool(strict)))
 
     def pnl(
         self,
@@ -467,8 +417,7 @@ class Lake:
         if not isinstance(request, Mapping):
             raise TypeError(f"request: expected a dict, got {type(request).__name__}")
         body, notes = self._native.search(json.dumps(dict(request)), _micros(snapshot, "snapshot"), bool(strict))
-        for note in notes:
-            warnings.warn(note, CoverageWarning, stacklevel=2)
+        _warn(notes, stacklevel=2)
         return json.loads(body)
 
     def status(self) -> Dict[str, Any]:

@@ -1,7 +1,7 @@
 """The native module of dexlake: every answer is computed by the Rust engine; these classes
 and functions only convert arguments and answers. The public API (:mod:`dexlake`) wraps them:
 it turns each :class:`FrameStream` into a polars frame, instants into Unix microseconds and
-coverage notes into warnings.
+an answer's warnings into Python warnings.
 """
 
 from typing import Any, Callable, TypedDict, final
@@ -24,8 +24,8 @@ class FrameStream:
     def __len__(self) -> int:
         """Rows of the frame."""
 
-# A frame and the notes on what the lake does not cover of it.
-_Answer = tuple[FrameStream, list[str]]
+# A frame and its answer's warnings as (kind, text): kind "coverage" or "note".
+_Answer = tuple[FrameStream, list[tuple[str, str]]]
 
 class _VerifyAnswer(TypedDict):
     """What ``NativeLake.verify`` found."""
@@ -127,10 +127,10 @@ class NativeLake:
         ``dexlake token-metrics`` gives them."""
     def search(
         self, request: str, snapshot: int | None, strict: bool
-    ) -> tuple[str, list[str]]:
+    ) -> tuple[str, list[tuple[str, str]]]:
         """A search-profiles request (JSON) answered from the lake's profile snapshot
         ``snapshot`` (``None``: the newest), as the service's JSON body ``{count, cursor,
-        data}``, with the coverage notes."""
+        data}``, with the answer's warnings."""
     def status(self) -> str:
         """What the lake covers (``dexlake status --format json``), as JSON."""
     def verify(self) -> _VerifyAnswer:

@@ -1,6 +1,6 @@
-//! `Lake`: one open lake and the analytics on it, each one call of the `dexlake` crate made
-//! with the GIL released, its frame returned as a [`FrameStream`] and what the lake's syncs
-//! never fetched of it as notes (or, with `strict`, a `CoverageError`).
+//! `Lake`: one open lake and the analytics on it, each one question of the lake's query
+//! (`dexlake::query`) asked with the GIL released, its frame returned as a [`FrameStream`] and
+//! its warnings beside it (with `strict`, incomplete coverage is the query's refusal).
 //!
 //! Instants arrive as Unix microseconds (the Python layer converts `datetime`s, strings and
 //! seconds); every other argument is checked by the crate, which names it when it refuses it.
@@ -11,21 +11,18 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use dexlake::analytics::metrics::RatioConfig;
 use dexlake::analytics::pnl::{
-    self, CostMethod, EquityConfig, Mark, OversellPolicy, PnlConfig, PnlQuery, PnlReport,
+    CostMethod, EquityConfig, Mark, OversellPolicy, PnlConfig, PnlTable,
 };
-use dexlake::analytics::screener::{self, ProfileSnapshot};
-use dexlake::analytics::token_metrics::{self, Window, parse_span};
-use dexlake::analytics::{
-    BarOptions, Edge, EventRule, EventSource, Fill, PriceStatsOptions, Selection, TimeRange, bars,
-    event_bars, price_stats,
-};
+use dexlake::analytics::screener::ProfileSnapshot;
+use dexlake::analytics::token_metrics::parse_span;
+use dexlake::analytics::{Edge, EventSource, Fill};
 use dexlake::api::profile_query::SearchRequest;
-use dexlake::coverage::{self, Coverage};
 use dexlake::lake::{Dataset, Lake};
+use dexlake::query::{Bars, LakeQuery as _, Query, Warning, WarningKind};
 use polars::prelude::*;
 use pyo3::prelude::*;
 
-use crate::errors::{IntoPy, raise};
+use crate::errors::IntoPy;
 use crate::frames::FrameStream;
 
 /// What a scan reads: file locations, hive columns and their types, the columns in order, and
@@ -37,8 +34,8 @@ type ScanPlan = (
     Option<FrameStream>,
 );
 
-/// A frame and the notes on what its lake does not cover.
-type Answer = (FrameStream, Vec<String>);
+/// A frame and its answer's warnings, as (kind, text) pairs.
+type Answer = (FrameStream, Vec<(&'static str, String)>);
 
 /// An open lake (`dexlake.Lake` wraps it).
 #[pyclass(module = "dexlake._dexlake", frozen)]
@@ -63,57 +60,6 @@ fn instant(micros: Option<i64>, argument: &str) -> dexlake::Result<Option<DateTi
         .transpose()
 }
 
-fn source_of(source: &str) -> dexlake::Result<EventSource> {
-    match source {
-        "swaps" => Ok(EventSource::Swaps),
-        "trades" => Ok(EventSource::Trades),
-        other => Err(invalid(
-            "source",
-            format!("{other:?}: expected \"swaps\" or \"trades\""),
-        )),
-    }
-}
-
-fn edge_of(edge: &str, argument: &str) -> dexlake::Result<Edge> {
-    match edge {
-        "left" => Ok(Edge::Left),
-        "right" => Ok(Edge::Right),
-        other => Err(invalid(
-            argument,
-            format!("{other:?}: expected \"left\" or \"right\""),
-        )),
-    }
-}
-
-fn fill_of(fill: &str) -> dexlake::Result<Fill> {
-    match fill {
-        "skip" => Ok(Fill::Skip),
-        "null" => Ok(Fill::Null),
-        "ffill" => Ok(Fill::ForwardFill),
-        other => Err(invalid(
-            "fill",
-            format!("{other:?}: expected \"skip\", \"null\" or \"ffill\""),
-        )),
-    }
-}
-
-/// The notes on `coverage`, or with `strict` the refusal naming them.
-fn covered(py: Python<'_>, coverage: &Coverage, strict: bool) -> PyResult<Vec<String>> {
-    let notes = coverage.warnings();
-    if strict && !notes.is_empty() {
-        return Err(raise(
-            py,
-            "CoverageError",
-            format!(
-                "strict: the lake does not completely cover what was asked: {}",
-                notes.join("; ")
-            ),
-            None,
-        ));
-    }
-    Ok(notes)
-}
-
 /// The PnL configuration of the CLI's `pnl` flags.
 fn pnl_config(
     method: &str,
@@ -133,28 +79,33 @@ fn pnl_config(
     Ok(config)
 }
 
-/// The table of a PnL report the caller asked for.
-fn pnl_table(report: PnlReport, table: &str) -> DataFrame {
-    match table {
-        "lots" => report.lots.unwrap_or_default(),
-        "positions" => report.positions,
-        _ => report.ledgers,
-    }
-}
-
 impl NativeLake {
-    /// Runs `compute` on the lake with the GIL released; its frame is the answer and its
-    /// coverage the notes beside it (or, with `strict`, the refusal naming them).
+    /// Asks `ask` of the lake's query (strict as asked) with the GIL released; the answer's
+    /// frame and its warnings as (kind, text) pairs.
     fn answer(
         &self,
         py: Python<'_>,
         strict: bool,
-        compute: impl FnOnce(&Lake) -> dexlake::Result<(DataFrame, Coverage)> + Send,
+        ask: impl FnOnce(Query<'_>) -> dexlake::Result<dexlake::query::Answer<DataFrame>> + Send,
     ) -> PyResult<Answer> {
-        let (frame, coverage) = py.detach(|| compute(&self.lake)).py(py)?;
-        let notes = covered(py, &coverage, strict)?;
-        Ok((FrameStream::new(frame), notes))
+        let answer = py.detach(|| ask(self.lake.query().strict(strict))).py(py)?;
+        let warnings = warnings_of(&answer.warnings);
+        Ok((FrameStream::new(answer.value), warnings))
     }
+}
+
+/// An answer's warnings as (kind, text) pairs: `coverage` (a `CoverageWarning`), else `note`.
+fn warnings_of(warnings: &[Warning]) -> Vec<(&'static str, String)> {
+    warnings
+        .iter()
+        .map(|w| {
+            let kind = match w.kind {
+                WarningKind::Coverage => "coverage",
+                _ => "note",
+            };
+            (kind, w.text.clone())
+        })
+        .collect()
 }
 
 #[pymethods]
@@ -277,68 +228,38 @@ impl NativeLake {
         tz: Option<String>,
         strict: bool,
     ) -> PyResult<Answer> {
-        let selection = match (token, tokens, pool, all_tokens) {
-            (Some(t), None, None, false) => Selection::Token(t),
-            (None, Some(ts), None, false) => Selection::Tokens(ts),
-            (None, None, Some(p), false) => Selection::Pool(p),
-            (None, None, None, true) => Selection::AllTokens,
-            _ => {
-                return Err(invalid(
-                    "tokens",
-                    "give one of tokens, pool or all_tokens=True",
-                ))
-                .py(py);
-            }
-        };
-        let source = source_of(source).py(py)?;
-        let range = TimeRange {
-            from: instant(start, "start").py(py)?,
-            to: instant(end, "end").py(py)?,
-        };
-        let rule = match (ticks, base_volume, usd_volume) {
-            (Some(n), None, None) => Some(EventRule::Ticks(n)),
-            (None, Some(v), None) => Some(EventRule::BaseVolume(v)),
-            (None, None, Some(v)) => Some(EventRule::UsdVolume(v)),
-            (None, None, None) => None,
-            _ => {
-                return Err(invalid(
-                    "ticks",
-                    "give at most one of ticks, base_volume and usd_volume",
-                ))
-                .py(py);
-            }
-        };
-        let time_options = match rule {
-            Some(_) => None,
-            None => Some(BarOptions {
-                width_seconds: interval
-                    .ok_or_else(|| {
-                        invalid(
-                            "interval",
-                            "give interval, ticks, base_volume or usd_volume",
-                        )
-                    })
-                    .py(py)?,
-                offset_seconds: offset,
-                closed: edge_of(closed, "closed").py(py)?,
-                label: edge_of(label, "label").py(py)?,
-                fill: fill_of(fill).py(py)?,
-                time_zone: tz,
-                data_end: None,
-                unfetched: Default::default(),
-            }),
-        };
-        self.answer(py, strict, |lake| {
-            let coverage = coverage::of_events(lake, source, &selection, range)?;
-            let frame = match (rule, time_options) {
-                (Some(rule), _) => event_bars(lake, source, &selection, range, rule)?,
-                (None, Some(mut options)) => {
-                    options.unfetched = coverage.unfetched();
-                    bars(lake, source, &selection, range, &options)?
+        let source: EventSource = source.parse().py(py)?;
+        let (start, end) = (instant(start, "start").py(py)?, instant(end, "end").py(py)?);
+        let mut bars = Bars::of(interval, ticks, base_volume, usd_volume)
+            .py(py)?
+            .offset(offset)
+            .closed(Edge::parse(closed, "closed").py(py)?)
+            .label(Edge::parse(label, "label").py(py)?)
+            .fill(fill.parse::<Fill>().py(py)?);
+        if let Some(zone) = tz {
+            bars = bars.time_zone(zone);
+        }
+        self.answer(py, strict, |query| {
+            let query = match (token, tokens, pool, all_tokens) {
+                (Some(t), None, None, false) => query.token(t),
+                (None, Some(ts), None, false) => query.tokens(ts),
+                (None, None, Some(p), false) => query.pool(p),
+                (None, None, None, true) => query,
+                _ => {
+                    return Err(invalid(
+                        "tokens",
+                        "give one of tokens, pool or all_tokens=True",
+                    ));
                 }
-                (None, None) => unreachable!("time options are made when no rule is"),
             };
-            Ok((frame, coverage))
+            let mut query = query.source(source);
+            if let Some(start) = start {
+                query = query.since(start);
+            }
+            if let Some(end) = end {
+                query = query.until(end);
+            }
+            query.bars_covered(bars)
         })
     }
 
@@ -352,16 +273,10 @@ impl NativeLake {
         source: &str,
         strict: bool,
     ) -> PyResult<Answer> {
-        let source = source_of(source).py(py)?;
+        let source: EventSource = source.parse().py(py)?;
         let now = instant(now, "now").py(py)?;
-        self.answer(py, strict, |lake| {
-            let coverage = coverage::of_window(lake, source, &tokens, now, 30 * 86_400)?;
-            let frame = price_stats(
-                lake,
-                &Selection::Tokens(tokens),
-                PriceStatsOptions { now, source },
-            )?;
-            Ok((frame, coverage))
+        self.answer(py, strict, |query| {
+            query.source(source).tokens(tokens).price_stats_covered(now)
         })
     }
 
@@ -381,29 +296,18 @@ impl NativeLake {
         table: &str,
         strict: bool,
     ) -> PyResult<Answer> {
-        if !matches!(table, "ledgers" | "positions" | "lots") {
-            return Err(invalid(
-                "table",
-                format!("{table:?}: expected \"ledgers\", \"positions\" or \"lots\""),
-            ))
-            .py(py);
-        }
-        let config = pnl_config(method, mark, oversell, dust, table == "lots").py(py)?;
-        let table = table.to_owned();
-        self.answer(py, strict, |lake| {
-            let wallets = wallet.as_ref().map(std::slice::from_ref);
-            let coverage = coverage::of_wallets(lake, wallets, token.as_deref())?;
-            let query = PnlQuery {
-                wallets: wallet.clone().map(|w| vec![w]),
-                token: token.clone(),
+        let table: PnlTable = table.parse().py(py)?;
+        let config = pnl_config(method, mark, oversell, dust, false).py(py)?;
+        self.answer(py, strict, |query| {
+            let query = match wallet {
+                Some(w) => query.wallet(w),
+                None => query,
             };
-            let frame = if wallet.is_some() || table == "positions" {
-                pnl_table(pnl::wallet_pnl(lake, &query, &config)?, &table)
-            } else {
-                // Every wallet's ledgers (or lots) without the positions table.
-                pnl_table(pnl::wallet_ledgers(lake, &query, &config)?, &table)
+            let query = match token {
+                Some(t) => query.token(t),
+                None => query,
             };
-            Ok((frame, coverage))
+            query.pnl_table(&config, table)
         })
     }
 
@@ -421,10 +325,7 @@ impl NativeLake {
         strict: bool,
     ) -> PyResult<Answer> {
         let config = pnl_config(method, mark, oversell, dust, false).py(py)?;
-        self.answer(py, strict, |lake| {
-            let coverage = coverage::of_wallets(lake, None, None)?;
-            Ok((pnl::leaderboard(lake, &config, top)?, coverage))
-        })
+        self.answer(py, strict, |query| query.leaderboard_covered(top, &config))
     }
 
     /// One wallet's trading metrics (or, with `curve`, its equity curve), as `dexlake pnl
@@ -458,11 +359,9 @@ impl NativeLake {
                 risk_free,
             },
         };
-        equity.validate().py(py)?;
-        self.answer(py, strict, |lake| {
-            let coverage = coverage::of_wallets(lake, Some(std::slice::from_ref(&wallet)), None)?;
-            let perf = pnl::lake_wallet_performance(lake, &wallet, &config, &equity)?;
-            Ok((if curve { perf.curve } else { perf.metrics }, coverage))
+        self.answer(py, strict, |query| {
+            let answer = query.wallet(wallet).performance_covered(&config, &equity)?;
+            Ok(answer.map(|perf| if curve { perf.curve } else { perf.metrics }))
         })
     }
 
@@ -476,28 +375,11 @@ impl NativeLake {
         now: Option<i64>,
         strict: bool,
     ) -> PyResult<Answer> {
-        let windows = match windows {
-            None => Window::service_windows(),
-            Some(ws) => ws
-                .iter()
-                .map(|w| Window::parse(w))
-                .collect::<dexlake::Result<Vec<_>>>()
-                .py(py)?,
-        };
         let now = instant(now, "now").py(py)?;
-        self.answer(py, strict, |lake| {
-            let widest = windows.iter().map(|w| w.seconds).max().unwrap_or(0);
-            let coverage = coverage::of_window(
-                lake,
-                EventSource::Trades,
-                std::slice::from_ref(&token),
-                now,
-                widest,
-            )?;
-            Ok((
-                token_metrics::token_metrics(lake, &token, &windows, now)?,
-                coverage,
-            ))
+        let windows = windows.unwrap_or_default();
+        self.answer(py, strict, |query| {
+            let windows: Vec<&str> = windows.iter().map(String::as_str).collect();
+            query.token(token).token_metrics_covered(&windows, now)
         })
     }
 
@@ -510,31 +392,29 @@ impl NativeLake {
         request: &str,
         snapshot: Option<i64>,
         strict: bool,
-    ) -> PyResult<(String, Vec<String>)> {
-        let request: SearchRequest = serde_json::from_str(request)
-            .map_err(|e| invalid("request", format!("not a search-profiles request: {e}")))
-            .py(py)?;
+    ) -> PyResult<(String, Vec<(&'static str, String)>)> {
+        let request = SearchRequest::from_json(request).py(py)?;
         let snapshot = match instant(snapshot, "snapshot").py(py)? {
             None => ProfileSnapshot::Latest,
             Some(t) => ProfileSnapshot::At(t),
         };
         let lake = &self.lake;
-        let (page, coverage) = py
-            .detach(|| -> dexlake::Result<_> {
-                let coverage = coverage::of_profiles(lake, &snapshot)?;
-                Ok((screener::search(lake, &request, snapshot)?, coverage))
+        let answer = py
+            .detach(|| {
+                lake.query()
+                    .strict(strict)
+                    .search_covered(&request, snapshot)
             })
             .py(py)?;
-        let notes = covered(py, &coverage, strict)?;
-        let body = serde_json::to_string(&page)
+        let body = serde_json::to_string(&answer.value)
             .map_err(|e| invalid("request", format!("the answer is not JSON: {e}")))
             .py(py)?;
-        Ok((body, notes))
+        Ok((body, warnings_of(&answer.warnings)))
     }
 
     /// What the lake covers (`dexlake status --format json`), as JSON.
     fn status(&self, py: Python<'_>) -> PyResult<String> {
-        let status = py.detach(|| coverage::status(&self.lake)).py(py)?;
+        let status = py.detach(|| self.lake.query().status()).py(py)?;
         serde_json::to_string(&status)
             .map_err(|e| invalid("status", e.to_string()))
             .py(py)

@@ -4,8 +4,8 @@
 //! Rules of this layer:
 //! - It reads only the lake's committed Parquet files (those the manifest lists), never the
 //!   network. It reads only the columns it needs, skips files whose time span (recorded in the
-//!   manifest) misses the requested range, and prunes row groups by `block_time`. Files are read
-//!   one after another, so only the compact event columns stay in memory, not whole frames.
+//!   manifest) misses the requested range, and prunes row groups by `block_time`. Row groups are
+//!   decoded in parallel into compact event columns, so memory holds those, not whole frames.
 //! - Results are polars `DataFrame`s; printing and file formats belong to the CLI.
 //! - Event order is `(block_time, block_slot, id)`, whatever order the files hold rows in;
 //!   each token's (or ledger's) events are sorted into it before any computation.

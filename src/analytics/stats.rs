@@ -27,6 +27,9 @@ use crate::{Error, Result};
 /// The stats periods, in output order.
 pub const PERIODS: &[&str] = PriceChanges::PERIODS;
 
+/// How far back price stats read: their longest period (30 days), in seconds.
+pub const WINDOW_SECONDS: i64 = PRICE_STATS_PERIOD_SECONDS[PRICE_STATS_PERIOD_SECONDS.len() - 1];
+
 /// Options of [`price_stats`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct PriceStatsOptions {

@@ -420,6 +420,17 @@ pub struct SearchRequest {
     pub cursor: Option<String>,
 }
 
+impl SearchRequest {
+    /// A request from its JSON body, as every door reads one: a body that is not a
+    /// search-profiles request is [`crate::Error::InvalidArgument`] naming `request`.
+    pub fn from_json(body: &str) -> crate::Result<SearchRequest> {
+        serde_json::from_str(body).map_err(|e| crate::Error::InvalidArgument {
+            argument: "request".into(),
+            reason: format!("not a search-profiles request: {e}"),
+        })
+    }
+}
+
 impl Serialize for SearchRequest {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         SearchRequest::serialize(self, serializer)

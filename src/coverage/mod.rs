@@ -13,7 +13,7 @@
 //!   [`of_profiles`]): for each token, wallet or snapshot an answer reads, the parts of the
 //!   asked range no stream of it fetched completely ([`TargetCoverage::missing`]), and
 //!   whether the lake holds only another stream's view of it ([`TargetCoverage::partial`]).
-//!   `lake.query()` carries it with each answer ([`Covered`]); the CLI warns on stderr and,
+//!   `lake.query()` carries it with each answer ([`Answer`](crate::query::Answer)); the CLI warns on stderr and,
 //!   with `--strict`, fails.
 //!
 //! # What "fetched completely" means
@@ -217,15 +217,6 @@ impl Coverage {
         }
         out
     }
-}
-
-/// An answer with the coverage of what it read.
-#[derive(Debug, Clone)]
-pub struct Covered<T> {
-    /// The answer.
-    pub value: T,
-    /// What the lake covers of what the answer read.
-    pub coverage: Coverage,
 }
 
 /// The recorded sync states of a manifest's state map.

@@ -51,6 +51,8 @@ impl Default for LakeOptions {
 #[derive(Debug, Clone)]
 pub struct Lake {
     root: PathBuf,
+    /// The root as the caller named it (relative, or with links), for messages.
+    named: PathBuf,
     store: Arc<dyn Store>,
     options: LakeOptions,
     /// The newest manifest version read, shared by clones.
@@ -180,8 +182,10 @@ impl Lake {
     fn connect(root: PathBuf, options: LakeOptions, create: bool) -> Result<Lake> {
         if let Some(object_root) = ObjectRoot::parse(&root.to_string_lossy())? {
             let store = ObjectStoreLake::from_env(object_root)?;
+            let url = PathBuf::from(store.root().url());
             return Ok(Lake {
-                root: PathBuf::from(store.root().url()),
+                named: url.clone(),
+                root: url,
                 store: Arc::new(store),
                 options,
                 log: Arc::default(),
@@ -192,6 +196,7 @@ impl Lake {
             let meta = root.join(META_DIR);
             std::fs::create_dir_all(&meta).map_err(|e| Error::io("creating folder", &meta, e))?;
         }
+        let named = root.clone();
         let root = root
             .canonicalize()
             .map_err(|e| Error::io("resolving", &root, e))?;
@@ -212,6 +217,7 @@ impl Lake {
         Ok(Lake {
             store: Arc::new(LocalStore::new(root.clone())),
             root,
+            named,
             options,
             log: Arc::default(),
             ids: Arc::default(),
@@ -221,6 +227,12 @@ impl Lake {
     /// The lake's root: its folder, or its URL (`s3://bucket/prefix`) on an object store.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The root as it was named when the lake was opened (a relative folder stays relative),
+    /// as answers name the lake in their messages.
+    pub fn named_root(&self) -> &Path {
+        &self.named
     }
 
     /// The options the lake was opened with.

@@ -6,7 +6,7 @@
 //! - the most traded tokens of that day, ranked by USD volume, each with its time bars
 //!   ([`analytics::bars`](crate::analytics::bars)) and a row of price stats
 //!   ([`analytics::price_stats`](crate::analytics::price_stats));
-//! - the wallet PnL leaderboard ([`pnl::leaderboard`]);
+//! - the wallet PnL leaderboard ([`Query::leaderboard_with`](crate::query::Query::leaderboard_with));
 //! - a screener: a search-profiles request answered from the lake's latest profile snapshot
 //!   ([`analytics::screener::search`](crate::analytics::screener::search));
 //! - a "Data" section: the coverage of the charted tokens over the period
@@ -46,16 +46,14 @@ use chrono::{DateTime, Duration, Utc};
 use polars::prelude::*;
 
 use crate::analytics::events::latest_event_time;
-use crate::analytics::pnl::{self, PnlConfig};
+use crate::analytics::pnl::PnlConfig;
 use crate::analytics::quality::{self, CheckOptions, CheckReport};
 use crate::analytics::screener::{self as local_search, ProfileSnapshot};
-use crate::analytics::{
-    BarOptions, EventSource, PriceStatsOptions, Selection, TimeRange, load_events, ohlcv,
-    price_stats,
-};
+use crate::analytics::{BarOptions, EventSource, Selection, TimeRange, load_events, ohlcv};
 use crate::api::profile_query::SearchRequest;
 use crate::coverage;
 use crate::lake::{Dataset, Lake};
+use crate::query::LakeQuery as _;
 use crate::search::SearchPage;
 use crate::{Error, Result};
 
@@ -163,9 +161,9 @@ pub struct Report {
     /// The period's most traded tokens, most volume first.
     pub tokens: Vec<TokenSection>,
     /// Price stats of those tokens at the end of the period
-    /// (the columns of [`price_stats`]).
+    /// (the columns of [`analytics::price_stats`](crate::analytics::price_stats)).
     pub price_stats: DataFrame,
-    /// The PnL leaderboard ([`pnl::leaderboard`]'s columns).
+    /// The PnL leaderboard ([`Query::leaderboard_with`](crate::query::Query::leaderboard_with)'s columns).
     pub leaderboard: DataFrame,
     /// The screener's request.
     pub screener_request: SearchRequest,
@@ -246,17 +244,20 @@ pub fn build(lake: &Lake, config: &ReportConfig) -> Result<Report> {
         });
     }
 
-    let selection = Selection::Tokens(tokens.iter().map(|t| t.token_address.clone()).collect());
-    let price_stats = price_stats(
-        lake,
-        &selection,
-        PriceStatsOptions {
-            now: Some(last),
-            source: config.source,
-        },
-    )?;
+    // The sections below ask the lake's query, as the CLI does.
+    let charted: Vec<String> = tokens.iter().map(|t| t.token_address.clone()).collect();
+    let price_stats = if charted.is_empty() {
+        DataFrame::empty()
+    } else {
+        lake.query()
+            .source(config.source)
+            .tokens(&charted)
+            .price_stats(Some(last))?
+    };
 
-    let leaderboard = pnl::leaderboard(lake, &config.pnl, config.leaderboard_rows)?;
+    let leaderboard = lake
+        .query()
+        .leaderboard_with(config.leaderboard_rows, &config.pnl)?;
     if leaderboard.height() == 0 {
         notes.push("PnL leaderboard: the lake holds no trades or swaps of any wallet".into());
     }
@@ -269,14 +270,20 @@ pub fn build(lake: &Lake, config: &ReportConfig) -> Result<Report> {
             (None, None)
         }
         Some(at) => {
-            let page = local_search::search(lake, &config.screener, ProfileSnapshot::At(at))?;
+            let page = lake
+                .query()
+                .search_at(&config.screener, ProfileSnapshot::At(at))?;
             (Some(page), Some(at))
         }
     };
 
     // The "Data" section: what the syncs fetched of the charted tokens over the period, and
     // the check's findings (two examples per kind) inside what was fetched.
-    let coverage = coverage::of_events(lake, config.source, &selection, period)?.warnings();
+    let mut charted_query = lake.query().source(config.source).tokens(&charted);
+    if let (Some(from), Some(to)) = (period.from, period.to) {
+        charted_query = charted_query.between(from, to);
+    }
+    let coverage = charted_query.coverage()?.warnings();
     let ranges = coverage::check_ranges(lake)?;
     let quality = quality::check(
         lake,

@@ -387,3 +387,171 @@ async fn a_scan_selects_rows_and_a_selection_an_answer_cannot_honour_is_refused(
     .await
     .expect("no panic");
 }
+
+/// The rules every door gets from the query: nothing found is `NoData`, listed tokens without
+/// events are a warning, strict coverage refuses what the lake does not cover, a wallet without
+/// trades is a note, and each answer names the version it read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_carry_their_warnings_version_and_refusals() {
+    let dir = tempfile::tempdir().unwrap();
+    let (lake, tokens) = lake(dir.path()).await;
+    let version = lake.manifest().unwrap().version;
+    assert!(version > 0);
+
+    // One token (`token`) has no `token_address`; a list of one (`tokens`) does.
+    let one = lake
+        .query()
+        .token(&tokens[0])
+        .bars(Bars::every(3_600))
+        .unwrap();
+    assert!(one.column("token_address").is_err());
+    let listed = lake
+        .query()
+        .tokens([&tokens[0]])
+        .bars_covered(Bars::every(3_600))
+        .unwrap();
+    assert_eq!(
+        listed.value.column("token_address").unwrap().len(),
+        one.height()
+    );
+    assert!(listed.warnings.is_empty(), "{:?}", listed.warnings);
+    assert_eq!(listed.version, version);
+
+    // A list with a token without events: the others' bars, and a warning naming it.
+    let mixed = lake
+        .query()
+        .tokens([tokens[0].as_str(), "NoSuchToken"])
+        .bars_covered(Bars::every(3_600))
+        .unwrap();
+    assert_eq!(mixed.value.height(), one.height());
+    let named: Vec<_> = mixed
+        .warnings
+        .iter()
+        .filter(|w| w.kind == WarningKind::NoEvents)
+        .collect();
+    assert_eq!(named.len(), 1, "{:?}", mixed.warnings);
+    assert!(
+        named[0]
+            .text
+            .starts_with("no swaps for NoSuchToken in the lake at ")
+    );
+
+    // Nothing at all: NoData, whatever the form asked.
+    let none = lake
+        .query()
+        .token("NoSuchToken")
+        .bars(Bars::every(60))
+        .unwrap_err();
+    assert_eq!(none.kind(), ErrorKind::NoData, "{none}");
+    assert!(
+        none.to_string()
+            .starts_with("no swaps for token NoSuchToken in the lake at ")
+    );
+    let none = lake
+        .query()
+        .token(&tokens[0])
+        .between(at("2001-01-01T00:00:00Z"), at("2001-01-02T00:00:00Z"))
+        .bars_covered(Bars::ticks(10))
+        .unwrap_err();
+    assert_eq!(none.kind(), ErrorKind::NoData);
+    let stats = lake
+        .query()
+        .token(&tokens[0])
+        .price_stats(Some(at("2001-01-01T00:00:00Z")))
+        .unwrap_err();
+    assert_eq!(stats.kind(), ErrorKind::NoData);
+    assert!(stats.to_string().contains("their first is at"), "{stats}");
+
+    // After the last sync the lake fetched nothing: a coverage warning, or with strict an
+    // `Incomplete` refusal naming the same lines.
+    let early = lake
+        .query()
+        .token(&tokens[0])
+        .between(at("2001-01-01T00:00:00Z"), at("2099-01-01T00:00:00Z"));
+    let warned = early.clone().bars_covered(Bars::every(86_400)).unwrap();
+    let coverage: Vec<_> = warned
+        .warnings
+        .iter()
+        .filter(|w| w.kind == WarningKind::Coverage)
+        .map(|w| w.text.clone())
+        .collect();
+    assert!(!coverage.is_empty(), "{:?}", warned.warnings);
+    assert_eq!(coverage, warned.coverage.warnings());
+    match early.strict(true).bars_covered(Bars::every(86_400)) {
+        Err(Error::Incomplete { missing }) => assert_eq!(missing, coverage),
+        other => panic!("expected Incomplete, got {other:?}"),
+    }
+
+    // A wallet without trades: empty tables and a note, not an error.
+    let empty = lake
+        .query()
+        .wallet("NoSuchWallet")
+        .pnl_table(&PnlConfig::default(), PnlTable::Positions)
+        .unwrap();
+    assert_eq!(empty.value.height(), 0);
+    assert!(
+        empty.warnings.iter().any(|w| w.kind == WarningKind::Empty
+            && w.text == "no trades of wallet NoSuchWallet in the lake"),
+        "{:?}",
+        empty.warnings
+    );
+
+    // The tables of one question agree with the report they come from.
+    let report = lake
+        .query()
+        .pnl_report(&PnlConfig {
+            lots: true,
+            ..PnlConfig::default()
+        })
+        .unwrap();
+    for (table, frame) in [
+        (PnlTable::Ledgers, &report.ledgers),
+        (PnlTable::Positions, &report.positions),
+        (PnlTable::Lots, report.lots.as_ref().unwrap()),
+    ] {
+        let answer = lake
+            .query()
+            .pnl_table(&PnlConfig::default(), table)
+            .unwrap();
+        assert!(answer.value.equals_missing(frame), "{table:?}");
+        let mut parts = Vec::new();
+        let rows = lake
+            .query()
+            .pnl_table_to(&PnlConfig::default(), table, |df| {
+                parts.push(df);
+                Ok(())
+            })
+            .unwrap()
+            .value;
+        assert_eq!(rows as usize, frame.height(), "{table:?}");
+        let mut stacked = parts.remove(0);
+        for p in parts {
+            stacked.vstack_mut(&p).unwrap();
+        }
+        assert!(stacked.equals_missing(frame), "{table:?}");
+    }
+
+    // The batched bars equal the whole answer, with the same warnings.
+    let whole = lake
+        .query()
+        .tokens([tokens[1].as_str(), tokens[0].as_str(), "NoSuchToken"]);
+    let all = whole.bars_covered(Bars::every(600)).unwrap();
+    let mut parts = Vec::new();
+    let batched = whole
+        .bars_to(Bars::every(600), 1, |df| {
+            parts.push(df);
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(batched.value as usize, all.value.height());
+    let mut stacked = parts.remove(0);
+    for p in parts {
+        stacked.vstack_mut(&p).unwrap();
+    }
+    assert!(stacked.equals_missing(&all.value));
+    let sorted = |mut w: Vec<Warning>| {
+        w.sort_by(|a, b| a.text.cmp(&b.text));
+        w
+    };
+    assert_eq!(sorted(batched.warnings), sorted(all.warnings));
+}

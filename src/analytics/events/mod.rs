@@ -53,6 +53,22 @@ pub enum EventSource {
     Trades,
 }
 
+impl std::str::FromStr for EventSource {
+    type Err = crate::Error;
+
+    /// `swaps` or `trades`, as every door names a source.
+    fn from_str(s: &str) -> crate::Result<Self> {
+        match s {
+            "swaps" => Ok(EventSource::Swaps),
+            "trades" => Ok(EventSource::Trades),
+            other => Err(crate::Error::InvalidArgument {
+                argument: "source".into(),
+                reason: format!("{other:?}: expected \"swaps\" or \"trades\""),
+            }),
+        }
+    }
+}
+
 impl EventSource {
     /// The lake dataset read.
     pub fn dataset(self) -> Dataset {

@@ -119,6 +119,20 @@ pub enum Edge {
     Right,
 }
 
+impl Edge {
+    /// `left` or `right`, as every door names an edge; a refusal names `argument`.
+    pub fn parse(s: &str, argument: &str) -> Result<Edge> {
+        match s {
+            "left" => Ok(Edge::Left),
+            "right" => Ok(Edge::Right),
+            other => Err(Error::InvalidArgument {
+                argument: argument.into(),
+                reason: format!("{other:?}: expected \"left\" or \"right\""),
+            }),
+        }
+    }
+}
+
 /// What to emit for an empty bucket between two bars.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Fill {
@@ -129,6 +143,23 @@ pub enum Fill {
     Null,
     /// A bar whose prices are all the previous close, with zero volumes.
     ForwardFill,
+}
+
+impl std::str::FromStr for Fill {
+    type Err = Error;
+
+    /// `skip`, `null` or `ffill`, as every door names a fill.
+    fn from_str(s: &str) -> Result<Fill> {
+        match s {
+            "skip" => Ok(Fill::Skip),
+            "null" => Ok(Fill::Null),
+            "ffill" => Ok(Fill::ForwardFill),
+            other => Err(Error::InvalidArgument {
+                argument: "fill".into(),
+                reason: format!("{other:?}: expected \"skip\", \"null\" or \"ffill\""),
+            }),
+        }
+    }
 }
 
 /// When an event-driven bar closes.

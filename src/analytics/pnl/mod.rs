@@ -81,6 +81,7 @@ pub use ledger::{
 };
 pub use options::{
     CostMethod, EquityConfig, MAX_PERIOD_SECONDS, Mark, OversellPolicy, PnlConfig, PnlQuery,
+    PnlTable,
 };
 pub use report::{PnlReport, REPORT_CHUNK, report, run_report};
 pub use rows::{SWAP_COLUMNS, TRADE_COLUMNS};

@@ -64,6 +64,53 @@ impl FromStr for CostMethod {
     }
 }
 
+/// Which table of a PnL answer a door shows ([`PnlReport`](super::PnlReport)'s tables).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum PnlTable {
+    /// One row per (wallet, token).
+    #[default]
+    Ledgers,
+    /// One row per position (opened, closed, realized).
+    Positions,
+    /// Which buy lots each sell consumed.
+    Lots,
+}
+
+impl PnlTable {
+    /// `config` with [`PnlConfig::lots`] set as this table needs.
+    pub fn config(self, config: &PnlConfig) -> PnlConfig {
+        PnlConfig {
+            lots: config.lots || self == PnlTable::Lots,
+            ..*config
+        }
+    }
+
+    /// This table of `report` (an empty frame for lots the report did not build).
+    pub fn of(self, report: super::PnlReport) -> polars::prelude::DataFrame {
+        match self {
+            PnlTable::Ledgers => report.ledgers,
+            PnlTable::Positions => report.positions,
+            PnlTable::Lots => report.lots.unwrap_or_default(),
+        }
+    }
+}
+
+impl FromStr for PnlTable {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "ledgers" => Ok(PnlTable::Ledgers),
+            "positions" => Ok(PnlTable::Positions),
+            "lots" => Ok(PnlTable::Lots),
+            other => Err(Error::InvalidArgument {
+                argument: "table".into(),
+                reason: format!("{other:?}: expected \"ledgers\", \"positions\" or \"lots\""),
+            }),
+        }
+    }
+}
+
 /// What to do with the part of a sell beyond the quantity held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum OversellPolicy {

@@ -168,9 +168,6 @@ fn error_text(e: &anyhow::Error) -> String {
     text
 }
 
-/// Output piped into a program that stops reading (`dexlake search ... | head`) ends dexlake
-/// quietly, as it does any Unix tool, instead of failing on the closed pipe. Rust ignores
-/// SIGPIPE by default; this puts back the default action.
 /// Spawns the watcher of Ctrl-C for a long command (within a tokio runtime): the first Ctrl-C
 /// cancels `cancel`, and the command stops after committing what it holds; a second one prints
 /// `second` (when not empty) and exits at once with status 130.
@@ -191,6 +188,9 @@ pub fn cancel_on_ctrl_c(
     })
 }
 
+/// Output piped into a program that stops reading (`dexlake search ... | head`) ends dexlake
+/// quietly, as it does any Unix tool, instead of failing on the closed pipe. Rust ignores
+/// SIGPIPE by default; this puts back the default action.
 fn restore_sigpipe() {
     #[cfg(unix)]
     // SAFETY: called first in `main`, before any thread starts; setting a signal's action to

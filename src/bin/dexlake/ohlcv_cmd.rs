@@ -1,26 +1,20 @@
 //! `dexlake ohlcv` and `dexlake price-stats`: bars and price stats computed on the lake.
 //!
-//! The library returns an empty frame for a token, pool or range without events; these
-//! commands turn that into a one-line error naming what had no events (exit status 1), so a
-//! mistyped address is never mistaken for a quiet token. With several tokens, those without
-//! events are named on stderr and the others printed. Time bars written as Parquet (`--format
-//! parquet --out FILE`) go to the file a batch of tokens at a time, so a whole market's bars
-//! never sit in memory at once.
+//! Each is one question of the lake's query (`dexlake::query`), which decides what the answer
+//! means: a token, pool or range without events is a one-line "no data" error, tokens of a
+//! list without events and incomplete coverage are warnings (or, with `--strict`, an error).
+//! These commands turn flags into the query and print the answer. Time bars written as
+//! Parquet (`--format parquet --out FILE`) go to the file a batch of tokens at a time, so a
+//! whole market's bars never sit in memory at once.
 
-use std::collections::BTreeSet;
 use std::process::ExitCode;
 
-use anyhow::bail;
 use chrono::{DateTime, Utc};
 use clap::{Args, ValueEnum};
-use dexlake::analytics::{
-    BarOptions, Edge, EventRule, EventSource, Fill, PriceStatsOptions, Selection, TimeRange, bars,
-    bars_in_batches, event_bars, price_stats,
-};
-use dexlake::query::LakeQuery as _;
-use polars::prelude::*;
+use dexlake::analytics::{Edge, EventSource, Fill};
+use dexlake::query::{Bars, LakeQuery as _, Query};
 
-use crate::output::{Format, Output, ParquetSink, existing_lake};
+use crate::output::{Format, Output, ParquetSink, existing_lake, warn};
 use crate::status_cmd::Strict;
 use crate::{Global, address};
 
@@ -164,211 +158,80 @@ fn parse_time(s: &str) -> Result<DateTime<Utc>, String> {
         .map_err(|e| format!("{s}: not RFC 3339 or Unix seconds ({e})"))
 }
 
-fn selection(which: &Which) -> Selection {
+/// The query of `--token`, `--tokens`, `--pool` or `--all-tokens`.
+fn select<'a>(query: Query<'a>, which: &Which) -> Query<'a> {
     if let Some(t) = &which.token {
-        Selection::Token(t.clone())
+        query.token(t)
     } else if let Some(ts) = &which.tokens {
-        Selection::Tokens(ts.clone())
+        query.tokens(ts)
     } else if let Some(p) = &which.pool {
-        Selection::Pool(p.clone())
+        query.pool(p)
     } else {
-        Selection::AllTokens
+        query
     }
-}
-
-/// The distinct tokens of a frame of bars (a token's bars are consecutive rows).
-fn present_tokens(df: &DataFrame) -> anyhow::Result<BTreeSet<String>> {
-    let mut out = BTreeSet::new();
-    let mut last: Option<&str> = None;
-    for t in df.column("token_address")?.str()?.iter().flatten() {
-        if last != Some(t) {
-            out.insert(t.to_owned());
-            last = Some(t);
-        }
-    }
-    Ok(out)
-}
-
-fn what(source: EventSource) -> &'static str {
-    match source {
-        EventSource::Swaps => "swaps",
-        EventSource::Trades => "trades",
-    }
-}
-
-/// Fails when nothing was found, and names the requested tokens that had no events.
-fn check_found(
-    df: &DataFrame,
-    sel: &Selection,
-    what: &str,
-    global: &Global,
-    range: TimeRange,
-) -> anyhow::Result<()> {
-    check_found_in(df.height(), || present_tokens(df), sel, what, global, range)
-}
-
-/// [`check_found`] from the number of rows and the tokens present.
-fn check_found_in(
-    rows: usize,
-    present: impl FnOnce() -> anyhow::Result<BTreeSet<String>>,
-    sel: &Selection,
-    what: &str,
-    global: &Global,
-    range: TimeRange,
-) -> anyhow::Result<()> {
-    let where_ = match (range.from, range.to) {
-        (None, None) => String::new(),
-        (f, t) => format!(
-            " in [{}, {})",
-            f.map_or("-∞".into(), |t| t.to_rfc3339()),
-            t.map_or("∞".into(), |t| t.to_rfc3339())
-        ),
-    };
-    let lake = global.lake.display();
-    if rows == 0 {
-        let subject = match sel {
-            Selection::Token(t) => format!("token {t}"),
-            Selection::Tokens(ts) => format!("tokens {}", ts.join(",")),
-            Selection::Pool(p) => format!("pool {p}"),
-            Selection::AllTokens => "any token".into(),
-        };
-        bail!("no {what} for {subject} in the lake at {lake}{where_}");
-    }
-    if let Selection::Tokens(ts) = sel {
-        let present = present()?;
-        let missing: Vec<&str> = ts
-            .iter()
-            .filter(|t| !present.contains(*t))
-            .map(String::as_str)
-            .collect();
-        if !missing.is_empty() {
-            eprintln!(
-                "warning: no {what} for {} in the lake at {lake}{where_}",
-                missing.join(",")
-            );
-        }
-    }
-    Ok(())
 }
 
 pub fn ohlcv(global: &Global, args: OhlcvArgs) -> anyhow::Result<ExitCode> {
     let lake = existing_lake(global)?;
-    let sel = selection(&args.which);
-    let source: EventSource = args.source.into();
-    let range = TimeRange {
-        from: args.from,
-        to: args.to,
-    };
-    let rule = match (args.ticks, args.base_volume, args.usd_volume) {
-        (Some(n), _, _) => Some(EventRule::Ticks(n)),
-        (_, Some(v), _) => Some(EventRule::BaseVolume(v)),
-        (_, _, Some(v)) => Some(EventRule::UsdVolume(v)),
-        _ => None,
-    };
-    // What the lake's syncs fetched of the selection: left out of time bars, and warned
-    // about (or refused with --strict) before anything is printed, once the bars are made
-    // (so a refused argument is the one line on stderr).
-    let coverage = dexlake::coverage::of_events(&lake, source, &sel, range)?;
-    let df = match (rule, args.interval) {
-        (Some(rule), _) => event_bars(&lake, source, &sel, range, rule)?,
-        (None, Some(width)) => {
-            let options = BarOptions {
-                width_seconds: width,
-                offset_seconds: args.offset,
-                closed: args.closed.into(),
-                label: args.label.into(),
-                fill: match args.fill {
+    let mut query = select(lake.query(), &args.which)
+        .source(args.source.into())
+        .strict(args.strict.strict);
+    if let Some(from) = args.from {
+        query = query.since(from);
+    }
+    if let Some(to) = args.to {
+        query = query.until(to);
+    }
+    let time_bars = args.ticks.is_none() && args.base_volume.is_none() && args.usd_volume.is_none();
+    let bars = match (args.ticks, args.base_volume, args.usd_volume, args.interval) {
+        (Some(n), _, _, _) => Bars::ticks(n),
+        (_, Some(v), _, _) => Bars::base_volume(v),
+        (_, _, Some(v), _) => Bars::usd_volume(v),
+        (None, None, None, Some(width)) => {
+            let bars = Bars::every(width)
+                .offset(args.offset)
+                .closed(args.closed.into())
+                .label(args.label.into())
+                .fill(match args.fill {
                     FillArg::Skip => Fill::Skip,
                     FillArg::Null => Fill::Null,
                     FillArg::Ffill => Fill::ForwardFill,
-                },
-                time_zone: args.tz.clone(),
-                data_end: None,
-                unfetched: coverage.unfetched(),
-            };
-            if let (Format::Parquet, Some(out)) = (args.output.format, &args.output.out) {
-                // Large results go to the file a batch of tokens at a time, so memory holds
-                // the events and one batch of bars, never the whole frame.
-                args.strict.check(&coverage)?;
-                let mut sink = ParquetSink::new(out);
-                let mut present = BTreeSet::new();
-                bars_in_batches(&lake, source, &sel, range, &options, 256, |df| {
-                    // Only a list of tokens names the missing ones.
-                    if matches!(sel, Selection::Tokens(_))
-                        && let Ok(tokens) = present_tokens(&df)
-                    {
-                        present.extend(tokens);
-                    }
-                    sink.write(&df).map_err(|e| dexlake::Error::Io {
-                        action: "writing",
-                        path: out.clone(),
-                        source: std::io::Error::other(format!("{e:#}")),
-                    })
-                })?;
-                check_found_in(sink.rows, || Ok(present), &sel, what(source), global, range)?;
-                sink.finish()?;
-                return Ok(ExitCode::SUCCESS);
+                });
+            match args.tz.clone() {
+                Some(zone) => bars.time_zone(zone),
+                None => bars,
             }
-            bars(&lake, source, &sel, range, &options)?
         }
-        (None, None) => bail!("give --interval, --ticks, --base-volume or --usd-volume"),
+        (None, None, None, None) => {
+            return Err(dexlake::Error::InvalidArgument {
+                argument: "interval".into(),
+                reason: "give --interval, --ticks, --base-volume or --usd-volume".into(),
+            }
+            .into());
+        }
     };
-    check_found(&df, &sel, what(source), global, range)?;
-    args.strict.check(&coverage)?;
-    args.output.emit(df)
+    if let (true, Format::Parquet, Some(out)) = (time_bars, args.output.format, &args.output.out) {
+        // Large results go to the file a batch of tokens at a time, so memory holds the
+        // events and one batch of bars, never the whole frame.
+        let mut sink = ParquetSink::new(out);
+        let answer = query.bars_to(bars, 256, |df| sink.write_frame(&df))?;
+        warn(&answer.warnings);
+        sink.finish()?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let answer = query.bars_covered(bars)?;
+    warn(&answer.warnings);
+    args.output.emit(answer.value)
 }
 
 pub fn price_stats_cmd(global: &Global, args: PriceStatsArgs) -> anyhow::Result<ExitCode> {
     let lake = existing_lake(global)?;
-    let source: EventSource = args.source.into();
-    let coverage =
-        dexlake::coverage::of_window(&lake, source, &args.tokens, args.now, 30 * 86_400)?;
-    let df = price_stats(
-        &lake,
-        &Selection::Tokens(args.tokens.clone()),
-        PriceStatsOptions {
-            now: args.now,
-            source,
-        },
-    )?;
-    if let (0, Some(now)) = (df.height(), args.now) {
-        // Say that the tokens have events, only none by --now.
-        let first = first_event_time(&lake, source, &args.tokens)?;
-        if let Some(first) = first {
-            bail!(
-                "no {} of tokens {} at or before --now {} in the lake at {}; their first is at {}",
-                what(source),
-                args.tokens.join(","),
-                rfc3339(now),
-                global.lake.display(),
-                rfc3339(first)
-            );
-        }
-    }
-    let sel = Selection::Tokens(args.tokens);
-    check_found(&df, &sel, what(source), global, TimeRange::default())?;
-    args.strict.check(&coverage)?;
-    args.output.emit(df)
-}
-
-/// An instant as RFC 3339 in UTC with `Z`, as the outputs write it.
-fn rfc3339(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
-}
-
-/// The time of the first event of `tokens` in the lake, if any.
-fn first_event_time(
-    lake: &dexlake::lake::Lake,
-    source: EventSource,
-    tokens: &[String],
-) -> anyhow::Result<Option<DateTime<Utc>>> {
-    let first = lake
+    let answer = lake
         .query()
-        .source(source)
-        .tokens(tokens)
-        .scan()?
-        .select([col("block_time").cast(DataType::Int64).min()])
-        .collect()?;
-    let micros = first.column("block_time")?.i64()?.get(0);
-    Ok(micros.and_then(DateTime::from_timestamp_micros))
+        .source(args.source.into())
+        .tokens(&args.tokens)
+        .strict(args.strict.strict)
+        .price_stats_covered(args.now)?;
+    warn(&answer.warnings);
+    args.output.emit(answer.value)
 }

@@ -59,6 +59,13 @@ impl Output {
     }
 }
 
+/// Prints an answer's warnings on stderr, one line each after `warning: ` or `note: `.
+pub fn warn(warnings: &[dexlake::query::Warning]) {
+    for w in warnings {
+        eprintln!("{}: {}", w.kind.prefix(), w.text);
+    }
+}
+
 /// Opens the lake of `--lake` for reading: creates nothing and takes no lock, so a read-only
 /// lake reads, and refuses a folder that is not a lake (reading commands never create one).
 pub fn existing_lake(global: &Global) -> anyhow::Result<Lake> {
@@ -531,6 +538,17 @@ impl<'a> ParquetSink<'a> {
         }
         self.rows += df.height();
         Ok(())
+    }
+
+    /// [`ParquetSink::write`] as the library's sinks take it: a failure is an I/O error on
+    /// the file.
+    pub fn write_frame(&mut self, df: &DataFrame) -> dexlake::Result<()> {
+        let path = self.path.to_owned();
+        self.write(df).map_err(|e| dexlake::Error::Io {
+            action: "writing",
+            path,
+            source: std::io::Error::other(format!("{e:#}")),
+        })
     }
 
     pub fn finish(self) -> anyhow::Result<()> {

@@ -1,6 +1,6 @@
 //! `dexlake pnl` and `dexlake token-metrics`: wallet PnL, positions, lots, the leaderboard,
-//! wallet trading metrics, and token window metrics from the lake. Each is one library call;
-//! this module only formats the frames.
+//! wallet trading metrics, and token window metrics from the lake. Each is one question of the
+//! lake's query; this module turns flags into it and prints the answer and its warnings.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,12 +9,12 @@ use chrono::{DateTime, Utc};
 use clap::Args;
 use dexlake::analytics::metrics::RatioConfig;
 use dexlake::analytics::pnl::{
-    self, CostMethod, EquityConfig, Mark, OversellPolicy, PnlConfig, PnlQuery, PnlReport,
+    CostMethod, EquityConfig, Mark, OversellPolicy, PnlConfig, PnlTable,
 };
-use dexlake::analytics::token_metrics::{self, Window, parse_span};
-use polars::prelude::*;
+use dexlake::analytics::token_metrics::parse_span;
+use dexlake::query::LakeQuery as _;
 
-use crate::output::{Format, ParquetSink, emit, existing_lake};
+use crate::output::{Format, ParquetSink, emit, existing_lake, warn};
 use crate::status_cmd::Strict;
 use crate::{Global, address};
 
@@ -115,77 +115,48 @@ pub fn pnl(global: &Global, args: PnlArgs) -> anyhow::Result<ExitCode> {
         dust: args.dust,
         lots: args.lots,
     };
+    // Refused before the lake is opened.
     config.validate()?;
     let lake = existing_lake(global)?;
-    // The trades of each wallet asked for (every wallet with --top and --all-wallets):
-    // warned about, or refused with --strict, before anything is printed.
-    let wallets = args.wallet.as_ref().map(std::slice::from_ref);
-    let token = if args.performance {
-        None
-    } else {
-        args.token.as_deref()
-    };
-    let coverage = dexlake::coverage::of_wallets(&lake, wallets, token)?;
-    args.strict.check(&coverage)?;
+    let query = lake.query().strict(args.strict.strict);
     if let Some(top) = args.top {
-        let board = pnl::leaderboard(&lake, &config, top)?;
-        return emit(board, args.format, args.out.as_deref());
+        let answer = query.leaderboard_covered(top, &config)?;
+        warn(&answer.warnings);
+        return emit(answer.value, args.format, args.out.as_deref());
     }
+    let table = if args.lots {
+        PnlTable::Lots
+    } else if args.positions {
+        PnlTable::Positions
+    } else {
+        PnlTable::Ledgers
+    };
+    let query = match &args.token {
+        Some(token) if !args.performance => query.token(token),
+        _ => query,
+    };
     if args.all_wallets {
-        let query = PnlQuery {
-            wallets: None,
-            token: args.token.clone(),
-        };
-        let table = |report: PnlReport| {
-            if args.lots {
-                report.lots.unwrap_or_default()
-            } else if args.positions {
-                report.positions
-            } else {
-                report.ledgers
-            }
-        };
         if let (Format::Parquet, Some(out)) = (args.format, &args.out) {
             // Every ledger of the lake can be millions of rows: written a chunk of ledgers at
             // a time, so memory holds the grouped trades and one chunk's tables.
             let mut sink = ParquetSink::new(out);
-            let write = |part| {
-                sink.write(&table(part)).map_err(|e| dexlake::Error::Io {
-                    action: "writing",
-                    path: out.clone(),
-                    source: std::io::Error::other(format!("{e:#}")),
-                })
-            };
-            // The positions table is built only when it is the one written.
-            if args.positions {
-                pnl::wallet_pnl_in_batches(&lake, &query, &config, write)?;
-            } else {
-                pnl::wallet_ledgers_in_batches(&lake, &query, &config, write)?;
-            }
-            if sink.rows > 0 {
-                sink.finish()?;
-                return Ok(ExitCode::SUCCESS);
-            }
-            // No row: the file still gets the table's columns, from the report of no ledger.
-            drop(sink);
-            let empty = pnl::report(&pnl::LedgerSet::default(), &[], &config)?;
-            return emit(table(empty), args.format, args.out.as_deref());
+            let answer = query.pnl_table_to(&config, table, |df| sink.write_frame(&df))?;
+            warn(&answer.warnings);
+            sink.finish()?;
+            return Ok(ExitCode::SUCCESS);
         }
-        if args.positions {
-            let report = pnl::wallet_pnl(&lake, &query, &config)?;
-            return emit(table(report), args.format, args.out.as_deref());
-        }
-        // The ledgers (or lots) table alone: no positions table is built.
-        let all = table(pnl::wallet_ledgers(&lake, &query, &config)?);
-        return emit(all, args.format, args.out.as_deref());
+        let answer = query.pnl_table(&config, table)?;
+        warn(&answer.warnings);
+        return emit(answer.value, args.format, args.out.as_deref());
     }
     let Some(wallet) = args.wallet else {
-        anyhow::bail!("give --wallet W (or --all-wallets, or --top N for the leaderboard)");
+        return Err(dexlake::Error::InvalidArgument {
+            argument: "wallet".into(),
+            reason: "give --wallet W (or --all-wallets, or --top N for the leaderboard)".into(),
+        }
+        .into());
     };
-    let query = PnlQuery {
-        wallets: Some(vec![wallet.clone()]),
-        token: args.token.clone(),
-    };
+    let query = query.wallet(wallet);
     if args.performance {
         let equity = EquityConfig {
             period_seconds: parse_span(&args.period, "period")?,
@@ -195,63 +166,25 @@ pub fn pnl(global: &Global, args: PnlArgs) -> anyhow::Result<ExitCode> {
                 risk_free: args.risk_free,
             },
         };
-        // Refused before the lake is read.
-        equity.validate()?;
-        let perf = pnl::lake_wallet_performance(&lake, &wallet, &config, &equity)?;
-        if perf.curve.height() == 0 {
-            eprintln!("note: no trades of wallet {wallet} in the lake");
-        }
+        let answer = query.performance_covered(&config, &equity)?;
+        warn(&answer.warnings);
+        let perf = answer.value;
         let df = if args.curve { perf.curve } else { perf.metrics };
         return emit(df, args.format, args.out.as_deref());
     }
-    let report = pnl::wallet_pnl(&lake, &query, &config)?;
-    if report.ledgers.height() == 0 {
-        let of = args
-            .token
-            .map(|t| format!(" in token {t}"))
-            .unwrap_or_default();
-        eprintln!("note: no trades of wallet {wallet}{of} in the lake");
-    }
-    let df = if args.lots {
-        report.lots.unwrap_or_default()
-    } else if args.positions {
-        report.positions
-    } else {
-        report.ledgers
-    };
-    emit(df, args.format, args.out.as_deref())
+    let answer = query.pnl_table(&config, table)?;
+    warn(&answer.warnings);
+    emit(answer.value, args.format, args.out.as_deref())
 }
 
 pub fn token_metrics(global: &Global, args: TokenMetricsArgs) -> anyhow::Result<ExitCode> {
-    let windows = if args.window.is_empty() {
-        Window::service_windows()
-    } else {
-        args.window
-            .iter()
-            .map(|w| Window::parse(w))
-            .collect::<dexlake::Result<Vec<_>>>()?
-    };
+    let windows: Vec<&str> = args.window.iter().map(String::as_str).collect();
     let lake = existing_lake(global)?;
-    let widest = windows.iter().map(|w| w.seconds).max().unwrap_or(0);
-    let coverage = dexlake::coverage::of_window(
-        &lake,
-        dexlake::analytics::EventSource::Trades,
-        std::slice::from_ref(&args.token),
-        args.now,
-        widest,
-    )?;
-    args.strict.check(&coverage)?;
-    let df = token_metrics::token_metrics(&lake, &args.token, &windows, args.now)?;
-    let trades: i64 = df
-        .column("trade_count")
-        .ok()
-        .and_then(|c| c.i64().ok().and_then(|c| c.max()))
-        .unwrap_or(0);
-    if trades == 0 {
-        eprintln!(
-            "note: no trades of token {} in the lake's windows",
-            args.token
-        );
-    }
-    emit(df, args.format, args.out.as_deref())
+    let answer = lake
+        .query()
+        .token(&args.token)
+        .strict(args.strict.strict)
+        .token_metrics_covered(&windows, args.now)?;
+    warn(&answer.warnings);
+    emit(answer.value, args.format, args.out.as_deref())
 }

@@ -5,12 +5,13 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use dexlake::analytics::screener::{self, ProfileSnapshot};
+use dexlake::analytics::screener::ProfileSnapshot;
 use dexlake::api::profile_query::SearchRequest;
+use dexlake::query::LakeQuery as _;
 use serde_json::Value;
 
 use crate::Global;
-use crate::output::existing_lake;
+use crate::output::{existing_lake, warn};
 use crate::status_cmd::Strict;
 
 /// How `dexlake search` prints its answer.
@@ -47,12 +48,8 @@ pub fn run(global: &Global, args: SearchArgs) -> anyhow::Result<ExitCode> {
         std::fs::read_to_string(&args.request)
             .with_context(|| format!("reading {}", args.request.display()))?
     };
-    let request: SearchRequest = serde_json::from_str(&body).with_context(|| {
-        format!(
-            "{} is not a search-profiles request",
-            args.request.display()
-        )
-    })?;
+    let request = SearchRequest::from_json(&body)
+        .with_context(|| format!("reading {}", args.request.display()))?;
     let snapshot = match args.snapshot.as_str() {
         "latest" => ProfileSnapshot::Latest,
         time => ProfileSnapshot::At(time.parse().with_context(|| {
@@ -60,9 +57,12 @@ pub fn run(global: &Global, args: SearchArgs) -> anyhow::Result<ExitCode> {
         })?),
     };
     let lake = existing_lake(global)?;
-    args.strict
-        .check(&dexlake::coverage::of_profiles(&lake, &snapshot)?)?;
-    let page = screener::search(&lake, &request, snapshot)?;
+    let answer = lake
+        .query()
+        .strict(args.strict.strict)
+        .search_covered(&request, snapshot)?;
+    warn(&answer.warnings);
+    let page = answer.value;
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&page)?),
         Format::Table | Format::Csv => {

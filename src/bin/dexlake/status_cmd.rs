@@ -1,11 +1,12 @@
-//! `dexlake status`, and the coverage warnings (or `--strict` refusals) of the analytics
-//! commands.
+//! `dexlake status`, and the `--strict` flag of the analytics commands (the query decides
+//! what it refuses).
 
 use std::process::ExitCode;
 
 use chrono::{DateTime, Utc};
 use clap::{Args, ValueEnum};
-use dexlake::coverage::{self, Coverage, LakeStatus, Span};
+use dexlake::coverage::{LakeStatus, Span};
+use dexlake::query::LakeQuery as _;
 
 use crate::Global;
 use crate::output::existing_lake;
@@ -38,29 +39,9 @@ pub struct Strict {
     pub strict: bool,
 }
 
-impl Strict {
-    /// Warns about what `coverage` misses on stderr, or with `--strict` fails naming it.
-    pub fn check(&self, coverage: &Coverage) -> anyhow::Result<()> {
-        let warnings = coverage.warnings();
-        if warnings.is_empty() {
-            return Ok(());
-        }
-        if self.strict {
-            anyhow::bail!(
-                "--strict: the lake does not completely cover what was asked: {}",
-                warnings.join("; ")
-            );
-        }
-        for w in warnings {
-            eprintln!("warning: {w}");
-        }
-        Ok(())
-    }
-}
-
 pub fn status(global: &Global, args: StatusArgs) -> anyhow::Result<ExitCode> {
     let lake = existing_lake(global)?;
-    let status = coverage::status(&lake)?;
+    let status = lake.query().status()?;
     match args.format {
         StatusFormat::Json => println!("{}", serde_json::to_string_pretty(&status)?),
         StatusFormat::Table => print!("{}", table(&status)),

@@ -9,11 +9,13 @@
 
 pub(crate) mod compact;
 mod pages;
+mod problems;
 mod repair;
 mod verify;
 
 pub use compact::{CompactReport, MERGE_FAN_IN};
+pub use problems::{Problem, VerifyProgress};
 pub use repair::RepairReport;
 pub(crate) use repair::repair;
-pub use verify::{Problem, VerifyOptions, VerifyProgress, VerifyReport};
+pub use verify::{VerifyOptions, VerifyReport};
 pub(crate) use verify::{verify, verify_with};

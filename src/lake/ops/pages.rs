@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
-use super::verify::{Problem, VerifyProgress};
+use super::problems::{Problem, VerifyProgress};
 use crate::lake::read::{PageFault, decode_pages_of};
 use crate::lake::{FileEntry, Lake};
 

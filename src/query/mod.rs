@@ -1,0 +1,878 @@
+//! The one way into the lake's answers: which events, then what, then an [`Answer`].
+//!
+//! A [`Query`] starts from an open [`Lake`] (`lake.query()`, through [`LakeQuery`]), narrows the
+//! events it speaks of (source, tokens, pool, wallets, time range), and ends in one question:
+//!
+//! | question | its answer |
+//! |---|---|
+//! | [`Query::scan`] | the selected rows of the source dataset, a `LazyFrame` |
+//! | [`Query::bars_covered`], [`Query::bars_to`] | time, tick, volume or dollar bars ([`Bars`]) |
+//! | [`Query::price_stats_covered`] | price changes and volumes over 5m … 30d |
+//! | [`Query::pnl_table`], [`Query::pnl_table_to`], [`Query::pnl_report_covered`] | wallet PnL: ledgers, positions or lots ([`PnlTable`]) |
+//! | [`Query::leaderboard_covered`] | wallets ranked by total PnL |
+//! | [`Query::performance_covered`] | one wallet's equity curve and its trading metrics |
+//! | [`Query::token_metrics_covered`] | the window metrics of one token |
+//! | [`Query::search_covered`] | a search-profiles request answered from the lake's profile snapshots |
+//! | [`Query::status`] | what the lake covers, per dataset and synced target |
+//!
+//! Every door (the CLI, the Python package, the daily report, `dexlake follow`) asks through
+//! these methods and only formats what comes back: an [`Answer`] carries the value, the
+//! [`Coverage`] of what it read, its [`Warning`]s as data and the lake version it read. The
+//! rules of an answer live here once: the arguments' checks (one message for every door), what
+//! the selection covers, the "nothing found" refusal ([`Error::NoData`]), the warning for
+//! listed tokens without events, and strict coverage ([`Query::strict`]: an incomplete
+//! coverage is [`Error::Incomplete`] instead of warnings). The short forms ([`Query::bars`],
+//! [`Query::pnl`], ...) return the answer's value alone.
+//!
+//! Every answer is computed by the analytics ([`crate::analytics`]) from the lake's committed
+//! files; nothing here reads the network. Time bars always leave out the buckets that meet a
+//! range never fetched and never fill across one ([`BarOptions::unfetched`]). A selection that an
+//! answer cannot honour (a wallet for bars, a time range for PnL, which is computed over each
+//! wallet's whole history) is refused with [`Error::InvalidArgument`], never silently dropped;
+//! so is an empty (or blank) token, pool or wallet address, which would select nothing.
+//!
+//! ```no_run
+//! use dexlake::prelude::*;
+//!
+//! # fn demo() -> dexlake::Result<()> {
+//! let lake = Lake::open_existing("./lake")?;
+//! // Hourly bars of one token's swaps, forward-filled.
+//! let bars = lake.query().token("So11111111111111111111111111111111111111112")
+//!     .bars(Bars::every(3_600).fill(Fill::ForwardFill))?;
+//! // One wallet's PnL per token, highest-in first-out, with its coverage and warnings.
+//! let pnl = lake.query().wallet("7xKXtg2CW87d97TXJSDpbD5jBkheTqA83TZRuJosgAsU")
+//!     .pnl_table(&PnlConfig { method: CostMethod::Hifo, ..PnlConfig::default() }, PnlTable::Ledgers)?;
+//! for warning in &pnl.warnings {
+//!     eprintln!("{}: {}", warning.kind.prefix(), warning.text);
+//! }
+//! // The ten wallets with the largest total PnL.
+//! let top = lake.query().leaderboard(10)?;
+//! # let _ = (bars, pnl, top); Ok(()) }
+//! ```
+
+mod answer;
+mod bars;
+
+pub use answer::{Answer, Warning, WarningKind};
+pub use bars::Bars;
+
+use chrono::{DateTime, Utc};
+use polars::prelude::*;
+
+#[cfg(doc)]
+use crate::analytics::BarOptions;
+use crate::analytics::pnl::{
+    self, EquityConfig, PnlConfig, PnlQuery, PnlReport, PnlTable, WalletPerformance,
+};
+use crate::analytics::screener::{self, ProfileSnapshot};
+use crate::analytics::token_metrics::{self, Window};
+use crate::analytics::{EventSource, PriceStatsOptions, Selection, TimeRange};
+use crate::api::profile_query::SearchRequest;
+use crate::coverage::{self, Coverage, LakeStatus};
+use crate::lake::Lake;
+use crate::search::SearchPage;
+use crate::{Error, Result};
+
+/// `lake.query()`: the entry of a [`Query`] on an open lake (in [`crate::prelude`]).
+pub trait LakeQuery {
+    /// A query over every swap of the lake, to narrow and then answer.
+    fn query(&self) -> Query<'_>;
+}
+
+impl LakeQuery for Lake {
+    fn query(&self) -> Query<'_> {
+        Query::new(self)
+    }
+}
+
+/// Which events of a lake a question is about; each answer method computes one thing on them.
+///
+/// The default selection is every token's swaps over the lake's whole history. Selectors
+/// replace (`token`, `tokens`, `pool`) or extend (`wallet`, `wallets`) the selection; the
+/// last source, token and range given wins.
+#[derive(Debug, Clone)]
+pub struct Query<'a> {
+    lake: &'a Lake,
+    source: EventSource,
+    tokens: Option<Vec<String>>,
+    pool: Option<String>,
+    wallets: Option<Vec<String>>,
+    range: TimeRange,
+    /// Whether the tokens were given as a list ([`Query::tokens`]), not one ([`Query::token`]).
+    listed: bool,
+    strict: bool,
+}
+
+impl<'a> Query<'a> {
+    /// Every swap of `lake`.
+    pub fn new(lake: &'a Lake) -> Self {
+        Query {
+            lake,
+            source: EventSource::Swaps,
+            tokens: None,
+            pool: None,
+            wallets: None,
+            range: TimeRange::default(),
+            listed: false,
+            strict: false,
+        }
+    }
+
+    /// Events from swaps (the default): the token side of each swap.
+    pub fn swaps(self) -> Self {
+        self.source(EventSource::Swaps)
+    }
+
+    /// Events from trades: one event per trade.
+    pub fn trades(self) -> Self {
+        self.source(EventSource::Trades)
+    }
+
+    /// Events from `source`.
+    pub fn source(mut self, source: EventSource) -> Self {
+        self.source = source;
+        self
+    }
+
+    /// Only this token's events: frames without `token_address`. An empty address is refused
+    /// by the answer.
+    pub fn token(mut self, token: impl Into<String>) -> Self {
+        self.tokens = Some(vec![token.into()]);
+        self.listed = false;
+        self.pool = None;
+        self
+    }
+
+    /// Only these tokens' events, as a list (of any length): one long frame with
+    /// `token_address`, and the tokens without events named in a warning.
+    pub fn tokens<S: Into<String>>(mut self, tokens: impl IntoIterator<Item = S>) -> Self {
+        self.tokens = Some(tokens.into_iter().map(Into::into).collect());
+        self.listed = true;
+        self.pool = None;
+        self
+    }
+
+    /// Only the swaps of this pool (grouped by the token they price).
+    pub fn pool(mut self, pool: impl Into<String>) -> Self {
+        self.pool = Some(pool.into());
+        self.tokens = None;
+        self
+    }
+
+    /// Also this wallet (PnL, performance and scans select by wallet; bars do not). An empty
+    /// address is refused by the answer.
+    pub fn wallet(self, wallet: impl Into<String>) -> Self {
+        self.wallets([wallet])
+    }
+
+    /// Also these wallets.
+    pub fn wallets<S: Into<String>>(mut self, wallets: impl IntoIterator<Item = S>) -> Self {
+        self.wallets
+            .get_or_insert_with(Vec::new)
+            .extend(wallets.into_iter().map(Into::into));
+        self
+    }
+
+    /// Only events at or after `from`.
+    pub fn since(mut self, from: DateTime<Utc>) -> Self {
+        self.range.from = Some(from);
+        self
+    }
+
+    /// Only events before `to`.
+    pub fn until(mut self, to: DateTime<Utc>) -> Self {
+        self.range.to = Some(to);
+        self
+    }
+
+    /// Only events in `[from, to)`.
+    pub fn between(self, from: DateTime<Utc>, to: DateTime<Utc>) -> Self {
+        self.since(from).until(to)
+    }
+
+    /// The time range selected so far.
+    pub fn range(&self) -> TimeRange {
+        self.range
+    }
+
+    /// The selected rows of the source dataset (`swaps` or `trades`) with the hive columns, as
+    /// a lazy frame to refine with polars: a swap is selected when either of its tokens is, a
+    /// trade by its `token_address`; wallets by `wallet_address`, the pool by `pool_address`,
+    /// time by `block_time`.
+    pub fn scan(&self) -> Result<LazyFrame> {
+        self.range.validate()?;
+        self.no_blank_address()?;
+        let mut frame = self.lake.scan(self.source.dataset())?;
+        let mut keep: Vec<Expr> = Vec::new();
+        if let Some(tokens) = &self.tokens {
+            // A list literal: polars matches each row against the set.
+            let set = lit(Series::new("tokens".into(), tokens.as_slice())).implode(false);
+            keep.push(match self.source {
+                EventSource::Swaps => col("token_address_in")
+                    .is_in(set.clone(), false)
+                    .or(col("token_address_out").is_in(set, false)),
+                EventSource::Trades => col("token_address").is_in(set, false),
+            });
+        }
+        if let Some(pool) = &self.pool {
+            if self.source != EventSource::Swaps {
+                return Err(refused("pool", "only swaps have a pool; trades do not"));
+            }
+            keep.push(col("pool_address").eq(lit(pool.as_str())));
+        }
+        if let Some(wallets) = &self.wallets {
+            let set = lit(Series::new("wallets".into(), wallets.as_slice())).implode(false);
+            keep.push(col("wallet_address").is_in(set, false));
+        }
+        // The lake's times are microseconds (UTC).
+        let time = || col("block_time").cast(DataType::Int64);
+        if let Some(from) = self.range.from {
+            keep.push(time().gt_eq(lit(from.timestamp_micros())));
+        }
+        if let Some(to) = self.range.to {
+            keep.push(time().lt(lit(to.timestamp_micros())));
+        }
+        if let Some(all) = keep.into_iter().reduce(Expr::and) {
+            frame = frame.filter(all);
+        }
+        Ok(frame)
+    }
+
+    /// Strict coverage: an answer the lake does not completely cover (a range never fetched,
+    /// a partial view, a coverage never recorded) is refused with [`Error::Incomplete`]
+    /// instead of carrying coverage warnings. Off by default.
+    pub fn strict(mut self, strict: bool) -> Self {
+        self.strict = strict;
+        self
+    }
+
+    /// Bars of the selected events: time bars on a grid, or tick, volume or dollar bars (see
+    /// [`Bars`]). One frame with the bar columns, and `token_address` first unless one token
+    /// is selected with [`Query::token`]. The value of [`Query::bars_covered`].
+    pub fn bars(&self, bars: Bars) -> Result<DataFrame> {
+        Ok(self.bars_covered(bars)?.value)
+    }
+
+    /// [`Query::bars`] as an [`Answer`]. Time bars leave out the buckets that meet a range the
+    /// lake never fetched (see [`crate::analytics::ohlcv`], "Missing data"), unless `bars`
+    /// names its own [`BarOptions::unfetched`]. No bar at all is [`Error::NoData`]; tokens of
+    /// a list without events are a [`WarningKind::NoEvents`] warning.
+    pub fn bars_covered(&self, mut bars: Bars) -> Result<Answer<DataFrame>> {
+        let version = self.version()?;
+        self.no_wallets("bars")?;
+        self.no_blank_address()?;
+        let coverage = self.coverage()?;
+        if bars.options.unfetched.is_empty() {
+            bars.options.unfetched = coverage.unfetched();
+        }
+        let value = self.bars_of(bars)?;
+        let selection = self.selection();
+        let mut warnings = answer::found(
+            self.lake,
+            value.height(),
+            || answer::present_tokens(&value),
+            &selection,
+            self.source,
+            self.range,
+        )?;
+        warnings.extend(answer::coverage_warnings(&coverage, self.strict)?);
+        Ok(Answer {
+            value,
+            coverage,
+            warnings,
+            version,
+        })
+    }
+
+    /// Time bars handed to `sink` a batch of `tokens_per_batch` tokens at a time, in token
+    /// order, so a whole market's bars never sit in memory at once; the answer's value is the
+    /// number of rows handed over. Strict coverage is checked before any batch is handed over;
+    /// tick, volume and dollar bars (which hold no more than the events) are handed over in one
+    /// batch.
+    pub fn bars_to(
+        &self,
+        mut bars: Bars,
+        tokens_per_batch: usize,
+        mut sink: impl FnMut(DataFrame) -> Result<()>,
+    ) -> Result<Answer<u64>> {
+        if !matches!(bars.kind, bars::BarKind::Time) {
+            let answer = self.bars_covered(bars)?;
+            let rows = answer.value.height() as u64;
+            return answer.try_map(|frame| sink(frame).map(|()| rows));
+        }
+        let version = self.version()?;
+        self.no_wallets("bars")?;
+        self.no_blank_address()?;
+        let coverage = self.coverage()?;
+        if bars.options.unfetched.is_empty() {
+            bars.options.unfetched = coverage.unfetched();
+        }
+        let mut warnings = answer::coverage_warnings(&coverage, self.strict)?;
+        let selection = self.selection();
+        let list = matches!(selection, Selection::Tokens(_));
+        let mut present = std::collections::BTreeSet::new();
+        let mut rows = 0u64;
+        crate::analytics::bars_in_batches(
+            self.lake,
+            self.source,
+            &selection,
+            self.range,
+            &bars.options,
+            tokens_per_batch,
+            |df| {
+                // Only a list of tokens names the missing ones.
+                if list {
+                    present.extend(answer::present_tokens(&df)?);
+                }
+                rows += df.height() as u64;
+                sink(df)
+            },
+        )?;
+        warnings.extend(answer::found(
+            self.lake,
+            rows as usize,
+            || Ok(present),
+            &selection,
+            self.source,
+            self.range,
+        )?);
+        Ok(Answer {
+            value: rows,
+            coverage,
+            warnings,
+            version,
+        })
+    }
+
+    /// The coverage of the selected events (source, tokens or pool, range): what the lake's
+    /// syncs fetched of them (see [`crate::coverage::of_events`]). Reads only the manifest.
+    pub fn coverage(&self) -> Result<Coverage> {
+        coverage::of_events(self.lake, self.source, &self.selection(), self.range)
+    }
+
+    fn bars_of(&self, bars: Bars) -> Result<DataFrame> {
+        let selection = self.selection();
+        match bars.kind {
+            bars::BarKind::Time => crate::analytics::bars(
+                self.lake,
+                self.source,
+                &selection,
+                self.range,
+                &bars.options,
+            ),
+            bars::BarKind::Events(rule) => {
+                bars.only_time_options()?;
+                crate::analytics::event_bars(self.lake, self.source, &selection, self.range, rule)
+            }
+        }
+    }
+
+    /// Price changes and USD volumes over 5m … 30d of the selected tokens as of `now` (the
+    /// source's latest event when `None`); one row per token. The value of
+    /// [`Query::price_stats_covered`].
+    pub fn price_stats(&self, now: Option<DateTime<Utc>>) -> Result<DataFrame> {
+        Ok(self.price_stats_covered(now)?.value)
+    }
+
+    /// [`Query::price_stats`] as an [`Answer`], with the coverage of the 30 days before `now`
+    /// of each token. No row is [`Error::NoData`] (naming the tokens' first event when they
+    /// have events, only none by `now`).
+    pub fn price_stats_covered(&self, now: Option<DateTime<Utc>>) -> Result<Answer<DataFrame>> {
+        let version = self.version()?;
+        self.no_wallets("price stats")?;
+        self.no_range("price stats", "they are taken as of `now`")?;
+        self.no_blank_address()?;
+        let selection = self.selection();
+        let tokens = self.tokens.clone().unwrap_or_default();
+        let coverage = coverage::of_window(
+            self.lake,
+            self.source,
+            &tokens,
+            now,
+            crate::analytics::stats::WINDOW_SECONDS,
+        )?;
+        let value = crate::analytics::price_stats(
+            self.lake,
+            &selection,
+            PriceStatsOptions {
+                source: self.source,
+                now,
+            },
+        )?;
+        if let (0, Some(now)) = (value.height(), now) {
+            // Say that the tokens have events, only none by `now`.
+            if let Some(first) = self.first_event_time()? {
+                return Err(Error::NoData {
+                    what: format!(
+                        "no {} of tokens {} at or before --now {} in the lake at {}; their first is at {}",
+                        answer::events_name(self.source),
+                        tokens.join(","),
+                        answer::rfc3339(now),
+                        self.lake.named_root().display(),
+                        answer::rfc3339(first)
+                    ),
+                });
+            }
+        }
+        // Price stats name their tokens as a list, whatever their number.
+        let listed = match selection {
+            Selection::Token(t) => Selection::Tokens(vec![t]),
+            other => other,
+        };
+        let mut warnings = answer::found(
+            self.lake,
+            value.height(),
+            || answer::present_tokens(&value),
+            &listed,
+            self.source,
+            TimeRange::default(),
+        )?;
+        warnings.extend(answer::coverage_warnings(&coverage, self.strict)?);
+        Ok(Answer {
+            value,
+            coverage,
+            warnings,
+            version,
+        })
+    }
+
+    /// The time of the first selected event, if any.
+    fn first_event_time(&self) -> Result<Option<DateTime<Utc>>> {
+        let first = self
+            .scan()?
+            .select([col("block_time").cast(DataType::Int64).min()])
+            .collect()
+            .map_err(Error::polars("reading the first event's time"))?;
+        let micros = first
+            .column("block_time")
+            .and_then(|c| c.i64().map(|c| c.get(0)))
+            .map_err(Error::polars("reading the first event's time"))?;
+        Ok(micros.and_then(DateTime::from_timestamp_micros))
+    }
+
+    /// The PnL of the selected wallets (every wallet when none is) per (wallet, token), FIFO
+    /// and marked at each token's latest price: the ledgers table of [`Query::pnl_report`].
+    pub fn pnl(&self) -> Result<DataFrame> {
+        Ok(self.pnl_report(&PnlConfig::default())?.ledgers)
+    }
+
+    /// [`Query::pnl`] under `config` (method, oversell policy, mark, dust).
+    pub fn pnl_with(&self, config: &PnlConfig) -> Result<DataFrame> {
+        Ok(self.pnl_report(config)?.ledgers)
+    }
+
+    /// [`Query::pnl`] with the ledgers, positions and (with `config.lots`) lots tables, under
+    /// `config`'s cost-basis method, oversell policy and mark. PnL reads the lake's trades
+    /// (and swaps for wallets with no trades) over their whole history: a time range, a pool
+    /// or a source other than the default is refused. The value of
+    /// [`Query::pnl_report_covered`].
+    pub fn pnl_report(&self, config: &PnlConfig) -> Result<PnlReport> {
+        Ok(self.pnl_report_covered(config)?.value)
+    }
+
+    /// [`Query::pnl_report`] as an [`Answer`], with the coverage of each selected wallet's
+    /// trades: partial when the lake holds only the trades of the tokens synced by token, not
+    /// the wallet's own (see [`crate::coverage::of_wallets`]). One selected wallet without
+    /// trades is a [`WarningKind::Empty`] note, not an error.
+    pub fn pnl_report_covered(&self, config: &PnlConfig) -> Result<Answer<PnlReport>> {
+        let (version, coverage, mut warnings) = self.pnl_start(config)?;
+        let value = self.keep_tokens(pnl::wallet_pnl(self.lake, &self.pnl_query(), config)?)?;
+        warnings.extend(self.no_trades_note(value.ledgers.height()));
+        Ok(Answer {
+            value,
+            coverage,
+            warnings,
+            version,
+        })
+    }
+
+    /// One PnL table of the selected wallets (every wallet when none is), as an [`Answer`]:
+    /// the ledgers (one row per wallet and token), the positions or the lots. Only the table
+    /// asked for is built: every wallet's ledgers build no positions table.
+    pub fn pnl_table(&self, config: &PnlConfig, table: PnlTable) -> Result<Answer<DataFrame>> {
+        let config = table.config(config);
+        if self.wallets.is_some() || table == PnlTable::Positions {
+            return Ok(self.pnl_report_covered(&config)?.map(|r| table.of(r)));
+        }
+        let (version, coverage, warnings) = self.pnl_start(&config)?;
+        let report = pnl::wallet_ledgers(self.lake, &self.pnl_query(), &config)?;
+        let value = table.of(self.keep_tokens(report)?);
+        Ok(Answer {
+            value,
+            coverage,
+            warnings,
+            version,
+        })
+    }
+
+    /// [`Query::pnl_table`] handed to `sink` a chunk of ledgers at a time (in ledger order),
+    /// so that every ledger of a large lake is never one frame in memory; the answer's value
+    /// is the number of rows handed over. Without any row, `sink` gets the empty table once,
+    /// so that a file written from it still has the table's columns.
+    pub fn pnl_table_to(
+        &self,
+        config: &PnlConfig,
+        table: PnlTable,
+        mut sink: impl FnMut(DataFrame) -> Result<()>,
+    ) -> Result<Answer<u64>> {
+        let config = table.config(config);
+        if self.tokens.as_ref().is_some_and(|t| t.len() > 1) {
+            // The tokens asked for are kept from the whole tables.
+            let answer = self.pnl_table(&config, table)?;
+            let rows = answer.value.height() as u64;
+            return answer.try_map(|frame| sink(frame).map(|()| rows));
+        }
+        let (version, coverage, mut warnings) = self.pnl_start(&config)?;
+        let query = self.pnl_query();
+        let mut rows = 0u64;
+        let mut write = |part: PnlReport| {
+            let frame = table.of(part);
+            rows += frame.height() as u64;
+            sink(frame)
+        };
+        // The positions table is built only when it is the one handed over.
+        if table == PnlTable::Positions {
+            pnl::wallet_pnl_in_batches(self.lake, &query, &config, &mut write)?;
+        } else {
+            pnl::wallet_ledgers_in_batches(self.lake, &query, &config, &mut write)?;
+        }
+        if rows == 0 {
+            sink(table.of(pnl::report(&pnl::LedgerSet::default(), &[], &config)?))?;
+        }
+        warnings.extend(self.no_trades_note(rows as usize));
+        Ok(Answer {
+            value: rows,
+            coverage,
+            warnings,
+            version,
+        })
+    }
+
+    /// What every PnL answer does first: the version, the selection and options checked, the
+    /// coverage of the selected wallets (strict refuses here, before the lake is read).
+    fn pnl_start(&self, config: &PnlConfig) -> Result<(u64, Coverage, Vec<Warning>)> {
+        let version = self.version()?;
+        self.pnl_selection("PnL")?;
+        config.validate()?;
+        let token = match self.tokens.as_deref() {
+            Some([token]) => Some(token.as_str()),
+            _ => None,
+        };
+        let coverage = coverage::of_wallets(self.lake, self.wallets.as_deref(), token)?;
+        let warnings = answer::coverage_warnings(&coverage, self.strict)?;
+        Ok((version, coverage, warnings))
+    }
+
+    /// The note of one selected wallet without trades (in the one selected token).
+    fn no_trades_note(&self, rows: usize) -> Option<Warning> {
+        let (0, Some([wallet])) = (rows, self.wallets.as_deref()) else {
+            return None;
+        };
+        let of = match self.tokens.as_deref() {
+            Some([token]) => format!(" in token {token}"),
+            _ => String::new(),
+        };
+        Some(Warning::new(
+            WarningKind::Empty,
+            format!("no trades of wallet {wallet}{of} in the lake"),
+        ))
+    }
+
+    /// The `top` wallets of the lake by total PnL (FIFO, latest marks), largest first.
+    pub fn leaderboard(&self, top: usize) -> Result<DataFrame> {
+        self.leaderboard_with(top, &PnlConfig::default())
+    }
+
+    /// [`Query::leaderboard`] under `config`.
+    pub fn leaderboard_with(&self, top: usize, config: &PnlConfig) -> Result<DataFrame> {
+        Ok(self.leaderboard_covered(top, config)?.value)
+    }
+
+    /// [`Query::leaderboard_with`] as an [`Answer`], with the coverage of every wallet's
+    /// trades. The leaderboard ranks every wallet: a selection of tokens or wallets is
+    /// refused.
+    pub fn leaderboard_covered(&self, top: usize, config: &PnlConfig) -> Result<Answer<DataFrame>> {
+        if self.tokens.is_some() || self.wallets.is_some() {
+            self.pnl_selection("the leaderboard")?;
+            return Err(refused(
+                "selection",
+                "the leaderboard ranks every wallet of the lake: select no token or wallet",
+            ));
+        }
+        let version = self.version()?;
+        self.pnl_selection("the leaderboard")?;
+        config.validate()?;
+        let coverage = coverage::of_wallets(self.lake, None, None)?;
+        let warnings = answer::coverage_warnings(&coverage, self.strict)?;
+        let value = pnl::leaderboard(self.lake, config, top)?;
+        Ok(Answer {
+            value,
+            coverage,
+            warnings,
+            version,
+        })
+    }
+
+    /// The equity curve of the one selected wallet, marked at each period's close, and the
+    /// metrics of its returns (Sharpe, Sortino, drawdown, win rate, profit factor).
+    pub fn performance(
+        &self,
+        config: &PnlConfig,
+        equity: &EquityConfig,
+    ) -> Result<WalletPerformance> {
+        Ok(self.performance_covered(config, equity)?.value)
+    }
+
+    /// [`Query::performance`] as an [`Answer`], with the coverage of the wallet's trades. A
+    /// wallet without trades is a [`WarningKind::Empty`] note.
+    pub fn performance_covered(
+        &self,
+        config: &PnlConfig,
+        equity: &EquityConfig,
+    ) -> Result<Answer<WalletPerformance>> {
+        let version = self.version()?;
+        self.pnl_selection("performance")?;
+        let wallet = match self.wallets.as_deref() {
+            Some([wallet]) => wallet,
+            _ => return Err(refused("wallet", "performance is of exactly one wallet")),
+        };
+        if self.tokens.is_some() {
+            return Err(refused(
+                "token",
+                "performance covers every token of the wallet",
+            ));
+        }
+        // Refused before the lake is read.
+        config.validate()?;
+        equity.validate()?;
+        let coverage = coverage::of_wallets(self.lake, self.wallets.as_deref(), None)?;
+        let mut warnings = answer::coverage_warnings(&coverage, self.strict)?;
+        let value = pnl::lake_wallet_performance(self.lake, wallet, config, equity)?;
+        if value.curve.height() == 0 {
+            warnings.push(Warning::new(
+                WarningKind::Empty,
+                format!("no trades of wallet {wallet} in the lake"),
+            ));
+        }
+        Ok(Answer {
+            value,
+            coverage,
+            warnings,
+            version,
+        })
+    }
+
+    /// The window metrics of the one selected token from the lake's trades, one row per
+    /// window label (`1h`, `90m`, `7d`, ...; the service's six when `windows` is empty), as of
+    /// `now` (the lake's latest trade when `None`).
+    pub fn token_metrics(&self, windows: &[&str], now: Option<DateTime<Utc>>) -> Result<DataFrame> {
+        Ok(self.token_metrics_covered(windows, now)?.value)
+    }
+
+    /// [`Query::token_metrics`] as an [`Answer`], with the coverage of the token's trades over
+    /// the widest window before `now`. A token without trades in its windows is a
+    /// [`WarningKind::Empty`] note.
+    pub fn token_metrics_covered(
+        &self,
+        windows: &[&str],
+        now: Option<DateTime<Utc>>,
+    ) -> Result<Answer<DataFrame>> {
+        let version = self.version()?;
+        self.no_wallets("token metrics")?;
+        self.no_range("token metrics", "their windows end at `now`")?;
+        self.no_blank_address()?;
+        let token = match self.tokens.as_deref() {
+            Some([token]) => token,
+            _ => return Err(refused("token", "token metrics are of exactly one token")),
+        };
+        let windows = if windows.is_empty() {
+            Window::service_windows()
+        } else {
+            windows
+                .iter()
+                .map(|w| Window::parse(w))
+                .collect::<Result<Vec<_>>>()?
+        };
+        let widest = windows.iter().map(|w| w.seconds).max().unwrap_or(0);
+        let coverage = coverage::of_window(
+            self.lake,
+            EventSource::Trades,
+            std::slice::from_ref(&token.to_owned()),
+            now,
+            widest,
+        )?;
+        let mut warnings = answer::coverage_warnings(&coverage, self.strict)?;
+        let value = token_metrics::token_metrics(self.lake, token, &windows, now)?;
+        let trades: i64 = value
+            .column("trade_count")
+            .ok()
+            .and_then(|c| c.i64().ok().and_then(|c| c.max()))
+            .unwrap_or(0);
+        if trades == 0 {
+            warnings.push(Warning::new(
+                WarningKind::Empty,
+                format!("no trades of token {token} in the lake's windows"),
+            ));
+        }
+        Ok(Answer {
+            value,
+            coverage,
+            warnings,
+            version,
+        })
+    }
+
+    /// A search-profiles request answered from the lake's newest profile snapshot, shaped like
+    /// the service's answer (`count`, `cursor`, `data`). The request carries its own filter:
+    /// an event selection is refused.
+    pub fn search(&self, request: &SearchRequest) -> Result<SearchPage> {
+        self.search_at(request, ProfileSnapshot::Latest)
+    }
+
+    /// [`Query::search`] on the snapshot `snapshot` names.
+    pub fn search_at(
+        &self,
+        request: &SearchRequest,
+        snapshot: ProfileSnapshot,
+    ) -> Result<SearchPage> {
+        Ok(self.search_covered(request, snapshot)?.value)
+    }
+
+    /// [`Query::search_at`] as an [`Answer`], with the coverage of the snapshot it read:
+    /// partial when the snapshot's sync was interrupted.
+    pub fn search_covered(
+        &self,
+        request: &SearchRequest,
+        snapshot: ProfileSnapshot,
+    ) -> Result<Answer<SearchPage>> {
+        let version = self.version()?;
+        if self.tokens.is_some() || self.pool.is_some() || self.wallets.is_some() {
+            return Err(refused(
+                "selection",
+                "a search selects profiles by its request's filter: select no token, pool or wallet",
+            ));
+        }
+        let coverage = coverage::of_profiles(self.lake, &snapshot)?;
+        let warnings = answer::coverage_warnings(&coverage, self.strict)?;
+        let value = screener::search(self.lake, request, snapshot)?;
+        Ok(Answer {
+            value,
+            coverage,
+            warnings,
+            version,
+        })
+    }
+
+    /// What the lake covers, per dataset and per synced target (`dexlake status`), read from
+    /// its manifest and recorded sync states only; it names the version it read.
+    pub fn status(&self) -> Result<LakeStatus> {
+        coverage::status(self.lake)
+    }
+
+    /// The lake version the answer reads.
+    fn version(&self) -> Result<u64> {
+        Ok(self.lake.snapshot()?.version)
+    }
+
+    fn selection(&self) -> Selection {
+        match (&self.pool, &self.tokens) {
+            (Some(pool), _) => Selection::Pool(pool.clone()),
+            (None, Some(tokens)) if tokens.len() == 1 && !self.listed => {
+                Selection::Token(tokens[0].clone())
+            }
+            (None, Some(tokens)) => Selection::Tokens(tokens.clone()),
+            (None, None) => Selection::AllTokens,
+        }
+    }
+
+    fn pnl_query(&self) -> PnlQuery {
+        PnlQuery {
+            wallets: self.wallets.clone(),
+            token: match self.tokens.as_deref() {
+                Some([token]) => Some(token.clone()),
+                _ => None,
+            },
+        }
+    }
+
+    /// With several tokens selected, the PnL of every token is computed and these kept.
+    fn keep_tokens(&self, mut report: PnlReport) -> Result<PnlReport> {
+        let Some(tokens) = self.tokens.as_deref().filter(|t| t.len() > 1) else {
+            return Ok(report);
+        };
+        let set = Series::new("tokens".into(), tokens);
+        let keep = |df: DataFrame| -> Result<DataFrame> {
+            df.lazy()
+                .filter(col("token_address").is_in(lit(set.clone()).implode(false), false))
+                .collect()
+                .map_err(Error::polars("selecting the PnL of the tokens asked for"))
+        };
+        report.ledgers = keep(report.ledgers)?;
+        report.positions = keep(report.positions)?;
+        report.lots = report.lots.map(keep).transpose()?;
+        Ok(report)
+    }
+
+    fn pnl_selection(&self, what: &str) -> Result<()> {
+        self.no_range(what, "it is computed over each wallet's whole history")?;
+        self.no_blank_address()?;
+        if self.pool.is_some() {
+            return Err(refused(
+                "pool",
+                format!("{what} is per wallet and token, not per pool"),
+            ));
+        }
+        if self.source != EventSource::Swaps {
+            return Err(refused(
+                "source",
+                format!("{what} reads trades, and swaps for wallets with no trades, by itself"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Refuses an empty (or blank) token, pool or wallet address: it would select nothing.
+    fn no_blank_address(&self) -> Result<()> {
+        let blank = |a: &&String| a.trim().is_empty();
+        let tokens = self.tokens.iter().flatten().map(|a| ("token", a));
+        let pool = self.pool.iter().map(|a| ("pool", a));
+        let wallets = self.wallets.iter().flatten().map(|a| ("wallet", a));
+        match tokens.chain(pool).chain(wallets).find(|(_, a)| blank(a)) {
+            None => Ok(()),
+            Some((argument, a)) => Err(refused(
+                argument,
+                format!("{a:?}: give a {argument} address"),
+            )),
+        }
+    }
+
+    fn no_wallets(&self, what: &str) -> Result<()> {
+        match self.wallets {
+            Some(_) => Err(refused(
+                "wallet",
+                format!("{what} are of every wallet's events: select no wallet"),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    fn no_range(&self, what: &str, why: &str) -> Result<()> {
+        match self.range {
+            TimeRange {
+                from: None,
+                to: None,
+            } => Ok(()),
+            _ => Err(refused(
+                "range",
+                format!("{what} take no time range: {why}"),
+            )),
+        }
+    }
+}
+
+fn refused(argument: &str, reason: impl Into<String>) -> Error {
+    Error::InvalidArgument {
+        argument: argument.to_owned(),
+        reason: reason.into(),
+    }
+}
