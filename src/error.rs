@@ -126,7 +126,7 @@ pub enum Error {
     },
 
     /// Retries ran out; the last failure is the source.
-    #[error("{operation}: gave up after {attempts} attempts in {elapsed:?}: {source}")]
+    #[error("{operation}: gave up after {attempts} attempt{} in {elapsed:?}: {source}", if *.attempts == 1 { "" } else { "s" })]
     RetriesExhausted {
         /// Operation name.
         operation: &'static str,
@@ -161,17 +161,18 @@ pub enum Error {
         cursor: String,
     },
 
-    /// A paged operation kept sending new cursors far past the items its `count` announced.
-    #[error(
-        "{operation}: the service sent {received} items with a next cursor although its count was {count}; stopping instead of paging without end"
-    )]
+    /// A paged operation kept sending new cursors: far past the items its `count` announced,
+    /// or with pages that brought no record not already received, several in a row.
+    #[error("{}", endless_paging(operation, *.received, *.count, *.pages_without_new))]
     EndlessPaging {
         /// Operation name.
         operation: &'static str,
         /// Items received before stopping.
         received: u64,
-        /// The largest `count` the service announced.
-        count: u64,
+        /// The largest `count` the service announced, as it sent it.
+        count: i64,
+        /// Pages in a row that brought nothing new (0 when the count was exceeded).
+        pages_without_new: u32,
     },
 
     /// Configuration that cannot work (bad URL, missing key, bad plan file).
@@ -448,6 +449,19 @@ impl Error {
             }
             _ => None,
         }
+    }
+}
+
+/// The message of [`Error::EndlessPaging`].
+fn endless_paging(operation: &str, received: u64, count: i64, pages_without_new: u32) -> String {
+    if pages_without_new == 0 {
+        format!(
+            "{operation}: the service sent {received} items with a next cursor although its count was {count}; stopping instead of paging without end"
+        )
+    } else {
+        format!(
+            "{operation}: the service sent {pages_without_new} pages in a row with a next cursor and no record not already received ({received} items in all, its count {count}); stopping instead of paging without end"
+        )
     }
 }
 

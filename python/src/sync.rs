@@ -279,6 +279,7 @@ fn report_json(report: &SyncReport) -> String {
                 "outcome": j.outcome.name(),
                 "rows_added": j.rows_added,
                 "rows_fetched": j.rows_fetched,
+                "rows_refused": j.rows_refused,
                 "requests": j.requests,
                 "error": j.outcome.error().map(|e| error_chain(e)).unwrap_or_default(),
                 "status": j.outcome.error().and_then(|e| e.api_status()).map(|s| s.code()),

@@ -137,6 +137,14 @@ struct ErrorBody {
     error: String,
 }
 
+/// An answer with the `Date` header the service sent with it (`None` when it sent none, or
+/// one that does not parse): the service's time when it answered, in whole seconds.
+#[derive(Debug, Clone)]
+pub(crate) struct Dated<T> {
+    pub(crate) value: T,
+    pub(crate) date: Option<chrono::DateTime<chrono::Utc>>,
+}
+
 /// How one attempt ended, when it did not succeed.
 struct Failure {
     error: Error,
@@ -249,8 +257,16 @@ impl Client {
         &self,
         req: &PriceHistoryRequest,
     ) -> Result<Vec<PriceHistorySeries>> {
+        Ok(self.evm_price_history_dated(req).await?.value)
+    }
+
+    /// [`Self::evm_price_history`] with the answer's `Date`.
+    pub(crate) async fn evm_price_history_dated(
+        &self,
+        req: &PriceHistoryRequest,
+    ) -> Result<Dated<Vec<PriceHistorySeries>>> {
         req.validate()?;
-        self.call(Operation::EvmGetPriceHistory, req).await
+        self.call_dated(Operation::EvmGetPriceHistory, req).await
     }
 
     /// EVM get-price-stats (4.3): at most 1000 tokens and 1000 pools.
@@ -273,20 +289,35 @@ impl Client {
 
     /// Altchain get-price-candles (4.6).
     pub async fn candles(&self, req: &CandlesRequest) -> Result<Vec<Candle>> {
-        req.validate()?;
-        self.call(Operation::AltGetPriceCandles, req).await
+        Ok(self.candles_dated(req).await?.value)
     }
 
-    /// Altchain get-swaps (4.7): one page of swaps, newest first.
+    /// [`Self::candles`] with the answer's `Date`.
+    pub(crate) async fn candles_dated(&self, req: &CandlesRequest) -> Result<Dated<Vec<Candle>>> {
+        req.validate()?;
+        self.call_dated(Operation::AltGetPriceCandles, req).await
+    }
+
+    /// Altchain get-swaps (4.7): one page of swaps (newest first at the simulator; the
+    /// interface does not define the order).
     pub async fn swaps(&self, req: &SwapsRequest) -> Result<Page<Swap>> {
-        req.validate()?;
-        self.call(Operation::AltGetSwaps, req).await
+        Ok(self.swaps_dated(req).await?.value)
     }
 
-    /// Altchain get-trades (4.8): one page of trades, newest first.
-    pub async fn trades(&self, req: &TradesRequest) -> Result<Page<Trade>> {
+    async fn swaps_dated(&self, req: &SwapsRequest) -> Result<Dated<Page<Swap>>> {
         req.validate()?;
-        self.call(Operation::AltGetTrades, req).await
+        self.call_dated(Operation::AltGetSwaps, req).await
+    }
+
+    /// Altchain get-trades (4.8): one page of trades (newest first at the simulator; the
+    /// interface does not define the order).
+    pub async fn trades(&self, req: &TradesRequest) -> Result<Page<Trade>> {
+        Ok(self.trades_dated(req).await?.value)
+    }
+
+    async fn trades_dated(&self, req: &TradesRequest) -> Result<Dated<Page<Trade>>> {
+        req.validate()?;
+        self.call_dated(Operation::AltGetTrades, req).await
     }
 
     /// Altchain get-price-stats (4.9): at most 1000 tokens and 1000 pools.
@@ -315,13 +346,21 @@ impl Client {
         &self,
         req: SwapsRequest,
     ) -> impl Stream<Item = Result<Page<Swap>>> + Send + use<> {
+        undated(self.swap_pages_dated(req))
+    }
+
+    /// [`Self::swap_pages`], each page with its answer's `Date`.
+    pub(crate) fn swap_pages_dated(
+        &self,
+        req: SwapsRequest,
+    ) -> impl Stream<Item = Result<Dated<Page<Swap>>>> + Send + use<> {
         let client = self.clone();
         let start = req.cursor.clone();
         pages(Operation::AltGetSwaps, start, move |cursor| {
             let client = client.clone();
             let mut req = req.clone();
             req.cursor = cursor;
-            async move { client.swaps(&req).await }
+            async move { client.swaps_dated(&req).await }
         })
     }
 
@@ -331,13 +370,21 @@ impl Client {
         &self,
         req: TradesRequest,
     ) -> impl Stream<Item = Result<Page<Trade>>> + Send + use<> {
+        undated(self.trade_pages_dated(req))
+    }
+
+    /// [`Self::trade_pages`], each page with its answer's `Date`.
+    pub(crate) fn trade_pages_dated(
+        &self,
+        req: TradesRequest,
+    ) -> impl Stream<Item = Result<Dated<Page<Trade>>>> + Send + use<> {
         let client = self.clone();
         let start = req.cursor.clone();
         pages(Operation::AltGetTrades, start, move |cursor| {
             let client = client.clone();
             let mut req = req.clone();
             req.cursor = cursor;
-            async move { client.trades(&req).await }
+            async move { client.trades_dated(&req).await }
         })
     }
 
@@ -355,12 +402,15 @@ impl Client {
     ) -> impl Stream<Item = Result<Page<AltTokenProfile>>> + Send + use<> {
         let client = self.clone();
         let start = req.cursor.clone();
-        pages(Operation::AltSearchProfiles, start, move |cursor| {
+        undated(pages(Operation::AltSearchProfiles, start, move |cursor| {
             let client = client.clone();
             let mut req = req.clone();
             req.cursor = cursor;
-            async move { client.search_profiles(&req).await }
-        })
+            async move {
+                req.validate()?;
+                client.call_dated(Operation::AltSearchProfiles, &req).await
+            }
+        }))
     }
 
     /// Every swap of every page of [`Self::swap_pages`].
@@ -491,6 +541,15 @@ impl Client {
         B: Serialize + ?Sized,
         R: DeserializeOwned,
     {
+        Ok(self.call_dated(op, body).await?.value)
+    }
+
+    /// [`Self::call`], with the answer's `Date`.
+    async fn call_dated<B, R>(&self, op: Operation, body: &B) -> Result<Dated<R>>
+    where
+        B: Serialize + ?Sized,
+        R: DeserializeOwned,
+    {
         let payload = serde_json::to_vec(body).map_err(|e| Error::InvalidRequest {
             operation: op.name(),
             member: "(body)".into(),
@@ -509,7 +568,7 @@ impl Client {
         op: Operation,
         url: &str,
         payload: Vec<u8>,
-    ) -> Result<R> {
+    ) -> Result<Dated<R>> {
         let retry = &self.inner.config.retry;
         let started = Instant::now();
         let mut retries = 0u32;
@@ -551,7 +610,7 @@ impl Client {
         op: Operation,
         url: &str,
         payload: Vec<u8>,
-    ) -> std::result::Result<R, Failure> {
+    ) -> std::result::Result<Dated<R>, Failure> {
         let transport = |source: reqwest::Error| {
             // Connection failures, timeouts and broken exchanges may pass on another attempt;
             // errors in building the request or decoding the body will not.
@@ -581,13 +640,17 @@ impl Client {
             .await
             .map_err(transport)?;
         let status = response.status();
+        let date = response
+            .headers()
+            .get(reqwest::header::DATE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| httpdate::parse_http_date(v).ok())
+            .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok());
+        let answered_at = date
+            .and_then(|d| i64::try_from(d.as_secs()).ok())
+            .and_then(|secs| chrono::DateTime::from_timestamp(secs, 0));
         if status.is_success()
-            && let Some(date) = response
-                .headers()
-                .get(reqwest::header::DATE)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| httpdate::parse_http_date(v).ok())
-                .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
+            && let Some(date) = date
         {
             // Unix seconds plus one, so that 0 keeps meaning "none"; the minimum is kept.
             let encoded = date.as_secs().saturating_add(1);
@@ -632,15 +695,20 @@ impl Client {
         }
 
         if status.is_success() {
-            return serde_json::from_slice(&body).map_err(|source| Failure {
-                error: Error::Decode {
-                    operation: op.name(),
-                    excerpt: excerpt(&body),
-                    source,
-                },
-                retryable: false,
-                retry_after: None,
-            });
+            return serde_json::from_slice(&body)
+                .map(|value| Dated {
+                    value,
+                    date: answered_at,
+                })
+                .map_err(|source| Failure {
+                    error: Error::Decode {
+                        operation: op.name(),
+                        excerpt: excerpt(&body),
+                        source,
+                    },
+                    retryable: false,
+                    retry_after: None,
+                });
         }
 
         let status = ApiStatus::from_code(status.as_u16());
@@ -787,20 +855,20 @@ fn pages<T, F, Fut>(
     op: Operation,
     start: Option<String>,
     fetch: F,
-) -> impl Stream<Item = Result<Page<T>>> + Send + 'static
+) -> impl Stream<Item = Result<Dated<Page<T>>>> + Send + 'static
 where
     T: Send + 'static,
     F: Fn(Option<String>) -> Fut + Send + 'static,
-    Fut: Future<Output = Result<Page<T>>> + Send + 'static,
+    Fut: Future<Output = Result<Dated<Page<T>>>> + Send + 'static,
 {
     struct State<F> {
         fetch: F,
         /// The cursor of the next request; `None` once paging has ended.
         next: Option<Option<String>>,
         seen: HashSet<String>,
-        /// Items received so far, and the largest `count` and page seen.
+        /// Items received so far, and the largest `count` (as sent) and page seen.
         received: u64,
-        count: u64,
+        count: Option<i64>,
         page_len: u64,
         /// An error to yield after the page that revealed it.
         pending: Option<Error>,
@@ -814,7 +882,7 @@ where
         next: Some(start),
         seen,
         received: 0,
-        count: 0,
+        count: None,
         page_len: 0,
         pending: None,
     };
@@ -823,14 +891,15 @@ where
             return Some((Err(e), state));
         }
         let cursor = state.next.take()?;
-        let page = match (state.fetch)(cursor).await {
-            Ok(page) => page,
+        let dated = match (state.fetch)(cursor).await {
+            Ok(dated) => dated,
             Err(e) => return Some((Err(e), state)),
         };
+        let page = &dated.value;
         let len = page.data.len() as u64;
         state.received += len;
         state.page_len = state.page_len.max(len);
-        state.count = state.count.max(u64::try_from(page.count).unwrap_or(0));
+        state.count = state.count.max(Some(page.count));
         if len > 0
             && let Some(c) = page.next_cursor()
         {
@@ -841,18 +910,28 @@ where
                 };
                 return Some((Err(error), state));
             }
-            if state.received > paging_bound(state.count, state.page_len) {
+            // A negative count announces nothing: the bound is then ten pages.
+            let count = state.count.map_or(0, |c| u64::try_from(c).unwrap_or(0));
+            if state.received > paging_bound(count, state.page_len) {
                 state.pending = Some(Error::EndlessPaging {
                     operation: op.name(),
                     received: state.received,
-                    count: state.count,
+                    count: state.count.unwrap_or(0),
+                    pages_without_new: 0,
                 });
             } else {
                 state.next = Some(Some(c.to_owned()));
             }
         }
-        Some((Ok(page), state))
+        Some((Ok(dated), state))
     })
+}
+
+/// The pages of a dated page stream, without their dates.
+fn undated<T: Send + 'static>(
+    pages: impl Stream<Item = Result<Dated<Page<T>>>> + Send + 'static,
+) -> impl Stream<Item = Result<Page<T>>> + Send + 'static {
+    pages.map(|page| page.map(|d| d.value))
 }
 
 /// How many items a paged answer may deliver before it is taken for endless: the largest

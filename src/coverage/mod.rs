@@ -21,7 +21,8 @@
 //! The service's swaps and trades take no time filter: a stream is every record of one
 //! filter (a token, a wallet, a pool for swaps, or a token and a wallet), newest first. A
 //! completed run fetches everything of the stream from its first record to the run's start,
-//! so the stream covers `[its first record, start)`. An interrupted run covers from just after
+//! the service's time (`Date`) of its first answer, so the stream covers `[its first record,
+//! start)`. An interrupted run covers from just after
 //! the oldest record it handed off to its start; the part between an earlier complete run and
 //! that record is missing until the next run resumes. Candles and price history record the
 //! exact ranges they asked for and were answered (empty answers included). Snapshots are
@@ -30,7 +31,8 @@
 //! A token's events are covered by its own streams only (`token=T`, no other filter): a
 //! wallet's or a pool's stream holds only that wallet's or pool's part of them, which the
 //! coverage names as a partial view. A wallet's PnL is covered by its own streams
-//! (`wallet=W`), or for one token by that token's stream.
+//! (`wallet=W`), or for one token by that token's stream or the stream of that token and
+//! that wallet (`token=T wallet=W`).
 //!
 //! # States of older versions
 //!
@@ -506,13 +508,34 @@ pub fn of_window(
     })
 }
 
+/// Whether a record's target is exactly the token `token` and the wallet `wallet`.
+fn is_token_and_wallet(r: &Recorded, token: &str, wallet: &str) -> bool {
+    r.target.len() == 2 && has(r, "token", token) && has(r, "wallet", wallet)
+}
+
+/// The wallet of a stream of one token and one wallet (`token=T wallet=W`).
+fn token_and_wallet(r: &Recorded) -> Option<(&str, &str)> {
+    let value = |name: &str| {
+        r.target
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    };
+    match (r.target.len(), value("token"), value("wallet")) {
+        (2, Some(t), Some(w)) => Some((t, w)),
+        _ => None,
+    }
+}
+
 /// The coverage of a PnL: each wallet's whole history of trades (and swaps, for a wallet
 /// with no trades), or with `token` only that token's. A wallet's trades are complete when a
 /// stream of the wallet fetched them (`trades --wallet W`, or `swaps --wallet W`), or for one
-/// token when that token's stream did; a wallet synced by neither is partial, naming the
-/// tokens synced by token whose trades the lake holds. `wallets: None` (every wallet) checks
-/// the recorded streams and notes that a wallet without a stream of its own is covered only
-/// in the tokens synced by token.
+/// token when that token's stream did, or the stream of that token and that wallet; a wallet
+/// synced by none of them is partial, naming the streams whose trades of it the lake holds.
+/// `wallets: None` (every wallet) checks the recorded streams, names as partial each wallet
+/// the lake holds only through streams of one of its tokens (`token=T wallet=W`) that the
+/// answer reads beyond that token, and notes that a wallet without a stream of its own is
+/// covered only in the tokens synced by token.
 pub fn of_wallets(
     lake: &Lake,
     wallets: Option<&[String]>,
@@ -531,6 +554,13 @@ pub fn of_wallets(
             _ => None,
         })
         .collect();
+    let own_streams = |w: &str| -> Vec<&Recorded> {
+        trades
+            .iter()
+            .chain(&swaps)
+            .filter(|r| is_only(r, "wallet", w))
+            .collect()
+    };
     let Some(wallets) = wallets else {
         let mut targets: Vec<TargetCoverage> = trades
             .iter()
@@ -539,6 +569,48 @@ pub fn of_wallets(
             .filter(|t| !t.is_complete())
             .collect();
         targets.retain(|t| !t.missing.is_empty() || !t.recorded);
+        // Wallets the lake holds through a stream of one of their tokens only: their PnL is
+        // that token's part, unless the answer reads that token alone.
+        let mut of_one_token: BTreeMap<&str, Vec<&Recorded>> = BTreeMap::new();
+        for r in trades.iter().chain(&swaps) {
+            if let Some((_, w)) = token_and_wallet(r) {
+                of_one_token.entry(w).or_default().push(r);
+            }
+        }
+        for (w, streams) in of_one_token {
+            if !own_streams(w).is_empty() {
+                continue;
+            }
+            let target = format!("wallet={w}");
+            let exact: Vec<&Recorded> = token
+                .map(|t| {
+                    streams
+                        .iter()
+                        .copied()
+                        .filter(|r| is_token_and_wallet(r, t, w))
+                        .collect()
+                })
+                .unwrap_or_default();
+            if !exact.is_empty() {
+                let t = from_streams(target, &exact, open);
+                if !t.is_complete() {
+                    targets.push(t);
+                }
+                continue;
+            }
+            let names: BTreeSet<String> = streams.iter().map(|r| target_text(&r.target)).collect();
+            targets.push(TargetCoverage {
+                target,
+                asked: open,
+                missing: Vec::new(),
+                partial: Some(format!(
+                    "never synced by wallet; the lake holds its trades only from the streams {} \
+                     fetched, so its PnL is partial",
+                    names.into_iter().collect::<Vec<_>>().join(", ")
+                )),
+                recorded: false,
+            });
+        }
         let mut notes = Vec::new();
         if !by_token.is_empty() {
             notes.push(format!(
@@ -555,19 +627,25 @@ pub fn of_wallets(
     };
     let mut targets = Vec::new();
     for w in wallets {
-        let own: Vec<&Recorded> = trades
-            .iter()
-            .chain(&swaps)
-            .filter(|r| is_only(r, "wallet", w))
-            .collect();
+        let own = own_streams(w);
         let target = format!("wallet={w}");
         if !own.is_empty() {
             targets.push(from_streams(target, &own, open));
             continue;
         }
         if let Some(t) = token {
-            let of_token: Vec<&Recorded> =
-                trades.iter().filter(|r| is_only(r, "token", t)).collect();
+            // The token's own stream holds every wallet's trades of it; the stream of the
+            // token and the wallet holds exactly the wallet's.
+            let of_token: Vec<&Recorded> = trades
+                .iter()
+                .filter(|r| is_only(r, "token", t))
+                .chain(
+                    trades
+                        .iter()
+                        .chain(&swaps)
+                        .filter(|r| is_token_and_wallet(r, t, w)),
+                )
+                .collect();
             if !of_token.is_empty() {
                 targets.push(from_streams(target, &of_token, open));
                 continue;
@@ -577,7 +655,8 @@ pub fn of_wallets(
         in_tokens.extend(
             trades
                 .iter()
-                .filter(|r| has(r, "wallet", w))
+                .chain(&swaps)
+                .filter(|r| r.target.len() > 1 && has(r, "wallet", w))
                 .map(|r| target_text(&r.target)),
         );
         let partial = if in_tokens.is_empty() {

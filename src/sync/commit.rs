@@ -40,10 +40,23 @@ struct Handoff {
 }
 
 /// What a job did once its fetching ended.
-struct FetchTotals {
-    rows_fetched: u64,
-    requests: u64,
-    outcome: JobOutcome,
+pub(crate) struct FetchTotals {
+    pub(crate) rows_fetched: u64,
+    pub(crate) rows_refused: u64,
+    pub(crate) requests: u64,
+    pub(crate) outcome: JobOutcome,
+}
+
+impl FetchTotals {
+    /// A job the run never started.
+    pub(crate) fn not_started() -> Self {
+        FetchTotals {
+            rows_fetched: 0,
+            rows_refused: 0,
+            requests: 0,
+            outcome: JobOutcome::NotStarted,
+        }
+    }
 }
 
 /// One job's account: what it handed off and what of it was committed.
@@ -61,15 +74,21 @@ struct Account {
 
 impl Account {
     fn report(&self) -> JobReport {
-        let (rows_fetched, requests, outcome) = match &self.fetched {
-            Some(f) => (f.rows_fetched, f.requests, f.outcome.clone()),
-            None => (0, 0, JobOutcome::NotStarted),
+        let (rows_fetched, rows_refused, requests, outcome) = match &self.fetched {
+            Some(f) => (
+                f.rows_fetched,
+                f.rows_refused,
+                f.requests,
+                f.outcome.clone(),
+            ),
+            None => (0, 0, 0, JobOutcome::NotStarted),
         };
         JobReport {
             job: self.job.clone(),
             dataset: self.dataset,
             rows_added: self.rows_added,
             rows_fetched,
+            rows_refused,
             requests,
             outcome: match &self.failed {
                 Some(e) => JobOutcome::Failed(Arc::clone(e)),
@@ -209,22 +228,11 @@ impl CommitBuffer {
 
     /// Records the end of a job's fetching. Its [`SyncEvent::JobFinished`] goes out once its
     /// last rows are committed: at once when it has none waiting in the buffer.
-    pub(crate) fn fetch_done(
-        &self,
-        observer: &dyn SyncObserver,
-        job: usize,
-        rows_fetched: u64,
-        requests: u64,
-        outcome: JobOutcome,
-    ) {
+    pub(crate) fn fetch_done(&self, observer: &dyn SyncObserver, job: usize, totals: FetchTotals) {
         let ready = {
             let mut buf = self.lock();
             if let Some(a) = buf.accounts.get_mut(job) {
-                a.fetched = Some(FetchTotals {
-                    rows_fetched,
-                    requests,
-                    outcome,
-                });
+                a.fetched = Some(totals);
             }
             ready_reports(&mut buf)
         };

@@ -3,6 +3,7 @@
 //! run's commit buffer.
 
 use arrow::record_batch::RecordBatch;
+use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::Value;
 
 use super::commit::CommitBuffer;
@@ -27,6 +28,8 @@ pub(crate) struct JobContext<'a> {
     pub(crate) rows_fetched: u64,
     pub(crate) requests: u64,
     pub(crate) total: Option<u64>,
+    /// Records refused as dated far past the answer that carried them.
+    pub(crate) rows_refused: u64,
 }
 
 impl JobContext<'_> {
@@ -35,6 +38,32 @@ impl JobContext<'_> {
         self.observer.on_event(SyncEvent::Restarted {
             index: self.index,
             reason,
+        });
+    }
+
+    /// Counts records of one answer refused because they are dated far past it (later than
+    /// `horizon`; `date` is the answer's `Date`), and warns about them.
+    pub(crate) fn refused(
+        &mut self,
+        times: &[DateTime<Utc>],
+        date: Option<DateTime<Utc>>,
+        horizon: DateTime<Utc>,
+    ) {
+        self.rows_refused += times.len() as u64;
+        let at = |t: DateTime<Utc>| t.to_rfc3339_opts(SecondsFormat::AutoSi, true);
+        let latest = times.iter().max().map_or_else(String::new, |&t| at(t));
+        let reference = match date {
+            Some(d) => format!("the service's time {} (its answer's Date)", at(d)),
+            None => "this machine's clock (the answer had no Date)".to_owned(),
+        };
+        self.observer.on_event(SyncEvent::Warning {
+            index: self.index,
+            message: format!(
+                "refused {} record{} dated after {} (far past {reference}), the latest {latest}: not stored, and not taken as the end of what the lake holds",
+                times.len(),
+                if times.len() == 1 { "" } else { "s" },
+                at(horizon),
+            ),
         });
     }
 

@@ -35,6 +35,14 @@ pub enum SyncEvent {
         /// What was started again and why.
         reason: String,
     },
+    /// A job met something it did not take as the service sent it (records dated far past
+    /// the answer that carried them, refused); it goes on.
+    Warning {
+        /// Index of the job in the plan.
+        index: usize,
+        /// What was met and what the job did about it.
+        message: String,
+    },
     /// A job ended and its last rows are committed (or it failed, or was not started).
     JobFinished {
         /// Index of the job in the plan.

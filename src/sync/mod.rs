@@ -11,8 +11,10 @@
 //! request) resumes where the last commit left it, with no duplicates and no gaps (a kill loses
 //! at most the uncommitted buffer, which the next run fetches again):
 //!
-//! - swaps and trades come newest first: a job pages until it reaches the newest record an
-//!   earlier run committed, and an interrupted run resumes from its recorded cursor;
+//! - swaps and trades come newest first: a job pages until a page whose newest record an
+//!   earlier run committed (taking every record of each page, in whatever order), and an
+//!   interrupted run resumes from its recorded cursor; records dated far past the answer that
+//!   carried them are refused;
 //! - candles and price history record the time ranges they cover (empty answers included) and
 //!   ask only for what is missing, always re-fetching the most recent
 //!   [`SyncConfig::recent_window`] because the newest bars may still change;

@@ -24,6 +24,8 @@ struct ObserverState {
     overall: Option<ProgressBar>,
     /// Requests per job so far.
     requests: Vec<u64>,
+    /// The description of each job started.
+    names: Vec<String>,
     finished: usize,
     commits: u64,
 }
@@ -61,6 +63,7 @@ impl ProgressBars {
         let mut state = ObserverState {
             bars: vec![None; jobs],
             requests: vec![0; jobs],
+            names: vec![String::new(); jobs],
             ..ObserverState::default()
         };
         if let Some(multi) = &multi {
@@ -106,6 +109,15 @@ impl SyncObserver for ProgressBars {
         {
             *r = *requests;
         }
+        if let SyncEvent::JobStarted { index, job, .. } = &event
+            && let Some(name) = st.names.get_mut(*index)
+        {
+            name.clone_from(job);
+        }
+        let warning = |index: usize, message: &str| match st.names.get(index) {
+            Some(job) if !job.is_empty() => format!("warning: {job}: {message}"),
+            _ => format!("warning: job {index}: {message}"),
+        };
         let all_requests: u64 = st.requests.iter().sum();
         let Some(multi) = &self.multi else {
             match event {
@@ -131,13 +143,17 @@ impl SyncObserver for ProgressBars {
                 SyncEvent::Restarted { index, reason } => {
                     eprintln!("job {index} starts again: {reason}");
                 }
+                SyncEvent::Warning { index, message } => eprintln!("{}", warning(index, &message)),
                 SyncEvent::JobFinished { report, .. } => {
                     st.finished += 1;
                     if report.outcome == JobOutcome::NotStarted {
                         return;
                     }
+                    // Only a job that fetched everything is done; an interrupted or failed one
+                    // says so.
                     eprintln!(
-                        "done {}/{}: {} ({} rows added, {} fetched, {} requests; {all_requests} requests in all)",
+                        "{} {}/{}: {} ({} rows added, {} fetched, {} requests; {all_requests} requests in all)",
+                        report.outcome.name(),
                         st.finished,
                         self.jobs,
                         report.job,
@@ -199,13 +215,24 @@ impl SyncObserver for ProgressBars {
                     None => multi.suspend(|| eprintln!("job {index} starts again: {reason}")),
                 }
             }
+            SyncEvent::Warning { index, message } => {
+                let line = warning(index, &message);
+                match st.bars.get(index).and_then(Option::as_ref) {
+                    Some(bar) => bar.println(line),
+                    None => multi.suspend(|| eprintln!("{line}")),
+                }
+            }
             SyncEvent::JobFinished { index, report } => {
                 if let Some(Some(bar)) = st.bars.get(index) {
                     if self.jobs > KEEP_FINISHED_BARS_UP_TO {
                         bar.finish_and_clear();
                     } else {
+                        let how = match report.outcome {
+                            JobOutcome::Done => String::new(),
+                            ref other => format!(" {}", other.name()),
+                        };
                         bar.finish_with_message(format!(
-                            "{} +{} rows ({} req)",
+                            "{} +{} rows ({} req){how}",
                             report.job, report.rows_added, report.requests
                         ));
                     }

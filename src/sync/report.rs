@@ -70,6 +70,10 @@ pub struct JobReport {
     pub rows_added: u64,
     /// Records received from the service (before de-duplication).
     pub rows_fetched: u64,
+    /// Records refused because they were dated far past the answer that carried them (more
+    /// than an hour after its `Date`): not stored, and warned about
+    /// ([`SyncEvent::Warning`](super::SyncEvent::Warning)).
+    pub rows_refused: u64,
     /// Requests the job asked the client for (retries not included).
     pub requests: u64,
     /// How it ended.

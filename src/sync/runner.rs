@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use futures::StreamExt;
 
-use super::commit::CommitBuffer;
+use super::commit::{CommitBuffer, FetchTotals};
 use super::context::JobContext;
 use super::jobs::Job;
 use super::kinds::{FetchEnd, JobKind};
@@ -169,7 +169,7 @@ impl Syncer {
         buffer: &CommitBuffer,
     ) {
         if cancel.is_cancelled() {
-            buffer.fetch_done(observer, index, 0, 0, JobOutcome::NotStarted);
+            buffer.fetch_done(observer, index, FetchTotals::not_started());
             return;
         }
         let expected_requests = self.estimate(job).ok().and_then(|e| e.requests);
@@ -189,6 +189,7 @@ impl Syncer {
             rows_fetched: 0,
             requests: 0,
             total: None,
+            rows_refused: 0,
         };
         let result = match job.validate() {
             Ok(()) => {
@@ -206,7 +207,13 @@ impl Syncer {
                 source: Box::new(e),
             })),
         };
-        buffer.fetch_done(observer, index, ctx.rows_fetched, ctx.requests, outcome);
+        let totals = FetchTotals {
+            rows_fetched: ctx.rows_fetched,
+            rows_refused: ctx.rows_refused,
+            requests: ctx.requests,
+            outcome,
+        };
+        buffer.fetch_done(observer, index, totals);
     }
 
     /// A dry run: how many requests the job will make, from the lake's records alone.

@@ -866,6 +866,12 @@ async fn retries_stop_at_the_count_and_at_the_elapsed_bound() {
         );
         assert_eq!(server.count(), 1);
         assert_eq!(client.metrics().throttled, 1);
+        // One attempt is said in the singular.
+        let message = err.to_string();
+        assert!(
+            message.contains("gave up after 1 attempt in"),
+            "{message}"
+        );
     })
     .await;
 }
@@ -1053,11 +1059,43 @@ async fn endless_fresh_cursors_stop_at_the_bound_the_count_allows() {
         assert_eq!(ok.len(), 14, "{pages:?}");
         assert_eq!(errors.len(), 1);
         assert!(
-            matches!(pages.last(), Some(Err(Error::EndlessPaging { operation: "altchain.get-swaps", received: 28, count: 4 }))),
+            matches!(pages.last(), Some(Err(Error::EndlessPaging { operation: "altchain.get-swaps", received: 28, count: 4, pages_without_new: 0 }))),
             "{:?}",
             pages.last()
         );
         assert_eq!(server.count(), 14, "no request after the bound");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_endless_paging_error_reports_a_negative_count_as_sent() {
+    bounded(10, async {
+        // Fresh cursors, two swaps a page, and a count of -5: no count bounds the paging, so it
+        // stops after ten pages and says what the service announced.
+        let server = Server::start(|_, i| {
+            Reply::json(json!({
+                "count": -5,
+                "cursor": format!("c{i}"),
+                "data": [swap_json(2 * i as i64, "quote_token"), swap_json(2 * i as i64 + 1, "quote_token")],
+            }))
+        })
+        .await;
+        let pages: Vec<_> = server
+            .client()
+            .swap_pages(SwapsRequest::for_token("T"))
+            .collect()
+            .await;
+        let Some(Err(err)) = pages.last() else {
+            panic!("paging ends in an error: {pages:?}");
+        };
+        assert!(
+            matches!(err, Error::EndlessPaging { count: -5, received: 22, .. }),
+            "{err:?}"
+        );
+        let message = err.to_string();
+        assert!(message.contains("its count was -5"), "{message}");
+        assert_eq!(server.count(), 11, "no request after the bound");
     })
     .await;
 }

@@ -180,8 +180,13 @@ async fn status_lists_exactly_the_fetched_ranges_and_reads_no_data_file() {
     assert_eq!((stream.first, stream.last), (Some(at(min)), Some(at(max))));
     assert_eq!(stream.fetched.len(), 1, "{stream:#?}");
     assert_eq!(stream.fetched[0].from, Some(at(min + 1)));
+    // The run starts at the service's time of its first answer (its `Date`, in whole
+    // seconds), whatever this machine's clock says.
     let run_start = stream.fetched[0].to.unwrap();
-    assert!(run_start >= started && run_start <= Utc::now());
+    assert_eq!(
+        run_start,
+        now.duration_trunc(TimeDelta::seconds(1)).unwrap()
+    );
     assert_eq!(
         (swaps.rows, swaps.first, swaps.last),
         (100, Some(at(min)), Some(at(max)))
@@ -535,4 +540,147 @@ async fn pnl_flags_a_wallet_synced_by_token_only_and_bars_name_a_wallets_view() 
         .unwrap();
     assert_eq!(strict.status.code(), Some(1));
     assert!(strict.stdout.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn coverage_ends_at_the_services_time_not_this_machines_clock() {
+    // A live service whose clock (2025-06-01) is far behind this machine's.
+    let sim = common::manual_live_sim(21).await;
+    let (token, _) = busiest_token(&sim);
+    let service_now = sim.now();
+    let day = TimeDelta::days(1);
+    let dir = tempfile::tempdir().unwrap();
+    let lake = Arc::new(Lake::open(dir.path()).unwrap());
+    sync(
+        &sim,
+        &lake,
+        &[
+            swaps_of(&token),
+            // An open candle range, and one whose end is after the service's time.
+            Job::Candles {
+                token: Some(token.clone()),
+                pool: None,
+                interval: 3600,
+                from: service_now - day,
+                to: None,
+            },
+            Job::Candles {
+                token: Some(token.clone()),
+                pool: None,
+                interval: 300,
+                from: service_now - day,
+                to: Some(service_now + day),
+            },
+        ],
+    )
+    .await;
+    let status = coverage::status(&lake).unwrap();
+    let mut ends = 0;
+    for target in status.datasets.iter().flat_map(|d| &d.targets) {
+        let end = target
+            .fetched
+            .last()
+            .and_then(|s| s.to)
+            .expect("a fetched range");
+        assert!(
+            end <= service_now,
+            "{}: fetched up to {end}, after the service's time {service_now}",
+            target.target
+        );
+        ends += 1;
+    }
+    assert_eq!(ends, 3);
+    // The hours after the service's time were never fetched: a strict answer over them fails.
+    let later = TimeRange {
+        from: Some(service_now),
+        to: Some(service_now + TimeDelta::hours(6)),
+    };
+    let cover = coverage::of_events(
+        &lake,
+        EventSource::Swaps,
+        &Selection::Token(token.clone()),
+        later,
+    )
+    .unwrap();
+    assert!(!cover.is_complete(), "{cover:?}");
+    // A later sync, once the service's clock moved on, covers them.
+    sim.advance(6 * 3600).unwrap();
+    sync(&sim, &lake, &[swaps_of(&token)]).await;
+    let cover = coverage::of_events(
+        &lake,
+        EventSource::Swaps,
+        &Selection::Token(token.clone()),
+        later,
+    )
+    .unwrap();
+    assert!(cover.is_complete(), "{cover:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_of_one_token_and_one_wallet_covers_exactly_that() {
+    let sim = common::tiny_sim(13).await;
+    let (token, _) = busiest_token(&sim);
+    let client = common::sim_client(&sim);
+    let page = client
+        .trades(&dexlake::api::requests::TradesRequest {
+            token: Some(token.clone()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let wallet = page.data[0].wallet_address.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let lake = Arc::new(Lake::open(dir.path()).unwrap());
+    sync(
+        &sim,
+        &lake,
+        &[Job::Trades {
+            token: Some(token.clone()),
+            wallet: Some(wallet.clone()),
+        }],
+    )
+    .await;
+    // Every wallet: the wallet's PnL from one token is partial.
+    let all = coverage::of_wallets(&lake, None, None).unwrap();
+    assert!(!all.is_complete(), "{all:?}");
+    let target = all
+        .targets
+        .iter()
+        .find(|t| t.target == format!("wallet={wallet}"))
+        .expect("the wallet is named");
+    assert!(
+        target
+            .partial
+            .as_deref()
+            .is_some_and(|p| p.contains(&token) && p.contains("partial")),
+        "{target:?}"
+    );
+    // The wallet in that token: exactly what the stream fetched.
+    let one =
+        coverage::of_wallets(&lake, Some(std::slice::from_ref(&wallet)), Some(&token)).unwrap();
+    assert!(one.is_complete(), "{one:?}");
+
+    let lake_arg = dir.path().to_str().unwrap();
+    let pnl = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_dexlake"))
+            .arg("pnl")
+            .args(args)
+            .args(["--strict", "--lake", lake_arg])
+            .output()
+            .unwrap()
+    };
+    for args in [&["--top", "5"][..], &["--all-wallets"][..]] {
+        let out = pnl(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        assert!(err.contains(&wallet) && err.contains("partial"), "{err}");
+    }
+    let out = pnl(&["--wallet", &wallet, "--token", &token]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.stdout.is_empty());
 }

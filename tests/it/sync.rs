@@ -342,12 +342,21 @@ async fn ctrl_c_commits_what_was_fetched_and_exits_cleanly() {
     write_plan(&plan, &jobs, 20.0);
     let lake_dir = work.path().join("lake");
 
-    let mut child = tokio::process::Command::from(sync_cli(sim.base_url(), &lake_dir, &plan))
-        .spawn()
-        .unwrap();
+    let mut cli = sync_cli(sim.base_url(), &lake_dir, &plan);
+    cli.stderr(Stdio::piped());
+    let mut child = tokio::process::Command::from(cli).spawn().unwrap();
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let (status, _) = interrupt(&mut child).await;
     assert_eq!(status.code(), Some(130), "interrupted runs exit with 130");
+    let mut err = String::new();
+    tokio::io::AsyncReadExt::read_to_string(&mut child.stderr.take().unwrap(), &mut err)
+        .await
+        .unwrap();
+    // The job is not claimed done.
+    assert!(
+        err.contains("interrupted 1/1:") && !err.contains("done 1/1"),
+        "{err}"
+    );
 
     let lake = Lake::open(&lake_dir).unwrap();
     assert!(lake.verify().unwrap().is_ok());
@@ -1273,4 +1282,250 @@ async fn interrupt(child: &mut tokio::process::Child) -> (std::process::ExitStat
         .expect("exits after Ctrl-C")
         .unwrap();
     (status, sent.elapsed())
+}
+
+// ----- A hostile or odd service -----
+
+/// A client of the service at `url` with the simulator's demo key.
+fn client_at(url: &str) -> Client {
+    Client::new(ClientConfig {
+        base_url: url.to_owned(),
+        api_key: Some("demo-key".into()),
+        ..ClientConfig::default()
+    })
+    .expect("a client")
+}
+
+/// Runs `jobs` against the service at `url` into `lake`, reporting to `observer`.
+async fn sync_at(
+    url: &str,
+    lake: &Arc<Lake>,
+    jobs: &[Job],
+    observer: &dyn dexlake::sync::SyncObserver,
+) -> SyncReport {
+    let config = SyncConfig {
+        recent_window: Duration::ZERO,
+        ..SyncConfig::default()
+    };
+    let sync = Syncer::new(client_at(url), Arc::clone(lake), config);
+    tokio::time::timeout(
+        Duration::from_secs(120),
+        sync.run_with(jobs, observer, &CancelToken::new()),
+    )
+    .await
+    .expect("sync finishes in time")
+}
+
+/// Keeps the warnings a sync sends.
+#[derive(Default)]
+struct Warnings(std::sync::Mutex<Vec<String>>);
+
+impl dexlake::sync::SyncObserver for Warnings {
+    fn on_event(&self, event: dexlake::sync::SyncEvent) {
+        if let dexlake::sync::SyncEvent::Warning { message, .. } = event {
+            self.0.lock().unwrap().push(message);
+        }
+    }
+}
+
+fn swaps_of(token: &str) -> Job {
+    Job::Swaps {
+        token: Some(token.to_owned()),
+        wallet: None,
+        pool: None,
+    }
+}
+
+/// The service's `count` of a token's swaps.
+async fn swap_count(client: &Client, token: &str) -> i64 {
+    client
+        .swaps(&dexlake::api::requests::SwapsRequest::for_token(token).limit(1))
+        .await
+        .expect("a page of swaps")
+        .count
+}
+
+/// The recorded status of a stream: its rows and the end of its fetched range.
+fn stream_status(lake: &Lake, target: &str) -> (Option<u64>, Option<DateTime<Utc>>) {
+    let status = dexlake::coverage::status(lake).expect("status");
+    let t = status
+        .datasets
+        .iter()
+        .flat_map(|d| &d.targets)
+        .find(|t| t.target == target)
+        .unwrap_or_else(|| panic!("{target} in {status:?}"));
+    (t.rows, t.fetched.last().and_then(|s| s.to))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_of_a_page_in_any_order_are_all_taken() {
+    let sim = common::manual_live_sim(SEED).await;
+    let token = sim.market().catalog().altchain.tokens[0].address.clone();
+    let client = common::sim_client(&sim);
+    let dir = tempfile::tempdir().unwrap();
+    let lake = Arc::new(Lake::open(dir.path()).unwrap());
+    let first = sync_at(sim.base_url(), &lake, &[swaps_of(&token)], &()).await;
+    assert_eq!(first.jobs[0].outcome, JobOutcome::Done);
+    let before = swap_count(&client, &token).await;
+    assert_eq!(lake.row_count(Dataset::Swaps).unwrap(), before as u64);
+
+    // New swaps arrive: fewer than a page, so the newest page holds new and old ones.
+    let mut now = before;
+    for _ in 0..200 {
+        sim.advance(600).unwrap();
+        now = swap_count(&client, &token).await;
+        if now > before {
+            break;
+        }
+    }
+    let new = now - before;
+    assert!((1..50).contains(&new), "{new} new swaps");
+
+    // The service sends its newest page oldest first; every new swap is still taken.
+    let proxy =
+        common::hostile::hostile(sim.base_url(), common::hostile::Mangle::ReverseNewestPage).await;
+    let second = sync_at(proxy.url(), &lake, &[swaps_of(&token)], &()).await;
+    assert_eq!(second.jobs[0].outcome, JobOutcome::Done);
+    assert_eq!(second.jobs[0].rows_added, new as u64, "{:?}", second.jobs);
+    assert_eq!(lake.row_count(Dataset::Swaps).unwrap(), now as u64);
+    assert_eq!(
+        stream_status(&lake, &format!("token={token}")).0,
+        Some(now as u64)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_dated_far_past_the_answer_are_refused_not_taken_as_the_lakes_end() {
+    let sim = common::manual_live_sim(SEED).await;
+    let token = sim.market().catalog().altchain.tokens[1].address.clone();
+    let service_now = sim.now();
+    let proxy = common::hostile::hostile(
+        sim.base_url(),
+        common::hostile::Mangle::FutureRecords(vec![
+            "2099-01-01T00:00:00Z".into(),
+            "+262142-01-01T00:00:00Z".into(),
+        ]),
+    )
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let lake = Arc::new(Lake::open(dir.path()).unwrap());
+    let warnings = Warnings::default();
+    let report = sync_at(proxy.url(), &lake, &[swaps_of(&token)], &warnings).await;
+    assert_eq!(
+        report.jobs[0].outcome,
+        JobOutcome::Done,
+        "{:?}",
+        report.jobs
+    );
+    assert_eq!(report.jobs[0].rows_refused, 2, "{:?}", report.jobs);
+    let warnings = warnings.0.lock().unwrap().clone();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("refused 2 records") && w.contains("+262142")),
+        "{warnings:?}"
+    );
+    let expected = swap_count(&common::sim_client(&sim), &token).await;
+    assert_eq!(lake.row_count(Dataset::Swaps).unwrap(), expected as u64);
+    // Neither the lake's newest record nor the stream's coverage passes the service's time.
+    let status = dexlake::coverage::status(&lake).unwrap();
+    let swaps = status
+        .datasets
+        .iter()
+        .find(|d| d.dataset == Dataset::Swaps)
+        .unwrap();
+    assert!(swaps.last.unwrap() <= service_now, "{swaps:?}");
+    let (rows, end) = stream_status(&lake, &format!("token={token}"));
+    assert_eq!(rows, Some(expected as u64));
+    assert!(end.unwrap() <= service_now, "{end:?} after {service_now}");
+
+    // The command line warns and counts them in the job's report.
+    let jobs_report = dir.path().join("jobs.json");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dexlake"))
+        .args(["--lake"])
+        .arg(tempfile::tempdir().unwrap().path().join("cli"))
+        .args([
+            "--base-url",
+            proxy.url(),
+            "--api-key",
+            "demo-key",
+            "sync",
+            "swaps",
+            "--token",
+            &token,
+            "--jobs-report",
+        ])
+        .arg(&jobs_report)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("warning:") && err.contains("refused 2 records"),
+        "{err}"
+    );
+    let jobs: Value = serde_json::from_slice(&std::fs::read(&jobs_report).unwrap()).unwrap();
+    assert_eq!(jobs[0]["rows_refused"], 2, "{jobs}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fresh_cursors_over_pages_already_seen_end_the_job() {
+    let sim = common::tiny_sim(SEED).await;
+    let token = sim.market().catalog().altchain.tokens[0].address.clone();
+    let proxy = common::hostile::hostile(
+        sim.base_url(),
+        common::hostile::Mangle::EndlessRepeats {
+            count: 1_000_000_000_000_000,
+        },
+    )
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let lake = Arc::new(Lake::open(dir.path()).unwrap());
+    let report = tokio::time::timeout(
+        Duration::from_secs(60),
+        sync_at(proxy.url(), &lake, &[swaps_of(&token)], &()),
+    )
+    .await
+    .expect("the job ends instead of paging forever");
+    let error = report.jobs[0].outcome.error().expect("the job fails");
+    let message = format!("{error}");
+    assert!(
+        message.contains("pages in a row") && message.contains("no record not already received"),
+        "{message}"
+    );
+    assert!(proxy.requests() <= 10, "{} requests", proxy.requests());
+    // The stream counts each record once, however often the service repeated it.
+    let held = lake.row_count(Dataset::Swaps).unwrap();
+    assert_eq!(held, 100, "one page of distinct swaps");
+    assert_eq!(
+        stream_status(&lake, &format!("token={token}")).0,
+        Some(held)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_twice_in_one_page_counts_once_in_the_streams_rows() {
+    let sim = common::tiny_sim(SEED).await;
+    let token = sim.market().catalog().altchain.tokens[2].address.clone();
+    let proxy =
+        common::hostile::hostile(sim.base_url(), common::hostile::Mangle::DuplicateNewestPage)
+            .await;
+    let dir = tempfile::tempdir().unwrap();
+    let lake = Arc::new(Lake::open(dir.path()).unwrap());
+    let report = sync_at(proxy.url(), &lake, &[swaps_of(&token)], &()).await;
+    assert_eq!(
+        report.jobs[0].outcome,
+        JobOutcome::Done,
+        "{:?}",
+        report.jobs
+    );
+    let held = lake.row_count(Dataset::Swaps).unwrap();
+    assert_eq!(
+        held,
+        swap_count(&common::sim_client(&sim), &token).await as u64
+    );
+    assert_eq!(
+        stream_status(&lake, &format!("token={token}")).0,
+        Some(held)
+    );
 }

@@ -512,6 +512,8 @@ struct JobLine<'a> {
     outcome: &'static str,
     rows_added: u64,
     rows_fetched: u64,
+    /// Records refused as dated far past the answer that carried them.
+    rows_refused: u64,
     requests: u64,
     error: String,
 }
@@ -529,6 +531,7 @@ fn write_jobs_report(path: &std::path::Path, report: &SyncReport) -> anyhow::Res
             outcome: j.outcome.name(),
             rows_added: j.rows_added,
             rows_fetched: j.rows_fetched,
+            rows_refused: j.rows_refused,
             requests: j.requests,
             error: j
                 .outcome
@@ -543,17 +546,19 @@ fn write_jobs_report(path: &std::path::Path, report: &SyncReport) -> anyhow::Res
     let text = if json {
         serde_json::to_string_pretty(&lines)?
     } else {
-        let mut out =
-            String::from("index,job,dataset,outcome,rows_added,rows_fetched,requests,error\n");
+        let mut out = String::from(
+            "index,job,dataset,outcome,rows_added,rows_fetched,rows_refused,requests,error\n",
+        );
         for l in &lines {
             out.push_str(&format!(
-                "{},{},{},{},{},{},{},{}\n",
+                "{},{},{},{},{},{},{},{},{}\n",
                 l.index,
                 csv_field(l.job),
                 l.dataset,
                 l.outcome,
                 l.rows_added,
                 l.rows_fetched,
+                l.rows_refused,
                 l.requests,
                 csv_field(&l.error)
             ));

@@ -5,8 +5,10 @@ use chrono::{DateTime, Utc};
 
 use super::FetchEnd;
 use super::coverage::{
-    CoverState, answered_until, epoch_seconds, from_epoch_seconds, missing_for, wanted,
+    CoverState, answered_until, covered_until, epoch_seconds, from_epoch_seconds, missing_for,
+    wanted,
 };
+use crate::api::client::Dated;
 use crate::api::requests::CandlesRequest;
 use crate::error::Result;
 use crate::lake::convert::CandleSeries;
@@ -70,10 +72,13 @@ impl CandlesJob {
                 to: Some(from_epoch_seconds(chunk.end)),
                 ..base.clone()
             };
-            let Some(answer) = ctx.unless_cancelled(client.candles(&req)).await else {
+            let Some(answer) = ctx.unless_cancelled(client.candles_dated(&req)).await else {
                 return Ok(FetchEnd::Cancelled);
             };
-            let mut candles = answer?;
+            let Dated {
+                value: mut candles,
+                date,
+            } = answer?;
             ctx.fetched(candles.len());
             // A bar belongs to the chunk its start falls in; the neighbour chunk owns the rest.
             candles.retain(|c| (chunk.start..chunk.end).contains(&epoch_seconds(c.timestamp)));
@@ -85,7 +90,12 @@ impl CandlesJob {
             if reached < chunk.end {
                 queue.push_front(Range::new(reached, chunk.end));
             }
-            state.cover(Range::new(chunk.start, reached));
+            // Time after the service's present is not covered, even by an empty answer: a
+            // later run asks for it again.
+            let covered = covered_until(reached, date, interval);
+            if covered > chunk.start {
+                state.cover(Range::new(chunk.start, covered));
+            }
             ctx.hand_off_records(
                 candles,
                 series.clone(),
@@ -109,10 +119,13 @@ impl CandlesJob {
                 count: Some(per_page),
                 ..base.clone()
             };
-            let Some(answer) = ctx.unless_cancelled(client.candles(&req)).await else {
+            let Some(answer) = ctx.unless_cancelled(client.candles_dated(&req)).await else {
                 return Ok(FetchEnd::Cancelled);
             };
-            let mut candles = answer?;
+            let Dated {
+                value: mut candles,
+                date,
+            } = answer?;
             ctx.fetched(candles.len());
             let full = candles.len() as i64 >= per_page;
             candles.retain(|c| epoch_seconds(c.timestamp) >= start);
@@ -120,7 +133,10 @@ impl CandlesJob {
                 return Ok(FetchEnd::Complete);
             };
             let next = last + interval;
-            state.cover(Range::new(start, next));
+            let covered = covered_until(next, date, interval);
+            if covered > start {
+                state.cover(Range::new(start, covered));
+            }
             ctx.hand_off_records(
                 candles,
                 series.clone(),

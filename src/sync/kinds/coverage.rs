@@ -86,3 +86,17 @@ pub(crate) fn answered_until(
         None => range.end,
     }
 }
+
+/// Where the coverage of an answer dated `date` (its `Date` header) ends at the latest, on a
+/// grid of `interval` seconds: `reached`, but never after the start of the bar holding the
+/// service's time, so nothing after the service's present is recorded as covered, and the bar
+/// still open there is asked for again by the next run. Without a `Date`, `reached`.
+pub(crate) fn covered_until(reached: i64, date: Option<DateTime<Utc>>, interval: i64) -> i64 {
+    match date {
+        Some(d) => {
+            let step = interval.max(1);
+            reached.min(epoch_seconds(d).div_euclid(step).saturating_mul(step))
+        }
+        None => reached,
+    }
+}

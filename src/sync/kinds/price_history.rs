@@ -7,8 +7,10 @@ use chrono::{DateTime, Utc};
 
 use super::FetchEnd;
 use super::coverage::{
-    CoverState, answered_until, epoch_seconds, from_epoch_seconds, missing_for, wanted,
+    CoverState, answered_until, covered_until, epoch_seconds, from_epoch_seconds, missing_for,
+    wanted,
 };
+use crate::api::client::Dated;
 use crate::api::requests::{MAX_HISTORY_POOLS, MAX_HISTORY_TOKENS, PriceHistoryRequest};
 use crate::error::Result;
 use crate::lake::convert::HistorySeries;
@@ -138,10 +140,16 @@ impl PriceHistoryJob<'_> {
                 to: Some(from_epoch_seconds(hr.range.end)),
                 interval,
             };
-            let Some(answer) = ctx.unless_cancelled(client.evm_price_history(&req)).await else {
+            let Some(answer) = ctx
+                .unless_cancelled(client.evm_price_history_dated(&req))
+                .await
+            else {
                 return Ok(FetchEnd::Cancelled);
             };
-            let mut series = answer?;
+            let Dated {
+                value: mut series,
+                date,
+            } = answer?;
             ctx.fetched(series.iter().map(|s| s.prices.len()).sum());
             for s in &mut series {
                 s.prices.retain(|pt| {
@@ -175,7 +183,11 @@ impl PriceHistoryJob<'_> {
                 if reached < hr.range.end {
                     short.push((reached, address.clone()));
                 }
-                state.cover(Range::new(hr.range.start, reached));
+                // Never past the service's present (see `covered_until`).
+                let covered = covered_until(reached, date, interval);
+                if covered > hr.range.start {
+                    state.cover(Range::new(hr.range.start, covered));
+                }
                 state.newest_point = state.newest_point.max(own.iter().copied().max());
                 states.push((target_key, state_value(state)));
             }

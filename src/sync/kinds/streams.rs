@@ -5,17 +5,17 @@ use futures::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 
 use super::FetchEnd;
-use crate::api::client::Client;
+use crate::api::client::{Client, Dated};
 use crate::api::models::{Page, Swap, Trade};
-use crate::api::requests::{SwapsRequest, TradesRequest};
-use crate::error::{ApiStatus, Result};
+use crate::api::requests::{Operation, SwapsRequest, TradesRequest};
+use crate::error::{ApiStatus, Error, Result};
 use crate::lake::convert::ToBatch;
 use crate::sync::SyncConfig;
 use crate::sync::context::JobContext;
 use crate::sync::state::{SyncStates, state_value};
 
 /// Position of a swap or trade in the service's newest-first order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub(crate) struct EventKey {
     slot: i64,
     id: i64,
@@ -59,22 +59,25 @@ impl Streamed for Trade {
 pub(crate) trait StreamRequest: Clone + Send + Sync + 'static {
     /// The records its pages hold.
     type Item: Streamed;
-    /// The pages from `cursor` on (from the newest when `None`).
+    /// The operation it calls.
+    const OPERATION: Operation;
+    /// The pages from `cursor` on (from the newest when `None`), each with its answer's date.
     fn pages(
         &self,
         client: &Client,
         cursor: Option<String>,
-    ) -> impl Stream<Item = Result<Page<Self::Item>>> + Send + 'static;
+    ) -> impl Stream<Item = Result<Dated<Page<Self::Item>>>> + Send + 'static;
 }
 
 impl StreamRequest for SwapsRequest {
     type Item = Swap;
+    const OPERATION: Operation = Operation::AltGetSwaps;
     fn pages(
         &self,
         client: &Client,
         cursor: Option<String>,
-    ) -> impl Stream<Item = Result<Page<Swap>>> + Send + 'static {
-        client.swap_pages(SwapsRequest {
+    ) -> impl Stream<Item = Result<Dated<Page<Swap>>>> + Send + 'static {
+        client.swap_pages_dated(SwapsRequest {
             cursor,
             ..self.clone()
         })
@@ -83,17 +86,26 @@ impl StreamRequest for SwapsRequest {
 
 impl StreamRequest for TradesRequest {
     type Item = Trade;
+    const OPERATION: Operation = Operation::AltGetTrades;
     fn pages(
         &self,
         client: &Client,
         cursor: Option<String>,
-    ) -> impl Stream<Item = Result<Page<Trade>>> + Send + 'static {
-        client.trade_pages(TradesRequest {
+    ) -> impl Stream<Item = Result<Dated<Page<Trade>>>> + Send + 'static {
+        client.trade_pages_dated(TradesRequest {
             cursor,
             ..self.clone()
         })
     }
 }
+
+/// How far after the answer that carried it a record may be dated: a record later than that
+/// (a swap dated 2099) is refused, never stored nor taken as the stream's end.
+pub(crate) const FUTURE_TOLERANCE: chrono::TimeDelta = chrono::TimeDelta::hours(1);
+
+/// Pages in a row that bring no record not already taken, after which the service is taken
+/// to page without end.
+pub(crate) const STALE_PAGES: u32 = 5;
 
 /// Progress of a newest-first stream (swaps or trades of one filter).
 ///
@@ -109,7 +121,8 @@ pub(crate) struct StreamState {
     /// The service's `count` at the last page seen.
     pub(crate) count: Option<i64>,
     /// End of what the last completed run fetched: every record of the stream before this
-    /// instant is in the lake (the later of the run's start and its newest record's time).
+    /// instant is in the lake. The service's time (the `Date`) of the run's first answer, never
+    /// later; without a `Date`, just after the newest record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) complete_until: Option<DateTime<Utc>>,
     /// What the stream has handed to the lake so far (absent in states of older versions).
@@ -123,7 +136,8 @@ pub(crate) struct StreamState {
 /// The records a stream handed to the lake: how many distinct ones, and their time span.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Held {
-    /// Distinct records (a record fetched again after a refused cursor counts once).
+    /// Distinct records (a record fetched again, after a refused cursor, on an overlapping
+    /// page or twice in one page, counts once).
     pub(crate) rows: u64,
     /// Oldest `block_time` among them.
     pub(crate) first: Option<DateTime<Utc>>,
@@ -132,10 +146,9 @@ pub(crate) struct Held {
 }
 
 impl Held {
-    fn add(&mut self, t: DateTime<Utc>, new: bool) {
-        if new {
-            self.rows += 1;
-        }
+    /// Counts one record not handed to the lake before.
+    fn add(&mut self, t: DateTime<Utc>) {
+        self.rows += 1;
         self.first = Some(self.first.map_or(t, |f| f.min(t)));
         self.last = Some(self.last.map_or(t, |l| l.max(t)));
     }
@@ -149,7 +162,9 @@ pub(crate) struct StreamRun {
     top: EventKey,
     /// The run stops at this record (the `newest` of the run before).
     stop: Option<EventKey>,
-    /// When the run started (absent in runs recorded by older versions).
+    /// The service's time (the `Date`) of the run's first answer: the run fetches everything
+    /// before it (absent in runs recorded by older versions, and when the service sent no
+    /// `Date`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) started_at: Option<DateTime<Utc>>,
     /// Oldest record the run has handed off, and its time: every record of the stream from
@@ -168,6 +183,13 @@ pub(crate) struct StreamJob<R> {
 
 impl<R: StreamRequest> StreamJob<R> {
     /// Swaps or trades of one filter, newest first, down to what an earlier run committed.
+    ///
+    /// The interface does not define the order of the records within a page, so every record
+    /// of a page is taken, and the walk stops only after a page whose newest record is at or
+    /// below the stopping point (the newest record of the last complete run). A record dated
+    /// more than [`FUTURE_TOLERANCE`] after the answer that carried it is refused (counted and
+    /// warned about, never stored). Pages that bring no record not already taken, several in a
+    /// row ([`STALE_PAGES`]), end the job with [`Error::EndlessPaging`].
     pub(crate) async fn fetch(&self, key: &str, ctx: &mut JobContext<'_>) -> Result<FetchEnd> {
         let request = &self.request;
         let client = ctx.client;
@@ -176,7 +198,8 @@ impl<R: StreamRequest> StreamJob<R> {
         if state.held.is_none() && state.newest.is_none() && state.run.is_none() {
             state.held = Some(Held::default());
         }
-        let (mut cursor, mut top, stop, started_at, mut oldest) = match state.run.take() {
+        let fresh = state.run.is_none();
+        let (mut cursor, mut top, stop, mut started_at, mut oldest) = match state.run.take() {
             Some(run) => (
                 Some(run.cursor),
                 Some(run.top),
@@ -184,16 +207,16 @@ impl<R: StreamRequest> StreamJob<R> {
                 run.started_at,
                 run.oldest,
             ),
-            None => (None, None, state.newest, Some(Utc::now()), None),
+            // A fresh run starts at the service's time of its first answer.
+            None => (None, None, state.newest, None, None),
         };
-        // The records an earlier part of this run handed off lie between its oldest and its
-        // top; paging again from the newest (a refused cursor) meets them once more.
-        let counted_top = top;
         let resumed = cursor.is_some();
         let mut stream = Box::pin(request.pages(client, cursor.clone()));
         let mut buffer: Vec<R::Item> = Vec::new();
         let mut pages_held = 0usize;
         let mut first_page = true;
+        let mut stale_pages = 0u32;
+        let mut received = 0u64;
         let finished = loop {
             // A cancellation drops the request in flight: its page was not handed off, and the
             // resume cursor still points at it.
@@ -202,9 +225,9 @@ impl<R: StreamRequest> StreamJob<R> {
                 () = ctx.cancel.cancelled() => break FetchEnd::Cancelled,
                 next = stream.next() => next,
             };
-            let page = match next {
+            let dated = match next {
                 None => break FetchEnd::Complete,
-                Some(Ok(page)) => page,
+                Some(Ok(dated)) => dated,
                 Some(Err(e))
                     if first_page && resumed && e.api_status() == Some(ApiStatus::BadRequest) =>
                 {
@@ -231,31 +254,76 @@ impl<R: StreamRequest> StreamJob<R> {
                     return Err(e);
                 }
             };
+            if fresh && first_page {
+                started_at = dated.date;
+            }
             first_page = false;
+            let page = dated.value;
+            let next = page.next_cursor().map(str::to_owned);
+            let page_len = page.data.len();
             ctx.total = u64::try_from(page.count).ok();
             state.count = Some(page.count);
-            ctx.fetched(page.data.len());
-            let mut reached_stop = false;
-            for item in &page.data {
-                let k = item.key();
-                if stop.is_some_and(|s| k <= s) {
-                    reached_stop = true;
-                    break;
+            received += page_len as u64;
+            ctx.fetched(page_len);
+            // Records already taken by this run lie between its oldest and its top: a page
+            // that repeats them (a refused cursor paged again from the newest, or a service
+            // whose pages overlap) brings nothing new.
+            let taken = oldest.map(|(o, _)| o).zip(top);
+            let horizon = dated
+                .date
+                .unwrap_or_else(Utc::now)
+                .checked_add_signed(FUTURE_TOLERANCE)
+                .unwrap_or(DateTime::<Utc>::MAX_UTC);
+            let mut in_page = std::collections::HashSet::with_capacity(page.data.len());
+            let mut page_newest: Option<EventKey> = None;
+            let mut new_records = 0usize;
+            let mut refused: Vec<DateTime<Utc>> = Vec::new();
+            for item in page.data {
+                if item.time() > horizon {
+                    refused.push(item.time());
+                    continue;
                 }
-                top = Some(top.map_or(k, |t| t.max(k)));
-                let lowest = oldest.map(|(o, _)| o);
-                let new = lowest.is_none_or(|o| k < o) || counted_top.is_none_or(|t| k > t);
-                if lowest.is_none_or(|o| k < o) {
+                let k = item.key();
+                page_newest = page_newest.max(Some(k));
+                let already = stop.is_some_and(|s| k <= s)
+                    || taken.is_some_and(|(low, high)| (low..=high).contains(&k))
+                    || !in_page.insert(k);
+                if already {
+                    continue;
+                }
+                new_records += 1;
+                top = top.max(Some(k));
+                if oldest.is_none_or(|(o, _)| k < o) {
                     oldest = Some((k, item.time()));
                 }
                 if let Some(held) = &mut state.held {
-                    held.add(item.time(), new);
+                    held.add(item.time());
                 }
-                buffer.push(item.clone());
+                buffer.push(item);
             }
-            let next = page.next_cursor().map(str::to_owned);
-            if reached_stop || next.is_none() || page.data.is_empty() {
+            if !refused.is_empty() {
+                ctx.refused(&refused, dated.date, horizon);
+            }
+            let old_page = page_newest.is_some_and(|n| stop.is_some_and(|s| n <= s));
+            if old_page || next.is_none() || page_len == 0 {
                 break FetchEnd::Complete;
+            }
+            stale_pages = if new_records == 0 { stale_pages + 1 } else { 0 };
+            if stale_pages >= STALE_PAGES {
+                let run = RunPosition {
+                    cursor: cursor.as_deref(),
+                    top,
+                    stop,
+                    started_at,
+                    oldest,
+                };
+                hand_off_stream(ctx, key, &mut buffer, &resume_state(&state, &run)).await?;
+                return Err(Error::EndlessPaging {
+                    operation: R::OPERATION.name(),
+                    received,
+                    count: state.count.unwrap_or(0),
+                    pages_without_new: stale_pages,
+                });
             }
             cursor = next;
             pages_held += 1;
@@ -272,14 +340,18 @@ impl<R: StreamRequest> StreamJob<R> {
             }
         };
         let next = if finished == FetchEnd::Complete {
-            // Nothing of the stream before the run's start is missing; a run resumed from an
-            // older version's record has no start, and the older coverage stands.
-            let newest_time = state
-                .held
-                .and_then(|h| h.last)
-                .map(|t| t + chrono::Duration::microseconds(1));
+            // Nothing of the stream before the service's time of the run's first answer is
+            // missing (never later than that time, whatever the records' times). Without a
+            // `Date`, only what the records prove: up to just after the newest one. A run
+            // resumed from an older version's record has no start, and the older coverage
+            // stands.
             let complete_until = match started_at {
-                Some(s) => Some(newest_time.map_or(s, |n| n.max(s))),
+                Some(s) => Some(s),
+                None if fresh => state
+                    .held
+                    .and_then(|h| h.last)
+                    .map(|t| t + chrono::Duration::microseconds(1))
+                    .max(state.complete_until),
                 None => state.complete_until,
             };
             StreamState {
@@ -320,7 +392,7 @@ impl<R: StreamRequest> StreamJob<R> {
             ),
             (None, Some(_), _) => (
                 Some(1),
-                "fetches the pages newer than the newest committed record (usually 1)".to_owned(),
+                "fetches the pages down to one whose newest record is committed (1 when nothing is new)".to_owned(),
             ),
             (None, None, Some(c)) => (
                 Some((c.saturating_add(limit - 1) / limit).max(1) as u64),

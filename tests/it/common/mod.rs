@@ -134,4 +134,6 @@ pub fn dexlake_cli(args: &[&str]) -> String {
     String::from_utf8(out.stdout).expect("UTF-8 output")
 }
 
+#[cfg(feature = "sim")]
+pub mod hostile;
 pub mod lake;
