@@ -18,7 +18,6 @@ use arrow::record_batch::RecordBatch;
 use serde_json::Value;
 use tokio::sync::Notify;
 
-use super::kinds::merged_state;
 use super::{CancelToken, JobOutcome, JobReport, SyncConfig, SyncEvent, SyncObserver};
 use crate::error::{Error, Result};
 use crate::lake::{Dataset, Lake, Partition};
@@ -132,7 +131,14 @@ pub(crate) struct CommitBuffer {
     /// Once cancelled, hand-offs no longer wait for room: the committer waits for every job's
     /// last hand-off before its one final commit.
     cancel: CancelToken,
+    /// How a hand-off's state joins the one recorded under its key (the kinds decide it; the
+    /// runner hands it over, so the commit imports no kind).
+    merge: StateMerge,
 }
+
+/// How a state handed off under a key joins the one recorded there (committed, or staged
+/// earlier in the same commit): `merge(key, recorded, new)` is the state to record.
+pub(crate) type StateMerge = fn(&str, Option<&Value>, Value) -> Value;
 
 impl CommitBuffer {
     /// The buffer of a run of `jobs` (description and dataset of each, in plan order).
@@ -141,6 +147,7 @@ impl CommitBuffer {
         config: &SyncConfig,
         lake: &Arc<Lake>,
         cancel: &CancelToken,
+        merge: StateMerge,
     ) -> Self {
         let commit_rows = config.commit_rows.max(1);
         CommitBuffer {
@@ -169,6 +176,7 @@ impl CommitBuffer {
             lake: Arc::clone(lake),
             lock_timeout: config.lock_timeout,
             cancel: cancel.clone(),
+            merge,
         }
     }
 
@@ -456,8 +464,9 @@ impl CommitBuffer {
         let lake = Arc::clone(&self.lake);
         let lock_timeout = self.lock_timeout;
         let cancel = cancel.clone();
+        let merge = self.merge;
         let task = tokio::task::spawn_blocking(move || {
-            commit_blocking(&lake, built, lock_timeout, &cancel)
+            commit_blocking(&lake, built, lock_timeout, &cancel, merge)
         });
         let result = match task.await {
             Ok(r) => r,
@@ -479,13 +488,13 @@ impl CommitBuffer {
 type ConvertedHandoff = (usize, Vec<(Dataset, RecordBatch)>, Vec<(String, Value)>);
 
 /// The blocking part of a commit: wait for the lake, write each job's rows under its own tag,
-/// set the states in hand-off order (covered time ranges merged with those recorded:
-/// [`merged_state`]), commit.
+/// set the states in hand-off order (each joined with the one recorded by `merge`), commit.
 fn commit_blocking(
     lake: &Lake,
     built: Vec<ConvertedHandoff>,
     lock_timeout: Duration,
     cancel: &CancelToken,
+    merge: StateMerge,
 ) -> Result<crate::lake::CommitSummary> {
     let mut tx = wait_for_lake(lake, lock_timeout, cancel)?;
     for (job, batches, states) in built {
@@ -495,7 +504,7 @@ fn commit_blocking(
             }
         }
         for (key, value) in states {
-            let value = merged_state(&key, tx.state(&key), value);
+            let value = merge(&key, tx.state(&key), value);
             tx.set_state(key, value);
         }
     }

@@ -96,6 +96,7 @@ impl Syncer {
             &self.config,
             &self.lake,
             cancel,
+            super::kinds::merged_state,
         );
         let fetching = async {
             futures::stream::iter(jobs.iter().enumerate())
