@@ -10,7 +10,6 @@
 use std::collections::BTreeSet;
 use std::process::ExitCode;
 
-use anyhow::bail;
 use chrono::{DateTime, Utc};
 use clap::{Args, ValueEnum};
 use dexlake::analytics::{
@@ -232,7 +231,10 @@ fn check_found_in(
             Selection::Pool(p) => format!("pool {p}"),
             Selection::AllTokens => "any token".into(),
         };
-        bail!("no {what} for {subject} in the lake at {lake}{where_}");
+        return Err(dexlake::Error::NoData {
+            what: format!("no {what} for {subject} in the lake at {lake}{where_}"),
+        }
+        .into());
     }
     if let Selection::Tokens(ts) = sel {
         let present = present()?;
@@ -311,7 +313,9 @@ pub fn ohlcv(global: &Global, args: OhlcvArgs) -> anyhow::Result<ExitCode> {
             }
             bars(&lake, source, &sel, range, &options)?
         }
-        (None, None) => bail!("give --interval, --ticks, --base-volume or --usd-volume"),
+        (None, None) => {
+            crate::exit::usage_bail!("give --interval, --ticks, --base-volume or --usd-volume")
+        }
     };
     check_found(&df, &sel, what(source), global, range)?;
     args.strict.check(&coverage)?;
@@ -335,14 +339,17 @@ pub fn price_stats_cmd(global: &Global, args: PriceStatsArgs) -> anyhow::Result<
         // Say that the tokens have events, only none by --now.
         let first = first_event_time(&lake, source, &args.tokens)?;
         if let Some(first) = first {
-            bail!(
-                "no {} of tokens {} at or before --now {} in the lake at {}; their first is at {}",
-                what(source),
-                args.tokens.join(","),
-                rfc3339(now),
-                global.lake.display(),
-                rfc3339(first)
-            );
+            return Err(dexlake::Error::NoData {
+                what: format!(
+                    "no {} of tokens {} at or before --now {} in the lake at {}; their first is at {}",
+                    what(source),
+                    args.tokens.join(","),
+                    rfc3339(now),
+                    global.lake.display(),
+                    rfc3339(first)
+                ),
+            }
+            .into());
         }
     }
     let sel = Selection::Tokens(args.tokens);

@@ -180,7 +180,9 @@ pub fn pnl(global: &Global, args: PnlArgs) -> anyhow::Result<ExitCode> {
         return emit(all, args.format, args.out.as_deref());
     }
     let Some(wallet) = args.wallet else {
-        anyhow::bail!("give --wallet W (or --all-wallets, or --top N for the leaderboard)");
+        crate::exit::usage_bail!(
+            "give --wallet W (or --all-wallets, or --top N for the leaderboard)"
+        );
     };
     let query = PnlQuery {
         wallets: Some(vec![wallet.clone()]),
