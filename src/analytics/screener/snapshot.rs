@@ -91,16 +91,18 @@ pub fn snapshot_time(lake: &Lake, snapshot: ProfileSnapshot) -> Result<DateTime<
             .join(", ")
     };
     Ok(match snapshot {
-        ProfileSnapshot::Latest => *held.last().ok_or_else(|| Error::Lake {
-            path: lake.root().to_owned(),
-            message: "holds no altchain token_profiles snapshot; sync the profiles first".into(),
+        ProfileSnapshot::Latest => *held.last().ok_or_else(|| Error::NoData {
+            what: format!(
+                "lake {}: holds no altchain token_profiles snapshot; sync the profiles first",
+                lake.root().display()
+            ),
         })?,
         ProfileSnapshot::At(t) if held.contains(&t) => t,
         ProfileSnapshot::At(t) => {
-            return Err(Error::Lake {
-                path: lake.root().to_owned(),
-                message: format!(
-                    "holds no token_profiles snapshot fetched at {}; it holds: {}",
+            return Err(Error::NoData {
+                what: format!(
+                    "lake {}: holds no token_profiles snapshot fetched at {}; it holds: {}",
+                    lake.root().display(),
                     t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true),
                     if held.is_empty() {
                         "none".to_owned()
