@@ -324,7 +324,7 @@ pub enum Error {
 
     /// A committed file of the lake is missing, unreadable, or not the file the manifest
     /// committed (another size or row count, not Parquet, a column of another type).
-    #[error("lake {lake}: the committed file {file} is damaged or was replaced: {reason}; run `dexlake verify` (and `dexlake verify --repair`)", lake = lake.display())]
+    #[error("lake {lake}: the committed file {file} is damaged or was replaced: {reason}; `dexlake verify` lists every such file", lake = lake.display())]
     DamagedLake {
         /// The lake's root.
         lake: PathBuf,
@@ -428,6 +428,32 @@ impl Error {
         move |source| Error::Polars {
             context: context.to_string(),
             source,
+        }
+    }
+
+    /// A [`Error::DamagedLake`] made where the lake's root (or the file) was not known, given
+    /// them: an empty `lake` becomes `root`, an empty `file` becomes `file`. Any other error is
+    /// returned as it is.
+    pub(crate) fn in_file(self, root: &std::path::Path, file: &str) -> Self {
+        match self {
+            Error::DamagedLake {
+                lake,
+                file: named,
+                reason,
+            } => Error::DamagedLake {
+                lake: if lake.as_os_str().is_empty() {
+                    root.to_owned()
+                } else {
+                    lake
+                },
+                file: if named.is_empty() {
+                    file.to_owned()
+                } else {
+                    named
+                },
+                reason,
+            },
+            other => other,
         }
     }
 

@@ -15,9 +15,12 @@ import polars as pl
 
 from .errors import CoverageError as CoverageError
 from .errors import CoverageWarning as CoverageWarning
+from .errors import DamagedLakeError as DamagedLakeError
 from .errors import DexlakeError as DexlakeError
+from .errors import DexlakeInterrupted as DexlakeInterrupted
 from .errors import DexlakeWarning as DexlakeWarning
 from .errors import InvalidArgumentError as InvalidArgumentError
+from .errors import LakeBusyError as LakeBusyError
 from .errors import LakeError as LakeError
 from .errors import NoDataError as NoDataError
 from .errors import ServiceError as ServiceError
@@ -29,6 +32,9 @@ __all__ = [
     "DexlakeError",
     "ServiceError",
     "LakeError",
+    "DamagedLakeError",
+    "LakeBusyError",
+    "DexlakeInterrupted",
     "InvalidArgumentError",
     "CoverageError",
     "NoDataError",

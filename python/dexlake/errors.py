@@ -2,8 +2,26 @@
 
 Every failure of the engine raises a :class:`DexlakeError` subclass carrying the engine's
 message; :attr:`DexlakeError.status` is the HTTP status when the service answered an error.
-An invalid argument raises :class:`InvalidArgumentError`, which is also a :class:`ValueError`
-(arguments of the wrong type raise :class:`TypeError`), each naming the argument.
+The class says what kind of failure it is, the same kind that chooses the ``dexlake``
+command's exit status:
+
+=====================================================  ==============================  ====
+failure                                                exception                       exit
+=====================================================  ==============================  ====
+an invalid argument, request member or configuration   :class:`InvalidArgumentError`   2
+nothing in the lake matched what was asked              :class:`NoDataError`            3
+``strict=True``: the lake does not cover the answer     :class:`CoverageError`          4
+a committed file missing, damaged or replaced           :class:`DamagedLakeError`       5
+the service refused, failed or could not be reached     :class:`ServiceError`           6
+another writer holds the lake                           :class:`LakeBusyError`          7
+interrupted before the work finished                    :class:`DexlakeInterrupted`     130
+any other failure of the lake or the file system        :class:`LakeError`              1
+anything else                                           :class:`DexlakeError`           1
+=====================================================  ==============================  ====
+
+:class:`InvalidArgumentError` is also a :class:`ValueError` (arguments of the wrong type raise
+:class:`TypeError`), each naming the argument; a damaged lake is a :class:`LakeError`, never a
+:class:`ValueError`.
 """
 
 from __future__ import annotations
@@ -14,6 +32,9 @@ __all__ = [
     "DexlakeError",
     "ServiceError",
     "LakeError",
+    "DamagedLakeError",
+    "LakeBusyError",
+    "DexlakeInterrupted",
     "InvalidArgumentError",
     "CoverageError",
     "NoDataError",
@@ -36,7 +57,20 @@ class ServiceError(DexlakeError):
 
 
 class LakeError(DexlakeError):
-    """The lake is missing, damaged, locked, or a file of it changed; or reading it failed."""
+    """The lake is missing, damaged or locked, or reading or writing it failed."""
+
+
+class DamagedLakeError(LakeError):
+    """A committed file of the lake is missing, damaged or was replaced (the message names it),
+    or the lake's log is damaged: ``dexlake verify`` lists every such file."""
+
+
+class LakeBusyError(LakeError):
+    """Another writer holds the lake's lock, or committed the same version first."""
+
+
+class DexlakeInterrupted(DexlakeError):
+    """The work was cancelled before it finished; what it committed stays."""
 
 
 class InvalidArgumentError(DexlakeError, ValueError):

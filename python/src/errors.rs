@@ -1,42 +1,47 @@
 //! The crate's errors as the exceptions of `dexlake.errors` (defined in Python, so that an
-//! invalid argument can be both a `DexlakeError` and a `ValueError`).
+//! invalid argument can be both a `DexlakeError` and a `ValueError`), chosen by the error's
+//! kind ([`dexlake::ErrorKind`], the kind that also chooses the CLI's exit status):
 //!
-//! | error | exception |
+//! | kind | exception |
 //! |---|---|
-//! | the service answered an error, or could not be reached or understood | `ServiceError` (`.status`: the HTTP status, or `None`) |
-//! | an invalid argument, request member or configuration | `InvalidArgumentError` (also a `ValueError`) |
-//! | the lake: missing, damaged, locked, a file changed, I/O | `LakeError` |
+//! | usage: an invalid argument, request member or configuration | `InvalidArgumentError` (also a `ValueError`) |
+//! | no data: nothing in the lake matched | `NoDataError` (also a `LookupError`) |
+//! | incomplete: `strict=True` and the lake does not cover the answer | `CoverageError` |
+//! | damaged lake: a committed file missing, damaged or replaced, or the log | `DamagedLakeError` (a `LakeError`, not a `ValueError`) |
+//! | service: it answered an error, or could not be reached or understood | `ServiceError` (`.status`: the HTTP status, or `None`) |
+//! | busy: another writer holds the lake's lock, or committed first | `LakeBusyError` (a `LakeError`) |
+//! | interrupted before the work finished | `DexlakeInterrupted` |
+//! | any other failure of the lake or the file system | `LakeError` |
 //! | anything else (a computation, a task) | `DexlakeError` |
 
-use dexlake::Error;
 use dexlake::error::error_chain;
+use dexlake::{Error, ErrorKind};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
 /// The `dexlake.errors` class for `error`, and the HTTP status it carries.
 fn class_of(error: &Error) -> (&'static str, Option<u16>) {
     let status = error.api_status().map(|s| s.code());
-    let class = match error {
-        Error::Sync { source, .. } => return class_of(source),
-        Error::Api { .. }
-        | Error::Decode { .. }
-        | Error::Transport { .. }
-        | Error::RetriesExhausted { .. }
-        | Error::ResponseTooLarge { .. }
-        | Error::RepeatedCursor { .. }
-        | Error::EndlessPaging { .. } => "ServiceError",
-        Error::InvalidArgument { .. } | Error::InvalidRequest { .. } | Error::Config(_) => {
-            "InvalidArgumentError"
-        }
-        Error::Io { .. }
-        | Error::Parquet { .. }
-        | Error::Lake { .. }
-        | Error::LakeDecode { .. }
-        | Error::CommitConflict { .. }
-        | Error::LakeLocked { .. } => "LakeError",
-        _ => "DexlakeError",
+    let class = match error.kind() {
+        ErrorKind::Usage => "InvalidArgumentError",
+        ErrorKind::NoData => "NoDataError",
+        ErrorKind::Incomplete => "CoverageError",
+        ErrorKind::DamagedLake => "DamagedLakeError",
+        ErrorKind::Service => "ServiceError",
+        ErrorKind::Busy => "LakeBusyError",
+        ErrorKind::Interrupted => "DexlakeInterrupted",
+        _ => other_class(error),
     };
     (class, status)
+}
+
+/// The class of an error of no listed kind: `LakeError` for the lake and the file system.
+fn other_class(error: &Error) -> &'static str {
+    match error {
+        Error::Sync { source, .. } => other_class(source),
+        Error::Io { .. } | Error::Parquet { .. } | Error::Lake { .. } => "LakeError",
+        _ => "DexlakeError",
+    }
 }
 
 /// An exception of `dexlake.errors` named `class` with `text` (and `status`).

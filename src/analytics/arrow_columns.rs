@@ -13,18 +13,33 @@ use parquet::file::statistics::Statistics;
 
 use crate::{Error, Result};
 
-pub(crate) fn arrow_err(context: String) -> impl FnOnce(arrow::error::ArrowError) -> Error {
-    move |source| Error::Arrow { context, source }
+/// The error of the committed file `path` whose column `name` is missing or not of the
+/// dataset's schema: an [`Error::DamagedLake`] whose lake's root the reader adds (see
+/// [`Error::in_file`]).
+fn damaged(path: &str, reason: String) -> Error {
+    Error::DamagedLake {
+        lake: std::path::PathBuf::new(),
+        file: path.to_owned(),
+        reason,
+    }
 }
 
 /// The column `name` of a batch read from `path`; missing, an error naming both.
 pub(crate) fn column<'a>(batch: &'a RecordBatch, name: &str, path: &str) -> Result<&'a ArrayRef> {
     batch
         .column_by_name(name)
-        .ok_or_else(|| Error::InvalidArgument {
-            argument: "lake".into(),
-            reason: format!("{path} lacks column {name}"),
-        })
+        .ok_or_else(|| damaged(path, format!("it lacks column {name}")))
+}
+
+/// The error of a column `name` of `path` that does not cast to the type read.
+fn cast_error(path: &str, name: &str) -> impl FnOnce(arrow::error::ArrowError) -> Error {
+    let reason = format!("its column {name} is not of the dataset's type");
+    move |source| {
+        damaged(
+            path,
+            format!("{reason}: {}", crate::error::escaped(&source.to_string())),
+        )
+    }
 }
 
 /// The distinct values of a string column read as a dictionary (see [`dictionary`]).
@@ -67,8 +82,7 @@ pub(crate) fn dictionary(
     let array = if array.data_type() == &dict_type {
         array
     } else {
-        cast = arrow::compute::cast(array, &dict_type)
-            .map_err(arrow_err(format!("reading {name} of {path}")))?;
+        cast = arrow::compute::cast(array, &dict_type).map_err(cast_error(path, name))?;
         &cast
     };
     let dict = array.as_dictionary::<Int32Type>();
@@ -100,8 +114,7 @@ pub(crate) fn numbers<T: ArrowPrimitiveType>(
 ) -> Result<PrimitiveArray<T>> {
     let array = column(batch, name, path)?;
     let array = if let ArrowType::Timestamp(unit, _) = array.data_type() {
-        let raw = arrow::compute::cast(array, &ArrowType::Int64)
-            .map_err(arrow_err(format!("reading {name} of {path}")))?;
+        let raw = arrow::compute::cast(array, &ArrowType::Int64).map_err(cast_error(path, name))?;
         let raw = raw.as_primitive::<Int64Type>();
         let micros: PrimitiveArray<Int64Type> = match unit {
             ArrowUnit::Second => raw.unary(|x| x * 1_000_000),
@@ -113,8 +126,7 @@ pub(crate) fn numbers<T: ArrowPrimitiveType>(
     } else {
         Arc::clone(array)
     };
-    let cast = arrow::compute::cast(&array, &T::DATA_TYPE)
-        .map_err(arrow_err(format!("reading {name} of {path}")))?;
+    let cast = arrow::compute::cast(&array, &T::DATA_TYPE).map_err(cast_error(path, name))?;
     let values = cast.as_primitive::<T>();
     Ok(if values.null_count() == 0 {
         values.clone()

@@ -241,10 +241,13 @@ fn bad_requests_are_errors_naming_the_problem() {
     let err = local::search(&lake, &SearchRequest::default(), ProfileSnapshot::At(at(1)))
         .expect_err("no such snapshot");
     assert!(err.to_string().contains("2025-06-01T01:00:00Z"), "{err}");
+    assert_eq!(err.kind(), dexlake::ErrorKind::NoData, "{err}");
     // An empty lake has no snapshot.
     let empty = tempfile::tempdir().expect("tempdir");
     let empty = Lake::open(empty.path()).expect("lake");
-    assert!(local::search(&empty, &SearchRequest::default(), ProfileSnapshot::Latest).is_err());
+    let err = local::search(&empty, &SearchRequest::default(), ProfileSnapshot::Latest)
+        .expect_err("no snapshot");
+    assert_eq!(err.kind(), dexlake::ErrorKind::NoData, "{err}");
 }
 
 #[test]

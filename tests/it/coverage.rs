@@ -411,7 +411,7 @@ async fn bars_over_a_range_never_fetched_are_missing_and_never_filled() {
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&strict.stderr);
-    assert_eq!(strict.status.code(), Some(1), "{err}");
+    assert_eq!(strict.status.code(), Some(4), "{err}");
     assert!(strict.stdout.is_empty());
     assert!(err.contains("--strict") && err.contains(&hole), "{err}");
 }
@@ -476,7 +476,7 @@ async fn pnl_flags_a_wallet_synced_by_token_only_and_bars_name_a_wallets_view() 
         .args(["pnl", "--wallet", &wallet, "--strict", "--lake", lake_arg])
         .output()
         .unwrap();
-    assert_eq!(strict.status.code(), Some(1));
+    assert_eq!(strict.status.code(), Some(4));
     assert!(strict.stdout.is_empty());
 
     // The wallet synced by wallet: its PnL is complete, and the token's trade bars say that
@@ -538,7 +538,7 @@ async fn pnl_flags_a_wallet_synced_by_token_only_and_bars_name_a_wallets_view() 
         ])
         .output()
         .unwrap();
-    assert_eq!(strict.status.code(), Some(1));
+    assert_eq!(strict.status.code(), Some(4));
     assert!(strict.stdout.is_empty());
 }
 

@@ -1,13 +1,16 @@
 //! Committed data files changed on disk after their commit, through the CLI and the library: a
 //! file swapped for another valid Parquet file, a file whose data pages were overwritten while
-//! its footer stayed intact, and a file whose footer is garbage. Readers refuse them naming
-//! the file; `verify` (and `verify --deep` for damaged pages) lists them.
+//! its footer stayed intact, a file whose footer is garbage, and a missing file. Readers refuse
+//! them naming the file, as a damaged lake (exit status 5, `ErrorKind::DamagedLake`); `verify`
+//! (and `verify --deep` for damaged pages) lists them.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Mutex;
 
+use dexlake::ErrorKind;
 use dexlake::lake::{Dataset, FileEntry, Lake, Problem, VerifyOptions, VerifyProgress};
+use dexlake::query::LakeQuery as _;
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use polars::prelude::*;
 
@@ -25,6 +28,9 @@ fn dexlake(lake: &Path, args: &[&str]) -> Output {
         .output()
         .expect("the dexlake binary runs")
 }
+
+/// The exit status of a command that met a damaged lake.
+const DAMAGED_LAKE: i32 = 5;
 
 /// No control character but line ends, so no raw bytes of a file reach the terminal.
 fn assert_printable(text: &str) {
@@ -107,7 +113,11 @@ fn run_reader(root: &Path, args: &[&str]) -> Output {
 fn assert_reader_refuses(root: &Path, args: &[&str], path: &str) {
     let out = run_reader(root, args);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "dexlake {args:?} exited 0");
+    assert_eq!(
+        out.status.code(),
+        Some(DAMAGED_LAKE),
+        "dexlake {args:?}: {err}"
+    );
     assert!(
         err.contains(path) && err.contains("dexlake verify"),
         "dexlake {args:?} does not name {path} and verify: {err}"
@@ -234,7 +244,7 @@ fn verify_deep_finds_a_file_whose_data_pages_were_overwritten() {
         // A reader of the column fails naming the file.
         let out = dexlake(&root, &["ohlcv", "--all-tokens", "--interval", "3600"]);
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success());
+        assert_eq!(out.status.code(), Some(DAMAGED_LAKE), "{err}");
         assert!(err.contains(target.as_str()), "{err}");
 
         // A reader through polars scans, whose errors name no file, names it too: the files'
@@ -246,21 +256,23 @@ fn verify_deep_finds_a_file_whose_data_pages_were_overwritten() {
         // (The PnL's own reader, row group by row group, names it in its error.)
         let out = dexlake(&root, &["pnl", "--top", "3"]);
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "{err}");
+        assert_eq!(out.status.code(), Some(DAMAGED_LAKE), "{err}");
         assert!(err.contains(damaged_trades.as_str()), "{err}");
         assert!(!err.contains("panicked"), "{err}");
         // So does a wallet's equity curve, through the same reader.
         let out = dexlake(&root, &["pnl", "--wallet", WALLET, "--performance"]);
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "{err}");
+        assert_eq!(out.status.code(), Some(DAMAGED_LAKE), "{err}");
         assert!(err.contains(damaged_trades.as_str()), "{err}");
         assert!(!err.contains("panicked"), "{err}");
         // The token metrics read the trades through a polars scan.
         let out = dexlake(&root, &["token-metrics", "--token", TOKEN]);
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "{err}");
+        assert_eq!(out.status.code(), Some(DAMAGED_LAKE), "{err}");
         assert!(
-            err.contains(&format!("damaged pages in committed file {damaged_trades}")),
+            err.contains(&format!(
+                "the committed file {damaged_trades} is damaged or was replaced: damaged pages"
+            )) && err.contains("dexlake verify"),
             "{err}"
         );
         assert!(!err.contains("panicked"), "{err}");
@@ -316,7 +328,7 @@ fn an_unreadable_file_is_named_with_its_bytes_escaped() {
             for args in readers_of(*dataset) {
                 let out = run_reader(&root, &args);
                 let err = String::from_utf8_lossy(&out.stderr);
-                assert!(!out.status.success(), "{args:?} exited 0");
+                assert_eq!(out.status.code(), Some(DAMAGED_LAKE), "{args:?}: {err}");
                 // Whichever damaged file a reader meets first is named.
                 assert!(
                     damaged.iter().any(|(_, p)| err.contains(p.as_str())),
@@ -325,6 +337,16 @@ fn an_unreadable_file_is_named_with_its_bytes_escaped() {
                 assert_printable(&err);
             }
         }
+        // The library's error is of the damaged lake's kind, naming the file.
+        let lake = Lake::open_existing(&root).expect("open");
+        let e = lake.query().leaderboard(3).expect_err("a damaged lake");
+        assert_eq!(e.kind(), ErrorKind::DamagedLake, "{e}");
+        assert!(
+            damaged
+                .iter()
+                .any(|(_, p)| e.to_string().contains(p.as_str())),
+            "{e}"
+        );
         let out = dexlake(&root, &["verify"]);
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(!out.status.success());
@@ -335,5 +357,38 @@ fn an_unreadable_file_is_named_with_its_bytes_escaped() {
             );
         }
         assert_printable(&text);
+    });
+}
+
+#[test]
+fn a_missing_committed_file_is_named_as_a_damaged_lake() {
+    bounded(600, || {
+        let (_dir, root) = fixture_lake();
+        let mut missing = Vec::new();
+        for dataset in [Dataset::Swaps, Dataset::Trades, Dataset::TokenProfiles] {
+            let (path, _) = committed(&root, dataset).remove(0);
+            std::fs::remove_file(root.join(&path)).expect("remove");
+            missing.push((dataset, path));
+        }
+        for (dataset, path) in &missing {
+            for args in readers_of(*dataset) {
+                let out = run_reader(&root, &args);
+                let err = String::from_utf8_lossy(&out.stderr);
+                assert_eq!(out.status.code(), Some(DAMAGED_LAKE), "{args:?}: {err}");
+                assert!(
+                    missing.iter().any(|(_, p)| err.contains(p.as_str()))
+                        && err.contains("it is missing")
+                        && err.contains("dexlake verify"),
+                    "{args:?} does not name a missing file ({path} or another): {err}"
+                );
+            }
+        }
+        let lake = Lake::open_existing(&root).expect("open");
+        let e = lake
+            .query()
+            .tokens([TOKEN])
+            .price_stats(None)
+            .expect_err("a missing file");
+        assert_eq!(e.kind(), ErrorKind::DamagedLake, "{e}");
     });
 }

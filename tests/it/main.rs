@@ -12,6 +12,8 @@ mod client;
 mod common;
 mod coverage;
 #[cfg(feature = "sim")]
+mod exit_status;
+#[cfg(feature = "sim")]
 mod follow;
 mod lake;
 mod lake_files;

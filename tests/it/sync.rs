@@ -826,7 +826,8 @@ async fn every_float_reaches_the_lake_bit_for_bit() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn overflowing_numbers_are_clear_errors_not_aborts() {
     let dir = tempfile::tempdir().unwrap();
-    // The command line, with --dry-run: a clear error and exit status 1, no panic or abort.
+    // The command line, with --dry-run: a clear error and exit status 2 (usage), no panic or
+    // abort.
     for (flags, expected) in [
         (
             vec![
@@ -854,7 +855,7 @@ async fn overflowing_numbers_are_clear_errors_not_aborts() {
             .output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{flags:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {stderr}");
         assert!(stderr.contains(expected), "{flags:?}: {stderr}");
         assert!(!stderr.contains("panicked"), "{stderr}");
     }

@@ -359,6 +359,8 @@ fn load_events_in_windows(
         range,
         files_at_once,
     )
+    // A damaged file's error names the file; the lake's root is added here.
+    .map_err(|e| e.in_file(lake.root(), ""))
 }
 
 /// The data files of `source` that can hold events of `range` (store paths, sorted, with their

@@ -127,10 +127,11 @@ impl EventSlots {
     #[inline]
     pub(super) unsafe fn write(&self, position: usize, event: LedgerEvent) -> Result<()> {
         if position >= self.total {
-            return Err(Error::InvalidArgument {
-                argument: "lake".into(),
-                reason: "a data file gave more PnL events on its second read than on its first"
-                    .into(),
+            // The reader names the file (see `per_row_group`).
+            return Err(Error::DamagedLake {
+                lake: std::path::PathBuf::new(),
+                file: String::new(),
+                reason: "it gave more PnL events on its second read than on its first".into(),
             });
         }
         // SAFETY: `position` is inside the allocation (checked above) and no other writer
@@ -150,10 +151,11 @@ impl EventSlots {
         let (mut events, total) = (self.events, self.total);
         let written = self.written.into_inner();
         if written != total {
-            return Err(Error::InvalidArgument {
-                argument: "lake".into(),
-                reason: format!(
-                    "the data files gave {written} PnL events on their second read, {total} on their first"
+            // Each row group's count was checked as it was read, so no file is to blame.
+            return Err(Error::Lake {
+                path: std::path::PathBuf::new(),
+                message: format!(
+                    "the data files gave {written} PnL events on their second read, {total} on their first; run the command again"
                 ),
             });
         }

@@ -165,7 +165,8 @@ pub(super) fn per_row_group<T: Send>(
             .par_iter()
             .map(|&(k, g)| {
                 let i = opened.partition_point(|(j, _)| *j < k);
-                f(&opened[i].1, k, g)
+                // A damaged row group's error names its file.
+                f(&opened[i].1, k, g).map_err(|e| e.in_file(lake.root(), &files.paths[k]))
             })
             .collect::<Result<_>>()?;
         out.extend(part);

@@ -257,15 +257,18 @@ fn write_events(
     to: &Placement<'_>,
 ) -> Result<GroupLatest> {
     let (offsets, ledger_tokens) = (to.offsets, to.ledger_tokens);
+    // The reader names the file of a damaged row group (see `per_row_group`).
+    let damaged = |reason: String| Error::DamagedLake {
+        lake: std::path::PathBuf::new(),
+        file: String::new(),
+        reason,
+    };
     if nums.time.len() != g.first.len() {
-        return Err(Error::InvalidArgument {
-            argument: "lake".into(),
-            reason: format!(
-                "a row group gave {} rows on its second read, {} on its first",
-                nums.time.len(),
-                g.first.len()
-            ),
-        });
+        return Err(damaged(format!(
+            "a row group gave {} rows on its second read, {} on its first",
+            nums.time.len(),
+            g.first.len()
+        )));
     }
     let mut cursor = g.start.clone();
     let mut written = 0usize;
@@ -288,11 +291,9 @@ fn write_events(
         }
         let c = cursor[l];
         if c >= g.start[l] + g.counts[l] {
-            return Err(Error::InvalidArgument {
-                argument: "lake".into(),
-                reason: "a data file gave more PnL events on its second read than on its first"
-                    .into(),
-            });
+            return Err(damaged(
+                "it gave more PnL events on its second read than on its first".into(),
+            ));
         }
         cursor[l] += 1;
         // SAFETY: the positions of pair `l` are `offsets[ledger] + start[l]..+ counts[l]`, a
@@ -319,6 +320,17 @@ fn write_events(
             let sold = b & 1 == 1;
             put((b >> 1) as usize, false, i, 1, if sold { 0.0 } else { fee })?;
         }
+    }
+    let short = g
+        .ledger
+        .iter()
+        .zip(&cursor)
+        .zip(g.start.iter().zip(&g.counts))
+        .any(|((&ledger, &c), (&s, &n))| ledger != NONE && c != s + n);
+    if short {
+        return Err(damaged(
+            "it gave fewer PnL events on its second read than on its first".into(),
+        ));
     }
     to.slots.count(written);
     let mut per_token: PlHashMap<u32, (OrderKey, usize, f64)> = PlHashMap::default();
@@ -540,7 +552,13 @@ pub(super) fn ledgers_of_files(
     drop(trade_keys);
     let swap_latest = second_pass(lake, swaps, &SWAPS, &swap_groups, &swap_keys, &to)?;
     drop(swap_keys);
-    let mut events = slots.finish()?;
+    let mut events = slots.finish().map_err(|e| match e {
+        Error::Lake { message, .. } => Error::Lake {
+            path: lake.root().to_owned(),
+            message,
+        },
+        e => e,
+    })?;
     sort_ledgers(&mut events, &offsets);
     let latest_prices = if filter.wallets.is_some() {
         // Only the named wallets' row groups were read: the prices of their tokens come from

@@ -25,7 +25,7 @@ use parquet::schema::types::SchemaDescriptor;
 use polars::prelude::*;
 use rayon::prelude::*;
 
-use crate::lake::read::{SharedFile, parquet_error};
+use crate::lake::read::{SharedFile, arrow_error, parquet_error};
 use crate::lake::{ChainFamily, Dataset, FileEntry, Lake, Partition};
 use crate::{Error, Result};
 
@@ -252,8 +252,8 @@ fn read_rows(
         .with_row_selection(selection)
         .with_batch_size(wanted.len().max(1))
         .build()
-        .map_err(parquet_error(path))?;
-    collect_frames(reader, path, schema)
+        .map_err(parquet_error(lake.root(), path))?;
+    collect_frames(reader, lake, path, schema)
 }
 
 /// The longest prefix of a dotted path that names a column or a field of nested structs in
@@ -323,22 +323,20 @@ fn read_file(
         .builder(&metadata, &groups, mask)?
         .with_batch_size(rows)
         .build()
-        .map_err(parquet_error(path))?;
-    Ok((metadata, collect_frames(reader, path, schema)?))
+        .map_err(parquet_error(lake.root(), path))?;
+    Ok((metadata, collect_frames(reader, lake, path, schema)?))
 }
 
 /// The batches of a reader as one polars frame (see [`frame_of`]).
 fn collect_frames(
     reader: impl Iterator<Item = std::result::Result<RecordBatch, arrow::error::ArrowError>>,
+    lake: &Lake,
     path: &str,
     schema: &Schema,
 ) -> Result<Option<DataFrame>> {
     let mut out: Option<DataFrame> = None;
     for batch in reader {
-        let batch = batch.map_err(|source| Error::Arrow {
-            context: format!("reading {path}"),
-            source,
-        })?;
+        let batch = batch.map_err(arrow_error(lake.root(), path))?;
         let Some(df) = frame_of(&batch, schema)? else {
             return Ok(None);
         };

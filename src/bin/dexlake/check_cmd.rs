@@ -1,8 +1,9 @@
 //! `dexlake check`: the lake's data-quality findings (gaps, price jumps, candles against bars,
 //! repeated ids, slot times), each with its count and a few examples.
 //!
-//! Exit status: 0 when nothing was found, 1 with findings, 2 when the check could not run (the
-//! error on stderr). `--format json` prints one JSON document, the library's `CheckReport`.
+//! Exit status: 0 when nothing was found, 1 with findings; when the check could not run (the
+//! error on stderr), the status of its error's kind (`dexlake --help`), or 2 for an error of no
+//! listed kind, so that 1 always means findings. `--format json` prints one JSON document, the library's `CheckReport`.
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -15,7 +16,7 @@ use crate::{Global, address, error_text};
 
 /// Exit status of a check that found something.
 const FOUND: u8 = 1;
-/// Exit status of a check that could not run.
+/// Exit status of a check that could not run for a reason of no listed kind.
 const FAILED: u8 = 2;
 
 /// Output formats of `dexlake check`.
@@ -42,7 +43,7 @@ pub struct CheckArgs {
     examples: usize,
 }
 
-/// Runs the check; its own errors exit with status 2.
+/// Runs the check; its own errors exit by their kind, those of no listed kind with status 2.
 pub fn run(global: &Global, args: CheckArgs) -> anyhow::Result<ExitCode> {
     match check(global, &args) {
         Ok(report) => {
@@ -54,7 +55,11 @@ pub fn run(global: &Global, args: CheckArgs) -> anyhow::Result<ExitCode> {
         }
         Err(e) => {
             eprintln!("error: {}", error_text(&e));
-            Ok(ExitCode::from(FAILED))
+            let status = match crate::exit::status(&e) {
+                FOUND => FAILED,
+                status => status,
+            };
+            Ok(ExitCode::from(status))
         }
     }
 }

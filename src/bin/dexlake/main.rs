@@ -9,6 +9,7 @@ use dexlake::error::{escaped, escaped_in_full};
 #[cfg(feature = "sim")]
 mod bench_lake_cmd;
 mod check_cmd;
+pub(crate) mod exit;
 mod follow_cmd;
 mod lake_cmd;
 mod ohlcv_cmd;
@@ -22,7 +23,7 @@ mod sync_cmd;
 
 /// Research DEX market data: sync it into a Parquet lake and analyse it.
 #[derive(Parser, Debug)]
-#[command(name = "dexlake", version, about)]
+#[command(name = "dexlake", version, about, after_long_help = exit::TABLE)]
 struct Cli {
     #[command(flatten)]
     global: Global,
@@ -96,7 +97,7 @@ enum Command {
     /// Check the lake against its manifest.
     Verify(lake_cmd::VerifyArgs),
     /// Data-quality findings: gaps, price jumps, candles against bars, repeated ids, slot
-    /// times (exit 0 when clean, 1 with findings, 2 on error).
+    /// times (exit 0 when clean, 1 with findings, 2 or a failure's own status on error).
     Check(check_cmd::CheckArgs),
     /// Merge small files of each partition into larger ones.
     Compact(lake_cmd::CompactArgs),
@@ -142,8 +143,14 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {}", error_text(&e));
-            ExitCode::FAILURE
+            let status = exit::status(&e);
+            if status == exit::INTERRUPTED {
+                // Stopped as asked: the line says what was kept, it is no error.
+                eprintln!("{}", error_text(&e));
+            } else {
+                eprintln!("error: {}", error_text(&e));
+            }
+            ExitCode::from(status)
         }
     }
 }
@@ -182,7 +189,7 @@ pub fn cancel_on_ctrl_c(
                 if !second.is_empty() {
                     eprintln!("{second}");
                 }
-                std::process::exit(130);
+                std::process::exit(exit::INTERRUPTED.into());
             }
         }
     })

@@ -99,11 +99,12 @@ pub fn print_transfer_stats() {
 
 /// Refuses a `--lake` that is not a lake, for the commands that never create one.
 pub fn ensure_lake(global: &Global) -> anyhow::Result<()> {
-    anyhow::ensure!(
-        Lake::exists(&global.lake)?,
-        "not a dexlake lake: {}; run `dexlake sync` to create one, or set --lake or DEXLAKE_LAKE to a lake",
-        global.lake.display()
-    );
+    if !Lake::exists(&global.lake)? {
+        crate::exit::usage_bail!(
+            "not a dexlake lake: {}; run `dexlake sync` to create one, or set --lake or DEXLAKE_LAKE to a lake",
+            global.lake.display()
+        );
+    }
     Ok(())
 }
 

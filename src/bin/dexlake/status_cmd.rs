@@ -31,7 +31,7 @@ pub struct StatusArgs {
 /// The `--strict` flag of the analytics commands.
 #[derive(Args, Debug, Clone, Copy)]
 pub struct Strict {
-    /// Fail (exit status 1, nothing on stdout) when the lake does not cover what the answer
+    /// Fail (exit status 4, nothing on stdout) when the lake does not cover what the answer
     /// reads completely: a range never fetched, a partial view (such as one wallet's trades
     /// of a token), or a coverage the lake never recorded. Without it, each is a warning on
     /// stderr.

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use chrono::{DateTime, Utc};
 use clap::{Args, Subcommand};
 use dexlake::api::client::{Client, ClientConfig};
@@ -18,6 +18,7 @@ use dexlake::sync::{
 };
 
 use crate::Global;
+use crate::exit::{self, UsageError, usage_bail};
 
 /// Arguments of `dexlake sync`.
 #[derive(Args, Debug)]
@@ -263,9 +264,11 @@ fn job_from(what: What) -> anyhow::Result<Job> {
             (None, Some(path)) => Job::AltProfiles {
                 request: read_search_request(&path)?,
             },
-            (Some(_), Some(_)) => bail!("--request is for --altchain; EVM profiles take --tokens"),
+            (Some(_), Some(_)) => {
+                usage_bail!("--request is for --altchain; EVM profiles take --tokens")
+            }
             (None, None) => {
-                bail!("--altchain profiles need --request FILE.json (a search-profiles body)")
+                usage_bail!("--altchain profiles need --request FILE.json (a search-profiles body)")
             }
         },
         What::Portfolios { wallets } => Job::Portfolios { wallets },
@@ -300,7 +303,9 @@ fn prepare(global: &Global, args: SyncArgs) -> anyhow::Result<Prepared> {
             (plan.jobs, plan.rps, plan.concurrency)
         }
         _ => {
-            bail!("say what to sync (e.g. `dexlake sync swaps --token T`) or give --plan FILE.toml")
+            usage_bail!(
+                "say what to sync (e.g. `dexlake sync swaps --token T`) or give --plan FILE.toml"
+            )
         }
     };
     for job in &jobs {
@@ -310,7 +315,7 @@ fn prepare(global: &Global, args: SyncArgs) -> anyhow::Result<Prepared> {
     let base_url = global
         .base_url
         .clone()
-        .context("no service address: pass --base-url or set DEXLAKE_BASE_URL (try `dexlake sim` for a local one)")?;
+        .ok_or_else(|| UsageError("no service address: pass --base-url or set DEXLAKE_BASE_URL (try `dexlake sim` for a local one)".into()))?;
     let mut config = ClientConfig {
         base_url,
         api_key: global.api_key.clone(),
@@ -321,22 +326,21 @@ fn prepare(global: &Global, args: SyncArgs) -> anyhow::Result<Prepared> {
         config.rate_limit = Some(RateLimit::per_second(rps).context("--rps")?);
     }
     if let Some(c) = flags.concurrency.or(plan_concurrency) {
-        anyhow::ensure!(
-            (1..=MAX_CONCURRENCY).contains(&c),
-            "--concurrency must be 1 to {MAX_CONCURRENCY}, got {c}"
-        );
+        if !(1..=MAX_CONCURRENCY).contains(&c) {
+            usage_bail!("--concurrency must be 1 to {MAX_CONCURRENCY}, got {c}");
+        }
         config.max_concurrency = c;
     }
-    anyhow::ensure!(
-        flags.recent_window <= MAX_RECENT_WINDOW_SECS,
-        "--recent-window must be at most {MAX_RECENT_WINDOW_SECS} seconds, got {}",
-        flags.recent_window
-    );
-    if let Some(rows) = flags.commit_rows {
-        anyhow::ensure!(
-            (1..=MAX_COMMIT_ROWS).contains(&rows),
-            "--commit-rows must be 1 to {MAX_COMMIT_ROWS}, got {rows}"
+    if flags.recent_window > MAX_RECENT_WINDOW_SECS {
+        usage_bail!(
+            "--recent-window must be at most {MAX_RECENT_WINDOW_SECS} seconds, got {}",
+            flags.recent_window
         );
+    }
+    if let Some(rows) = flags.commit_rows
+        && !(1..=MAX_COMMIT_ROWS).contains(&rows)
+    {
+        usage_bail!("--commit-rows must be 1 to {MAX_COMMIT_ROWS}, got {rows}");
     }
     let defaults = SyncConfig::default();
     let sync = SyncConfig {
@@ -417,26 +421,33 @@ pub fn run(global: &Global, args: SyncArgs) -> anyhow::Result<ExitCode> {
     }
     let mut interrupted = 0usize;
     let mut not_started = 0usize;
+    // The exit status of the failed jobs: their kind's when they share one, else 1.
+    let mut failed: Option<u8> = None;
     for j in &report.jobs {
         match &j.outcome {
             JobOutcome::Done => {}
             JobOutcome::Interrupted => interrupted += 1,
             JobOutcome::NotStarted => not_started += 1,
-            JobOutcome::Failed(error) => eprintln!("failed: {}", error_chain(error.as_ref())),
+            JobOutcome::Failed(error) => {
+                eprintln!("failed: {}", error_chain(error.as_ref()));
+                let status = exit::status_of(Some(error.kind()));
+                failed = Some(failed.map_or(status, |s| if s == status { s } else { 1 }));
+            }
         }
     }
     if interrupted + not_started > 0 {
-        eprintln!(
-            "interrupted: {interrupted} jobs stopped (progress committed), {not_started} not started; run again to resume"
-        );
+        let stopped = dexlake::Error::Interrupted {
+            what: format!(
+                "{interrupted} jobs stopped (progress committed), {not_started} not started; run again to resume"
+            ),
+        };
+        if failed.is_none() {
+            // Printed by `main` as it is, and exits with status 130.
+            return Err(stopped.into());
+        }
+        eprintln!("{stopped}");
     }
-    Ok(if report.any_failed() {
-        ExitCode::FAILURE
-    } else if report.interrupted() {
-        ExitCode::from(130)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(failed.map_or(ExitCode::SUCCESS, ExitCode::from))
 }
 
 /// Plans of more jobs than this get totals and the largest jobs instead of the per-job table

@@ -38,6 +38,15 @@ impl VerifyReport {
     }
 }
 
+/// What is wrong with a file a reader refused: the reason alone when the error names the
+/// file, as the problem does already.
+fn reason(e: crate::Error) -> String {
+    match e {
+        crate::Error::DamagedLake { reason, .. } => reason,
+        e => e.to_string(),
+    }
+}
+
 /// Checks one committed file's schema, version and row count; returns its rows.
 fn check_file(
     lake: &Lake,
@@ -48,14 +57,9 @@ fn check_file(
     let builder = match read::open(lake, path) {
         Ok(b) => b,
         Err(e) => {
-            // The problem names the file already.
-            let message = match e {
-                crate::Error::Parquet { source, .. } => source.to_string(),
-                e => e.to_string(),
-            };
             problems.push(Problem::UnreadableFile {
                 path: path.to_owned(),
-                message,
+                message: reason(e),
             });
             return None;
         }
@@ -238,7 +242,7 @@ fn check(lake: &Lake, manifest: &Manifest) -> Result<VerifyReport> {
             }
             Err(e) => problems.push(Problem::UnreadableFile {
                 path: path.clone(),
-                message: e.to_string(),
+                message: reason(e),
             }),
         }
     }

@@ -1,10 +1,10 @@
 //! The one check of a committed file against its manifest entry, made where a reader already
 //! learns the file's size (opening it) and row count (its footer), and the errors of a file
-//! the Parquet reader refuses, named by its path in the lake.
+//! the Parquet reader refuses or that is missing, named by its path in the lake.
 //!
 //! A data file replaced on disk by another valid Parquet file (or changed in place) would
-//! otherwise be read as if committed: readers fail instead, naming the file and pointing at
-//! `dexlake verify`, which lists every such file.
+//! otherwise be read as if committed: readers fail instead with [`Error::DamagedLake`], naming
+//! the file and pointing at `dexlake verify`, which lists every such file.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -12,12 +12,34 @@ use std::path::Path;
 use rayon::prelude::*;
 
 use super::file::{PageFault, decode_pages_of};
-use crate::lake::{Dataset, FileEntry, Lake};
+use crate::error::escaped;
+use crate::lake::{Dataset, FileEntry, Lake, Store};
 use crate::{Error, Result};
 
-/// What to run to see every committed file that differs from the manifest.
-const VERIFY_HINT: &str =
-    "it was replaced or changed after its commit; `dexlake verify` lists every such file";
+/// The error of the committed file `path` of the lake at `root`: missing, unreadable, or not
+/// the file its manifest entry describes, for `reason`.
+pub(crate) fn damaged(root: &Path, path: &str, reason: impl Into<String>) -> Error {
+    Error::DamagedLake {
+        lake: root.to_owned(),
+        file: path.to_owned(),
+        reason: reason.into(),
+    }
+}
+
+/// `error`, met opening or reading the committed file `path`, or the file's
+/// [`Error::DamagedLake`] when the cause is that the file is missing (which the store is asked
+/// only now, on this error path).
+pub(crate) fn unless_missing(lake: &Lake, path: &str, error: Error) -> Error {
+    unless_missing_in(lake.store(), lake.root(), path, error)
+}
+
+/// [`unless_missing`] for the file `path` of `store`, the store of the lake at `root`.
+pub(crate) fn unless_missing_in(store: &dyn Store, root: &Path, path: &str, error: Error) -> Error {
+    match store.head(path) {
+        Ok(None) => damaged(root, path, "it is missing"),
+        _ => error,
+    }
+}
 
 /// A committed file's size on disk (`bytes`), checked against the size its manifest entry
 /// records (`committed`); `root` is the lake's.
@@ -25,12 +47,11 @@ pub(crate) fn check_size(root: &Path, path: &str, committed: u64, bytes: u64) ->
     if bytes == committed {
         return Ok(());
     }
-    Err(Error::Lake {
-        path: root.to_owned(),
-        message: format!(
-            "data file {path} is {bytes} bytes, the manifest committed {committed} bytes: {VERIFY_HINT}"
-        ),
-    })
+    Err(damaged(
+        root,
+        path,
+        format!("it is {bytes} bytes, the manifest committed {committed} bytes"),
+    ))
 }
 
 /// A committed file's row count from its footer (`rows`), checked against the count its
@@ -39,12 +60,11 @@ pub(crate) fn check_rows(root: &Path, path: &str, committed: u64, rows: i64) -> 
     if u64::try_from(rows).is_ok_and(|rows| rows == committed) {
         return Ok(());
     }
-    Err(Error::Lake {
-        path: root.to_owned(),
-        message: format!(
-            "data file {path} holds {rows} rows, the manifest committed {committed}: {VERIFY_HINT}"
-        ),
-    })
+    Err(damaged(
+        root,
+        path,
+        format!("it holds {rows} rows, the manifest committed {committed}"),
+    ))
 }
 
 /// The sizes of the committed files `files` of `dataset`, checked against their entries: the
@@ -62,25 +82,40 @@ pub(crate) fn check_sizes<'a>(
     }
     let paths: Vec<&str> = files.iter().map(|(p, _)| p.as_str()).collect();
     let sizes: BTreeMap<String, u64> = lake.store().sizes(dataset.name(), &paths)?;
-    // polars names a missing file itself.
     for (path, entry) in files {
-        if let Some(&bytes) = sizes.get(path.as_str()) {
-            check_size(lake.root(), path, entry.bytes, bytes)?;
+        match sizes.get(path.as_str()) {
+            Some(&bytes) => check_size(lake.root(), path, entry.bytes, bytes)?,
+            None => return Err(damaged(lake.root(), path, "it is missing")),
         }
     }
     Ok(())
 }
 
-/// The error of a data file the Parquet reader refused, naming it by its path in the lake.
-pub(crate) fn parquet_error(path: &str) -> impl FnOnce(parquet::errors::ParquetError) -> Error {
-    let path = std::path::PathBuf::from(path);
-    move |source| Error::Parquet { path, source }
+/// The error of a committed file of the lake at `root` the Parquet reader refused, naming it
+/// by its path in the lake.
+pub(crate) fn parquet_error(
+    root: &Path,
+    path: &str,
+) -> impl FnOnce(parquet::errors::ParquetError) -> Error {
+    let (root, path) = (root.to_owned(), path.to_owned());
+    move |source| damaged(&root, &path, escaped(&source.to_string()))
+}
+
+/// The error of a committed file of the lake at `root` whose pages Arrow could not decode, or
+/// whose columns are not of the dataset's schema, naming it by its path in the lake.
+pub(crate) fn arrow_error(
+    root: &Path,
+    path: &str,
+) -> impl FnOnce(arrow::error::ArrowError) -> Error {
+    let (root, path) = (root.to_owned(), path.to_owned());
+    move |source| damaged(&root, &path, escaped(&source.to_string()))
 }
 
 /// A failed polars read of `dataset`'s committed files, with the file to blame when there is
-/// one: polars' errors do not name the file they were reading. The footers of the dataset's
-/// committed files are read (only now, on this error path, in parallel) and the first the
-/// Parquet reader refuses is named instead; when every footer reads, the files' pages are
+/// one, as [`Error::DamagedLake`]: polars' errors do not name the file they were reading (or
+/// cut its path). The footers of the dataset's committed files are read (only now, on this
+/// error path, in parallel) and the first missing file, or the first the Parquet reader
+/// refuses, is named instead; when every footer reads, the files' pages are
 /// decoded (as the deep verify does) and the first file with a damaged page is named. Any other
 /// error, and any error on an object store (where this would fetch every file), is returned as
 /// it is.
@@ -93,8 +128,11 @@ pub(crate) fn name_damaged_file(lake: &Lake, dataset: Dataset, error: Error) -> 
     };
     let paths: Vec<&String> = manifest.files_of(dataset).map(|(p, _)| p).collect();
     let footer = paths.par_iter().find_map_first(|path| {
-        let file = lake.store().open_read(path).ok()?;
-        footer_error(path, &file)
+        let Ok(file) = lake.store().open_read(path) else {
+            return matches!(lake.store().head(path), Ok(None))
+                .then(|| damaged(lake.root(), path, "it is missing"));
+        };
+        footer_error(lake.root(), path, &file)
     });
     if let Some(named) = footer {
         return named;
@@ -108,13 +146,11 @@ pub(crate) fn name_damaged_file(lake: &Lake, dataset: Dataset, error: Error) -> 
                     group,
                     groups,
                     message,
-                }) => Some(Error::Lake {
-                    path: lake.root().to_owned(),
-                    message: format!(
-                        "damaged pages in committed file {path}, row group {group} of {groups}: \
-                         {message}; `dexlake verify` lists every damaged file"
-                    ),
-                }),
+                }) => Some(damaged(
+                    lake.root(),
+                    path,
+                    format!("damaged pages in row group {group} of {groups}: {message}"),
+                )),
                 _ => None,
             }
         })
@@ -122,11 +158,11 @@ pub(crate) fn name_damaged_file(lake: &Lake, dataset: Dataset, error: Error) -> 
 }
 
 /// The error of a file whose footer the Parquet reader refuses, if it does.
-fn footer_error(path: &str, file: &std::fs::File) -> Option<Error> {
+fn footer_error(root: &Path, path: &str, file: &std::fs::File) -> Option<Error> {
     parquet::arrow::arrow_reader::ArrowReaderMetadata::load(
         file,
         parquet::arrow::arrow_reader::ArrowReaderOptions::new(),
     )
     .err()
-    .map(parquet_error(path))
+    .map(parquet_error(root, path))
 }

@@ -21,7 +21,9 @@ use parquet::bloom_filter::Sbbf;
 use parquet::file::FOOTER_SIZE;
 use parquet::file::metadata::FooterTail;
 
-use super::check::{check_rows, check_size, parquet_error};
+use super::check::{
+    arrow_error, check_rows, check_size, damaged, parquet_error, unless_missing, unless_missing_in,
+};
 use crate::lake::storage::read_at;
 use crate::lake::{FileEntry, Lake, Store};
 use crate::{Error, Result};
@@ -33,20 +35,25 @@ fn arrow_err(context: String) -> impl FnOnce(arrow::error::ArrowError) -> Error 
 /// Opens a committed (or about to be committed) file of the lake for reading: its metadata,
 /// schema and a reader builder.
 pub(crate) fn open(lake: &Lake, path: &str) -> Result<ParquetRecordBatchReaderBuilder<Bytes>> {
-    let data = Bytes::from(lake.store().get(path)?);
-    ParquetRecordBatchReaderBuilder::try_new(data).map_err(parquet_error(path))
+    let data = Bytes::from(
+        lake.store()
+            .get(path)
+            .map_err(|e| unless_missing(lake, path, e))?,
+    );
+    ParquetRecordBatchReaderBuilder::try_new(data).map_err(parquet_error(lake.root(), path))
 }
 
 /// Reads the rows a builder selects into one batch of `schema` (its projected schema).
 fn collect(
+    lake: &Lake,
     path: &str,
     builder: ParquetRecordBatchReaderBuilder<Bytes>,
     schema: SchemaRef,
 ) -> Result<RecordBatch> {
-    let reader = builder.build().map_err(parquet_error(path))?;
+    let reader = builder.build().map_err(parquet_error(lake.root(), path))?;
     let batches = reader
         .collect::<std::result::Result<Vec<_>, _>>()
-        .map_err(arrow_err(format!("reading {path}")))?;
+        .map_err(arrow_error(lake.root(), path))?;
     concat_batches(&schema, &batches).map_err(arrow_err(format!("reading {path}")))
 }
 
@@ -54,7 +61,7 @@ fn collect(
 pub(crate) fn read_file(lake: &Lake, path: &str) -> Result<RecordBatch> {
     let builder = open(lake, path)?;
     let schema = builder.schema().clone();
-    collect(path, builder, schema)
+    collect(lake, path, builder, schema)
 }
 
 /// Reads the named columns of a data file (in file order, each once), for example a
@@ -67,7 +74,7 @@ pub(crate) fn read_columns(lake: &Lake, path: &str, names: &[&str]) -> Result<Re
         .map(|name| {
             file_schema
                 .index_of(name)
-                .map_err(arrow_err(format!("{path} lacks column {name}")))
+                .map_err(|_| damaged(lake.root(), path, format!("it lacks column {name}")))
         })
         .collect::<Result<Vec<usize>>>()?;
     wanted.sort_unstable();
@@ -78,7 +85,7 @@ pub(crate) fn read_columns(lake: &Lake, path: &str, names: &[&str]) -> Result<Re
             .map_err(arrow_err(format!("columns of {path}")))?,
     );
     let mask = ProjectionMask::roots(builder.parquet_schema(), wanted);
-    collect(path, builder.with_projection(mask), projected)
+    collect(lake, path, builder.with_projection(mask), projected)
 }
 
 /// Reads a file of the lake (a data file, or the temporary file of one) in batches of at most
@@ -89,12 +96,15 @@ pub(crate) fn read_batches(
     path: &str,
     batch_size: usize,
 ) -> Result<ParquetRecordBatchReader> {
-    let file = lake.store().open_read(path)?;
+    let file = lake
+        .store()
+        .open_read(path)
+        .map_err(|e| unless_missing(lake, path, e))?;
     ParquetRecordBatchReaderBuilder::try_new(file)
-        .map_err(parquet_error(path))?
+        .map_err(parquet_error(lake.root(), path))?
         .with_batch_size(batch_size.max(1))
         .build()
-        .map_err(parquet_error(path))
+        .map_err(parquet_error(lake.root(), path))
 }
 
 /// The most bytes of an object's tail fetched to read its footer (the least is 8 KiB): a
@@ -263,7 +273,10 @@ impl SharedFile {
         let source = if lake.store().reads_by_range() {
             Source::Ranged(lake.shared_store())
         } else {
-            let file = lake.store().open_read(path)?;
+            let file = lake
+                .store()
+                .open_read(path)
+                .map_err(|e| unless_missing(lake, path, e))?;
             let len = file
                 .metadata()
                 .map_err(|e| Error::io("inspecting", lake.store().location(path), e))?
@@ -283,7 +296,12 @@ impl SharedFile {
     }
 
     fn perr(&self) -> impl FnOnce(parquet::errors::ParquetError) -> Error {
-        parquet_error(&self.path)
+        parquet_error(&self.root, &self.path)
+    }
+
+    /// The error of this file when its pages do not decode (see [`arrow_error`]).
+    fn aerr(&self) -> impl FnOnce(arrow::error::ArrowError) -> Error {
+        arrow_error(&self.root, &self.path)
     }
 
     /// The file's footer, refused when its row count or the file's size is not the
@@ -299,7 +317,9 @@ impl SharedFile {
                 *len,
             ),
             Source::Ranged(store) => {
-                let (len, tail) = store.get_tail(&self.path, footer_tail_bytes(self.bytes))?;
+                let (len, tail) = store
+                    .get_tail(&self.path, footer_tail_bytes(self.bytes))
+                    .map_err(|e| unless_missing_in(store.as_ref(), &self.root, &self.path, e))?;
                 let tail = self.whole_footer(store.as_ref(), len, tail)?;
                 let parts = vec![(len - tail.len() as u64, tail)];
                 (Chunks::Fetched(Arc::new(Fetched { len, parts })), len)
@@ -526,7 +546,7 @@ impl SharedFile {
             .map(|name| {
                 schema
                     .index_of(name)
-                    .map_err(arrow_err(format!("{} lacks column {name}", self.path)))
+                    .map_err(|_| damaged(&self.root, &self.path, format!("it lacks column {name}")))
             })
             .collect::<Result<Vec<usize>>>()?;
         wanted.sort_unstable();
@@ -545,7 +565,7 @@ impl SharedFile {
             .map_err(self.perr())?;
         let batches = reader
             .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(arrow_err(format!("reading {}", self.path)))?;
+            .map_err(self.aerr())?;
         match batches.len() {
             1 => Ok(batches.into_iter().next().expect("one batch")),
             _ => concat_batches(&projected, &batches)

@@ -8,7 +8,8 @@
 //!   [`decode_pages_of`], every page of a file decoded (the deep verify, and naming the file
 //!   behind a polars error);
 //! - `check.rs`: a committed file checked against its manifest entry (size, footer's row count)
-//!   where its reader opens it, and the errors naming a file the Parquet reader refuses.
+//!   where its reader opens it, and the errors naming a file the Parquet reader refuses or that
+//!   is missing ([`Error::DamagedLake`](crate::Error::DamagedLake)).
 //!
 //! Imports: the log (the [`Manifest`](crate::lake::Manifest) names what a scan reads), the
 //! storage through the [`Lake`](crate::lake::Lake) handle, `parquet.rs` and the schemas; never
@@ -18,7 +19,7 @@ mod check;
 mod file;
 mod scan;
 
-pub(crate) use check::{name_damaged_file, parquet_error};
+pub(crate) use check::{arrow_error, name_damaged_file, parquet_error};
 pub(crate) use file::{
     PageFault, SharedFile, decode_pages_of, open, read_batches, read_columns, read_file,
 };
