@@ -242,10 +242,10 @@ fn check_found_in(
             .map(String::as_str)
             .collect();
         if !missing.is_empty() {
-            eprintln!(
-                "warning: no {what} for {} in the lake at {lake}{where_}",
+            crate::output::warning(&format!(
+                "no {what} for {} in the lake at {lake}{where_}",
                 missing.join(",")
-            );
+            ));
         }
     }
     Ok(())
@@ -290,6 +290,7 @@ pub fn ohlcv(global: &Global, args: OhlcvArgs) -> anyhow::Result<ExitCode> {
                 // Large results go to the file a batch of tokens at a time, so memory holds
                 // the events and one batch of bars, never the whole frame.
                 args.strict.check(&coverage)?;
+                args.output.check_columns()?;
                 let mut sink = ParquetSink::new(out);
                 let mut present = BTreeSet::new();
                 bars_in_batches(&lake, source, &sel, range, &options, 256, |df| {

@@ -199,7 +199,7 @@ pub fn pnl(global: &Global, args: PnlArgs) -> anyhow::Result<ExitCode> {
         equity.validate()?;
         let perf = pnl::lake_wallet_performance(&lake, &wallet, &config, &equity)?;
         if perf.curve.height() == 0 {
-            eprintln!("note: no trades of wallet {wallet} in the lake");
+            crate::output::note(&format!("no trades of wallet {wallet} in the lake"));
         }
         let df = if args.curve { perf.curve } else { perf.metrics };
         return emit(df, args.format, args.out.as_deref());
@@ -210,7 +210,7 @@ pub fn pnl(global: &Global, args: PnlArgs) -> anyhow::Result<ExitCode> {
             .token
             .map(|t| format!(" in token {t}"))
             .unwrap_or_default();
-        eprintln!("note: no trades of wallet {wallet}{of} in the lake");
+        crate::output::note(&format!("no trades of wallet {wallet}{of} in the lake"));
     }
     let df = if args.lots {
         report.lots.unwrap_or_default()
@@ -248,10 +248,10 @@ pub fn token_metrics(global: &Global, args: TokenMetricsArgs) -> anyhow::Result<
         .and_then(|c| c.i64().ok().and_then(|c| c.max()))
         .unwrap_or(0);
     if trades == 0 {
-        eprintln!(
-            "note: no trades of token {} in the lake's windows",
+        crate::output::note(&format!(
+            "no trades of token {} in the lake's windows",
             args.token
-        );
+        ));
     }
     emit(df, args.format, args.out.as_deref())
 }

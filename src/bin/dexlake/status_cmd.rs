@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use chrono::{DateTime, Utc};
 use clap::{Args, ValueEnum};
 use dexlake::coverage::{self, Coverage, LakeStatus, Span};
+use dexlake::error::escaped_in_full;
 
 use crate::Global;
 use crate::output::existing_lake;
@@ -52,7 +53,7 @@ impl Strict {
             );
         }
         for w in warnings {
-            eprintln!("warning: {w}");
+            crate::output::warning(&w);
         }
         Ok(())
     }
@@ -114,7 +115,7 @@ fn table(status: &LakeStatus) -> String {
             };
             let mut line = format!(
                 "  {}  rows {rows}  first {}  last {}  fetched {fetched}  synced {}",
-                t.target,
+                escaped_in_full(&t.target),
                 at(t.first),
                 at(t.last),
                 at(t.synced_at)
