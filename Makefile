@@ -8,11 +8,11 @@ VPY := $(VENV)/bin/python
 # moto and boto3: the S3-compatible server of the object-store tests (python/s3_server.py);
 # pyspark: the Spark job's test (it also needs Java 17); pandas below 3, which pyspark supports.
 # polars: the range the `dexlake` package supports (python/pyproject.toml), which its tests run.
-PY_PACKAGES := duckdb 'polars>=2.0,<3' pyarrow pytest nbclient nbformat ipykernel matplotlib 'moto[server]' boto3 pyspark 'pandas<3'
-# Only for `make screenshot` (not part of `make test`).
-SCREENSHOT_PACKAGES := selenium pillow
+# selenium and pillow: the page checker of `make screenshot`, which python/tests/test_screenshot.py
+# tests (with Debian's chromium and chromium-driver, which .ci/run installs).
+PY_PACKAGES := duckdb 'polars>=2.0,<3' pyarrow pytest nbclient nbformat ipykernel matplotlib 'moto[server]' boto3 pyspark 'pandas<3' selenium pillow
 
-.PHONY: test fmt clippy rust-test doc py-install py-test venv notebooks research screenshot bench compare compare-pnl compare-python compare-s3 compare-search
+.PHONY: test fmt clippy rust-test doc py-install py-test venv notebooks research examples screenshot bench compare compare-pnl compare-python compare-s3 compare-search
 
 # The target folder (honours CARGO_TARGET_DIR and a shared one outside the clone).
 TARGET_DIR = $(CARGO) metadata --format-version 1 --no-deps | $(VPY) -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])'
@@ -22,7 +22,7 @@ TARGET_DIR = $(CARGO) metadata --format-version 1 --no-deps | $(VPY) -c 'import 
 DEXLAKE_BIN_PATH = if [ -n "$$DEXLAKE_BIN" ]; then echo "$$DEXLAKE_BIN"; \
 	else $(CARGO) build --bin dexlake >&2 && echo "$$($(TARGET_DIR))/debug/dexlake"; fi
 
-test: fmt clippy rust-test doc py-test notebooks research
+test: fmt clippy rust-test doc py-test notebooks examples
 
 fmt:
 	$(CARGO) fmt --all -- --check
@@ -31,9 +31,10 @@ clippy:
 	$(CARGO) clippy --all-targets -- -D warnings
 	$(CARGO) clippy -p dexlake-python --all-targets -- -D warnings
 
-# The object-store tests (tests/s3.rs) start moto from the venv; here they must not skip.
+# The object-store tests (tests/s3.rs) start moto from the venv, and fail when it cannot start
+# (DEXLAKE_SKIP_S3=1 skips them instead; `make test` never sets it).
 rust-test: venv
-	DEXLAKE_REQUIRE_S3=1 DEXLAKE_PYTHON=$(CURDIR)/$(VPY) $(CARGO) test --all-targets
+	DEXLAKE_PYTHON=$(CURDIR)/$(VPY) $(CARGO) test --all-targets
 	$(CARGO) test --doc
 
 doc:
@@ -55,13 +56,14 @@ py-install: venv
 	MATURIN_PEP517_ARGS="--profile $(PY_PROFILE)" $(VPY) -m pip install --quiet \
 		--disable-pip-version-check --force-reinstall --no-deps ./python
 
-# Python tests: real DuckDB, polars and pyarrow on a lake written by the dexlake binary, and the
-# `dexlake` package against the CLI on the same lakes. DEXLAKE_BIN=path/to/dexlake skips the
-# build.
+# Python tests: real DuckDB, polars and pyarrow on a lake written by the dexlake binary, the
+# `dexlake` package against the CLI on the same lakes, the READMEs' Python blocks, and the page
+# checker in headless Chromium (DEXLAKE_REQUIRE_CHROMIUM=1: a failure, not a skip, without it).
+# DEXLAKE_BIN=path/to/dexlake skips the build.
 py-test: py-install
 	@set -e; bin="$$($(DEXLAKE_BIN_PATH))"; \
 	if ls python/tests/test_*.py >/dev/null 2>&1; then \
-		DEXLAKE_BIN="$$bin" $(VPY) -m pytest -q python/tests; \
+		DEXLAKE_BIN="$$bin" DEXLAKE_REQUIRE_CHROMIUM=1 $(VPY) -m pytest -q python/tests; \
 		if ! command -v java >/dev/null 2>&1; then \
 			echo "py-test: skipped the Spark test (no Java); install openjdk-17-jre-headless to run it"; fi; \
 	else echo "py-test: no Python tests yet"; fi
@@ -87,20 +89,29 @@ research: venv
 	$(VPY) python/build_lake.py --bin "$$bin" --out "$$tmp/lake"; \
 	DEXLAKE_LAKE="$$tmp/lake" $(CARGO) run --quiet --example research
 
+# Every example runs, and fails (exit status 1) when what it checks fails: research as above;
+# the others start the simulator themselves; the daily report (the real service when
+# DEXLAKE_API_KEY is set, so it is unset here) syncs 5 tokens and 20 wallets into a temporary
+# folder and writes its page there.
+examples: research
+	@set -e; tmp="$$(mktemp -d)"; trap 'rm -rf "$$tmp"' EXIT; \
+	for example in quickstart wallet_pnl screener live_bars; do \
+		echo "example: $$example"; $(CARGO) run --quiet --example $$example; \
+	done; \
+	echo "example: daily_report"; \
+	env -u DEXLAKE_API_KEY DEXLAKE_LAKE="$$tmp/lake" DEXLAKE_REPORT_DIR="$$tmp/report" \
+		DEXLAKE_REPORT_TOKENS=5 DEXLAKE_REPORT_WALLETS=20 $(CARGO) run --quiet --example daily_report
+
 # Checks report/index.html in headless Chromium (every image loaded, no console error) and saves
 # docs/report.png. Installs Debian's chromium and chromium-driver when missing, and writes the
 # report first when there is none.
-screenshot: $(VENV)/.screenshot-installed
+screenshot: venv
 	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then \
 		sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
 		$$sudo apt-get update && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y chromium chromium-driver; \
 	fi
 	@if [ ! -f report/index.html ]; then $(CARGO) run --release --example daily_report; fi
 	$(VPY) python/screenshot.py report/index.html docs/report.png --max-height 1800
-
-$(VENV)/.screenshot-installed: $(VENV)/.installed
-	$(VPY) -m pip install --quiet --disable-pip-version-check $(SCREENSHOT_PACKAGES)
-	touch $@
 
 bench:
 	$(CARGO) bench

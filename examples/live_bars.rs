@@ -2,10 +2,12 @@
 //! printed once it closes.
 //!
 //! Starts the built-in simulator in live mode at 600 simulated seconds per real second, then
-//! follows its two most active tokens for an hour of simulated time (six real seconds): each
+//! follows its two most active tokens until its watermark has passed an hour of simulated time
+//! (six real seconds, more on a loaded machine; at most two minutes): each
 //! poll syncs their new swaps into a lake in a temporary folder, moves the watermark to the
 //! service's time, and prints the bars it closed; at the end, the bars `dexlake ohlcv` computes
-//! over the same lake and span are compared with the printed ones.
+//! over the same lake and span are compared with the printed ones, and the example fails
+//! (exit status 1) when they differ or when no bar closed.
 //!
 //! ```sh
 //! cargo run --example live_bars
@@ -58,8 +60,15 @@ async fn main() -> anyhow::Result<()> {
     )?;
     let cancel = CancelToken::new();
     let mut printed: Option<DataFrame> = None;
-    let started = tokio::time::Instant::now();
-    while started.elapsed() < Duration::from_secs(6) {
+    // An hour of simulated time (six real seconds, or longer on a loaded machine: the polls
+    // catch up), within two minutes.
+    let until = sim.now() + chrono::Duration::hours(1);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    while follower.watermark().is_none_or(|w| w < until) {
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "the watermark did not reach {until} in two minutes"
+        );
         let poll = follower.poll(&cancel).await?;
         print_bars(&poll.closed)?;
         follower.commit(&poll.closed)?;
@@ -71,7 +80,9 @@ async fn main() -> anyhow::Result<()> {
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    let watermark = follower.watermark().expect("a watermark after the polls");
+    let watermark = follower
+        .watermark()
+        .ok_or_else(|| anyhow::anyhow!("no watermark after the polls"))?;
     let printed = printed.unwrap_or_default();
     // The batch bars of the same swaps from the first printed bar to the watermark.
     let first = printed
@@ -100,12 +111,17 @@ async fn main() -> anyhow::Result<()> {
         ["token_address", "timestamp"],
         SortMultipleOptions::default(),
     )?;
+    let equal = printed.equals_missing(&batch);
     println!(
-        "watermark {watermark}: {} bars printed, equal to the batch bars of the lake: {}",
+        "watermark {watermark}: {} bars printed, equal to the batch bars of the lake: {equal}",
         printed.height(),
-        printed.equals_missing(&batch)
     );
     sim.shutdown().await;
+    anyhow::ensure!(printed.height() > 0, "no bar closed in an hour of polls");
+    anyhow::ensure!(
+        equal,
+        "the printed bars differ from the batch bars of the lake:\nprinted\n{printed}\nbatch\n{batch}"
+    );
     Ok(())
 }
 

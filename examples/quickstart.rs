@@ -72,12 +72,14 @@ async fn main() -> anyhow::Result<()> {
     })
     .await??;
     println!("last hourly bars of {token}:\n{}", hourly.tail(Some(5)));
+    anyhow::ensure!(hourly.height() > 0, "no hourly bar of {token}");
 
     // Who made money on it: FIFO PnL of every wallet, marked at the latest price.
     let board =
         tokio::task::spawn_blocking(move || pnl::leaderboard(&lake, &PnlConfig::default(), 5))
             .await??;
     println!("top wallets:\n{board}");
+    anyhow::ensure!(board.height() > 0, "an empty leaderboard");
 
     sim.shutdown().await;
     Ok(())

@@ -82,6 +82,11 @@ async fn main() -> anyhow::Result<()> {
             cursor = next.cursor;
         }
         println!("paged through {seen} of {} matches", page.count);
+        anyhow::ensure!(
+            seen as u64 == page.count,
+            "paging visited {seen} profiles of {} matches",
+            page.count
+        );
 
         // The same filter language on a polars frame of the snapshot, no JSON involved.
         let screen = Filter::field("market.liquidity", Condition::Gte(10_000.0))

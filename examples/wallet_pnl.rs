@@ -85,6 +85,7 @@ async fn main() -> anyhow::Result<()> {
             "roi",
         ];
         // Realized PnL depends on the method; realized + unrealized does not.
+        let mut totals = Vec::new();
         for method in [CostMethod::Fifo, CostMethod::AverageCost] {
             let config = PnlConfig {
                 method,
@@ -92,7 +93,16 @@ async fn main() -> anyhow::Result<()> {
             };
             let pnl = pnl::wallet_pnl(&lake, &query, &config)?;
             println!("{method} positions:\n{}", pnl.ledgers.select(columns)?);
+            let total = |name: &str| -> anyhow::Result<f64> {
+                Ok(pnl.ledgers.column(name)?.f64()?.sum().unwrap_or(0.0))
+            };
+            totals.push(total("realized_pnl")? + total("unrealized_pnl")?);
         }
+        let (fifo, average) = (totals[0], totals[1]);
+        anyhow::ensure!(
+            (fifo - average).abs() <= 1e-6 * fifo.abs().max(1.0),
+            "realized + unrealized differs between the methods: FIFO {fifo}, average cost {average}"
+        );
 
         // The audit trail: which buy lots each sell consumed, at what cost.
         let with_lots = PnlConfig {
@@ -100,9 +110,10 @@ async fn main() -> anyhow::Result<()> {
             ..PnlConfig::default()
         };
         let pnl = pnl::wallet_pnl(&lake, &query, &with_lots)?;
-        if let Some(lots) = pnl.lots {
-            println!("first FIFO lots:\n{}", lots.head(Some(8)));
-        }
+        let lots = pnl
+            .lots
+            .ok_or_else(|| anyhow::anyhow!("no lots, though asked for"))?;
+        println!("first FIFO lots:\n{}", lots.head(Some(8)));
         println!("positions:\n{}", pnl.positions.head(Some(8)));
 
         // Daily equity marked to market at each day's close, and the metrics of its returns.

@@ -574,6 +574,18 @@ pub fn escaped_in_full(text: &str) -> String {
     out
 }
 
+/// A number for a message, in the shortest form that reads back as the same `f64`: plain
+/// from 1e-5 to 1e16 in magnitude (`1`, `0.25`, `86400`), in scientific notation outside
+/// it (`1e308`, `-2.5e-300`), where the plain form would spell hundreds of digits; `NaN`,
+/// `inf` and `-inf` as they are.
+pub fn number(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() || (1e-5..1e16).contains(&x.abs()) {
+        x.to_string()
+    } else {
+        format!("{x:e}")
+    }
+}
+
 /// Unicode characters that reorder the text around them when displayed.
 fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
@@ -594,6 +606,28 @@ mod tests {
         assert_eq!(printable("line\r\nforged\u{9b}\u{202e}"), "line  forged  ");
         assert_eq!(printable("cut\u{1b}"), "cut");
         assert_eq!(printable("é 東"), "é 東");
+    }
+
+    #[test]
+    fn numbers_are_short_whatever_their_size() {
+        let cases = [
+            (1.0, "1"),
+            (0.25, "0.25"),
+            (86_400.0, "86400"),
+            (1e308, "1e308"),
+            (-1.5e300, "-1.5e300"),
+            (1e-300, "1e-300"),
+            (5e-324, "5e-324"),
+            (0.0, "0"),
+            (f64::NAN, "NaN"),
+            (f64::NEG_INFINITY, "-inf"),
+        ];
+        for (x, shown) in cases {
+            assert_eq!(number(x), shown);
+            if x.is_finite() {
+                assert_eq!(number(x).parse::<f64>().unwrap(), x);
+            }
+        }
     }
 
     #[test]

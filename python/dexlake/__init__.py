@@ -494,6 +494,7 @@ def sync(
     rps: Optional[float] = None,
     concurrency: Optional[int] = None,
     compact: bool = True,
+    service: Optional["Simulator"] = None,
 ) -> List[Dict[str, Any]]:
     """Fetches sync jobs into ``lake`` (a :class:`Lake`, or a path, created when missing), as
     ``dexlake sync`` does: incremental, resumable, committed in groups and compacted.
@@ -501,7 +502,8 @@ def sync(
     ``jobs`` is a list of dicts with the keys of a plan file's ``[[job]]`` tables, for
     example ``{"dataset": "swaps", "token": T}`` or ``{"dataset": "alt-profiles", "request":
     {...}}``; or ``plan`` names a TOML plan file. ``base_url`` and ``api_key`` default to
-    ``DEXLAKE_BASE_URL`` and ``DEXLAKE_API_KEY``. ``progress`` draws a line on a terminal or in
+    ``DEXLAKE_BASE_URL`` and ``DEXLAKE_API_KEY``; ``service``, a :class:`Simulator`, gives both
+    (an ``api_key`` given too wins). ``progress`` draws a line on a terminal or in
     Jupyter (``False``: nothing; a callable gets a dict about every 100 ms). ``rps`` and
     ``concurrency`` limit the requests per second and in flight (a plan's own win when not
     given); ``compact=False`` leaves the partitions written uncompacted (``--no-compact``).
@@ -514,6 +516,13 @@ def sync(
     fetched, and raises ``KeyboardInterrupt``. Either exception carries the per-job report as
     its ``report`` attribute.
     """
+    if service is not None:
+        if not isinstance(service, Simulator):
+            raise TypeError(f"service: expected a dexlake.Simulator, got {type(service).__name__}")
+        if base_url is not None:
+            raise InvalidArgumentError("invalid base_url: give base_url or service, not both")
+        base_url = service.base_url
+        api_key = api_key if api_key is not None else service.api_key
     base_url = base_url if base_url is not None else os.environ.get("DEXLAKE_BASE_URL")
     if not base_url:
         raise InvalidArgumentError(
@@ -618,6 +627,12 @@ class Simulator:
     def base_url(self) -> str:
         """The service's address, such as ``http://127.0.0.1:41234``."""
         return self._native.base_url
+
+    @property
+    def api_key(self) -> str:
+        """The key it accepts for every operation (``demo-key``): pass it as ``api_key``, or
+        the simulator itself as ``dexlake.sync(..., service=sim)``."""
+        return self._native.api_key
 
     @property
     def running(self) -> bool:

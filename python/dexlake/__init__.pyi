@@ -197,11 +197,12 @@ def sync(
     rps: Optional[float] = None,
     concurrency: Optional[int] = None,
     compact: bool = True,
+    service: Optional[Simulator] = None,
 ) -> List[Dict[str, Any]]:
     """Fetches sync jobs into ``lake`` (a :class:`Lake`, or a path, created when missing) as
     ``dexlake sync`` does: ``jobs`` (dicts with the keys of a plan's ``[[job]]`` tables) or a
     TOML ``plan`` file, from ``base_url`` with ``api_key`` (default ``DEXLAKE_BASE_URL`` and
-    ``DEXLAKE_API_KEY``), drawing ``progress`` (or calling it with a dict about every 100 ms),
+    ``DEXLAKE_API_KEY``; ``service``, a :class:`Simulator`, gives both), drawing ``progress`` (or calling it with a dict about every 100 ms),
     with at most ``rps`` requests per second and ``concurrency`` in flight (default: the
     plan's), compacting the partitions written unless ``compact=False``. Returns one report
     dict per job; when a job fails the others still run and commit, then
@@ -232,6 +233,9 @@ class Simulator:
     @property
     def base_url(self) -> str:
         """The service's address, such as ``http://127.0.0.1:41234``."""
+    @property
+    def api_key(self) -> str:
+        """The key it accepts for every operation (``demo-key``)."""
     @property
     def running(self) -> bool:
         """Whether it still serves."""

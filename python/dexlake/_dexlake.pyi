@@ -168,6 +168,9 @@ class NativeSimulator:
     def advance(self, seconds: int) -> None:
         """Moves a live simulator's clock ``seconds`` forward."""
     @property
+    def api_key(self) -> str:
+        """The key the simulator accepts for every operation (``demo-key``)."""
+    @property
     def running(self) -> bool:
         """Whether it still serves."""
     def close(self) -> None:

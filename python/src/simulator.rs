@@ -125,6 +125,12 @@ impl NativeSimulator {
         }
     }
 
+    /// The key the simulator accepts for every operation (`demo-key`), sent as `x-api-key`.
+    #[getter]
+    fn api_key(&self) -> &'static str {
+        dexlake::sim::DEMO_KEY
+    }
+
     /// Whether it still serves.
     #[getter]
     fn running(&self) -> bool {

@@ -464,6 +464,26 @@ def test_sync_runs_a_plan_file_and_reads_the_service_from_the_environment(tmp_pa
         dexlake.sync(tmp_path / "other", plan=tmp_path / "missing.toml", progress=False)
 
 
+def test_sync_takes_the_service_and_its_key_from_a_simulator(tmp_path, monkeypatch):
+    # A new user: no variable of the environment names a service or a key.
+    monkeypatch.delenv("DEXLAKE_BASE_URL", raising=False)
+    monkeypatch.delenv("DEXLAKE_API_KEY", raising=False)
+    with dexlake.Simulator(seed=7) as sim:
+        assert sim.api_key == API_KEY
+        token = sim.catalog()["altchain"]["tokens"][0]["address"]
+        jobs = [{"dataset": "swaps", "token": token}]
+        report = dexlake.sync(tmp_path / "lake", jobs=jobs, service=sim, progress=False)
+        assert report[0]["outcome"] == "done" and report[0]["rows_added"] > 0, report
+        # A key given too wins: the simulator refuses a wrong one.
+        with pytest.raises(dexlake.ServiceError) as refused:
+            dexlake.sync(tmp_path / "lake", jobs=jobs, service=sim, api_key="wrong", progress=False)
+        assert refused.value.status == 401
+        with pytest.raises(dexlake.InvalidArgumentError, match="base_url or service"):
+            dexlake.sync(tmp_path / "lake", jobs=jobs, service=sim, base_url=sim.base_url)
+        with pytest.raises(TypeError, match="service"):
+            dexlake.sync(tmp_path / "lake", jobs=jobs, service=sim.base_url)
+
+
 def test_a_live_simulator_keeps_trading_and_a_second_sync_adds_its_new_swaps(tmp_path):
     with dexlake.Simulator(seed=7, scale="small", live=True, manual=True) as sim:
         start = sim.now()

@@ -694,6 +694,9 @@ impl Client {
             body.extend_from_slice(&chunk);
         }
 
+        // Whatever of the body a message quotes, the API key is taken out of it first: a
+        // service (or a proxy) that echoes the request's header must not print the key.
+        let key = self.inner.config.api_key.as_deref();
         if status.is_success() {
             return serde_json::from_slice(&body)
                 .map(|value| Dated {
@@ -703,8 +706,8 @@ impl Client {
                 .map_err(|source| Failure {
                     error: Error::Decode {
                         operation: op.name(),
-                        excerpt: excerpt(&body),
-                        source,
+                        excerpt: excerpt(&body, key),
+                        source: redact_decode_error(source, key),
                     },
                     retryable: false,
                     retry_after: None,
@@ -718,8 +721,8 @@ impl Client {
         // A body that is not the documented `{"error": ...}` (a proxy's HTML page, say) is
         // still worth showing, so its start stands in for the message.
         let message = match serde_json::from_slice::<ErrorBody>(&body) {
-            Ok(b) => printable(&b.error),
-            Err(_) => excerpt(&body),
+            Ok(b) => printable(&redact_key(&b.error, key)),
+            Err(_) => excerpt(&body, key),
         };
         Err(Failure {
             error: Error::Api {
@@ -734,9 +737,31 @@ impl Client {
     }
 }
 
-/// The start of a body, made [`printable`], for error messages.
-fn excerpt(body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(body);
+/// Text quoted from a service's answer with every occurrence of the API key replaced by
+/// `***` (nothing to do without a key).
+fn redact_key(text: &str, key: Option<&str>) -> String {
+    match key {
+        Some(key) if !key.is_empty() && text.contains(key) => text.replace(key, "***"),
+        _ => text.to_owned(),
+    }
+}
+
+/// The decoder's error, whose message may quote a value of the body, with the API key taken
+/// out of that message (the error is then a custom one carrying the redacted message).
+fn redact_decode_error(source: serde_json::Error, key: Option<&str>) -> serde_json::Error {
+    let message = source.to_string();
+    match key {
+        Some(k) if !k.is_empty() && message.contains(k) => {
+            <serde_json::Error as serde::de::Error>::custom(redact_key(&message, key))
+        }
+        _ => source,
+    }
+}
+
+/// The start of a body, its API key redacted (see [`redact_key`]) and made [`printable`], for
+/// error messages.
+fn excerpt(body: &[u8], key: Option<&str>) -> String {
+    let text = redact_key(&String::from_utf8_lossy(body), key);
     match text.char_indices().nth(EXCERPT_CHARS) {
         Some((cut, _)) => format!("{}…", printable(&text[..cut])),
         None => printable(&text),

@@ -185,7 +185,8 @@ impl Coverage {
             } else if !t.recorded {
                 out.push(format!(
                     "{what}: the lake records no sync of it with its times, so its coverage \
-                     is unknown (sync it with `dexlake sync {d}`)"
+                     is unknown (sync it with `{}`)",
+                    sync_command(d, &t.target)
                 ));
             }
             if t.recorded && !t.missing.is_empty() {
@@ -219,6 +220,29 @@ impl Coverage {
         }
         out
     }
+}
+
+/// The `dexlake sync` command that fetches a target of a dataset (`token=T`, `pool=P`,
+/// `wallet=W` or `profiles`), for the warnings.
+fn sync_command(dataset: Dataset, target: &str) -> String {
+    let command = match dataset {
+        Dataset::Swaps => "swaps",
+        Dataset::Trades => "trades",
+        Dataset::Candles => "candles",
+        Dataset::PriceHistory => "price-history",
+        Dataset::Prices => "prices",
+        Dataset::PriceStats => "price-stats",
+        Dataset::TokenProfiles => "profiles",
+        Dataset::Portfolios => "portfolios",
+        // Bars are written by follow, which syncs swaps.
+        Dataset::Bars => return format!("dexlake follow --{}", target.replace('=', " ")),
+    };
+    let flags = match target.split_once('=') {
+        Some((key, value)) => format!(" --{key} {value}"),
+        None if dataset == Dataset::TokenProfiles => " --altchain --request FILE.json".to_owned(),
+        None => String::new(),
+    };
+    format!("dexlake sync {command}{flags}")
 }
 
 /// The recorded sync states of a manifest's state map.
@@ -737,6 +761,44 @@ mod tests {
             from: from.map(at),
             to: to.map(at),
         }
+    }
+
+    #[test]
+    fn warnings_suggest_sync_commands_that_exist() {
+        let unrecorded = |dataset: Dataset, target: &str| Coverage {
+            dataset,
+            targets: vec![TargetCoverage {
+                target: target.into(),
+                asked: s(None, None),
+                missing: Vec::new(),
+                partial: None,
+                recorded: false,
+            }],
+            notes: Vec::new(),
+        };
+        let hint = |dataset: Dataset, target: &str| {
+            let w = unrecorded(dataset, target).warnings();
+            assert_eq!(w.len(), 1, "{w:?}");
+            let start = w[0].find('`').expect("a command") + 1;
+            let end = w[0][start..].find('`').expect("its end") + start;
+            w[0][start..end].to_owned()
+        };
+        assert_eq!(
+            hint(Dataset::TokenProfiles, "profiles"),
+            "dexlake sync profiles --altchain --request FILE.json"
+        );
+        assert_eq!(
+            hint(Dataset::Swaps, "token=T1"),
+            "dexlake sync swaps --token T1"
+        );
+        assert_eq!(
+            hint(Dataset::Trades, "wallet=W1"),
+            "dexlake sync trades --wallet W1"
+        );
+        assert_eq!(
+            hint(Dataset::Swaps, "pool=P"),
+            "dexlake sync swaps --pool P"
+        );
     }
 
     #[test]

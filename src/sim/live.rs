@@ -55,7 +55,7 @@ impl LiveConfig {
         if !(self.speed > 0.0 && self.speed.is_finite()) {
             return Err(crate::Error::Config(format!(
                 "live speed {} must be a positive number of simulated seconds per second",
-                self.speed
+                crate::error::number(self.speed)
             )));
         }
         if !(1..=MAX_HORIZON_DAYS).contains(&self.horizon_days) {

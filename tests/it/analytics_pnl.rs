@@ -582,13 +582,15 @@ fn reference(events: &[(bool, f64, f64)], method: CostMethod, mark: f64) -> (f64
     (realized, open_q * mark - open_c, oversold)
 }
 
-fn events_strategy() -> impl Strategy<Value = Vec<(bool, f64, f64)>> {
-    // (buy, quantity, unit price): quantities on a coarse grid so that dust and whole-lot
-    // sells happen, prices between 0.5 and 20.
+fn events_strategy() -> impl Strategy<Value = Vec<((bool, f64, f64), f64)>> {
+    // ((buy, quantity, USD amount), fee): quantities on a coarse grid so that dust and
+    // whole-lot sells happen, unit prices between 0.5 and 20, fees from 0 (a third of the
+    // events) to 5 USD.
     prop::collection::vec(
-        (any::<bool>(), 1u32..40, 1u32..40).prop_map(|(b, q, p)| {
+        (any::<bool>(), 1u32..40, 1u32..40, 0u32..30).prop_map(|(b, q, p, f)| {
             let q = f64::from(q) / 4.0;
-            (b, q, q * f64::from(p) / 2.0)
+            let fee = f64::from(f.saturating_sub(10)) / 4.0;
+            ((b, q, q * f64::from(p) / 2.0), fee)
         }),
         1..60,
     )
@@ -598,20 +600,23 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
 
     #[test]
-    fn ledgers_match_the_plain_reference(events in events_strategy(), mark in 0.1f64..30.0) {
-        let ledger_events: Vec<LedgerEvent> = events
+    fn ledgers_match_the_plain_reference(drawn in events_strategy(), mark in 0.1f64..30.0) {
+        let ledger_events: Vec<LedgerEvent> = drawn
             .iter()
             .enumerate()
-            .map(|(i, &(buy, q, usd))| LedgerEvent {
+            .map(|(i, &((buy, q, usd), fee))| LedgerEvent {
                 time: i as i64 * 1_000_000,
                 slot: i as i64,
                 id: i as i64,
                 side: if buy { TradeSide::Buy } else { TradeSide::Sell },
                 quantity: q,
                 usd,
-                fee: 0.0,
+                fee,
             })
             .collect();
+        // Fees are kept apart: the reference ignores them, and every policy sums them all.
+        let events: Vec<(bool, f64, f64)> = drawn.iter().map(|&(e, _)| e).collect();
+        let fees: f64 = drawn.iter().map(|&(_, fee)| fee).sum();
         let mut totals = Vec::new();
         for method in CostMethod::ALL {
             let config = PnlConfig { method, ..PnlConfig::default() };
@@ -620,6 +625,7 @@ proptest! {
             prop_assert!(near(l.realized, r, 1e-9), "{method} realized {} vs {r}", l.realized);
             prop_assert!(near(l.unrealized(mark), u, 1e-9), "{method} unrealized {} vs {u}", l.unrealized(mark));
             prop_assert!(near(l.oversold_quantity, oversold, 1e-9));
+            prop_assert!(near(l.fees, fees, 1e-12), "{method} fees {} vs {fees}", l.fees);
             // realized + unrealized = Σ proceeds + open · mark − Σ cost.
             let rhs = l.proceeds + l.open_quantity() * mark - l.buy_cost;
             prop_assert!(near(l.realized + l.unrealized(mark), rhs, 1e-9));
@@ -630,6 +636,7 @@ proptest! {
                 &PnlConfig { method, oversell: OversellPolicy::Ignore, ..PnlConfig::default() },
             ).expect("ignore never fails");
             prop_assert!(near(ignore.ignored_quantity, oversold, 1e-9));
+            prop_assert!(near(ignore.fees, fees, 1e-12));
             let rhs = ignore.proceeds + ignore.open_quantity() * mark - ignore.buy_cost;
             prop_assert!(near(ignore.realized + ignore.unrealized(mark), rhs, 1e-9));
             let strict = pnl::run_ledger(

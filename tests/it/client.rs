@@ -725,6 +725,44 @@ async fn odd_bodies_and_dead_servers_keep_their_context() {
     .await;
 }
 
+#[tokio::test]
+async fn a_service_echoing_the_api_key_never_gets_it_printed() {
+    bounded(20, async {
+        // The key the request sent, as a hostile or careless service would quote it.
+        let key_of = |seen: &Seen| {
+            seen.headers
+                .get("x-api-key")
+                .expect("the key header")
+                .to_str()
+                .expect("text")
+                .to_owned()
+        };
+        let replies: [fn(&str) -> Reply; 3] = [
+            // The documented error object.
+            |k| Reply::error(500, &format!("internal error for key {k}")),
+            // A body that is no error object, the key across the excerpt's cut.
+            |k| Reply::raw(502, &format!("{}{k}{k}", "x".repeat(196))),
+            // A success that does not decode, the decoder quoting the key.
+            |k| Reply::json(json!({ "data": k, "key": k })),
+        ];
+        for reply in replies {
+            let server = Server::start(move |seen, _| reply(&key_of(seen))).await;
+            let client = Client::new(server.config().with_retry(RetryConfig::disabled()))
+                .expect("valid configuration");
+            let err = client
+                .alt_prices(&AltPricesRequest::for_tokens(["T"]))
+                .await
+                .expect_err("an error");
+            assert_eq!(server.count(), 1);
+            let shown = format!("{err} | {err:?} | {}", dexlake::error::error_chain(&err));
+            assert!(!shown.contains("test-key"), "{shown}");
+            assert!(!shown.contains("test-"), "a piece of the key: {shown}");
+            assert!(shown.contains("***"), "{shown}");
+        }
+    })
+    .await;
+}
+
 // ----- Retries -----
 
 #[tokio::test]

@@ -19,6 +19,7 @@ mod lake;
 mod lake_files;
 mod lake_log;
 mod lake_read_only;
+mod output;
 mod quality;
 mod query;
 #[cfg(feature = "report")]

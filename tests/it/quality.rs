@@ -603,3 +603,57 @@ fn a_check_that_cannot_run_exits_with_status_2() {
     // A usage error is status 2 too (clap's).
     common::dexlake_cli_refused(&["check", "--token", ""], "--token");
 }
+
+#[test]
+fn a_token_whose_swaps_have_no_price_is_all_jumps_and_the_check_runs() {
+    // Every swap of the token priced 0 or negative on its side: each swap judged (8 on each
+    // side) is a jump with no median, in the library, the JSON and the table.
+    let (dir, lake, token) = lake_copy();
+    let n = token_events(&lake, &token).len();
+    assert!(n >= 17, "{n} swaps");
+    for f in swap_files(&lake) {
+        let mut batch = f.batch.clone();
+        let mut touched = false;
+        for side in ["in", "out"] {
+            let column = format!("token_price_{side}");
+            let mut prices: Vec<f64> = batch
+                .column_by_name(&column)
+                .unwrap()
+                .as_primitive::<Float64Type>()
+                .values()
+                .to_vec();
+            for (row, price) in prices.iter_mut().enumerate() {
+                if str_at(&batch, &format!("token_address_{side}"), row) == token {
+                    *price = if row % 2 == 0 { 0.0 } else { -1.0 };
+                    touched = true;
+                }
+            }
+            batch = with_column(&batch, &column, Arc::new(Float64Array::from(prices)));
+        }
+        if touched {
+            commit_swaps(&lake, &date_of(&f.path), &batch, Some(&f.path));
+        }
+    }
+    let report = checked(&lake);
+    let jumps = &report.findings.price_jumps;
+    assert_eq!(jumps.count, n as u64 - 16, "{jumps:#?}");
+    assert!(
+        jumps
+            .examples
+            .iter()
+            .all(|j| j.token == token && j.median_price.is_none() && j.price <= 0.0),
+        "{jumps:#?}"
+    );
+
+    let (code, out, err) = check_cli(dir.path(), &["--format", "json", "--token", &token]);
+    assert_eq!(code, 1, "{out}{err}");
+    let json: Value = serde_json::from_str(&out).expect("one JSON document");
+    assert_eq!(json["findings"]["price_jumps"]["count"], n as u64 - 16);
+    assert_eq!(
+        json["findings"]["price_jumps"]["examples"][0]["median_price"],
+        Value::Null
+    );
+    let (code, out, err) = check_cli(dir.path(), &["--token", &token]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("rolling median none"), "{out}");
+}

@@ -533,3 +533,38 @@ async fn the_command_runs_a_live_market_whose_now_moves() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn the_command_says_huge_speeds_in_a_few_characters() {
+    bounded(async {
+        use tokio::io::AsyncBufReadExt;
+        let exe = env!("CARGO_BIN_EXE_dexlake");
+        let mut child = tokio::process::Command::new(exe)
+            .args([
+                "sim", "--seed", "3", "--scale", "tiny", "--live", "--speed", "1e308",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("dexlake starts");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut lines = tokio::io::BufReader::new(stdout).lines();
+        lines.next_line().await.unwrap().expect("a first line");
+        let second = lines.next_line().await.unwrap().expect("a second line");
+        assert!(second.contains("runs 1e308 simulated seconds"), "{second}");
+        assert!(second.len() < 300, "{second}");
+        child.kill().await.expect("the child stops");
+
+        // A refused one too.
+        let out = tokio::process::Command::new(exe)
+            .args(["sim", "--live", "--speed=-1e308", "--catalog"])
+            .output()
+            .await
+            .expect("dexlake runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{err}");
+        assert!(err.contains("live speed -1e308 must be"), "{err}");
+        assert!(err.len() < 300, "{err}");
+    })
+    .await;
+}

@@ -23,7 +23,8 @@
 //! Defaults: `half_window` 16 (32 neighbours),
 //! `z` 10, `floor` `ln 2` (a price twice or half the median is always a jump; nothing closer to
 //! it than that is). A price that is not finite and positive has no logarithm and is always a
-//! jump.
+//! jump (with no median when no event of its window has a price either). A price whose window
+//! holds no price is not judged: there is nothing to compare it with.
 //!
 //! The median and the MAD ignore a few wild values, so one doctored price does not move the
 //! bound of its neighbours, which stay unreported; the window is centred, so a real move of the
@@ -69,15 +70,15 @@ pub struct PriceJump {
     pub block_slot: i64,
     /// Its USD price.
     pub price: f64,
-    /// The median price of its window.
-    pub median_price: f64,
+    /// The median price of its window; null when no event of the window has a price.
+    pub median_price: Option<f64>,
     /// `ln(price / median_price)`; null when the price has no logarithm.
     pub log_deviation: Option<f64>,
     /// The bound it broke, in log price.
     pub bound: f64,
 }
 
-/// The median of `v` (not empty), which it reorders.
+/// The median of `v` (not empty: the callers skip an empty window), which it reorders.
 fn median(v: &mut [f64]) -> f64 {
     let n = v.len();
     let mid = n / 2;
@@ -131,8 +132,24 @@ pub(super) fn find_jumps(token: &str, events: &Events, rule: &JumpRule) -> Vec<P
         if i - lo < k.div_ceil(2) || hi - i < k.div_ceil(2) {
             continue;
         }
-        let (m, bound) = window_bound(&mut window, rule);
         let x = logs[i];
+        if window.is_empty() {
+            // No price around: an unpriced event is still a jump; a priced one is not judged.
+            if x.is_nan() {
+                out.push(PriceJump {
+                    token: token.to_owned(),
+                    id: events.id[i],
+                    block_time: super::utc(events.time[i]),
+                    block_slot: events.slot[i],
+                    price: events.price[i],
+                    median_price: None,
+                    log_deviation: None,
+                    bound: rule.floor,
+                });
+            }
+            continue;
+        }
+        let (m, bound) = window_bound(&mut window, rule);
         let deviation = (!x.is_nan()).then_some(x - m);
         // The nearest prices before and after, both departed from in the median's direction.
         let nearest_before = logs[lo..i].iter().rev().find(|x| !x.is_nan());
@@ -150,7 +167,7 @@ pub(super) fn find_jumps(token: &str, events: &Events, rule: &JumpRule) -> Vec<P
                 block_time: super::utc(events.time[i]),
                 block_slot: events.slot[i],
                 price: events.price[i],
-                median_price: m.exp(),
+                median_price: Some(m.exp()),
                 log_deviation: deviation,
                 bound,
             });

@@ -47,6 +47,7 @@ use gaps::find_gaps;
 use jumps::find_jumps;
 
 use crate::analytics::{EventSource, Selection, TimeRange, TokenEvents, load_events};
+use crate::error::number;
 use crate::lake::{Dataset, Lake};
 use crate::{Error, Result};
 
@@ -173,14 +174,16 @@ impl Describe for PriceJump {
             || "no logarithm".to_owned(),
             |d| format!("ln ratio {d:+.3}"),
         );
+        let median = self
+            .median_price
+            .map_or_else(|| "none (no price around)".to_owned(), |m| m.to_string());
         format!(
-            "{}: id {} at {} (slot {}) price {} vs rolling median {} ({deviation}, bound {:.3})",
+            "{}: id {} at {} (slot {}) price {} vs rolling median {median} ({deviation}, bound {:.3})",
             self.token,
             self.id,
             self.block_time.to_rfc3339(),
             self.block_slot,
             self.price,
-            self.median_price,
             self.bound
         )
     }
@@ -383,7 +386,7 @@ impl CheckOptions {
             if !(value.is_finite() && value >= 0.0) {
                 return bad(
                     argument,
-                    format!("{value}: must be finite and not negative"),
+                    format!("{}: must be finite and not negative", number(value)),
                 );
             }
         }
@@ -395,12 +398,15 @@ impl CheckOptions {
             );
         }
         if !(j.z.is_finite() && j.z > 0.0) {
-            return bad("jump z", format!("{}: must be finite and positive", j.z));
+            return bad(
+                "jump z",
+                format!("{}: must be finite and positive", number(j.z)),
+            );
         }
         if !(j.floor.is_finite() && j.floor >= 0.0) {
             return bad(
                 "jump floor",
-                format!("{}: must be finite and not negative", j.floor),
+                format!("{}: must be finite and not negative", number(j.floor)),
             );
         }
         Ok(())

@@ -170,6 +170,41 @@ fn a_doctored_price_is_a_jump_and_its_neighbours_are_not() {
 }
 
 #[test]
+fn unpriced_events_are_jumps_without_a_median() {
+    // 17 events: the ninth is the first judged (8 on each side). All unpriced (0, negative,
+    // NaN): each judged one is a jump, though no event of its window has a price.
+    let times: Vec<i64> = (0..17).map(|i| i * 60).collect();
+    for price in [0.0, -1.5, f64::NAN] {
+        let e = events(&times, &[price; 17]);
+        let jumps = find_jumps("T", &e, &JumpRule::default());
+        assert_eq!(jumps.len(), 1, "{jumps:?}");
+        let j = &jumps[0];
+        assert_eq!(
+            (j.id, j.median_price, j.log_deviation),
+            (9, None, None),
+            "{j:?}"
+        );
+        assert_eq!(j.bound, JumpRule::default().floor);
+    }
+    // One priced event among unpriced ones has nothing to be compared with: not judged. Its
+    // unpriced neighbours are jumps, with its price as their window's median while it is in
+    // their window, and none past it.
+    let mut prices = vec![0.0; 60];
+    prices[20] = 3.0;
+    let e = events(&(0..60).map(|i| i * 60).collect::<Vec<_>>(), &prices);
+    let jumps = find_jumps("T", &e, &JumpRule::default());
+    let ids: Vec<i64> = jumps.iter().map(|j| j.id).collect();
+    assert_eq!(ids, (9..=52).filter(|&i| i != 21).collect::<Vec<_>>());
+    assert!(jumps.iter().all(|j| j.log_deviation.is_none()));
+    for j in &jumps {
+        match j.median_price {
+            Some(m) => assert!(j.id <= 37 && (m - 3.0).abs() < 1e-12, "{j:?}"),
+            None => assert!(j.id > 37, "{j:?}"),
+        }
+    }
+}
+
+#[test]
 fn a_level_shift_of_the_market_is_not_a_jump() {
     // The price rises 2.5 times at once and stays: the windows around the step hold both
     // levels, whose spread widens their bound, and the others hold one level.

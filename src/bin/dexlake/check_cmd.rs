@@ -10,6 +10,7 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 use dexlake::analytics::quality::{self, CheckOptions, CheckReport};
+use dexlake::error::escaped_in_full;
 
 use crate::output::existing_lake;
 use crate::{Global, address, error_text};
@@ -113,7 +114,7 @@ fn table(r: &CheckReport) -> String {
         }
         out.push_str(&format!("\n{kind} ({} of {n}):\n", lines.len()));
         for line in lines {
-            out.push_str(&format!("  {line}\n"));
+            out.push_str(&format!("  {}\n", escaped_in_full(&line)));
         }
     }
     if r.is_clean() {

@@ -16,7 +16,7 @@ use dexlake::live::{FollowConfig, Follower};
 use dexlake::sync::CancelToken;
 use polars::prelude::DataFrame;
 
-use crate::output::json_lines;
+use crate::output::{LiveTable, json_lines};
 use crate::{Global, address};
 
 /// How closed bars are printed.
@@ -121,6 +121,7 @@ pub fn run(global: &Global, args: FollowArgs) -> anyhow::Result<ExitCode> {
             cancel.clone(),
             "interrupted again: exiting; the bars of the poll in flight print again on restart",
         );
+        let mut table = LiveTable::new();
         let mut polls = 0u64;
         let mut failing = 0u32;
         let outcome: anyhow::Result<()> = loop {
@@ -130,14 +131,14 @@ pub fn run(global: &Global, args: FollowArgs) -> anyhow::Result<ExitCode> {
                 Err(e) => break Err(e.into()),
             };
             // Printed first, committed second: a kill in between prints these again.
-            if let Err(e) = print(&poll.closed, format) {
+            if let Err(e) = print(&poll.closed, format, &mut table) {
                 break Err(e);
             }
             if let Err(e) = follower.commit(&poll.closed) {
                 break Err(e.into());
             }
             if format == FollowFormat::Table {
-                show_state(&follower, &poll);
+                show_state(&follower, &poll, &mut table);
             }
             if poll.advanced {
                 failing = 0;
@@ -150,6 +151,7 @@ pub fn run(global: &Global, args: FollowArgs) -> anyhow::Result<ExitCode> {
                     .iter()
                     .filter_map(|j| j.outcome.error().map(|e| format!("{}: {e}", j.job)))
                     .collect();
+                table.end_status();
                 eprintln!(
                     "follow: poll incomplete ({}); the watermark stays at {}, retrying",
                     if failed.is_empty() {
@@ -198,13 +200,13 @@ pub fn run(global: &Global, args: FollowArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Prints closed bars (nothing when there are none).
-fn print(closed: &DataFrame, format: FollowFormat) -> anyhow::Result<()> {
+fn print(closed: &DataFrame, format: FollowFormat, table: &mut LiveTable) -> anyhow::Result<()> {
     if closed.height() == 0 {
         return Ok(());
     }
     let text = match format {
         FollowFormat::Jsonl => json_lines(closed)?,
-        FollowFormat::Table => crate::output::table_lines(closed)?,
+        FollowFormat::Table => return table.print(closed),
     };
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())?;
@@ -212,13 +214,13 @@ fn print(closed: &DataFrame, format: FollowFormat) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The watermark and the open bars, on stderr (table format).
-fn show_state(follower: &Follower, poll: &dexlake::live::PollReport) {
+/// The watermark and the open bars, the status line on stderr (table format).
+fn show_state(follower: &Follower, poll: &dexlake::live::PollReport, table: &mut LiveTable) {
     let open = follower.provisional().map(|f| f.height()).unwrap_or(0);
-    eprintln!(
+    table.status(&format!(
         "follow: watermark {}, {} new swaps, {} open bars",
         poll.watermark.map_or("none".into(), |w| w.to_rfc3339()),
         poll.new_events,
         open
-    );
+    ));
 }

@@ -105,7 +105,7 @@ pub fn run(_global: &Global, args: SimArgs) -> anyhow::Result<ExitCode> {
                     market
                         .now()
                         .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-                    sim.speed(),
+                    dexlake::error::number(sim.speed()),
                     until.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
                     sim.base_url(),
                 ));

@@ -95,7 +95,7 @@ fn table(status: &LakeStatus) -> String {
             };
             let mut line = format!(
                 "  {}  rows {rows}  first {}  last {}  fetched {fetched}  synced {}",
-                t.target,
+                escaped_in_full(&t.target),
                 at(t.first),
                 at(t.last),
                 at(t.synced_at)

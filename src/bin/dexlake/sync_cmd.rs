@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use clap::{Args, Subcommand};
 use dexlake::api::client::{Client, ClientConfig};
 use dexlake::api::retry::{MAX_CONCURRENCY, RateLimit};
-use dexlake::error::error_chain;
+use dexlake::error::{error_chain, escaped_in_full};
 use dexlake::lake::Lake;
 use dexlake::sync::{
     CancelToken, Job, JobOutcome, JobReport, Plan, ProgressBars, SyncConfig, SyncReport, Syncer,
@@ -382,7 +382,12 @@ pub fn run(global: &Global, args: SyncArgs) -> anyhow::Result<ExitCode> {
         for job in &jobs {
             let e = sync.estimate(job)?;
             let n = e.requests.map_or_else(|| "?".to_owned(), |n| n.to_string());
-            println!("{:<60} requests: {:>6}   {}", e.job, n, e.note);
+            println!(
+                "{:<60} requests: {:>6}   {}",
+                escaped_in_full(&e.job),
+                n,
+                e.note
+            );
             total = total.zip(e.requests).map(|(a, b)| a + b);
         }
         match total {
@@ -429,7 +434,7 @@ pub fn run(global: &Global, args: SyncArgs) -> anyhow::Result<ExitCode> {
             JobOutcome::Interrupted => interrupted += 1,
             JobOutcome::NotStarted => not_started += 1,
             JobOutcome::Failed(error) => {
-                eprintln!("failed: {}", error_chain(error.as_ref()));
+                eprintln!("failed: {}", escaped_in_full(&error_chain(error.as_ref())));
                 let status = exit::status_of(Some(error.kind()));
                 failed = Some(failed.map_or(status, |s| if s == status { s } else { 1 }));
             }
@@ -491,14 +496,16 @@ fn print_summary(report: &SyncReport, verbose: bool) {
             ),
             Err(e) => println!(
                 "  compaction failed (the synced rows are committed; `dexlake compact` retries): {}",
-                error_chain(e.as_ref())
+                escaped_in_full(&error_chain(e.as_ref()))
             ),
         }
     }
     let row = |j: &JobReport| {
         println!(
             "  {:<60} {:>9} rows added {:>6} requests",
-            j.job, j.rows_added, j.requests
+            escaped_in_full(&j.job),
+            j.rows_added,
+            j.requests
         );
     };
     if verbose || report.jobs.len() <= FULL_TABLE_UP_TO {
