@@ -135,3 +135,5 @@ pub fn dexlake_cli(args: &[&str]) -> String {
 }
 
 pub mod lake;
+#[cfg(feature = "sim")]
+pub mod proxy;
