@@ -8,17 +8,40 @@
 //! it, so every swap before it is in the lake. The swaps at or after the previous watermark are
 //! read back from the lake (the manifest's time spans and the row groups' statistics skip the
 //! rest, so a poll's cost follows what is new, not the lake's size), pushed into
-//! [`LiveBars`], and the bars the new watermark closes are returned. A poll whose sync did not
-//! finish every job (an outage, retries exhausted, Ctrl-C) keeps the watermark where it was:
-//! bars close only over data the lake holds completely.
+//! [`LiveBars`], and the bars the new watermark closes are returned.
+//!
+//! **When the watermark waits.** The watermark never passes a swap not yet fetched:
+//!
+//! - A poll whose sync did not finish every job (a transient failure, Ctrl-C) keeps the
+//!   watermark where it was: bars close only over data the lake holds completely.
+//! - A stream left unfinished by an earlier poll (interrupted, killed, failed mid-way) resumes
+//!   from its recorded cursor and pages down to where its run began; the swaps that arrived
+//!   since are above that run. So a poll that finished such a stream syncs once more, from the
+//!   newest page down, before its `Date` may move the watermark.
+//! - A `Date` more than [`FollowConfig::max_date_jump`] past the previous watermark (on a
+//!   first poll: past the lake's newest swap) is not trusted: the poll is held, and the next
+//!   poll's `Date` must confirm it (at or after it, within the same jump of it).
+//!
+//! Swaps that still arrive for a bar already closed (a service that indexes late) are counted
+//! as late ([`PollReport::late`], [`Follower::late`]): they are in the lake, not in the bars.
+//!
+//! **Failures.** A poll stops with the error when it cannot succeed by being tried again:
+//! the service refused the request (400, 401, 403, 404), could not be reached before it ever
+//! answered (a wrong address), answered without a `Date` header, or the lake cannot be
+//! written or read (read-only, a damaged or missing committed file). Transient failures (429,
+//! 5xx, timeouts and lost connections once the service has answered, malformed answers, a lake
+//! locked by another writer) hold the poll ([`PollReport::held`]), and the caller tries again.
 //!
 //! **Committing.** [`Follower::commit`] writes the closed bars to the lake's `bars` dataset and
-//! the watermark to the follow's state in one commit. A caller prints a poll's bars first and
-//! commits them second, so after a kill only the bars of the poll in flight can be printed
-//! again (with the same values: they are computed from committed swaps), and none is lost.
-//! A new [`Follower`] on the same lake, tokens and interval resumes at the committed
-//! watermark: it replays the lake's swaps from each token's last stored bar to rebuild the
-//! open bars, and returns nothing twice.
+//! the follow's state (its watermark, and where a restart's replay starts) in one commit,
+//! waiting up to [`FollowConfig::lock_timeout`] for another writer. Bars whose commit failed
+//! are kept and committed with the next ones. A caller prints a poll's bars first and commits
+//! them second, so after a kill only the bars of the poll in flight can be printed again (with
+//! the same values: they are computed from committed swaps), and none is lost. A new
+//! [`Follower`] on the same lake, tokens and interval resumes at the committed watermark: it
+//! replays the lake's swaps from this follow's own earliest bar still needed (each token's last
+//! closed bar, or its open one), never from what other follows stored, and returns nothing
+//! twice. [`FollowConfig::reset`] forgets the committed state.
 //!
 //! **Where bars begin.** On a first start, at the bucket holding [`FollowConfig::since`]
 //! (default: the first watermark), so every bar holds a whole bucket. The follow's history
@@ -28,6 +51,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
+use std::time::Duration;
 
 use arrow::array::{ArrayRef, Float64Array, Int64Array, StringArray, TimestampMicrosecondArray};
 use arrow::record_batch::RecordBatch;
@@ -35,6 +59,7 @@ use chrono::{DateTime, Utc};
 use polars::prelude::*;
 use serde_json::json;
 
+use crate::analytics::events::load_events_in_files;
 use crate::analytics::ohlcv::{BarColumns, bars_frame};
 use crate::analytics::{
     BarOptions, BarRule, EventSource, LiveBars, Selection, Tick, TimeRange, TokenEvents,
@@ -42,7 +67,7 @@ use crate::analytics::{
 };
 use crate::api::Client;
 use crate::lake::{Dataset, Lake, Partition, schema};
-use crate::sync::{CancelToken, Job, SyncConfig, SyncReport, Syncer};
+use crate::sync::{CancelToken, Job, JobOutcome, SyncConfig, SyncReport, Syncer};
 use crate::{Error, Result};
 
 /// What to follow.
@@ -57,12 +82,22 @@ pub struct FollowConfig {
     /// Width of the time bars, seconds.
     pub interval_seconds: i64,
     /// Where bars begin on a first start (rounded down to its bucket); default the first
-    /// watermark. Ignored when resuming.
+    /// watermark. Ignored when resuming, unless [`reset`](Self::reset).
     pub since: Option<DateTime<Utc>>,
+    /// Forget the follow's committed state (its watermark and where its bars began) and start
+    /// as on a first start: the way to take back a watermark the user does not trust. Bars
+    /// already stored stay (a bar's first write is kept).
+    pub reset: bool,
     /// Every this many commits the files the follow wrote are merged (the partitions its polls
     /// and its bars wrote into, and no other), so their count stays bounded over days of
     /// running.
     pub compact_every: u64,
+    /// How long a commit (the polls' swaps and the bars) waits for another writer to release
+    /// the lake. Default 10 minutes, as a sync's.
+    pub lock_timeout: Duration,
+    /// A service `Date` more than this past the previous watermark (on a first poll, past the
+    /// lake's newest swap) is not trusted until the next poll confirms it. Default one day.
+    pub max_date_jump: Duration,
 }
 
 impl Default for FollowConfig {
@@ -73,7 +108,10 @@ impl Default for FollowConfig {
             wallet: None,
             interval_seconds: 60,
             since: None,
+            reset: false,
             compact_every: 200,
+            lock_timeout: SyncConfig::default().lock_timeout,
+            max_date_jump: Duration::from_secs(86_400),
         }
     }
 }
@@ -85,12 +123,41 @@ pub struct PollReport {
     pub closed: DataFrame,
     /// The watermark after the poll, if the follow has one yet.
     pub watermark: Option<DateTime<Utc>>,
-    /// Whether the watermark moved (false when a sync job did not finish).
+    /// Whether the watermark moved (false when the poll was held).
     pub advanced: bool,
+    /// Why the watermark did not move, when the poll was held by a transient failure, a
+    /// cancellation or a `Date` not yet trusted; the failed jobs' errors are in
+    /// [`sync`](Self::sync) ([`PollReport::into_error`]).
+    pub held: Option<String>,
     /// Swaps new to the bars.
     pub new_events: usize,
-    /// The sync run.
+    /// Swaps this poll fetched for bars already closed (before the previous watermark): they
+    /// are in the lake, not in the bars.
+    pub late: u64,
+    /// The sync runs of the poll (more than one when an unfinished stream was finished
+    /// first), their job reports summed.
     pub sync: SyncReport,
+}
+
+impl PollReport {
+    /// The error of the poll's first failed job, owned (for a caller that ends on it).
+    pub fn into_error(self) -> Option<Error> {
+        let failed = self.sync.jobs.into_iter().find_map(|j| match j.outcome {
+            JobOutcome::Failed(e) => Some((j.job, e)),
+            _ => None,
+        })?;
+        let (job, shared) = failed;
+        // Every other report holding the same error is dropped by now.
+        Some(
+            Arc::try_unwrap(shared).unwrap_or_else(|shared| Error::Sync {
+                job,
+                source: Box::new(Error::Lake {
+                    path: Default::default(),
+                    message: crate::error::error_chain(&*shared),
+                }),
+            }),
+        )
+    }
 }
 
 /// A follow of tokens (or a pool) on one lake (see the module documentation).
@@ -106,6 +173,14 @@ pub struct Follower {
     start: Option<i64>,
     /// Ids of swaps at or after the watermark already pushed, with their times.
     pushed: HashMap<i64, i64>,
+    /// Each token's last closed bar (its label, µs).
+    last_closed: BTreeMap<String, i64>,
+    /// Closed bars whose commit failed, committed with the next ones.
+    unstored: Option<DataFrame>,
+    /// A `Date` far past the watermark, waiting for the next poll to confirm it (µs).
+    suspect: Option<i64>,
+    /// Whether the service has answered this follow yet.
+    answered: bool,
     commits: u64,
     /// Partitions written since the last compaction.
     written: BTreeSet<Partition>,
@@ -116,11 +191,16 @@ pub struct Follower {
 struct Saved {
     start: i64,
     watermark: i64,
+    /// Where a restart's replay starts: the earliest of each token's last closed bar and open
+    /// bar (absent in states of older versions, which replay from `start`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    replay_from: Option<i64>,
 }
 
 impl Follower {
     /// A follow of `config` writing into `lake` through `client`, resumed from the lake's
-    /// state of the same tokens (or pool) and interval when there is one.
+    /// state of the same tokens (or pool) and interval when there is one (and not
+    /// [`FollowConfig::reset`]).
     pub fn new(client: Client, lake: Arc<Lake>, config: FollowConfig) -> Result<Follower> {
         let selection = match (&config.pool, config.tokens.as_slice()) {
             (Some(pool), []) => Selection::Pool(pool.clone()),
@@ -170,6 +250,7 @@ impl Follower {
         // each sync run, which would rewrite the day's partition at every poll.
         let sync = SyncConfig {
             compact: false,
+            lock_timeout: config.lock_timeout,
             ..SyncConfig::default()
         };
         let mut follower = Follower {
@@ -181,10 +262,16 @@ impl Follower {
             key,
             start: None,
             pushed: HashMap::new(),
+            last_closed: BTreeMap::new(),
+            unstored: None,
+            suspect: None,
+            answered: false,
             commits: 0,
             written: BTreeSet::new(),
         };
-        follower.resume()?;
+        if !follower.config.reset {
+            follower.resume()?;
+        }
         Ok(follower)
     }
 
@@ -205,13 +292,15 @@ impl Follower {
         self.bars.provisional()
     }
 
-    /// Swaps pushed after the watermark that arrived late (before it), per token: never
-    /// merged into a bar.
+    /// Swaps that arrived for bars already closed (before the watermark), per token, since
+    /// this follower started: in the lake, never merged into a bar.
     pub fn late(&self) -> BTreeMap<String, u64> {
         self.bars.late()
     }
 
-    /// Rebuilds the open bars from the lake when the follow has a committed state.
+    /// Rebuilds the open bars from the lake when the follow has a committed state: replays
+    /// this follow's swaps from where its state says (each token's last closed bar or open
+    /// bar) to its watermark. The bars the replay closes were committed before.
     fn resume(&mut self) -> Result<()> {
         let lake = Arc::clone(self.syncer.lake());
         let Some(saved) = lake.state(&self.key)? else {
@@ -220,84 +309,148 @@ impl Follower {
         let saved: Saved = serde_json::from_value(saved)
             .map_err(|e| Error::Config(format!("follow state {}: {e}", self.key)))?;
         self.start = Some(saved.start);
-        // From each token's last stored bar (its bucket is where the kernels' state starts
-        // again), or from the start; the bars the replay closes were committed before.
-        let last = self.last_stored_labels(&lake, saved.start)?;
-        let from = match &self.selection {
-            Selection::Tokens(tokens) => tokens
-                .iter()
-                .map(|t| last.get(t).copied().unwrap_or(saved.start))
-                .min()
-                .unwrap_or(saved.start),
-            _ => last.values().copied().min().unwrap_or(saved.start),
-        };
-        let range = TimeRange {
-            from: DateTime::from_timestamp_micros(from),
-            to: DateTime::from_timestamp_micros(saved.watermark),
-        };
-        for t in load_events(&lake, EventSource::Swaps, &self.selection, range)? {
-            self.bars.push(&t.token, ticks_of(&t));
+        let from = saved.replay_from.unwrap_or(saved.start).max(saved.start);
+        if from < saved.watermark {
+            let range = TimeRange {
+                from: DateTime::from_timestamp_micros(from),
+                to: DateTime::from_timestamp_micros(saved.watermark),
+            };
+            for t in load_events(&lake, EventSource::Swaps, &self.selection, range)? {
+                self.bars.push(&t.token, ticks_of(&t));
+            }
         }
-        self.bars.advance(saved.watermark)?;
+        let replayed = self.bars.advance(saved.watermark)?.closed;
+        self.note_closed(&replayed)?;
         Ok(())
     }
 
-    /// The label of the last stored bar of each token of this follow's interval, at or after
-    /// `start`.
-    fn last_stored_labels(&self, lake: &Lake, start: i64) -> Result<BTreeMap<String, i64>> {
-        let stored = lake
-            .scan(Dataset::Bars)?
-            .filter(
-                col("interval")
-                    .eq(lit(self.config.interval_seconds))
-                    .and(col("timestamp").cast(DataType::Int64).gt_eq(lit(start))),
-            )
-            .group_by([col("token_address")])
-            .agg([col("timestamp").cast(DataType::Int64).max()])
-            .collect()
-            .map_err(Error::polars("reading the stored bars"))?;
-        let tokens = stored
-            .column("token_address")
-            .and_then(|c| c.str().cloned())
-            .map_err(Error::polars("reading the stored bars"))?;
-        let labels = stored
-            .column("timestamp")
-            .and_then(|c| c.i64().cloned())
-            .map_err(Error::polars("reading the stored bars"))?;
-        Ok(tokens
+    /// Records the label of each token's last bar in `closed`.
+    fn note_closed(&mut self, closed: &DataFrame) -> Result<()> {
+        for (token, label) in labels(closed)? {
+            let last = self.last_closed.entry(token).or_insert(label);
+            *last = (*last).max(label);
+        }
+        Ok(())
+    }
+
+    /// Where a restart's replay must start: the earliest of each token's last closed bar and
+    /// open bar; `None` when there is neither.
+    fn replay_from(&self) -> Result<Option<i64>> {
+        let open = labels(&self.bars.provisional()?)?;
+        Ok(self
+            .last_closed
+            .values()
+            .copied()
+            .chain(open.into_iter().map(|(_, l)| l))
+            .min())
+    }
+
+    /// Whether a stream of the follow's jobs records an unfinished run (it resumes from its
+    /// cursor and ends where that run began).
+    fn unfinished_streams(&self, lake: &Lake) -> Result<bool> {
+        let mut states = BTreeMap::new();
+        for job in &self.jobs {
+            let key = job.state_key();
+            if let Some(v) = lake.state(&key)? {
+                states.insert(key, v);
+            }
+        }
+        Ok(crate::sync::recorded::recorded(&states)
             .iter()
-            .zip(labels.iter())
-            .filter_map(|(t, l)| Some((t?.to_owned(), l?)))
-            .collect())
+            .any(|r| r.interrupted))
     }
 
     /// One poll: syncs what is new, moves the watermark and returns the bars it closed (not
-    /// yet committed: print them, then [`commit`](Self::commit) them).
+    /// yet committed: print them, then [`commit`](Self::commit) them). A permanent failure is
+    /// an error; a transient one holds the poll (see the module documentation).
     pub async fn poll(&mut self, cancel: &CancelToken) -> Result<PollReport> {
         // Dates seen before this poll do not count for it.
         let _ = self.syncer.client().take_earliest_server_date();
-        let sync = self.syncer.run_with(&self.jobs, &(), cancel).await;
-        self.written.extend(sync.partitions.iter().cloned());
-        let complete = !sync.any_failed() && !sync.interrupted();
-        let date = self.syncer.client().take_earliest_server_date();
-        let previous = self.bars.watermark();
-        let mut watermark = match (complete, date) {
-            (true, Some(d)) => d.timestamp_micros().max(previous.unwrap_or(i64::MIN)),
-            _ => {
-                // No new watermark: nothing closes (an empty frame of the bars' columns).
-                let closed = match previous {
-                    Some(w) => self.bars.advance(w)?.closed,
-                    None => bars_frame(BarColumns::default(), Some(Vec::new()))?,
-                };
-                return Ok(PollReport {
-                    closed,
-                    watermark: self.watermark(),
-                    advanced: false,
-                    new_events: 0,
-                    sync,
-                });
+        let lake = Arc::clone(self.syncer.lake());
+        let before = swaps_files(&lake)?;
+        let mut sync = SyncReport::default();
+        // A stream left unfinished is finished first, then synced again from the newest page.
+        let mut complete = false;
+        for _ in 0..3 {
+            let unfinished = self.unfinished_streams(&lake)?;
+            let pass = self.syncer.run_with(&self.jobs, &(), cancel).await;
+            self.written.extend(pass.partitions.iter().cloned());
+            let finished = !pass.any_failed() && !pass.interrupted();
+            add_pass(&mut sync, pass);
+            if !finished {
+                break;
             }
+            if !unfinished {
+                complete = true;
+                break;
+            }
+        }
+        let date = self.syncer.client().take_earliest_server_date();
+        if date.is_some() {
+            self.answered = true;
+        }
+        if !complete {
+            let failure = sync.jobs.iter().find_map(|j| j.outcome.error());
+            let failed = failure.is_some();
+            if failure.is_some_and(|e| !is_transient(e, self.answered)) {
+                let report = self.held(sync, String::new())?;
+                return Err(report
+                    .into_error()
+                    .unwrap_or_else(|| invalid("poll", "a failed job without an error")));
+            }
+            let reason = match failed {
+                true => sync
+                    .jobs
+                    .iter()
+                    .filter_map(|j| j.outcome.error().map(|e| format!("{}: {e}", j.job)))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                false if cancel.is_cancelled() => "interrupted".to_owned(),
+                false => "a stream did not finish".to_owned(),
+            };
+            return self.held(sync, reason);
+        }
+        let Some(date) = date else {
+            if sync.http_requests > 0 {
+                return Err(Error::Config(format!(
+                    "the service at {} answered without a `Date` header; follow takes its watermark from the service's clock (the `Date` of its answers) and cannot close bars without it",
+                    self.syncer.client().config().base_url
+                )));
+            }
+            return self.held(sync, "the service sent no answer".to_owned());
         };
+        let previous = self.bars.watermark();
+        let candidate = date.timestamp_micros();
+        // A `Date` far past what the follow knew is not trusted until the next poll confirms it.
+        let jump = i64::try_from(self.config.max_date_jump.as_micros()).unwrap_or(i64::MAX);
+        let reference = match previous {
+            Some(w) => Some(w),
+            None => newest_swap(&lake)?,
+        };
+        if let Some(r) = reference
+            && candidate > r.saturating_add(jump)
+        {
+            let confirmed = self
+                .suspect
+                .is_some_and(|s| candidate >= s && candidate - s <= jump);
+            if !confirmed {
+                self.suspect = Some(candidate);
+                let reason = format!(
+                    "the service's Date {} is more than {} past {} {}; not trusted until the next poll confirms it",
+                    date.to_rfc3339(),
+                    show_duration(self.config.max_date_jump),
+                    if previous.is_some() {
+                        "the watermark"
+                    } else {
+                        "the lake's newest swap"
+                    },
+                    show_micros(r)
+                );
+                return self.held(sync, reason);
+            }
+        }
+        self.suspect = None;
+        let mut watermark = candidate.max(previous.unwrap_or(i64::MIN));
         let start = match self.start {
             Some(s) => s,
             None => {
@@ -311,22 +464,42 @@ impl Follower {
             }
         };
         watermark = watermark.max(start);
+        // The swaps this poll's commits added before the previous watermark are late; they are
+        // counted only when no file was removed meanwhile (a compaction's new files hold old
+        // swaps).
+        let mut late = 0;
+        if let Some(w) = previous
+            && w > start
+        {
+            let after = swaps_files(&lake)?;
+            if before.is_subset(&after) && after.len() > before.len() {
+                let added: BTreeSet<String> = after.difference(&before).cloned().collect();
+                let range = TimeRange {
+                    from: DateTime::from_timestamp_micros(start),
+                    to: DateTime::from_timestamp_micros(w),
+                };
+                let (lake, selection) = (Arc::clone(&lake), self.selection.clone());
+                let tokens = blocking("reading the late swaps", move || {
+                    load_events_in_files(&lake, EventSource::Swaps, &selection, range, &added)
+                })
+                .await?;
+                for t in &tokens {
+                    late += self.bars.push(&t.token, ticks_of(t));
+                }
+            }
+        }
         // The swaps at or after the previous watermark, as the lake now holds them.
         let from = previous.map_or(start, |w| w.max(start));
         let range = TimeRange {
             from: DateTime::from_timestamp_micros(from),
             to: None,
         };
-        let lake = Arc::clone(self.syncer.lake());
         let selection = self.selection.clone();
-        let tokens = tokio::task::spawn_blocking(move || {
-            load_events(&lake, EventSource::Swaps, &selection, range)
+        let reading = Arc::clone(&lake);
+        let tokens = blocking("reading the new swaps", move || {
+            load_events(&reading, EventSource::Swaps, &selection, range)
         })
-        .await
-        .map_err(|e| Error::Task {
-            context: "reading the new swaps".into(),
-            source: e,
-        })??;
+        .await?;
         let mut new_events = 0;
         for t in &tokens {
             let fresh: Vec<_> = ticks_of(t)
@@ -337,33 +510,79 @@ impl Follower {
         }
         let update = self.bars.advance(watermark)?;
         self.pushed.retain(|_, time| *time >= watermark);
+        self.note_closed(&update.closed)?;
         Ok(PollReport {
             closed: update.closed,
             watermark: self.watermark(),
             advanced: true,
+            held: None,
             new_events,
+            late,
             sync,
         })
     }
 
-    /// Commits `closed` (a poll's bars) to the lake's `bars` dataset with the watermark, in one
-    /// commit; every [`FollowConfig::compact_every`] commits, merges the files of the partitions
-    /// the follow wrote since the last time.
+    /// The report of a poll held for `reason`: nothing closes.
+    fn held(&mut self, sync: SyncReport, reason: String) -> Result<PollReport> {
+        // An empty frame of the bars' columns.
+        let closed = match self.bars.watermark() {
+            Some(w) => self.bars.advance(w)?.closed,
+            None => bars_frame(BarColumns::default(), Some(Vec::new()))?,
+        };
+        Ok(PollReport {
+            closed,
+            watermark: self.watermark(),
+            advanced: false,
+            held: Some(reason),
+            new_events: 0,
+            late: 0,
+            sync,
+        })
+    }
+
+    /// Commits `closed` (a poll's bars), with the bars of earlier commits that failed, to the
+    /// lake's `bars` dataset with the watermark, in one commit that waits up to
+    /// [`FollowConfig::lock_timeout`] for another writer; every
+    /// [`FollowConfig::compact_every`] commits, merges the files of the partitions the follow
+    /// wrote since the last time. On failure the bars are kept for the next commit.
     pub fn commit(&mut self, closed: &DataFrame) -> Result<()> {
         let (Some(start), Some(watermark)) = (self.start, self.bars.watermark()) else {
             return Ok(());
         };
+        let bars = match self.unstored.take() {
+            Some(mut kept) => {
+                kept.vstack_mut(closed)
+                    .map_err(Error::polars("keeping bars to commit"))?;
+                kept
+            }
+            None => closed.clone(),
+        };
+        let saved = Saved {
+            start,
+            watermark,
+            replay_from: self.replay_from()?,
+        };
         let lake = Arc::clone(self.syncer.lake());
-        let mut tx = lake.transaction()?;
-        if closed.height() > 0 {
-            tx.write(
-                Dataset::Bars,
-                bars_batch(closed, self.config.interval_seconds)?,
-            )?;
-        }
-        let saved = Saved { start, watermark };
-        tx.set_state(self.key.clone(), json!(saved));
-        let summary = tx.commit()?;
+        let written = (|| {
+            let mut tx = lake.transaction_within(self.config.lock_timeout)?;
+            if bars.height() > 0 {
+                tx.write(
+                    Dataset::Bars,
+                    bars_batch(&bars, self.config.interval_seconds)?,
+                )?;
+            }
+            tx.set_state(self.key.clone(), json!(saved));
+            tx.commit()
+        })();
+        let summary = match written {
+            Ok(summary) => summary,
+            Err(e) => {
+                if bars.height() > 0 {
+                    self.unstored = Some(bars);
+                }
+                return Err(e);
+            }
+        };
         self.written.extend(summary.partitions);
         self.commits += 1;
         if self.config.compact_every > 0 && self.commits.is_multiple_of(self.config.compact_every) {
@@ -371,6 +590,119 @@ impl Follower {
             self.written.clear();
         }
         Ok(())
+    }
+}
+
+/// Whether a poll that failed with `e` may succeed if tried again: the service's 429 and 5xx,
+/// malformed or endless answers, a lost connection once the service has `answered`, a lake
+/// locked by another writer. A refused request, a service never reached and the lake's own
+/// failures are not.
+pub fn is_transient(e: &Error, answered: bool) -> bool {
+    match e {
+        Error::Sync { source, .. } | Error::RetriesExhausted { source, .. } => {
+            is_transient(source, answered)
+        }
+        Error::Api { status, .. } => status.is_retryable(),
+        Error::Transport { .. } => answered,
+        Error::Decode { .. }
+        | Error::ResponseTooLarge { .. }
+        | Error::RepeatedCursor { .. }
+        | Error::EndlessPaging { .. }
+        | Error::LakeLocked { .. }
+        | Error::CommitConflict { .. } => true,
+        _ => false,
+    }
+}
+
+/// Adds a sync pass to the poll's report: the jobs' counts summed, the last pass's outcomes.
+fn add_pass(total: &mut SyncReport, pass: SyncReport) {
+    if total.jobs.is_empty() {
+        *total = pass;
+        return;
+    }
+    for (t, p) in total.jobs.iter_mut().zip(pass.jobs) {
+        t.rows_added += p.rows_added;
+        t.rows_fetched += p.rows_fetched;
+        t.requests += p.requests;
+        t.outcome = p.outcome;
+    }
+    total.http_requests += pass.http_requests;
+    total.retries += pass.retries;
+    total.elapsed += pass.elapsed;
+    total.commits += pass.commits;
+    total.files_added += pass.files_added;
+    total.commit_time += pass.commit_time;
+    total.partitions.extend(pass.partitions);
+    total.partitions_written = total.partitions.len();
+}
+
+/// The committed swaps files of the lake.
+fn swaps_files(lake: &Lake) -> Result<BTreeSet<String>> {
+    Ok(lake
+        .snapshot()?
+        .files_of(Dataset::Swaps)
+        .map(|(p, _)| p.clone())
+        .collect())
+}
+
+/// The newest swap time the lake holds (µs), from the manifest.
+fn newest_swap(lake: &Lake) -> Result<Option<i64>> {
+    Ok(lake
+        .snapshot()?
+        .files_of(Dataset::Swaps)
+        .map(|(_, e)| e.max_time.timestamp_micros())
+        .max())
+}
+
+/// Runs `f` on the blocking pool.
+async fn blocking<T: Send + 'static>(
+    context: &str,
+    f: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::Task {
+            context: context.into(),
+            source: e,
+        })?
+}
+
+/// `(token, label µs)` of each bar of a frame of bars.
+fn labels(bars: &DataFrame) -> Result<Vec<(String, i64)>> {
+    if bars.height() == 0 {
+        return Ok(Vec::new());
+    }
+    let fail = Error::polars("reading bar labels");
+    let tokens = bars
+        .column("token_address")
+        .and_then(|c| c.str().cloned())
+        .map_err(&fail)?;
+    let times = bars
+        .column("timestamp")
+        .map_err(&fail)?
+        .cast(&DataType::Int64)
+        .map_err(&fail)?;
+    let times = times.i64().map_err(&fail)?;
+    Ok(tokens
+        .iter()
+        .zip(times.iter())
+        .filter_map(|(t, l)| Some((t?.to_owned(), l?)))
+        .collect())
+}
+
+/// An instant for a message.
+fn show_micros(micros: i64) -> String {
+    DateTime::from_timestamp_micros(micros)
+        .map_or_else(|| format!("{micros} µs"), |t| t.to_rfc3339())
+}
+
+/// A duration for a message, in hours when whole.
+fn show_duration(d: Duration) -> String {
+    let s = d.as_secs();
+    if s % 3600 == 0 {
+        format!("{} h", s / 3600)
+    } else {
+        format!("{s} s")
     }
 }
 

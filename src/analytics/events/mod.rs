@@ -341,6 +341,29 @@ pub fn load_events(
     load_events_in_windows(lake, source, selection, range, FILES_AT_ONCE)
 }
 
+/// [`load_events`] over some of the lake's committed files only (store paths relative to the
+/// lake's root; paths the manifest does not list are left out): a follower reads the events
+/// a poll's commits added.
+pub fn load_events_in_files(
+    lake: &Lake,
+    source: EventSource,
+    selection: &Selection,
+    range: TimeRange,
+    paths: &std::collections::BTreeSet<String>,
+) -> Result<Vec<TokenEvents>> {
+    let (mut files, wanted) = selected_files(lake, source, selection, range)?;
+    files.retain(|(p, _)| paths.contains(p));
+    row_groups::read(
+        lake,
+        &files,
+        source,
+        selection,
+        wanted.as_ref(),
+        range,
+        FILES_AT_ONCE,
+    )
+}
+
 /// [`load_events`] opening `files_at_once` files at a time in each pass.
 fn load_events_in_windows(
     lake: &Lake,

@@ -46,16 +46,27 @@ pub struct FollowArgs {
     /// Width of a bar, seconds.
     #[arg(long, default_value_t = 60)]
     interval: i64,
-    /// Seconds between polls (the next poll starts this long after the last one started).
+    /// Seconds between polls (the next poll starts this long after the last one started);
+    /// 0.05 to 86400.
     #[arg(long, default_value_t = 5.0)]
     poll: f64,
     /// Where bars begin on a first start (RFC 3339); default the service's time at the first
-    /// poll. A restarted follow resumes where it stopped.
+    /// poll. A restarted follow resumes where it stopped (unless --reset).
     #[arg(long)]
     since: Option<DateTime<Utc>>,
-    /// Stop after this many polls (default: run until Ctrl-C).
+    /// Forget this follow's committed watermark and start again as on a first start (at
+    /// --since, or the service's time): takes back a watermark that is wrong, such as one
+    /// moved by a service's bad clock.
     #[arg(long)]
+    reset: bool,
+    /// Stop after this many polls, at least 1 (default: run until Ctrl-C). Ends with an
+    /// error when the last poll could not move the watermark.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     polls: Option<u64>,
+    /// Seconds a commit waits for another writer to release the lake before the poll is
+    /// tried again (default 600).
+    #[arg(long, value_name = "SECONDS", value_parser = crate::lock_timeout_secs)]
+    lock_timeout: Option<Duration>,
     /// Output format: JSON lines by default when stdout is not a terminal, a table when it is.
     #[arg(long, value_enum)]
     format: Option<FollowFormat>,
@@ -63,6 +74,12 @@ pub struct FollowArgs {
 
 /// Longest `--poll` accepted: a day.
 const MAX_POLL_SECS: f64 = 86_400.0;
+
+/// Shortest `--poll` accepted: the backoff after failed polls starts from it.
+const MIN_POLL_SECS: f64 = 0.05;
+
+/// Longest wait after failed polls.
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
 pub fn run(global: &Global, args: FollowArgs) -> anyhow::Result<ExitCode> {
     let mut tokens = args.tokens.clone();
@@ -73,11 +90,16 @@ pub fn run(global: &Global, args: FollowArgs) -> anyhow::Result<ExitCode> {
         !tokens.is_empty() || args.pool.is_some(),
         "name what to follow: --token T, --tokens A,B or --pool P"
     );
-    anyhow::ensure!(
-        args.poll.is_finite() && args.poll > 0.0 && args.poll <= MAX_POLL_SECS,
-        "--poll must be more than 0 and at most {MAX_POLL_SECS} seconds, got {}",
-        args.poll
-    );
+    if !(args.poll.is_finite() && (MIN_POLL_SECS..=MAX_POLL_SECS).contains(&args.poll)) {
+        return Err(dexlake::Error::InvalidArgument {
+            argument: "--poll".into(),
+            reason: format!(
+                "must be {MIN_POLL_SECS} to {MAX_POLL_SECS} seconds, got {}",
+                short_number(args.poll)
+            ),
+        }
+        .into());
+    }
     let base_url = global
         .base_url
         .clone()
@@ -97,6 +119,10 @@ pub fn run(global: &Global, args: FollowArgs) -> anyhow::Result<ExitCode> {
         wallet: args.wallet.clone(),
         interval_seconds: args.interval,
         since: args.since,
+        reset: args.reset,
+        lock_timeout: args
+            .lock_timeout
+            .unwrap_or(FollowConfig::default().lock_timeout),
         ..FollowConfig::default()
     };
     let mut follower = Follower::new(client, lake, config)?;
@@ -124,8 +150,12 @@ pub fn run(global: &Global, args: FollowArgs) -> anyhow::Result<ExitCode> {
         let mut table = LiveTable::new();
         let mut polls = 0u64;
         let mut failing = 0u32;
+        // Why the last poll (or commit) could not move the watermark, while it could not.
+        let mut last_failure: Option<anyhow::Error> = None;
         let outcome: anyhow::Result<()> = loop {
             let started = tokio::time::Instant::now();
+            // A permanent failure (refused request, service never reached, the lake) ends the
+            // follow with its error.
             let poll = match follower.poll(&cancel).await {
                 Ok(poll) => poll,
                 Err(e) => break Err(e.into()),
@@ -134,50 +164,68 @@ pub fn run(global: &Global, args: FollowArgs) -> anyhow::Result<ExitCode> {
             if let Err(e) = print(&poll.closed, format, &mut table) {
                 break Err(e);
             }
-            if let Err(e) = follower.commit(&poll.closed) {
-                break Err(e.into());
+            if poll.late > 0 {
+                eprintln!(
+                    "follow: {} swaps arrived for bars already closed (before {}); they are in the lake, not in the bars printed",
+                    poll.late,
+                    poll.watermark.map_or("none".into(), |w| w.to_rfc3339())
+                );
             }
+            let committed = follower.commit(&poll.closed);
             if format == FollowFormat::Table {
                 show_state(&follower, &poll, &mut table);
             }
-            if poll.advanced {
-                failing = 0;
-            } else if !cancel.is_cancelled() {
-                // The service did not answer every job: back off (up to a minute) and say so.
-                failing += 1;
-                let failed: Vec<String> = poll
-                    .sync
-                    .jobs
-                    .iter()
-                    .filter_map(|j| j.outcome.error().map(|e| format!("{}: {e}", j.job)))
-                    .collect();
-                table.end_status();
-                eprintln!(
-                    "follow: poll incomplete ({}); the watermark stays at {}, retrying",
-                    if failed.is_empty() {
-                        "no answer".to_owned()
-                    } else {
-                        failed.join("; ")
-                    },
-                    follower
-                        .watermark()
-                        .map_or("none".into(), |w| w.to_rfc3339())
-                );
-            }
             polls += 1;
-            if cancel.is_cancelled() || args.polls.is_some_and(|n| polls >= n) {
+            let held = poll.held.clone();
+            match (committed, held) {
+                (Err(e), _) if e.kind() == dexlake::ErrorKind::Busy => {
+                    failing += 1;
+                    let wait = backoff(period, failing);
+                    eprintln!(
+                        "follow: the bars could not be committed ({}); they are kept for the next commit, retrying in {}",
+                        dexlake::error::error_chain(&e),
+                        seconds(wait)
+                    );
+                    last_failure = Some(e.into());
+                }
+                (Err(e), _) => break Err(e.into()),
+                (Ok(()), None) => {
+                    failing = 0;
+                    last_failure = None;
+                }
+                (Ok(()), Some(_)) if cancel.is_cancelled() => {}
+                (Ok(()), Some(reason)) => {
+                    // The service did not answer every job (or its clock is not trusted yet):
+                    // back off and say so.
+                    failing += 1;
+                    let wait = backoff(period, failing);
+                    eprintln!(
+                        "follow: poll incomplete ({}); the watermark stays at {}, retrying in {}",
+                        dexlake::error::printable(&reason),
+                        follower
+                            .watermark()
+                            .map_or("none".into(), |w| w.to_rfc3339()),
+                        seconds(wait)
+                    );
+                    last_failure = Some(match poll.into_error() {
+                        Some(e) => e.into(),
+                        None => anyhow::anyhow!("the last poll could not move the watermark: {reason}"),
+                    });
+                }
+            }
+            if cancel.is_cancelled() {
                 break Ok(());
             }
-            // After incomplete polls the wait doubles, up to a minute (or the period).
-            let wait = if failing == 0 {
-                period
-            } else {
-                (period * 2u32.pow(failing.min(6)))
-                    .min(Duration::from_secs(60))
-                    .max(period)
-            };
+            if args.polls.is_some_and(|n| polls >= n) {
+                break match last_failure.take() {
+                    Some(e) => Err(e.context(format!(
+                        "follow: {polls} polls, the last of them incomplete"
+                    ))),
+                    None => Ok(()),
+                };
+            }
             tokio::select! {
-                _ = tokio::time::sleep_until(started + wait) => {}
+                _ = tokio::time::sleep_until(started + backoff(period, failing)) => {}
                 _ = cancel.cancelled() => break Ok(()),
             }
         };
@@ -197,6 +245,32 @@ pub fn run(global: &Global, args: FollowArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The wait before the next poll: the period, doubled after each failed poll in a row, up to
+/// a minute (or the period when longer).
+fn backoff(period: Duration, failing: u32) -> Duration {
+    if failing == 0 {
+        return period;
+    }
+    (period * 2u32.pow(failing.min(10)))
+        .min(MAX_BACKOFF)
+        .max(period)
+}
+
+/// A number for a message: plain when of a usual size, in exponent form otherwise (so
+/// `1e-300` is not shown with 300 digits).
+fn short_number(x: f64) -> String {
+    if x == 0.0 || (1e-3..1e9).contains(&x.abs()) {
+        format!("{x}")
+    } else {
+        format!("{x:e}")
+    }
+}
+
+/// A wait for a message.
+fn seconds(d: Duration) -> String {
+    format!("{:.2} s", d.as_secs_f64())
 }
 
 /// Prints closed bars (nothing when there are none).

@@ -137,3 +137,5 @@ pub fn dexlake_cli(args: &[&str]) -> String {
 #[cfg(feature = "sim")]
 pub mod hostile;
 pub mod lake;
+#[cfg(feature = "sim")]
+pub mod proxy;
