@@ -12,6 +12,7 @@
 //! | [`api`] | [`api::Client`] | typed requests for the service's eleven operations, retries, rate limit, paging, chunking |
 //! | [`lake`] | [`lake::Lake`] | Arrow schemas, atomic Parquet writes under a manifest, polars scans |
 //! | [`sync`] | [`sync::Syncer`] | incremental, resumable fetch jobs: client → lake |
+//! | [`query`] | [`query::Query`] (`lake.query()`) | the one way into the lake's answers: every door (CLI, Python, report, follow) asks it; an [`query::Answer`] carries the value, its coverage, its warnings and the lake version |
 //! | [`coverage`] | [`coverage::status`] | what the lake covers, from the manifest and the recorded sync states: `dexlake status`, and the coverage each analytics answer carries (ranges never fetched, partial views) |
 //! | [`live`] | [`live::Follower`] | following tokens as the market trades: polls through sync, a watermark from the service's answers, bars kept up to date ([`analytics::LiveBars`]) and committed to the lake's `bars` dataset (`dexlake follow`) |
 //! | [`search`] | [`search::search`] | the service's search-profiles engine, shared by the simulator and local search |
@@ -70,8 +71,10 @@
 //! ## Errors
 //!
 //! Every fallible function returns [`Result`] with the one [`Error`] type. It keeps the
-//! operation, path or member concerned and the underlying cause as its `source`. The library
-//! never prints and never exits. Progress of long work is reported through
+//! operation, path or member concerned and the underlying cause as its `source`, and
+//! [`Error::kind`] says which [`ErrorKind`] it is (usage, no data, incomplete coverage, damaged
+//! lake, service, busy, interrupted), which the CLI's exit status and the Python package's
+//! exception class follow. The library never prints and never exits. Progress of long work is reported through
 //! [`sync::SyncObserver`].
 #![warn(missing_docs)]
 
