@@ -378,7 +378,8 @@ pub enum ErrorKind {
     NoData,
     /// Strict coverage refused an answer the lake does not completely cover.
     Incomplete,
-    /// A committed file is missing, damaged or replaced, or the lake's log is: `dexlake verify`.
+    /// A committed file is missing, damaged or replaced, or the lake's manifest or commit
+    /// journal does not decode: `dexlake verify`.
     DamagedLake,
     /// The service answered an error, or could not be reached or understood.
     Service,

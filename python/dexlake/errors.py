@@ -62,7 +62,8 @@ class LakeError(DexlakeError):
 
 class DamagedLakeError(LakeError):
     """A committed file of the lake is missing, damaged or was replaced (the message names it),
-    or the lake's log is damaged: ``dexlake verify`` lists every such file."""
+    or the lake's manifest or commit journal does not decode: ``dexlake verify`` lists every
+    such file."""
 
 
 class LakeBusyError(LakeError):

@@ -7,7 +7,7 @@
 //! | usage: an invalid argument, request member or configuration | `InvalidArgumentError` (also a `ValueError`) |
 //! | no data: nothing in the lake matched | `NoDataError` (also a `LookupError`) |
 //! | incomplete: `strict=True` and the lake does not cover the answer | `CoverageError` |
-//! | damaged lake: a committed file missing, damaged or replaced, or the log | `DamagedLakeError` (a `LakeError`, not a `ValueError`) |
+//! | damaged lake: a committed file missing, damaged or replaced, or a manifest that does not decode | `DamagedLakeError` (a `LakeError`, not a `ValueError`) |
 //! | service: it answered an error, or could not be reached or understood | `ServiceError` (`.status`: the HTTP status, or `None`) |
 //! | busy: another writer holds the lake's lock, or committed first | `LakeBusyError` (a `LakeError`) |
 //! | interrupted before the work finished | `DexlakeInterrupted` |

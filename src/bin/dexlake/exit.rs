@@ -13,8 +13,8 @@ Exit statuses:
        of no kind below)
   3    no data: nothing in the lake matched what was asked
   4    incomplete: --strict, and the lake does not completely cover what was asked
-  5    damaged lake: a committed file is missing, damaged or replaced, or the log is; run
-       `dexlake verify`
+  5    damaged lake: a committed file is missing, damaged or replaced, or the manifest or
+       commit journal does not decode; run `dexlake verify`
   6    service: the service refused or failed a request, or could not be reached
   7    busy: another writer holds the lake's lock, or committed first
   130  interrupted (Ctrl-C); what was committed stays";
