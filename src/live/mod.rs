@@ -699,7 +699,7 @@ fn show_micros(micros: i64) -> String {
 /// A duration for a message, in hours when whole.
 fn show_duration(d: Duration) -> String {
     let s = d.as_secs();
-    if s % 3600 == 0 {
+    if s.is_multiple_of(3600) {
         format!("{} h", s / 3600)
     } else {
         format!("{s} s")
