@@ -133,16 +133,6 @@ fn compact(df: DataFrame) -> anyhow::Result<DataFrame> {
     Ok(df.select(keep)?)
 }
 
-/// Prints `warning: TEXT` on standard error, control characters escaped as in `error:`
-/// lines (the text may quote arguments and service data).
-pub fn warning(text: &str) {
-    eprintln!("warning: {}", escaped_in_full(text));
-}
-
-/// Prints `note: TEXT` on standard error, escaped as [`warning`] does.
-pub fn note(text: &str) {
-    eprintln!("note: {}", escaped_in_full(text));
-}
 
 /// Significant digits of a float in the table.
 const SIGNIFICANT: i32 = 6;
@@ -196,6 +186,8 @@ pub fn human_number(x: f64) -> String {
 }
 
 /// Prints an answer's warnings on stderr, one line each after `warning: ` or `note: `.
+/// Control characters are escaped as in `error:` lines (the text may quote arguments and
+/// service data).
 pub fn warn(warnings: &[dexlake::query::Warning]) {
     for w in warnings {
         eprintln!("{}: {}", w.kind.prefix(), escaped_in_full(&w.text));

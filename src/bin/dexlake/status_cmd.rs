@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use chrono::{DateTime, Utc};
 use clap::{Args, ValueEnum};
 use dexlake::coverage::{LakeStatus, Span};
+use dexlake::error::escaped_in_full;
 use dexlake::query::LakeQuery as _;
 
 use crate::Global;
