@@ -133,7 +133,6 @@ fn compact(df: DataFrame) -> anyhow::Result<DataFrame> {
     Ok(df.select(keep)?)
 }
 
-
 /// Significant digits of a float in the table.
 const SIGNIFICANT: i32 = 6;
 
