@@ -213,6 +213,7 @@ pub fn ohlcv(global: &Global, args: OhlcvArgs) -> anyhow::Result<ExitCode> {
     if let (true, Format::Parquet, Some(out)) = (time_bars, args.output.format, &args.output.out) {
         // Large results go to the file a batch of tokens at a time, so memory holds the
         // events and one batch of bars, never the whole frame.
+        args.output.check_columns()?;
         let mut sink = ParquetSink::new(out);
         let answer = query.bars_to(bars, 256, |df| sink.write_frame(&df))?;
         warn(&answer.warnings);
