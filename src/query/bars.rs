@@ -6,7 +6,7 @@ use super::refused;
 use crate::Result;
 use crate::analytics::{BarOptions, BarRule, Edge, EventRule, Fill};
 
-/// Which bars [`Query::bars`] builds: time bars of a width ([`Bars::every`]), or bars that
+/// Which bars [`Query::bars`](super::Query::bars) builds: time bars of a width ([`Bars::every`]), or bars that
 /// close after a number of events or an amount of volume; time options refine time bars.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Bars {
@@ -141,7 +141,7 @@ impl Bars {
 
     /// The rule of [`LiveBars`](crate::analytics::LiveBars) that keeps these bars up to date
     /// as events arrive; time options on tick, volume or dollar bars are refused as
-    /// [`Query::bars`] refuses them.
+    /// [`Query::bars`](super::Query::bars) refuses them.
     pub fn live_rule(&self) -> Result<BarRule> {
         match self.kind {
             BarKind::Time => Ok(BarRule::Time(self.options.clone())),

@@ -62,7 +62,7 @@ pub enum Problem {
         message: String,
     },
     /// A committed file whose footer reads but whose pages do not decode (found by a deep
-    /// verify, [`VerifyOptions::deep`]).
+    /// verify, [`VerifyOptions::deep`](super::VerifyOptions::deep)).
     DamagedPages {
         /// Path relative to the lake root.
         path: String,
@@ -134,7 +134,7 @@ impl fmt::Display for Problem {
 }
 
 /// How far the page decoding of a deep verify is, handed to the observer of
-/// [`Lake::verify_with`] once before the first file and after each file.
+/// [`Lake::verify_with`](crate::lake::Lake::verify_with) once before the first file and after each file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct VerifyProgress {
     /// Files decoded so far.
