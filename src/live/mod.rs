@@ -41,6 +41,7 @@ use crate::analytics::{
     load_events,
 };
 use crate::api::Client;
+use crate::lake::cols::{bar, token};
 use crate::lake::{Dataset, Lake, Partition, schema};
 use crate::sync::{CancelToken, Job, SyncConfig, SyncReport, Syncer};
 use crate::{Error, Result};
@@ -248,20 +249,20 @@ impl Follower {
         let stored = lake
             .scan(Dataset::Bars)?
             .filter(
-                col("interval")
+                col(bar::INTERVAL)
                     .eq(lit(self.config.interval_seconds))
-                    .and(col("timestamp").cast(DataType::Int64).gt_eq(lit(start))),
+                    .and(col(bar::TIMESTAMP).cast(DataType::Int64).gt_eq(lit(start))),
             )
-            .group_by([col("token_address")])
-            .agg([col("timestamp").cast(DataType::Int64).max()])
+            .group_by([col(token::TOKEN)])
+            .agg([col(bar::TIMESTAMP).cast(DataType::Int64).max()])
             .collect()
             .map_err(Error::polars("reading the stored bars"))?;
         let tokens = stored
-            .column("token_address")
+            .column(token::TOKEN)
             .and_then(|c| c.str().cloned())
             .map_err(Error::polars("reading the stored bars"))?;
         let labels = stored
-            .column("timestamp")
+            .column(bar::TIMESTAMP)
             .and_then(|c| c.i64().cloned())
             .map_err(Error::polars("reading the stored bars"))?;
         Ok(tokens
@@ -405,11 +406,11 @@ pub fn bars_batch(closed: &DataFrame, interval_seconds: i64) -> Result<RecordBat
         Ok(Arc::new(c.iter().collect::<Float64Array>()))
     };
     let tokens = closed
-        .column("token_address")
+        .column(token::TOKEN)
         .and_then(|c| c.str().cloned())
         .map_err(&fail)?;
     let times = closed
-        .column("timestamp")
+        .column(bar::TIMESTAMP)
         .map_err(&fail)?
         .cast(&DataType::Int64)
         .map_err(&fail)?;

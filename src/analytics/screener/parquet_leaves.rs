@@ -25,11 +25,12 @@ use parquet::schema::types::SchemaDescriptor;
 use polars::prelude::*;
 use rayon::prelude::*;
 
+use crate::lake::cols::{profile, token};
 use crate::lake::read::{SharedFile, parquet_error};
 use crate::lake::{ChainFamily, Dataset, FileEntry, Lake, Partition};
 use crate::{Error, Result};
 
-const FETCHED_AT: &str = "fetched_at";
+const FETCHED_AT: &str = profile::FETCHED_AT;
 
 /// The rows of the snapshot fetched at `at`, with the leaves under `paths` only (or
 /// `token_address` alone when none of them is in the files); the column types are those of `schema` (the profiles' whole schema), structs holding a
@@ -63,7 +64,7 @@ pub(super) fn read(
     if prefixes.iter().all(Vec::is_empty) {
         // Rows are counted by the leaves read: with none of the paths in the files, one column
         // is read all the same.
-        prefixes.push(vec!["token_address"]);
+        prefixes.push(vec![token::TOKEN]);
     }
     let wanted = at.timestamp_micros();
     // One file per task: the files are decoded in parallel, then stacked in their order.
