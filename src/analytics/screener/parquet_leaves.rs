@@ -26,7 +26,7 @@ use polars::prelude::*;
 use rayon::prelude::*;
 
 use crate::lake::cols::{profile, token};
-use crate::lake::read::{SharedFile, parquet_error};
+use crate::lake::read::{SharedFile, files_holding, parquet_error};
 use crate::lake::{ChainFamily, Dataset, FileEntry, Lake, Partition};
 use crate::{Error, Result};
 
@@ -51,11 +51,8 @@ pub(super) fn read(
     };
     // A file whose every profile was fetched at `at` (its manifest entry's time range is that
     // one instant) is read whole, without its `fetched_at`.
-    let (files, entries): (Vec<String>, Vec<&FileEntry>) = manifest
-        .files_in(&partition)
-        .filter(|(_, entry)| entry.min_time <= at && at <= entry.max_time)
-        .map(|(path, entry)| (path.clone(), entry))
-        .unzip();
+    let (files, entries): (Vec<String>, Vec<FileEntry>) =
+        files_holding(&manifest, &partition, at).into_iter().unzip();
     let whole: Vec<bool> = entries.iter().map(|e| e.min_time == e.max_time).collect();
     if files.is_empty() {
         return Ok(None);
@@ -114,7 +111,7 @@ pub(super) fn read(
     Ok(Some(Keys {
         frame,
         files,
-        entries: entries.into_iter().cloned().collect(),
+        entries,
         metadata,
         locations,
     }))

@@ -1,6 +1,6 @@
 //! Which committed files and row groups a selection of tokens, wallets and times can skip: the
 //! one place the lake's readers of swaps and trades (the events' reader, the PnL's ledgers,
-//! prices and equity curve) list a dataset's files and prune row groups by the statistics of
+//! prices and equity curve) and of a profile snapshot (the screener's) list a dataset's files and prune row groups by the statistics of
 //! `block_time` and by the bloom filters the writer puts on the token and wallet columns
 //! ([`bloom_filter_columns`](crate::lake::parquet::bloom_filter_columns)).
 //!
@@ -12,6 +12,7 @@
 //! bloom filters only ever rule row groups out, never in, so reading fewer row groups never
 //! changes an answer.
 
+use chrono::{DateTime, Utc};
 use parquet::arrow::arrow_reader::ArrowReaderMetadata;
 use parquet::bloom_filter::Sbbf;
 use parquet::file::statistics::Statistics;
@@ -19,7 +20,7 @@ use parquet::file::statistics::Statistics;
 use super::file::SharedFile;
 use crate::Result;
 use crate::lake::cols::event;
-use crate::lake::{Dataset, FileEntry, Manifest};
+use crate::lake::{Dataset, FileEntry, Manifest, Partition};
 
 /// A committed file: its store path and its manifest entry.
 pub(crate) type CommittedFile = (String, FileEntry);
@@ -43,6 +44,20 @@ pub(crate) fn committed_files(
     // The manifest lists files in path order already; sorted all the same, as readers rely on it.
     files.sort_by(|a, b| a.0.cmp(&b.0));
     files
+}
+
+/// The committed files of one partition whose time span (as their manifest entries record it)
+/// holds the instant `at`, in path order: the files of a snapshot taken at `at`.
+pub(crate) fn files_holding(
+    manifest: &Manifest,
+    partition: &Partition,
+    at: DateTime<Utc>,
+) -> Vec<CommittedFile> {
+    manifest
+        .files_in(partition)
+        .filter(|(_, e)| e.min_time <= at && at <= e.max_time)
+        .map(|(p, e)| (p.clone(), e.clone()))
+        .collect()
 }
 
 /// The smallest and largest `block_time` of a row group from its statistics (`i64::MIN` and
