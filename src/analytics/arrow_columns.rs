@@ -8,8 +8,6 @@ use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, ArrowPrimitiveType, AsArray, PrimitiveArray, RecordBatch};
 use arrow::datatypes::{DataType as ArrowType, Int32Type, Int64Type, TimeUnit as ArrowUnit};
-use parquet::arrow::arrow_reader::ArrowReaderMetadata;
-use parquet::file::statistics::Statistics;
 
 use crate::{Error, Result};
 
@@ -133,22 +131,4 @@ pub(crate) fn numbers<T: ArrowPrimitiveType>(
     } else {
         values.iter().map(|v| Some(v.unwrap_or(null))).collect()
     })
-}
-
-/// The smallest and largest `block_time` of a row group from its statistics (`i64::MIN` and
-/// `i64::MAX` where they are absent), in the file's unit (microseconds in the lake).
-pub(crate) fn time_bounds(metadata: &ArrowReaderMetadata, group: usize) -> (i64, i64) {
-    let rg = metadata.metadata().row_group(group);
-    let stats = rg
-        .columns()
-        .iter()
-        .find(|c| c.column_path().parts() == ["block_time"])
-        .and_then(|c| match c.statistics() {
-            Some(Statistics::Int64(s)) => Some((s.min_opt().copied(), s.max_opt().copied())),
-            _ => None,
-        });
-    match stats {
-        Some((lo, hi)) => (lo.unwrap_or(i64::MIN), hi.unwrap_or(i64::MAX)),
-        None => (i64::MIN, i64::MAX),
-    }
 }

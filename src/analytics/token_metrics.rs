@@ -65,22 +65,23 @@ use super::pnl::{
     CostMethod, Ledger, LedgerEvent, LotMatch, Mark, OversellPolicy, PnlConfig, TradeSide,
 };
 use crate::api::models::{ROI_BUCKETS, TimeWindow, WindowMetrics};
+use crate::lake::cols::{event, trade};
 use crate::lake::read::name_damaged_file;
 use crate::lake::{Dataset, Lake};
 use crate::{Error, Result};
 
 /// Columns read from the trades dataset.
 pub const COLUMNS: [&str; 10] = [
-    "wallet_address",
-    "direction",
-    "position_state",
-    "token_amount",
-    "usd_amount",
-    "token_price",
-    "token_mcap",
-    "block_time",
-    "block_slot",
-    "id",
+    event::WALLET,
+    trade::DIRECTION,
+    trade::POSITION_STATE,
+    trade::AMOUNT,
+    trade::USD,
+    trade::PRICE,
+    trade::MCAP,
+    event::BLOCK_TIME,
+    event::BLOCK_SLOT,
+    event::ID,
 ];
 
 /// The longest window, seconds: the longest span microseconds hold in 64 bits
@@ -166,19 +167,19 @@ impl TokenTrades {
     /// Reads a frame of one token's trades (columns [`COLUMNS`]; `block_time` in
     /// microseconds). Rows whose `direction` is neither `buy` nor `sell` are left out.
     pub fn from_frame(df: &DataFrame) -> Result<TokenTrades> {
-        let wallet = str_col(df, "wallet_address")?;
-        let direction = str_col(df, "direction")?;
-        let state = str_col(df, "position_state")?;
+        let wallet = str_col(df, event::WALLET)?;
+        let direction = str_col(df, trade::DIRECTION)?;
+        let state = str_col(df, trade::POSITION_STATE)?;
         let (amount, usd, price, mcap) = (
-            f64_col(df, "token_amount")?,
-            f64_col(df, "usd_amount")?,
-            f64_col(df, "token_price")?,
-            f64_col(df, "token_mcap")?,
+            f64_col(df, trade::AMOUNT)?,
+            f64_col(df, trade::USD)?,
+            f64_col(df, trade::PRICE)?,
+            f64_col(df, trade::MCAP)?,
         );
         let (time, slot, id) = (
-            micros_col(df, "block_time")?,
-            i64_col(df, "block_slot")?,
-            i64_col(df, "id")?,
+            micros_col(df, event::BLOCK_TIME)?,
+            i64_col(df, event::BLOCK_SLOT)?,
+            i64_col(df, event::ID)?,
         );
         let mut ids: HashMap<String, u32> = HashMap::new();
         let mut rows = Vec::with_capacity(df.height());
@@ -582,7 +583,7 @@ pub fn lake_token_trades(lake: &Lake, token: &str) -> Result<TokenTrades> {
     let cols: Vec<Expr> = COLUMNS.iter().map(|c| col(*c)).collect();
     let df = lake
         .scan(Dataset::Trades)?
-        .filter(col("token_address").eq(lit(token)))
+        .filter(col(trade::TOKEN).eq(lit(token)))
         .select(cols)
         .collect()
         .map_err(Error::polars("reading the token's trades"))
@@ -594,12 +595,12 @@ pub fn lake_token_trades(lake: &Lake, token: &str) -> Result<TokenTrades> {
 pub fn lake_now(lake: &Lake) -> Result<Option<DateTime<Utc>>> {
     let df = lake
         .scan(Dataset::Trades)?
-        .select([col("block_time").cast(DataType::Int64).max()])
+        .select([col(event::BLOCK_TIME).cast(DataType::Int64).max()])
         .collect()
         .map_err(Error::polars("reading the latest trade time"))
         .map_err(|e| name_damaged_file(lake, Dataset::Trades, e))?;
     let v = df
-        .column("block_time")
+        .column(event::BLOCK_TIME)
         .and_then(|c| c.i64().map(|c| c.get(0)))
         .map_err(Error::polars("reading the latest trade time"))?;
     Ok(v.and_then(DateTime::from_timestamp_micros))

@@ -33,7 +33,7 @@
 //!
 //! | where | what lives there |
 //! |---|---|
-//! | `dataset.rs`, `schema.rs`, `convert.rs` | the datasets, their Arrow schemas, models → batches (these import the API's models) |
+//! | `dataset.rs`, `schema.rs`, `cols.rs`, `convert.rs` | the datasets, their Arrow schemas, their column names, models → batches (these import the API's models) |
 //! | `layout.rs` | every path: hive paths of data files, every `_dexlake/` path, temporary names, which paths a store accepts |
 //! | `docs.rs`, `sample.rs` | column docs (`docs/datasets.md` is generated from them), deterministic sample records |
 //! | `parquet.rs` | the Parquet writer properties of every data file, a batch encoded in memory |
@@ -47,6 +47,7 @@
 //! `read/`, `write/` and `ops/` run on a [`Lake`] handle, whose methods are their entry points;
 //! below them, nothing knows the handle.
 
+pub(crate) mod cols;
 mod dataset;
 mod handle;
 pub(crate) mod layout;

@@ -13,6 +13,7 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
 
 use super::Dataset;
+use super::cols::{event, swap, trade};
 use super::schema::{self, SCHEMA_VERSION};
 use crate::{Error, Result};
 
@@ -27,8 +28,8 @@ const BLOOM_FILTER_FPP: f64 = 0.01;
 /// and trades.
 pub(crate) fn bloom_filter_columns(dataset: Dataset) -> &'static [&'static str] {
     match dataset {
-        Dataset::Trades => &["wallet_address", "token_address"],
-        Dataset::Swaps => &["wallet_address", "token_address_in", "token_address_out"],
+        Dataset::Trades => &[event::WALLET, trade::TOKEN],
+        Dataset::Swaps => &[event::WALLET, swap::TOKEN_IN, swap::TOKEN_OUT],
         _ => &[],
     }
 }

@@ -66,6 +66,7 @@ use crate::analytics::{
     load_events,
 };
 use crate::api::Client;
+use crate::lake::cols::{bar, token};
 use crate::lake::{Dataset, Lake, Partition, schema};
 use crate::sync::{CancelToken, Job, JobOutcome, SyncConfig, SyncReport, Syncer};
 use crate::{Error, Result};
@@ -737,11 +738,11 @@ pub fn bars_batch(closed: &DataFrame, interval_seconds: i64) -> Result<RecordBat
         Ok(Arc::new(c.iter().collect::<Float64Array>()))
     };
     let tokens = closed
-        .column("token_address")
+        .column(token::TOKEN)
         .and_then(|c| c.str().cloned())
         .map_err(&fail)?;
     let times = closed
-        .column("timestamp")
+        .column(bar::TIMESTAMP)
         .map_err(&fail)?
         .cast(&DataType::Int64)
         .map_err(&fail)?;

@@ -10,6 +10,7 @@ use polars::prelude::*;
 use crate::analytics::{EventSource, Selection, TimeRange};
 use crate::coverage::Coverage;
 use crate::lake::Lake;
+use crate::lake::cols::token;
 use crate::{Error, Result};
 
 /// An answer of the lake: the value, the coverage of what it read, its warnings, and the lake
@@ -176,7 +177,7 @@ pub(super) fn found(
 /// The distinct tokens of a frame with `token_address` (a token's rows are consecutive).
 pub(super) fn present_tokens(df: &DataFrame) -> Result<BTreeSet<String>> {
     let mut out = BTreeSet::new();
-    let Ok(column) = df.column("token_address") else {
+    let Ok(column) = df.column(token::TOKEN) else {
         return Ok(out);
     };
     let column = column

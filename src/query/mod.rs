@@ -70,6 +70,7 @@ use crate::analytics::{EventSource, PriceStatsOptions, Selection, TimeRange};
 use crate::api::profile_query::SearchRequest;
 use crate::coverage::{self, Coverage, LakeStatus};
 use crate::lake::Lake;
+use crate::lake::cols::{event, swap, trade};
 use crate::search::SearchPage;
 use crate::{Error, Result};
 
@@ -208,24 +209,24 @@ impl<'a> Query<'a> {
             // A list literal: polars matches each row against the set.
             let set = lit(Series::new("tokens".into(), tokens.as_slice())).implode(false);
             keep.push(match self.source {
-                EventSource::Swaps => col("token_address_in")
+                EventSource::Swaps => col(swap::TOKEN_IN)
                     .is_in(set.clone(), false)
-                    .or(col("token_address_out").is_in(set, false)),
-                EventSource::Trades => col("token_address").is_in(set, false),
+                    .or(col(swap::TOKEN_OUT).is_in(set, false)),
+                EventSource::Trades => col(trade::TOKEN).is_in(set, false),
             });
         }
         if let Some(pool) = &self.pool {
             if self.source != EventSource::Swaps {
                 return Err(refused("pool", "only swaps have a pool; trades do not"));
             }
-            keep.push(col("pool_address").eq(lit(pool.as_str())));
+            keep.push(col(swap::POOL).eq(lit(pool.as_str())));
         }
         if let Some(wallets) = &self.wallets {
             let set = lit(Series::new("wallets".into(), wallets.as_slice())).implode(false);
-            keep.push(col("wallet_address").is_in(set, false));
+            keep.push(col(event::WALLET).is_in(set, false));
         }
         // The lake's times are microseconds (UTC).
-        let time = || col("block_time").cast(DataType::Int64);
+        let time = || col(event::BLOCK_TIME).cast(DataType::Int64);
         if let Some(from) = self.range.from {
             keep.push(time().gt_eq(lit(from.timestamp_micros())));
         }
@@ -440,11 +441,11 @@ impl<'a> Query<'a> {
     fn first_event_time(&self) -> Result<Option<DateTime<Utc>>> {
         let first = self
             .scan()?
-            .select([col("block_time").cast(DataType::Int64).min()])
+            .select([col(event::BLOCK_TIME).cast(DataType::Int64).min()])
             .collect()
             .map_err(Error::polars("reading the first event's time"))?;
         let micros = first
-            .column("block_time")
+            .column(event::BLOCK_TIME)
             .and_then(|c| c.i64().map(|c| c.get(0)))
             .map_err(Error::polars("reading the first event's time"))?;
         Ok(micros.and_then(DateTime::from_timestamp_micros))

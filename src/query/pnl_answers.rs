@@ -11,6 +11,7 @@ use crate::analytics::pnl::{
     self, EquityConfig, PnlConfig, PnlQuery, PnlReport, PnlTable, WalletPerformance,
 };
 use crate::coverage::{self, Coverage};
+use crate::lake::cols::token;
 use crate::{Error, Result};
 
 impl Query<'_> {
@@ -244,7 +245,7 @@ impl Query<'_> {
         let set = Series::new("tokens".into(), tokens);
         let keep = |df: DataFrame| -> Result<DataFrame> {
             df.lazy()
-                .filter(col("token_address").is_in(lit(set.clone()).implode(false), false))
+                .filter(col(token::TOKEN).is_in(lit(set.clone()).implode(false), false))
                 .collect()
                 .map_err(Error::polars("selecting the PnL of the tokens asked for"))
         };

@@ -320,7 +320,7 @@ fn symbols(lake: &Lake, at: DateTime<Utc>, notes: &mut Vec<String>) -> HashMap<S
     let read = || -> Result<HashMap<String, String>> {
         let df = local_search::snapshot_frame(lake, ProfileSnapshot::At(at))?
             .select([
-                col("token_address"),
+                col(crate::lake::cols::token::TOKEN),
                 col("metadata").struct_().field_by_name("symbol"),
             ])
             .collect()

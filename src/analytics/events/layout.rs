@@ -2,6 +2,7 @@
 //! both readers share.
 
 use super::{EventSource, Tick};
+use crate::lake::cols::{event, swap, trade};
 
 /// No token side on this row.
 pub(super) const NO_SIDE: u32 = u32::MAX;
@@ -84,9 +85,9 @@ impl Layout {
     pub(super) fn number_columns(&self) -> Vec<&'static str> {
         let [a, p, u] = [self.amount, self.price, self.usd];
         distinct([
-            "id",
-            "block_slot",
-            "block_time",
+            event::ID,
+            event::BLOCK_SLOT,
+            event::BLOCK_TIME,
             a[0],
             a[1],
             p[0],
@@ -115,21 +116,21 @@ fn trade_sides(direction: &str) -> (bool, bool) {
 }
 
 const SWAPS: Layout = Layout {
-    kind: "swap_type",
+    kind: event::SWAP_TYPE,
     sides: token_sides,
     wanted_any_side: true,
-    token: ["token_address_in", "token_address_out"],
-    amount: ["token_amount_in", "token_amount_out"],
-    price: ["token_price_in", "token_price_out"],
-    usd: ["usd_amount_in", "usd_amount_out"],
+    token: [swap::TOKEN_IN, swap::TOKEN_OUT],
+    amount: [swap::AMOUNT_IN, swap::AMOUNT_OUT],
+    price: [swap::PRICE_IN, swap::PRICE_OUT],
+    usd: [swap::USD_IN, swap::USD_OUT],
 };
 
 const TRADES: Layout = Layout {
-    kind: "direction",
+    kind: trade::DIRECTION,
     sides: trade_sides,
     wanted_any_side: false,
-    token: ["token_address", "token_address"],
-    amount: ["token_amount", "token_amount"],
-    price: ["token_price", "token_price"],
-    usd: ["usd_amount", "usd_amount"],
+    token: [trade::TOKEN, trade::TOKEN],
+    amount: [trade::AMOUNT, trade::AMOUNT],
+    price: [trade::PRICE, trade::PRICE],
+    usd: [trade::USD, trade::USD],
 };

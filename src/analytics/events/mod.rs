@@ -31,14 +31,12 @@ mod tests;
 use chrono::{DateTime, Utc};
 use polars::prelude::*;
 
-use crate::lake::{Dataset, FileEntry, Lake};
+use crate::lake::read::{CommittedFile, committed_files};
+use crate::lake::{Dataset, Lake};
 use crate::{Error, Result};
 
 /// Files open at once in each pass of the reader.
 const FILES_AT_ONCE: usize = 64;
-
-/// A committed data file: its path relative to the lake's root and its manifest entry.
-type CommittedFile = (String, FileEntry);
 
 /// Token addresses, looked up by name.
 type TokenSet<'a> = PlHashSet<&'a str>;
@@ -414,14 +412,6 @@ fn selected_files<'a>(
         range.to.map(|t| t.timestamp_micros()),
     );
     // Files whose time span misses the range are not opened.
-    let mut files: Vec<CommittedFile> = manifest
-        .files_of(source.dataset())
-        .filter(|(_, e)| {
-            lo.is_none_or(|lo| e.max_time.timestamp_micros() >= lo)
-                && hi.is_none_or(|hi| e.min_time.timestamp_micros() < hi)
-        })
-        .map(|(p, e)| (p.clone(), e.clone()))
-        .collect();
-    files.sort_by(|a, b| a.0.cmp(&b.0));
+    let files = committed_files(&manifest, source.dataset(), lo, hi);
     Ok((files, wanted))
 }

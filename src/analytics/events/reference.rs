@@ -10,6 +10,7 @@ use super::{
     EventSource, Events, Selection, Tick, TimeRange, TokenEvents, TokenSet, selected_files,
 };
 use crate::analytics::columns::{f64_col, i64_col, micros_col, str_col};
+use crate::lake::cols::{event, swap, trade};
 use crate::lake::read::scan_files;
 use crate::lake::{FileEntry, Lake};
 use crate::{Error, Result};
@@ -42,14 +43,14 @@ fn read_file(
 ) -> Result<TokenMap<Events>> {
     let mut lf = scan_files(lake, source.dataset(), [(&file.0, &file.1)])?;
     if let Some(from) = range.from {
-        lf = lf.filter(col("block_time").gt_eq(time_lit(from)));
+        lf = lf.filter(col(event::BLOCK_TIME).gt_eq(time_lit(from)));
     }
     if let Some(to) = range.to {
-        lf = lf.filter(col("block_time").lt(time_lit(to)));
+        lf = lf.filter(col(event::BLOCK_TIME).lt(time_lit(to)));
     }
     let token_cols: &[&str] = match source {
-        EventSource::Swaps => &["token_address_in", "token_address_out"],
-        EventSource::Trades => &["token_address"],
+        EventSource::Swaps => &[swap::TOKEN_IN, swap::TOKEN_OUT],
+        EventSource::Trades => &[trade::TOKEN],
     };
     if let Some(w) = wanted
         && w.len() <= MAX_PUSHED_TOKENS
@@ -64,7 +65,7 @@ fn read_file(
         lf = lf.filter(pred);
     }
     if let Selection::Pool(p) = selection {
-        lf = lf.filter(col("pool_address").eq(lit(p.as_str())));
+        lf = lf.filter(col(swap::POOL).eq(lit(p.as_str())));
     }
     // The columns the row-group reader reads in its two passes.
     let layout = Layout::of(source);
@@ -150,17 +151,17 @@ fn rows_to_events(
     source: EventSource,
     wanted: Option<&TokenSet<'_>>,
 ) -> Result<TokenMap<Events>> {
-    let time = micros_col(df, "block_time")?;
-    let slot = i64_col(df, "block_slot")?;
-    let id = i64_col(df, "id")?;
+    let time = micros_col(df, event::BLOCK_TIME)?;
+    let slot = i64_col(df, event::BLOCK_SLOT)?;
+    let id = i64_col(df, event::ID)?;
     let keep = |t: &str| wanted.is_none_or(|w| w.contains(t));
     let mut sides = FileTokens::new();
     let mut columns;
     match source {
         EventSource::Swaps => {
-            let kind = str_col(df, "swap_type")?;
-            let t_in = str_col(df, "token_address_in")?;
-            let t_out = str_col(df, "token_address_out")?;
+            let kind = str_col(df, event::SWAP_TYPE)?;
+            let t_in = str_col(df, swap::TOKEN_IN)?;
+            let t_out = str_col(df, swap::TOKEN_OUT)?;
             // The token of each row's bought (`out`) and sold (`in`) side, or NO_SIDE.
             let mut outs = Vec::with_capacity(df.height());
             let mut ins = Vec::with_capacity(df.height());
@@ -175,17 +176,11 @@ fn rows_to_events(
             }
             columns = sides.columns();
             let (a_in, a_out) = (
-                f64_col(df, "token_amount_in")?,
-                f64_col(df, "token_amount_out")?,
+                f64_col(df, swap::AMOUNT_IN)?,
+                f64_col(df, swap::AMOUNT_OUT)?,
             );
-            let (p_in, p_out) = (
-                f64_col(df, "token_price_in")?,
-                f64_col(df, "token_price_out")?,
-            );
-            let (u_in, u_out) = (
-                f64_col(df, "usd_amount_in")?,
-                f64_col(df, "usd_amount_out")?,
-            );
+            let (p_in, p_out) = (f64_col(df, swap::PRICE_IN)?, f64_col(df, swap::PRICE_OUT)?);
+            let (u_in, u_out) = (f64_col(df, swap::USD_IN)?, f64_col(df, swap::USD_OUT)?);
             let rows = SwapRows {
                 time: &time,
                 slot: &slot,
@@ -207,8 +202,8 @@ fn rows_to_events(
             }
         }
         EventSource::Trades => {
-            let token = str_col(df, "token_address")?;
-            let dir = str_col(df, "direction")?;
+            let token = str_col(df, trade::TOKEN)?;
+            let dir = str_col(df, trade::DIRECTION)?;
             let tokens: Vec<u32> = token
                 .iter()
                 .map(|t| {
@@ -218,9 +213,9 @@ fn rows_to_events(
                 .collect();
             columns = sides.columns();
             let (amount, price, usd) = (
-                f64_col(df, "token_amount")?,
-                f64_col(df, "token_price")?,
-                f64_col(df, "usd_amount")?,
+                f64_col(df, trade::AMOUNT)?,
+                f64_col(df, trade::PRICE)?,
+                f64_col(df, trade::USD)?,
             );
             for (i, (&t, d)) in tokens.iter().zip(dir.iter()).enumerate() {
                 if t == NO_SIDE {

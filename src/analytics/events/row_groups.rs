@@ -18,9 +18,10 @@ use rayon::prelude::*;
 use super::layout::{Layout, NO_SIDE, SwapRows};
 use super::{EventSource, Events, Selection, Tick, TimeRange, TokenEvents, TokenSet};
 use crate::Result;
-use crate::analytics::arrow_columns::{dictionary, numbers, time_bounds};
+use crate::analytics::arrow_columns::{dictionary, numbers};
 use crate::analytics::intern::NameRegistry;
-use crate::lake::read::SharedFile;
+use crate::lake::cols::{event, swap, trade};
+use crate::lake::read::{SharedFile, may_hold_times, may_hold_values, time_bounds};
 use crate::lake::{FileEntry, Lake};
 
 /// A token the registry has not numbered yet.
@@ -28,12 +29,12 @@ const UNSEEN: u32 = u32::MAX - 1;
 
 /// The string columns read as dictionaries (those absent from a file are ignored).
 const DICTIONARY_COLUMNS: [&str; 6] = [
-    "swap_type",
-    "token_address_in",
-    "token_address_out",
-    "pool_address",
-    "direction",
-    "token_address",
+    event::SWAP_TYPE,
+    swap::TOKEN_IN,
+    swap::TOKEN_OUT,
+    swap::POOL,
+    trade::DIRECTION,
+    trade::TOKEN,
 ];
 
 /// The token sides of one row group: per row, the bought (`out`) and sold (`in`) side as an
@@ -78,7 +79,7 @@ fn row_group_sides(
     // Which rows are in the range and of the pool.
     let mut keep: Option<Vec<bool>> = None;
     if lo.is_some() || hi.is_some() {
-        let time = numbers::<Int64Type>(batch, "block_time", path, 0)?;
+        let time = numbers::<Int64Type>(batch, event::BLOCK_TIME, path, 0)?;
         keep = Some(
             time.values()
                 .iter()
@@ -87,7 +88,7 @@ fn row_group_sides(
         );
     }
     if let Some(p) = pool {
-        let (codes, values) = dictionary(batch, "pool_address", path)?;
+        let (codes, values) = dictionary(batch, swap::POOL, path)?;
         let is_pool: Vec<bool> = values.names().into_iter().map(|n| n == p).collect();
         let k = keep.get_or_insert_with(|| vec![true; n]);
         for (k, &c) in k.iter_mut().zip(&codes) {
@@ -185,26 +186,6 @@ fn row_group_sides(
     })
 }
 
-/// Whether a row group can hold a side of one of the `wanted` tokens, by the bloom filters on
-/// its token columns (always, for a column without one).
-fn may_hold_tokens(
-    file: &SharedFile,
-    footer: &ArrowReaderMetadata,
-    group: usize,
-    layout: &Layout,
-    wanted: &TokenSet<'_>,
-) -> Result<bool> {
-    let mut columns = layout.token.to_vec();
-    columns.dedup();
-    for c in columns {
-        match file.bloom_filter(footer, group, c)? {
-            Some(bloom) if !wanted.iter().any(|t| bloom.check(*t)) => {}
-            _ => return Ok(true),
-        }
-    }
-    Ok(false)
-}
-
 /// The token side of the selected swaps or trades in `range` from the committed data files
 /// `files` (store paths, sorted, with their manifest entries), by token in address order, each
 /// in event order; `files_at_once` files are open at a time in each pass.
@@ -228,11 +209,14 @@ pub(super) fn read(
     let layout = Layout::of(source);
     let mut side_columns = layout.side_columns();
     if lo.is_some() || hi.is_some() {
-        side_columns.push("block_time");
+        side_columns.push(event::BLOCK_TIME);
     }
     if pool.is_some() {
-        side_columns.push("pool_address");
+        side_columns.push(swap::POOL);
     }
+    // The token columns whose bloom filters rule row groups out, each once.
+    let mut token_columns = layout.token.to_vec();
+    token_columns.dedup();
     let paths: Vec<&str> = files.iter().map(|(p, _)| p.as_str()).collect();
     let registry = RwLock::new(NameRegistry::default());
     // The files are opened a window at a time, for each pass: a lake of many folder files
@@ -268,12 +252,13 @@ pub(super) fn read(
                 let (file, footer) = &opened[k - window.start];
                 // A row group outside the range by its statistics, or without the tokens
                 // asked for by its bloom filters, is not read.
-                let (first, last) = time_bounds(footer, g);
-                if lo.is_some_and(|lo| last < lo) || hi.is_some_and(|hi| first >= hi) {
+                if !may_hold_times(footer, g, lo, hi) {
                     return Ok(RowGroupSides::default());
                 }
                 if let Some(w) = wanted
-                    && !may_hold_tokens(file, footer, g, layout, w)?
+                    && !may_hold_values(file, footer, g, &token_columns, |bloom| {
+                        w.iter().any(|t| bloom.check(*t))
+                    })?
                 {
                     return Ok(RowGroupSides::default());
                 }
@@ -352,9 +337,9 @@ pub(super) fn read(
                 let footer = &footers[k];
                 let path = &paths[k];
                 let batch = file.read_row_group(footer, g, &number_columns)?;
-                let id = numbers::<Int64Type>(&batch, "id", path, 0)?;
-                let slot = numbers::<Int64Type>(&batch, "block_slot", path, 0)?;
-                let time = numbers::<Int64Type>(&batch, "block_time", path, 0)?;
+                let id = numbers::<Int64Type>(&batch, event::ID, path, 0)?;
+                let slot = numbers::<Int64Type>(&batch, event::BLOCK_SLOT, path, 0)?;
+                let time = numbers::<Int64Type>(&batch, event::BLOCK_TIME, path, 0)?;
                 let f = |name: &str| numbers::<Float64Type>(&batch, name, path, f64::NAN);
                 let sides = |[i, o]: [&str; 2]| -> Result<_> { Ok((f(i)?, f(o)?)) };
                 let (a_in, a_out) = sides(layout.amount)?;

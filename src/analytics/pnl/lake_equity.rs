@@ -18,8 +18,10 @@ use super::lake_files::{
 use super::lake_prices::all_traders;
 use super::lake_reader::ledgers_of_files;
 use super::options::{EquityConfig, PnlConfig, PnlQuery};
+use super::swaps_count;
 use crate::Result;
 use crate::analytics::arrow_columns::dictionary;
+use crate::lake::cols::{event, swap, trade};
 use crate::lake::{Dataset, Lake};
 
 /// Where an event sits in the input (dataset, file, row group, `2 × row + side`): of two events
@@ -90,7 +92,7 @@ pub(super) fn lake_performance(
             wallets: None,
         };
         let traders = all_traders(lake, &trades, &every)?;
-        let skip = |w: &str| traders.contains(w);
+        let skip = |w: &str| !swaps_count(traders.contains(w));
         parts.extend(closes_of(
             lake,
             &swaps,
@@ -145,7 +147,7 @@ fn closes_of(
             .keys
             .iter()
             .copied()
-            .filter(|&c| swaps || c != "wallet_address")
+            .filter(|&c| swaps || c != event::WALLET)
             .collect();
         columns.extend_from_slice(source.numbers);
         let batch = file.read_row_group(&files.footers[k], g, &columns)?;
@@ -167,9 +169,9 @@ fn closes_of(
             names.iter().map(|n| index.get(n).copied()).collect()
         };
         if !swaps {
-            let (t_codes, t_names) = dictionary(&batch, "token_address", path)?;
+            let (t_codes, t_names) = dictionary(&batch, trade::TOKEN, path)?;
             let tokens = ids(t_names.names());
-            let (d_codes, d_names) = dictionary(&batch, "direction", path)?;
+            let (d_codes, d_names) = dictionary(&batch, trade::DIRECTION, path)?;
             let event: Vec<bool> = d_names
                 .names()
                 .iter()
@@ -181,17 +183,17 @@ fn closes_of(
                 }
             }
         } else {
-            let (w_codes, w_names) = dictionary(&batch, "wallet_address", path)?;
+            let (w_codes, w_names) = dictionary(&batch, event::WALLET, path)?;
             let left_out: Vec<bool> = w_names
                 .names()
                 .iter()
                 .map(|w| skip.is_some_and(|s| s(w)))
                 .collect();
-            let (k_codes, k_names) = dictionary(&batch, "swap_type", path)?;
+            let (k_codes, k_names) = dictionary(&batch, event::SWAP_TYPE, path)?;
             let sides: Vec<(bool, bool)> = k_names.names().iter().map(|k| swap_sides(k)).collect();
-            let (i_codes, i_names) = dictionary(&batch, "token_address_in", path)?;
+            let (i_codes, i_names) = dictionary(&batch, swap::TOKEN_IN, path)?;
             let ins = ids(i_names.names());
-            let (o_codes, o_names) = dictionary(&batch, "token_address_out", path)?;
+            let (o_codes, o_names) = dictionary(&batch, swap::TOKEN_OUT, path)?;
             let outs = ids(o_names.names());
             for i in 0..w_codes.len() {
                 if left_out[w_codes[i] as usize] {

@@ -7,7 +7,6 @@ use arrow::array::RecordBatch;
 use arrow::buffer::ScalarBuffer;
 use arrow::datatypes::{Float64Type, Int64Type};
 use parquet::arrow::arrow_reader::ArrowReaderMetadata;
-use parquet::file::statistics::Statistics;
 use polars::prelude::PlHashSet;
 use rayon::prelude::*;
 
@@ -15,7 +14,8 @@ use super::ledger::{LedgerEvent, TradeSide};
 use super::rows::{quantity_of, usd_value};
 use crate::Result;
 use crate::analytics::arrow_columns::numbers;
-use crate::lake::read::SharedFile;
+use crate::lake::cols::{event, swap, trade};
+use crate::lake::read::{SharedFile, committed_files, may_hold_strings};
 use crate::lake::{Dataset, FileEntry, Lake};
 
 /// The order of an event: `(block_time, block_slot, id)`.
@@ -29,12 +29,12 @@ pub(super) const NONE: u32 = u32::MAX;
 
 /// The string columns read as dictionaries.
 pub(super) const DICTIONARY_COLUMNS: [&str; 6] = [
-    "wallet_address",
-    "token_address",
-    "direction",
-    "swap_type",
-    "token_address_in",
-    "token_address_out",
+    event::WALLET,
+    trade::TOKEN,
+    trade::DIRECTION,
+    event::SWAP_TYPE,
+    swap::TOKEN_IN,
+    swap::TOKEN_OUT,
 ];
 
 /// Where a dataset keeps what the reader needs.
@@ -50,38 +50,38 @@ pub(super) struct Source {
 
 pub(super) const TRADES: Source = Source {
     dataset: Dataset::Trades,
-    keys: &["wallet_address", "token_address", "direction"],
+    keys: &[event::WALLET, trade::TOKEN, trade::DIRECTION],
     numbers: &[
-        "token_amount",
-        "usd_amount",
-        "token_price",
-        "block_time",
-        "block_slot",
-        "id",
+        trade::AMOUNT,
+        trade::USD,
+        trade::PRICE,
+        event::BLOCK_TIME,
+        event::BLOCK_SLOT,
+        event::ID,
     ],
-    token_columns: &["token_address"],
+    token_columns: &[trade::TOKEN],
 };
 
 pub(super) const SWAPS: Source = Source {
     dataset: Dataset::Swaps,
     keys: &[
-        "wallet_address",
-        "swap_type",
-        "token_address_in",
-        "token_address_out",
+        event::WALLET,
+        event::SWAP_TYPE,
+        swap::TOKEN_IN,
+        swap::TOKEN_OUT,
     ],
     numbers: &[
-        "token_amount_in",
-        "token_amount_out",
-        "token_price_in",
-        "token_price_out",
-        "usd_amount_in",
-        "usd_amount_out",
-        "block_time",
-        "block_slot",
-        "id",
+        swap::AMOUNT_IN,
+        swap::AMOUNT_OUT,
+        swap::PRICE_IN,
+        swap::PRICE_OUT,
+        swap::USD_IN,
+        swap::USD_OUT,
+        event::BLOCK_TIME,
+        event::BLOCK_SLOT,
+        event::ID,
     ],
-    token_columns: &["token_address_in", "token_address_out"],
+    token_columns: &[swap::TOKEN_IN, swap::TOKEN_OUT],
 };
 
 /// The committed files of a dataset (sorted by path) and their footers.
@@ -94,12 +94,7 @@ pub(super) struct DataFiles {
 impl DataFiles {
     /// The files of `dataset` with their footers (read a window of files at a time).
     pub(super) fn of(lake: &Lake, dataset: Dataset) -> Result<DataFiles> {
-        let manifest = lake.manifest()?;
-        let mut files: Vec<(String, FileEntry)> = manifest
-            .files_of(dataset)
-            .map(|(p, e)| (p.clone(), e.clone()))
-            .collect();
-        files.sort_by(|a, b| a.0.cmp(&b.0));
+        let files = committed_files(&lake.manifest()?, dataset, None, None);
         let (paths, entries): (Vec<String>, Vec<FileEntry>) = files.into_iter().unzip();
         let mut footers = Vec::with_capacity(paths.len());
         for window in windows(paths.len()) {
@@ -201,23 +196,7 @@ impl Filter<'_> {
         let Some(wallets) = &self.wallets else {
             return Ok(true);
         };
-        let rg = footer.metadata().row_group(group);
-        let chunk = rg
-            .columns()
-            .iter()
-            .find(|c| c.column_path().parts() == ["wallet_address"]);
-        if let Some(Statistics::ByteArray(s)) = chunk.and_then(|c| c.statistics())
-            && let (Some(lo), Some(hi)) = (s.min_opt(), s.max_opt())
-            && !wallets
-                .iter()
-                .any(|w| lo.data() <= w.as_bytes() && w.as_bytes() <= hi.data())
-        {
-            return Ok(false);
-        }
-        Ok(match file.bloom_filter(footer, group, "wallet_address")? {
-            Some(bloom) => wallets.iter().any(|w| bloom.check(w)),
-            None => true,
-        })
+        may_hold_strings(file, footer, group, event::WALLET, wallets.iter().copied())
     }
 }
 
@@ -264,21 +243,21 @@ impl GroupNumbers {
         };
         let (amount, usd, price) = if swaps {
             (
-                pair("token_amount_in", "token_amount_out")?,
-                pair("usd_amount_in", "usd_amount_out")?,
-                pair("token_price_in", "token_price_out")?,
+                pair(swap::AMOUNT_IN, swap::AMOUNT_OUT)?,
+                pair(swap::USD_IN, swap::USD_OUT)?,
+                pair(swap::PRICE_IN, swap::PRICE_OUT)?,
             )
         } else {
             (
-                pair("token_amount", "")?,
-                pair("usd_amount", "")?,
-                pair("token_price", "")?,
+                pair(trade::AMOUNT, "")?,
+                pair(trade::USD, "")?,
+                pair(trade::PRICE, "")?,
             )
         };
         Ok(GroupNumbers {
-            time: int("block_time")?,
-            slot: int("block_slot")?,
-            id: int("id")?,
+            time: int(event::BLOCK_TIME)?,
+            slot: int(event::BLOCK_SLOT)?,
+            id: int(event::ID)?,
             amount,
             usd,
             price,

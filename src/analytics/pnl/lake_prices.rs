@@ -9,11 +9,12 @@ use polars::prelude::{PlHashMap, PlHashSet};
 use super::lake_files::{
     DataFiles, Filter, GroupNumbers, OrderKey, SWAPS, TRADES, per_row_group, swap_sides,
 };
+use super::swaps_count;
 use crate::Result;
-use crate::analytics::arrow_columns::{dictionary, time_bounds};
+use crate::analytics::arrow_columns::dictionary;
 use crate::lake::Lake;
-use crate::lake::read::SharedFile;
-use parquet::arrow::arrow_reader::ArrowReaderMetadata;
+use crate::lake::cols::{event, swap, trade};
+use crate::lake::read::{blooms_may_hold, column_blooms, time_bounds};
 use parquet::bloom_filter::Sbbf;
 
 /// A price found for a token: its event's key and where the event sits in the input (dataset,
@@ -24,32 +25,6 @@ type Found = (OrderKey, (usize, usize, usize, usize), f64);
 /// row group.
 type Candidate = (i64, usize, usize, usize);
 
-/// The bloom filters of a row group's token columns (`None` when a column has none: the row
-/// group may then hold any token).
-fn token_blooms(
-    file: &SharedFile,
-    footer: &ArrowReaderMetadata,
-    group: usize,
-    columns: &[&str],
-) -> Result<Option<Vec<Sbbf>>> {
-    let mut blooms = Vec::with_capacity(columns.len());
-    for c in columns {
-        match file.bloom_filter(footer, group, c)? {
-            Some(bloom) => blooms.push(bloom),
-            None => return Ok(None),
-        }
-    }
-    Ok(Some(blooms))
-}
-
-/// Whether a row group with these token blooms can hold one of `tokens`.
-fn may_hold<'t>(blooms: &Option<Vec<Sbbf>>, mut tokens: impl Iterator<Item = &'t str>) -> bool {
-    match blooms {
-        None => true,
-        Some(blooms) => tokens.any(|t| blooms.iter().any(|b| b.check(t))),
-    }
-}
-
 /// The wallets with a trade of a token `filter` keeps (every trade row group read, its wallet
 /// and token columns only).
 pub(super) fn all_traders(
@@ -58,11 +33,10 @@ pub(super) fn all_traders(
     filter: &Filter<'_>,
 ) -> Result<PlHashSet<String>> {
     let parts = per_row_group(lake, trades, &trades.row_groups(), |file, k, g| {
-        let batch =
-            file.read_row_group(&trades.footers[k], g, &["wallet_address", "token_address"])?;
-        let (w_codes, w_names_dict) = dictionary(&batch, "wallet_address", &trades.paths[k])?;
+        let batch = file.read_row_group(&trades.footers[k], g, &[event::WALLET, trade::TOKEN])?;
+        let (w_codes, w_names_dict) = dictionary(&batch, event::WALLET, &trades.paths[k])?;
         let w_names = w_names_dict.names();
-        let (t_codes, t_names_dict) = dictionary(&batch, "token_address", &trades.paths[k])?;
+        let (t_codes, t_names_dict) = dictionary(&batch, trade::TOKEN, &trades.paths[k])?;
         let t_names = t_names_dict.names();
         let token_ok: Vec<bool> = t_names.iter().map(|t| filter.token_ok(t)).collect();
         let mut seen = vec![false; w_names.len()];
@@ -100,10 +74,10 @@ pub(super) fn latest_prices_of(
     for (d, (files, source)) in [(trades, &TRADES), (swaps, &SWAPS)].into_iter().enumerate() {
         let all = files.row_groups();
         let blooms = per_row_group(lake, files, &all, |file, k, g| {
-            token_blooms(file, &files.footers[k], g, source.token_columns)
+            column_blooms(file, &files.footers[k], g, source.token_columns)
         })?;
         for (&(k, g), blooms) in all.iter().zip(blooms) {
-            if may_hold(&blooms, tokens.iter().copied()) {
+            if blooms_may_hold(&blooms, tokens.iter().copied()) {
                 candidates.push(((time_bounds(&files.footers[k], g).1, d, k, g), blooms));
             }
         }
@@ -123,7 +97,7 @@ pub(super) fn latest_prices_of(
         let mut chunk: Vec<Candidate> = Vec::with_capacity(step);
         while at < candidates.len() && chunk.len() < step {
             let (c, blooms) = &candidates[at];
-            if may_hold(blooms, open.iter().map(|&x| tokens[x])) {
+            if blooms_may_hold(blooms, open.iter().map(|&x| tokens[x])) {
                 chunk.push(*c);
             }
             at += 1;
@@ -142,7 +116,7 @@ pub(super) fn latest_prices_of(
                     .keys
                     .iter()
                     .copied()
-                    .filter(|&c| d == 1 || c != "wallet_address")
+                    .filter(|&c| d == 1 || c != event::WALLET)
                     .collect();
                 columns.extend_from_slice(source.numbers);
                 let batch = file.read_row_group(&files.footers[k], g, &columns)?;
@@ -159,9 +133,9 @@ pub(super) fn latest_prices_of(
                     }
                 };
                 if d == 0 {
-                    let (t_codes, t_names_dict) = dictionary(&batch, "token_address", path)?;
+                    let (t_codes, t_names_dict) = dictionary(&batch, trade::TOKEN, path)?;
                     let t_names = t_names_dict.names();
-                    let (d_codes, d_names_dict) = dictionary(&batch, "direction", path)?;
+                    let (d_codes, d_names_dict) = dictionary(&batch, trade::DIRECTION, path)?;
                     let d_names = d_names_dict.names();
                     for i in 0..t_codes.len() {
                         if matches!(d_names[d_codes[i] as usize], "buy" | "sell") {
@@ -169,16 +143,16 @@ pub(super) fn latest_prices_of(
                         }
                     }
                 } else {
-                    let (w_codes, w_names_dict) = dictionary(&batch, "wallet_address", path)?;
+                    let (w_codes, w_names_dict) = dictionary(&batch, event::WALLET, path)?;
                     let w_names = w_names_dict.names();
-                    let (k_codes, k_names_dict) = dictionary(&batch, "swap_type", path)?;
+                    let (k_codes, k_names_dict) = dictionary(&batch, event::SWAP_TYPE, path)?;
                     let k_names = k_names_dict.names();
-                    let (i_codes, i_names_dict) = dictionary(&batch, "token_address_in", path)?;
+                    let (i_codes, i_names_dict) = dictionary(&batch, swap::TOKEN_IN, path)?;
                     let i_names = i_names_dict.names();
-                    let (o_codes, o_names_dict) = dictionary(&batch, "token_address_out", path)?;
+                    let (o_codes, o_names_dict) = dictionary(&batch, swap::TOKEN_OUT, path)?;
                     let o_names = o_names_dict.names();
                     for i in 0..w_codes.len() {
-                        if traders.contains(w_names[w_codes[i] as usize]) {
+                        if !swaps_count(traders.contains(w_names[w_codes[i] as usize])) {
                             continue;
                         }
                         let (sell, buy) = swap_sides(k_names[k_codes[i] as usize]);

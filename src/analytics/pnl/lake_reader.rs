@@ -33,8 +33,10 @@ use super::lake_files::{
 use super::lake_prices::latest_prices_of;
 use super::ledger::LedgerSet;
 use super::options::PnlQuery;
+use super::swaps_count;
 use crate::analytics::arrow_columns::dictionary;
 use crate::analytics::intern::NameRegistry;
+use crate::lake::cols::{event, swap, trade};
 use crate::lake::{Dataset, Lake};
 use crate::{Error, Result};
 
@@ -115,11 +117,11 @@ fn trade_keys(
     wallets: &RwLock<NameRegistry>,
     tokens: &RwLock<NameRegistry>,
 ) -> Result<GroupEvents> {
-    let (w_codes, w_names_dict) = dictionary(batch, "wallet_address", path)?;
+    let (w_codes, w_names_dict) = dictionary(batch, event::WALLET, path)?;
     let w_names = w_names_dict.names();
-    let (t_codes, t_names_dict) = dictionary(batch, "token_address", path)?;
+    let (t_codes, t_names_dict) = dictionary(batch, trade::TOKEN, path)?;
     let t_names = t_names_dict.names();
-    let (d_codes, d_names_dict) = dictionary(batch, "direction", path)?;
+    let (d_codes, d_names_dict) = dictionary(batch, trade::DIRECTION, path)?;
     let d_names = d_names_dict.names();
     // Only the wallets asked for are numbered (every wallet when none is named).
     let wallet_ok: Vec<bool> = w_names.iter().map(|w| filter.wallet_ok(w)).collect();
@@ -178,13 +180,13 @@ fn swap_keys(
     tokens: &RwLock<NameRegistry>,
     traders: &[bool],
 ) -> Result<GroupEvents> {
-    let (w_codes, w_names_dict) = dictionary(batch, "wallet_address", path)?;
+    let (w_codes, w_names_dict) = dictionary(batch, event::WALLET, path)?;
     let w_names = w_names_dict.names();
-    let (k_codes, k_names_dict) = dictionary(batch, "swap_type", path)?;
+    let (k_codes, k_names_dict) = dictionary(batch, event::SWAP_TYPE, path)?;
     let k_names = k_names_dict.names();
-    let (i_codes, i_names_dict) = dictionary(batch, "token_address_in", path)?;
+    let (i_codes, i_names_dict) = dictionary(batch, swap::TOKEN_IN, path)?;
     let i_names = i_names_dict.names();
-    let (o_codes, o_names_dict) = dictionary(batch, "token_address_out", path)?;
+    let (o_codes, o_names_dict) = dictionary(batch, swap::TOKEN_OUT, path)?;
     let o_names = o_names_dict.names();
     let asked: Vec<bool> = w_names.iter().map(|w| filter.wallet_ok(w)).collect();
     let w_ids = numbers_of(wallets, &w_names, Some(&asked));
@@ -196,7 +198,7 @@ fn swap_keys(
     let wallet_ok: Vec<bool> = asked
         .iter()
         .zip(&w_ids)
-        .map(|(&a, &id)| a && !traders.get(id as usize).copied().unwrap_or(false))
+        .map(|(&a, &id)| a && swaps_count(traders.get(id as usize).copied().unwrap_or(false)))
         .collect();
     let in_ok: Vec<bool> = i_names.iter().map(|t| filter.token_ok(t)).collect();
     let out_ok: Vec<bool> = o_names.iter().map(|t| filter.token_ok(t)).collect();

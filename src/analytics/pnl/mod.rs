@@ -91,9 +91,19 @@ use leaderboard::leaderboard_of;
 use report::{drop_in_background, report_chunks};
 use rows::read_rows;
 
+use crate::lake::cols::{event, swap, trade};
 use crate::lake::read::name_damaged_file;
 use crate::lake::{Dataset, Lake};
 use crate::{Error, Result};
+
+/// The PnL's rule for swaps: a wallet's swaps count only when it has no trades (of the query's
+/// token, when one is named), since its trades then describe its positions already. Every
+/// reader of swaps for the PnL (the frames', the lake's ledgers, latest prices and equity
+/// curve) asks it.
+#[inline]
+fn swaps_count(wallet_has_trades: bool) -> bool {
+    !wallet_has_trades
+}
 
 /// Builds the ledgers of a trades frame (columns [`TRADE_COLUMNS`]) and, for wallets with no
 /// trade in it, of a swaps frame (columns [`SWAP_COLUMNS`] and `id`).
@@ -110,15 +120,15 @@ pub fn ledgers_from_frames(
 pub fn lake_frames(lake: &Lake, query: &PnlQuery) -> Result<(DataFrame, DataFrame)> {
     let trade_cols: Vec<Expr> = TRADE_COLUMNS.iter().map(|c| col(*c)).collect();
     let mut swap_cols: Vec<Expr> = SWAP_COLUMNS.iter().map(|c| col(*c)).collect();
-    swap_cols.push(col("id"));
+    swap_cols.push(col(event::ID));
     let mut trades = lake.scan(Dataset::Trades)?.select(trade_cols);
     let mut swaps = lake.scan(Dataset::Swaps)?.select(swap_cols);
     if let Some(t) = &query.token {
-        trades = trades.filter(col("token_address").eq(lit(t.as_str())));
+        trades = trades.filter(col(trade::TOKEN).eq(lit(t.as_str())));
         swaps = swaps.filter(
-            col("token_address_in")
+            col(swap::TOKEN_IN)
                 .eq(lit(t.as_str()))
-                .or(col("token_address_out").eq(lit(t.as_str()))),
+                .or(col(swap::TOKEN_OUT).eq(lit(t.as_str()))),
         );
     }
     let trades = trades

@@ -9,39 +9,41 @@ use rayon::prelude::*;
 
 use super::ledger::{LedgerEvent, TradeSide};
 use super::options::PnlQuery;
+use super::swaps_count;
 use crate::Result;
 use crate::analytics::columns::{
     f64_col, f64_slice, i64_col, i64_slice, micros_col, micros_slice, str_at, str_chunk,
 };
 use crate::analytics::intern::intern;
+use crate::lake::cols::{event, swap, trade};
 
 /// Columns read from the trades dataset.
 pub const TRADE_COLUMNS: [&str; 9] = [
-    "wallet_address",
-    "token_address",
-    "direction",
-    "token_amount",
-    "usd_amount",
-    "token_price",
-    "block_time",
-    "block_slot",
-    "id",
+    event::WALLET,
+    trade::TOKEN,
+    trade::DIRECTION,
+    trade::AMOUNT,
+    trade::USD,
+    trade::PRICE,
+    event::BLOCK_TIME,
+    event::BLOCK_SLOT,
+    event::ID,
 ];
 
 /// Columns read from the swaps dataset.
 pub const SWAP_COLUMNS: [&str; 12] = [
-    "wallet_address",
-    "swap_type",
-    "token_address_in",
-    "token_address_out",
-    "token_amount_in",
-    "token_amount_out",
-    "token_price_in",
-    "token_price_out",
-    "usd_amount_in",
-    "usd_amount_out",
-    "block_time",
-    "block_slot",
+    event::WALLET,
+    event::SWAP_TYPE,
+    swap::TOKEN_IN,
+    swap::TOKEN_OUT,
+    swap::AMOUNT_IN,
+    swap::AMOUNT_OUT,
+    swap::PRICE_IN,
+    swap::PRICE_OUT,
+    swap::USD_IN,
+    swap::USD_OUT,
+    event::BLOCK_TIME,
+    event::BLOCK_SLOT,
 ];
 
 /// A USD value: the given amount when it is a finite positive number, else price × quantity.
@@ -140,7 +142,7 @@ fn trade_rows<'a>(
     token: Vec<u32>,
     filter: TokenFilter,
 ) -> Result<EventRows<'a>> {
-    let direction = str_chunk(trades, "direction")?;
+    let direction = str_chunk(trades, trade::DIRECTION)?;
     let direction = direction.downcast_as_array();
     let side: Vec<Option<TradeSide>> = (0..direction.len())
         .into_par_iter()
@@ -159,27 +161,28 @@ fn trade_rows<'a>(
         wallet,
         token,
         side,
-        amount: f64_slice(trades, "token_amount")?,
-        usd: f64_slice(trades, "usd_amount")?,
-        price: f64_slice(trades, "token_price")?,
+        amount: f64_slice(trades, trade::AMOUNT)?,
+        usd: f64_slice(trades, trade::USD)?,
+        price: f64_slice(trades, trade::PRICE)?,
         fee: Vec::new(),
-        time: micros_slice(trades, "block_time")?,
-        slot: i64_slice(trades, "block_slot")?,
-        id: i64_slice(trades, "id")?,
+        time: micros_slice(trades, event::BLOCK_TIME)?,
+        slot: i64_slice(trades, event::BLOCK_SLOT)?,
+        id: i64_slice(trades, event::ID)?,
     })
 }
 
-/// The interned columns of a swaps frame, and the wallets whose swaps are left out.
+/// The interned columns of a swaps frame, and the wallets with trades (whose swaps are left
+/// out: [`swaps_count`]).
 struct InternedSwaps<'a> {
     wallet: &'a [u32],
     token_in: &'a [u32],
     token_out: &'a [u32],
-    skip: &'a [bool],
+    has_trades: &'a [bool],
 }
 
 /// Ledger events of swaps, appended to `rows`: a `quote_token` swap buys `token_address_out`,
 /// a `token_quote` swap sells `token_address_in`, a `token_token` swap does both (the sell
-/// first); other swap types are skipped, and so are the wallets of `skip`. A swap's fee is
+/// first); other swap types are skipped, and so are the swaps of wallets with trades. A swap's fee is
 /// what its input was worth above its output (`usd_amount_in − usd_amount_out`, when
 /// positive), booked on the sell side, or on the buy side when there is no sell side. Swaps
 /// have no id in the event key beyond their slot: the swap's `id` column is used when present.
@@ -191,20 +194,20 @@ fn swap_rows(
     let mut rows = EventRows::default();
     let (mut amount, mut usd_col, mut price_col) = (Vec::new(), Vec::new(), Vec::new());
     let (mut times, mut slots, mut ids_) = (Vec::new(), Vec::new(), Vec::new());
-    let swap_type = str_chunk(swaps, "swap_type")?;
+    let swap_type = str_chunk(swaps, event::SWAP_TYPE)?;
     let swap_type = swap_type.downcast_as_array();
-    let a_in = f64_col(swaps, "token_amount_in")?;
-    let a_out = f64_col(swaps, "token_amount_out")?;
-    let p_in = f64_col(swaps, "token_price_in")?;
-    let p_out = f64_col(swaps, "token_price_out")?;
-    let u_in = f64_col(swaps, "usd_amount_in")?;
-    let u_out = f64_col(swaps, "usd_amount_out")?;
-    let time = micros_col(swaps, "block_time")?;
-    let slot = i64_col(swaps, "block_slot")?;
-    let id = i64_col(swaps, "id")?;
+    let a_in = f64_col(swaps, swap::AMOUNT_IN)?;
+    let a_out = f64_col(swaps, swap::AMOUNT_OUT)?;
+    let p_in = f64_col(swaps, swap::PRICE_IN)?;
+    let p_out = f64_col(swaps, swap::PRICE_OUT)?;
+    let u_in = f64_col(swaps, swap::USD_IN)?;
+    let u_out = f64_col(swaps, swap::USD_OUT)?;
+    let time = micros_col(swaps, event::BLOCK_TIME)?;
+    let slot = i64_col(swaps, event::BLOCK_SLOT)?;
+    let id = i64_col(swaps, event::ID)?;
     for i in 0..swap_type.len() {
         let w = ids.wallet[i];
-        if ids.skip[w as usize] {
+        if !swaps_count(ids.has_trades[w as usize]) {
             continue;
         }
         let (sell, buy) = match str_at(swap_type, i) {
@@ -268,14 +271,14 @@ pub(super) fn read_rows<'a>(
     swaps: Option<&DataFrame>,
     query: &PnlQuery,
 ) -> Result<(EventRows<'a>, Vec<String>, Vec<String>)> {
-    let t_wallet = str_chunk(trades, "wallet_address")?;
-    let t_token = str_chunk(trades, "token_address")?;
+    let t_wallet = str_chunk(trades, event::WALLET)?;
+    let t_token = str_chunk(trades, trade::TOKEN)?;
     let s_cols = swaps
         .map(|s| -> Result<_> {
             Ok((
-                str_chunk(s, "wallet_address")?,
-                str_chunk(s, "token_address_in")?,
-                str_chunk(s, "token_address_out")?,
+                str_chunk(s, event::WALLET)?,
+                str_chunk(s, swap::TOKEN_IN)?,
+                str_chunk(s, swap::TOKEN_OUT)?,
             ))
         })
         .transpose()?;
@@ -298,10 +301,10 @@ pub(super) fn read_rows<'a>(
         wallet_ids.next().unwrap_or_default(),
         token_ids.next().unwrap_or_default(),
     );
-    let mut skip = vec![false; wallets.len()];
+    let mut has_trades = vec![false; wallets.len()];
     if swaps.is_some() {
         for &w in &tw {
-            skip[w as usize] = true;
+            has_trades[w as usize] = true;
         }
     }
     let mut rows = trade_rows(trades, tw, tt, filter)?;
@@ -315,7 +318,7 @@ pub(super) fn read_rows<'a>(
             wallet: &sw,
             token_in: &si,
             token_out: &so,
-            skip: &skip,
+            has_trades: &has_trades,
         };
         let extra = swap_rows(swaps, ids, filter)?;
         if extra.len() > 0 {

@@ -15,6 +15,7 @@
 
 use polars::prelude::*;
 
+use crate::lake::cols::event;
 use crate::{Error, Result};
 
 /// An id stored on several rows at one time.
@@ -65,10 +66,10 @@ pub(super) fn repeated_ids(
     let err = || Error::polars(format!("finding repeated ids of {dataset}"));
     let grouped = rows
         .clone()
-        .group_by([col("id")])
+        .group_by([col(event::ID)])
         .agg([
             len().alias("copies"),
-            col("block_time").n_unique().alias("times"),
+            col(event::BLOCK_TIME).n_unique().alias("times"),
             col("date").n_unique().alias("dates"),
         ])
         .filter(col("copies").gt(lit(1u32)))
@@ -78,14 +79,14 @@ pub(super) fn repeated_ids(
                 .or(col("dates").gt(lit(1u32)))
                 .alias("moved"),
         )
-        .sort(["id"], SortMultipleOptions::default())
+        .sort([event::ID], SortMultipleOptions::default())
         .collect()
         .map_err(err())?;
     let mut out = RepeatedIds::default();
     if grouped.height() == 0 {
         return Ok(out);
     }
-    let ids = crate::analytics::columns::i64_col(&grouped, "id")?;
+    let ids = crate::analytics::columns::i64_col(&grouped, event::ID)?;
     let copies = crate::analytics::columns::i64_col(&grouped, "copies")?;
     let moved: Vec<bool> = grouped
         .column("moved")
@@ -116,12 +117,15 @@ pub(super) fn repeated_ids(
     }
     let set = lit(Series::new("ids".into(), wanted.as_slice())).implode(false);
     let copies_df = rows
-        .filter(col("id").is_in(set, false))
-        .sort(["id", "block_time", "date"], SortMultipleOptions::default())
+        .filter(col(event::ID).is_in(set, false))
+        .sort(
+            [event::ID, event::BLOCK_TIME, "date"],
+            SortMultipleOptions::default(),
+        )
         .collect()
         .map_err(err())?;
-    let times = crate::analytics::columns::micros_col(&copies_df, "block_time")?;
-    let row_ids = crate::analytics::columns::i64_col(&copies_df, "id")?;
+    let times = crate::analytics::columns::micros_col(&copies_df, event::BLOCK_TIME)?;
+    let row_ids = crate::analytics::columns::i64_col(&copies_df, event::ID)?;
     let dates = copies_df
         .column("date")
         .and_then(|c| c.cast(&DataType::String))

@@ -48,6 +48,7 @@ use jumps::find_jumps;
 
 use crate::analytics::{EventSource, Selection, TimeRange, TokenEvents, load_events};
 use crate::error::number;
+use crate::lake::cols::{swap, token};
 use crate::lake::{Dataset, Lake};
 use crate::{Error, Result};
 
@@ -515,11 +516,11 @@ fn rows_of(lake: &Lake, dataset: Dataset, tokens: Option<&[String]>) -> Result<L
     let set = || lit(Series::new("tokens".into(), tokens)).implode(false);
     Ok(match dataset {
         Dataset::Swaps => scan.filter(
-            col("token_address_in")
+            col(swap::TOKEN_IN)
                 .is_in(set(), false)
-                .or(col("token_address_out").is_in(set(), false)),
+                .or(col(swap::TOKEN_OUT).is_in(set(), false)),
         ),
-        _ => scan.filter(col("token_address").is_in(set(), false)),
+        _ => scan.filter(col(token::TOKEN).is_in(set(), false)),
     })
 }
 

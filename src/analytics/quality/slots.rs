@@ -17,6 +17,7 @@
 use polars::prelude::*;
 
 use crate::analytics::columns::{i64_col, micros_col};
+use crate::lake::cols::event;
 use crate::{Error, Result};
 
 /// A slot whose rows carry several block times.
@@ -66,17 +67,17 @@ pub(super) fn slot_order(
     examples: usize,
 ) -> Result<SlotOrder> {
     let df = rows
-        .group_by([col("block_slot")])
+        .group_by([col(event::BLOCK_SLOT)])
         .agg([
-            col("block_time").min().alias("first"),
-            col("block_time").max().alias("last"),
+            col(event::BLOCK_TIME).min().alias("first"),
+            col(event::BLOCK_TIME).max().alias("last"),
             len().alias("rows"),
         ])
-        .sort(["block_slot"], SortMultipleOptions::default())
+        .sort([event::BLOCK_SLOT], SortMultipleOptions::default())
         .collect()
         .map_err(Error::polars(format!("reading the slots of {dataset}")))?;
     let slots = (
-        i64_col(&df, "block_slot")?,
+        i64_col(&df, event::BLOCK_SLOT)?,
         micros_col(&df, "first")?,
         micros_col(&df, "last")?,
         i64_col(&df, "rows")?,

@@ -14,6 +14,7 @@ use super::{KEEP, ROW, SORT, invalid};
 use crate::api::profile_query::SearchRequest;
 use crate::api::requests::DEFAULT_LIMIT;
 use crate::lake::Lake;
+use crate::lake::cols::{profile, token};
 use crate::search::{Cursor, OrderKey, Projection, SearchPage, SortKey, SortSpec, TextMatcher};
 use crate::{Error, Result};
 
@@ -24,7 +25,7 @@ const PREFETCH_ROWS: usize = 1_000;
 /// The dotted paths a page's documents need: the members always returned, the sections the
 /// options ask for, and the dynamic labels' filters.
 fn page_paths(request: &SearchRequest) -> Vec<String> {
-    let mut out: Vec<String> = ["updated_at", "synced_at", "token_address"]
+    let mut out: Vec<String> = [profile::UPDATED_AT, profile::SYNCED_AT, token::TOKEN]
         .map(str::to_owned)
         .to_vec();
     if let Some(options) = &request.options {
@@ -92,10 +93,10 @@ pub(super) fn columnar(
         })
         .unwrap_or_default();
     // The key columns of a lake's files may leave `token_address` for later (see `read_paths`).
-    let late_address = !schema.contains("token_address");
+    let late_address = !schema.contains(token::TOKEN);
     let mut key_columns = vec![col(ROW), sort_value(sort_expr, kind).alias(SORT)];
     if !late_address {
-        key_columns.push(col("token_address"));
+        key_columns.push(col(token::TOKEN));
     }
     if let Some(t) = &text {
         for (path, name) in t.fields().iter().zip(&text_columns) {
@@ -226,17 +227,17 @@ pub(super) fn columnar(
         }
         let addresses = match &prefetched {
             Some((_, frame)) => frame
-                .column("token_address")
+                .column(token::TOKEN)
                 .map_err(Error::polars("reading the matches' addresses"))?
                 .clone(),
-            None if rows.is_empty() => Column::new_empty("token_address".into(), &DataType::String),
+            None if rows.is_empty() => Column::new_empty(token::TOKEN.into(), &DataType::String),
             None => located
-                .rows(lake, &rows, &["token_address".to_owned()], whole)?
+                .rows(lake, &rows, &[token::TOKEN.to_owned()], whole)?
                 .ok_or_else(|| Error::Lake {
                     path: lake.root().to_owned(),
                     message: "the profiles' token_address column has an unexpected type".into(),
                 })?
-                .column("token_address")
+                .column(token::TOKEN)
                 .map_err(Error::polars("reading the matches' addresses"))?
                 .clone(),
         };
@@ -248,7 +249,7 @@ pub(super) fn columnar(
         page = page.filter(after(last, rank, descending)?);
     }
     let page = page
-        .sort_by_exprs([col(SORT), col("token_address")], order())
+        .sort_by_exprs([col(SORT), col(token::TOKEN)], order())
         .limit(IdxSize::try_from(limit + 1).expect("a page limit fits in IdxSize"))
         .collect()
         .map_err(Error::polars("sorting profiles"))?;
@@ -262,9 +263,7 @@ pub(super) fn columnar(
     let shown = page.height().min(limit);
     let next = if page.height() > limit {
         let i = shown - 1;
-        let addresses = page
-            .column("token_address")
-            .map_err(Error::polars("cursor"))?;
+        let addresses = page.column(token::TOKEN).map_err(Error::polars("cursor"))?;
         let address = match addresses.get(i).map_err(Error::polars("cursor"))? {
             AnyValue::String(s) => s.to_owned(),
             AnyValue::StringOwned(s) => s.to_string(),
@@ -307,13 +306,13 @@ pub(super) fn columnar(
         Vec::new()
     } else if let Page::ByAddress(frame) = source {
         let page_addresses = page
-            .column("token_address")
+            .column(token::TOKEN)
             .map_err(Error::polars("reading the page's profiles"))?
             .str()
             .map_err(Error::polars("reading the page's profiles"))?
             .slice(0, shown);
         let picked = frame
-            .filter(col("token_address").is_in(
+            .filter(col(token::TOKEN).is_in(
                 lit(page_addresses.clone().into_series()).implode(false),
                 false,
             ))
@@ -322,7 +321,7 @@ pub(super) fn columnar(
         let docs = documents(&picked)?;
         let by_address: HashMap<&str, &Value> = docs
             .iter()
-            .filter_map(|d| Some((d.get("token_address")?.as_str()?, d)))
+            .filter_map(|d| Some((d.get(token::TOKEN)?.as_str()?, d)))
             .collect();
         (0..shown)
             .filter_map(|i| by_address.get(page_addresses.get(i)?).copied().cloned())
@@ -383,7 +382,7 @@ fn after(last: &OrderKey<'_>, rank: u8, descending: bool) -> Result<Expr> {
             "does not hold a token_address; pass the cursor of a previous page",
         ));
     };
-    let address = col("token_address");
+    let address = col(token::TOKEN);
     let address_after = if descending {
         address.lt(lit(last_address.to_string()))
     } else {

@@ -25,11 +25,12 @@ use parquet::schema::types::SchemaDescriptor;
 use polars::prelude::*;
 use rayon::prelude::*;
 
-use crate::lake::read::{SharedFile, arrow_error, parquet_error};
+use crate::lake::cols::{profile, token};
+use crate::lake::read::{SharedFile, arrow_error, files_holding, parquet_error};
 use crate::lake::{ChainFamily, Dataset, FileEntry, Lake, Partition};
 use crate::{Error, Result};
 
-const FETCHED_AT: &str = "fetched_at";
+const FETCHED_AT: &str = profile::FETCHED_AT;
 
 /// The rows of the snapshot fetched at `at`, with the leaves under `paths` only (or
 /// `token_address` alone when none of them is in the files); the column types are those of `schema` (the profiles' whole schema), structs holding a
@@ -50,11 +51,8 @@ pub(super) fn read(
     };
     // A file whose every profile was fetched at `at` (its manifest entry's time range is that
     // one instant) is read whole, without its `fetched_at`.
-    let (files, entries): (Vec<String>, Vec<&FileEntry>) = manifest
-        .files_in(&partition)
-        .filter(|(_, entry)| entry.min_time <= at && at <= entry.max_time)
-        .map(|(path, entry)| (path.clone(), entry))
-        .unzip();
+    let (files, entries): (Vec<String>, Vec<FileEntry>) =
+        files_holding(&manifest, &partition, at).into_iter().unzip();
     let whole: Vec<bool> = entries.iter().map(|e| e.min_time == e.max_time).collect();
     if files.is_empty() {
         return Ok(None);
@@ -63,7 +61,7 @@ pub(super) fn read(
     if prefixes.iter().all(Vec::is_empty) {
         // Rows are counted by the leaves read: with none of the paths in the files, one column
         // is read all the same.
-        prefixes.push(vec!["token_address"]);
+        prefixes.push(vec![token::TOKEN]);
     }
     let wanted = at.timestamp_micros();
     // One file per task: the files are decoded in parallel, then stacked in their order.
@@ -113,7 +111,7 @@ pub(super) fn read(
     Ok(Some(Keys {
         frame,
         files,
-        entries: entries.into_iter().cloned().collect(),
+        entries,
         metadata,
         locations,
     }))

@@ -7,6 +7,7 @@ use polars::prelude::*;
 use super::ROW;
 use super::documents::{DOCUMENT_COLUMNS, datetime_of};
 use crate::api::models::ChainFamily;
+use crate::lake::cols::profile;
 use crate::lake::read::{name_damaged_file, scan_files};
 use crate::lake::{Dataset, Lake};
 use crate::{Error, Result};
@@ -46,13 +47,13 @@ pub fn snapshots(lake: &Lake) -> Result<Vec<DateTime<Utc>>> {
     }
     if !mixed.is_empty() {
         let df = scan_files(lake, Dataset::TokenProfiles, mixed)?
-            .select([col("fetched_at")])
+            .select([col(profile::FETCHED_AT)])
             .unique(None, UniqueKeepStrategy::Any)
             .collect()
             .map_err(Error::polars("listing profile snapshots"))
             .map_err(|e| name_damaged_file(lake, Dataset::TokenProfiles, e))?;
         let times = df
-            .column("fetched_at")
+            .column(profile::FETCHED_AT)
             .map_err(Error::polars("listing profile snapshots"))?;
         for i in 0..times.len() {
             match times
@@ -132,7 +133,7 @@ pub(super) fn document_frame(lake: &Lake, at: DateTime<Utc>) -> Result<LazyFrame
 
 /// The rows of the snapshot fetched at `at`, every column, filters pushed into the scan.
 pub(super) fn snapshot_scan(lake: &Lake, at: DateTime<Utc>) -> Result<LazyFrame> {
-    let fetched = col("fetched_at")
+    let fetched = col(profile::FETCHED_AT)
         .cast(DataType::Int64)
         .eq(lit(at.timestamp_micros()));
     Ok(altchain_profiles(lake)?.filter(col("date").eq(lit(at.date_naive())).and(fetched)))

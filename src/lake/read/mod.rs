@@ -7,6 +7,9 @@
 //! - `file.rs`: [`read_file`], [`read_columns`], [`read_batches`], [`SharedFile`] and
 //!   [`decode_pages_of`], every page of a file decoded (the deep verify, and naming the file
 //!   behind a polars error);
+//! - `prune.rs`: a dataset's committed files for a time range (or a partition's for an instant),
+//!   and the row groups a selection of tokens, wallets and times skips by the `block_time`
+//!   statistics and the bloom filters;
 //! - `check.rs`: a committed file checked against its manifest entry (size, footer's row count)
 //!   where its reader opens it, and the errors naming a file the Parquet reader refuses or that
 //!   is missing ([`Error::DamagedLake`](crate::Error::DamagedLake)).
@@ -17,10 +20,15 @@
 
 mod check;
 mod file;
+mod prune;
 mod scan;
 
 pub(crate) use check::{arrow_error, name_damaged_file, parquet_error};
 pub(crate) use file::{
     PageFault, SharedFile, decode_pages_of, open, read_batches, read_columns, read_file,
+};
+pub(crate) use prune::{
+    CommittedFile, blooms_may_hold, column_blooms, committed_files, files_holding,
+    may_hold_strings, may_hold_times, may_hold_values, time_bounds,
 };
 pub use scan::{empty_frame, hive_schema, locations, scan, scan_columns, scan_files};
