@@ -117,8 +117,7 @@ pub enum Error {
     Transport {
         /// Operation name.
         operation: &'static str,
-        /// The URL requested, without its user name and password (see
-        /// [`redact_url`](crate::api::client::redact_url)).
+        /// The URL requested, without its user name and password.
         url: String,
         /// The HTTP client's error.
         #[source]

@@ -440,8 +440,7 @@ impl Client {
     // ----- Chunking -----
 
     /// EVM get-price over any number of tokens and pools: split into calls of at most 1000
-    /// tokens and 1000 pools, run concurrently under the permits, merged in input order (see
-    /// [`price_chunks`]). Every chunk is validated before any is sent.
+    /// tokens and 1000 pools, run concurrently under the permits, merged in input order. Every chunk is validated before any is sent.
     pub async fn evm_prices_chunked(
         &self,
         chain_id: i64,
@@ -771,7 +770,7 @@ fn excerpt(body: &[u8], key: Option<&str>) -> String {
 /// `url` with the user name and password of its authority replaced by `***`, for messages
 /// and logs: `http://user:pw@host/p` becomes `http://***@host/p`. Works on text that does
 /// not parse as a URL too; anything without credentials is returned as it is.
-pub fn redact_url(url: &str) -> String {
+pub(crate) fn redact_url(url: &str) -> String {
     let Some(scheme_end) = url.find("://") else {
         return url.to_owned();
     };
@@ -796,13 +795,13 @@ fn redact_source(mut source: reqwest::Error) -> reqwest::Error {
 }
 
 /// The `tokens` and `pools` members of one chunked call (`None` when the call has none).
-pub type ChunkMembers = (Option<Vec<String>>, Option<Vec<String>>);
+pub(crate) type ChunkMembers = (Option<Vec<String>>, Option<Vec<String>>);
 
 /// Splits address lists into the `(tokens, pools)` members of successive calls: call `i` gets
 /// the `i`-th chunk of each list (at most `max_tokens` and `max_pools` elements), so the number
 /// of calls is the larger of the two chunk counts. Concatenating the calls' answers in call
 /// order keeps the input order of each list. Empty lists give no calls.
-pub fn price_chunks(
+pub(crate) fn price_chunks(
     tokens: &[String],
     pools: &[String],
     max_tokens: usize,

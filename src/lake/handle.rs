@@ -419,10 +419,8 @@ impl Lake {
     /// Where the committed files of `dataset` are, for an engine that scans them itself (the
     /// Python package's `Lake.scan` hands them to polars): local paths, or `s3://` URLs on an
     /// object store. Each is checked against its manifest entry's size first, as
-    /// [`scan`](Self::scan) checks them; the hive columns are [`schema::hive_columns`]'s,
-    /// read from the paths.
-    ///
-    /// [`schema::hive_columns`]: crate::lake::schema::hive_columns
+    /// [`scan`](Self::scan) checks them; the hive columns (`chain`, an optional key, `date`)
+    /// are read from the paths.
     pub fn scan_locations(&self, dataset: Dataset) -> Result<Vec<PathBuf>> {
         read::locations(self, &*self.snapshot()?, dataset)
     }

@@ -59,7 +59,9 @@ pub(crate) mod storage;
 pub(crate) mod write;
 
 pub mod convert;
+#[doc(hidden)]
 pub mod docs;
+#[doc(hidden)]
 pub mod sample;
 pub mod schema;
 #[doc(hidden)]

@@ -30,7 +30,7 @@ pub const SCHEMA_VERSION_KEY: &str = "dexlake.schema_version";
 pub const DATASET_KEY: &str = "dexlake.dataset";
 
 /// The Arrow type of every timestamp column: microseconds, UTC.
-pub fn timestamp_type() -> DataType {
+pub(crate) fn timestamp_type() -> DataType {
     DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
 }
 
@@ -57,7 +57,7 @@ fn list_of(item: DataType) -> DataType {
 }
 
 /// Fields of the token metadata struct (interface 2.3).
-pub fn metadata_fields() -> Fields {
+pub(crate) fn metadata_fields() -> Fields {
     Fields::from(vec![
         timestamp_field("last_trade_at", true),
         timestamp_field("created_at", true),
@@ -74,7 +74,7 @@ pub fn metadata_fields() -> Fields {
 }
 
 /// Fields of the altchain market struct (interface 2.6); `holders` is an integer.
-pub fn market_fields() -> Fields {
+pub(crate) fn market_fields() -> Fields {
     Fields::from(vec![
         f64f("fdv", true),
         f64f("market_cap", true),
@@ -89,13 +89,13 @@ pub fn market_fields() -> Fields {
 }
 
 /// Fields of `wallet_roi_distribution`: one integer per documented ROI bucket.
-pub fn roi_distribution_fields() -> Fields {
+pub(crate) fn roi_distribution_fields() -> Fields {
     ROI_BUCKETS.iter().map(|b| i64f(b, true)).collect()
 }
 
 /// Fields of one metrics window: the integers, `wallet_roi_distribution`, then the numbers, in
 /// the service's order.
-pub fn window_metrics_fields() -> Fields {
+pub(crate) fn window_metrics_fields() -> Fields {
     let mut fields: Vec<Field> = WindowMetrics::INTEGER_FIELDS
         .iter()
         .map(|n| i64f(n, true))
@@ -110,12 +110,12 @@ pub fn window_metrics_fields() -> Fields {
 }
 
 /// The documented metrics windows, in the service's order (`7d` … `1m`).
-pub fn metric_windows() -> Vec<&'static str> {
+pub(crate) fn metric_windows() -> Vec<&'static str> {
     TimeWindow::KNOWN.iter().map(|w| w.as_str()).collect()
 }
 
 /// Fields of the `metrics` struct: one struct per documented window.
-pub fn metrics_fields() -> Fields {
+pub(crate) fn metrics_fields() -> Fields {
     metric_windows()
         .into_iter()
         .map(|w| Field::new(w, DataType::Struct(window_metrics_fields()), true))
@@ -123,7 +123,7 @@ pub fn metrics_fields() -> Fields {
 }
 
 /// Fields of one `matched_labels` entry: the label and the rules that made it apply.
-pub fn matched_label_fields() -> Fields {
+pub(crate) fn matched_label_fields() -> Fields {
     Fields::from(vec![
         utf8("label", true),
         Field::new("rules", list_of(DataType::Utf8), true),
@@ -131,7 +131,7 @@ pub fn matched_label_fields() -> Fields {
 }
 
 /// Fields of one portfolio holding.
-pub fn portfolio_token_fields() -> Fields {
+pub(crate) fn portfolio_token_fields() -> Fields {
     Fields::from(vec![
         utf8("token", true),
         f64f("balance", true),
@@ -141,7 +141,7 @@ pub fn portfolio_token_fields() -> Fields {
 }
 
 /// The 21 price-change columns of price stats, in the service's order.
-pub fn price_change_fields() -> Vec<Field> {
+pub(crate) fn price_change_fields() -> Vec<Field> {
     PriceChanges::PERIODS
         .iter()
         .flat_map(|p| {
@@ -320,7 +320,7 @@ pub fn file_schema(dataset: Dataset) -> SchemaRef {
 }
 
 /// Names of the hive columns of a dataset's path, in path order (`chain`, optional key, `date`).
-pub fn hive_columns(dataset: Dataset) -> Vec<&'static str> {
+pub(crate) fn hive_columns(dataset: Dataset) -> Vec<&'static str> {
     let mut cols = vec!["chain"];
     cols.extend(dataset.path_columns());
     cols.push("date");

@@ -55,10 +55,15 @@ mod eval;
 mod order;
 mod text;
 
+#[doc(hidden)]
 pub use crate::api::profile_query::TEXT_FIELDS;
+#[doc(hidden)]
 pub use cursor::Cursor;
+#[doc(hidden)]
 pub use eval::{FilterMatcher, lookup, matches};
+#[doc(hidden)]
 pub use order::{OrderKey, SortKey, SortSpec, compare_values};
+#[doc(hidden)]
 pub use text::{TextMatcher, text_matches};
 
 /// One page of search results, shaped like the service's response body.

@@ -27,7 +27,7 @@ pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 64 << 20;
 /// Everything a [`Client`](super::Client) needs: where, who, how long, how often.
 ///
 /// `Debug` shows whether an API key is set, never the key itself, and the base URL without a
-/// user name or password it may carry (see [`redact_url`]).
+/// user name or password it may carry.
 #[derive(Clone, PartialEq)]
 pub struct ClientConfig {
     /// Base URL; every operation path is appended to it (a path prefix is kept).
