@@ -59,7 +59,7 @@ impl Query<'_> {
 
     /// One PnL table of the selected wallets (every wallet when none is), as an [`Answer`]:
     /// the ledgers (one row per wallet and token), the positions or the lots. Only the table
-    /// asked for is built: every wallet's ledgers build no positions table.
+    /// asked for is built: the positions table only when it is the one asked for.
     pub fn pnl_table(&self, config: &PnlConfig, table: PnlTable) -> Result<Answer<DataFrame>> {
         let config = table.config(config);
         let positions = table == PnlTable::Positions;
