@@ -8,7 +8,7 @@
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use dexlake::analytics::pnl::{self, CostMethod, PnlConfig, PnlQuery};
+use dexlake::analytics::pnl::{self, CostMethod, PnlConfig, PnlOptions, PnlSource};
 use polars::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -118,21 +118,26 @@ fn dump(df: &DataFrame) {
     let shuffled = df.take(&IdxCa::from_vec("i".into(), idx)).expect("take");
     let wallet = |w: usize| format!("W{w:043}");
     let queries = [
-        PnlQuery::default(),
-        PnlQuery {
+        PnlOptions::default(),
+        PnlOptions {
             wallets: Some(vec![wallet(3), wallet(17_777), "nobody".into()]),
-            token: None,
+            ..PnlOptions::default()
         },
-        PnlQuery {
-            wallets: None,
+        PnlOptions {
             token: Some(format!("T{:043}", 21)),
+            ..PnlOptions::default()
         },
-        PnlQuery {
+        PnlOptions {
             wallets: Some(vec![wallet(3), wallet(10), wallet(5_000)]),
             token: Some(format!("T{:043}", 21)),
+            ..PnlOptions::default()
         },
     ];
     for (name, frame) in [("ordered", df), ("shuffled", &shuffled)] {
+        let frame = PnlSource::Frames {
+            trades: frame,
+            swaps: None,
+        };
         for method in CostMethod::ALL {
             let config = PnlConfig {
                 method,
@@ -140,7 +145,11 @@ fn dump(df: &DataFrame) {
                 ..PnlConfig::default()
             };
             for (q, query) in queries.iter().enumerate() {
-                let r = pnl::pnl_from_frames(frame, None, query, &config).expect("pnl");
+                let query = PnlOptions {
+                    config,
+                    ..query.clone()
+                };
+                let r = pnl::pnl_report(frame, &query).expect("pnl");
                 println!(
                     "{name} {method} q{q}: ledgers {} positions {} lots {}",
                     digest(&r.ledgers),
@@ -148,7 +157,11 @@ fn dump(df: &DataFrame) {
                     digest(r.lots.as_ref().expect("lots"))
                 );
             }
-            let top = pnl::leaderboard_from_frames(frame, None, &config, 1_000).expect("top");
+            let options = PnlOptions {
+                config,
+                ..PnlOptions::default()
+            };
+            let top = pnl::leaderboard(frame, &options, 1_000).expect("top");
             println!("{name} {method} leaderboard {}", digest(&top));
         }
     }
@@ -161,7 +174,11 @@ fn pnl_throughput(c: &mut Criterion) {
         dump(&df);
         return;
     }
-    let set = pnl::ledgers_from_frames(&df, None, &PnlQuery::default()).expect("ledgers");
+    let frame = PnlSource::Frames {
+        trades: &df,
+        swaps: None,
+    };
+    let set = pnl::ledger_set(frame, &PnlOptions::default()).expect("ledgers");
     let mut group = c.benchmark_group("pnl");
     group.sample_size(10);
     group.throughput(Throughput::Elements(n as u64));
@@ -174,11 +191,9 @@ fn pnl_throughput(c: &mut Criterion) {
             b.iter(|| set.run(black_box(&config)).expect("run"))
         });
     }
-    let config = PnlConfig::default();
+    let options = PnlOptions::default();
     group.bench_function(BenchmarkId::new("frame", "fifo"), |b| {
-        b.iter(|| {
-            pnl::pnl_from_frames(black_box(&df), None, &PnlQuery::default(), &config).expect("pnl")
-        })
+        b.iter(|| pnl::pnl_report(black_box(frame), &options).expect("pnl"))
     });
     group.finish();
 }

@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use dexlake::analytics::pnl::{self, PnlConfig};
+use dexlake::analytics::pnl::{self, PnlOptions, PnlSource};
 use dexlake::analytics::{BarOptions, EventSource, Selection, TimeRange, bars};
 use dexlake::api::{Client, ClientConfig};
 use dexlake::lake::Lake;
@@ -75,9 +75,10 @@ async fn main() -> anyhow::Result<()> {
     anyhow::ensure!(hourly.height() > 0, "no hourly bar of {token}");
 
     // Who made money on it: FIFO PnL of every wallet, marked at the latest price.
-    let board =
-        tokio::task::spawn_blocking(move || pnl::leaderboard(&lake, &PnlConfig::default(), 5))
-            .await??;
+    let board = tokio::task::spawn_blocking(move || {
+        pnl::leaderboard(PnlSource::Lake(&lake), &PnlOptions::default(), 5)
+    })
+    .await??;
     println!("top wallets:\n{board}");
     anyhow::ensure!(board.height() > 0, "an empty leaderboard");
 

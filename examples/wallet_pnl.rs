@@ -13,7 +13,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use dexlake::analytics::pnl::{self, CostMethod, EquityConfig, PnlConfig, PnlQuery};
+use dexlake::analytics::pnl::{self, CostMethod, PnlConfig, PnlOptions, PnlSource};
 use dexlake::api::{Client, ClientConfig};
 use dexlake::lake::{Dataset, Lake};
 use dexlake::sim::{Scale, SimConfig, Simulator};
@@ -72,10 +72,8 @@ async fn main() -> anyhow::Result<()> {
 
     // Everything below reads the lake only; polars work runs off the async workers.
     tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
-        let query = PnlQuery {
-            wallets: Some(vec![wallet.clone()]),
-            token: None,
-        };
+        let source = PnlSource::Lake(&lake);
+        let of_wallet = PnlOptions::of_wallet(&wallet);
         let columns = [
             "token_address",
             "realized_pnl",
@@ -87,11 +85,14 @@ async fn main() -> anyhow::Result<()> {
         // Realized PnL depends on the method; realized + unrealized does not.
         let mut totals = Vec::new();
         for method in [CostMethod::Fifo, CostMethod::AverageCost] {
-            let config = PnlConfig {
-                method,
-                ..PnlConfig::default()
+            let options = PnlOptions {
+                config: PnlConfig {
+                    method,
+                    ..PnlConfig::default()
+                },
+                ..of_wallet.clone()
             };
-            let pnl = pnl::wallet_pnl(&lake, &query, &config)?;
+            let pnl = pnl::pnl_report(source, &options)?;
             println!("{method} positions:\n{}", pnl.ledgers.select(columns)?);
             let total = |name: &str| -> anyhow::Result<f64> {
                 Ok(pnl.ledgers.column(name)?.f64()?.sum().unwrap_or(0.0))
@@ -105,26 +106,23 @@ async fn main() -> anyhow::Result<()> {
         );
 
         // The audit trail: which buy lots each sell consumed, at what cost.
-        let with_lots = PnlConfig {
-            lots: true,
-            ..PnlConfig::default()
+        let with_lots = PnlOptions {
+            config: PnlConfig {
+                lots: true,
+                ..PnlConfig::default()
+            },
+            ..of_wallet.clone()
         };
-        let pnl = pnl::wallet_pnl(&lake, &query, &with_lots)?;
+        let pnl = pnl::pnl_report(source, &with_lots)?;
         let lots = pnl
             .lots
             .ok_or_else(|| anyhow::anyhow!("no lots, though asked for"))?;
         println!("first FIFO lots:\n{}", lots.head(Some(8)));
         println!("positions:\n{}", pnl.positions.head(Some(8)));
 
-        // Daily equity marked to market at each day's close, and the metrics of its returns.
-        let (trades, swaps) = pnl::lake_frames(&lake, &query)?;
-        let perf = pnl::wallet_performance(
-            &trades,
-            Some(&swaps),
-            &wallet,
-            &PnlConfig::default(),
-            &EquityConfig::default(),
-        )?;
+        // Daily equity marked to market at each day's close (the default period), and the
+        // metrics of its returns.
+        let perf = pnl::wallet_performance(source, &of_wallet)?;
         println!("equity curve (last days):\n{}", perf.curve.tail(Some(5)));
         println!("metrics:\n{}", perf.metrics);
         Ok(())

@@ -8,7 +8,7 @@ use super::answer::{self, Answer, Warning, WarningKind};
 use super::{Query, refused};
 use crate::analytics::EventSource;
 use crate::analytics::pnl::{
-    self, EquityConfig, PnlConfig, PnlQuery, PnlReport, PnlTable, WalletPerformance,
+    self, EquityConfig, PnlConfig, PnlOptions, PnlReport, PnlSource, PnlTable, WalletPerformance,
 };
 use crate::coverage::{self, Coverage};
 use crate::lake::cols::token;
@@ -40,8 +40,14 @@ impl Query<'_> {
     /// the wallet's own (see [`crate::coverage::of_wallets`]). One selected wallet without
     /// trades is a [`WarningKind::Empty`] note, not an error.
     pub fn pnl_report_covered(&self, config: &PnlConfig) -> Result<Answer<PnlReport>> {
+        self.pnl_report_of(config, true)
+    }
+
+    /// [`Query::pnl_report_covered`], with the positions table built only when `positions`.
+    fn pnl_report_of(&self, config: &PnlConfig, positions: bool) -> Result<Answer<PnlReport>> {
         let (version, coverage, mut warnings) = self.pnl_start(config)?;
-        let value = self.keep_tokens(pnl::wallet_pnl(self.lake, &self.pnl_query(), config)?)?;
+        let options = self.pnl_options(config, positions);
+        let value = self.keep_tokens(pnl::pnl_report(PnlSource::Lake(self.lake), &options)?)?;
         warnings.extend(self.no_trades_note(value.ledgers.height()));
         Ok(Answer {
             value,
@@ -53,21 +59,11 @@ impl Query<'_> {
 
     /// One PnL table of the selected wallets (every wallet when none is), as an [`Answer`]:
     /// the ledgers (one row per wallet and token), the positions or the lots. Only the table
-    /// asked for is built: every wallet's ledgers build no positions table.
+    /// asked for is built: the positions table only when it is the one asked for.
     pub fn pnl_table(&self, config: &PnlConfig, table: PnlTable) -> Result<Answer<DataFrame>> {
         let config = table.config(config);
-        if self.wallets.is_some() || table == PnlTable::Positions {
-            return Ok(self.pnl_report_covered(&config)?.map(|r| table.of(r)));
-        }
-        let (version, coverage, warnings) = self.pnl_start(&config)?;
-        let report = pnl::wallet_ledgers(self.lake, &self.pnl_query(), &config)?;
-        let value = table.of(self.keep_tokens(report)?);
-        Ok(Answer {
-            value,
-            coverage,
-            warnings,
-            version,
-        })
+        let positions = table == PnlTable::Positions;
+        Ok(self.pnl_report_of(&config, positions)?.map(|r| table.of(r)))
     }
 
     /// [`Query::pnl_table`] handed to `sink` a chunk of ledgers at a time (in ledger order),
@@ -88,21 +84,18 @@ impl Query<'_> {
             return answer.try_map(|frame| sink(frame).map(|()| rows));
         }
         let (version, coverage, mut warnings) = self.pnl_start(&config)?;
-        let query = self.pnl_query();
+        // The positions table is built only when it is the one handed over.
+        let options = self.pnl_options(&config, table == PnlTable::Positions);
         let mut rows = 0u64;
         let mut write = |part: PnlReport| {
             let frame = table.of(part);
             rows += frame.height() as u64;
             sink(frame)
         };
-        // The positions table is built only when it is the one handed over.
-        if table == PnlTable::Positions {
-            pnl::wallet_pnl_in_batches(self.lake, &query, &config, &mut write)?;
-        } else {
-            pnl::wallet_ledgers_in_batches(self.lake, &query, &config, &mut write)?;
-        }
+        let source = PnlSource::Lake(self.lake);
+        pnl::pnl_report_batches(source, &options, pnl::REPORT_CHUNK, &mut write)?;
         if rows == 0 {
-            sink(table.of(pnl::report(&pnl::LedgerSet::default(), &[], &config)?))?;
+            sink(table.of(PnlReport::empty(&config)?))?;
         }
         warnings.extend(self.no_trades_note(rows as usize));
         Ok(Answer {
@@ -169,7 +162,11 @@ impl Query<'_> {
         config.validate()?;
         let coverage = coverage::of_wallets(self.lake, None, None)?;
         let warnings = answer::coverage_warnings(&coverage, self.strict)?;
-        let value = pnl::leaderboard(self.lake, config, top)?;
+        let options = PnlOptions {
+            config: *config,
+            ..PnlOptions::default()
+        };
+        let value = pnl::leaderboard(PnlSource::Lake(self.lake), &options, top)?;
         Ok(Answer {
             value,
             coverage,
@@ -212,7 +209,12 @@ impl Query<'_> {
         equity.validate()?;
         let coverage = coverage::of_wallets(self.lake, self.wallets.as_deref(), None)?;
         let mut warnings = answer::coverage_warnings(&coverage, self.strict)?;
-        let value = pnl::lake_wallet_performance(self.lake, wallet, config, equity)?;
+        let options = PnlOptions {
+            config: *config,
+            equity: *equity,
+            ..PnlOptions::of_wallet(wallet)
+        };
+        let value = pnl::wallet_performance(PnlSource::Lake(self.lake), &options)?;
         if value.curve.height() == 0 {
             warnings.push(Warning::new(
                 WarningKind::Empty,
@@ -227,13 +229,19 @@ impl Query<'_> {
         })
     }
 
-    fn pnl_query(&self) -> PnlQuery {
-        PnlQuery {
+    /// The PnL's options of this query: its wallets, its token when it selects one (with
+    /// several, every token's PnL is computed and [`Query::keep_tokens`] keeps them), `config`,
+    /// and the positions table when `positions`.
+    fn pnl_options(&self, config: &PnlConfig, positions: bool) -> PnlOptions {
+        PnlOptions {
             wallets: self.wallets.clone(),
             token: match self.tokens.as_deref() {
                 Some([token]) => Some(token.clone()),
                 _ => None,
             },
+            config: *config,
+            positions,
+            ..PnlOptions::default()
         }
     }
 

@@ -6,7 +6,7 @@ use std::process::Command;
 use std::sync::Arc;
 
 use dexlake::analytics::pnl::{
-    self, CostMethod, EquityConfig, LedgerEvent, Mark, OversellPolicy, PnlConfig, PnlQuery,
+    self, CostMethod, LedgerEvent, Mark, OversellPolicy, PnlConfig, PnlOptions, PnlSource,
     TradeSide,
 };
 use dexlake::analytics::token_metrics::{self, Window};
@@ -176,18 +176,17 @@ async fn wallet_ledgers_hold_what_the_portfolio_holds() {
             .iter()
             .map(|t| (t.token.clone(), t.balance))
             .collect();
-        let query = PnlQuery {
-            wallets: Some(vec![wallet.clone()]),
-            token: None,
-        };
         let mut totals = Vec::new();
         for method in CostMethod::ALL {
-            let config = PnlConfig {
-                method,
-                mark: Mark::Price(1.0),
-                ..PnlConfig::default()
+            let options = PnlOptions {
+                config: PnlConfig {
+                    method,
+                    mark: Mark::Price(1.0),
+                    ..PnlConfig::default()
+                },
+                ..PnlOptions::of_wallet(wallet)
             };
-            let report = pnl::wallet_pnl(&lake, &query, &config).expect("pnl");
+            let report = pnl::pnl_report(PnlSource::Lake(&lake), &options).expect("pnl");
             let df = &report.ledgers;
             assert!(df.height() > 0, "{wallet} has ledgers");
             assert!(strs(df, "wallet_address").iter().all(|w| w == wallet));
@@ -244,8 +243,8 @@ async fn leaderboard_equity_and_threads() {
         }],
     )
     .await;
-    let config = PnlConfig::default();
-    let board = pnl::leaderboard(&lake, &config, 5).expect("leaderboard");
+    let options = PnlOptions::default();
+    let board = pnl::leaderboard(PnlSource::Lake(&lake), &options, 5).expect("leaderboard");
     assert_eq!(board.height(), 5);
     let totals: Vec<f64> = f64s(&board, "total_pnl").into_iter().flatten().collect();
     assert!(
@@ -254,16 +253,17 @@ async fn leaderboard_equity_and_threads() {
     );
 
     // The same bits with one thread and with four.
-    let (trades, swaps) = pnl::lake_frames(&lake, &PnlQuery::default()).expect("frames");
+    let (trades, swaps) = pnl::lake_frames(&lake, &options).expect("frames");
+    let frames = PnlSource::Frames {
+        trades: &trades,
+        swaps: Some(&swaps),
+    };
     let run = |threads: usize| {
         rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .build()
             .expect("pool")
-            .install(|| {
-                pnl::pnl_from_frames(&trades, Some(&swaps), &PnlQuery::default(), &config)
-                    .expect("pnl")
-            })
+            .install(|| pnl::pnl_report(frames, &options).expect("pnl"))
     };
     let (one, four) = (run(1), run(4));
     assert!(one.ledgers.equals_missing(&four.ledgers));
@@ -271,14 +271,8 @@ async fn leaderboard_equity_and_threads() {
 
     // The equity curve of the leader: marked each day, returns and ratios computed.
     let leader = strs(&board, "wallet_address")[0].clone();
-    let perf = pnl::wallet_performance(
-        &trades,
-        Some(&swaps),
-        &leader,
-        &config,
-        &EquityConfig::default(),
-    )
-    .expect("performance");
+    let perf =
+        pnl::wallet_performance(frames, &PnlOptions::of_wallet(&leader)).expect("performance");
     assert!(perf.curve.height() >= 2);
     let last_total = f64s(&perf.curve, "total_pnl").last().copied().flatten();
     assert!(near(last_total.expect("total"), totals[0], 1e-9));
@@ -365,11 +359,14 @@ async fn cli_prints_positions_and_fails_clearly() {
     assert_eq!(metrics.lines().count(), 3);
 
     // Every ledger as Parquet (written a chunk of ledgers at a time) equals the library's tables.
-    let config = PnlConfig {
-        lots: true,
-        ..PnlConfig::default()
+    let options = PnlOptions {
+        config: PnlConfig {
+            lots: true,
+            ..PnlConfig::default()
+        },
+        ..PnlOptions::default()
     };
-    let report = pnl::wallet_pnl(&lake, &PnlQuery::default(), &config).expect("pnl");
+    let report = pnl::pnl_report(PnlSource::Lake(&lake), &options).expect("pnl");
     for (flag, want) in [
         (None, &report.ledgers),
         (Some("--positions"), &report.positions),

@@ -4,7 +4,9 @@
 
 use std::sync::Arc;
 
-use dexlake::analytics::pnl::{self, CostMethod, Mark, PnlConfig, PnlQuery, PnlReport};
+use dexlake::analytics::pnl::{
+    self, CostMethod, Mark, PnlConfig, PnlOptions, PnlReport, PnlSource,
+};
 use dexlake::lake::{Dataset, Lake};
 use dexlake::sim::Simulator;
 use dexlake::sync::{Job, SyncConfig, Syncer};
@@ -70,10 +72,14 @@ async fn synced_lake(sim: &Simulator) -> (tempfile::TempDir, Arc<Lake>, Vec<Stri
     (dir, lake, vec![t0, t1, w0, w1, t2])
 }
 
-/// The report of the frames path: the lake's frames of `query`, grouped from strings.
-fn from_frames(lake: &Lake, query: &PnlQuery, config: &PnlConfig) -> PnlReport {
-    let (trades, swaps) = pnl::lake_frames(lake, query).expect("frames");
-    pnl::pnl_from_frames(&trades, Some(&swaps), query, config).expect("pnl from frames")
+/// The report of the frames path: the lake's frames of `options`, grouped from strings.
+fn from_frames(lake: &Lake, options: &PnlOptions) -> PnlReport {
+    let (trades, swaps) = pnl::lake_frames(lake, options).expect("frames");
+    let frames = PnlSource::Frames {
+        trades: &trades,
+        swaps: Some(&swaps),
+    };
+    pnl::pnl_report(frames, options).expect("pnl from frames")
 }
 
 fn assert_same(a: &PnlReport, b: &PnlReport, what: &str) {
@@ -97,7 +103,7 @@ fn assert_same(a: &PnlReport, b: &PnlReport, what: &str) {
 /// A wallet of the lake's swaps that has no trade (its ledgers come from swaps), other than
 /// `except`.
 fn swap_only_wallet(lake: &Lake, except: &str) -> String {
-    let (trades, swaps) = pnl::lake_frames(lake, &PnlQuery::default()).expect("frames");
+    let (trades, swaps) = pnl::lake_frames(lake, &PnlOptions::default()).expect("frames");
     let traders: Vec<String> = trades
         .column("wallet_address")
         .expect("wallet")
@@ -132,9 +138,10 @@ async fn the_lake_reader_gives_the_tables_of_the_frames_for_every_method_and_que
         "{trade_files} trade files, {swap_files} swap files"
     );
     let swapper = swap_only_wallet(&lake, &w1);
-    let query = |wallets: Option<Vec<&String>>, token: Option<&String>| PnlQuery {
+    let query = |wallets: Option<Vec<&String>>, token: Option<&String>| PnlOptions {
         wallets: wallets.map(|w| w.into_iter().cloned().collect()),
         token: token.cloned(),
+        ..PnlOptions::default()
     };
     let queries = [
         query(None, None),
@@ -157,9 +164,13 @@ async fn the_lake_reader_gives_the_tables_of_the_frames_for_every_method_and_que
             };
             for q in &queries {
                 let what = format!("{method:?} {mark:?} {q:?}");
-                let lake_side = pnl::wallet_pnl(&lake, q, &config).expect("pnl");
+                let q = &PnlOptions {
+                    config,
+                    ..q.clone()
+                };
+                let lake_side = pnl::pnl_report(PnlSource::Lake(&lake), q).expect("pnl");
                 assert!(lake_side.ledgers.height() > 0, "no ledger, {what}");
-                assert_same(&lake_side, &from_frames(&lake, q, &config), &what);
+                assert_same(&lake_side, &from_frames(&lake, q), &what);
             }
         }
     }
@@ -171,17 +182,21 @@ async fn every_wallet_in_batches_equals_the_whole_for_every_method() {
     let sim = common::tiny_sim(12).await;
     let (_dir, lake, _) = synced_lake(&sim).await;
     for method in CostMethod::ALL {
-        let config = PnlConfig {
-            method,
-            lots: true,
-            ..PnlConfig::default()
+        let options = PnlOptions {
+            config: PnlConfig {
+                method,
+                lots: true,
+                ..PnlConfig::default()
+            },
+            ..PnlOptions::default()
         };
-        let whole = pnl::wallet_pnl(&lake, &PnlQuery::default(), &config).expect("whole");
+        let lake = PnlSource::Lake(&lake);
+        let whole = pnl::pnl_report(lake, &options).expect("whole");
         let n = whole.ledgers.height();
         assert!(n > 20, "{n} ledgers");
         for per_batch in [1, 7, n - 1, n, n + 5] {
             let mut parts: Vec<PnlReport> = Vec::new();
-            pnl::wallet_pnl_in_batches_of(&lake, &PnlQuery::default(), &config, per_batch, |p| {
+            pnl::pnl_report_batches(lake, &options, per_batch, |p| {
                 parts.push(p);
                 Ok(())
             })
@@ -213,9 +228,17 @@ async fn every_wallet_in_batches_equals_the_whole_for_every_method() {
                 "lots, {what}"
             );
         }
-        // The ledgers-only batches: the same ledgers, no position built.
+        // Without the positions table: the same ledgers, no position built, one batch.
+        let ledgers_only = PnlOptions {
+            positions: false,
+            ..options.clone()
+        };
+        let report = pnl::pnl_report(lake, &ledgers_only).expect("ledgers only");
+        assert!(report.ledgers.equals_missing(&whole.ledgers), "{method:?}");
+        assert_eq!(report.positions.height(), 0);
+        assert_eq!(report.positions.width(), whole.positions.width());
         let mut ledgers: Option<DataFrame> = None;
-        pnl::wallet_ledgers_in_batches(&lake, &PnlQuery::default(), &config, |p| {
+        pnl::pnl_report_batches(lake, &ledgers_only, pnl::REPORT_CHUNK, |p| {
             assert_eq!(p.positions.height(), 0);
             match ledgers.as_mut() {
                 None => ledgers = Some(p.ledgers),
@@ -273,11 +296,8 @@ async fn swaps_and_trades_files_carry_bloom_filters_on_wallets_and_tokens() {
     }
     // A wallet absent from the lake is absent from (almost) every filter: a query for it
     // reads nothing and gives no ledger.
-    let query = PnlQuery {
-        wallets: Some(vec![format!("{}x", names[2])]),
-        token: None,
-    };
-    let report = pnl::wallet_pnl(&lake, &query, &PnlConfig::default()).expect("pnl");
+    let query = PnlOptions::of_wallet(&format!("{}x", names[2]));
+    let report = pnl::pnl_report(PnlSource::Lake(&lake), &query).expect("pnl");
     assert_eq!(report.ledgers.height(), 0);
     sim.shutdown().await;
 }
@@ -291,7 +311,7 @@ async fn a_wallets_performance_from_the_lake_equals_the_frames_path() {
     let (_dir, lake, names) = synced_lake(&sim).await;
     let [t0, _, w0, w1, _] = [0, 1, 2, 3, 4].map(|i| names[i].clone());
     let swapper = swap_only_wallet(&lake, &w1);
-    let (trades, swaps) = pnl::lake_frames(&lake, &PnlQuery::default()).expect("frames");
+    let (trades, swaps) = pnl::lake_frames(&lake, &PnlOptions::default()).expect("frames");
     let trader = trades
         .clone()
         .lazy()
@@ -320,11 +340,18 @@ async fn a_wallets_performance_from_the_lake_equals_the_frames_path() {
             };
             for wallet in [&w0, &w1, &swapper, &trader, &absent] {
                 let what = format!("{method:?}, {period_seconds} s, {wallet}");
-                let lake_side = pnl::lake_wallet_performance(&lake, wallet, &config, &equity)
+                let options = PnlOptions {
+                    config,
+                    equity,
+                    ..PnlOptions::of_wallet(wallet)
+                };
+                let lake_side = pnl::wallet_performance(PnlSource::Lake(&lake), &options)
                     .expect("from the lake");
-                let frames =
-                    pnl::wallet_performance(&trades, Some(&swaps), wallet, &config, &equity)
-                        .expect("from frames");
+                let frames = PnlSource::Frames {
+                    trades: &trades,
+                    swaps: Some(&swaps),
+                };
+                let frames = pnl::wallet_performance(frames, &options).expect("from frames");
                 if wallet != &absent {
                     assert!(lake_side.curve.height() > 1, "{what}: {}", lake_side.curve);
                 }

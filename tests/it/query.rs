@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use dexlake::analytics::pnl::{self, PnlQuery};
+use dexlake::analytics::pnl::{self, PnlOptions, PnlSource};
 use dexlake::analytics::screener::{self, ProfileSnapshot};
 use dexlake::analytics::token_metrics::{self, Window};
 use dexlake::analytics::{
@@ -126,7 +126,7 @@ async fn each_answer_is_the_analytics_call_it_stands_for() {
         let top = lake.query().leaderboard(3).expect("leaderboard");
         assert_eq!(
             top,
-            pnl::leaderboard(lake, &PnlConfig::default(), 3).expect("direct")
+            pnl::leaderboard(PnlSource::Lake(lake), &PnlOptions::default(), 3).expect("direct")
         );
         let wallet = top
             .column("wallet_address")
@@ -139,11 +139,11 @@ async fn each_answer_is_the_analytics_call_it_stands_for() {
             method: CostMethod::Hifo,
             ..PnlConfig::default()
         };
-        let query = PnlQuery {
-            wallets: Some(vec![wallet.clone()]),
-            token: None,
+        let query = PnlOptions {
+            config,
+            ..PnlOptions::of_wallet(&wallet)
         };
-        let expected = pnl::wallet_pnl(lake, &query, &config).expect("pnl");
+        let expected = pnl::pnl_report(PnlSource::Lake(lake), &query).expect("pnl");
         let got = lake
             .query()
             .wallet(&wallet)
@@ -159,7 +159,8 @@ async fn each_answer_is_the_analytics_call_it_stands_for() {
             "positions differ"
         );
         let fifo = lake.query().wallet(&wallet).pnl().expect("fifo");
-        let direct = pnl::wallet_pnl(lake, &query, &PnlConfig::default()).expect("fifo");
+        let query = PnlOptions::of_wallet(&wallet);
+        let direct = pnl::pnl_report(PnlSource::Lake(lake), &query).expect("fifo");
         assert!(fifo.equals_missing(&direct.ledgers));
         // Two tokens of every wallet: the rows of those tokens, and only them.
         let both = lake.query().tokens([&a, &b]).pnl().expect("two tokens");

@@ -7,7 +7,7 @@ use polars::prelude::*;
 
 use super::grouping::group_ledgers;
 use super::ledger::{Ledger, LedgerSet};
-use super::options::{EquityConfig, PnlConfig, PnlQuery};
+use super::options::{EquityConfig, PnlConfig, PnlOptions};
 use super::report::{pct, ts_col};
 use super::rows::{EventRows, find};
 use crate::analytics::metrics;
@@ -59,7 +59,7 @@ pub(super) fn performance(
     config: &PnlConfig,
     equity: &EquityConfig,
 ) -> Result<WalletPerformance> {
-    let query = PnlQuery::of_wallet(wallet);
+    let query = PnlOptions::of_wallet(wallet);
     let events = || (0..all.len()).filter(|&r| all.side[r].is_some());
     let last_period = events().map(|r| period_of(equity, all.time[r])).max();
     let this = find(wallets, wallet).map(|w| w as u32);

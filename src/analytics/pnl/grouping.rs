@@ -6,7 +6,7 @@
 use rayon::prelude::*;
 
 use super::ledger::{LedgerEvent, LedgerSet};
-use super::options::PnlQuery;
+use super::options::PnlOptions;
 use super::rows::{EventRows, find};
 use crate::analytics::intern::{local_dicts, merge_dicts, ranges};
 use crate::{Error, Result};
@@ -223,7 +223,7 @@ pub(super) fn group_ledgers(
     rows: &EventRows,
     wallets: &[String],
     tokens: &[String],
-    query: &PnlQuery,
+    query: &PnlOptions,
 ) -> Result<LedgerSet> {
     let n = rows.len();
     if u32::try_from(n).is_err() {

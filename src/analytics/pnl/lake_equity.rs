@@ -17,7 +17,7 @@ use super::lake_files::{
 };
 use super::lake_prices::all_traders;
 use super::lake_reader::ledgers_of_files;
-use super::options::{EquityConfig, PnlConfig, PnlQuery};
+use super::options::{EquityConfig, PnlConfig, PnlOptions};
 use super::swaps_count;
 use crate::Result;
 use crate::analytics::arrow_columns::dictionary;
@@ -63,7 +63,7 @@ pub(super) fn lake_performance(
     config: &PnlConfig,
     equity: &EquityConfig,
 ) -> Result<WalletPerformance> {
-    let query = PnlQuery::of_wallet(wallet);
+    let query = PnlOptions::of_wallet(wallet);
     let trades = DataFiles::of(lake, Dataset::Trades)?;
     let swaps = DataFiles::of(lake, Dataset::Swaps)?;
     let set = ledgers_of_files(lake, &trades, &swaps, &query)?;

@@ -15,7 +15,7 @@
 //! Memory: the events (56 bytes each), 4 bytes per trade row and 8 per swap row between the two
 //! passes, the ledgers' integer pairs and the names.
 //!
-//! With wallets named ([`PnlQuery::wallets`]) only the row groups that can hold them are read:
+//! With wallets named ([`PnlOptions::wallets`]) only the row groups that can hold them are read:
 //! their bloom filter on `wallet_address` (written by the lake's writer) or their statistics rule
 //! the others out; the latest prices of those wallets' tokens then come from `lake_prices`.
 
@@ -32,7 +32,7 @@ use super::lake_files::{
 };
 use super::lake_prices::latest_prices_of;
 use super::ledger::LedgerSet;
-use super::options::PnlQuery;
+use super::options::PnlOptions;
 use super::swaps_count;
 use crate::analytics::arrow_columns::dictionary;
 use crate::analytics::intern::NameRegistry;
@@ -418,7 +418,7 @@ fn second_pass(
 
 /// The grouped events of the lake's trades (and of the swaps of wallets without trades) that
 /// `query` selects, and the latest price of each token (over every wallet's events).
-pub(super) fn lake_ledgers(lake: &Lake, query: &PnlQuery) -> Result<LedgerSet> {
+pub(super) fn lake_ledgers(lake: &Lake, query: &PnlOptions) -> Result<LedgerSet> {
     let trades = DataFiles::of(lake, Dataset::Trades)?;
     let swaps = DataFiles::of(lake, Dataset::Swaps)?;
     ledgers_of_files(lake, &trades, &swaps, query)
@@ -429,7 +429,7 @@ pub(super) fn ledgers_of_files(
     lake: &Lake,
     trades: &DataFiles,
     swaps: &DataFiles,
-    query: &PnlQuery,
+    query: &PnlOptions,
 ) -> Result<LedgerSet> {
     let filter = Filter {
         token: query.token.as_deref(),

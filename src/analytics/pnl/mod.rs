@@ -32,8 +32,8 @@
 //!
 //! | file | what lives there |
 //! |---|---|
-//! | `mod.rs` | the entry points: [`wallet_pnl`], [`wallet_pnl_in_batches`], [`wallet_pnl_in_batches_of`], [`wallet_ledgers_in_batches`], [`pnl_from_frames`], [`ledgers_from_frames`], [`lake_frames`], [`leaderboard`], [`leaderboard_from_frames`], [`wallet_performance`], [`lake_wallet_performance`] |
-//! | `options.rs` | [`CostMethod`], [`OversellPolicy`], [`Mark`], [`PnlConfig`], [`PnlQuery`], [`EquityConfig`] |
+//! | `mod.rs` | [`PnlSource`] (the lake or in-memory frames) and one entry per question, each taking a source and [`PnlOptions`]: [`pnl_report`] (ledgers, positions and lots tables), [`pnl_report_batches`] (the same a chunk of ledgers at a time), [`leaderboard`], [`wallet_performance`] (equity curve and metrics), [`ledger_set`] (the grouped ledgers, not run); [`lake_frames`] (the lake's events as frames) |
+//! | `options.rs` | [`PnlOptions`], the one options type of the entries: the selection (wallets, token), [`PnlConfig`] (with [`CostMethod`], [`OversellPolicy`], [`Mark`]), the tables built, [`EquityConfig`]; [`PnlTable`] |
 //! | `ledger.rs` | the cost-basis books (FIFO queue, LIFO stack, HIFO heap) and [`Ledger`], its events and results ([`LedgerEvent`], [`LotMatch`], [`Position`], [`Oversold`]), [`run_ledger`], [`LedgerSet`] |
 //! | `rows.rs` | the input frames read into events before grouping, wallets and tokens interned |
 //! | `grouping.rs` | the events grouped into ledgers in parallel (counting sort, huge pages, events written in place by [`LedgerSet`]'s lake reader: the folder's `unsafe`) |
@@ -47,13 +47,16 @@
 //!
 //! A file imports only files listed above it in this order: `options`, `ledger`, `rows`,
 //! `grouping`, `lake_files`, `lake_prices`, `lake_reader`, `report`, then `leaderboard`,
-//! `equity` and `lake_equity`; `mod.rs` imports them all. Besides the crate's errors, the files may import
-//! `crate::analytics::{arrow_columns, columns, intern, metrics}`; `mod.rs` and the four
-//! `lake_*` files alone import `crate::lake` (to read the lake); nothing else of the crate.
+//! `equity` and `lake_equity`; `mod.rs` imports them all. Besides the crate's errors, the
+//! files may import `crate::analytics::{arrow_columns, columns, intern, metrics}`; `mod.rs`
+//! and the four `lake_*` files alone import `crate::lake` (to read the lake); nothing else of
+//! the crate.
 //!
-//! From the lake, the ledgers are read by `lake_reader` (no frame, no string per row, about 60
-//! bytes per event); from frames, by `rows` then `grouping`. Both give the same ledgers, in the
-//! same order, with the same latest prices (tests compare them on every method and query).
+//! Each entry reads its [`PnlSource`]: from [`PnlSource::Lake`], the ledgers are read by
+//! `lake_reader` (no frame, no string per row, about 60 bytes per event) and a performance's
+//! closes by `lake_equity`; from [`PnlSource::Frames`], by `rows` then `grouping` (and
+//! `equity`). Both give the same ledgers, in the same order, with the same latest prices
+//! (tests compare them on every method and query).
 //!
 //! The input frames' `block_time` may be a timestamp of any unit (or integer microseconds):
 //! it is read as microseconds, the unit of the ledgers and of the output tables.
@@ -80,15 +83,15 @@ pub use ledger::{
     run_ledger,
 };
 pub use options::{
-    CostMethod, EquityConfig, MAX_PERIOD_SECONDS, Mark, OversellPolicy, PnlConfig, PnlQuery,
+    CostMethod, EquityConfig, MAX_PERIOD_SECONDS, Mark, OversellPolicy, PnlConfig, PnlOptions,
     PnlTable,
 };
-pub use report::{PnlReport, REPORT_CHUNK, report, run_report};
+pub use report::{PnlReport, REPORT_CHUNK};
 pub use rows::{SWAP_COLUMNS, TRADE_COLUMNS};
 
 use grouping::group_ledgers;
 use leaderboard::leaderboard_of;
-use report::{drop_in_background, report_chunks};
+use report::{drop_in_background, report_chunks, run_report_in};
 use rows::read_rows;
 
 use crate::lake::cols::{event, swap, trade};
@@ -105,25 +108,82 @@ fn swaps_count(wallet_has_trades: bool) -> bool {
     !wallet_has_trades
 }
 
-/// Builds the ledgers of a trades frame (columns [`TRADE_COLUMNS`]) and, for wallets with no
-/// trade in it, of a swaps frame (columns [`SWAP_COLUMNS`] and `id`).
-pub fn ledgers_from_frames(
-    trades: &DataFrame,
-    swaps: Option<&DataFrame>,
-    query: &PnlQuery,
-) -> Result<LedgerSet> {
-    let (rows, wallets, tokens) = read_rows(trades, swaps, query)?;
-    group_ledgers(&rows, &wallets, &tokens, query)
+/// Where the PnL reads its events: the lake, or in-memory frames. Every entry takes one, so
+/// that each question has one function whatever it is asked of.
+#[derive(Debug, Clone, Copy)]
+pub enum PnlSource<'a> {
+    /// The lake's trades, and swaps for wallets without trades, read straight into grouped
+    /// ledgers (no frame, no string per row, about 60 bytes per event).
+    Lake(&'a Lake),
+    /// A trades frame (columns [`TRADE_COLUMNS`]) and, for wallets with no trade in it, a
+    /// swaps frame (columns [`SWAP_COLUMNS`] and `id`).
+    Frames {
+        /// The trades.
+        trades: &'a DataFrame,
+        /// The swaps, if any.
+        swaps: Option<&'a DataFrame>,
+    },
 }
 
-/// Reads the trades (and swaps) of the lake that `query` concerns.
-pub fn lake_frames(lake: &Lake, query: &PnlQuery) -> Result<(DataFrame, DataFrame)> {
+/// The grouped events of `source` that `options` selects, and the latest price of each token
+/// (over every wallet's events, also when only some wallets' events are kept), unchecked.
+fn grouped(source: PnlSource<'_>, options: &PnlOptions) -> Result<LedgerSet> {
+    match source {
+        PnlSource::Lake(lake) => lake_reader::lake_ledgers(lake, options),
+        PnlSource::Frames { trades, swaps } => {
+            let (rows, wallets, tokens) = read_rows(trades, swaps, options)?;
+            group_ledgers(&rows, &wallets, &tokens, options)
+        }
+    }
+}
+
+/// The ledgers of `source` that `options` selects, grouped and not yet run: one per
+/// (wallet, token), in that order ([`LedgerSet::run`] runs them).
+pub fn ledger_set(source: PnlSource<'_>, options: &PnlOptions) -> Result<LedgerSet> {
+    options.validate()?;
+    grouped(source, options)
+}
+
+/// The ledgers, positions and (with [`PnlConfig::lots`]) lots tables of the wallets and
+/// token `options` selects; without [`PnlOptions::positions`] the positions table has no row.
+/// The ledgers run and are reported a chunk of [`REPORT_CHUNK`] at a time, so only one
+/// chunk's books are held at once.
+///
+/// A wallet with no trade in the source gives empty tables, not an error.
+pub fn pnl_report(source: PnlSource<'_>, options: &PnlOptions) -> Result<PnlReport> {
+    options.validate()?;
+    let set = grouped(source, options)?;
+    let report = run_report_in(&set, &options.config, REPORT_CHUNK, options.positions);
+    drop_in_background(set);
+    report
+}
+
+/// [`pnl_report`] handed to `sink` a chunk of `ledgers` ledgers (at least one) at a time, in
+/// ledger order, instead of as one report: each part holds the tables of its ledgers, so only
+/// the grouped events and one part are in memory at once. For writing large results to a
+/// file. Without any ledger `sink` is not called.
+pub fn pnl_report_batches(
+    source: PnlSource<'_>,
+    options: &PnlOptions,
+    ledgers: usize,
+    sink: impl FnMut(PnlReport) -> Result<()>,
+) -> Result<()> {
+    options.validate()?;
+    let set = grouped(source, options)?;
+    report_chunks(&set, &options.config, ledgers, options.positions, sink)?;
+    drop_in_background(set);
+    Ok(())
+}
+
+/// Reads the lake's trades and swaps (of the token `options` names, when it names one) as
+/// frames, the [`PnlSource::Frames`] of the same events as [`PnlSource::Lake`].
+pub fn lake_frames(lake: &Lake, options: &PnlOptions) -> Result<(DataFrame, DataFrame)> {
     let trade_cols: Vec<Expr> = TRADE_COLUMNS.iter().map(|c| col(*c)).collect();
     let mut swap_cols: Vec<Expr> = SWAP_COLUMNS.iter().map(|c| col(*c)).collect();
     swap_cols.push(col(event::ID));
     let mut trades = lake.scan(Dataset::Trades)?.select(trade_cols);
     let mut swaps = lake.scan(Dataset::Swaps)?.select(swap_cols);
-    if let Some(t) = &query.token {
+    if let Some(t) = &options.token {
         trades = trades.filter(col(trade::TOKEN).eq(lit(t.as_str())));
         swaps = swaps.filter(
             col(swap::TOKEN_IN)
@@ -142,175 +202,59 @@ pub fn lake_frames(lake: &Lake, query: &PnlQuery) -> Result<(DataFrame, DataFram
     Ok((trades, swaps))
 }
 
-/// PnL of in-memory frames (trades, and swaps for wallets without trades).
-pub fn pnl_from_frames(
-    trades: &DataFrame,
-    swaps: Option<&DataFrame>,
-    query: &PnlQuery,
-    config: &PnlConfig,
-) -> Result<PnlReport> {
-    config.validate()?;
-    query.validate()?;
-    let set = ledgers_from_frames(trades, swaps, query)?;
-    let report = run_report(&set, config);
-    drop_in_background(set);
-    report
-}
-
-/// PnL of the lake's trades (and swaps for wallets the lake has only swaps for).
-///
-/// A wallet with no trade in the lake gives empty tables, not an error.
-pub fn wallet_pnl(lake: &Lake, query: &PnlQuery, config: &PnlConfig) -> Result<PnlReport> {
-    config.validate()?;
-    query.validate()?;
-    let set = lake_ledgers(lake, query)?;
-    let report = run_report(&set, config);
-    drop_in_background(set);
-    report
-}
-
-/// The grouped events of the lake's trades (and swaps for wallets without trades) that `query`
-/// selects, read row group by row group (see `lake_reader`). The latest price of a token comes
-/// from every wallet's trades, also when only some wallets' row groups are read.
-fn lake_ledgers(lake: &Lake, query: &PnlQuery) -> Result<LedgerSet> {
-    lake_reader::lake_ledgers(lake, query)
-}
-
-/// [`wallet_pnl`] handed to `sink` a chunk of [`REPORT_CHUNK`] ledgers at a time, in ledger
-/// order, instead of as one report: each part holds the tables of its ledgers, so only the
-/// grouped events and one part are in memory at once. For writing large results to a file.
-/// Without any ledger `sink` is not called.
-pub fn wallet_pnl_in_batches(
-    lake: &Lake,
-    query: &PnlQuery,
-    config: &PnlConfig,
-    sink: impl FnMut(PnlReport) -> Result<()>,
-) -> Result<()> {
-    wallet_pnl_in_batches_of(lake, query, config, REPORT_CHUNK, sink)
-}
-
-/// [`wallet_pnl_in_batches`] with `ledgers` ledgers per batch (at least one).
-pub fn wallet_pnl_in_batches_of(
-    lake: &Lake,
-    query: &PnlQuery,
-    config: &PnlConfig,
-    ledgers: usize,
-    sink: impl FnMut(PnlReport) -> Result<()>,
-) -> Result<()> {
-    config.validate()?;
-    query.validate()?;
-    report_chunks(&lake_ledgers(lake, query)?, config, ledgers, true, sink)
-}
-
-/// [`wallet_pnl`] without the positions table (its frame is empty): the ledgers (and the lots
-/// when [`PnlConfig::lots`] is set) built a chunk of ledgers at a time and stacked. What
-/// `dexlake pnl --all-wallets` prints and Python's `lake.pnl()` returns.
-pub fn wallet_ledgers(lake: &Lake, query: &PnlQuery, config: &PnlConfig) -> Result<PnlReport> {
-    let mut all: Option<PnlReport> = None;
-    wallet_ledgers_in_batches(lake, query, config, |part| {
-        let Some(all) = all.as_mut() else {
-            all = Some(part);
-            return Ok(());
-        };
-        let stack = Error::polars("stacking the PnL tables");
-        all.ledgers.vstack_mut(&part.ledgers).map_err(&stack)?;
-        if let (Some(lots), Some(more)) = (all.lots.as_mut(), part.lots.as_ref()) {
-            lots.vstack_mut(more).map_err(&stack)?;
-        }
-        Ok(())
-    })?;
-    match all {
-        Some(all) => Ok(all),
-        None => report(&LedgerSet::default(), &[], config),
-    }
-}
-
-/// The ledgers table of [`wallet_pnl`] (and the lots table when [`PnlConfig::lots`] is set)
-/// handed to `sink` a chunk of [`REPORT_CHUNK`] ledgers at a time, in ledger order; the
-/// positions table is not built (its frame in each part is empty). What `dexlake pnl
-/// --all-wallets` writes to a file.
-pub fn wallet_ledgers_in_batches(
-    lake: &Lake,
-    query: &PnlQuery,
-    config: &PnlConfig,
-    sink: impl FnMut(PnlReport) -> Result<()>,
-) -> Result<()> {
-    config.validate()?;
-    query.validate()?;
-    report_chunks(
-        &lake_ledgers(lake, query)?,
-        config,
-        REPORT_CHUNK,
-        false,
-        sink,
-    )
-}
-
-/// Ranks every wallet of the lake by total PnL (realized + unrealized, summed over its tokens),
-/// largest first, ties by wallet address; keeps the first `top`.
+/// Ranks the wallets `options` selects (every wallet by default) by total PnL (realized +
+/// unrealized, summed over its tokens), largest first, ties by wallet address; keeps the
+/// first `top`.
 ///
 /// Columns: `rank`, `wallet_address`, `tokens`, `realized_pnl`, `unrealized_pnl`,
 /// `total_pnl`, `buy_cost`, `roi`, `wins`, `losses`, `win_rate` (percent of closed positions
 /// won; null without any).
-pub fn leaderboard(lake: &Lake, config: &PnlConfig, top: usize) -> Result<DataFrame> {
-    config.validate()?;
-    leaderboard_of(lake_ledgers(lake, &PnlQuery::default())?, config, top)
+pub fn leaderboard(source: PnlSource<'_>, options: &PnlOptions, top: usize) -> Result<DataFrame> {
+    options.validate()?;
+    leaderboard_of(grouped(source, options)?, &options.config, top)
 }
 
-/// [`leaderboard`] over in-memory frames.
-pub fn leaderboard_from_frames(
-    trades: &DataFrame,
-    swaps: Option<&DataFrame>,
-    config: &PnlConfig,
-    top: usize,
-) -> Result<DataFrame> {
-    config.validate()?;
-    leaderboard_of(
-        ledgers_from_frames(trades, swaps, &PnlQuery::default())?,
-        config,
-        top,
-    )
-}
-
-/// [`wallet_performance`] of the lake's trades (and swaps for wallets without trades), read
-/// from the lake without its frames: the wallet's ledgers from the row groups that can hold it,
-/// then one pass over the row groups for the last event and its tokens' closes, keeping one
-/// price per (token, period). Memory holds the wallet's events, not the lake.
-pub fn lake_wallet_performance(
-    lake: &Lake,
-    wallet: &str,
-    config: &PnlConfig,
-    equity: &EquityConfig,
-) -> Result<WalletPerformance> {
-    check_performance(wallet, config, equity)?;
-    lake_equity::lake_performance(lake, wallet, config, equity)
-}
-
-/// Refuses the options and wallet address a performance cannot be computed with, before
-/// anything is read.
-fn check_performance(wallet: &str, config: &PnlConfig, equity: &EquityConfig) -> Result<()> {
-    config.validate()?;
-    equity.validate()?;
-    PnlQuery::of_wallet(wallet).validate()
-}
-
-/// The equity curve of `wallet` marked to market at each period's close, and its metrics.
+/// The equity curve of the one wallet `options` selects, marked to market at each period's
+/// close ([`PnlOptions::equity`]), and its metrics.
 ///
 /// A token's close in a period is its last trade price in the period (event order, every
 /// wallet's trades), carried forward; so the marks are the closes of the lake's bars of that
 /// period width. Periods run from the one holding the wallet's first trade to the one holding
-/// the lake's last trade.
+/// the source's last trade. From the lake, the wallet's ledgers come from the row groups that
+/// can hold it, then one pass over the row groups keeps the last event and one close per
+/// (token, period) of its tokens: memory holds the wallet's events, not the lake.
 ///
-/// An empty wallet address, or options [`PnlConfig::validate`] or [`EquityConfig::validate`]
-/// refuse, are an [`Error::InvalidArgument`] naming the argument.
+/// Options [`PnlConfig::validate`] or [`EquityConfig::validate`] refuse, an empty wallet
+/// address, a selection of other than one wallet, or a token, are an
+/// [`Error::InvalidArgument`] naming the argument.
 pub fn wallet_performance(
-    trades: &DataFrame,
-    swaps: Option<&DataFrame>,
-    wallet: &str,
-    config: &PnlConfig,
-    equity: &EquityConfig,
+    source: PnlSource<'_>,
+    options: &PnlOptions,
 ) -> Result<WalletPerformance> {
-    check_performance(wallet, config, equity)?;
-    let (rows, wallets, tokens) = read_rows(trades, swaps, &PnlQuery::default())?;
-    equity::performance(&rows, &wallets, &tokens, wallet, config, equity)
+    options.config.validate()?;
+    options.equity.validate()?;
+    options.validate()?;
+    let wallet = match options.wallets.as_deref() {
+        Some([wallet]) => wallet.as_str(),
+        _ => {
+            return Err(Error::InvalidArgument {
+                argument: "wallet".into(),
+                reason: "performance is of exactly one wallet".into(),
+            });
+        }
+    };
+    if options.token.is_some() {
+        return Err(Error::InvalidArgument {
+            argument: "token".into(),
+            reason: "performance covers every token of the wallet".into(),
+        });
+    }
+    let (config, equity) = (&options.config, &options.equity);
+    match source {
+        PnlSource::Lake(lake) => lake_equity::lake_performance(lake, wallet, config, equity),
+        PnlSource::Frames { trades, swaps } => {
+            let (rows, wallets, tokens) = read_rows(trades, swaps, &PnlOptions::default())?;
+            equity::performance(&rows, &wallets, &tokens, wallet, config, equity)
+        }
+    }
 }

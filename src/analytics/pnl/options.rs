@@ -214,30 +214,59 @@ fn invalid(argument: &str, reason: String) -> Error {
     }
 }
 
-/// Which ledgers to compute.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PnlQuery {
-    /// Only these wallets (every wallet when `None`).
-    pub wallets: Option<Vec<String>>,
-    /// Only this token.
-    pub token: Option<String>,
-}
-
 /// The longest period of an equity curve, seconds: the longest span microseconds hold in 64
 /// bits (106,751,991 days and a little).
 pub const MAX_PERIOD_SECONDS: i64 = i64::MAX / 1_000_000;
 
-impl PnlQuery {
-    /// Every token of one wallet.
-    pub fn of_wallet(wallet: &str) -> PnlQuery {
-        PnlQuery {
-            wallets: Some(vec![wallet.to_owned()]),
+/// The options every PnL entry takes: which ledgers (wallets, token), how they are computed
+/// ([`PnlConfig`]), which tables are built, and the equity curve's options. An entry reads
+/// the fields it needs: [`wallet_performance`](super::wallet_performance) alone reads
+/// `equity`, and [`pnl_report`](super::pnl_report) and
+/// [`pnl_report_batches`](super::pnl_report_batches) alone read `positions`.
+///
+/// `Default` selects every wallet and token, under [`PnlConfig::default`], with the positions
+/// table and [`EquityConfig::default`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct PnlOptions {
+    /// Only these wallets (every wallet when `None`); exactly one for a performance.
+    pub wallets: Option<Vec<String>>,
+    /// Only this token.
+    pub token: Option<String>,
+    /// Cost-basis method, oversell policy, mark, dust and the lots table.
+    pub config: PnlConfig,
+    /// Build the positions table; without it a report's positions frame has the table's
+    /// columns and no row (for every wallet's ledgers, where it is the largest table).
+    pub positions: bool,
+    /// The equity curve's period, initial capital and ratios.
+    pub equity: EquityConfig,
+}
+
+impl Default for PnlOptions {
+    fn default() -> Self {
+        PnlOptions {
+            wallets: None,
             token: None,
+            config: PnlConfig::default(),
+            positions: true,
+            equity: EquityConfig::default(),
+        }
+    }
+}
+
+impl PnlOptions {
+    /// Every token of one wallet, under the default options.
+    pub fn of_wallet(wallet: &str) -> PnlOptions {
+        PnlOptions {
+            wallets: Some(vec![wallet.to_owned()]),
+            ..PnlOptions::default()
         }
     }
 
-    /// Refuses an empty (or blank) wallet or token address, which selects nothing.
+    /// Refuses what the ledgers cannot be computed with: the numbers [`PnlConfig::validate`]
+    /// refuses, and an empty (or blank) wallet or token address, which selects nothing. Every
+    /// entry of the PnL calls it before reading anything.
     pub fn validate(&self) -> Result<()> {
+        self.config.validate()?;
         let blank = |a: &String| a.trim().is_empty();
         if let Some(w) = self.wallets.iter().flatten().find(|w| blank(w)) {
             return Err(invalid("wallet", format!("{w:?}: give a wallet address")));

@@ -69,29 +69,26 @@ pub(super) fn pct(a: f64, b: f64) -> Option<f64> {
 }
 
 /// Builds the report frames of computed ledgers (ledger `k` of `set` is `ledgers[k]`).
-pub fn report(set: &LedgerSet, ledgers: &[Ledger], config: &PnlConfig) -> Result<PnlReport> {
+pub(super) fn report(set: &LedgerSet, ledgers: &[Ledger], config: &PnlConfig) -> Result<PnlReport> {
     report_range(set, 0, ledgers, config, true)
 }
 
-/// Ledgers run and reported this many at a time by [`run_report`].
+/// Ledgers run and reported this many at a time by [`pnl_report`](super::pnl_report), and
+/// handed over this many at a time by the query's batches.
 pub const REPORT_CHUNK: usize = 1 << 16;
 
-/// Runs the ledgers of `set` and builds their report a chunk of [`REPORT_CHUNK`] ledgers at a
-/// time: only one chunk's [`Ledger`]s (their lots, positions and matches) are held at once,
-/// the report's rows of the others are. The frames are those of [`LedgerSet::run`] then
-/// [`report`], in ledger order.
-pub fn run_report(set: &LedgerSet, config: &PnlConfig) -> Result<PnlReport> {
-    run_report_in(set, config, REPORT_CHUNK)
-}
-
-/// [`run_report`] `chunk` ledgers at a time.
+/// Runs the ledgers of `set` and builds their report `chunk` ledgers at a time: only one
+/// chunk's [`Ledger`]s (their lots, positions and matches) are held at once, the report's rows
+/// of the others are. The frames are those of [`LedgerSet::run`] then [`report`], in ledger
+/// order; without `positions` the positions table has no row.
 pub(super) fn run_report_in(
     set: &LedgerSet,
     config: &PnlConfig,
     chunk: usize,
+    positions: bool,
 ) -> Result<PnlReport> {
     let mut out: Option<PnlReport> = None;
-    report_chunks(set, config, chunk, true, |part| match out.as_mut() {
+    report_chunks(set, config, chunk, positions, |part| match out.as_mut() {
         None => {
             out = Some(part);
             Ok(())
@@ -125,6 +122,12 @@ pub(super) fn report_chunks(
 }
 
 impl PnlReport {
+    /// The tables of no ledger: their columns, no row (the lots table when `config.lots` is
+    /// set).
+    pub fn empty(config: &PnlConfig) -> Result<PnlReport> {
+        report(&LedgerSet::default(), &[], config)
+    }
+
     /// Appends the rows of `other`, a report of the next ledgers.
     fn append(&mut self, other: PnlReport) -> Result<()> {
         let stack = |a: &mut DataFrame, b: &DataFrame, what: &str| {

@@ -8,7 +8,7 @@ use polars::prelude::*;
 use rayon::prelude::*;
 
 use super::ledger::{LedgerEvent, TradeSide};
-use super::options::PnlQuery;
+use super::options::PnlOptions;
 use super::swaps_count;
 use crate::Result;
 use crate::analytics::columns::{
@@ -269,7 +269,7 @@ fn swap_rows(
 pub(super) fn read_rows<'a>(
     trades: &'a DataFrame,
     swaps: Option<&DataFrame>,
-    query: &PnlQuery,
+    query: &PnlOptions,
 ) -> Result<(EventRows<'a>, Vec<String>, Vec<String>)> {
     let t_wallet = str_chunk(trades, event::WALLET)?;
     let t_token = str_chunk(trades, trade::TOKEN)?;

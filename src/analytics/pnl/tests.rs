@@ -1,4 +1,4 @@
-use super::report::run_report_in;
+use super::report::{report, run_report_in};
 use super::rows::{quantity_of, usd_value};
 use super::*;
 use crate::analytics::intern::RANGE;
@@ -326,8 +326,9 @@ fn frames_give_the_same_ledgers_whatever_the_row_order() {
     let mut reversed = rows;
     reversed.reverse();
     let config = PnlConfig::default();
-    let a = pnl_from_frames(&frame(&rows), None, &PnlQuery::default(), &config).expect("pnl");
-    let b = pnl_from_frames(&frame(&reversed), None, &PnlQuery::default(), &config).expect("pnl");
+    let options = with(&config);
+    let a = pnl_report(frames(&frame(&rows), None), &options).expect("pnl");
+    let b = pnl_report(frames(&frame(&reversed), None), &options).expect("pnl");
     assert!(a.ledgers.equals_missing(&b.ledgers));
     let w1a = a.ledgers.head(Some(1));
     let r = w1a
@@ -340,11 +341,8 @@ fn frames_give_the_same_ledgers_whatever_the_row_order() {
         .expect("col");
     // V1 at the latest price of A (w2's buy at 4).
     assert_eq!((r, u), (Some(25.0), Some(10.0)));
-    let q = PnlQuery {
-        wallets: Some(vec!["nobody".into()]),
-        token: None,
-    };
-    let none = pnl_from_frames(&frame(&rows), None, &q, &config).expect("pnl");
+    let q = PnlOptions::of_wallet("nobody");
+    let none = pnl_report(frames(&frame(&rows), None), &q).expect("pnl");
     assert_eq!(none.ledgers.height(), 0);
 }
 
@@ -370,7 +368,7 @@ fn a_report_built_chunk_by_chunk_equals_the_whole_report() {
             }
         }
     }
-    let set = ledgers_from_frames(&frame(&rows), None, &PnlQuery::default()).expect("set");
+    let set = ledger_set(frames(&frame(&rows), None), &PnlOptions::default()).expect("set");
     assert!(set.len() > 60);
     let config = PnlConfig {
         lots: true,
@@ -378,7 +376,7 @@ fn a_report_built_chunk_by_chunk_equals_the_whole_report() {
     };
     let whole = report(&set, &set.run(&config).expect("run"), &config).expect("report");
     for chunk in [1, 7, 64, 1000] {
-        let chunked = run_report_in(&set, &config, chunk).expect("chunked");
+        let chunked = run_report_in(&set, &config, chunk, true).expect("chunked");
         assert!(
             chunked.ledgers.equals_missing(&whole.ledgers),
             "chunk {chunk}"
@@ -393,8 +391,8 @@ fn a_report_built_chunk_by_chunk_equals_the_whole_report() {
         );
         assert!(a.equals_missing(b), "chunk {chunk}");
     }
-    let empty = ledgers_from_frames(&frame(&[]), None, &PnlQuery::default()).expect("set");
-    let none = run_report_in(&empty, &config, 7).expect("empty");
+    let empty = ledger_set(frames(&frame(&[]), None), &PnlOptions::default()).expect("set");
+    let none = run_report_in(&empty, &config, 7, true).expect("empty");
     assert_eq!(none.ledgers.height(), 0);
     assert_eq!(none.ledgers.width(), PnlReport::LEDGER_COLUMNS.len());
 }
@@ -450,7 +448,7 @@ fn trade_frame(rows: &[TradeRow]) -> DataFrame {
 /// events in row order, each ledger then sorted by event key (stably).
 fn plain_grouping(
     rows: &[TradeRow],
-    query: &PnlQuery,
+    query: &PnlOptions,
 ) -> (Vec<String>, Vec<String>, Vec<usize>, Vec<LedgerEvent>) {
     let mut map: std::collections::BTreeMap<(String, String), Vec<LedgerEvent>> =
         std::collections::BTreeMap::new();
@@ -544,18 +542,18 @@ fn grouping_equals_a_plain_grouping() {
             5,
         ));
         let queries = [
-            PnlQuery::default(),
-            PnlQuery {
+            PnlOptions::default(),
+            PnlOptions {
                 wallets: Some(vec![name('w', 7), name('w', 8), "once".into()]),
-                token: None,
+                ..PnlOptions::default()
             },
-            PnlQuery {
-                wallets: None,
+            PnlOptions {
                 token: Some(name('t', 3)),
+                ..PnlOptions::default()
             },
         ];
         for query in &queries {
-            let set = ledgers_from_frames(&trade_frame(&rows), None, query).expect("set");
+            let set = ledger_set(frames(&trade_frame(&rows), None), query).expect("set");
             let (w, t, o, e) = plain_grouping(&rows, query);
             let names = |f: fn(&LedgerSet, usize) -> &str| -> Vec<String> {
                 (0..set.len()).map(|k| f(&set, k).to_owned()).collect()
@@ -648,13 +646,7 @@ fn swaps_fill_in_for_wallets_without_trades() {
     )
     .expect("swaps");
     let trades = frame(&[("w1", "A", "buy", 1.0, 1.0, 9, 9)]);
-    let report = pnl_from_frames(
-        &trades,
-        Some(&swaps),
-        &PnlQuery::default(),
-        &PnlConfig::default(),
-    )
-    .expect("pnl");
+    let report = pnl_report(frames(&trades, Some(&swaps)), &PnlOptions::default()).expect("pnl");
     let df = &report.ledgers;
     let key = |k: usize| {
         let s = |c: &str| {
@@ -699,14 +691,8 @@ fn equity_curve_marks_open_quantity_at_each_close() {
         ("w2", "A", "buy", 1.0, 2.0, day + 5, 2),
         ("w1", "A", "sell", 10.0, 1.5, 2 * day + 5, 3),
     ];
-    let perf = wallet_performance(
-        &frame(&rows),
-        None,
-        "w1",
-        &PnlConfig::default(),
-        &EquityConfig::default(),
-    )
-    .expect("curve");
+    let perf = wallet_performance(frames(&frame(&rows), None), &PnlOptions::of_wallet("w1"))
+        .expect("curve");
     let eq: Vec<f64> = perf
         .curve
         .column("equity")
@@ -775,12 +761,15 @@ fn timestamps_are_read_in_their_unit() {
         lots: true,
         ..PnlConfig::default()
     };
-    let equity = EquityConfig::default();
     let run = |unit| {
         let (t, s) = (with_time_unit(&trades, unit), with_time_unit(&swaps, unit));
-        let report = pnl_from_frames(&t, Some(&s), &PnlQuery::default(), &config).expect("pnl");
-        let set = ledgers_from_frames(&t, Some(&s), &PnlQuery::default()).expect("ledgers");
-        let perf = wallet_performance(&t, Some(&s), "w1", &config, &equity).expect("curve");
+        let report = pnl_report(frames(&t, Some(&s)), &with(&config)).expect("pnl");
+        let set = ledger_set(frames(&t, Some(&s)), &PnlOptions::default()).expect("ledgers");
+        let wallet = PnlOptions {
+            config,
+            ..PnlOptions::of_wallet("w1")
+        };
+        let perf = wallet_performance(frames(&t, Some(&s)), &wallet).expect("curve");
         (report, set.events, perf)
     };
     let (report, events, perf) = run(TimeUnit::Microseconds);
@@ -796,4 +785,105 @@ fn timestamps_are_read_in_their_unit() {
         assert!(p.curve.equals_missing(&perf.curve), "{unit:?}");
         assert!(p.metrics.equals_missing(&perf.metrics), "{unit:?}");
     }
+}
+
+/// In-memory frames as the PnL's source.
+fn frames<'a>(trades: &'a DataFrame, swaps: Option<&'a DataFrame>) -> PnlSource<'a> {
+    PnlSource::Frames { trades, swaps }
+}
+
+/// The default options under `config`.
+fn with(config: &PnlConfig) -> PnlOptions {
+    PnlOptions {
+        config: *config,
+        ..PnlOptions::default()
+    }
+}
+
+#[test]
+fn every_entry_refuses_what_its_options_cannot_compute() {
+    let rows = [
+        ("w1", "A", "buy", 10.0, 1.0, 10, 1),
+        ("w2", "A", "buy", 1.0, 4.0, 40, 2),
+    ];
+    let trades = frame(&rows);
+    let source = frames(&trades, None);
+    let argument = |e: Error| match e {
+        Error::InvalidArgument { argument, .. } => argument,
+        other => panic!("not an argument error: {other}"),
+    };
+    let blank = PnlOptions::of_wallet(" ");
+    for e in [
+        pnl_report(source, &blank).map(drop),
+        pnl_report_batches(source, &blank, 1, |_| Ok(())),
+        leaderboard(source, &blank, 3).map(drop),
+        ledger_set(source, &blank).map(drop),
+        wallet_performance(source, &blank).map(drop),
+    ] {
+        assert_eq!(argument(e.expect_err("a blank wallet")), "wallet");
+    }
+    let dust = PnlOptions {
+        config: PnlConfig {
+            dust: -1.0,
+            ..PnlConfig::default()
+        },
+        ..PnlOptions::default()
+    };
+    assert_eq!(
+        argument(pnl_report(source, &dust).expect_err("dust")),
+        "dust"
+    );
+    // A performance is of exactly one wallet, over every token.
+    for (options, what) in [
+        (PnlOptions::default(), "wallet"),
+        (
+            PnlOptions {
+                wallets: Some(vec!["w1".into(), "w2".into()]),
+                ..PnlOptions::default()
+            },
+            "wallet",
+        ),
+        (
+            PnlOptions {
+                token: Some("A".into()),
+                ..PnlOptions::of_wallet("w1")
+            },
+            "token",
+        ),
+    ] {
+        let e = wallet_performance(source, &options).expect_err("refused");
+        assert_eq!(argument(e), what);
+    }
+}
+
+#[test]
+fn without_the_positions_option_a_report_has_the_same_ledgers_and_no_position() {
+    let rows = [
+        ("w1", "A", "buy", 10.0, 1.0, 10, 1),
+        ("w1", "A", "sell", 10.0, 2.0, 20, 2),
+        ("w2", "B", "buy", 1.0, 4.0, 40, 3),
+    ];
+    let trades = frame(&rows);
+    let source = frames(&trades, None);
+    let whole = pnl_report(source, &PnlOptions::default()).expect("whole");
+    let options = PnlOptions {
+        positions: false,
+        ..PnlOptions::default()
+    };
+    let ledgers_only = pnl_report(source, &options).expect("ledgers only");
+    assert!(ledgers_only.ledgers.equals_missing(&whole.ledgers));
+    assert_eq!(whole.positions.height(), 2);
+    assert_eq!(ledgers_only.positions.height(), 0);
+    assert_eq!(
+        ledgers_only.positions.get_column_names(),
+        whole.positions.get_column_names()
+    );
+    let empty = PnlReport::empty(&PnlConfig {
+        lots: true,
+        ..PnlConfig::default()
+    })
+    .expect("empty");
+    assert_eq!(empty.ledgers.width(), PnlReport::LEDGER_COLUMNS.len());
+    assert_eq!(empty.ledgers.height(), 0);
+    assert_eq!(empty.lots.map(|l| l.height()), Some(0));
 }
