@@ -103,6 +103,7 @@ mod live;
 mod market;
 mod paging;
 pub mod reference;
+mod reject;
 pub mod server;
 mod streams;
 mod walk;
