@@ -8,7 +8,8 @@
 //! - `writer.rs`: from staged batches to the files of a commit, and the commit of those files;
 //! - `batch.rs`: one batch checked, split by partition, keyed, sorted, encoded; its ranges;
 //! - `file_writer.rs`: [`FileWriter`], a data file streamed to its temporary name;
-//! - `ids.rs`: [`IdIndex`], the committed ids (and times) of swaps and trades.
+//! - `ids.rs`: [`IdIndex`](ids::IdIndex), the committed ids (and times) of swaps and trades, and [`IdCache`],
+//!   a handle's indexes.
 //!
 //! Imports: the readers (a write reads the files whose records it replaces), the log, the
 //! storage, the layout, `parquet.rs` and the schemas; never the operations.
@@ -20,5 +21,5 @@ mod transaction;
 pub(crate) mod writer;
 
 pub(crate) use file_writer::FileWriter;
-pub(crate) use ids::IdIndex;
+pub(crate) use ids::IdCache;
 pub use transaction::{COMMIT_ATTEMPTS, CommitSummary, Transaction};
