@@ -4,7 +4,8 @@
 use crate::error::ApiStatus;
 
 /// A failed request: its status, for 429 the `Retry-After` seconds, and why (kept for
-/// [`Simulator::last_rejection`](super::Simulator::last_rejection); the body only ever carries the interface's text).
+/// [`Simulator::last_rejection`](super::Simulator::last_rejection); the body only ever carries
+/// the interface's text).
 pub(crate) struct Reject {
     pub(super) status: ApiStatus,
     pub(super) retry_after: Option<u64>,

@@ -19,8 +19,8 @@
 //! through it, `prune.rs` stands on `file.rs` and `scan.rs` on `check.rs` and `file.rs`.
 //!
 //! Imports: the log (the [`Manifest`](crate::lake::Manifest) names what a scan reads), the
-//! storage through the [`Lake`](crate::lake::Lake) handle, `parquet.rs` and the schemas; never
-//! the writer or the operations.
+//! storage through the handle's base (`base.rs`: the store, the root messages name), `parquet.rs`
+//! and the schemas; never the writer, the operations or the [`Lake`](crate::lake::Lake) handle.
 
 mod check;
 mod file;

@@ -11,8 +11,9 @@
 //! - `ids.rs`: [`IdIndex`](ids::IdIndex), the committed ids (and times) of swaps and trades, and [`IdCache`],
 //!   a handle's indexes.
 //!
-//! Imports: the readers (a write reads the files whose records it replaces), the log, the
-//! storage, the layout, `parquet.rs` and the schemas; never the operations.
+//! Imports: the readers (a write reads the files whose records it replaces), the handle's base
+//! (`base.rs`), the log, the storage, the layout, `parquet.rs` and the schemas; never the
+//! operations or the [`Lake`](crate::lake::Lake) handle.
 
 pub(crate) mod batch;
 mod file_writer;
