@@ -15,8 +15,8 @@
 //! the row counts in the manifest) and the files it replaces. Outputs are written and synced
 //! under their temporary names; the commit renames them into place and replaces the manifest.
 //! A crash at any point leaves the committed rows as they were, and recovery (the next writer,
-//! [`Lake::open`], `verify`) deletes everything the journal names that the manifest does not
-//! hold, temporary names included.
+//! [`Lake::open`](crate::lake::Lake::open), `verify`) deletes everything the journal names
+//! that the manifest does not hold, temporary names included.
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
@@ -52,7 +52,7 @@ const WRITE_BATCH_ROWS: usize = 8_192;
 /// zstd level of intermediate runs, which are read once and deleted: fast beats small.
 const RUN_ZSTD_LEVEL: i32 = 1;
 
-/// What [`Lake::compact`] did.
+/// What [`Lake::compact`](crate::lake::Lake::compact) did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CompactReport {
     /// Partitions whose files were merged.
@@ -65,13 +65,13 @@ pub struct CompactReport {
     pub rows: BTreeMap<Dataset, u64>,
 }
 
-/// Runs [`Lake::compact`].
+/// Runs [`Lake::compact`](crate::lake::Lake::compact).
 pub fn compact(lake: &Base) -> Result<CompactReport> {
     let below = lake.options().compact_below_rows as u64;
     compact_where(lake, |_| true, below, MERGE_FAN_IN)
 }
 
-/// Runs [`Lake::compact_partitions`].
+/// Runs [`Lake::compact_partitions`](crate::lake::Lake::compact_partitions).
 pub fn compact_partitions(lake: &Base, partitions: &BTreeSet<Partition>) -> Result<CompactReport> {
     if partitions.is_empty() {
         return Ok(CompactReport::default());

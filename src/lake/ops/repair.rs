@@ -39,7 +39,7 @@ use crate::lake::schema::{DATASET_KEY, SCHEMA_VERSION_KEY};
 use crate::lake::write::batch::time_range;
 use crate::{Error, Result};
 
-/// What [`Lake::repair`] did.
+/// What [`Lake::repair`](crate::lake::Lake::repair) did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RepairReport {
     /// Whether a manifest was rebuilt; `false` when the manifest was sound and left as it was.
@@ -58,7 +58,7 @@ pub struct RepairReport {
     pub left_out: Vec<(String, String)>,
 }
 
-/// Runs [`Lake::repair`] under the writer lock.
+/// Runs [`Lake::repair`](crate::lake::Lake::repair) under the writer lock.
 pub(crate) fn repair(lake: &Base) -> Result<RepairReport> {
     let _lock = lake.lock()?;
     let store = lake.store();

@@ -13,7 +13,7 @@ use crate::lake::write::batch::encode_keys;
 
 use super::problems::{Problem, VerifyProgress};
 
-/// What [`Lake::verify`] found.
+/// What [`Lake::verify`](crate::lake::Lake::verify) found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct VerifyReport {
     /// Manifest version checked.
@@ -99,10 +99,10 @@ fn check_file(
 /// How many times [`verify`] checks again when commits land while it reads.
 const VERIFY_ATTEMPTS: usize = 5;
 
-/// Runs the checks of [`Lake::verify`]. The writer lock is held only for the cleanup after an
-/// interrupted commit, and only when there is one to clean up, the lock is free and the lake is
-/// writable: a verify never waits for a writer, nor makes one wait longer than that cleanup,
-/// and checks a read-only lake without writing to it.
+/// Runs the checks of [`Lake::verify`](crate::lake::Lake::verify). The writer lock is held
+/// only for the cleanup after an interrupted commit, and only when there is one to clean up,
+/// the lock is free and the lake is writable: a verify never waits for a writer, nor makes
+/// one wait longer than that cleanup, and checks a read-only lake without writing to it.
 pub fn verify(lake: &Base) -> Result<VerifyReport> {
     let recovery = match lake.lock_for_cleanup()? {
         Some(lock) => {
@@ -274,7 +274,7 @@ fn check(lake: &Base, manifest: &Manifest) -> Result<VerifyReport> {
     Ok(report)
 }
 
-/// How thoroughly [`Lake::verify_with`] checks the lake.
+/// How thoroughly [`Lake::verify_with`](crate::lake::Lake::verify_with) checks the lake.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct VerifyOptions {
     /// Also decode every page of every committed file (every column of every row group) and
