@@ -174,6 +174,16 @@ pub enum Error {
         pages_without_new: u32,
     },
 
+    /// The service answered without something its answers always carry (follow's clock, the
+    /// `Date` header): a fault of the service, not of the request.
+    #[error("the service at {url} {reason}")]
+    ServiceAnswer {
+        /// The service's base URL.
+        url: String,
+        /// What the answer lacked, and why it is needed.
+        reason: String,
+    },
+
     /// Configuration that cannot work (bad URL, missing key, bad plan file).
     #[error("configuration: {0}")]
     Config(String),
@@ -351,18 +361,6 @@ pub enum Error {
     },
 }
 
-impl From<crate::api::profile_query::FilterError> for Error {
-    /// A filter that is not of the search language is an invalid search-profiles request naming
-    /// the filter's path.
-    fn from(e: crate::api::profile_query::FilterError) -> Self {
-        Error::InvalidRequest {
-            operation: crate::api::requests::Operation::AltSearchProfiles.name(),
-            member: e.path,
-            reason: e.message,
-        }
-    }
-}
-
 /// `Result` with the library's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -404,7 +402,8 @@ impl Error {
             | Error::RetriesExhausted { .. }
             | Error::ResponseTooLarge { .. }
             | Error::RepeatedCursor { .. }
-            | Error::EndlessPaging { .. } => ErrorKind::Service,
+            | Error::EndlessPaging { .. }
+            | Error::ServiceAnswer { .. } => ErrorKind::Service,
             Error::NoData { .. } => ErrorKind::NoData,
             Error::Incomplete { .. } => ErrorKind::Incomplete,
             Error::DamagedLake { .. } | Error::LakeDecode { .. } => ErrorKind::DamagedLake,

@@ -587,7 +587,7 @@ pub fn lake_token_trades(lake: &Lake, token: &str) -> Result<TokenTrades> {
         .select(cols)
         .collect()
         .map_err(Error::polars("reading the token's trades"))
-        .map_err(|e| name_damaged_file(lake, Dataset::Trades, e))?;
+        .map_err(|e| name_damaged_file(lake.base(), Dataset::Trades, e))?;
     TokenTrades::from_frame(&df)
 }
 
@@ -598,7 +598,7 @@ pub fn lake_now(lake: &Lake) -> Result<Option<DateTime<Utc>>> {
         .select([col(event::BLOCK_TIME).cast(DataType::Int64).max()])
         .collect()
         .map_err(Error::polars("reading the latest trade time"))
-        .map_err(|e| name_damaged_file(lake, Dataset::Trades, e))?;
+        .map_err(|e| name_damaged_file(lake.base(), Dataset::Trades, e))?;
     let v = df
         .column(event::BLOCK_TIME)
         .and_then(|c| c.i64().map(|c| c.get(0)))

@@ -9,9 +9,21 @@ use serde::{Deserialize, Serialize};
 
 use super::models::{SortDirection, TimeWindow};
 use super::profile_query::{
-    Filter, SearchOptions, SearchRequest, Sort, TEXT_FIELDS, TextQuery, cursor_sort,
+    Filter, FilterError, SearchOptions, SearchRequest, Sort, TEXT_FIELDS, TextQuery, cursor_sort,
 };
 use crate::error::{Error, Result};
+
+impl From<FilterError> for Error {
+    /// A filter that is not of the search language is an invalid search-profiles request naming
+    /// the filter's path.
+    fn from(e: FilterError) -> Self {
+        Error::InvalidRequest {
+            operation: Operation::AltSearchProfiles.name(),
+            member: e.path,
+            reason: e.message,
+        }
+    }
+}
 
 /// The eleven operations of the service.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

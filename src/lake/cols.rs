@@ -16,8 +16,8 @@ macro_rules! columns {
 
             /// The datasets whose schemas hold these columns, and the columns.
             #[cfg(test)]
-            pub(super) const ALL: (&[crate::lake::Dataset], &[&str]) =
-                (&[$(crate::lake::Dataset::$dataset),+], &[$($name),+]);
+            pub(super) const ALL: (&[crate::lake::dataset::Dataset], &[&str]) =
+                (&[$(crate::lake::dataset::Dataset::$dataset),+], &[$($name),+]);
         }
     };
 }

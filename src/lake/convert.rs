@@ -15,7 +15,7 @@ use arrow::buffer::{NullBuffer, OffsetBuffer};
 use arrow::datatypes::{DataType, Fields};
 use chrono::{DateTime, Utc};
 
-use super::Dataset;
+use super::dataset::Dataset;
 use super::schema::{
     self, matched_label_fields, metadata_fields, metric_windows, portfolio_token_fields,
     record_schema, roi_distribution_fields, window_metrics_fields,

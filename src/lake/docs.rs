@@ -3,7 +3,7 @@
 
 use arrow::datatypes::{DataType, Field};
 
-use super::Dataset;
+use super::dataset::Dataset;
 use super::schema::{self, SCHEMA_VERSION, record_schema};
 use crate::api::models::WindowMetrics;
 

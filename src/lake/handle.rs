@@ -1,64 +1,35 @@
-//! [`Lake`]: a handle on one lake (a folder or an object-store prefix), with its
-//! [`LakeOptions`]: opening (and recovering) it, the manifest it last read, and the entry points
-//! of the reads, writes and operations.
+//! [`Lake`]: a handle on one lake (a folder or an object-store prefix): opening (and
+//! recovering) it with its [`LakeOptions`], and the entry points of the reads, writes and
+//! operations, which run on its base (`base.rs`) and id indexes; the top of the lake's code.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::base::{Base, LakeOptions};
+use super::dataset::Dataset;
+use super::layout::Partition;
 use super::layout::{LOG_DIR, MANIFEST_PATH, META_DIR};
-use super::log::{self, Manifest, ManifestView};
+use super::log::{self, Manifest};
 use super::ops::{
     CompactReport, RepairReport, VerifyOptions, VerifyProgress, VerifyReport, compact, repair,
     verify, verify_with,
 };
 use super::read;
-use super::storage::{LocalStore, ObjectRoot, ObjectStoreLake, Store, TransferStats, WriterLock};
-use super::write::{IdIndex, Transaction, writer};
-use super::{Dataset, Partition};
+use super::storage::{LocalStore, ObjectRoot, ObjectStoreLake, Store, TransferStats};
+use super::write::{IdCache, Transaction};
 use crate::{Error, Result};
-
-/// Tuning of a [`Lake`]; the defaults suit a laptop.
-#[derive(Debug, Clone)]
-pub struct LakeOptions {
-    /// How long [`Lake::transaction`] waits for another writer before failing with
-    /// [`Error::LakeLocked`].
-    pub lock_timeout: Duration,
-    /// Rows per Parquet row group (chosen by measurement; see the crate's benchmarks).
-    pub row_group_rows: usize,
-    /// Largest number of rows written to one file; bigger partitions get several files.
-    pub max_rows_per_file: usize,
-    /// Files with fewer rows than this are merged by [`Lake::compact`].
-    pub compact_below_rows: usize,
-    /// zstd compression level of data files.
-    pub zstd_level: i32,
-}
-
-impl Default for LakeOptions {
-    fn default() -> Self {
-        LakeOptions {
-            lock_timeout: Duration::from_secs(10),
-            row_group_rows: writer::DEFAULT_ROW_GROUP_ROWS,
-            max_rows_per_file: 1 << 21,
-            compact_below_rows: writer::DEFAULT_ROW_GROUP_ROWS,
-            zstd_level: 3,
-        }
-    }
-}
 
 /// A lake rooted at a folder.
 #[derive(Debug, Clone)]
 pub struct Lake {
-    root: PathBuf,
+    /// The store, root, options and manifest read that the reads, writes and operations use.
+    base: Base,
     /// The root as the caller named it (relative, or with links), for messages.
     named: PathBuf,
-    store: Arc<dyn Store>,
-    options: LakeOptions,
-    /// The newest manifest version read, shared by clones.
-    log: Arc<std::sync::Mutex<Option<ManifestView>>>,
     /// Committed ids of the id datasets, built by the first write that needs them.
-    ids: Arc<std::sync::Mutex<BTreeMap<Dataset, IdIndex>>>,
+    ids: IdCache,
 }
 
 impl Lake {
@@ -80,11 +51,11 @@ impl Lake {
     /// rebuilds the manifest.
     pub fn open_with(root: impl Into<PathBuf>, options: LakeOptions) -> Result<Lake> {
         let lake = Lake::connect(root.into(), options, true)?;
-        let store = lake.store.as_ref();
+        let store = lake.store();
         let new = log::last_checkpoint(store)?.is_none() && store.head(MANIFEST_PATH)?.is_none();
         if new {
             // The first checkpoint of a new lake, unless another writer is at work.
-            if let Some(lock) = lake.try_lock()? {
+            if let Some(lock) = lake.base.try_lock()? {
                 log::recover(store)?;
                 let m = lake.state_snapshot()?;
                 if m.version == 0
@@ -93,14 +64,11 @@ impl Lake {
                 {
                     log::start_over(store, &m)?;
                     // Read again from the checkpoint just written.
-                    *lake
-                        .log
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+                    lake.base.forget_log();
                 }
                 drop(lock);
             }
-        } else if let Some(lock) = lake.lock_for_cleanup()? {
+        } else if let Some(lock) = lake.base.lock_for_cleanup()? {
             log::recover(store)?;
             drop(lock);
         }
@@ -173,7 +141,7 @@ impl Lake {
         if !Lake::exists(&root)? {
             return Err(not_a_lake(root));
         }
-        repair(&Lake::connect(root, options, true)?)
+        repair(&Lake::connect(root, options, true)?.base)
     }
 
     /// Connects to the store of the lake at `root` (an object store, or a folder whose
@@ -185,11 +153,8 @@ impl Lake {
             let url = PathBuf::from(store.root().url());
             return Ok(Lake {
                 named: url.clone(),
-                root: url,
-                store: Arc::new(store),
-                options,
-                log: Arc::default(),
-                ids: Arc::default(),
+                base: Base::new(url, Arc::new(store), options),
+                ids: IdCache::default(),
             });
         }
         if create {
@@ -215,18 +180,15 @@ impl Lake {
             });
         }
         Ok(Lake {
-            store: Arc::new(LocalStore::new(root.clone())),
-            root,
+            base: Base::new(root.clone(), Arc::new(LocalStore::new(root)), options),
             named,
-            options,
-            log: Arc::default(),
-            ids: Arc::default(),
+            ids: IdCache::default(),
         })
     }
 
     /// The lake's root: its folder, or its URL (`s3://bucket/prefix`) on an object store.
     pub fn root(&self) -> &Path {
-        &self.root
+        self.base.root()
     }
 
     /// The root as it was named when the lake was opened (a relative folder stays relative),
@@ -237,23 +199,24 @@ impl Lake {
 
     /// The options the lake was opened with.
     pub fn options(&self) -> &LakeOptions {
-        &self.options
+        self.base.options()
     }
 
     /// The same lake with other options (for example a longer lock timeout).
     pub fn with_options(mut self, options: LakeOptions) -> Lake {
-        self.options = options;
+        self.base.set_options(options);
         self
     }
 
     /// The file access of the lake.
     pub fn store(&self) -> &dyn Store {
-        self.store.as_ref()
+        self.base.store()
     }
 
-    /// The file access of the lake, shared, for readers that outlive a borrow of the handle.
-    pub(crate) fn shared_store(&self) -> Arc<dyn Store> {
-        Arc::clone(&self.store)
+    /// The parts of the lake its reads, writes and operations run on, for the readers above
+    /// the lake (the analytics' own Parquet reads).
+    pub(crate) fn base(&self) -> &Base {
+        &self.base
     }
 
     /// What this handle (and its clones) fetched from the lake's object store so far: GET
@@ -261,159 +224,44 @@ impl Lake {
     /// files). A folder is read in place and counts nothing; the files polars scans itself are
     /// not counted either.
     pub fn transfer_stats(&self) -> TransferStats {
-        self.store.transfer_stats()
+        self.store().transfer_stats()
     }
 
     /// The committed manifest as of now (a copy; [`snapshot`](Self::snapshot) shares it).
     pub fn manifest(&self) -> Result<Manifest> {
-        Ok(Arc::unwrap_or_clone(self.snapshot()?))
+        self.base.manifest()
     }
 
     /// The committed manifest as of now, shared: reads only the commits since this handle's
     /// last read.
     pub fn snapshot(&self) -> Result<Arc<Manifest>> {
-        self.read_log(true)
+        self.base.snapshot()
     }
 
     /// The committed manifest as of now without its file list (empty): the state and the
     /// version, read without the cost of the files.
     fn state_snapshot(&self) -> Result<Arc<Manifest>> {
-        self.read_log(false)
-    }
-
-    fn read_log(&self, files: bool) -> Result<Arc<Manifest>> {
-        let mut cache = self
-            .log
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let store = self.store.as_ref();
-        let result = match cache.as_mut() {
-            Some(snap) if snap.has_files || !files => snap.catch_up(store),
-            _ => ManifestView::read(store, files).map(|snap| *cache = Some(snap)),
-        };
-        match result {
-            Ok(()) => Ok(Arc::clone(
-                &cache.as_ref().expect("a snapshot was just read").manifest,
-            )),
-            Err(e) => {
-                // A damaged or missing manifest is read again from scratch next time.
-                *cache = None;
-                Err(e)
-            }
-        }
-    }
-
-    /// The committed ids of `dataset` as of `manifest` (see [`IdIndex`]), brought up to date or
-    /// built. Runs under the writer lock.
-    pub(crate) fn id_index(
-        &self,
-        manifest: &Manifest,
-        dataset: Dataset,
-    ) -> Result<std::sync::MutexGuard<'_, BTreeMap<Dataset, IdIndex>>> {
-        let mut indexes = self
-            .ids
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let current = match indexes.get_mut(&dataset) {
-            Some(index) if index.version == manifest.version => true,
-            Some(index) if index.version < manifest.version => {
-                index.catch_up(self, manifest, dataset)?
-            }
-            _ => false,
-        };
-        if !current {
-            indexes.remove(&dataset);
-            let index = IdIndex::build(self, manifest, dataset)?;
-            indexes.insert(dataset, index);
-        }
-        Ok(indexes)
-    }
-
-    /// Whether `error`, from a write that started on `base`, may be another writer's doing and
-    /// the write worth another attempt on the newest version: on a store without a writer
-    /// lock, a commit that lost its version, or any failure while the log moved past `base`
-    /// (another writer may have replaced a file the write was reading). Never on a folder.
-    pub(crate) fn lost_race(&self, error: &Error, base: u64) -> Result<bool> {
-        if self.store.has_writer_lock() {
-            return Ok(false);
-        }
-        Ok(matches!(error, Error::CommitConflict { .. }) || self.snapshot()?.version != base)
-    }
-
-    /// Appends a commit to the log (the commit point) and to this handle's snapshot. Runs under
-    /// the writer lock.
-    pub(crate) fn append(&self, commit: log::Commit) -> Result<()> {
-        let mut cache = self
-            .log
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let store = self.store.as_ref();
-        let snap = match cache.as_mut() {
-            Some(snap) if snap.has_files => {
-                snap.catch_up(store)?;
-                snap
-            }
-            _ => cache.insert(ManifestView::read(store, true)?),
-        };
-        if snap.manifest.version + 1 != commit.version {
-            // Another writer committed this version first (it ignored the lock).
-            *cache = None;
-            return Err(Error::CommitConflict {
-                path: store.location(LOG_DIR),
-                version: commit.version,
-            });
-        }
-        let result = snap.commit(store, commit);
-        if result.is_err() {
-            *cache = None;
-        }
-        result
-    }
-
-    /// Takes the writer lock if it is free right now (see [`WriterLock::try_take`]).
-    pub(crate) fn try_lock(&self) -> Result<Option<WriterLock>> {
-        WriterLock::try_take(self.store.as_ref())
-    }
-
-    /// The writer lock for a reader that cleans up on its way (`open`, `verify`): taken only
-    /// when an interrupted commit left something to clean up ([`log::needs_recovery`]), the
-    /// lock is free right now and this process may write the lake. Otherwise `None`, and
-    /// nothing is created: the reader reads the committed log as it is.
-    pub(crate) fn lock_for_cleanup(&self) -> Result<Option<WriterLock>> {
-        if !log::needs_recovery(self.store.as_ref())? {
-            return Ok(None);
-        }
-        WriterLock::try_take_if_writable(self.store.as_ref())
-    }
-
-    /// Takes the writer lock, waiting up to [`LakeOptions::lock_timeout`].
-    pub(crate) fn lock(&self) -> Result<WriterLock> {
-        self.lock_within(self.options.lock_timeout)
-    }
-
-    /// Takes the writer lock, waiting up to `timeout`.
-    pub(crate) fn lock_within(&self, timeout: Duration) -> Result<WriterLock> {
-        WriterLock::take(self.store.as_ref(), timeout)
+        self.base.state_snapshot()
     }
 
     /// Starts a write transaction: takes the writer lock (waiting up to
     /// [`LakeOptions::lock_timeout`], then [`Error::LakeLocked`]) and cleans up leftovers of an
     /// interrupted commit.
     pub fn transaction(&self) -> Result<Transaction<'_>> {
-        self.transaction_within(self.options.lock_timeout)
+        self.transaction_within(self.options().lock_timeout)
     }
 
     /// [`transaction`](Self::transaction), waiting up to `timeout` for another writer instead
     /// of [`LakeOptions::lock_timeout`]; a sync commit holding fetched rows waits this way.
     pub fn transaction_within(&self, timeout: Duration) -> Result<Transaction<'_>> {
-        Transaction::begin(self, timeout)
+        Transaction::begin(&self.base, &self.ids, timeout)
     }
 
     /// A polars `LazyFrame` over the committed files of `dataset`, with the hive columns
     /// `chain`, `interval` (candles and price history) and `date`, so filters on them prune files and filters on the time
     /// column prune row groups.
     pub fn scan(&self, dataset: Dataset) -> Result<polars::prelude::LazyFrame> {
-        read::scan(self, &*self.snapshot()?, dataset)
+        read::scan(&self.base, &*self.snapshot()?, dataset)
     }
 
     /// Where the committed files of `dataset` are, for an engine that scans them itself (the
@@ -422,7 +270,7 @@ impl Lake {
     /// [`scan`](Self::scan) checks them; the hive columns (`chain`, an optional key, `date`)
     /// are read from the paths.
     pub fn scan_locations(&self, dataset: Dataset) -> Result<Vec<PathBuf>> {
-        read::locations(self, &*self.snapshot()?, dataset)
+        read::locations(&self.base, &*self.snapshot()?, dataset)
     }
 
     /// A committed state value. Reads only the state (never the file list) and, on a handle
@@ -458,7 +306,7 @@ impl Lake {
     /// journal) are not reported. A commit landing during the check makes it start again (a few
     /// times at most), so the report describes one manifest version.
     pub fn verify(&self) -> Result<VerifyReport> {
-        verify(self)
+        verify(&self.base)
     }
 
     /// [`verify`](Self::verify) as `options` ask: with [`VerifyOptions::deep`], every page of
@@ -468,7 +316,7 @@ impl Lake {
         options: &VerifyOptions,
         progress: &(dyn Fn(VerifyProgress) + Sync),
     ) -> Result<VerifyReport> {
-        verify_with(self, options, progress)
+        verify_with(&self.base, options, progress)
     }
 
     /// Merges the small files of each partition into larger ones in one atomic commit. Each
@@ -476,7 +324,7 @@ impl Lake {
     /// streamed to disk, so memory stays bounded however large the lake (see
     /// ARCHITECTURE.md, "What the lake promises").
     pub fn compact(&self) -> Result<CompactReport> {
-        compact::compact(self)
+        compact::compact(&self.base)
     }
 
     /// [`compact`](Self::compact) limited to `partitions` (for example those a sync wrote, from
@@ -484,7 +332,7 @@ impl Lake {
     /// fewer than [`max_rows_per_file`](LakeOptions::max_rows_per_file) rows, so each partition
     /// ends with one file per that many rows.
     pub fn compact_partitions(&self, partitions: &BTreeSet<Partition>) -> Result<CompactReport> {
-        compact::compact_partitions(self, partitions)
+        compact::compact_partitions(&self.base, partitions)
     }
 }
 

@@ -24,7 +24,7 @@ use std::path::PathBuf;
 
 use chrono::NaiveDate;
 
-use super::Dataset;
+use super::dataset::Dataset;
 use crate::api::models::ChainFamily;
 use crate::{Error, Result};
 

@@ -39,14 +39,16 @@
 //! | `parquet.rs` | the Parquet writer properties of every data file, a batch encoded in memory |
 //! | `storage/` | the [`Store`] trait, [`LocalStore`], [`ObjectStoreLake`], the writer lock of a folder |
 //! | `log/` | the [`Manifest`], the commit log and its checkpoints, the journal and recovery |
+//! | `base.rs` | what the reads, writes and operations run on: the store, the root, the [`LakeOptions`], the manifest read and the writer lock |
 //! | `read/` | polars scans of committed files, the lake's own Parquet reads |
 //! | `write/` | [`Transaction`], the writer (partition, de-duplicate, encode, commit), the id index |
 //! | `ops/` | verify, compact, repair |
-//! | `handle.rs` | [`Lake`] and [`LakeOptions`]: opening, the manifest a handle holds, the entry points |
+//! | `handle.rs` | [`Lake`]: opening (and recovering) a lake, its base and id indexes, the entry points |
 //!
-//! `read/`, `write/` and `ops/` run on a [`Lake`] handle, whose methods are their entry points;
-//! below them, nothing knows the handle.
+//! `read/`, `write/` and `ops/` run on the handle's base (`base.rs`), never on the [`Lake`]
+//! handle itself: the handle is the top of the folder, and its methods are their entry points.
 
+pub(crate) mod base;
 pub(crate) mod cols;
 mod dataset;
 mod handle;
@@ -68,8 +70,9 @@ pub mod schema;
 pub mod test_support;
 
 pub use crate::api::models::ChainFamily;
+pub use base::LakeOptions;
 pub use dataset::Dataset;
-pub use handle::{Lake, LakeOptions};
+pub use handle::Lake;
 pub use layout::Partition;
 pub use log::{FileEntry, Manifest, Recovery};
 pub use ops::{

@@ -9,7 +9,8 @@ use chrono::{DateTime, Duration, TimeZone, Utc};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::{Dataset, convert};
+use super::convert;
+use super::dataset::Dataset;
 use crate::Result;
 use crate::api::models::{
     AltPrice, AltPriceStats, AltTokenProfile, Candle, Direction, EvmPrice, EvmPriceStats,

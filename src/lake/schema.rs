@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use arrow::datatypes::{DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
 
-use super::Dataset;
+use super::dataset::Dataset;
 use crate::api::models::{PriceChanges, ROI_BUCKETS, TimeWindow, WindowMetrics};
 
 /// Version of the on-disk schemas, stored in every file's key-value metadata under

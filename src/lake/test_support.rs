@@ -10,7 +10,23 @@ pub use super::log::{
     COMPACT, Commit, Journal, MANIFEST_FORMAT_VERSION, MIN_TAIL_ENTRIES, last_checkpoint, recover,
     start_over,
 };
+pub use super::parquet::DEFAULT_ROW_GROUP_ROWS;
 pub use super::parquet::encode_parquet;
 pub use super::read::scan_columns;
 pub use super::write::batch::encode_records;
-pub use super::write::writer::{DEFAULT_ROW_GROUP_ROWS, NewFile, commit_files};
+pub use super::write::writer::NewFile;
+
+use super::handle::Lake;
+use super::write::writer;
+
+/// Puts `files` into the lake and commits them as `commit` (its version, state and id ranges
+/// set), with the `remove`d files removed, bypassing the writer's checks. Returns the new
+/// version.
+pub fn commit_files(
+    lake: &Lake,
+    commit: Commit,
+    files: Vec<NewFile>,
+    remove: Vec<String>,
+) -> crate::Result<u64> {
+    writer::commit_files(lake.base(), commit, files, remove)
+}

@@ -47,7 +47,12 @@
 //! (default: the first watermark), so every bar holds a whole bucket. The follow's history
 //! is synced all the same.
 //!
-//! Imports `api`, `lake`, `sync` and `analytics`; the CLI imports it.
+//! What to follow is checked once ([`FollowConfig::selection`], which a door asks before it
+//! opens the lake), and the bars are the query's time bars of the width
+//! ([`Bars::every`](crate::query::Bars::every), kept up to date by its
+//! [`live_rule`](crate::query::Bars::live_rule)).
+//!
+//! Imports `api`, `lake`, `sync`, `analytics` and `query` (the bars' rule); the CLI imports it.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -62,12 +67,12 @@ use serde_json::json;
 use crate::analytics::events::load_events_in_files;
 use crate::analytics::ohlcv::{BarColumns, bars_frame};
 use crate::analytics::{
-    BarOptions, BarRule, EventSource, LiveBars, Selection, Tick, TimeRange, TokenEvents,
-    load_events,
+    EventSource, LiveBars, Selection, Tick, TimeRange, TokenEvents, load_events,
 };
 use crate::api::Client;
 use crate::lake::cols::{bar, token};
 use crate::lake::{Dataset, Lake, Partition, schema};
+use crate::query::Bars;
 use crate::sync::{CancelToken, Job, JobOutcome, SyncConfig, SyncReport, Syncer};
 use crate::{Error, Result};
 
@@ -114,6 +119,22 @@ impl Default for FollowConfig {
             lock_timeout: SyncConfig::default().lock_timeout,
             max_date_jump: Duration::from_secs(86_400),
         }
+    }
+}
+
+impl FollowConfig {
+    /// What the follow reads and keeps bars of: its tokens, or its pool. Refuses both, neither,
+    /// or a blank address, as [`Follower::new`] does; a door checks it this way before it opens
+    /// the lake.
+    pub fn selection(&self) -> Result<Selection> {
+        let selection = match (&self.pool, self.tokens.as_slice()) {
+            (Some(pool), []) => Selection::Pool(pool.clone()),
+            (None, [_, ..]) => Selection::Tokens(self.tokens.clone()),
+            (Some(_), _) => return Err(invalid("pool", "follow either tokens or a pool")),
+            (None, []) => return Err(invalid("token", "name the tokens (or the pool) to follow")),
+        };
+        selection.validate()?;
+        Ok(selection)
     }
 }
 
@@ -203,15 +224,9 @@ impl Follower {
     /// state of the same tokens (or pool) and interval when there is one (and not
     /// [`FollowConfig::reset`]).
     pub fn new(client: Client, lake: Arc<Lake>, config: FollowConfig) -> Result<Follower> {
-        let selection = match (&config.pool, config.tokens.as_slice()) {
-            (Some(pool), []) => Selection::Pool(pool.clone()),
-            (None, [_, ..]) => Selection::Tokens(config.tokens.clone()),
-            (Some(_), _) => return Err(invalid("pool", "follow either tokens or a pool")),
-            (None, []) => return Err(invalid("token", "name the tokens (or the pool) to follow")),
-        };
-        selection.validate()?;
-        let options = BarOptions::with_width(config.interval_seconds);
-        let bars = LiveBars::new(BarRule::Time(options))?;
+        let selection = config.selection()?;
+        // The query's time bars of the width, kept up to date as swaps arrive.
+        let bars = LiveBars::new(Bars::every(config.interval_seconds).live_rule()?)?;
         let mut jobs: Vec<Job> = config
             .tokens
             .iter()
@@ -413,10 +428,10 @@ impl Follower {
         }
         let Some(date) = date else {
             if sync.http_requests > 0 {
-                return Err(Error::Config(format!(
-                    "the service at {} answered without a `Date` header; follow takes its watermark from the service's clock (the `Date` of its answers) and cannot close bars without it",
-                    self.syncer.client().config().base_url
-                )));
+                return Err(Error::ServiceAnswer {
+                    url: self.syncer.client().config().base_url.to_string(),
+                    reason: "answered without a `Date` header; follow takes its watermark from the service's clock (the `Date` of its answers) and cannot close bars without it".to_owned(),
+                });
             }
             return self.held(sync, "the service sent no answer".to_owned());
         };

@@ -103,6 +103,7 @@ mod live;
 mod market;
 mod paging;
 pub mod reference;
+mod reject;
 #[doc(hidden)]
 pub mod server;
 mod streams;

@@ -1,7 +1,7 @@
 //! Pages of swaps and trades: newest first, with opaque keyset cursors on `(block_slot, id)`.
 
 use super::market::{Chain, IndexList};
-use super::server::Reject;
+use super::reject::Reject;
 use crate::api::requests::DEFAULT_LIMIT;
 
 /// One page of swaps (or their trades), newest first.

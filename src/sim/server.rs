@@ -20,6 +20,7 @@ use tokio::task::JoinHandle;
 use super::live::Clock;
 use super::market::{Chain, SyntheticMarket, mix, utc};
 use super::paging::page_of;
+use super::reject::Reject;
 use super::{DEMO_KEY, FREE_KEY, SimConfig, reference};
 use crate::api::models::{
     AltPrice, AltPriceStats, EvmPrice, EvmPriceStats, Page, PriceHistorySeries, TimeWindow,
@@ -418,32 +419,6 @@ impl Drop for Simulator {
     fn drop(&mut self) {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
-        }
-    }
-}
-
-/// A failed request: its status, for 429 the `Retry-After` seconds, and why (kept for
-/// [`Simulator::last_rejection`]; the body only ever carries the interface's text).
-pub(crate) struct Reject {
-    status: ApiStatus,
-    retry_after: Option<u64>,
-    reason: String,
-}
-
-impl Reject {
-    pub(crate) fn bad(reason: impl std::fmt::Display) -> Self {
-        Reject {
-            status: ApiStatus::BadRequest,
-            retry_after: None,
-            reason: reason.to_string(),
-        }
-    }
-
-    fn status(status: ApiStatus, retry_after: Option<u64>, reason: &str) -> Self {
-        Reject {
-            status,
-            retry_after,
-            reason: reason.to_owned(),
         }
     }
 }

@@ -18,7 +18,10 @@ use arrow::record_batch::RecordBatch;
 use serde_json::Value;
 use tokio::sync::Notify;
 
-use super::{CancelToken, JobOutcome, JobReport, SyncConfig, SyncEvent, SyncObserver};
+use super::cancel::CancelToken;
+use super::config::SyncConfig;
+use super::events::{SyncEvent, SyncObserver};
+use super::report::{JobOutcome, JobReport};
 use crate::error::{Error, Result};
 use crate::lake::{Dataset, Lake, Partition};
 

@@ -6,9 +6,11 @@ use arrow::record_batch::RecordBatch;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::Value;
 
+use super::cancel::CancelToken;
 use super::commit::CommitBuffer;
+use super::config::SyncConfig;
+use super::events::{SyncEvent, SyncObserver};
 use super::state::SyncStates;
-use super::{CancelToken, SyncConfig, SyncEvent, SyncObserver};
 use crate::api::client::Client;
 use crate::error::Result;
 use crate::lake::Dataset;

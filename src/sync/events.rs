@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::{Compaction, JobReport};
+use super::report::{Compaction, JobReport};
 
 /// Progress of a sync, as it happens.
 #[derive(Debug, Clone)]

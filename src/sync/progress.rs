@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
-use super::{Compaction, JobOutcome, SyncEvent, SyncObserver};
+use super::events::{SyncEvent, SyncObserver};
+use super::report::{Compaction, JobOutcome};
 
 /// A [`SyncObserver`] that shows progress on stderr: on a terminal, one bar per running job and
 /// one overall (jobs done, requests made, commits); otherwise a line per job started and

@@ -7,14 +7,15 @@ use std::time::Instant;
 
 use futures::StreamExt;
 
+use super::cancel::CancelToken;
 use super::commit::{CommitBuffer, FetchTotals};
+use super::config::SyncConfig;
 use super::context::JobContext;
+use super::events::{SyncEvent, SyncObserver};
 use super::jobs::Job;
 use super::kinds::{FetchEnd, JobKind};
+use super::report::{Compaction, Estimate, JobOutcome, SyncReport};
 use super::state::{RunStates, SyncStates};
-use super::{
-    CancelToken, Compaction, Estimate, JobOutcome, SyncConfig, SyncEvent, SyncObserver, SyncReport,
-};
 use crate::api::client::Client;
 use crate::error::{Error, Result};
 use crate::lake::Lake;

@@ -245,7 +245,7 @@ async fn an_interrupted_sync_exits_130() {
     // The line says what was kept, as it is: no `error:`.
     assert!(
         rest.iter()
-            .any(|l| l.starts_with("interrupted: 1 jobs stopped (progress committed)")),
+            .any(|l| l.starts_with("interrupted: 1 job stopped (progress committed)")),
         "{rest:?}"
     );
     assert!(!rest.iter().any(|l| l.starts_with("error:")), "{rest:?}");

@@ -1129,6 +1129,8 @@ async fn answers_without_a_date_are_named() {
     assert!(!out.status.success(), "exited 0: {err}");
     assert!(err.contains("without a `Date` header"), "{err}");
     assert!(!err.contains("no answer"), "{err}");
+    // A fault of the service, not of the command line: the service's exit status.
+    assert_eq!(out.status.code(), Some(6), "{err}");
     sim.shutdown().await;
 }
 
@@ -1166,6 +1168,30 @@ fn follow_refuses_unusable_poll_numbers() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("got 1e-300") && err.len() < 300, "{err}");
+}
+
+/// Nothing to follow is refused by the library's check, as a usage error (the library's
+/// message and exit status 2), before the lake is opened: no lake is created.
+#[test]
+fn follow_of_nothing_is_a_usage_error_and_creates_no_lake() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("lake");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dexlake"))
+        .args(["--lake", root.to_str().unwrap()])
+        .args(["--base-url", "http://127.0.0.1:9", "follow"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("invalid token: name the tokens (or the pool) to follow"),
+        "{err}"
+    );
+    assert!(
+        !root.exists(),
+        "a refused follow created {}",
+        root.display()
+    );
 }
 
 /// A follow of T0, then of T0 and T1 (which stores T0's bars past the first follow's

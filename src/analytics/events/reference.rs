@@ -41,7 +41,7 @@ fn read_file(
     wanted: Option<&TokenSet<'_>>,
     range: TimeRange,
 ) -> Result<TokenMap<Events>> {
-    let mut lf = scan_files(lake, source.dataset(), [(&file.0, &file.1)])?;
+    let mut lf = scan_files(lake.base(), source.dataset(), [(&file.0, &file.1)])?;
     if let Some(from) = range.from {
         lf = lf.filter(col(event::BLOCK_TIME).gt_eq(time_lit(from)));
     }

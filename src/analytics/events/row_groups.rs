@@ -236,7 +236,7 @@ pub(super) fn read(
             .clone()
             .into_par_iter()
             .map(|k| {
-                let file = SharedFile::open(lake, paths[k], &files[k].1)?;
+                let file = SharedFile::open(lake.base(), paths[k], &files[k].1)?;
                 let footer = file.footer_with_dictionaries(&DICTIONARY_COLUMNS)?;
                 Ok((file, footer))
             })
@@ -320,7 +320,7 @@ pub(super) fn read(
             .into_par_iter()
             .map(|k| {
                 needed[k - window.start]
-                    .then(|| SharedFile::open(lake, paths[k], &files[k].1))
+                    .then(|| SharedFile::open(lake.base(), paths[k], &files[k].1))
                     .transpose()
             })
             .collect::<Result<_>>()?;

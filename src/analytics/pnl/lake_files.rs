@@ -101,7 +101,7 @@ impl DataFiles {
             let part: Vec<ArrowReaderMetadata> = window
                 .into_par_iter()
                 .map(|k| {
-                    SharedFile::open(lake, &paths[k], &entries[k])?
+                    SharedFile::open(lake.base(), &paths[k], &entries[k])?
                         .footer_with_dictionaries(&DICTIONARY_COLUMNS)
                 })
                 .collect::<Result<_>>()?;
@@ -115,7 +115,7 @@ impl DataFiles {
     }
 
     pub(super) fn open(&self, lake: &Lake, k: usize) -> Result<SharedFile> {
-        SharedFile::open(lake, &self.paths[k], &self.entries[k])
+        SharedFile::open(lake.base(), &self.paths[k], &self.entries[k])
     }
 
     /// Every row group, as (file, row group), in file order.

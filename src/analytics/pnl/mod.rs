@@ -194,11 +194,11 @@ pub fn lake_frames(lake: &Lake, options: &PnlOptions) -> Result<(DataFrame, Data
     let trades = trades
         .collect()
         .map_err(Error::polars("reading trades"))
-        .map_err(|e| name_damaged_file(lake, Dataset::Trades, e))?;
+        .map_err(|e| name_damaged_file(lake.base(), Dataset::Trades, e))?;
     let swaps = swaps
         .collect()
         .map_err(Error::polars("reading swaps"))
-        .map_err(|e| name_damaged_file(lake, Dataset::Swaps, e))?;
+        .map_err(|e| name_damaged_file(lake.base(), Dataset::Swaps, e))?;
     Ok((trades, swaps))
 }
 

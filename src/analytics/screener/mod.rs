@@ -126,7 +126,7 @@ pub fn search(
     snapshot: ProfileSnapshot,
 ) -> Result<SearchPage> {
     search_snapshot(lake, request, snapshot)
-        .map_err(|e| name_damaged_file(lake, Dataset::TokenProfiles, e))
+        .map_err(|e| name_damaged_file(lake.base(), Dataset::TokenProfiles, e))
 }
 
 /// [`search`], whose polars errors do not name the file they come from.

@@ -210,7 +210,7 @@ fn read_rows(
     prefixes: &[Vec<&str>],
     schema: &Schema,
 ) -> Result<Option<DataFrame>> {
-    let file = SharedFile::open(lake, path, entry)?;
+    let file = SharedFile::open(lake.base(), path, entry)?;
     let mask = leaf_mask(metadata.parquet_schema(), prefixes, false);
     // The first row of each row group, and the row groups holding a wanted row (ascending,
     // as the rows are).
@@ -310,7 +310,7 @@ fn read_file(
     fetched_at: bool,
 ) -> Result<(ArrowReaderMetadata, Option<DataFrame>)> {
     // The file's size and row count are checked against its manifest `entry` with its footer.
-    let file = SharedFile::open(lake, path, entry)?;
+    let file = SharedFile::open(lake.base(), path, entry)?;
     let metadata = file.footer()?;
     let mask = leaf_mask(metadata.parquet_schema(), prefixes, fetched_at);
     let rows = usize::try_from(metadata.metadata().file_metadata().num_rows())

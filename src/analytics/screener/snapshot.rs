@@ -46,12 +46,12 @@ pub fn snapshots(lake: &Lake) -> Result<Vec<DateTime<Utc>>> {
         }
     }
     if !mixed.is_empty() {
-        let df = scan_files(lake, Dataset::TokenProfiles, mixed)?
+        let df = scan_files(lake.base(), Dataset::TokenProfiles, mixed)?
             .select([col(profile::FETCHED_AT)])
             .unique(None, UniqueKeepStrategy::Any)
             .collect()
             .map_err(Error::polars("listing profile snapshots"))
-            .map_err(|e| name_damaged_file(lake, Dataset::TokenProfiles, e))?;
+            .map_err(|e| name_damaged_file(lake.base(), Dataset::TokenProfiles, e))?;
         let times = df
             .column(profile::FETCHED_AT)
             .map_err(Error::polars("listing profile snapshots"))?;

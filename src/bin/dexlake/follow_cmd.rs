@@ -86,10 +86,20 @@ pub fn run(global: &Global, args: FollowArgs) -> anyhow::Result<ExitCode> {
     tokens.extend(args.token.clone());
     tokens.sort();
     tokens.dedup();
-    anyhow::ensure!(
-        !tokens.is_empty() || args.pool.is_some(),
-        "name what to follow: --token T, --tokens A,B or --pool P"
-    );
+    let config = FollowConfig {
+        tokens,
+        pool: args.pool.clone(),
+        wallet: args.wallet.clone(),
+        interval_seconds: args.interval,
+        since: args.since,
+        reset: args.reset,
+        lock_timeout: args
+            .lock_timeout
+            .unwrap_or(FollowConfig::default().lock_timeout),
+        ..FollowConfig::default()
+    };
+    // What to follow is checked before the lake is opened (which would create it).
+    config.selection()?;
     if !(args.poll.is_finite() && (MIN_POLL_SECS..=MAX_POLL_SECS).contains(&args.poll)) {
         return Err(dexlake::Error::InvalidArgument {
             argument: "--poll".into(),
@@ -113,18 +123,6 @@ pub fn run(global: &Global, args: FollowArgs) -> anyhow::Result<ExitCode> {
         Lake::open(&global.lake)
             .with_context(|| format!("opening the lake {}", global.lake.display()))?,
     );
-    let config = FollowConfig {
-        tokens,
-        pool: args.pool.clone(),
-        wallet: args.wallet.clone(),
-        interval_seconds: args.interval,
-        since: args.since,
-        reset: args.reset,
-        lock_timeout: args
-            .lock_timeout
-            .unwrap_or(FollowConfig::default().lock_timeout),
-        ..FollowConfig::default()
-    };
     let mut follower = Follower::new(client, lake, config)?;
     let format = args.format.unwrap_or(if std::io::stdout().is_terminal() {
         FollowFormat::Table

@@ -443,7 +443,8 @@ pub fn run(global: &Global, args: SyncArgs) -> anyhow::Result<ExitCode> {
     if interrupted + not_started > 0 {
         let stopped = dexlake::Error::Interrupted {
             what: format!(
-                "{interrupted} jobs stopped (progress committed), {not_started} not started; run again to resume"
+                "{interrupted} job{} stopped (progress committed), {not_started} not started; run again to resume",
+                if interrupted == 1 { "" } else { "s" }
             ),
         };
         if failed.is_none() {

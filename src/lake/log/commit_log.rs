@@ -9,11 +9,11 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::manifest::{self, FileEntry, MANIFEST_FORMAT_VERSION, Manifest};
-use crate::lake::Store;
 use crate::lake::layout::{
     CHECKPOINT_DIR, LAST_CHECKPOINT_PATH, LOG_DIR, MANIFEST_PATH, PREVIOUS_MANIFEST_PATH,
     check_path, entry_path, files_checkpoint_path, state_checkpoint_path, version_of,
 };
+use crate::lake::storage::Store;
 use crate::{Error, Result};
 
 /// A checkpoint is not written before this many entries follow the last one.
@@ -220,6 +220,19 @@ fn parse_entry(store: &dyn Store, version: u64, bytes: &[u8]) -> Result<(Commit,
     }
     check_files(store, &path, commit.add.keys())?;
     Ok((commit, bytes.len() as u64))
+}
+
+impl Manifest {
+    /// Reads the newest committed manifest, files included (from the commit log); a lake
+    /// without one is empty.
+    ///
+    /// Refused with [`Error::Lake`](crate::Error::Lake), pointing at `dexlake verify --repair`: a
+    /// missing manifest while data folders hold files (reading on would count every row twice, or
+    /// fetch it all again), and a part of it that does not parse (truncated or garbage).
+    pub fn load(store: &dyn Store) -> Result<Manifest> {
+        let snap = ManifestView::read(store, true)?;
+        Ok(std::sync::Arc::unwrap_or_clone(snap.manifest))
+    }
 }
 
 impl ManifestView {

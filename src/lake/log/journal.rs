@@ -5,11 +5,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Manifest;
-use crate::lake::Store;
+use super::manifest::Manifest;
 use crate::lake::layout::{
     JOURNAL_PATH, LAST_CHECKPOINT_PATH, Partition, check_path, entry_path, temp_name,
 };
+use crate::lake::storage::Store;
 use crate::{Error, Result};
 
 /// The intent of a commit in progress.
@@ -163,10 +163,10 @@ pub fn recover(store: &dyn Store) -> Result<Recovery> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lake::Dataset;
-    use crate::lake::LocalStore;
+    use crate::lake::dataset::Dataset;
     use crate::lake::layout::entry_path;
     use crate::lake::log::{FileEntry, commit_log};
+    use crate::lake::storage::LocalStore;
     use chrono::DateTime;
 
     fn entry() -> FileEntry {

@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::ManifestView;
 use crate::Result;
+use crate::lake::dataset::Dataset;
 use crate::lake::layout::Partition;
-use crate::lake::{Dataset, Store};
+use crate::lake::storage::Store;
 
 /// Version of the manifest's own format.
 pub const MANIFEST_FORMAT_VERSION: u32 = 1;
@@ -56,17 +56,6 @@ pub struct Manifest {
 }
 
 impl Manifest {
-    /// Reads the newest committed manifest, files included (from the commit log); a lake
-    /// without one is empty.
-    ///
-    /// Refused with [`Error::Lake`](crate::Error::Lake), pointing at `dexlake verify --repair`: a
-    /// missing manifest while data folders hold files (reading on would count every row twice, or
-    /// fetch it all again), and a part of it that does not parse (truncated or garbage).
-    pub fn load(store: &dyn Store) -> Result<Manifest> {
-        let snap = ManifestView::read(store, true)?;
-        Ok(std::sync::Arc::unwrap_or_clone(snap.manifest))
-    }
-
     /// Parses a manifest document (the single manifest of lakes written before the log).
     pub fn parse(bytes: &[u8]) -> std::result::Result<Manifest, serde_json::Error> {
         serde_json::from_slice(bytes)

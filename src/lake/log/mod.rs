@@ -4,7 +4,7 @@
 //!
 //! - `manifest.rs`: [`Manifest`] and [`FileEntry`], the committed state as of one version;
 //! - `commit_log.rs`: the log entries ([`Commit`]), the checkpoints and [`ManifestView`], which
-//!   reads, catches up and extends them;
+//!   reads, catches up and extends them ([`Manifest::load`] reads the newest through it);
 //! - `journal.rs`: the [`Journal`] of the commit in progress and the [`recover`]y after a crash.
 //!
 //! Imports: the storage ([`Store`](crate::lake::Store)), the layout (every `_dexlake/` path is

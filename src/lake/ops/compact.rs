@@ -15,8 +15,8 @@
 //! the row counts in the manifest) and the files it replaces. Outputs are written and synced
 //! under their temporary names; the commit renames them into place and replaces the manifest.
 //! A crash at any point leaves the committed rows as they were, and recovery (the next writer,
-//! [`Lake::open`], `verify`) deletes everything the journal names that the manifest does not
-//! hold, temporary names included.
+//! [`Lake::open`](crate::lake::Lake::open), `verify`) deletes everything the journal names
+//! that the manifest does not hold, temporary names included.
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
@@ -28,6 +28,8 @@ use arrow::row::{OwnedRow, Row, RowConverter, Rows, SortField};
 use chrono::{DateTime, Utc};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReader;
 
+use crate::lake::base::Base;
+use crate::lake::dataset::Dataset;
 use crate::lake::layout::{Partition, data_file_name, temp_name};
 use crate::lake::log::{self, FileEntry, Journal, Manifest};
 use crate::lake::read::read_batches;
@@ -35,7 +37,6 @@ use crate::lake::schema::{self, SCHEMA_VERSION};
 use crate::lake::write::FileWriter;
 use crate::lake::write::batch::{id_range, time_range};
 use crate::lake::write::writer::{FileData, NewFile, commit_files};
-use crate::lake::{Dataset, Lake};
 use crate::{Error, Result};
 
 /// Most files merged at once. Memory holds one read batch of each, so this bounds the memory
@@ -51,7 +52,7 @@ const WRITE_BATCH_ROWS: usize = 8_192;
 /// zstd level of intermediate runs, which are read once and deleted: fast beats small.
 const RUN_ZSTD_LEVEL: i32 = 1;
 
-/// What [`Lake::compact`] did.
+/// What [`Lake::compact`](crate::lake::Lake::compact) did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CompactReport {
     /// Partitions whose files were merged.
@@ -64,14 +65,14 @@ pub struct CompactReport {
     pub rows: BTreeMap<Dataset, u64>,
 }
 
-/// Runs [`Lake::compact`].
-pub fn compact(lake: &Lake) -> Result<CompactReport> {
+/// Runs [`Lake::compact`](crate::lake::Lake::compact).
+pub fn compact(lake: &Base) -> Result<CompactReport> {
     let below = lake.options().compact_below_rows as u64;
     compact_where(lake, |_| true, below, MERGE_FAN_IN)
 }
 
-/// Runs [`Lake::compact_partitions`].
-pub fn compact_partitions(lake: &Lake, partitions: &BTreeSet<Partition>) -> Result<CompactReport> {
+/// Runs [`Lake::compact_partitions`](crate::lake::Lake::compact_partitions).
+pub fn compact_partitions(lake: &Base, partitions: &BTreeSet<Partition>) -> Result<CompactReport> {
     if partitions.is_empty() {
         return Ok(CompactReport::default());
     }
@@ -134,7 +135,7 @@ impl Plan {
 /// Compacts the files of fewer than `below` rows in the partitions `keep` accepts, merging at
 /// most `fan_in` files at once.
 fn compact_where(
-    lake: &Lake,
+    lake: &Base,
     keep: impl Fn(&Partition) -> bool,
     below: u64,
     fan_in: usize,
@@ -157,7 +158,7 @@ fn compact_where(
 const COMPACT_ATTEMPTS: usize = 5;
 
 fn compact_once(
-    lake: &Lake,
+    lake: &Base,
     keep: &impl Fn(&Partition) -> bool,
     below: u64,
     fan_in: usize,
@@ -206,7 +207,7 @@ fn compact_once(
 /// The compaction of every partition `keep` accepts that has more than one file of fewer than
 /// `small` rows.
 fn plan(
-    lake: &Lake,
+    lake: &Base,
     current: &Manifest,
     keep: impl Fn(&Partition) -> bool,
     small: u64,
@@ -261,7 +262,7 @@ fn journal(current: &Manifest, plans: &[Plan]) -> Journal {
 }
 
 /// Merges one partition's files into its planned outputs, written under their temporary names.
-fn merge_partition(lake: &Lake, plan: &Plan, fan_in: usize) -> Result<Vec<NewFile>> {
+fn merge_partition(lake: &Base, plan: &Plan, fan_in: usize) -> Result<Vec<NewFile>> {
     let dataset = plan.partition.dataset;
     let opts = lake.options();
     let mut inputs = plan.inputs.clone();
@@ -298,7 +299,7 @@ fn merge_partition(lake: &Lake, plan: &Plan, fan_in: usize) -> Result<Vec<NewFil
 }
 
 /// The error of a partition whose files do not hold the rows the manifest says.
-fn row_count_error(lake: &Lake, plan: &Plan, found: &str) -> Error {
+fn row_count_error(lake: &Base, plan: &Plan, found: &str) -> Error {
     Error::Lake {
         path: lake.store().location(&plan.partition.dir()),
         message: format!(
@@ -311,7 +312,7 @@ fn row_count_error(lake: &Lake, plan: &Plan, found: &str) -> Error {
 /// The output files of a partition: merged rows are appended to the current file until it
 /// holds `max_rows_per_file` rows, then the next planned file starts.
 struct Outputs<'a> {
-    lake: &'a Lake,
+    lake: &'a Base,
     plan: &'a Plan,
     /// Index of the next planned output to open.
     next: usize,
@@ -467,7 +468,7 @@ struct Cursor {
 
 /// What the merge reads and checks each batch against.
 struct Order<'a> {
-    lake: &'a Lake,
+    lake: &'a Base,
     dataset: Dataset,
     schema: SchemaRef,
     columns: Vec<usize>,
@@ -598,7 +599,7 @@ fn flush(
 /// Merges sorted files of one dataset (at most the fan-in) and hands the rows, in the dataset's
 /// order, to `emit` in batches of at most [`WRITE_BATCH_ROWS`] rows.
 fn merge(
-    lake: &Lake,
+    lake: &Base,
     dataset: Dataset,
     paths: &[String],
     mut emit: impl FnMut(&RecordBatch) -> Result<()>,
@@ -644,6 +645,7 @@ fn merge(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lake::handle::Lake;
     use crate::lake::sample::Samples;
     use crate::lake::write::batch::sort_batch;
     use arrow::array::UInt32Array;
@@ -652,11 +654,11 @@ mod tests {
     /// Swaps committed as `files` small files per partition with overlapping time ranges
     /// (file `k` holds every `files`-th record).
     fn lake_of_small_files(dir: &std::path::Path, files: usize) -> (Lake, RecordBatch) {
-        let opts = crate::lake::LakeOptions {
+        let opts = crate::lake::base::LakeOptions {
             max_rows_per_file: 50,
             compact_below_rows: 50,
             row_group_rows: 16,
-            ..crate::lake::LakeOptions::default()
+            ..crate::lake::base::LakeOptions::default()
         };
         let lake = Lake::open_with(dir, opts).expect("open");
         let samples = Samples::generate(5, 400);
@@ -689,7 +691,7 @@ mod tests {
             .map(|p| {
                 (
                     p.clone(),
-                    crate::lake::read::read_file(lake, p).expect("read"),
+                    crate::lake::read::read_file(lake.base(), p).expect("read"),
                 )
             })
             .collect()
@@ -716,8 +718,13 @@ mod tests {
         assert!(most > Some(9), "a partition needs two passes at fan-in 3");
 
         // Fan-in 3: 11 files → 4 runs → 2 runs → the outputs.
-        let report = compact_where(&lake, |_| true, lake.options().compact_below_rows as u64, 3)
-            .expect("compact");
+        let report = compact_where(
+            lake.base(),
+            |_| true,
+            lake.options().compact_below_rows as u64,
+            3,
+        )
+        .expect("compact");
         assert_eq!(report.partitions, partitions.len());
         assert_eq!(report.rows[&Dataset::Swaps], all.num_rows() as u64);
         let after = committed(&lake);
@@ -745,7 +752,7 @@ mod tests {
                 }
                 let entry = &manifest.files[path];
                 assert_eq!(entry.rows, batch.num_rows() as u64);
-                let meta = crate::lake::read::open(&lake, path).expect("open");
+                let meta = crate::lake::read::open(lake.base(), path).expect("open");
                 let groups: Vec<i64> = meta
                     .metadata()
                     .row_groups()
@@ -777,8 +784,13 @@ mod tests {
         );
         // Nothing left to do.
         assert_eq!(
-            compact_where(&lake, |_| true, lake.options().compact_below_rows as u64, 3)
-                .expect("again"),
+            compact_where(
+                lake.base(),
+                |_| true,
+                lake.options().compact_below_rows as u64,
+                3
+            )
+            .expect("again"),
             CompactReport::default()
         );
     }
@@ -790,7 +802,7 @@ mod tests {
         let manifest = lake.manifest().expect("manifest");
         // Replace one committed file by its rows in reverse order.
         let path = manifest.files.keys().next().expect("a file").clone();
-        let batch = crate::lake::read::read_file(&lake, &path).expect("read");
+        let batch = crate::lake::read::read_file(lake.base(), &path).expect("read");
         let n = batch.num_rows() as u32;
         let reversed =
             take_record_batch(&batch, &UInt32Array::from((0..n).rev().collect::<Vec<_>>()))
@@ -799,8 +811,13 @@ mod tests {
             .expect("encode");
         lake.store().put(&path, &data).expect("put");
 
-        let err = compact_where(&lake, |_| true, lake.options().compact_below_rows as u64, 2)
-            .expect_err("refused");
+        let err = compact_where(
+            lake.base(),
+            |_| true,
+            lake.options().compact_below_rows as u64,
+            2,
+        )
+        .expect_err("refused");
         assert!(err.to_string().contains("not in the swaps order"), "{err}");
         assert_eq!(lake.manifest().expect("manifest"), manifest);
         let on_disk = lake.store().list("swaps").expect("list");
@@ -817,14 +834,14 @@ mod tests {
         for stop in 0..3 {
             {
                 // The steps of `compact_where`, stopped where a kill could stop them.
-                let _lock = lake.lock().expect("lock");
+                let _lock = lake.base().lock().expect("lock");
                 let below = lake.options().compact_below_rows as u64;
-                let plans = plan(&lake, &manifest, |_| true, below, 3).expect("plan");
+                let plans = plan(lake.base(), &manifest, |_| true, below, 3).expect("plan");
                 assert!(plans.len() > 1 && !plans[1].passes.is_empty());
                 journal(&manifest, &plans)
                     .store(lake.store())
                     .expect("journal");
-                let first = merge_partition(&lake, &plans[0], 3).expect("merge");
+                let first = merge_partition(lake.base(), &plans[0], 3).expect("merge");
                 assert!(!first.is_empty());
                 match stop {
                     // Outputs of one partition written under their temporary names.
@@ -833,7 +850,8 @@ mod tests {
                     1 => {
                         let run = &plans[1].passes[0][0];
                         let mut writer =
-                            FileWriter::create(&lake, Dataset::Swaps, run, 16, 1).expect("run");
+                            FileWriter::create(lake.base(), Dataset::Swaps, run, 16, 1)
+                                .expect("run");
                         writer.write(&before[0].1).expect("write");
                         assert!(lake.store().head(&temp_name(run)).expect("head").is_some());
                     }
@@ -870,8 +888,13 @@ mod tests {
                     .is_none()
             );
         }
-        let report = compact_where(&lake, |_| true, lake.options().compact_below_rows as u64, 3)
-            .expect("compact");
+        let report = compact_where(
+            lake.base(),
+            |_| true,
+            lake.options().compact_below_rows as u64,
+            3,
+        )
+        .expect("compact");
         assert_eq!(report.files_removed, manifest.files.len());
         assert!(lake.verify().expect("verify").is_ok());
     }

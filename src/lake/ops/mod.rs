@@ -3,9 +3,10 @@
 //! [`compact`](mod@compact) (merging small files in bounded memory) and [`repair()`] (a new manifest from the
 //! data files when it is missing, damaged or lost a log entry), with their reports.
 //!
-//! Imports: the writer (compaction commits its files as a commit does), the readers, the log,
-//! the storage, the layout and the schemas. Nothing in the lake imports the operations but the
-//! [`Lake`](crate::lake::Lake) handle, whose methods run them.
+//! Imports: the writer (compaction commits its files as a commit does), the readers, the
+//! handle's base (`base.rs`: the store, the options, the manifest read, the writer lock), the
+//! log, the storage, the layout and the schemas. Nothing in the lake imports the operations but
+//! the [`Lake`](crate::lake::Lake) handle, whose methods run them on its base.
 
 pub(crate) mod compact;
 mod pages;

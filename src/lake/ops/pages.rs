@@ -13,14 +13,15 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use rayon::prelude::*;
 
 use super::problems::{Problem, VerifyProgress};
+use crate::lake::base::Base;
+use crate::lake::log::FileEntry;
 use crate::lake::read::{PageFault, decode_pages_of};
-use crate::lake::{FileEntry, Lake};
 
 /// Decodes every page of `files` (paths relative to the lake's root, with their manifest
 /// entries), in parallel, calling `progress` after each file; returns the problems found, in
 /// the order of `files`.
 pub(super) fn decode_every_page(
-    lake: &Lake,
+    lake: &Base,
     files: &[(&String, &FileEntry)],
     progress: &(dyn Fn(VerifyProgress) + Sync),
 ) -> Vec<Problem> {
@@ -49,7 +50,7 @@ pub(super) fn decode_every_page(
 
 /// Decodes one file row group by row group; the first page that does not decode, or a decoded
 /// row count other than the manifest's, is its problem.
-fn decode_file(lake: &Lake, path: &str, entry: &FileEntry) -> Option<Problem> {
+fn decode_file(lake: &Base, path: &str, entry: &FileEntry) -> Option<Problem> {
     let decoded = lake
         .store()
         .open_read(path)

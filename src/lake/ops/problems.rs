@@ -5,7 +5,7 @@
 use std::fmt;
 
 use crate::error::escaped;
-use crate::lake::Dataset;
+use crate::lake::dataset::Dataset;
 
 /// One thing wrong with the lake.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -31,14 +31,15 @@ use chrono::Utc;
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
+use crate::lake::base::Base;
+use crate::lake::dataset::Dataset;
 use crate::lake::layout::Partition;
 use crate::lake::log::{self, FileEntry, MANIFEST_FORMAT_VERSION, Manifest};
 use crate::lake::schema::{DATASET_KEY, SCHEMA_VERSION_KEY};
 use crate::lake::write::batch::time_range;
-use crate::lake::{Dataset, Lake};
 use crate::{Error, Result};
 
-/// What [`Lake::repair`] did.
+/// What [`Lake::repair`](crate::lake::Lake::repair) did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RepairReport {
     /// Whether a manifest was rebuilt; `false` when the manifest was sound and left as it was.
@@ -57,8 +58,8 @@ pub struct RepairReport {
     pub left_out: Vec<(String, String)>,
 }
 
-/// Runs [`Lake::repair`] under the writer lock.
-pub(crate) fn repair(lake: &Lake) -> Result<RepairReport> {
+/// Runs [`Lake::repair`](crate::lake::Lake::repair) under the writer lock.
+pub(crate) fn repair(lake: &Base) -> Result<RepairReport> {
     let _lock = lake.lock()?;
     let store = lake.store();
     // A sound manifest is never replaced; what is wrong with it is `verify`'s to report.
@@ -132,7 +133,7 @@ fn rows_of(m: &Manifest) -> BTreeMap<Dataset, u64> {
 }
 
 /// The manifest entry of one data file, or why it cannot be adopted.
-fn adopt(lake: &Lake, path: &str) -> std::result::Result<FileEntry, String> {
+fn adopt(lake: &Base, path: &str) -> std::result::Result<FileEntry, String> {
     let partition = Partition::from_file_path(path).map_err(|e| e.to_string())?;
     let dataset = partition.dataset;
     let data = Bytes::from(lake.store().get(path).map_err(|e| e.to_string())?);

@@ -3,16 +3,17 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::Result;
+use crate::lake::base::Base;
+use crate::lake::dataset::Dataset;
 use crate::lake::layout::{self, Partition, temp_name};
 use crate::lake::log::{self, Manifest, Recovery};
 use crate::lake::read;
 use crate::lake::schema::{self, SCHEMA_VERSION, SCHEMA_VERSION_KEY};
 use crate::lake::write::batch::encode_keys;
-use crate::lake::{Dataset, Lake};
 
 use super::problems::{Problem, VerifyProgress};
 
-/// What [`Lake::verify`] found.
+/// What [`Lake::verify`](crate::lake::Lake::verify) found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct VerifyReport {
     /// Manifest version checked.
@@ -49,7 +50,7 @@ fn reason(e: crate::Error) -> String {
 
 /// Checks one committed file's schema, version and row count; returns its rows.
 fn check_file(
-    lake: &Lake,
+    lake: &Base,
     path: &str,
     dataset: Dataset,
     problems: &mut Vec<Problem>,
@@ -98,11 +99,11 @@ fn check_file(
 /// How many times [`verify`] checks again when commits land while it reads.
 const VERIFY_ATTEMPTS: usize = 5;
 
-/// Runs the checks of [`Lake::verify`]. The writer lock is held only for the cleanup after an
-/// interrupted commit, and only when there is one to clean up, the lock is free and the lake is
-/// writable: a verify never waits for a writer, nor makes one wait longer than that cleanup,
-/// and checks a read-only lake without writing to it.
-pub fn verify(lake: &Lake) -> Result<VerifyReport> {
+/// Runs the checks of [`Lake::verify`](crate::lake::Lake::verify). The writer lock is held
+/// only for the cleanup after an interrupted commit, and only when there is one to clean up,
+/// the lock is free and the lake is writable: a verify never waits for a writer, nor makes
+/// one wait longer than that cleanup, and checks a read-only lake without writing to it.
+pub fn verify(lake: &Base) -> Result<VerifyReport> {
     let recovery = match lake.lock_for_cleanup()? {
         Some(lock) => {
             let recovery = log::recover(lake.store())?;
@@ -128,7 +129,7 @@ pub fn verify(lake: &Lake) -> Result<VerifyReport> {
 
 /// The data files of a commit in progress (and their temporary names), which a verify that does
 /// not hold the writer lock must not report as untracked.
-fn in_progress(lake: &Lake) -> Result<HashSet<String>> {
+fn in_progress(lake: &Base) -> Result<HashSet<String>> {
     let journal = log::read_journal(lake.store())?;
     Ok(journal
         .iter()
@@ -138,7 +139,7 @@ fn in_progress(lake: &Lake) -> Result<HashSet<String>> {
 }
 
 /// Checks the lake's files against one manifest version.
-fn check(lake: &Lake, manifest: &Manifest) -> Result<VerifyReport> {
+fn check(lake: &Base, manifest: &Manifest) -> Result<VerifyReport> {
     let mut report = VerifyReport {
         version: manifest.version,
         ..VerifyReport::default()
@@ -273,7 +274,7 @@ fn check(lake: &Lake, manifest: &Manifest) -> Result<VerifyReport> {
     Ok(report)
 }
 
-/// How thoroughly [`Lake::verify_with`] checks the lake.
+/// How thoroughly [`Lake::verify_with`](crate::lake::Lake::verify_with) checks the lake.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct VerifyOptions {
     /// Also decode every page of every committed file (every column of every row group) and
@@ -289,7 +290,7 @@ pub struct VerifyOptions {
 /// pages are decoded against the newest manifest; a problem of a file that a commit meanwhile
 /// removed from it is dropped.
 pub fn verify_with(
-    lake: &Lake,
+    lake: &Base,
     options: &VerifyOptions,
     progress: &(dyn Fn(VerifyProgress) + Sync),
 ) -> Result<VerifyReport> {
@@ -311,7 +312,7 @@ pub fn verify_with(
         })
         .collect();
     let manifest = lake.manifest()?;
-    let files: Vec<(&String, &crate::lake::FileEntry)> = manifest
+    let files: Vec<(&String, &crate::lake::log::FileEntry)> = manifest
         .files
         .iter()
         .filter(|(path, _)| !reported.contains(path.as_str()))

@@ -9,11 +9,11 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use rayon::prelude::*;
-
-use super::file::{PageFault, decode_pages_of};
 use crate::error::escaped;
-use crate::lake::{Dataset, FileEntry, Lake, Store};
+use crate::lake::base::Base;
+use crate::lake::dataset::Dataset;
+use crate::lake::log::FileEntry;
+use crate::lake::storage::Store;
 use crate::{Error, Result};
 
 /// The error of the committed file `path` of the lake at `root`: missing, unreadable, or not
@@ -29,7 +29,7 @@ pub(crate) fn damaged(root: &Path, path: &str, reason: impl Into<String>) -> Err
 /// `error`, met opening or reading the committed file `path`, or the file's
 /// [`Error::DamagedLake`] when the cause is that the file is missing (which the store is asked
 /// only now, on this error path).
-pub(crate) fn unless_missing(lake: &Lake, path: &str, error: Error) -> Error {
+pub(crate) fn unless_missing(lake: &Base, path: &str, error: Error) -> Error {
     unless_missing_in(lake.store(), lake.root(), path, error)
 }
 
@@ -72,7 +72,7 @@ pub(crate) fn check_rows(root: &Path, path: &str, committed: u64, rows: i64) -> 
 /// opened: a folder's files are asked their sizes, an object store's dataset listed once
 /// ([`Store::sizes`](crate::lake::Store::sizes)).
 pub(crate) fn check_sizes<'a>(
-    lake: &Lake,
+    lake: &Base,
     dataset: Dataset,
     files: impl IntoIterator<Item = (&'a String, &'a FileEntry)>,
 ) -> Result<()> {
@@ -109,60 +109,4 @@ pub(crate) fn arrow_error(
 ) -> impl FnOnce(arrow::error::ArrowError) -> Error {
     let (root, path) = (root.to_owned(), path.to_owned());
     move |source| damaged(&root, &path, escaped(&source.to_string()))
-}
-
-/// A failed polars read of `dataset`'s committed files, with the file to blame when there is
-/// one, as [`Error::DamagedLake`]: polars' errors do not name the file they were reading (or
-/// cut its path). The footers of the dataset's committed files are read (only now, on this
-/// error path, in parallel) and the first missing file, or the first the Parquet reader
-/// refuses, is named instead; when every footer reads, the files' pages are
-/// decoded (as the deep verify does) and the first file with a damaged page is named. Any other
-/// error, and any error on an object store (where this would fetch every file), is returned as
-/// it is.
-pub(crate) fn name_damaged_file(lake: &Lake, dataset: Dataset, error: Error) -> Error {
-    if !matches!(error, Error::Polars { .. }) || !lake.store().has_writer_lock() {
-        return error;
-    }
-    let Ok(manifest) = lake.snapshot() else {
-        return error;
-    };
-    let paths: Vec<&String> = manifest.files_of(dataset).map(|(p, _)| p).collect();
-    let footer = paths.par_iter().find_map_first(|path| {
-        let Ok(file) = lake.store().open_read(path) else {
-            return matches!(lake.store().head(path), Ok(None))
-                .then(|| damaged(lake.root(), path, "it is missing"));
-        };
-        footer_error(lake.root(), path, &file)
-    });
-    if let Some(named) = footer {
-        return named;
-    }
-    paths
-        .par_iter()
-        .find_map_first(|path| {
-            let file = lake.store().open_read(path).ok()?;
-            match decode_pages_of(&file) {
-                Err(PageFault::Damaged {
-                    group,
-                    groups,
-                    message,
-                }) => Some(damaged(
-                    lake.root(),
-                    path,
-                    format!("damaged pages in row group {group} of {groups}: {message}"),
-                )),
-                _ => None,
-            }
-        })
-        .unwrap_or(error)
-}
-
-/// The error of a file whose footer the Parquet reader refuses, if it does.
-fn footer_error(root: &Path, path: &str, file: &std::fs::File) -> Option<Error> {
-    parquet::arrow::arrow_reader::ArrowReaderMetadata::load(
-        file,
-        parquet::arrow::arrow_reader::ArrowReaderOptions::new(),
-    )
-    .err()
-    .map(parquet_error(root, path))
 }

@@ -24,8 +24,10 @@ use parquet::file::metadata::FooterTail;
 use super::check::{
     arrow_error, check_rows, check_size, damaged, parquet_error, unless_missing, unless_missing_in,
 };
+use crate::lake::base::Base;
+use crate::lake::log::FileEntry;
+use crate::lake::storage::Store;
 use crate::lake::storage::read_at;
-use crate::lake::{FileEntry, Lake, Store};
 use crate::{Error, Result};
 
 fn arrow_err(context: String) -> impl FnOnce(arrow::error::ArrowError) -> Error {
@@ -34,7 +36,7 @@ fn arrow_err(context: String) -> impl FnOnce(arrow::error::ArrowError) -> Error 
 
 /// Opens a committed (or about to be committed) file of the lake for reading: its metadata,
 /// schema and a reader builder.
-pub(crate) fn open(lake: &Lake, path: &str) -> Result<ParquetRecordBatchReaderBuilder<Bytes>> {
+pub(crate) fn open(lake: &Base, path: &str) -> Result<ParquetRecordBatchReaderBuilder<Bytes>> {
     let data = Bytes::from(
         lake.store()
             .get(path)
@@ -45,7 +47,7 @@ pub(crate) fn open(lake: &Lake, path: &str) -> Result<ParquetRecordBatchReaderBu
 
 /// Reads the rows a builder selects into one batch of `schema` (its projected schema).
 fn collect(
-    lake: &Lake,
+    lake: &Base,
     path: &str,
     builder: ParquetRecordBatchReaderBuilder<Bytes>,
     schema: SchemaRef,
@@ -58,7 +60,7 @@ fn collect(
 }
 
 /// Reads a whole data file.
-pub(crate) fn read_file(lake: &Lake, path: &str) -> Result<RecordBatch> {
+pub(crate) fn read_file(lake: &Base, path: &str) -> Result<RecordBatch> {
     let builder = open(lake, path)?;
     let schema = builder.schema().clone();
     collect(lake, path, builder, schema)
@@ -66,7 +68,7 @@ pub(crate) fn read_file(lake: &Lake, path: &str) -> Result<RecordBatch> {
 
 /// Reads the named columns of a data file (in file order, each once), for example a
 /// dataset's natural key.
-pub(crate) fn read_columns(lake: &Lake, path: &str, names: &[&str]) -> Result<RecordBatch> {
+pub(crate) fn read_columns(lake: &Base, path: &str, names: &[&str]) -> Result<RecordBatch> {
     let builder = open(lake, path)?;
     let file_schema = builder.schema().clone();
     let mut wanted = names
@@ -92,7 +94,7 @@ pub(crate) fn read_columns(lake: &Lake, path: &str, names: &[&str]) -> Result<Re
 /// `batch_size` rows, fetching its pages as they are decoded: memory holds one batch and one
 /// page per column, whatever the file's size.
 pub(crate) fn read_batches(
-    lake: &Lake,
+    lake: &Base,
     path: &str,
     batch_size: usize,
 ) -> Result<ParquetRecordBatchReader> {
@@ -269,7 +271,7 @@ impl parquet::file::reader::ChunkReader for Chunks {
 impl SharedFile {
     /// Opens a committed data file of the lake with its manifest `entry`, which its footer is
     /// checked against. A folder's file is opened; an object store is sent no request yet.
-    pub(crate) fn open(lake: &Lake, path: &str, entry: &FileEntry) -> Result<SharedFile> {
+    pub(crate) fn open(lake: &Base, path: &str, entry: &FileEntry) -> Result<SharedFile> {
         let source = if lake.store().reads_by_range() {
             Source::Ranged(lake.shared_store())
         } else {

@@ -3,7 +3,8 @@
 //! batch by batch, or row groups from several threads: by position in a folder, by ranged
 //! requests of the footer and the column chunks read on an object store).
 //!
-//! - `scan.rs`: [`scan()`], [`scan_files`], [`empty_frame`] and the scanned columns;
+//! - `scan.rs`: [`scan()`], [`scan_files`], [`empty_frame`] and the scanned columns, and
+//!   [`name_damaged_file`], the file to blame for a failed polars read;
 //! - `file.rs`: [`read_file`], [`read_columns`], [`read_batches`], [`SharedFile`] and
 //!   [`decode_pages_of`], every page of a file decoded (the deep verify, and naming the file
 //!   behind a polars error);
@@ -14,16 +15,19 @@
 //!   where its reader opens it, and the errors naming a file the Parquet reader refuses or that
 //!   is missing ([`Error::DamagedLake`](crate::Error::DamagedLake)).
 //!
+//! Within the folder, `check.rs` is the bottom (it imports no sibling), `file.rs` opens files
+//! through it, `prune.rs` stands on `file.rs` and `scan.rs` on `check.rs` and `file.rs`.
+//!
 //! Imports: the log (the [`Manifest`](crate::lake::Manifest) names what a scan reads), the
-//! storage through the [`Lake`](crate::lake::Lake) handle, `parquet.rs` and the schemas; never
-//! the writer or the operations.
+//! storage through the handle's base (`base.rs`: the store, the root messages name), `parquet.rs`
+//! and the schemas; never the writer, the operations or the [`Lake`](crate::lake::Lake) handle.
 
 mod check;
 mod file;
 mod prune;
 mod scan;
 
-pub(crate) use check::{arrow_error, name_damaged_file, parquet_error};
+pub(crate) use check::{arrow_error, parquet_error};
 pub(crate) use file::{
     PageFault, SharedFile, decode_pages_of, open, read_batches, read_columns, read_file,
 };
@@ -31,4 +35,6 @@ pub(crate) use prune::{
     CommittedFile, blooms_may_hold, column_blooms, committed_files, files_holding,
     may_hold_strings, may_hold_times, may_hold_values, time_bounds,
 };
-pub use scan::{empty_frame, hive_schema, locations, scan, scan_columns, scan_files};
+pub(crate) use scan::name_damaged_file;
+pub use scan::{empty_frame, hive_schema, scan_columns};
+pub(crate) use scan::{locations, scan, scan_files};

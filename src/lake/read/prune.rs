@@ -20,7 +20,9 @@ use parquet::file::statistics::Statistics;
 use super::file::SharedFile;
 use crate::Result;
 use crate::lake::cols::event;
-use crate::lake::{Dataset, FileEntry, Manifest, Partition};
+use crate::lake::dataset::Dataset;
+use crate::lake::layout::Partition;
+use crate::lake::log::{FileEntry, Manifest};
 
 /// A committed file: its store path and its manifest entry.
 pub(crate) type CommittedFile = (String, FileEntry);

@@ -1,4 +1,5 @@
-//! polars `LazyFrame`s over the committed files of a dataset.
+//! polars `LazyFrame`s over the committed files of a dataset, and the file to blame when a polars
+//! read of them fails.
 //!
 //! Only files the manifest lists are scanned. The hive columns come from the paths with fixed
 //! types (`chain`: string, `interval`: Int64, `date`: Date), so polars prunes whole files on
@@ -6,16 +7,20 @@
 //! Columns come in a fixed order: the file columns, then `chain`, `[interval]`, `date`.
 
 use std::io::Cursor;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow::record_batch::RecordBatch;
 use polars::prelude::*;
+use rayon::prelude::*;
 
-use super::check::check_sizes;
+use super::check::{check_sizes, damaged, parquet_error};
+use super::file::{PageFault, decode_pages_of};
+use crate::lake::base::Base;
+use crate::lake::dataset::Dataset;
+use crate::lake::log::{FileEntry, Manifest};
 use crate::lake::parquet::encode_parquet;
 use crate::lake::schema::{self, hive_columns};
-use crate::lake::{Dataset, FileEntry, Lake, Manifest};
 use crate::{Error, Result};
 
 fn hive_dtype(name: &str) -> DataType {
@@ -63,7 +68,7 @@ pub fn empty_frame(dataset: Dataset) -> Result<LazyFrame> {
 /// A lazy scan of the committed files of `dataset` as of `manifest`. A file whose size on disk
 /// is not its manifest entry's is refused, naming it (polars reads the footers itself, so
 /// their row counts are not checked here).
-pub fn scan(lake: &Lake, manifest: &Manifest, dataset: Dataset) -> Result<LazyFrame> {
+pub(crate) fn scan(lake: &Base, manifest: &Manifest, dataset: Dataset) -> Result<LazyFrame> {
     let paths: Vec<PlRefPath> = locations(lake, manifest, dataset)?
         .into_iter()
         .map(PlRefPath::try_from_pathbuf)
@@ -94,7 +99,11 @@ pub fn scan(lake: &Lake, manifest: &Manifest, dataset: Dataset) -> Result<LazyFr
 /// Where the committed files of `dataset` as of `manifest` are, as a scan opens them (local
 /// paths, or `s3://` URLs on an object store), in the manifest's order. A file whose size is
 /// not its manifest entry's is refused, naming it.
-pub fn locations(lake: &Lake, manifest: &Manifest, dataset: Dataset) -> Result<Vec<PathBuf>> {
+pub(crate) fn locations(
+    lake: &Base,
+    manifest: &Manifest,
+    dataset: Dataset,
+) -> Result<Vec<PathBuf>> {
     check_sizes(lake, dataset, manifest.files_of(dataset))?;
     Ok(manifest
         .files_of(dataset)
@@ -106,8 +115,8 @@ pub fn locations(lake: &Lake, manifest: &Manifest, dataset: Dataset) -> Result<V
 /// manifest entries: their own columns only, without the hive columns of their folders. For
 /// reading a few files the manifest named (a dataset's whole scan is [`scan`]). A file whose
 /// size is not its entry's is refused, naming it.
-pub fn scan_files<'a>(
-    lake: &Lake,
+pub(crate) fn scan_files<'a>(
+    lake: &Base,
     dataset: Dataset,
     files: impl IntoIterator<Item = (&'a String, &'a FileEntry)>,
 ) -> Result<LazyFrame> {
@@ -128,4 +137,60 @@ pub fn scan_files<'a>(
     };
     LazyFrame::scan_parquet_files(paths.into_iter().collect(), args)
         .map_err(Error::polars(format!("scanning {dataset}")))
+}
+
+/// A failed polars read of `dataset`'s committed files, with the file to blame when there is
+/// one, as [`Error::DamagedLake`]: polars' errors do not name the file they were reading (or
+/// cut its path). The footers of the dataset's committed files are read (only now, on this
+/// error path, in parallel) and the first missing file, or the first the Parquet reader
+/// refuses, is named instead; when every footer reads, the files' pages are
+/// decoded (as the deep verify does) and the first file with a damaged page is named. Any other
+/// error, and any error on an object store (where this would fetch every file), is returned as
+/// it is.
+pub(crate) fn name_damaged_file(lake: &Base, dataset: Dataset, error: Error) -> Error {
+    if !matches!(error, Error::Polars { .. }) || !lake.store().has_writer_lock() {
+        return error;
+    }
+    let Ok(manifest) = lake.snapshot() else {
+        return error;
+    };
+    let paths: Vec<&String> = manifest.files_of(dataset).map(|(p, _)| p).collect();
+    let footer = paths.par_iter().find_map_first(|path| {
+        let Ok(file) = lake.store().open_read(path) else {
+            return matches!(lake.store().head(path), Ok(None))
+                .then(|| damaged(lake.root(), path, "it is missing"));
+        };
+        footer_error(lake.root(), path, &file)
+    });
+    if let Some(named) = footer {
+        return named;
+    }
+    paths
+        .par_iter()
+        .find_map_first(|path| {
+            let file = lake.store().open_read(path).ok()?;
+            match decode_pages_of(&file) {
+                Err(PageFault::Damaged {
+                    group,
+                    groups,
+                    message,
+                }) => Some(damaged(
+                    lake.root(),
+                    path,
+                    format!("damaged pages in row group {group} of {groups}: {message}"),
+                )),
+                _ => None,
+            }
+        })
+        .unwrap_or(error)
+}
+
+/// The error of a file whose footer the Parquet reader refuses, if it does.
+fn footer_error(root: &Path, path: &str, file: &std::fs::File) -> Option<Error> {
+    parquet::arrow::arrow_reader::ArrowReaderMetadata::load(
+        file,
+        parquet::arrow::arrow_reader::ArrowReaderOptions::new(),
+    )
+    .err()
+    .map(parquet_error(root, path))
 }

@@ -11,7 +11,7 @@ use arrow::row::{RowConverter, SortField};
 use chrono::{DateTime, NaiveDate, Utc};
 
 use crate::api::models::ChainFamily;
-use crate::lake::Dataset;
+use crate::lake::dataset::Dataset;
 use crate::lake::layout::Partition;
 use crate::lake::parquet::encode_parquet;
 use crate::lake::schema;

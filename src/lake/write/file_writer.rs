@@ -6,9 +6,11 @@ use std::fs::File;
 use arrow::array::RecordBatch;
 use parquet::arrow::ArrowWriter;
 
+use crate::lake::base::Base;
+use crate::lake::dataset::Dataset;
 use crate::lake::layout::temp_name;
 use crate::lake::parquet::writer_properties;
-use crate::lake::{Dataset, Lake, schema};
+use crate::lake::schema;
 use crate::{Error, Result};
 
 /// A data file streamed to its [temporary name](temp_name) batch by batch, with the properties
@@ -25,7 +27,7 @@ pub(crate) struct FileWriter {
 impl FileWriter {
     /// Creates the temporary file of `path` for batches of the dataset's file schema.
     pub(crate) fn create(
-        lake: &Lake,
+        lake: &Base,
         dataset: Dataset,
         path: &str,
         row_group_rows: usize,

@@ -1,5 +1,6 @@
 //! The committed ids of the datasets with an [`id_column`](Dataset::id_column) (swaps,
-//! trades), each with its time, held in memory by a writing [`Lake`] handle.
+//! trades), each with its time, held in memory by a writing [`Lake`](crate::lake::Lake) handle
+//! (its [`IdCache`]).
 //!
 //! A write must keep every id once in its dataset: a staged id already committed at the same
 //! time is a repeat (dropped), and one committed at another time has moved (its old record is
@@ -17,19 +18,21 @@
 //! Memory: 16 bytes per committed id (160 MB for 10 million swaps), in sorted arrays plus a
 //! small hash map of recent ids that is merged into them as it grows.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use arrow::array::AsArray;
 use arrow::datatypes::{Int64Type, TimestampMicrosecondType};
 use rayon::prelude::*;
 
+use crate::lake::base::Base;
+use crate::lake::dataset::Dataset;
 use crate::lake::log::{self, Manifest};
 use crate::lake::read::read_columns;
-use crate::lake::{Dataset, Lake};
 use crate::{Error, Result};
 
 /// The `(id, time)` pairs of the given files of `dataset`, read in parallel.
-fn read_pairs(lake: &Lake, dataset: Dataset, paths: &[&String]) -> Result<Vec<(i64, i64)>> {
+fn read_pairs(lake: &Base, dataset: Dataset, paths: &[&String]) -> Result<Vec<(i64, i64)>> {
     let Some(id_name) = dataset.id_column() else {
         return Ok(Vec::new());
     };
@@ -57,6 +60,37 @@ fn read_pairs(lake: &Lake, dataset: Dataset, paths: &[&String]) -> Result<Vec<(i
     Ok(pieces.into_iter().flatten().collect())
 }
 
+/// The id indexes of a lake handle and its clones, one per id dataset, built by the first
+/// write that needs them.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct IdCache(Arc<Mutex<BTreeMap<Dataset, IdIndex>>>);
+
+impl IdCache {
+    /// The committed ids of `dataset` as of `manifest` (see [`IdIndex`]), brought up to date or
+    /// built. Runs under the writer lock.
+    pub(crate) fn index(
+        &self,
+        lake: &Base,
+        manifest: &Manifest,
+        dataset: Dataset,
+    ) -> Result<MutexGuard<'_, BTreeMap<Dataset, IdIndex>>> {
+        let mut indexes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let current = match indexes.get_mut(&dataset) {
+            Some(index) if index.version == manifest.version => true,
+            Some(index) if index.version < manifest.version => {
+                index.catch_up(lake, manifest, dataset)?
+            }
+            _ => false,
+        };
+        if !current {
+            indexes.remove(&dataset);
+            let index = IdIndex::build(lake, manifest, dataset)?;
+            indexes.insert(dataset, index);
+        }
+        Ok(indexes)
+    }
+}
+
 /// The committed `(id, time)` pairs of one dataset as of one manifest version.
 #[derive(Debug, Default)]
 pub(crate) struct IdIndex {
@@ -72,7 +106,7 @@ pub(crate) struct IdIndex {
 
 impl IdIndex {
     /// Reads the ids and times of every committed file of `dataset` in `manifest`.
-    pub fn build(lake: &Lake, manifest: &Manifest, dataset: Dataset) -> Result<IdIndex> {
+    pub fn build(lake: &Base, manifest: &Manifest, dataset: Dataset) -> Result<IdIndex> {
         let paths: Vec<&String> = manifest.files_of(dataset).map(|(p, _)| p).collect();
         let mut pairs = read_pairs(lake, dataset, &paths)?;
         pairs.par_sort_unstable();
@@ -93,7 +127,7 @@ impl IdIndex {
     /// file a write adds; a compaction's outputs only when it merged such a file (otherwise
     /// they hold indexed rows only); a file dropped by a later write hands its rows to that
     /// write's new files. The files still listed at the end are read.
-    pub fn catch_up(&mut self, lake: &Lake, manifest: &Manifest, dataset: Dataset) -> Result<bool> {
+    pub fn catch_up(&mut self, lake: &Base, manifest: &Manifest, dataset: Dataset) -> Result<bool> {
         let prefix = format!("{}/", dataset.name());
         let mut pending: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
         for version in self.version + 1..=manifest.version {

@@ -8,10 +8,12 @@
 //! - `writer.rs`: from staged batches to the files of a commit, and the commit of those files;
 //! - `batch.rs`: one batch checked, split by partition, keyed, sorted, encoded; its ranges;
 //! - `file_writer.rs`: [`FileWriter`], a data file streamed to its temporary name;
-//! - `ids.rs`: [`IdIndex`], the committed ids (and times) of swaps and trades.
+//! - `ids.rs`: [`IdIndex`](ids::IdIndex), the committed ids (and times) of swaps and trades, and [`IdCache`],
+//!   a handle's indexes.
 //!
-//! Imports: the readers (a write reads the files whose records it replaces), the log, the
-//! storage, the layout, `parquet.rs` and the schemas; never the operations.
+//! Imports: the readers (a write reads the files whose records it replaces), the handle's base
+//! (`base.rs`), the log, the storage, the layout, `parquet.rs` and the schemas; never the
+//! operations or the [`Lake`](crate::lake::Lake) handle.
 
 pub(crate) mod batch;
 mod file_writer;
@@ -20,5 +22,5 @@ mod transaction;
 pub(crate) mod writer;
 
 pub(crate) use file_writer::FileWriter;
-pub(crate) use ids::IdIndex;
+pub(crate) use ids::IdCache;
 pub use transaction::{COMMIT_ATTEMPTS, CommitSummary, Transaction};

@@ -10,12 +10,14 @@ use std::time::Duration;
 use arrow::record_batch::RecordBatch;
 
 use super::batch::check_batch;
+use super::ids::IdCache;
 use super::writer;
 use crate::Result;
+use crate::lake::base::Base;
+use crate::lake::dataset::Dataset;
 use crate::lake::layout::Partition;
 use crate::lake::log::{self, Manifest};
 use crate::lake::storage::WriterLock;
-use crate::lake::{Dataset, Lake};
 
 /// What a commit added.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -37,7 +39,8 @@ pub const COMMIT_ATTEMPTS: usize = 20;
 /// A write transaction: staged batches and state become visible together at
 /// [`Transaction::commit`]; dropping it without committing discards them.
 pub struct Transaction<'a> {
-    lake: &'a Lake,
+    lake: &'a Base,
+    ids: &'a IdCache,
     _lock: WriterLock,
     manifest: Arc<Manifest>,
     staged: BTreeMap<Dataset, Vec<RecordBatch>>,
@@ -50,12 +53,17 @@ impl<'a> Transaction<'a> {
     /// Starts a transaction on `lake`: takes the writer lock (waiting up to `timeout`, then
     /// [`Error::LakeLocked`](crate::Error::LakeLocked)), cleans up leftovers of an interrupted commit and reads the
     /// manifest it commits on.
-    pub(crate) fn begin(lake: &'a Lake, timeout: Duration) -> Result<Transaction<'a>> {
+    pub(crate) fn begin(
+        lake: &'a Base,
+        ids: &'a IdCache,
+        timeout: Duration,
+    ) -> Result<Transaction<'a>> {
         let lock = lake.lock_within(timeout)?;
         log::recover(lake.store())?;
         let manifest = lake.snapshot()?;
         Ok(Transaction {
             lake,
+            ids,
             _lock: lock,
             manifest,
             staged: BTreeMap::new(),
@@ -131,6 +139,7 @@ impl Transaction<'_> {
     pub fn commit(self) -> Result<CommitSummary> {
         let Transaction {
             lake,
+            ids,
             _lock,
             mut manifest,
             staged,
@@ -140,7 +149,7 @@ impl Transaction<'_> {
         let mut attempt = 1;
         loop {
             let base = manifest.version;
-            match commit_on(lake, manifest, &staged, &tags, &state) {
+            match commit_on(lake, ids, manifest, &staged, &tags, &state) {
                 Err(e) if attempt < COMMIT_ATTEMPTS && lake.lost_race(&e, base)? => {
                     // Back off a little, differently per writer, so racing writers spread out.
                     let jitter = rand::random::<u64>() % 50;
@@ -157,14 +166,15 @@ impl Transaction<'_> {
 /// One attempt of [`Transaction::commit`] on `manifest`: prepares the staged rows against it
 /// and commits them as its next version.
 fn commit_on(
-    lake: &Lake,
+    lake: &Base,
+    ids: &IdCache,
     manifest: Arc<Manifest>,
     staged: &BTreeMap<Dataset, Vec<RecordBatch>>,
     tags: &BTreeMap<Dataset, Vec<Option<u64>>>,
     state: &BTreeMap<String, serde_json::Value>,
 ) -> Result<CommitSummary> {
     let version = manifest.version + 1;
-    let prepared = writer::prepare_files(lake, &manifest, staged, tags, version)?;
+    let prepared = writer::prepare_files(lake, ids, &manifest, staged, tags, version)?;
     let summary = CommitSummary {
         rows_added: prepared.rows_added,
         rows_added_by_tag: prepared.rows_added_by_tag,

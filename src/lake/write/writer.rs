@@ -10,27 +10,20 @@ use arrow::row::{RowConverter, SortField};
 use bytes::Bytes;
 use chrono::Utc;
 
-use super::IdIndex;
 use super::batch::{
     arrow_err, column, encode_keys, id_range, key_columns, key_converter, micros_to_time,
     partition_rows, sort_batch, time_range, to_file_batch,
 };
+use super::ids::{IdCache, IdIndex};
 use crate::api::models::ChainFamily;
+use crate::lake::base::Base;
+use crate::lake::dataset::Dataset;
 use crate::lake::layout::{Partition, data_file_name, temp_name};
 use crate::lake::log::{Commit, FileEntry, Journal, Manifest, clear_journal};
 use crate::lake::parquet::encode_parquet;
 use crate::lake::read::{read_columns, read_file};
 use crate::lake::schema::SCHEMA_VERSION;
-use crate::lake::{Dataset, Lake};
 use crate::{Error, Result};
-
-/// Default rows per row group, chosen by measurement (`cargo bench --bench convert`, group
-/// `row_group_size`: one million swaps over three days, 2 cores). A one-hour time-range query
-/// took 3.6 / 4.0 / 6.0 / 5.8 / 7.6 ms and a full scan of four columns 55 / 45 / 43 / 43 / 37 ms
-/// at 8Ki / 32Ki / 64Ki / 128Ki / 512Ki rows. Full scans (OHLCV, PnL) are most of the lake's
-/// work; 64Ki keeps them within 15 % of the best while a time-range query still skips row
-/// groups (at 512Ki a day's file is one row group and only whole files are skipped).
-pub const DEFAULT_ROW_GROUP_ROWS: usize = 65_536;
 
 /// A data file encoded and ready to be put into the lake.
 #[derive(Debug, Clone)]
@@ -70,7 +63,7 @@ impl From<Bytes> for FileData {
 /// Encodes one sorted partition batch (record or file schema) into files of at most
 /// `max_rows_per_file` rows each.
 pub(crate) fn encode_partition(
-    lake: &Lake,
+    lake: &Base,
     partition: &Partition,
     sorted: &RecordBatch,
     version: u64,
@@ -158,7 +151,8 @@ fn count_tags(tags: &Tags, out: &mut BTreeMap<u64, u64>) {
 /// in the lake before, so the counts of several writers sharing one commit add up to
 /// [`Prepared::rows_added`] when every batch is tagged.
 pub(crate) fn prepare_files(
-    lake: &Lake,
+    lake: &Base,
+    ids: &IdCache,
     manifest: &Manifest,
     staged: &BTreeMap<Dataset, Vec<RecordBatch>>,
     tags: &BTreeMap<Dataset, Vec<Option<u64>>>,
@@ -186,7 +180,7 @@ pub(crate) fn prepare_files(
         let mut checked: Option<Vec<bool>> = None;
         // Files the write drops are no longer part of the partitions it merges into.
         let (all, all_tags, gone, not_new) = if dataset.id_column().is_some() {
-            let indexes = lake.id_index(manifest, dataset)?;
+            let indexes = ids.index(lake, manifest, dataset)?;
             let index = indexes.get(&dataset);
             let moved = displace_moved_ids(lake, manifest, index, dataset, &all, &all_tags)?;
             let gone: HashSet<String> = moved.remove.iter().cloned().collect();
@@ -287,7 +281,7 @@ struct Displaced {
 /// keeps the last staged record of each id, and finds committed records of the staged ids at
 /// another `block_time`; their files are dropped and their other records staged again.
 fn displace_moved_ids(
-    lake: &Lake,
+    lake: &Base,
     manifest: &Manifest,
     index: Option<&IdIndex>,
     dataset: Dataset,
@@ -511,7 +505,7 @@ struct Replaced {
 /// Merges `part` into the committed files of its partition, the last write of a key winning.
 /// A record equal to the committed one changes nothing (no file is rewritten for it).
 fn replace_known_keys(
-    lake: &Lake,
+    lake: &Base,
     manifest: &Manifest,
     gone: &HashSet<String>,
     partition: &Partition,
@@ -612,7 +606,7 @@ fn replace_known_keys(
 /// Keeps the rows of `part` whose key is neither committed in the partition nor repeated
 /// earlier in `part`; with the mask of kept rows when some were dropped.
 fn drop_known_keys(
-    lake: &Lake,
+    lake: &Base,
     manifest: &Manifest,
     gone: &HashSet<String>,
     partition: &Partition,
@@ -655,7 +649,7 @@ fn drop_known_keys(
 /// them added and the `remove`d files removed, in the journaled order described in
 /// the commit log's module. Returns the new version.
 pub fn commit_files(
-    lake: &Lake,
+    lake: &Base,
     mut commit: Commit,
     files: Vec<NewFile>,
     remove: Vec<String>,

@@ -12,7 +12,7 @@ use crate::api::client::Dated;
 use crate::api::requests::CandlesRequest;
 use crate::error::Result;
 use crate::lake::convert::CandleSeries;
-use crate::sync::SyncConfig;
+use crate::sync::config::SyncConfig;
 use crate::sync::context::JobContext;
 use crate::sync::ranges::{Range, RangeSet};
 use crate::sync::state::{SyncStates, state_value};

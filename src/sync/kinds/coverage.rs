@@ -4,7 +4,7 @@
 use chrono::{DateTime, TimeZone, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::sync::SyncConfig;
+use crate::sync::config::SyncConfig;
 use crate::sync::ranges::{Range, RangeSet};
 
 /// Time ranges a time-range dataset covers for one target (empty answers included).

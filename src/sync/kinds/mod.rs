@@ -34,7 +34,7 @@ use profiles::AltProfilesJob;
 use snapshots::{SnapshotJob, SnapshotRequest};
 use streams::StreamJob;
 
-use super::SyncConfig;
+use super::config::SyncConfig;
 use super::context::JobContext;
 use super::jobs::Job;
 use super::state::SyncStates;

@@ -14,7 +14,7 @@ use crate::api::client::Dated;
 use crate::api::requests::{MAX_HISTORY_POOLS, MAX_HISTORY_TOKENS, PriceHistoryRequest};
 use crate::error::Result;
 use crate::lake::convert::HistorySeries;
-use crate::sync::SyncConfig;
+use crate::sync::config::SyncConfig;
 use crate::sync::context::JobContext;
 use crate::sync::ranges::{Range, RangeSet};
 use crate::sync::state::{SyncStates, state_value};

@@ -10,7 +10,7 @@ use crate::api::models::{Page, Swap, Trade};
 use crate::api::requests::{Operation, SwapsRequest, TradesRequest};
 use crate::error::{ApiStatus, Error, Result};
 use crate::lake::convert::ToBatch;
-use crate::sync::SyncConfig;
+use crate::sync::config::SyncConfig;
 use crate::sync::context::JobContext;
 use crate::sync::state::{SyncStates, state_value};
 
