@@ -51,7 +51,7 @@ use serde::Serialize;
 
 use crate::Result;
 use crate::analytics::ohlcv::Unfetched;
-use crate::analytics::quality::CandleSeries;
+use crate::lake::convert::CandleSeries;
 use crate::analytics::screener::ProfileSnapshot;
 use crate::analytics::{EventSource, Selection, TimeRange};
 use crate::lake::{Dataset, Lake};
