@@ -51,9 +51,9 @@ use serde::Serialize;
 
 use crate::Result;
 use crate::analytics::ohlcv::Unfetched;
-use crate::lake::convert::CandleSeries;
 use crate::analytics::screener::ProfileSnapshot;
 use crate::analytics::{EventSource, Selection, TimeRange};
+use crate::lake::convert::CandleSeries;
 use crate::lake::{Dataset, Lake};
 use crate::sync::recorded::{self, Recorded};
 
@@ -245,11 +245,6 @@ fn sync_command(dataset: Dataset, target: &str) -> String {
     format!("dexlake sync {command}{flags}")
 }
 
-/// The recorded sync states of a manifest's state map.
-pub(crate) fn recorded_of(states: &BTreeMap<String, serde_json::Value>) -> Vec<Recorded> {
-    recorded::recorded(states)
-}
-
 /// What the data check takes as fetched ([`CheckOptions::fetched`] and
 /// [`CheckOptions::candles_fetched`]): per token, the ranges its own swaps stream fetched
 /// completely; per candle series, the ranges its syncs covered. Targets whose extent is not
@@ -274,19 +269,13 @@ pub fn check_ranges(lake: &Lake) -> Result<CheckRanges> {
         }
     }
     for r in recorded_in(lake, Dataset::Candles)? {
-        let value = |name: &str| {
-            r.target
-                .iter()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| v.clone())
-        };
-        let Some(interval) = value("interval").and_then(|i| i.parse::<i64>().ok()) else {
+        let Some(interval) = r.key.value("interval").and_then(|i| i.parse::<i64>().ok()) else {
             continue;
         };
         if r.fetched_known {
             let series = CandleSeries {
-                token: value("token"),
-                pool: value("pool"),
+                token: r.key.value("token"),
+                pool: r.key.value("pool"),
                 interval,
             };
             out.candles.entry(series).or_default().extend(ranges(&r));
@@ -305,8 +294,7 @@ pub struct CheckRanges {
 }
 
 fn recorded_in(lake: &Lake, dataset: Dataset) -> Result<Vec<Recorded>> {
-    let states = lake.states(&format!("sync/{}/", dataset.name()))?;
-    Ok(recorded_of(&states))
+    recorded::in_dataset(lake, dataset)
 }
 
 /// `name=value name=value` of a target's pairs.

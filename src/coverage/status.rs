@@ -5,10 +5,11 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::{Span, recorded_of, target_text};
+use super::{Span, target_text};
 use crate::Result;
 use crate::lake::{Dataset, Lake};
 use crate::sync::recorded::Recorded;
+use crate::sync::recorded::recorded;
 
 /// What a lake holds, per dataset and per synced target ([`status`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -112,7 +113,7 @@ pub fn status(lake: &Lake) -> Result<LakeStatus> {
         d.first = Some(d.first.map_or(entry.min_time, |t| t.min(entry.min_time)));
         d.last = Some(d.last.map_or(entry.max_time, |t| t.max(entry.max_time)));
     }
-    for r in recorded_of(&manifest.state) {
+    for r in recorded(&manifest.state) {
         by_dataset
             .entry(r.dataset)
             .or_insert_with(|| empty(r.dataset))

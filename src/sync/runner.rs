@@ -11,7 +11,7 @@ use super::commit::{CommitBuffer, FetchTotals};
 use super::context::JobContext;
 use super::jobs::Job;
 use super::kinds::{FetchEnd, JobKind};
-use super::state::{RunStates, SyncStates};
+use super::state::{RunStates, StateKey, SyncStates};
 use super::{
     CancelToken, Compaction, Estimate, JobOutcome, SyncConfig, SyncEvent, SyncObserver, SyncReport,
 };
@@ -96,7 +96,7 @@ impl Syncer {
             &self.config,
             &self.lake,
             cancel,
-            super::kinds::merged_state,
+            super::state::merged,
         );
         let fetching = async {
             futures::stream::iter(jobs.iter().enumerate())
@@ -195,7 +195,7 @@ impl Syncer {
         let result = match job.validate() {
             Ok(()) => {
                 JobKind::of(job, &self.config)
-                    .fetch(&job.state_key(), &mut ctx)
+                    .fetch(&StateKey::of(job), &mut ctx)
                     .await
             }
             Err(e) => Err(e),
@@ -221,7 +221,7 @@ impl Syncer {
     pub fn estimate(&self, job: &Job) -> Result<Estimate> {
         job.validate()?;
         let (requests, note) = JobKind::of(job, &self.config).estimate(
-            &job.state_key(),
+            &StateKey::of(job),
             &self.states(),
             &self.config,
         )?;
