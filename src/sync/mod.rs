@@ -32,8 +32,8 @@
 //! - the public surface: `jobs.rs` ([`Job`], [`Plan`]), `config.rs` ([`SyncConfig`]),
 //!   `report.rs` ([`SyncReport`], [`JobReport`], [`JobOutcome`], [`Compaction`],
 //!   [`Estimate`]), `events.rs` ([`SyncEvent`], [`SyncObserver`]), `cancel.rs`
-//!   ([`CancelToken`]), `progress.rs` ([`ProgressBars`]) and [`ranges`] (time-range
-//!   arithmetic);
+//!   ([`CancelToken`]), `progress.rs` ([`ProgressBars`]) and [`ranges`] (the covered ranges'
+//!   arithmetic, in whole epoch seconds on a bar grid, as the states record them);
 //! - `runner.rs`: [`Syncer`], which runs a plan's jobs beside the run's committer and compacts
 //!   what the run wrote;
 //! - `kinds/`: one type per kind of job (swaps and trades, candles, price history, snapshots,
@@ -48,8 +48,8 @@
 //!
 //! # What it may import
 //!
-//! `sync` uses `api` (the client, models, requests) and `lake` (transactions, conversion of
-//! models to batches), never `analytics`, `report`, `sim` or the CLI. Inside, imports run one
+//! `sync` uses `api` (the client, models, requests), `lake` (transactions, conversion of
+//! models to batches) and [`TimeRange`](crate::TimeRange), never `analytics`, `report`, `sim` or the CLI. Inside, imports run one
 //! way: `runner` → `kinds` → `context` → `commit` and `state`; `recorded` → `state`; `commit`
 //! knows no kind and `kinds` never import the runner.
 

@@ -14,9 +14,7 @@ use super::ranges::from_epoch_seconds;
 use super::state::{StateKey, StreamState, SyncState};
 use crate::error::Result;
 use crate::lake::{Dataset, Lake};
-
-/// A half-open time range `[from, to)`; no `from` means from the target's first record.
-pub(crate) type Span = (Option<DateTime<Utc>>, DateTime<Utc>);
+use crate::time_range::TimeRange;
 
 /// What one sync state says was fetched.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,7 +28,7 @@ pub(crate) struct Recorded {
     /// `pool`, `interval`, `chain`), the digest of a snapshot's list (`list`).
     pub(crate) target: Vec<(String, String)>,
     /// Ranges fetched completely, sorted and disjoint.
-    pub(crate) fetched: Vec<Span>,
+    pub(crate) fetched: Vec<TimeRange>,
     /// Whether `fetched` is known: a stream recorded by an older version says only that it
     /// was fetched, not up to when.
     pub(crate) fetched_known: bool,
@@ -106,9 +104,11 @@ fn one(key: &str, value: &Value) -> Option<Recorded> {
                 .covered
                 .ranges()
                 .iter()
-                .map(|x| (Some(from_epoch_seconds(x.start)), from_epoch_seconds(x.end)))
+                .map(|x| {
+                    TimeRange::until(Some(from_epoch_seconds(x.start)), from_epoch_seconds(x.end))
+                })
                 .collect();
-            r.first = r.fetched.first().and_then(|s| s.0);
+            r.first = r.fetched.first().and_then(|s| s.from);
             r.last = state.newest_point.map(from_epoch_seconds);
             r.synced_at = state.synced_at;
         }
@@ -125,9 +125,9 @@ fn one(key: &str, value: &Value) -> Option<Recorded> {
 /// A stream's coverage: everything before the end of its last complete run, and what an
 /// interrupted run fetched, from just after its oldest record to its start.
 fn stream(r: &mut Recorded, state: &StreamState) {
-    let mut spans: Vec<Span> = Vec::new();
+    let mut spans: Vec<TimeRange> = Vec::new();
     if let Some(until) = state.complete_until {
-        spans.push((None, until));
+        spans.push(TimeRange::until(None, until));
     } else if state.newest.is_some() {
         // Complete once, recorded by a version that kept no times.
         r.fetched_known = false;
@@ -136,13 +136,16 @@ fn stream(r: &mut Recorded, state: &StreamState) {
         r.interrupted = true;
         match (run.oldest, run.started_at) {
             (Some((_, oldest)), Some(start)) => {
-                spans.push((Some(oldest + Duration::microseconds(1)), start));
+                spans.push(TimeRange::until(
+                    Some(oldest + Duration::microseconds(1)),
+                    start,
+                ));
             }
             (None, Some(_)) => {}
             _ => r.fetched_known = false,
         }
     }
-    r.fetched = merge(spans);
+    r.fetched = TimeRange::merged(spans);
     if let Some(held) = state.held {
         r.rows = Some(held.rows);
         r.first = held.first;
@@ -151,38 +154,9 @@ fn stream(r: &mut Recorded, state: &StreamState) {
     r.synced_at = state.synced_at;
 }
 
-/// Sorted, disjoint spans from any.
-pub(crate) fn merge(mut spans: Vec<Span>) -> Vec<Span> {
-    spans.retain(|(from, to)| from.is_none_or(|f| f < *to));
-    spans.sort_by_key(|(from, _)| *from);
-    let mut out: Vec<Span> = Vec::with_capacity(spans.len());
-    for (from, to) in spans {
-        match out.last_mut() {
-            Some(last) if from.is_none_or(|f| f <= last.1) => last.1 = last.1.max(to),
-            _ => out.push((from, to)),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn t(s: i64) -> DateTime<Utc> {
-        from_epoch_seconds(s)
-    }
-
-    #[test]
-    fn spans_merge_when_they_meet_and_an_open_start_comes_first() {
-        let merged = merge(vec![
-            (Some(t(50)), t(60)),
-            (None, t(10)),
-            (Some(t(5)), t(20)),
-            (Some(t(30)), t(30)),
-        ]);
-        assert_eq!(merged, vec![(None, t(20)), (Some(t(50)), t(60))]);
-    }
 
     #[test]
     fn a_stream_state_of_an_older_version_reads_with_its_coverage_unknown() {
