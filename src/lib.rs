@@ -11,6 +11,7 @@
 //! |---|---|---|
 //! | [`api`] | [`api::Client`] | typed requests for the service's eleven operations, retries, rate limit, paging, chunking |
 //! | [`lake`] | [`lake::Lake`] | Arrow schemas, atomic Parquet writes under a manifest, polars scans |
+//! | [`time_range`] | [`TimeRange`] | the one half-open time range: what the analytics select, the coverage reports and the sync states record |
 //! | [`sync`] | [`sync::Syncer`] | incremental, resumable fetch jobs: client → lake |
 //! | [`query`] | [`query::Query`] (`lake.query()`) | the one way into the lake's answers: every door (CLI, Python, report, follow) asks it; an [`query::Answer`] carries the value, its coverage, its warnings and the lake version |
 //! | [`coverage`] | [`coverage::status`] | what the lake covers, from the manifest and the recorded sync states: `dexlake status`, and the coverage each analytics answer carries (ranges never fetched, partial views) |
@@ -92,5 +93,7 @@ pub mod search;
 #[cfg(feature = "sim")]
 pub mod sim;
 pub mod sync;
+pub mod time_range;
 
 pub use error::{ApiStatus, Error, ErrorKind, Result};
+pub use time_range::TimeRange;

@@ -44,71 +44,27 @@
 mod status;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
 
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
 use crate::Result;
 use crate::analytics::ohlcv::Unfetched;
-use crate::analytics::quality::CandleSeries;
 use crate::analytics::screener::ProfileSnapshot;
-use crate::analytics::{EventSource, Selection, TimeRange};
+use crate::analytics::{EventSource, Selection};
+use crate::lake::convert::CandleSeries;
 use crate::lake::{Dataset, Lake};
 use crate::sync::recorded::{self, Recorded};
+use crate::time_range::TimeRange;
 
 pub use status::{DatasetStatus, LakeStatus, TargetStatus, status};
 
-/// A half-open time range `[from, to)`; an absent bound is open (a stream's coverage starts
-/// at its first record, whatever time that is).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Span {
-    /// First instant included; `None`: from the beginning.
-    pub from: Option<DateTime<Utc>>,
-    /// First instant excluded; `None`: without end.
-    pub to: Option<DateTime<Utc>>,
-}
-
-impl From<recorded::Span> for Span {
-    fn from((from, to): recorded::Span) -> Self {
-        Span { from, to: Some(to) }
-    }
-}
-
-impl fmt::Display for Span {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let at = |t: DateTime<Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true);
-        write!(
-            f,
-            "[{}, {})",
-            self.from.map_or("start".into(), at),
-            self.to.map_or("end".into(), at)
-        )
-    }
-}
-
-/// A span in microseconds, open bounds as `i64::MIN` / `i64::MAX`.
-fn micros(s: &Span) -> (i64, i64) {
-    (
-        s.from.map_or(i64::MIN, |t| t.timestamp_micros()),
-        s.to.map_or(i64::MAX, |t| t.timestamp_micros()),
-    )
-}
-
-fn span_of_micros(from: i64, to: i64) -> Span {
-    let at = |us: i64| DateTime::from_timestamp_micros(us);
-    Span {
-        from: (from != i64::MIN).then(|| at(from)).flatten(),
-        to: (to != i64::MAX).then(|| at(to)).flatten(),
-    }
-}
-
 /// The parts of `asked` outside every span of `covered` (sorted and disjoint).
-fn subtract(asked: &Span, covered: &[Span]) -> Vec<Span> {
-    let (mut at, end) = micros(asked);
+fn subtract(asked: &TimeRange, covered: &[TimeRange]) -> Vec<TimeRange> {
+    let (mut at, end) = asked.micros();
     let mut out = Vec::new();
     for c in covered {
-        let (from, to) = micros(c);
+        let (from, to) = c.micros();
         if to <= at {
             continue;
         }
@@ -116,7 +72,7 @@ fn subtract(asked: &Span, covered: &[Span]) -> Vec<Span> {
             break;
         }
         if from > at {
-            out.push(span_of_micros(at, from));
+            out.push(TimeRange::of_micros(at, from));
         }
         at = at.max(to);
         if at >= end {
@@ -124,7 +80,7 @@ fn subtract(asked: &Span, covered: &[Span]) -> Vec<Span> {
         }
     }
     if at < end {
-        out.push(span_of_micros(at, end));
+        out.push(TimeRange::of_micros(at, end));
     }
     out
 }
@@ -137,10 +93,10 @@ pub struct TargetCoverage {
     pub target: String,
     /// The range the answer reads. An open end stops at the end of what the target's streams
     /// fetched: nothing after the last sync is claimed missing.
-    pub asked: Span,
+    pub asked: TimeRange,
     /// Parts of `asked` that no stream of the target fetched completely, in order. Empty when
     /// the target is covered, or when its coverage is unknown.
-    pub missing: Vec<Span>,
+    pub missing: Vec<TimeRange>,
     /// Set when the lake holds only another stream's part of the target, naming it (such as
     /// the swaps of wallet W for a token never synced by token).
     pub partial: Option<String>,
@@ -190,7 +146,7 @@ impl Coverage {
                 ));
             }
             if t.recorded && !t.missing.is_empty() {
-                let spans: Vec<String> = t.missing.iter().map(Span::to_string).collect();
+                let spans: Vec<String> = t.missing.iter().map(TimeRange::to_string).collect();
                 out.push(format!(
                     "{what}: never fetched in {} (of {} asked)",
                     spans.join(", "),
@@ -214,7 +170,7 @@ impl Coverage {
                 continue;
             }
             for m in &t.missing {
-                let (from, to) = micros(m);
+                let (from, to) = m.micros();
                 out.insert(token, from, to);
             }
         }
@@ -245,11 +201,6 @@ fn sync_command(dataset: Dataset, target: &str) -> String {
     format!("dexlake sync {command}{flags}")
 }
 
-/// The recorded sync states of a manifest's state map.
-pub(crate) fn recorded_of(states: &BTreeMap<String, serde_json::Value>) -> Vec<Recorded> {
-    recorded::recorded(states)
-}
-
 /// What the data check takes as fetched ([`CheckOptions::fetched`] and
 /// [`CheckOptions::candles_fetched`]): per token, the ranges its own swaps stream fetched
 /// completely; per candle series, the ranges its syncs covered. Targets whose extent is not
@@ -258,12 +209,7 @@ pub(crate) fn recorded_of(states: &BTreeMap<String, serde_json::Value>) -> Vec<R
 /// [`CheckOptions::fetched`]: crate::analytics::quality::CheckOptions::fetched
 /// [`CheckOptions::candles_fetched`]: crate::analytics::quality::CheckOptions::candles_fetched
 pub fn check_ranges(lake: &Lake) -> Result<CheckRanges> {
-    let ranges = |r: &Recorded| -> Vec<TimeRange> {
-        r.fetched
-            .iter()
-            .map(|&(from, to)| TimeRange { from, to: Some(to) })
-            .collect()
-    };
+    let ranges = |r: &Recorded| -> Vec<TimeRange> { r.fetched.clone() };
     let mut out = CheckRanges::default();
     for r in recorded_in(lake, Dataset::Swaps)? {
         if let [(k, token)] = r.target.as_slice()
@@ -274,19 +220,13 @@ pub fn check_ranges(lake: &Lake) -> Result<CheckRanges> {
         }
     }
     for r in recorded_in(lake, Dataset::Candles)? {
-        let value = |name: &str| {
-            r.target
-                .iter()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| v.clone())
-        };
-        let Some(interval) = value("interval").and_then(|i| i.parse::<i64>().ok()) else {
+        let Some(interval) = r.key.value("interval").and_then(|i| i.parse::<i64>().ok()) else {
             continue;
         };
         if r.fetched_known {
             let series = CandleSeries {
-                token: value("token"),
-                pool: value("pool"),
+                token: r.key.value("token"),
+                pool: r.key.value("pool"),
                 interval,
             };
             out.candles.entry(series).or_default().extend(ranges(&r));
@@ -305,8 +245,7 @@ pub struct CheckRanges {
 }
 
 fn recorded_in(lake: &Lake, dataset: Dataset) -> Result<Vec<Recorded>> {
-    let states = lake.states(&format!("sync/{}/", dataset.name()))?;
-    Ok(recorded_of(&states))
+    recorded::in_dataset(lake, dataset)
 }
 
 /// `name=value name=value` of a target's pairs.
@@ -329,14 +268,11 @@ fn has(r: &Recorded, name: &str, value: &str) -> bool {
 
 /// The coverage of one target from its own streams (`own`) over `asked`; an open end of
 /// `asked` stops where the streams' fetched ranges end.
-fn from_streams(target: String, own: &[&Recorded], asked: Span) -> TargetCoverage {
-    let covered: Vec<Span> = own
-        .iter()
-        .flat_map(|r| r.fetched.iter().map(|&s| Span::from(s)))
-        .collect();
-    let covered = merged(covered);
+fn from_streams(target: String, own: &[&Recorded], asked: TimeRange) -> TargetCoverage {
+    let covered: Vec<TimeRange> = own.iter().flat_map(|r| r.fetched.iter().copied()).collect();
+    let covered = TimeRange::merged(covered);
     let recorded = !own.is_empty() && own.iter().all(|r| r.fetched_known);
-    let asked = Span {
+    let asked = TimeRange {
         from: asked.from,
         to: asked.to.or_else(|| covered.last().and_then(|s| s.to)),
     };
@@ -354,19 +290,6 @@ fn from_streams(target: String, own: &[&Recorded], asked: Span) -> TargetCoverag
     }
 }
 
-fn merged(spans: Vec<Span>) -> Vec<Span> {
-    let mut v: Vec<(i64, i64)> = spans.iter().map(micros).collect();
-    v.sort_unstable();
-    let mut out: Vec<(i64, i64)> = Vec::new();
-    for (from, to) in v {
-        match out.last_mut() {
-            Some(last) if from <= last.1 => last.1 = last.1.max(to),
-            _ => out.push((from, to)),
-        }
-    }
-    out.into_iter().map(|(f, t)| span_of_micros(f, t)).collect()
-}
-
 /// Names the streams that hold part of a target the lake has no own stream of.
 fn partial_view(others: &[&Recorded], what: &str) -> Option<String> {
     if others.is_empty() {
@@ -380,7 +303,7 @@ fn partial_view(others: &[&Recorded], what: &str) -> Option<String> {
 }
 
 /// The coverage of one token's events in `dataset` over `asked`.
-fn token_coverage(records: &[Recorded], token: &str, asked: Span) -> TargetCoverage {
+fn token_coverage(records: &[Recorded], token: &str, asked: TimeRange) -> TargetCoverage {
     let own: Vec<&Recorded> = records
         .iter()
         .filter(|r| is_only(r, "token", token))
@@ -416,7 +339,7 @@ pub fn of_events(
 ) -> Result<Coverage> {
     let dataset = source.dataset();
     let records = recorded_in(lake, dataset)?;
-    let asked = Span {
+    let asked = TimeRange {
         from: range.from,
         to: range.to,
     };
@@ -512,11 +435,11 @@ pub fn of_window(
     let now = resolve_now(lake, dataset, now)?;
     let asked = match now {
         // Events at `now` count: the window is `(now - seconds, now]`.
-        Some(now) => Span {
+        Some(now) => TimeRange {
             from: now.checked_sub_signed(Duration::seconds(seconds)),
             to: Some(now + Duration::microseconds(1)),
         },
-        None => Span {
+        None => TimeRange {
             from: None,
             to: None,
         },
@@ -567,7 +490,7 @@ pub fn of_wallets(
 ) -> Result<Coverage> {
     let trades = recorded_in(lake, Dataset::Trades)?;
     let swaps = recorded_in(lake, Dataset::Swaps)?;
-    let open = Span {
+    let open = TimeRange {
         from: None,
         to: None,
     };
@@ -731,7 +654,7 @@ pub fn of_profiles(lake: &Lake, snapshot: &ProfileSnapshot) -> Result<Coverage> 
             t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
         )
     });
-    let at = used.map(|t| Span {
+    let at = used.map(|t| TimeRange {
         from: Some(t),
         to: Some(t + Duration::microseconds(1)),
     });
@@ -739,7 +662,7 @@ pub fn of_profiles(lake: &Lake, snapshot: &ProfileSnapshot) -> Result<Coverage> 
         dataset: Dataset::TokenProfiles,
         targets: vec![TargetCoverage {
             target: "profiles".into(),
-            asked: at.unwrap_or(Span {
+            asked: at.unwrap_or(TimeRange {
                 from: None,
                 to: None,
             }),
@@ -755,9 +678,9 @@ pub fn of_profiles(lake: &Lake, snapshot: &ProfileSnapshot) -> Result<Coverage> 
 mod tests {
     use super::*;
 
-    fn s(from: Option<i64>, to: Option<i64>) -> Span {
+    fn s(from: Option<i64>, to: Option<i64>) -> TimeRange {
         let at = |x: i64| DateTime::from_timestamp(x, 0).unwrap();
-        Span {
+        TimeRange {
             from: from.map(at),
             to: to.map(at),
         }

@@ -5,10 +5,12 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::{Span, recorded_of, target_text};
+use super::target_text;
 use crate::Result;
 use crate::lake::{Dataset, Lake};
 use crate::sync::recorded::Recorded;
+use crate::sync::recorded::recorded;
+use crate::time_range::TimeRange;
 
 /// What a lake holds, per dataset and per synced target ([`status`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -57,7 +59,7 @@ pub struct TargetStatus {
     pub last: Option<DateTime<Utc>>,
     /// Ranges fetched completely, in order. A stream's first range starts at its first record
     /// (`from` is `None`): a complete run fetches everything back to it.
-    pub fetched: Vec<Span>,
+    pub fetched: Vec<TimeRange>,
     /// Whether `fetched` is known: `false` for a stream last completed by a version that kept
     /// no times (its next sync records them).
     pub fetched_known: bool,
@@ -78,7 +80,7 @@ impl From<&Recorded> for TargetStatus {
             rows: r.rows,
             first: r.first,
             last: r.last,
-            fetched: r.fetched.iter().map(|&s| Span::from(s)).collect(),
+            fetched: r.fetched.clone(),
             fetched_known: r.fetched_known,
             synced_at: r.synced_at,
             interrupted: r.interrupted,
@@ -112,7 +114,7 @@ pub fn status(lake: &Lake) -> Result<LakeStatus> {
         d.first = Some(d.first.map_or(entry.min_time, |t| t.min(entry.min_time)));
         d.last = Some(d.last.map_or(entry.max_time, |t| t.max(entry.max_time)));
     }
-    for r in recorded_of(&manifest.state) {
+    for r in recorded(&manifest.state) {
         by_dataset
             .entry(r.dataset)
             .or_insert_with(|| empty(r.dataset))

@@ -622,12 +622,13 @@ pub trait ToBatch: Sized {
     fn to_batch(records: &[Self], context: &Self::Context) -> Result<RecordBatch>;
 }
 
-/// What a candle row needs beside the candle: the token and/or pool it prices and its interval.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A series of candles: the token and/or pool they price, and their interval. What a candle
+/// row needs beside the candle, and how the data check names a series.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 pub struct CandleSeries {
-    /// Token address.
+    /// Token address, when the candles were asked for a token.
     pub token: Option<String>,
-    /// Pool address.
+    /// Pool address, when the candles were asked for a pool.
     pub pool: Option<String>,
     /// Seconds per candle.
     pub interval: i64,

@@ -364,14 +364,7 @@ impl Follower {
     /// Whether a stream of the follow's jobs records an unfinished run (it resumes from its
     /// cursor and ends where that run began).
     fn unfinished_streams(&self, lake: &Lake) -> Result<bool> {
-        let mut states = BTreeMap::new();
-        for job in &self.jobs {
-            let key = job.state_key();
-            if let Some(v) = lake.state(&key)? {
-                states.insert(key, v);
-            }
-        }
-        Ok(crate::sync::recorded::recorded(&states)
+        Ok(crate::sync::recorded::of_jobs(lake, &self.jobs)?
             .iter()
             .any(|r| r.interrupted))
     }

@@ -10,6 +10,7 @@ use crate::api::profile_query::SearchRequest;
 use crate::api::retry::{MAX_CONCURRENCY, RateLimit};
 use crate::error::{Error, Result};
 use crate::lake::Dataset;
+use crate::sync::state::StateKey;
 
 /// Largest candle or price-history interval a job accepts, in seconds (366 days).
 pub const MAX_INTERVAL_SECONDS: i64 = 366 * 86_400;
@@ -253,7 +254,12 @@ impl Job {
     /// The key under which the job's progress is recorded in the lake's manifest. Two jobs
     /// with the same key fetch the same thing.
     pub fn state_key(&self) -> String {
-        format!("sync/{}/{}", self.dataset(), self.names().1)
+        StateKey::of(self).to_string()
+    }
+
+    /// What the job fetches as its state key names it, after `sync/<dataset>/`.
+    pub(crate) fn target_name(&self) -> String {
+        self.names().1
     }
 
     /// Checks that the job names what it needs and that its numbers are in range (a positive

@@ -32,8 +32,8 @@
 //! - the public surface: `jobs.rs` ([`Job`], [`Plan`]), `config.rs` ([`SyncConfig`]),
 //!   `report.rs` ([`SyncReport`], [`JobReport`], [`JobOutcome`], [`Compaction`],
 //!   [`Estimate`]), `events.rs` ([`SyncEvent`], [`SyncObserver`]), `cancel.rs`
-//!   ([`CancelToken`]), `progress.rs` ([`ProgressBars`]) and [`ranges`] (time-range
-//!   arithmetic);
+//!   ([`CancelToken`]), `progress.rs` ([`ProgressBars`]) and [`ranges`] (the covered ranges'
+//!   arithmetic, in whole epoch seconds on a bar grid, as the states record them);
 //! - `runner.rs`: [`Syncer`], which runs a plan's jobs beside the run's committer and compacts
 //!   what the run wrote;
 //! - `kinds/`: one type per kind of job (swaps and trades, candles, price history, snapshots,
@@ -41,14 +41,17 @@
 //! - `commit.rs`: the group commit, the run's one buffer, its committer and the per-job
 //!   accounts that the kinds hand rows to;
 //! - `context.rs`: what a job in progress is given (client, states, counters, the hand-off);
-//!   `state.rs`: the progress jobs record in the manifest, read once per run.
+//! - `state.rs`: the progress jobs record in the manifest, read once per run: the one key type
+//!   (`StateKey`, built from a [`Job`]) and one state type per kind, the only code that reads
+//!   or writes their JSON; `recorded.rs`: what those states say was fetched, read by
+//!   `dexlake status`, the coverage of the analytics (`crate::coverage`) and `dexlake follow`.
 //!
 //! # What it may import
 //!
-//! `sync` uses `api` (the client, models, requests) and `lake` (transactions, conversion of
-//! models to batches), never `analytics`, `report`, `sim` or the CLI. Inside, imports run one
-//! way: `runner` → `kinds` → `context` → `commit` and `state`; `commit` knows no kind and
-//! `kinds` never import the runner.
+//! `sync` uses `api` (the client, models, requests), `lake` (transactions, conversion of
+//! models to batches) and [`TimeRange`](crate::TimeRange), never `analytics`, `report`, `sim` or the CLI. Inside, imports run one
+//! way: `runner` → `kinds` → `context` → `commit` and `state`; `recorded` → `state`; `commit`
+//! knows no kind and `kinds` never import the runner.
 
 mod cancel;
 mod commit;
@@ -59,6 +62,7 @@ mod jobs;
 mod kinds;
 mod progress;
 pub mod ranges;
+pub(crate) mod recorded;
 mod report;
 mod runner;
 mod state;
@@ -67,7 +71,6 @@ pub use cancel::CancelToken;
 pub use config::SyncConfig;
 pub use events::{SyncEvent, SyncObserver};
 pub use jobs::{Job, MAX_BARS_PER_JOB, MAX_INTERVAL_SECONDS, Plan, read_search_request};
-pub(crate) use kinds::recorded;
 pub use progress::ProgressBars;
 pub use report::{Compaction, Estimate, JobOutcome, JobReport, SyncReport};
 pub use runner::Syncer;

@@ -3,6 +3,7 @@
 //! Time-range datasets (candles, price history) record which ranges the lake covers; a sync asks
 //! only for what is missing. Kept apart from the runner so the arithmetic is tested on its own.
 
+use chrono::{DateTime, TimeZone, Utc};
 use serde::{Deserialize, Serialize};
 
 /// A half-open range `[start, end)` of epoch seconds.
@@ -66,6 +67,16 @@ impl Range {
         let len = (i128::from(self.end) - i128::from(self.start)).max(0) as u64;
         len.div_ceil(max_len.max(1) as u64)
     }
+}
+
+/// A time as epoch seconds, the unit of the ranges.
+pub(crate) fn epoch_seconds(t: DateTime<Utc>) -> i64 {
+    t.timestamp()
+}
+
+/// Epoch seconds as a time (the epoch itself when out of range).
+pub(crate) fn from_epoch_seconds(secs: i64) -> DateTime<Utc> {
+    Utc.timestamp_opt(secs, 0).single().unwrap_or_default()
 }
 
 /// A normalised set of ranges: sorted, non-overlapping, non-adjacent, none empty.

@@ -15,7 +15,7 @@ use super::events::{SyncEvent, SyncObserver};
 use super::jobs::Job;
 use super::kinds::{FetchEnd, JobKind};
 use super::report::{Compaction, Estimate, JobOutcome, SyncReport};
-use super::state::{RunStates, SyncStates};
+use super::state::{RunStates, StateKey, SyncStates};
 use crate::api::client::Client;
 use crate::error::{Error, Result};
 use crate::lake::Lake;
@@ -97,7 +97,7 @@ impl Syncer {
             &self.config,
             &self.lake,
             cancel,
-            super::kinds::merged_state,
+            super::state::merged,
         );
         let fetching = async {
             futures::stream::iter(jobs.iter().enumerate())
@@ -196,7 +196,7 @@ impl Syncer {
         let result = match job.validate() {
             Ok(()) => {
                 JobKind::of(job, &self.config)
-                    .fetch(&job.state_key(), &mut ctx)
+                    .fetch(&StateKey::of(job), &mut ctx)
                     .await
             }
             Err(e) => Err(e),
@@ -222,7 +222,7 @@ impl Syncer {
     pub fn estimate(&self, job: &Job) -> Result<Estimate> {
         job.validate()?;
         let (requests, note) = JobKind::of(job, &self.config).estimate(
-            &job.state_key(),
+            &StateKey::of(job),
             &self.states(),
             &self.config,
         )?;

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use dexlake::analytics::{BarOptions, EventSource, Fill, Selection, TimeRange};
-use dexlake::coverage::{self, Span};
+use dexlake::coverage;
 use dexlake::lake::{Dataset, Lake};
 use dexlake::prelude::*;
 use dexlake::sim::Simulator;
@@ -162,7 +162,7 @@ async fn status_lists_exactly_the_fetched_ranges_and_reads_no_data_file() {
     assert_eq!(candles.targets.len(), 1, "{candles:#?}");
     let series = &candles.targets[0];
     assert_eq!(series.target, format!("token={token} interval=300"));
-    let span = |from: DateTime<Utc>, to: DateTime<Utc>| Span {
+    let span = |from: DateTime<Utc>, to: DateTime<Utc>| TimeRange {
         from: Some(from),
         to: Some(to),
     };
@@ -230,7 +230,7 @@ async fn status_lists_exactly_the_fetched_ranges_and_reads_no_data_file() {
     assert_eq!(stream.first, Some(at(min)));
     assert_eq!(
         stream.fetched,
-        vec![Span {
+        vec![TimeRange {
             from: None,
             to: Some(run_start)
         }]
@@ -315,7 +315,7 @@ async fn bars_over_a_range_never_fetched_are_missing_and_never_filled() {
         let missing = &covered.coverage.targets[0].missing;
         assert_eq!(
             missing,
-            &vec![Span {
+            &vec![TimeRange {
                 from: None,
                 to: Some(hole_end)
             }]
@@ -399,7 +399,7 @@ async fn bars_over_a_range_never_fetched_are_missing_and_never_filled() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
-    let hole = Span {
+    let hole = TimeRange {
         from: None,
         to: Some(hole_end),
     }

@@ -12,7 +12,7 @@
 //!
 //! | file | what lives there |
 //! |---|---|
-//! | `mod.rs` | the selection ([`EventSource`], [`Selection`], [`TimeRange`]), the events ([`Tick`], [`Events`], [`TokenEvents`]) and the entry points [`load_events`], [`latest_event_time`] |
+//! | `mod.rs` | the selection ([`EventSource`], [`Selection`], [`TimeRange`], the crate's one time range), the events ([`Tick`], [`Events`], [`TokenEvents`]) and the entry points [`load_events`], [`latest_event_time`] |
 //! | `layout.rs` | where a dataset's rows keep their token sides, and a row's side as an event |
 //! | `row_groups.rs` | the reader: row group by row group with arrow-rs, token addresses as dictionaries, in parallel |
 //! | `reference.rs` | (tests only) the simpler reader, each file through a polars query: the row-group reader's reference |
@@ -33,6 +33,7 @@ use polars::prelude::*;
 
 use crate::lake::read::{CommittedFile, committed_files};
 use crate::lake::{Dataset, Lake};
+pub use crate::time_range::TimeRange;
 use crate::{Error, Result};
 
 /// Files open at once in each pass of the reader.
@@ -90,15 +91,6 @@ pub enum Selection {
     AllTokens,
 }
 
-/// A half-open time range `[from, to)`; an open side is unbounded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct TimeRange {
-    /// First instant included.
-    pub from: Option<DateTime<Utc>>,
-    /// First instant excluded.
-    pub to: Option<DateTime<Utc>>,
-}
-
 impl Selection {
     /// Refuses an empty (or blank) token or pool address, which selects nothing: the error
     /// names `token` or `pool`. An empty list of tokens is a selection of no events.
@@ -116,21 +108,6 @@ impl Selection {
                 reason: format!("{a:?}: give a {argument} address"),
             }),
         }
-    }
-}
-
-impl TimeRange {
-    /// Checks that the range is not empty.
-    pub fn validate(&self) -> Result<()> {
-        if let (Some(f), Some(t)) = (self.from, self.to)
-            && f >= t
-        {
-            return Err(Error::InvalidArgument {
-                argument: "time range".into(),
-                reason: format!("`from` {f} is not before `to` {t}: the range is empty"),
-            });
-        }
-        Ok(())
     }
 }
 

@@ -32,6 +32,7 @@ use super::TimeSpan;
 use crate::analytics::columns::{f64_col, i64_col, micros_col};
 use crate::analytics::ohlcv::{BarOptions, bars_of_events};
 use crate::analytics::{TimeRange, TokenEvents};
+use crate::lake::convert::CandleSeries;
 use crate::lake::{Dataset, Lake};
 use crate::{Error, Result};
 
@@ -40,17 +41,6 @@ const TOLERANCE: f64 = 1e-9;
 
 /// Seconds in a week.
 const WEEK: i64 = 7 * 86_400;
-
-/// A series of candles: the token and/or pool they price, and their interval.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
-pub struct CandleSeries {
-    /// Token address, when the candles were asked for a token.
-    pub token: Option<String>,
-    /// Pool address, when the candles were asked for a pool.
-    pub pool: Option<String>,
-    /// Seconds per candle.
-    pub interval: i64,
-}
 
 /// One field of a bucket that differs.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]

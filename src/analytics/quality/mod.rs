@@ -37,7 +37,8 @@ use chrono::{DateTime, Utc};
 use polars::prelude::*;
 use rayon::prelude::*;
 
-pub use candles::{CandleMismatch, CandleSeries, FieldDiff, Reconciled};
+pub use crate::lake::convert::CandleSeries;
+pub use candles::{CandleMismatch, FieldDiff, Reconciled};
 pub use gaps::{Gap, GapRule};
 pub use ids::{DuplicateId, MovedId};
 pub use jumps::{JumpRule, PriceJump};

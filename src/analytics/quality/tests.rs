@@ -4,7 +4,8 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::candles::{self, Buckets, CandleSeries, ohlcv_for_tests};
+use super::CandleSeries;
+use super::candles::{self, Buckets, ohlcv_for_tests};
 use super::slots::order_of;
 use super::{GapRule, JumpRule, TimeSpan, find_gaps, find_jumps};
 use crate::analytics::{Events, Tick, TokenEvents};

@@ -5,7 +5,8 @@ use std::process::ExitCode;
 
 use chrono::{DateTime, Utc};
 use clap::{Args, ValueEnum};
-use dexlake::coverage::{LakeStatus, Span};
+use dexlake::TimeRange;
+use dexlake::coverage::LakeStatus;
 use dexlake::error::escaped_in_full;
 use dexlake::query::LakeQuery as _;
 
@@ -56,13 +57,13 @@ fn at(t: Option<DateTime<Utc>>) -> String {
     })
 }
 
-fn spans(spans: &[Span]) -> String {
+fn spans(spans: &[TimeRange]) -> String {
     if spans.is_empty() {
         return "nothing".into();
     }
     spans
         .iter()
-        .map(Span::to_string)
+        .map(TimeRange::to_string)
         .collect::<Vec<_>>()
         .join(" ")
 }

@@ -5,8 +5,7 @@ use chrono::{DateTime, Utc};
 
 use super::FetchEnd;
 use super::coverage::{
-    CoverState, answered_until, covered_until, epoch_seconds, from_epoch_seconds, missing_for,
-    wanted,
+    answered_until, covered_until, epoch_seconds, from_epoch_seconds, missing_for, wanted,
 };
 use crate::api::client::Dated;
 use crate::api::requests::CandlesRequest;
@@ -15,7 +14,7 @@ use crate::lake::convert::CandleSeries;
 use crate::sync::config::SyncConfig;
 use crate::sync::context::JobContext;
 use crate::sync::ranges::{Range, RangeSet};
-use crate::sync::state::{SyncStates, state_value};
+use crate::sync::state::{CoverState, StateKey, SyncStates, entry};
 
 /// A candles job: one token's or pool's candles at one interval over a time range.
 #[derive(Debug, Clone)]
@@ -29,12 +28,12 @@ pub(crate) struct CandlesJob {
 impl CandlesJob {
     /// Candles of one token or pool: the missing sub-ranges of a closed range, or, for an open
     /// one, the gaps and then pages forward to the service's present.
-    pub(crate) async fn fetch(&self, key: &str, ctx: &mut JobContext<'_>) -> Result<FetchEnd> {
+    pub(crate) async fn fetch(&self, key: &StateKey, ctx: &mut JobContext<'_>) -> Result<FetchEnd> {
         let CandlesJob { series, from, to } = self;
         let (from, to) = (*from, *to);
         let interval = series.interval;
         let client = ctx.client;
-        let mut state: CoverState = ctx.states.read(key)?.unwrap_or_default();
+        let mut state: CoverState = ctx.states.read(key)?;
         ctx.total = None;
         let base = CandlesRequest {
             interval,
@@ -96,12 +95,8 @@ impl CandlesJob {
             if covered > chunk.start {
                 state.cover(Range::new(chunk.start, covered));
             }
-            ctx.hand_off_records(
-                candles,
-                series.clone(),
-                vec![(key.to_owned(), state_value(&state))],
-            )
-            .await?;
+            ctx.hand_off_records(candles, series.clone(), vec![entry(key, &state)])
+                .await?;
         }
         // An open range: page forward with the service's `count` member from the start of the
         // tail until a page holds fewer bars than asked for. The service's own "now" ends the
@@ -137,12 +132,8 @@ impl CandlesJob {
             if covered > start {
                 state.cover(Range::new(start, covered));
             }
-            ctx.hand_off_records(
-                candles,
-                series.clone(),
-                vec![(key.to_owned(), state_value(&state))],
-            )
-            .await?;
+            ctx.hand_off_records(candles, series.clone(), vec![entry(key, &state)])
+                .await?;
             if !full || next <= start {
                 return Ok(FetchEnd::Complete);
             }
@@ -153,13 +144,13 @@ impl CandlesJob {
     /// A dry run of a candles job: its missing sub-ranges, or for an open range its gaps.
     pub(crate) fn estimate(
         &self,
-        key: &str,
+        key: &StateKey,
         states: &SyncStates<'_>,
         config: &SyncConfig,
     ) -> Result<(Option<u64>, String)> {
         let CandlesJob { series, from, to } = self;
         let (interval, from, to) = (series.interval, *from, *to);
-        let state: CoverState = states.read(key)?.unwrap_or_default();
+        let state: CoverState = states.read(key)?;
         let bars = config.bars_per_request;
         Ok(match to {
             Some(_) => {

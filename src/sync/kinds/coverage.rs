@@ -1,51 +1,10 @@
 //! What candles and price history share: the time ranges a target covers (empty answers
 //! included), the part of a wanted range still missing, and how far an answer reaches.
 
-use chrono::{DateTime, TimeZone, Utc};
-use serde::{Deserialize, Serialize};
-
 use crate::sync::config::SyncConfig;
 use crate::sync::ranges::{Range, RangeSet};
-
-/// Time ranges a time-range dataset covers for one target (empty answers included).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub(crate) struct CoverState {
-    pub(crate) covered: RangeSet,
-    /// Time of the newest point received, in epoch seconds.
-    #[serde(default)]
-    pub(crate) newest_point: Option<i64>,
-    /// When a range was last recorded as covered (absent in states of older versions).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) synced_at: Option<DateTime<Utc>>,
-}
-
-impl CoverState {
-    /// Records `range` as covered, now.
-    pub(crate) fn cover(&mut self, range: Range) {
-        self.covered.insert(range);
-        self.synced_at = Some(Utc::now());
-    }
-
-    /// Adds what `other` records: its covered ranges, and its newest point and sync time when
-    /// later than these.
-    pub(crate) fn absorb(&mut self, other: &CoverState) {
-        for &range in other.covered.ranges() {
-            self.covered.insert(range);
-        }
-        self.newest_point = self.newest_point.max(other.newest_point);
-        self.synced_at = self.synced_at.max(other.synced_at);
-    }
-}
-
-/// A time as epoch seconds, the unit of the ranges.
-pub(crate) fn epoch_seconds(t: DateTime<Utc>) -> i64 {
-    t.timestamp()
-}
-
-/// Epoch seconds as a time (the epoch itself when out of range).
-pub(crate) fn from_epoch_seconds(secs: i64) -> DateTime<Utc> {
-    Utc.timestamp_opt(secs, 0).single().unwrap_or_default()
-}
+pub(crate) use crate::sync::ranges::{epoch_seconds, from_epoch_seconds};
+use chrono::{DateTime, Utc};
 
 /// The requested range of a time-range job, aligned to its bar grid. Open ranges end now.
 pub(crate) fn wanted(interval: i64, from: DateTime<Utc>, to: Option<DateTime<Utc>>) -> Range {

@@ -7,8 +7,7 @@ use chrono::{DateTime, Utc};
 
 use super::FetchEnd;
 use super::coverage::{
-    CoverState, answered_until, covered_until, epoch_seconds, from_epoch_seconds, missing_for,
-    wanted,
+    answered_until, covered_until, epoch_seconds, from_epoch_seconds, missing_for, wanted,
 };
 use crate::api::client::Dated;
 use crate::api::requests::{MAX_HISTORY_POOLS, MAX_HISTORY_TOKENS, PriceHistoryRequest};
@@ -17,7 +16,7 @@ use crate::lake::convert::HistorySeries;
 use crate::sync::config::SyncConfig;
 use crate::sync::context::JobContext;
 use crate::sync::ranges::{Range, RangeSet};
-use crate::sync::state::{SyncStates, state_value};
+use crate::sync::state::{CoverState, StateKey, SyncStates, entry};
 
 /// A price-history job: its targets and time range.
 #[derive(Debug, Clone, Copy)]
@@ -75,24 +74,16 @@ impl PriceHistoryJob<'_> {
     }
 
     /// The coverage of every target of a price-history job, read from one manifest load.
-    fn covers(key: &str, states: &SyncStates<'_>) -> Result<HistoryCovers> {
-        let mut by_key = BTreeMap::new();
-        for (k, v) in states.with_prefix(&format!("{key}/"))? {
-            if v.is_null() {
-                continue;
-            }
-            let state: CoverState = states.decode(&k, v)?;
-            by_key.insert(k, state);
-        }
+    fn covers(key: &StateKey, states: &SyncStates<'_>) -> Result<HistoryCovers> {
         Ok(HistoryCovers {
-            key: key.to_owned(),
-            by_key,
+            key: key.clone(),
+            by_key: states.targets(key)?,
         })
     }
 
     /// Price history of many tokens or pools: for each target, only the sub-ranges it misses,
     /// grouped into requests by chunk.
-    pub(crate) async fn fetch(&self, key: &str, ctx: &mut JobContext<'_>) -> Result<FetchEnd> {
+    pub(crate) async fn fetch(&self, key: &StateKey, ctx: &mut JobContext<'_>) -> Result<FetchEnd> {
         let client = ctx.client;
         let &PriceHistoryJob {
             chain_id,
@@ -189,7 +180,7 @@ impl PriceHistoryJob<'_> {
                     state.cover(Range::new(hr.range.start, covered));
                 }
                 state.newest_point = state.newest_point.max(own.iter().copied().max());
-                states.push((target_key, state_value(state)));
+                states.push(entry(&target_key, &*state));
             }
             // Targets the answer stopped short for are asked again from where it stopped.
             short.sort();
@@ -209,7 +200,7 @@ impl PriceHistoryJob<'_> {
     /// A dry run of a price-history job: its requests, grouped by target.
     pub(crate) fn estimate(
         &self,
-        key: &str,
+        key: &StateKey,
         states: &SyncStates<'_>,
         config: &SyncConfig,
     ) -> Result<(Option<u64>, String)> {
@@ -242,18 +233,11 @@ struct HistoryRequest {
     addresses: Vec<String>,
 }
 
-fn history_target_key(job_key: &str, is_pool: bool, address: &str) -> String {
-    format!(
-        "{job_key}/{}={address}",
-        if is_pool { "pool" } else { "token" }
-    )
-}
-
 /// The coverage of each target (token or pool) of a price-history job, loaded once per job and
 /// kept up to date in memory as the job commits.
 struct HistoryCovers {
-    key: String,
-    by_key: BTreeMap<String, CoverState>,
+    key: StateKey,
+    by_key: BTreeMap<StateKey, CoverState>,
 }
 
 impl HistoryCovers {
@@ -265,13 +249,13 @@ impl HistoryCovers {
             synced_at: None,
         };
         self.by_key
-            .get(&history_target_key(&self.key, is_pool, address))
+            .get(&self.key.history_target(is_pool, address))
             .unwrap_or(&EMPTY)
     }
 
     /// A target's state key and its coverage, to update.
-    fn entry(&mut self, is_pool: bool, address: &str) -> (String, &mut CoverState) {
-        let k = history_target_key(&self.key, is_pool, address);
+    fn entry(&mut self, is_pool: bool, address: &str) -> (StateKey, &mut CoverState) {
+        let k = self.key.history_target(is_pool, address);
         (k.clone(), self.by_key.entry(k).or_default())
     }
 }

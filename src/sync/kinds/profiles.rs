@@ -3,11 +3,10 @@
 use futures::StreamExt;
 
 use super::FetchEnd;
-use super::snapshots::{SnapshotRun, SnapshotState};
 use crate::api::profile_query::SearchRequest;
 use crate::error::{ApiStatus, Result};
 use crate::sync::context::JobContext;
-use crate::sync::state::state_value;
+use crate::sync::state::{SnapshotRun, SnapshotState, StateKey, entry};
 
 /// An altchain profiles job: every page of one search-profiles request, as one snapshot.
 #[derive(Debug, Clone, Copy)]
@@ -18,10 +17,10 @@ pub(crate) struct AltProfilesJob<'j> {
 
 impl AltProfilesJob<'_> {
     /// Every page of the request, as one snapshot; an interrupted one resumes at its cursor.
-    pub(crate) async fn fetch(&self, key: &str, ctx: &mut JobContext<'_>) -> Result<FetchEnd> {
+    pub(crate) async fn fetch(&self, key: &StateKey, ctx: &mut JobContext<'_>) -> Result<FetchEnd> {
         let request = self.request;
         let client = ctx.client;
-        let state: SnapshotState = ctx.states.read(key)?.unwrap_or_default();
+        let state: SnapshotState = ctx.states.read(key)?;
         let mut run = state.run.unwrap_or_else(SnapshotRun::start);
         let mut fetched_at = run.fetched_at;
         let mut req = request.clone();
@@ -84,12 +83,8 @@ impl AltProfilesJob<'_> {
                     last_fetched_at: state.last_fetched_at,
                 }
             };
-            ctx.hand_off_records(
-                page.data,
-                fetched_at,
-                vec![(key.to_owned(), state_value(&state))],
-            )
-            .await?;
+            ctx.hand_off_records(page.data, fetched_at, vec![entry(key, &state)])
+                .await?;
             if last {
                 break;
             }

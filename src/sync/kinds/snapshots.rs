@@ -1,10 +1,7 @@
 //! Snapshots of prices, price stats, EVM profiles and portfolios: chunked requests sharing one
 //! fetch time, resumed chunk by chunk.
 
-use std::collections::BTreeSet;
-
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
 
 use super::FetchEnd;
 use crate::api::client::Client;
@@ -17,35 +14,7 @@ use crate::error::Result;
 use crate::lake::convert::{EvmSnapshot, ToBatch};
 use crate::sync::commit::BatchBuilder;
 use crate::sync::context::JobContext;
-use crate::sync::state::{SyncStates, state_value};
-
-/// Progress of a snapshot job.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub(crate) struct SnapshotState {
-    /// An unfinished snapshot: its fetch time and the chunks already committed.
-    pub(crate) run: Option<SnapshotRun>,
-    /// Fetch time of the last completed snapshot.
-    pub(crate) last_fetched_at: Option<DateTime<Utc>>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct SnapshotRun {
-    pub(crate) fetched_at: DateTime<Utc>,
-    pub(crate) done: BTreeSet<usize>,
-    /// For paged snapshots (search): cursor of the next page.
-    pub(crate) cursor: Option<String>,
-}
-
-impl SnapshotRun {
-    /// A new snapshot, fetched now.
-    pub(crate) fn start() -> Self {
-        SnapshotRun {
-            fetched_at: Utc::now(),
-            done: BTreeSet::new(),
-            cursor: None,
-        }
-    }
-}
+use crate::sync::state::{SnapshotRun, SnapshotState, StateKey, SyncStates, entry};
 
 /// One request of a snapshot job.
 #[derive(Debug, Clone)]
@@ -158,9 +127,9 @@ pub(crate) struct SnapshotJob {
 
 impl SnapshotJob {
     /// The chunks not yet committed, then the snapshot marked complete.
-    pub(crate) async fn fetch(self, key: &str, ctx: &mut JobContext<'_>) -> Result<FetchEnd> {
+    pub(crate) async fn fetch(self, key: &StateKey, ctx: &mut JobContext<'_>) -> Result<FetchEnd> {
         let requests = self.requests;
-        let state: SnapshotState = ctx.states.read(key)?.unwrap_or_default();
+        let state: SnapshotState = ctx.states.read(key)?;
         let mut run = state.run.unwrap_or_else(SnapshotRun::start);
         let fetched_at = run.fetched_at;
         for (i, request) in requests.into_iter().enumerate() {
@@ -183,30 +152,26 @@ impl SnapshotJob {
                 run: Some(run.clone()),
                 last_fetched_at: state.last_fetched_at,
             };
-            ctx.hand_off(rows, batch_fn, vec![(key.to_owned(), state_value(&state))])
+            ctx.hand_off(rows, batch_fn, vec![entry(key, &state)])
                 .await?;
         }
         let done = SnapshotState {
             run: None,
             last_fetched_at: Some(fetched_at),
         };
-        ctx.hand_off(
-            0,
-            || Ok(Vec::new()),
-            vec![(key.to_owned(), state_value(&done))],
-        )
-        .await?;
+        ctx.hand_off(0, || Ok(Vec::new()), vec![entry(key, &done)])
+            .await?;
         Ok(FetchEnd::Complete)
     }
 
     /// A dry run of a snapshot: the requests it has left.
     pub(crate) fn estimate(
         &self,
-        key: &str,
+        key: &StateKey,
         states: &SyncStates<'_>,
     ) -> Result<(Option<u64>, String)> {
         let requests = self.requests.len();
-        let state: SnapshotState = states.read(key)?.unwrap_or_default();
+        let state: SnapshotState = states.read(key)?;
         let done = state.run.map(|r| r.done.len()).unwrap_or(0);
         let n = requests.saturating_sub(done) as u64;
         Ok((

@@ -2,7 +2,6 @@
 
 use chrono::{DateTime, Utc};
 use futures::{Stream, StreamExt};
-use serde::{Deserialize, Serialize};
 
 use super::FetchEnd;
 use crate::api::client::{Client, Dated};
@@ -12,14 +11,7 @@ use crate::error::{ApiStatus, Error, Result};
 use crate::lake::convert::ToBatch;
 use crate::sync::config::SyncConfig;
 use crate::sync::context::JobContext;
-use crate::sync::state::{SyncStates, state_value};
-
-/// Position of a swap or trade in the service's newest-first order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub(crate) struct EventKey {
-    slot: i64,
-    id: i64,
-}
+use crate::sync::state::{EventKey, Held, StateKey, StreamRun, StreamState, SyncStates, entry};
 
 /// A record of a newest-first stream: where it sits in the order.
 pub(crate) trait Streamed: ToBatch<Context = ()> + Clone + Send + 'static {
@@ -107,72 +99,6 @@ pub(crate) const FUTURE_TOLERANCE: chrono::TimeDelta = chrono::TimeDelta::hours(
 /// to page without end.
 pub(crate) const STALE_PAGES: u32 = 5;
 
-/// Progress of a newest-first stream (swaps or trades of one filter).
-///
-/// The members after `count` were added later: a state written before them reads with them
-/// absent (`None`), and `dexlake status` reports what they would say as unknown until the
-/// stream's next sync records them.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub(crate) struct StreamState {
-    /// Newest record of the last completed run: everything from there back is in the lake.
-    pub(crate) newest: Option<EventKey>,
-    /// An interrupted run: where to resume.
-    pub(crate) run: Option<StreamRun>,
-    /// The service's `count` at the last page seen.
-    pub(crate) count: Option<i64>,
-    /// End of what the last completed run fetched: every record of the stream before this
-    /// instant is in the lake. The service's time (the `Date`) of the run's first answer, never
-    /// later; without a `Date`, just after the newest record.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) complete_until: Option<DateTime<Utc>>,
-    /// What the stream has handed to the lake so far (absent in states of older versions).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) held: Option<Held>,
-    /// When the stream last handed records or progress to the lake.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) synced_at: Option<DateTime<Utc>>,
-}
-
-/// The records a stream handed to the lake: how many distinct ones, and their time span.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Held {
-    /// Distinct records (a record fetched again, after a refused cursor, on an overlapping
-    /// page or twice in one page, counts once).
-    pub(crate) rows: u64,
-    /// Oldest `block_time` among them.
-    pub(crate) first: Option<DateTime<Utc>>,
-    /// Newest `block_time` among them.
-    pub(crate) last: Option<DateTime<Utc>>,
-}
-
-impl Held {
-    /// Counts one record not handed to the lake before.
-    fn add(&mut self, t: DateTime<Utc>) {
-        self.rows += 1;
-        self.first = Some(self.first.map_or(t, |f| f.min(t)));
-        self.last = Some(self.last.map_or(t, |l| l.max(t)));
-    }
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct StreamRun {
-    /// Cursor of the next page to fetch.
-    cursor: String,
-    /// Newest record this run has seen.
-    top: EventKey,
-    /// The run stops at this record (the `newest` of the run before).
-    stop: Option<EventKey>,
-    /// The service's time (the `Date`) of the run's first answer: the run fetches everything
-    /// before it (absent in runs recorded by older versions, and when the service sent no
-    /// `Date`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) started_at: Option<DateTime<Utc>>,
-    /// Oldest record the run has handed off, and its time: every record of the stream from
-    /// just after that time to `started_at` is in the lake.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) oldest: Option<(EventKey, DateTime<Utc>)>,
-}
-
 /// A swaps or trades job: the pages of one filter, newest first, down to what an earlier run
 /// committed.
 #[derive(Debug, Clone)]
@@ -190,10 +116,10 @@ impl<R: StreamRequest> StreamJob<R> {
     /// more than [`FUTURE_TOLERANCE`] after the answer that carried it is refused (counted and
     /// warned about, never stored). Pages that bring no record not already taken, several in a
     /// row ([`STALE_PAGES`]), end the job with [`Error::EndlessPaging`].
-    pub(crate) async fn fetch(&self, key: &str, ctx: &mut JobContext<'_>) -> Result<FetchEnd> {
+    pub(crate) async fn fetch(&self, key: &StateKey, ctx: &mut JobContext<'_>) -> Result<FetchEnd> {
         let request = &self.request;
         let client = ctx.client;
-        let mut state: StreamState = ctx.states.read(key)?.unwrap_or_default();
+        let mut state: StreamState = ctx.states.read(key)?;
         // A stream first fetched by a version that did not count its records stays uncounted.
         if state.held.is_none() && state.newest.is_none() && state.run.is_none() {
             state.held = Some(Held::default());
@@ -379,11 +305,11 @@ impl<R: StreamRequest> StreamJob<R> {
     /// A dry run of a stream: requests it will make, from its recorded state.
     pub(crate) fn estimate(
         &self,
-        key: &str,
+        key: &StateKey,
         states: &SyncStates<'_>,
         config: &SyncConfig,
     ) -> Result<(Option<u64>, String)> {
-        let state: StreamState = states.read(key)?.unwrap_or_default();
+        let state: StreamState = states.read(key)?;
         let limit = i64::from(config.page_limit);
         Ok(match (&state.run, state.newest, state.count) {
             (Some(_), _, _) => (
@@ -411,13 +337,12 @@ impl<R: StreamRequest> StreamJob<R> {
 /// Hands the held records of a stream to the commit buffer with the stream's next state.
 async fn hand_off_stream<T: Streamed>(
     ctx: &JobContext<'_>,
-    key: &str,
+    key: &StateKey,
     held: &mut Vec<T>,
     next: &StreamState,
 ) -> Result<()> {
     let rows = std::mem::take(held);
-    ctx.hand_off_records(rows, (), vec![(key.to_owned(), state_value(next))])
-        .await
+    ctx.hand_off_records(rows, (), vec![entry(key, next)]).await
 }
 
 /// Where an unfinished run stands.

@@ -1,27 +1,26 @@
 //! What the recorded sync states say was fetched, kind by kind, in terms that need no
 //! knowledge of the states' format: per target, the time ranges fetched completely, the
 //! records handed to the lake and when it was last synced. Read by `dexlake status` and by
-//! the coverage the analytics report (`crate::coverage`).
+//! the coverage the analytics report (`crate::coverage`) and `dexlake follow`. The states are
+//! read through `sync::state`, the one place that knows their format.
 
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Duration, Utc};
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::coverage::{CoverState, from_epoch_seconds};
-use super::snapshots::SnapshotState;
-use super::streams::StreamState;
-use crate::lake::Dataset;
-
-/// A half-open time range `[from, to)`; no `from` means from the target's first record.
-pub(crate) type Span = (Option<DateTime<Utc>>, DateTime<Utc>);
+use super::jobs::Job;
+use super::ranges::from_epoch_seconds;
+use super::state::{StateKey, StreamState, SyncState};
+use crate::error::Result;
+use crate::lake::{Dataset, Lake};
+use crate::time_range::TimeRange;
 
 /// What one sync state says was fetched.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Recorded {
     /// The state's key in the manifest (`sync/swaps/token=...`).
-    pub(crate) key: String,
+    pub(crate) key: StateKey,
     /// The dataset the job wrote.
     pub(crate) dataset: Dataset,
     /// What the job fetched, as `(name, value)` pairs in key order: the filters of a stream
@@ -29,7 +28,7 @@ pub(crate) struct Recorded {
     /// `pool`, `interval`, `chain`), the digest of a snapshot's list (`list`).
     pub(crate) target: Vec<(String, String)>,
     /// Ranges fetched completely, sorted and disjoint.
-    pub(crate) fetched: Vec<Span>,
+    pub(crate) fetched: Vec<TimeRange>,
     /// Whether `fetched` is known: a stream recorded by an older version says only that it
     /// was fetched, not up to when.
     pub(crate) fetched_known: bool,
@@ -59,18 +58,34 @@ pub(crate) fn recorded(states: &BTreeMap<String, Value>) -> Vec<Recorded> {
         .collect()
 }
 
-fn decode<T: DeserializeOwned>(value: &Value) -> Option<T> {
-    serde_json::from_value(value.clone()).ok()
+/// What the lake's recorded states of `dataset` say was fetched, in key order.
+pub(crate) fn in_dataset(lake: &Lake, dataset: Dataset) -> Result<Vec<Recorded>> {
+    Ok(recorded(&lake.states(&StateKey::prefix(dataset))?))
+}
+
+/// What the lake's recorded states of `jobs` say was fetched (jobs never synced have none).
+pub(crate) fn of_jobs<'a>(
+    lake: &Lake,
+    jobs: impl IntoIterator<Item = &'a Job>,
+) -> Result<Vec<Recorded>> {
+    let mut states = BTreeMap::new();
+    for job in jobs {
+        let key = StateKey::of(job).to_string();
+        if let Some(v) = lake.state(&key)? {
+            states.insert(key, v);
+        }
+    }
+    Ok(recorded(&states))
 }
 
 fn one(key: &str, value: &Value) -> Option<Recorded> {
-    let rest = key.strip_prefix("sync/")?;
-    let (name, tail) = rest.split_once('/')?;
-    let dataset: Dataset = name.parse().ok()?;
+    let key: StateKey = key.parse().ok()?;
+    let dataset = key.dataset();
+    let state = SyncState::decode(&key, value)?;
     let mut r = Recorded {
-        key: key.to_owned(),
+        target: key.target(),
+        key,
         dataset,
-        target: target_of(tail),
         fetched: Vec::new(),
         fetched_known: true,
         rows: None,
@@ -81,23 +96,23 @@ fn one(key: &str, value: &Value) -> Option<Recorded> {
         snapshot_at: None,
         partial_snapshot_at: None,
     };
-    match dataset {
-        Dataset::Swaps | Dataset::Trades => stream(&mut r, &decode::<StreamState>(value)?),
-        Dataset::Candles | Dataset::PriceHistory => {
+    match state {
+        SyncState::Stream(state) => stream(&mut r, &state),
+        SyncState::Cover(state) => {
             // A price-history job keeps one state per target under its own key.
-            let state: CoverState = decode(value)?;
             r.fetched = state
                 .covered
                 .ranges()
                 .iter()
-                .map(|x| (Some(from_epoch_seconds(x.start)), from_epoch_seconds(x.end)))
+                .map(|x| {
+                    TimeRange::until(Some(from_epoch_seconds(x.start)), from_epoch_seconds(x.end))
+                })
                 .collect();
-            r.first = r.fetched.first().and_then(|s| s.0);
+            r.first = r.fetched.first().and_then(|s| s.from);
             r.last = state.newest_point.map(from_epoch_seconds);
             r.synced_at = state.synced_at;
         }
-        _ => {
-            let state: SnapshotState = decode(value)?;
+        SyncState::Snapshot(state) => {
             r.snapshot_at = state.last_fetched_at;
             r.partial_snapshot_at = state.run.as_ref().map(|run| run.fetched_at);
             r.interrupted = state.run.is_some();
@@ -110,9 +125,9 @@ fn one(key: &str, value: &Value) -> Option<Recorded> {
 /// A stream's coverage: everything before the end of its last complete run, and what an
 /// interrupted run fetched, from just after its oldest record to its start.
 fn stream(r: &mut Recorded, state: &StreamState) {
-    let mut spans: Vec<Span> = Vec::new();
+    let mut spans: Vec<TimeRange> = Vec::new();
     if let Some(until) = state.complete_until {
-        spans.push((None, until));
+        spans.push(TimeRange::until(None, until));
     } else if state.newest.is_some() {
         // Complete once, recorded by a version that kept no times.
         r.fetched_known = false;
@@ -121,13 +136,16 @@ fn stream(r: &mut Recorded, state: &StreamState) {
         r.interrupted = true;
         match (run.oldest, run.started_at) {
             (Some((_, oldest)), Some(start)) => {
-                spans.push((Some(oldest + Duration::microseconds(1)), start));
+                spans.push(TimeRange::until(
+                    Some(oldest + Duration::microseconds(1)),
+                    start,
+                ));
             }
             (None, Some(_)) => {}
             _ => r.fetched_known = false,
         }
     }
-    r.fetched = merge(spans);
+    r.fetched = TimeRange::merged(spans);
     if let Some(held) = state.held {
         r.rows = Some(held.rows);
         r.first = held.first;
@@ -136,77 +154,9 @@ fn stream(r: &mut Recorded, state: &StreamState) {
     r.synced_at = state.synced_at;
 }
 
-/// Sorted, disjoint spans from any.
-pub(crate) fn merge(mut spans: Vec<Span>) -> Vec<Span> {
-    spans.retain(|(from, to)| from.is_none_or(|f| f < *to));
-    spans.sort_by_key(|(from, _)| *from);
-    let mut out: Vec<Span> = Vec::with_capacity(spans.len());
-    for (from, to) in spans {
-        match out.last_mut() {
-            Some(last) if from.is_none_or(|f| f <= last.1) => last.1 = last.1.max(to),
-            _ => out.push((from, to)),
-        }
-    }
-    out
-}
-
-/// The `(name, value)` pairs of a state key's tail: `token=T,wallet=W`, `token=T/interval=60`,
-/// `evm-1/interval=3600/token=A`, `altchain/<digest>`.
-fn target_of(tail: &str) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    for (i, segment) in tail.split('/').enumerate() {
-        if segment.contains('=') {
-            for pair in segment.split(',') {
-                if let Some((k, v)) = pair.split_once('=') {
-                    out.push((k.to_owned(), v.to_owned()));
-                }
-            }
-        } else if i == 0 {
-            out.push(("chain".to_owned(), segment.to_owned()));
-        } else {
-            out.push(("list".to_owned(), segment.to_owned()));
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn t(s: i64) -> DateTime<Utc> {
-        from_epoch_seconds(s)
-    }
-
-    #[test]
-    fn spans_merge_when_they_meet_and_an_open_start_comes_first() {
-        let merged = merge(vec![
-            (Some(t(50)), t(60)),
-            (None, t(10)),
-            (Some(t(5)), t(20)),
-            (Some(t(30)), t(30)),
-        ]);
-        assert_eq!(merged, vec![(None, t(20)), (Some(t(50)), t(60))]);
-    }
-
-    #[test]
-    fn keys_name_their_targets() {
-        let pairs = |v: Vec<(String, String)>| {
-            v.into_iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(" ")
-        };
-        assert_eq!(pairs(target_of("token=T,wallet=W")), "token=T wallet=W");
-        assert_eq!(
-            pairs(target_of("evm-1/interval=60/token=A")),
-            "chain=evm-1 interval=60 token=A"
-        );
-        assert_eq!(
-            pairs(target_of("altchain/00ff")),
-            "chain=altchain list=00ff"
-        );
-    }
 
     #[test]
     fn a_stream_state_of_an_older_version_reads_with_its_coverage_unknown() {
