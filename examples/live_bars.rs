@@ -16,10 +16,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use dexlake::analytics::{BarOptions, EventSource, Selection, TimeRange, bars};
-use dexlake::api::{Client, ClientConfig};
-use dexlake::lake::Lake;
 use dexlake::live::{FollowConfig, Follower};
+use dexlake::prelude::*;
 use dexlake::sim::{LiveConfig, Scale, SimConfig, Simulator};
 use dexlake::sync::CancelToken;
 use polars::prelude::*;
@@ -91,22 +89,15 @@ async fn main() -> anyhow::Result<()> {
         .i64()?
         .min()
         .and_then(chrono::DateTime::from_timestamp_micros);
-    let batch = bars(
-        &lake,
-        EventSource::Swaps,
-        &Selection::Tokens(tokens),
-        TimeRange {
-            from: first,
-            to: Some(watermark),
-        },
-        &BarOptions {
-            data_end: Some(watermark),
-            ..BarOptions::with_width(60)
-        },
-    )?
-    .lazy()
-    .filter(col("incomplete").not())
-    .collect()?;
+    let mut query = lake.query().tokens(tokens).until(watermark);
+    if let Some(first) = first {
+        query = query.since(first);
+    }
+    let batch = query
+        .bars(Bars::every(60).data_end(watermark))?
+        .lazy()
+        .filter(col("incomplete").not())
+        .collect()?;
     let printed = printed.sort(
         ["token_address", "timestamp"],
         SortMultipleOptions::default(),

@@ -11,12 +11,8 @@
 
 use std::sync::Arc;
 
-use dexlake::analytics::pnl::{self, PnlOptions, PnlSource};
-use dexlake::analytics::{BarOptions, EventSource, Selection, TimeRange, bars};
-use dexlake::api::{Client, ClientConfig};
-use dexlake::lake::Lake;
+use dexlake::prelude::*;
 use dexlake::sim::{Scale, SimConfig, Simulator};
-use dexlake::sync::{Job, SyncConfig, Syncer};
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {
@@ -58,27 +54,18 @@ async fn main() -> anyhow::Result<()> {
         report.requests()
     );
 
-    // Hourly bars from the lake, computed off the async workers.
+    // Hourly bars of the token's swaps, asked of the lake's query off the async workers.
     let bar_lake = Arc::clone(&lake);
-    let selection = Selection::Token(token.clone());
+    let bar_token = token.clone();
     let hourly = tokio::task::spawn_blocking(move || {
-        bars(
-            &bar_lake,
-            EventSource::Swaps,
-            &selection,
-            TimeRange::default(),
-            &BarOptions::with_width(3600),
-        )
+        bar_lake.query().token(bar_token).bars(Bars::every(3600))
     })
     .await??;
     println!("last hourly bars of {token}:\n{}", hourly.tail(Some(5)));
     anyhow::ensure!(hourly.height() > 0, "no hourly bar of {token}");
 
     // Who made money on it: FIFO PnL of every wallet, marked at the latest price.
-    let board = tokio::task::spawn_blocking(move || {
-        pnl::leaderboard(PnlSource::Lake(&lake), &PnlOptions::default(), 5)
-    })
-    .await??;
+    let board = tokio::task::spawn_blocking(move || lake.query().leaderboard(5)).await??;
     println!("top wallets:\n{board}");
     anyhow::ensure!(board.height() > 0, "an empty leaderboard");
 

@@ -13,11 +13,8 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use dexlake::analytics::pnl::{self, CostMethod, PnlConfig, PnlOptions, PnlSource};
-use dexlake::api::{Client, ClientConfig};
-use dexlake::lake::{Dataset, Lake};
+use dexlake::prelude::*;
 use dexlake::sim::{Scale, SimConfig, Simulator};
-use dexlake::sync::{Job, SyncConfig, Syncer};
 use polars::prelude::*;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -70,10 +67,10 @@ async fn main() -> anyhow::Result<()> {
         lake.row_count(Dataset::Trades)?
     );
 
-    // Everything below reads the lake only; polars work runs off the async workers.
+    // Everything below asks the lake's query (no network); polars work runs off the async
+    // workers.
     tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
-        let source = PnlSource::Lake(&lake);
-        let of_wallet = PnlOptions::of_wallet(&wallet);
+        let query = lake.query().wallet(wallet.as_str());
         let columns = [
             "token_address",
             "realized_pnl",
@@ -85,14 +82,10 @@ async fn main() -> anyhow::Result<()> {
         // Realized PnL depends on the method; realized + unrealized does not.
         let mut totals = Vec::new();
         for method in [CostMethod::Fifo, CostMethod::AverageCost] {
-            let options = PnlOptions {
-                config: PnlConfig {
-                    method,
-                    ..PnlConfig::default()
-                },
-                ..of_wallet.clone()
-            };
-            let pnl = pnl::pnl_report(source, &options)?;
+            let pnl = query.pnl_report(&PnlConfig {
+                method,
+                ..PnlConfig::default()
+            })?;
             println!("{method} positions:\n{}", pnl.ledgers.select(columns)?);
             let total = |name: &str| -> anyhow::Result<f64> {
                 Ok(pnl.ledgers.column(name)?.f64()?.sum().unwrap_or(0.0))
@@ -106,14 +99,10 @@ async fn main() -> anyhow::Result<()> {
         );
 
         // The audit trail: which buy lots each sell consumed, at what cost.
-        let with_lots = PnlOptions {
-            config: PnlConfig {
-                lots: true,
-                ..PnlConfig::default()
-            },
-            ..of_wallet.clone()
-        };
-        let pnl = pnl::pnl_report(source, &with_lots)?;
+        let pnl = query.pnl_report(&PnlConfig {
+            lots: true,
+            ..PnlConfig::default()
+        })?;
         let lots = pnl
             .lots
             .ok_or_else(|| anyhow::anyhow!("no lots, though asked for"))?;
@@ -122,7 +111,7 @@ async fn main() -> anyhow::Result<()> {
 
         // Daily equity marked to market at each day's close (the default period), and the
         // metrics of its returns.
-        let perf = pnl::wallet_performance(source, &of_wallet)?;
+        let perf = query.performance(&PnlConfig::default(), &EquityConfig::default())?;
         println!("equity curve (last days):\n{}", perf.curve.tail(Some(5)));
         println!("metrics:\n{}", perf.metrics);
         Ok(())
