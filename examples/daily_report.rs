@@ -36,10 +36,11 @@ use std::time::Instant;
 
 use anyhow::Context;
 use chrono::{Duration, Utc};
-use dexlake::analytics::screener::{self as local_search, ProfileSnapshot};
+use dexlake::analytics::screener as local_search;
 use dexlake::api::profile_query::SearchRequest;
 use dexlake::api::{Client, ClientConfig};
 use dexlake::lake::{Dataset, Lake};
+use dexlake::prelude::{LakeQuery, ProfileSnapshot};
 use dexlake::report::{self, ReportConfig};
 use dexlake::sim::{Scale, SimConfig, Simulator};
 use dexlake::sync::{CancelToken, Job, ProgressBars, SyncConfig, SyncReport, Syncer};
@@ -265,7 +266,7 @@ async fn most_traded(lake: &Arc<Lake>, n: usize) -> anyhow::Result<Vec<String>> 
         let at = ProfileSnapshot::At(local_search::snapshot_time(&lake, ProfileSnapshot::Latest)?);
         let mut tokens = Vec::new();
         loop {
-            let page = local_search::search(&lake, &request, at)?;
+            let page = lake.query().search_at(&request, at)?;
             tokens.extend(
                 page.data
                     .iter()

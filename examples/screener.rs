@@ -13,14 +13,10 @@
 
 use std::sync::Arc;
 
-use dexlake::analytics::screener::{
-    self as local_search, ProfileSnapshot, filter_expr, snapshot_frame,
-};
-use dexlake::api::profile_query::{Condition, Filter, Scalar, SearchRequest};
-use dexlake::api::{Client, ClientConfig};
-use dexlake::lake::Lake;
+use dexlake::analytics::screener::{filter_expr, snapshot_frame};
+use dexlake::api::profile_query::{Condition, Filter, Scalar};
+use dexlake::prelude::*;
 use dexlake::sim::{Scale, SimConfig, Simulator};
-use dexlake::sync::{Job, SyncConfig, Syncer};
 use polars::prelude::*;
 use serde_json::json;
 
@@ -62,7 +58,7 @@ async fn main() -> anyhow::Result<()> {
                         "include_metrics": ["1h"]},
             "limit": 10
         }))?;
-        let page = local_search::search(&lake, &request, ProfileSnapshot::Latest)?;
+        let page = lake.query().search(&request)?;
         println!("{} tokens match; the first page:", page.count);
         for doc in &page.data {
             println!(
@@ -77,7 +73,7 @@ async fn main() -> anyhow::Result<()> {
         let mut cursor = page.cursor;
         while let Some(c) = cursor {
             request.cursor = Some(c);
-            let next = local_search::search(&lake, &request, ProfileSnapshot::Latest)?;
+            let next = lake.query().search(&request)?;
             seen += next.data.len();
             cursor = next.cursor;
         }
