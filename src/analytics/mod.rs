@@ -16,33 +16,53 @@
 //!
 //! | module | what |
 //! |---|---|
-//! | [`events`] | the token side of swaps or trades, per token, in event order |
-//! | [`ohlcv`] | time bars, coarser bars from finer bars, tick / volume / dollar bars |
-//! | [`stats`] | price changes and volumes over 5m … 30d, as the service's get-price-stats |
+//! | `events` | the token side of swaps or trades, per token, in event order |
+//! | `ohlcv` | time bars, coarser bars from finer bars, tick / volume / dollar bars |
+//! | `stats` | price changes and volumes over 5m … 30d, as the service's get-price-stats |
 //! | [`pnl`] | ledgers per (wallet, token): cost-basis methods, realized and unrealized PnL, lots, positions, equity curves |
-//! | [`metrics`] | trading metrics: Sharpe, Sortino, max drawdown, win rate, profit factor |
+//! | `metrics` | trading metrics: Sharpe, Sortino, max drawdown, win rate, profit factor |
 //! | `arrow_columns` (crate-internal) | an arrow-rs batch's columns read from a data file: strings as dictionaries, numbers as one type, timestamps as microseconds |
 //! | `columns` (crate-internal) | typed readers of a frame's columns (floats, integers, strings, timestamps as microseconds) |
 //! | `intern` (crate-internal) | strings and integer pairs of many rows interned in parallel into sorted dictionaries |
-//! | [`token_metrics`] | the 46 window metrics of a token profile, from the lake's trades |
+//! | `token_metrics` | the 46 window metrics of a token profile, from the lake's trades |
 //! | [`screener`] | the service's search-profiles request answered locally from cached profile snapshots, and its filter language as polars expressions |
-//! | [`quality`] | data-quality findings (`dexlake check`): gaps, price jumps, candles against bars, repeated ids, slot times |
+//! | `quality` | data-quality findings (`dexlake check`): gaps, price jumps, candles against bars, repeated ids, slot times |
 
 pub(crate) mod arrow_columns;
 pub(crate) mod columns;
+#[doc(hidden)]
 pub mod events;
 pub(crate) mod intern;
+#[doc(hidden)]
 pub mod metrics;
+#[doc(hidden)]
 pub mod ohlcv;
 pub mod pnl;
+#[doc(hidden)]
 pub mod quality;
 pub mod screener;
+#[doc(hidden)]
 pub mod stats;
+#[doc(hidden)]
 pub mod token_metrics;
 
-pub use events::{EventSource, Events, Selection, Tick, TimeRange, TokenEvents, load_events};
+// What the query's questions and answers name; the kernels behind them are reached through
+// [`Query`](crate::query::Query) (the modules above stay public, hidden from the docs, for the
+// crate's tests and benches).
+pub use events::{EventSource, Selection, TimeRange};
+pub use metrics::{RatioConfig, ReturnMetrics};
 pub use ohlcv::{
-    BarOptions, BarRule, Edge, EventRule, Fill, LiveBars, LiveUpdate, MAX_WIDTH_SECONDS, bars,
-    bars_in_batches, event_bars, resample,
+    BarOptions, BarRule, Edge, EventRule, Fill, LiveBars, LiveUpdate, MAX_WIDTH_SECONDS,
 };
-pub use stats::{PriceStatsOptions, price_stats};
+pub use quality::{
+    CheckOptions, CheckReport, Finding, Findings, GapRule, JumpRule, check, check_with,
+};
+pub use stats::PriceStatsOptions;
+pub use token_metrics::Window;
+
+#[doc(hidden)]
+pub use events::{Events, Tick, TokenEvents, load_events};
+#[doc(hidden)]
+pub use ohlcv::{bars, bars_in_batches, event_bars, resample};
+#[doc(hidden)]
+pub use stats::price_stats;

@@ -78,6 +78,7 @@ mod tests;
 use polars::prelude::*;
 
 pub use equity::WalletPerformance;
+#[doc(hidden)]
 pub use ledger::{
     Ledger, LedgerEvent, LedgerSet, LotMatch, MATCH_TOLERANCE, Oversold, Position, TradeSide,
     run_ledger,
@@ -86,7 +87,9 @@ pub use options::{
     CostMethod, EquityConfig, MAX_PERIOD_SECONDS, Mark, OversellPolicy, PnlConfig, PnlOptions,
     PnlTable,
 };
-pub use report::{PnlReport, REPORT_CHUNK};
+pub use report::PnlReport;
+#[doc(hidden)]
+pub use report::REPORT_CHUNK;
 pub use rows::{SWAP_COLUMNS, TRADE_COLUMNS};
 
 use grouping::group_ledgers;
@@ -139,6 +142,7 @@ fn grouped(source: PnlSource<'_>, options: &PnlOptions) -> Result<LedgerSet> {
 
 /// The ledgers of `source` that `options` selects, grouped and not yet run: one per
 /// (wallet, token), in that order ([`LedgerSet::run`] runs them).
+#[doc(hidden)]
 pub fn ledger_set(source: PnlSource<'_>, options: &PnlOptions) -> Result<LedgerSet> {
     options.validate()?;
     grouped(source, options)
@@ -177,6 +181,7 @@ pub fn pnl_report_batches(
 
 /// Reads the lake's trades and swaps (of the token `options` names, when it names one) as
 /// frames, the [`PnlSource::Frames`] of the same events as [`PnlSource::Lake`].
+#[doc(hidden)]
 pub fn lake_frames(lake: &Lake, options: &PnlOptions) -> Result<(DataFrame, DataFrame)> {
     let trade_cols: Vec<Expr> = TRADE_COLUMNS.iter().map(|c| col(*c)).collect();
     let mut swap_cols: Vec<Expr> = SWAP_COLUMNS.iter().map(|c| col(*c)).collect();
