@@ -17,7 +17,7 @@
 //! | module | what |
 //! |---|---|
 //! | [`events`] | the token side of swaps or trades, per token, in event order |
-//! | [`ohlcv`] | time bars, coarser bars from finer bars, tick / volume / dollar bars |
+//! | [`ohlcv`] | time bars, coarser bars from finer bars, bars from stored candles and price history, tick / volume / dollar bars |
 //! | [`stats`] | price changes and volumes over 5m … 30d, as the service's get-price-stats |
 //! | [`pnl`] | ledgers per (wallet, token): cost-basis methods, realized and unrealized PnL, lots, positions, equity curves |
 //! | [`metrics`] | trading metrics: Sharpe, Sortino, max drawdown, win rate, profit factor |
@@ -42,7 +42,7 @@ pub mod token_metrics;
 
 pub use events::{EventSource, Events, Selection, Tick, TimeRange, TokenEvents, load_events};
 pub use ohlcv::{
-    BarOptions, BarRule, Edge, EventRule, Fill, LiveBars, LiveUpdate, MAX_WIDTH_SECONDS, bars,
-    bars_in_batches, event_bars, resample,
+    BarOptions, BarRule, Edge, EventRule, Fill, LiveBars, LiveUpdate, MAX_WIDTH_SECONDS,
+    SeriesSelection, SeriesSource, bars, bars_in_batches, event_bars, resample, series_bars,
 };
 pub use stats::{PriceStatsOptions, price_stats};
