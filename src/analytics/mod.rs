@@ -17,7 +17,7 @@
 //! | module | what |
 //! |---|---|
 //! | `events` | the token side of swaps or trades, per token, in event order |
-//! | `ohlcv` | time bars, coarser bars from finer bars, tick / volume / dollar bars |
+//! | `ohlcv` | time bars, coarser bars from finer bars, bars from stored candles and price history, tick / volume / dollar bars |
 //! | `stats` | price changes and volumes over 5m … 30d, as the service's get-price-stats |
 //! | [`pnl`] | ledgers per (wallet, token): cost-basis methods, realized and unrealized PnL, lots, positions, equity curves |
 //! | `metrics` | trading metrics: Sharpe, Sortino, max drawdown, win rate, profit factor |
@@ -53,6 +53,7 @@ pub use events::{EventSource, Selection, TimeRange};
 pub use metrics::{RatioConfig, ReturnMetrics};
 pub use ohlcv::{
     BarOptions, BarRule, Edge, EventRule, Fill, LiveBars, LiveUpdate, MAX_WIDTH_SECONDS,
+    SeriesSelection, SeriesSource,
 };
 pub use quality::{
     CheckOptions, CheckReport, Finding, Findings, GapRule, JumpRule, check, check_with,
@@ -63,6 +64,6 @@ pub use token_metrics::Window;
 #[doc(hidden)]
 pub use events::{Events, Tick, TokenEvents, load_events};
 #[doc(hidden)]
-pub use ohlcv::{bars, bars_in_batches, event_bars, resample};
+pub use ohlcv::{bars, bars_in_batches, event_bars, resample, series_bars};
 #[doc(hidden)]
 pub use stats::price_stats;

@@ -8,6 +8,7 @@ mod analytics_pnl;
 mod analytics_pnl_reader;
 mod analytics_search;
 mod analytics_search_wide;
+mod analytics_series;
 mod client;
 mod common;
 mod coverage;

@@ -1,5 +1,6 @@
-//! OHLCV bars: time bars from events, coarser bars from finer bars, and tick, volume and
-//! dollar bars.
+//! OHLCV bars: time bars from events, coarser bars from finer bars, time bars from the stored
+//! candles and price history ([`series_bars`], in `series.rs`; `docs/series.md`), and tick,
+//! volume and dollar bars.
 //!
 //! # Time bars
 //!
@@ -68,6 +69,7 @@
 mod grid;
 mod kernel;
 mod live;
+mod series;
 
 use chrono::{DateTime, Utc};
 use polars::prelude::*;
@@ -75,6 +77,7 @@ use rayon::prelude::*;
 
 pub use kernel::BarColumns;
 pub use live::{BarRule, LiveBars, LiveUpdate};
+pub use series::{SeriesSelection, SeriesSource, choose_interval, series_bars, stored_intervals};
 
 use super::events::{EventSource, Selection, TimeRange, TokenEvents, load_events};
 use crate::lake::Lake;

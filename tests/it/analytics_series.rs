@@ -1,0 +1,336 @@
+//! Bars from stored series: the candles of a lake synced from the simulator resampled to hours
+//! and to calendar days equal the bars of the same token's swaps, price history resampled
+//! equals a polars resampling of the same points, and the refusals and gaps.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Duration, TimeZone, Utc};
+use dexlake::Error;
+use dexlake::analytics::ohlcv::{SeriesSelection, SeriesSource, series_bars};
+use dexlake::analytics::{BarOptions, EventSource, Fill, Selection, TimeRange, bars};
+use dexlake::api::models::{PriceHistorySeries, PricePoint};
+use dexlake::lake::{Dataset, Lake, convert};
+use dexlake::sync::{Job, SyncConfig, Syncer};
+use polars::prelude::*;
+
+use crate::common::lake::write_all;
+use crate::common::{sim_client, tiny_sim};
+
+/// A lake with the swaps and the 60 s candles of the most active token of the tiny market
+/// (seed 5) over its last 4 days; the token and the first whole UTC day of the candles.
+fn synced_lake() -> (tempfile::TempDir, Lake, String, DateTime<Utc>) {
+    std::thread::spawn(|| {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        rt.block_on(async {
+            let sim = tiny_sim(5).await;
+            let dir = tempfile::tempdir().expect("temp dir");
+            let lake = Arc::new(Lake::open(dir.path()).expect("lake"));
+            let token = sim.market().catalog().altchain.tokens[0].address.clone();
+            let from = sim.market().now() - Duration::days(4);
+            let jobs = [
+                Job::Swaps {
+                    token: Some(token.clone()),
+                    wallet: None,
+                    pool: None,
+                },
+                Job::Candles {
+                    token: Some(token.clone()),
+                    pool: None,
+                    interval: 60,
+                    from,
+                    to: None,
+                },
+            ];
+            let syncer = Syncer::new(sim_client(&sim), Arc::clone(&lake), SyncConfig::default());
+            let report = syncer.run(&jobs).await;
+            assert!(!report.any_failed(), "sync failed: {report:?}");
+            sim.shutdown().await;
+            let day = from.timestamp().div_euclid(86_400) * 86_400 + 86_400;
+            let day = Utc.timestamp_opt(day, 0).single().expect("a day");
+            drop(lake);
+            let lake = Lake::open(dir.path()).expect("the lake opens");
+            (dir, lake, token, day)
+        })
+    })
+    .join()
+    .expect("the lake is synced")
+}
+
+fn times(df: &DataFrame) -> Vec<i64> {
+    df.column("timestamp")
+        .unwrap()
+        .datetime()
+        .unwrap()
+        .physical()
+        .iter()
+        .map(Option::unwrap)
+        .collect()
+}
+
+fn floats(df: &DataFrame, name: &str) -> Vec<Option<f64>> {
+    df.column(name).unwrap().f64().unwrap().iter().collect()
+}
+
+fn ints(df: &DataFrame, name: &str) -> Vec<i64> {
+    let c = df.column(name).unwrap().cast(&DataType::Int64).unwrap();
+    c.i64().unwrap().iter().map(Option::unwrap).collect()
+}
+
+fn flags(df: &DataFrame) -> Vec<bool> {
+    let c = df.column("incomplete").unwrap();
+    c.bool().unwrap().iter().map(Option::unwrap).collect()
+}
+
+fn close(a: f64, b: f64) -> bool {
+    a == b || (a - b).abs() <= 1e-9 * a.abs().max(b.abs())
+}
+
+#[test]
+fn resampled_candles_equal_the_bars_of_the_swaps_bucket_by_bucket() {
+    let (_dir, lake, token, day) = synced_lake();
+    let range = TimeRange {
+        from: Some(day),
+        to: None,
+    };
+    let widths = [
+        BarOptions::with_width(3600),
+        BarOptions {
+            time_zone: Some("America/New_York".into()),
+            ..BarOptions::with_width(86_400)
+        },
+    ];
+    for options in widths {
+        let from_swaps = bars(
+            &lake,
+            EventSource::Swaps,
+            &Selection::Token(token.clone()),
+            range,
+            &options,
+        )
+        .expect("bars of the swaps");
+        let selection = SeriesSelection {
+            tokens: Some(vec![token.clone()]),
+            range,
+            ..SeriesSelection::default()
+        };
+        let from_candles = series_bars(&lake, SeriesSource::Candles, &selection, &options)
+            .expect("bars of the candles");
+        let swap_t = times(&from_swaps);
+        let swap_flags = flags(&from_swaps);
+        let (t, incomplete) = (times(&from_candles), flags(&from_candles));
+        let mut compared = 0;
+        for (k, &at) in t.iter().enumerate() {
+            let Ok(j) = swap_t.binary_search(&at) else {
+                panic!("a candle bar at {at} has no swap bar");
+            };
+            if incomplete[k] || swap_flags[j] {
+                continue;
+            }
+            for name in ["open", "high", "low", "close", "volume"] {
+                let (a, b) = (floats(&from_candles, name)[k], floats(&from_swaps, name)[j]);
+                let (a, b) = (a.expect("a value"), b.expect("a value"));
+                assert!(
+                    close(a, b),
+                    "{name} at {at}: {a} from candles, {b} from swaps"
+                );
+            }
+            assert_eq!(
+                ints(&from_candles, "count")[k],
+                ints(&from_swaps, "count")[j],
+                "count at {at}"
+            );
+            compared += 1;
+        }
+        // Every covered bar of the swaps has its bar from the candles.
+        let covered = swap_t
+            .iter()
+            .zip(&swap_flags)
+            .filter(|&(at, &f)| !f && *at >= t[0] && *at < *t.last().unwrap())
+            .count();
+        assert!(
+            compared + 1 >= covered && compared > 1,
+            "{compared} bars compared of {covered} (width {})",
+            options.width_seconds
+        );
+        assert!(
+            floats(&from_candles, "vwap").iter().all(Option::is_none),
+            "a series has no vwap"
+        );
+    }
+}
+
+/// Points of `token` every minute from `start` (Unix seconds) for `minutes`, but `skip`.
+fn points(token: &str, start: i64, minutes: i64, skip: impl Fn(i64) -> bool) -> PriceHistorySeries {
+    PriceHistorySeries {
+        token_address: token.into(),
+        pool_address: format!("pool-{token}"),
+        prices: (0..minutes)
+            .filter(|m| !skip(*m))
+            .map(|m| PricePoint {
+                timestamp: Utc.timestamp_opt(start + 60 * m, 0).single().unwrap(),
+                usd_price: 1.0 + ((m * 37 + token.len() as i64) % 101) as f64 / 7.0,
+                usd_volume: ((m * 13) % 17) as f64 * 2.5,
+            })
+            .collect(),
+    }
+}
+
+/// A lake holding the price history of chain 1 of `series`, 60 s apart.
+fn history_lake(series: &[PriceHistorySeries]) -> (tempfile::TempDir, Lake) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let lake = Lake::open(dir.path()).expect("lake");
+    let batch = convert::price_history_to_batch(1, 60, series).expect("a batch");
+    write_all(&lake, &[(Dataset::PriceHistory, batch)]);
+    (dir, lake)
+}
+
+const START: i64 = 1_767_225_600; // 2026-01-01T00:00:00Z
+
+#[test]
+fn resampled_price_history_equals_a_polars_resampling_of_the_points() {
+    let series = [
+        points("0xaaa", START, 180, |_| false),
+        points("0xbbbb", START + 3600, 120, |_| false),
+    ];
+    let (_dir, lake) = history_lake(&series);
+    let options = BarOptions::with_width(900);
+    let got = series_bars(
+        &lake,
+        SeriesSource::PriceHistory { chain_id: 1 },
+        &SeriesSelection::default(),
+        &options,
+    )
+    .expect("bars of the price history");
+
+    let mut token = Vec::new();
+    let (mut t, mut price, mut volume) = (Vec::new(), Vec::new(), Vec::new());
+    for s in &series {
+        for p in &s.prices {
+            token.push(s.token_address.clone());
+            t.push(p.timestamp.timestamp_micros());
+            price.push(p.usd_price);
+            volume.push(p.usd_volume);
+        }
+    }
+    let width = 900_000_000i64;
+    let expected = df!(
+        "token_address" => token,
+        "t" => t,
+        "price" => price,
+        "volume" => volume,
+    )
+    .unwrap()
+    .lazy()
+    .with_column(((col("t") / lit(width)) * lit(width)).alias("timestamp"))
+    .group_by([col("token_address"), col("timestamp")])
+    .agg([
+        col("price")
+            .sort_by([col("t")], SortMultipleOptions::default())
+            .first()
+            .alias("open"),
+        col("price").max().alias("high"),
+        col("price").min().alias("low"),
+        col("price")
+            .sort_by([col("t")], SortMultipleOptions::default())
+            .last()
+            .alias("close"),
+        col("volume").sum().alias("volume"),
+        col("price").count().cast(DataType::Int64).alias("count"),
+    ])
+    .sort(
+        ["token_address", "timestamp"],
+        SortMultipleOptions::default(),
+    )
+    .collect()
+    .unwrap();
+
+    assert_eq!(got.height(), expected.height());
+    assert_eq!(got.height(), 12 + 8);
+    assert_eq!(
+        got.column("token_address")
+            .unwrap()
+            .as_materialized_series(),
+        expected
+            .column("token_address")
+            .unwrap()
+            .as_materialized_series()
+    );
+    assert_eq!(times(&got), ints(&expected, "timestamp"));
+    for name in ["open", "high", "low", "close", "volume"] {
+        let (a, b) = (floats(&got, name), floats(&expected, name));
+        for (x, y) in a.iter().zip(&b) {
+            assert!(close(x.unwrap(), y.unwrap()), "{name}: {x:?} and {y:?}");
+        }
+    }
+    assert_eq!(ints(&got, "count"), ints(&expected, "count"));
+    assert!(
+        flags(&got).iter().all(|f| !f),
+        "no bucket is partly covered"
+    );
+}
+
+#[test]
+fn a_width_not_a_multiple_of_the_series_interval_is_refused_naming_both() {
+    let (_dir, lake) = history_lake(&[points("0xaaa", START, 60, |_| false)]);
+    let source = SeriesSource::PriceHistory { chain_id: 1 };
+    let asked = SeriesSelection {
+        series_interval: Some(60),
+        ..SeriesSelection::default()
+    };
+    let refused = |r: dexlake::Result<DataFrame>, needles: &[&str]| match r {
+        Err(Error::InvalidArgument { reason, .. }) => {
+            for n in needles {
+                assert!(reason.contains(n), "{reason:?} names {n}");
+            }
+        }
+        other => panic!("refused, not {other:?}"),
+    };
+    let options = BarOptions::with_width(90);
+    refused(
+        series_bars(&lake, source, &asked, &options),
+        &["90 s", "60 s"],
+    );
+    refused(
+        series_bars(&lake, source, &SeriesSelection::default(), &options),
+        &["90 s", "stored: 60 s"],
+    );
+    // A grid whose buckets split the series' intervals.
+    let shifted = BarOptions {
+        offset_seconds: 30,
+        ..BarOptions::with_width(600)
+    };
+    refused(series_bars(&lake, source, &asked, &shifted), &["60 s"]);
+}
+
+#[test]
+fn a_gap_in_the_price_history_is_flagged_and_not_filled_across() {
+    // Minutes 20 to 49 of the first hour are missing.
+    let (_dir, lake) = history_lake(&[points("0xaaa", START, 120, |m| (20..50).contains(&m))]);
+    let options = BarOptions {
+        fill: Fill::Null,
+        ..BarOptions::with_width(900)
+    };
+    let got = series_bars(
+        &lake,
+        SeriesSource::PriceHistory { chain_id: 1 },
+        &SeriesSelection::default(),
+        &options,
+    )
+    .expect("bars");
+    let minute = 60_000_000;
+    let at: Vec<i64> = times(&got)
+        .iter()
+        .map(|t| (t - START * 1_000_000) / minute)
+        .collect();
+    // The bucket of minutes 30 to 44 lies wholly in the gap: no row, and no filled row.
+    assert_eq!(at, vec![0, 15, 45, 60, 75, 90, 105]);
+    assert_eq!(
+        flags(&got),
+        vec![false, true, true, false, false, false, false]
+    );
+    assert_eq!(ints(&got, "count"), vec![15, 5, 10, 15, 15, 15, 15]);
+}
