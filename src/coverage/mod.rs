@@ -208,6 +208,7 @@ fn sync_command(dataset: Dataset, target: &str) -> String {
 ///
 /// [`CheckOptions::fetched`]: crate::analytics::quality::CheckOptions::fetched
 /// [`CheckOptions::candles_fetched`]: crate::analytics::quality::CheckOptions::candles_fetched
+#[doc(hidden)]
 pub fn check_ranges(lake: &Lake) -> Result<CheckRanges> {
     let ranges = |r: &Recorded| -> Vec<TimeRange> { r.fetched.clone() };
     let mut out = CheckRanges::default();
@@ -236,6 +237,7 @@ pub fn check_ranges(lake: &Lake) -> Result<CheckRanges> {
 }
 
 /// The fetched ranges [`check_ranges`] gives the data check.
+#[doc(hidden)]
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CheckRanges {
     /// Per token, the ranges of its swaps fetched completely.
@@ -331,6 +333,7 @@ fn token_coverage(records: &[Recorded], token: &str, asked: TimeRange) -> Target
 /// each selected token's (or the pool's) events of `source` over `range`. With every token
 /// selected, each token with a stream of its own is checked, and a note says the others are
 /// not.
+#[doc(hidden)]
 pub fn of_events(
     lake: &Lake,
     source: EventSource,
@@ -423,6 +426,7 @@ fn resolve_now(
 /// The coverage of windows that end at `now` and reach back `seconds` (price stats: 30 days;
 /// token metrics: their widest window), for each of `tokens`' events of `source`. Without
 /// `now`, the dataset's newest record, as the analytics take it.
+#[doc(hidden)]
 pub fn of_window(
     lake: &Lake,
     source: EventSource,
@@ -483,6 +487,7 @@ fn token_and_wallet(r: &Recorded) -> Option<(&str, &str)> {
 /// the lake holds only through streams of one of its tokens (`token=T wallet=W`) that the
 /// answer reads beyond that token, and notes that a wallet without a stream of its own is
 /// covered only in the tokens synced by token.
+#[doc(hidden)]
 pub fn of_wallets(
     lake: &Lake,
     wallets: Option<&[String]>,
@@ -632,6 +637,7 @@ pub fn of_wallets(
 
 /// The coverage of a local search: whether the profile snapshot it reads is complete. A
 /// snapshot whose sync was interrupted holds only some of the request's pages.
+#[doc(hidden)]
 pub fn of_profiles(lake: &Lake, snapshot: &ProfileSnapshot) -> Result<Coverage> {
     let records = recorded_in(lake, Dataset::TokenProfiles)?;
     let partial_at: Vec<DateTime<Utc>> = records

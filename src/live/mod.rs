@@ -606,6 +606,7 @@ impl Follower {
 /// malformed or endless answers, a lost connection once the service has `answered`, a lake
 /// locked by another writer. A refused request, a service never reached and the lake's own
 /// failures are not.
+#[doc(hidden)]
 pub fn is_transient(e: &Error, answered: bool) -> bool {
     match e {
         Error::Sync { source, .. } | Error::RetriesExhausted { source, .. } => {
@@ -735,6 +736,7 @@ fn invalid(argument: &str, reason: &str) -> Error {
 
 /// Closed bars (a frame of `token_address` and the bar columns) as a batch of the lake's
 /// `bars` dataset.
+#[doc(hidden)]
 pub fn bars_batch(closed: &DataFrame, interval_seconds: i64) -> Result<RecordBatch> {
     let fail = Error::polars("storing bars");
     let n = closed.height();

@@ -61,6 +61,7 @@ mod events;
 mod jobs;
 mod kinds;
 mod progress;
+#[doc(hidden)]
 pub mod ranges;
 pub(crate) mod recorded;
 mod report;
