@@ -129,17 +129,17 @@ pub(super) fn rfc3339(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
 }
 
-/// The rule of every event answer: no row is [`Error::NoData`] naming what was asked; with a
-/// list of tokens, those without events are a warning. `present` gives the tokens with rows.
+/// The rule of every event answer: no row is [`Error::NoData`] naming what was asked (`what`:
+/// the events or the series read); with a list of tokens, those without events are a warning.
+/// `present` gives the tokens with rows.
 pub(super) fn found(
     lake: &Lake,
     rows: usize,
     present: impl FnOnce() -> Result<BTreeSet<String>>,
     selection: &Selection,
-    source: EventSource,
+    what: &str,
     range: TimeRange,
 ) -> Result<Vec<Warning>> {
-    let what = events_name(source);
     let where_ = range_text(range);
     let at = lake.named_root().display();
     if rows == 0 {

@@ -1,7 +1,9 @@
 //! The one way into the lake's answers: which events, then what, then an [`Answer`].
 //!
 //! A [`Query`] starts from an open [`Lake`] (`lake.query()`, through [`LakeQuery`]), narrows the
-//! events it speaks of (source, tokens, pool, wallets, time range), and ends in one question:
+//! events it speaks of (source, tokens, pool, wallets, time range), and ends in one question
+//! (bars may instead be resampled from a stored series, [`Query::candles`] or
+//! [`Query::price_history`], which the other questions refuse):
 //!
 //! | question | its answer |
 //! |---|---|
@@ -66,11 +68,13 @@ use crate::analytics::BarOptions;
 use crate::analytics::pnl::PnlTable;
 use crate::analytics::screener::{self, ProfileSnapshot};
 use crate::analytics::token_metrics::{self, Window};
-use crate::analytics::{EventSource, PriceStatsOptions, Selection, TimeRange};
+use crate::analytics::{
+    EventSource, PriceStatsOptions, Selection, SeriesSelection, SeriesSource, TimeRange,
+};
 use crate::api::profile_query::SearchRequest;
 use crate::coverage::{self, Coverage, LakeStatus};
 use crate::lake::Lake;
-use crate::lake::cols::{event, swap, trade};
+use crate::lake::cols::{event, swap, token, trade};
 use crate::search::SearchPage;
 use crate::{Error, Result};
 
@@ -95,6 +99,11 @@ impl LakeQuery for Lake {
 pub struct Query<'a> {
     lake: &'a Lake,
     source: EventSource,
+    /// A stored series instead of events: bars are resampled from it. Kept apart from
+    /// [`EventSource`], which every event answer (PnL, price stats, coverage) reads as events.
+    series: Option<SeriesSource>,
+    /// The stored interval of the series to read, seconds ([`Query::series_interval`]).
+    series_interval: Option<i64>,
     tokens: Option<Vec<String>>,
     pool: Option<String>,
     wallets: Option<Vec<String>>,
@@ -110,6 +119,8 @@ impl<'a> Query<'a> {
         Query {
             lake,
             source: EventSource::Swaps,
+            series: None,
+            series_interval: None,
             tokens: None,
             pool: None,
             wallets: None,
@@ -132,6 +143,35 @@ impl<'a> Query<'a> {
     /// Events from `source`.
     pub fn source(mut self, source: EventSource) -> Self {
         self.source = source;
+        self.series = None;
+        self
+    }
+
+    /// The altchain candles stored in the lake instead of events: [`Query::bars`] resamples
+    /// them (time bars only, see `docs/series.md`); the other answers refuse a series.
+    pub fn candles(self) -> Self {
+        self.series(SeriesSource::Candles)
+    }
+
+    /// The price history of the EVM chain `chain_id` stored in the lake instead of events:
+    /// [`Query::bars`] resamples it (time bars only, see `docs/series.md`); the other answers
+    /// refuse a series.
+    pub fn price_history(self, chain_id: i64) -> Self {
+        self.series(SeriesSource::PriceHistory { chain_id })
+    }
+
+    /// The stored series `series` instead of events ([`Query::candles`],
+    /// [`Query::price_history`]).
+    pub fn series(mut self, series: SeriesSource) -> Self {
+        self.series = Some(series);
+        self
+    }
+
+    /// The stored interval of the series to resample, in seconds; the bar width must be a
+    /// multiple of it. Without it, the finest stored interval that divides the width. Refused
+    /// without a series.
+    pub fn series_interval(mut self, seconds: i64) -> Self {
+        self.series_interval = Some(seconds);
         self
     }
 
@@ -201,6 +241,7 @@ impl<'a> Query<'a> {
     /// trade by its `token_address`; wallets by `wallet_address`, the pool by `pool_address`,
     /// time by `block_time`.
     pub fn scan(&self) -> Result<LazyFrame> {
+        self.events_only("a scan")?;
         self.range.validate()?;
         self.no_blank_address()?;
         let mut frame = self.lake.scan(self.source.dataset())?;
@@ -262,6 +303,10 @@ impl<'a> Query<'a> {
         let version = self.version()?;
         self.no_wallets("bars")?;
         self.no_blank_address()?;
+        if let Some(series) = self.series {
+            return self.series_bars(series, bars, version);
+        }
+        self.no_series_interval()?;
         let coverage = self.coverage()?;
         if bars.options.unfetched.is_empty() {
             bars.options.unfetched = coverage.unfetched();
@@ -273,7 +318,7 @@ impl<'a> Query<'a> {
             value.height(),
             || answer::present_tokens(&value),
             &selection,
-            self.source,
+            answer::events_name(self.source),
             self.range,
         )?;
         warnings.extend(answer::coverage_warnings(&coverage, self.strict)?);
@@ -296,7 +341,7 @@ impl<'a> Query<'a> {
         tokens_per_batch: usize,
         mut sink: impl FnMut(DataFrame) -> Result<()>,
     ) -> Result<Answer<u64>> {
-        if !matches!(bars.kind, bars::BarKind::Time) {
+        if !matches!(bars.kind, bars::BarKind::Time) || self.series.is_some() {
             let answer = self.bars_covered(bars)?;
             let rows = answer.value.height() as u64;
             return answer.try_map(|frame| sink(frame).map(|()| rows));
@@ -334,7 +379,7 @@ impl<'a> Query<'a> {
             rows as usize,
             || Ok(present),
             &selection,
-            self.source,
+            answer::events_name(self.source),
             self.range,
         )?);
         Ok(Answer {
@@ -347,8 +392,78 @@ impl<'a> Query<'a> {
 
     /// The coverage of the selected events (source, tokens or pool, range): what the lake's
     /// syncs fetched of them (see [`crate::coverage::of_events`]). Reads only the manifest.
+    /// A stored series' coverage is not checked: it is a note (the bars flag the buckets the
+    /// series covers only partly as `incomplete`).
     pub fn coverage(&self) -> Result<Coverage> {
+        if let Some(series) = self.series {
+            let dataset = series.dataset();
+            return Ok(Coverage {
+                dataset,
+                targets: Vec::new(),
+                notes: vec![format!(
+                    "{dataset}: the coverage of a stored series is not checked against its \
+                     syncs; its bars flag the buckets it covers only partly as incomplete"
+                )],
+            });
+        }
         coverage::of_events(self.lake, self.source, &self.selection(), self.range)
+    }
+
+    /// [`Query::bars_covered`] from the stored series `series`: time bars only.
+    fn series_bars(
+        &self,
+        series: SeriesSource,
+        bars: Bars,
+        version: u64,
+    ) -> Result<Answer<DataFrame>> {
+        if let bars::BarKind::Events(_) = bars.kind {
+            return Err(refused(
+                "bars",
+                format!(
+                    "tick, volume and dollar bars need events: the {} give time bars only \
+                     (give a width)",
+                    series.dataset()
+                ),
+            ));
+        }
+        self.range.validate()?;
+        let coverage = self.coverage()?;
+        let selection = self.selection();
+        let series_selection = SeriesSelection {
+            tokens: self.tokens.clone(),
+            pool: self.pool.clone(),
+            range: self.range,
+            series_interval: self.series_interval,
+        };
+        let mut value =
+            crate::analytics::series_bars(self.lake, series, &series_selection, &bars.options)?;
+        let what = match series {
+            SeriesSource::Candles => series.dataset().to_string(),
+            SeriesSource::PriceHistory { chain_id } => {
+                format!("{} of chain {chain_id}", series.dataset())
+            }
+        };
+        let mut warnings = answer::found(
+            self.lake,
+            value.height(),
+            || answer::present_tokens(&value),
+            &selection,
+            &what,
+            self.range,
+        )?;
+        if let Selection::Token(_) = selection {
+            // One token's bars carry no token column, as the bars of its events.
+            value = value
+                .drop(token::TOKEN)
+                .map_err(Error::polars("building bars"))?;
+        }
+        warnings.extend(answer::coverage_warnings(&coverage, self.strict)?);
+        Ok(Answer {
+            value,
+            coverage,
+            warnings,
+            version,
+        })
     }
 
     fn bars_of(&self, bars: Bars) -> Result<DataFrame> {
@@ -380,6 +495,7 @@ impl<'a> Query<'a> {
     /// have events, only none by `now`).
     pub fn price_stats_covered(&self, now: Option<DateTime<Utc>>) -> Result<Answer<DataFrame>> {
         let version = self.version()?;
+        self.events_only("price stats")?;
         self.no_wallets("price stats")?;
         self.no_range("price stats", "they are taken as of `now`")?;
         self.no_blank_address()?;
@@ -425,7 +541,7 @@ impl<'a> Query<'a> {
             value.height(),
             || answer::present_tokens(&value),
             &listed,
-            self.source,
+            answer::events_name(self.source),
             TimeRange::default(),
         )?;
         warnings.extend(answer::coverage_warnings(&coverage, self.strict)?);
@@ -467,6 +583,7 @@ impl<'a> Query<'a> {
         now: Option<DateTime<Utc>>,
     ) -> Result<Answer<DataFrame>> {
         let version = self.version()?;
+        self.events_only("token metrics")?;
         self.no_wallets("token metrics")?;
         self.no_range("token metrics", "their windows end at `now`")?;
         self.no_blank_address()?;
@@ -586,6 +703,30 @@ impl<'a> Query<'a> {
                 argument,
                 format!("{a:?}: give a {argument} address"),
             )),
+        }
+    }
+
+    /// Refuses a stored series (or its interval) for an answer computed from events.
+    fn events_only(&self, what: &str) -> Result<()> {
+        if let Some(series) = self.series {
+            return Err(refused(
+                "source",
+                format!(
+                    "{what} are computed from swaps or trades, not from the {}",
+                    series.dataset()
+                ),
+            ));
+        }
+        self.no_series_interval()
+    }
+
+    fn no_series_interval(&self) -> Result<()> {
+        match self.series_interval {
+            Some(_) => Err(refused(
+                "series interval",
+                "applies to a stored series only (candles or price history)",
+            )),
+            None => Ok(()),
         }
     }
 

@@ -272,7 +272,7 @@ impl Query<'_> {
                 format!("{what} is per wallet and token, not per pool"),
             ));
         }
-        if self.source != EventSource::Swaps {
+        if self.source != EventSource::Swaps || self.series.is_some() {
             return Err(refused(
                 "source",
                 format!("{what} reads trades, and swaps for wallets with no trades, by itself"),

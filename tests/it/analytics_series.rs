@@ -1,6 +1,7 @@
 //! Bars from stored series: the candles of a lake synced from the simulator resampled to hours
 //! and to calendar days equal the bars of the same token's swaps, price history resampled
-//! equals a polars resampling of the same points, and the refusals and gaps.
+//! equals a polars resampling of the same points, and the refusals and gaps; the same bars
+//! through the query and `dexlake ohlcv --source candles|price-history`.
 
 use std::sync::Arc;
 
@@ -10,6 +11,7 @@ use dexlake::analytics::ohlcv::{SeriesSelection, SeriesSource, series_bars};
 use dexlake::analytics::{BarOptions, EventSource, Fill, Selection, TimeRange, bars};
 use dexlake::api::models::{PriceHistorySeries, PricePoint};
 use dexlake::lake::{Dataset, Lake, convert};
+use dexlake::query::{Bars, LakeQuery as _, WarningKind};
 use dexlake::sync::{Job, SyncConfig, Syncer};
 use polars::prelude::*;
 
@@ -333,4 +335,172 @@ fn a_gap_in_the_price_history_is_flagged_and_not_filled_across() {
         vec![false, true, true, false, false, false, false]
     );
     assert_eq!(ints(&got, "count"), vec![15, 5, 10, 15, 15, 15, 15]);
+}
+
+/// Runs `dexlake args` and returns its output.
+fn dexlake(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_dexlake"))
+        .args(args)
+        .output()
+        .expect("the dexlake binary runs")
+}
+
+/// Asserts that `out` is a usage error (exit 2) whose message names each of `needles`.
+fn usage_error(out: &std::process::Output, needles: &[&str]) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(out.stdout.is_empty(), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    for n in needles {
+        assert!(err.contains(n), "{n:?} not in {err}");
+    }
+}
+
+#[test]
+fn the_cli_and_the_query_give_the_same_bars_of_candles_and_refuse_the_same_way() {
+    let (dir, lake, token, day) = synced_lake();
+    let root = dir.path().to_str().expect("a UTF-8 path");
+    let from = day.timestamp().to_string();
+    let expected = lake
+        .query()
+        .candles()
+        .token(&token)
+        .since(day)
+        .bars(Bars::every(3600).fill(Fill::ForwardFill))
+        .expect("bars of the candles");
+    assert!(expected.height() > 24, "{} bars", expected.height());
+    assert!(
+        expected.column("token_address").is_err(),
+        "one token's bars carry no token column"
+    );
+
+    // Parquet: the very frame of the query.
+    let file = dir.path().join("candle-bars.parquet");
+    let ohlcv = |extra: &[&str]| {
+        let mut args = vec![
+            "ohlcv", "--lake", root, "--token", &token, "--from", &from, "--fill", "ffill",
+        ];
+        args.extend_from_slice(extra);
+        args.iter().map(|s| s.to_string()).collect::<Vec<String>>()
+    };
+    let args = ohlcv(&[
+        "--source",
+        "candles",
+        "--interval",
+        "3600",
+        "--format",
+        "parquet",
+        "--out",
+        file.to_str().unwrap(),
+    ]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = dexlake(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let written = ParquetReader::new(std::fs::File::open(&file).expect("the bars file"))
+        .finish()
+        .expect("a Parquet file");
+    assert!(
+        written.equals_missing(&expected),
+        "{written:?}\n{expected:?}"
+    );
+
+    // CSV: a header and one line per bar, the series' missing columns empty.
+    let args = ohlcv(&[
+        "--source",
+        "candles",
+        "--interval",
+        "3600",
+        "--format",
+        "csv",
+    ]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = dexlake(&args);
+    assert!(out.status.success());
+    let csv = String::from_utf8(out.stdout).expect("UTF-8");
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), expected.height() + 1);
+    assert_eq!(
+        lines[0],
+        "timestamp,open,high,low,close,volume,base_volume,buy_volume,sell_volume,sum_pq,sum_q,incomplete,count,vwap"
+    );
+    assert!(lines[1].ends_with(','), "no vwap: {}", lines[1]);
+
+    // Price history needs its chain; only price history takes one.
+    let args = ohlcv(&["--source", "price-history", "--interval", "3600"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    usage_error(&dexlake(&args), &["--chain-id"]);
+    let args = ohlcv(&[
+        "--source",
+        "candles",
+        "--chain-id",
+        "1",
+        "--interval",
+        "3600",
+    ]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    usage_error(&dexlake(&args), &["--chain-id"]);
+    // A width that is not a multiple of the series interval names both.
+    let args = ohlcv(&[
+        "--source",
+        "candles",
+        "--series-interval",
+        "60",
+        "--interval",
+        "90",
+    ]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    usage_error(&dexlake(&args), &["90 s", "60 s"]);
+    // Tick bars need events; a series interval needs a series.
+    let args = [
+        "ohlcv", "--lake", root, "--token", &token, "--source", "candles", "--ticks", "10",
+    ];
+    usage_error(&dexlake(&args), &["time bars only"]);
+    let args = ohlcv(&["--series-interval", "60", "--interval", "3600"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    usage_error(&dexlake(&args), &["series interval"]);
+}
+
+#[test]
+fn a_query_of_a_series_answers_bars_only_and_names_what_it_did_not_find() {
+    let (_dir, lake) = history_lake(&[points("0xaaa", START, 120, |_| false)]);
+    let query = || lake.query().price_history(1);
+    // Bars of a list name the tokens without a series.
+    let answer = query()
+        .tokens(["0xaaa", "0xnone"])
+        .bars_covered(Bars::every(900))
+        .expect("bars of the price history");
+    assert_eq!(answer.value.height(), 8);
+    assert!(
+        answer
+            .warnings
+            .iter()
+            .any(|w| w.kind == WarningKind::NoEvents && w.text.contains("0xnone")),
+        "{:?}",
+        answer.warnings
+    );
+    // Nothing found is NoData; another chain holds nothing.
+    match lake.query().price_history(2).bars(Bars::every(900)) {
+        Err(Error::NoData { what }) => assert!(what.contains("price_history of chain 2"), "{what}"),
+        other => panic!("no data, not {other:?}"),
+    }
+    // What a series cannot answer is refused.
+    let refused = |r: dexlake::Result<DataFrame>, argument: &str| match r {
+        Err(Error::InvalidArgument { argument: a, .. }) => assert_eq!(a, argument),
+        other => panic!("refused on {argument}, not {other:?}"),
+    };
+    refused(query().bars(Bars::ticks(10)), "bars");
+    refused(query().wallet("w").bars(Bars::every(900)), "wallet");
+    refused(query().token("0xaaa").price_stats(None), "source");
+    refused(
+        lake.query().series_interval(60).bars(Bars::every(900)),
+        "series interval",
+    );
+    refused(
+        query().series_interval(60).bars(Bars::every(90)),
+        "series interval",
+    );
 }

@@ -14,6 +14,7 @@ use clap::{Args, ValueEnum};
 use dexlake::analytics::{Edge, EventSource, Fill};
 use dexlake::query::{Bars, LakeQuery as _, Query};
 
+use crate::exit::usage_bail;
 use crate::output::{Format, Output, ParquetSink, existing_lake, warn};
 use crate::status_cmd::Strict;
 use crate::{Global, address};
@@ -40,6 +41,17 @@ pub struct Which {
 enum SourceArg {
     Swaps,
     Trades,
+}
+
+/// What `ohlcv` reads: events, or a stored series (time bars only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum BarsSourceArg {
+    Swaps,
+    Trades,
+    /// The EVM price history of one chain (`--chain-id`).
+    PriceHistory,
+    /// The altchain candles.
+    Candles,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -101,9 +113,18 @@ pub struct OhlcvArgs {
     /// First instant excluded (RFC 3339 or Unix seconds).
     #[arg(long, value_parser = parse_time)]
     to: Option<DateTime<Utc>>,
-    /// Events from swaps or trades.
+    /// Events from swaps or trades, or time bars resampled from a stored series: the EVM
+    /// price history of `--chain-id` or the altchain candles.
     #[arg(long, value_enum, default_value = "swaps")]
-    source: SourceArg,
+    source: BarsSourceArg,
+    /// The EVM chain of `--source price-history` (required with it, refused otherwise).
+    #[arg(long, required_if_eq("source", "price-history"))]
+    chain_id: Option<i64>,
+    /// The stored interval of the series to resample, seconds (`--source price-history` or
+    /// `candles`); `--interval` must be a multiple of it. Default: the finest stored interval
+    /// that divides `--interval`.
+    #[arg(long)]
+    series_interval: Option<i64>,
     /// Empty buckets: skipped, null prices, or the previous close (time bars).
     #[arg(long, value_enum, default_value = "skip", conflicts_with_all = EVENT_BARS)]
     fill: FillArg,
@@ -173,9 +194,20 @@ fn select<'a>(query: Query<'a>, which: &Which) -> Query<'a> {
 
 pub fn ohlcv(global: &Global, args: OhlcvArgs) -> anyhow::Result<ExitCode> {
     let lake = existing_lake(global)?;
-    let mut query = select(lake.query(), &args.which)
-        .source(args.source.into())
-        .strict(args.strict.strict);
+    let mut query = select(lake.query(), &args.which).strict(args.strict.strict);
+    query = match (args.source, args.chain_id) {
+        (BarsSourceArg::Swaps, None) => query.swaps(),
+        (BarsSourceArg::Trades, None) => query.trades(),
+        (BarsSourceArg::Candles, None) => query.candles(),
+        (BarsSourceArg::PriceHistory, Some(chain_id)) => query.price_history(chain_id),
+        (BarsSourceArg::PriceHistory, None) => {
+            usage_bail!("--source price-history needs --chain-id N")
+        }
+        (_, Some(_)) => usage_bail!("--chain-id applies to --source price-history only"),
+    };
+    if let Some(seconds) = args.series_interval {
+        query = query.series_interval(seconds);
+    }
     if let Some(from) = args.from {
         query = query.since(from);
     }
