@@ -241,13 +241,17 @@ class Lake:
         closed: str = "left",
         label: str = "left",
         strict: bool = False,
+        chain_id: Optional[int] = None,
+        series_interval: Optional[int] = None,
     ) -> pl.DataFrame:
         """OHLCV bars, as ``dexlake ohlcv`` computes them.
 
         Select one token (``tokens="T"``, the frame of ``--token``), a list (``tokens=[...]``,
         one long frame with ``token_address``, as ``--tokens``), a ``pool`` (swaps only) or
         ``all_tokens=True``; events from ``source`` (``"swaps"`` or ``"trades"``) in
-        ``[start, end)``.
+        ``[start, end)``. ``source="candles"`` (altchain) or ``source="price_history"`` (the
+        EVM chain ``chain_id``) resamples a stored series instead (time bars only; ``interval``
+        a multiple of ``series_interval``, by default the finest stored one that divides it).
 
         Time bars are ``interval`` seconds wide, on a grid shifted by ``offset`` seconds, with
         ``closed`` and ``label`` sides (``"left"``/``"right"``), ``fill`` for empty buckets
@@ -287,6 +291,8 @@ class Lake:
                 _text(fill, "fill"),
                 _text(tz, "tz", optional=True),
                 bool(strict),
+                _integer(chain_id, "chain_id", optional=True),
+                _integer(series_interval, "series_interval", optional=True),
             )
         )
 

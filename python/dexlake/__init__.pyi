@@ -88,10 +88,14 @@ class Lake:
         closed: str = "left",
         label: str = "left",
         strict: bool = False,
+        chain_id: Optional[int] = None,
+        series_interval: Optional[int] = None,
     ) -> pl.DataFrame:
         """OHLCV bars as ``dexlake ohlcv`` computes them, of one token, a list of tokens (one
         long frame with ``token_address``), a ``pool`` (swaps only) or ``all_tokens=True``,
-        from ``source`` (``"swaps"`` or ``"trades"``) events in ``[start, end)``: time bars
+        from ``source`` (``"swaps"`` or ``"trades"``) events in ``[start, end)``, or resampled
+        from a stored series (``"candles"``, or ``"price_history"`` of ``chain_id``; time
+        bars only, ``interval`` a multiple of ``series_interval``): time bars
         ``interval`` seconds wide (grid ``offset``, ``closed`` and ``label`` sides, ``fill``
         of empty buckets, ``tz`` for calendar days), or instead a bar every ``ticks`` events
         or every ``base_volume``/``usd_volume`` traded. Raises :class:`NoDataError` when

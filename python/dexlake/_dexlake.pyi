@@ -77,9 +77,13 @@ class NativeLake:
         fill: str,
         tz: str | None,
         strict: bool,
+        chain_id: int | None = None,
+        series_interval: int | None = None,
     ) -> _Answer:
         """Time bars (``interval``) or tick, volume and dollar bars, as ``dexlake ohlcv``
-        makes them, of exactly one of ``token``, ``tokens``, ``pool`` or ``all_tokens``."""
+        makes them, of exactly one of ``token``, ``tokens``, ``pool`` or ``all_tokens``;
+        ``source`` ``"candles"`` or ``"price_history"`` (of ``chain_id``) resamples a stored
+        series."""
     def price_stats(
         self, tokens: list[str], now: int | None, source: str, strict: bool
     ) -> _Answer:

@@ -129,6 +129,29 @@ def test_bars_of_a_list_a_range_and_every_token_equal_the_cli(market, tmp_path):
     assert set(every["token_address"]) >= set(tokens)
 
 
+@pytest.mark.filterwarnings("ignore::dexlake.CoverageWarning")
+def test_bars_of_the_stored_candles_equal_the_cli(market, tmp_path):
+    lake, root, token = market["lake"], market["root"], market["tokens"][0]
+    mine = lake.bars(token, interval=86400, source="candles", fill="ffill")
+    flags = ["--token", token, "--interval", "86400", "--source", "candles", "--fill", "ffill"]
+    assert_same(mine, cli_frame(tmp_path, root, "ohlcv", *flags))
+    assert mine["vwap"].null_count() == mine.height
+    # The CSV holds the same bars.
+    csv = cli("ohlcv", *flags, "--format", "csv", lake=root).stdout.splitlines()
+    assert len(csv) == mine.height + 1
+    assert csv[0].split(",") == mine.columns
+    # The series interval asked for, and the refusals.
+    assert lake.bars(token, interval=86400, source="candles", fill="ffill", series_interval=3600).equals(mine)
+    with pytest.raises(dexlake.InvalidArgumentError, match="5400 s"):
+        lake.bars(token, interval=5400, source="candles", series_interval=3600)
+    with pytest.raises(dexlake.InvalidArgumentError, match="chain_id"):
+        lake.bars(token, interval=3600, source="price_history")
+    with pytest.raises(dexlake.InvalidArgumentError, match="chain_id"):
+        lake.bars(token, interval=3600, chain_id=1)
+    with pytest.raises(dexlake.NoDataError, match="price_history of chain 1"):
+        lake.bars(token, interval=3600, source="price_history", chain_id=1)
+
+
 def test_price_stats_equal_the_cli(market, tmp_path):
     tokens = market["tokens"]
     mine = market["lake"].price_stats(tokens)
