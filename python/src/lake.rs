@@ -15,7 +15,7 @@ use dexlake::analytics::pnl::{
 };
 use dexlake::analytics::screener::ProfileSnapshot;
 use dexlake::analytics::token_metrics::parse_span;
-use dexlake::analytics::{Edge, EventSource, Fill, SeriesSource};
+use dexlake::analytics::{Edge, EventSource, Fill};
 use dexlake::api::profile_query::SearchRequest;
 use dexlake::lake::{Dataset, Lake};
 use dexlake::query::{Bars, LakeQuery as _, Query, Warning, WarningKind};
@@ -230,30 +230,6 @@ impl NativeLake {
         chain_id: Option<i64>,
         series_interval: Option<i64>,
     ) -> PyResult<Answer> {
-        // Events, or a stored series (`price_history` of `chain_id`, `candles`).
-        let series = match (source, chain_id) {
-            ("candles", None) => Some(SeriesSource::Candles),
-            ("price_history", Some(chain_id)) => Some(SeriesSource::PriceHistory { chain_id }),
-            ("price_history", None) => {
-                return Err(invalid(
-                    "chain_id",
-                    "give the EVM chain of source=\"price_history\"",
-                ))
-                .py(py);
-            }
-            (_, Some(_)) => {
-                return Err(invalid(
-                    "chain_id",
-                    "applies to source=\"price_history\" only",
-                ))
-                .py(py);
-            }
-            (_, None) => None,
-        };
-        let source: Option<EventSource> = match series {
-            Some(_) => None,
-            None => Some(source.parse().py(py)?),
-        };
         let (start, end) = (instant(start, "start").py(py)?, instant(end, "end").py(py)?);
         let mut bars = Bars::of(interval, ticks, base_volume, usd_volume)
             .py(py)?
@@ -277,11 +253,7 @@ impl NativeLake {
                     ));
                 }
             };
-            let mut query = match (source, series) {
-                (Some(source), _) => query.source(source),
-                (None, Some(series)) => query.series(series),
-                (None, None) => query,
-            };
+            let mut query = query.bars_source(source, chain_id)?;
             if let Some(seconds) = series_interval {
                 query = query.series_interval(seconds);
             }

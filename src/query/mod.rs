@@ -160,6 +160,26 @@ impl<'a> Query<'a> {
         self.series(SeriesSource::PriceHistory { chain_id })
     }
 
+    /// What bars are made of, by the name every door uses: `swaps`, `trades`, `candles` or
+    /// `price_history` (also spelled `price-history`), with the EVM chain a price history is
+    /// of. One check of the pair for every door: a price history without its chain, or a
+    /// chain with another source, is refused.
+    pub fn bars_source(self, source: &str, chain_id: Option<i64>) -> Result<Self> {
+        match (source, chain_id) {
+            ("candles", None) => Ok(self.candles()),
+            ("price_history" | "price-history", Some(chain_id)) => Ok(self.price_history(chain_id)),
+            ("price_history" | "price-history", None) => Err(refused(
+                "chain_id",
+                "a price history is of one EVM chain: name the chain",
+            )),
+            (_, Some(_)) => Err(refused(
+                "chain_id",
+                "only a price history is of a chain; the other sources take none",
+            )),
+            (source, None) => Ok(self.source(source.parse()?)),
+        }
+    }
+
     /// The stored series `series` instead of events ([`Query::candles`],
     /// [`Query::price_history`]).
     pub fn series(mut self, series: SeriesSource) -> Self {

@@ -432,7 +432,7 @@ fn the_cli_and_the_query_give_the_same_bars_of_candles_and_refuse_the_same_way()
     // Price history needs its chain; only price history takes one.
     let args = ohlcv(&["--source", "price-history", "--interval", "3600"]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    usage_error(&dexlake(&args), &["--chain-id"]);
+    usage_error(&dexlake(&args), &["chain_id"]);
     let args = ohlcv(&[
         "--source",
         "candles",
@@ -442,7 +442,7 @@ fn the_cli_and_the_query_give_the_same_bars_of_candles_and_refuse_the_same_way()
         "3600",
     ]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    usage_error(&dexlake(&args), &["--chain-id"]);
+    usage_error(&dexlake(&args), &["chain_id"]);
     // A width that is not a multiple of the series interval names both.
     let args = ohlcv(&[
         "--source",

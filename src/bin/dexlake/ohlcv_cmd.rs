@@ -14,7 +14,6 @@ use clap::{Args, ValueEnum};
 use dexlake::analytics::{Edge, EventSource, Fill};
 use dexlake::query::{Bars, LakeQuery as _, Query};
 
-use crate::exit::usage_bail;
 use crate::output::{Format, Output, ParquetSink, existing_lake, warn};
 use crate::status_cmd::Strict;
 use crate::{Global, address};
@@ -118,7 +117,7 @@ pub struct OhlcvArgs {
     #[arg(long, value_enum, default_value = "swaps")]
     source: BarsSourceArg,
     /// The EVM chain of `--source price-history` (required with it, refused otherwise).
-    #[arg(long, required_if_eq("source", "price-history"))]
+    #[arg(long)]
     chain_id: Option<i64>,
     /// The stored interval of the series to resample, seconds (`--source price-history` or
     /// `candles`); `--interval` must be a multiple of it. Default: the finest stored interval
@@ -195,16 +194,11 @@ fn select<'a>(query: Query<'a>, which: &Which) -> Query<'a> {
 pub fn ohlcv(global: &Global, args: OhlcvArgs) -> anyhow::Result<ExitCode> {
     let lake = existing_lake(global)?;
     let mut query = select(lake.query(), &args.which).strict(args.strict.strict);
-    query = match (args.source, args.chain_id) {
-        (BarsSourceArg::Swaps, None) => query.swaps(),
-        (BarsSourceArg::Trades, None) => query.trades(),
-        (BarsSourceArg::Candles, None) => query.candles(),
-        (BarsSourceArg::PriceHistory, Some(chain_id)) => query.price_history(chain_id),
-        (BarsSourceArg::PriceHistory, None) => {
-            usage_bail!("--source price-history needs --chain-id N")
-        }
-        (_, Some(_)) => usage_bail!("--chain-id applies to --source price-history only"),
-    };
+    let source = args
+        .source
+        .to_possible_value()
+        .expect("every source has a name");
+    query = query.bars_source(source.get_name(), args.chain_id)?;
     if let Some(seconds) = args.series_interval {
         query = query.series_interval(seconds);
     }
