@@ -1,5 +1,5 @@
 //! Bars from stored series: the candles of a lake synced from the simulator resampled to hours
-//! and to calendar days equal the bars of the same token's swaps, price history resampled
+//! (closed or labelled on the right, with an offset) and to calendar days equal the bars of the same token's swaps, price history resampled
 //! equals a polars resampling of the same points, and the refusals and gaps; the same bars
 //! through the query and `dexlake ohlcv --source candles|price-history`.
 
@@ -8,7 +8,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use dexlake::Error;
 use dexlake::analytics::ohlcv::{SeriesSelection, SeriesSource, series_bars};
-use dexlake::analytics::{BarOptions, EventSource, Fill, Selection, TimeRange, bars};
+use dexlake::analytics::{BarOptions, Edge, EventSource, Fill, Selection, TimeRange, bars};
 use dexlake::api::models::{PriceHistorySeries, PricePoint};
 use dexlake::lake::{Dataset, Lake, convert};
 use dexlake::query::{Bars, LakeQuery as _, WarningKind};
@@ -98,20 +98,40 @@ fn resampled_candles_equal_the_bars_of_the_swaps_bucket_by_bucket() {
         from: Some(day),
         to: None,
     };
+    let hourly = BarOptions::with_width(3600);
+    // A candle holds the swaps of `[t, t + 60)`, so bars of candles closed on the right (a
+    // bucket `(s, e]` takes the candles whose interval ends in it) hold the swaps of `[s, e)`:
+    // the swap bars closed on the left, labelled on the right.
+    let right = BarOptions {
+        closed: Edge::Right,
+        label: Edge::Right,
+        ..hourly.clone()
+    };
+    let right_label = BarOptions {
+        label: Edge::Right,
+        ..hourly.clone()
+    };
+    let half_past = BarOptions {
+        offset_seconds: 1800,
+        ..hourly.clone()
+    };
+    let new_york_days = BarOptions {
+        time_zone: Some("America/New_York".into()),
+        ..BarOptions::with_width(86_400)
+    };
     let widths = [
-        BarOptions::with_width(3600),
-        BarOptions {
-            time_zone: Some("America/New_York".into()),
-            ..BarOptions::with_width(86_400)
-        },
+        (hourly.clone(), hourly),
+        (right, right_label),
+        (half_past.clone(), half_past),
+        (new_york_days.clone(), new_york_days),
     ];
-    for options in widths {
+    for (options, swap_options) in widths {
         let from_swaps = bars(
             &lake,
             EventSource::Swaps,
             &Selection::Token(token.clone()),
             range,
-            &options,
+            &swap_options,
         )
         .expect("bars of the swaps");
         let selection = SeriesSelection {
