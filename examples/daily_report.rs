@@ -13,10 +13,13 @@
 //! 2. picks the day's most traded tokens from that snapshot, locally, with the search engine;
 //! 3. syncs their swaps, trades and 5-minute candles of the last day, and a snapshot of their
 //!    prices and price stats;
-//! 4. syncs the trades of the wallets most active in those trades;
-//! 5. builds the report ([`dexlake::report`]): candles and volume of the top tokens, price
-//!    stats, the wallet PnL leaderboard, a screener answered from the cached profiles, and a
-//!    "Data" section with the findings of the data check (`dexlake check`).
+//! 4. syncs the 5-minute price history of a few tokens of an EVM chain over 31 days (the
+//!    simulator's most traded ones, or those of `DEXLAKE_REPORT_EVM_TOKENS`);
+//! 5. syncs the trades of the wallets most active in those trades;
+//! 6. builds the report ([`dexlake::report`]): candles and volume of the top tokens, price
+//!    stats, the wallet PnL leaderboard, a screener answered from the cached profiles, the
+//!    EVM tokens' hourly bars and price stats from their price history, and a "Data" section
+//!    with the findings of the data check (`dexlake check`).
 //!
 //! It compacts the lake after every 15 tokens and after the wallets: each job writes a file per
 //! day it touched, and thousands of small files would make every later commit and read slow.
@@ -30,6 +33,8 @@
 //! | `DEXLAKE_REPORT_DIR` | `./report` | where `index.html` and `charts/` go |
 //! | `DEXLAKE_REPORT_TOKENS` | 60 | tokens synced |
 //! | `DEXLAKE_REPORT_WALLETS` | 300 | wallets whose trades are synced |
+//! | `DEXLAKE_REPORT_CHAIN_ID` | 1 | the EVM chain of the price-history section |
+//! | `DEXLAKE_REPORT_EVM_TOKENS` | the simulator's 5 most traded | its tokens, comma-separated (none with the real service unless listed) |
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -49,6 +54,9 @@ use polars::prelude::*;
 /// Tokens whose streams are synced between two compactions.
 const TOKENS_PER_STEP: usize = 15;
 
+/// EVM tokens whose price history the report shows, from the simulator's catalog.
+const EVM_TOKENS: usize = 5;
+
 fn setting<T: std::str::FromStr>(name: &str, default: T) -> anyhow::Result<T> {
     match std::env::var(name) {
         Ok(v) if !v.trim().is_empty() => v
@@ -66,6 +74,17 @@ async fn main() -> anyhow::Result<()> {
     let report_dir = setting("DEXLAKE_REPORT_DIR", "report".to_owned())?;
     let n_tokens: usize = setting("DEXLAKE_REPORT_TOKENS", 60)?;
     let n_wallets: usize = setting("DEXLAKE_REPORT_WALLETS", 300)?;
+    let evm_chain: i64 = setting("DEXLAKE_REPORT_CHAIN_ID", 1)?;
+    let evm_tokens: Option<Vec<String>> =
+        setting("DEXLAKE_REPORT_EVM_TOKENS", String::new()).map(|v| {
+            let listed: Vec<String> = v
+                .split(',')
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .map(str::to_owned)
+                .collect();
+            (!listed.is_empty()).then_some(listed)
+        })?;
 
     // The service: the real one when a key is configured, else the simulator on loopback.
     let real = std::env::var("DEXLAKE_API_KEY").is_ok_and(|k| !k.trim().is_empty());
@@ -169,7 +188,39 @@ async fn main() -> anyhow::Result<()> {
         compact(&lake).await?;
     }
 
-    // 4. The trades of the wallets most active in them.
+    // 4. The price history of a few EVM tokens: 5-minute points over 31 days, enough for the
+    // hourly bars of the last day and for every price-stats period.
+    let evm_tokens = match (&sim, evm_tokens) {
+        (_, Some(listed)) => listed,
+        (Some(sim), None) => sim
+            .market()
+            .catalog()
+            .evm
+            .get(&evm_chain.to_string())
+            .map(|chain| {
+                chain
+                    .tokens
+                    .iter()
+                    .take(EVM_TOKENS)
+                    .map(|t| t.address.clone())
+                    .collect()
+            })
+            .unwrap_or_default(),
+        (None, None) => Vec::new(),
+    };
+    if !evm_tokens.is_empty() {
+        let jobs = vec![Job::PriceHistory {
+            chain_id: evm_chain,
+            tokens: evm_tokens,
+            pools: Vec::new(),
+            interval: 300,
+            from: now - Duration::days(31),
+            to: None,
+        }];
+        step(&syncer, "EVM price history", jobs, &cancel).await?;
+    }
+
+    // 5. The trades of the wallets most active in them.
     let wallets = most_active_wallets(&lake, n_wallets).await?;
     let jobs = wallets
         .iter()
@@ -184,7 +235,7 @@ async fn main() -> anyhow::Result<()> {
         sim.shutdown().await;
     }
 
-    // 5. The report, from the lake alone.
+    // 6. The report, from the lake alone.
     let synced = Instant::now();
     let report_lake = Arc::clone(&lake);
     let out = report_dir.clone();

@@ -22,6 +22,7 @@ static REGISTER: Once = Once::new();
 const GAIN: RGBColor = RGBColor(38, 166, 91);
 const LOSS: RGBColor = RGBColor(214, 69, 65);
 const INK: RGBColor = RGBColor(40, 40, 48);
+const NEUTRAL: RGBColor = RGBColor(120, 120, 135);
 
 type Drawn = std::result::Result<(), Box<dyn StdError>>;
 
@@ -127,7 +128,14 @@ pub(super) fn candles(t: &TokenSection, bar_seconds: i64, chart: &str) -> Result
             f64s(bars, "low")?,
             f64s(bars, "close")?,
         );
-        let (buy, sell) = (f64s(bars, "buy_volume")?, f64s(bars, "sell_volume")?);
+        // Bars of a stored series carry no buy or sell volume: their whole volume is drawn
+        // as "buys", in a neutral colour.
+        let (mut buy, sell) = (f64s(bars, "buy_volume")?, f64s(bars, "sell_volume")?);
+        let split = buy.iter().chain(&sell).any(|v| v.is_finite());
+        if !split {
+            buy = f64s(bars, "volume")?;
+        }
+        let buy_colour = if split { GAIN } else { NEUTRAL };
         let (Some(&first), Some(&last)) = (time.first(), time.last()) else {
             return Ok(());
         };
@@ -136,7 +144,7 @@ pub(super) fn candles(t: &TokenSection, bar_seconds: i64, chart: &str) -> Result
         let v_hi = buy
             .iter()
             .zip(&sell)
-            .map(|(b, s)| b + s)
+            .map(|(b, s)| b + if s.is_finite() { *s } else { 0.0 })
             .filter(|v| v.is_finite())
             .fold(0.0, f64::max)
             .max(1e-9)
@@ -202,7 +210,7 @@ pub(super) fn candles(t: &TokenSection, bar_seconds: i64, chart: &str) -> Result
             let x0 = time[i] + pad;
             Rectangle::new(
                 [(x0, 0.0), (x0 + body, zero(buy[i]))],
-                GAIN.mix(0.8).filled(),
+                buy_colour.mix(0.8).filled(),
             )
         }))?;
         volume.draw_series((0..time.len()).map(|i| {

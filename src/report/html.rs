@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use polars::prelude::*;
 use serde_json::Value;
 
-use super::{Report, fmt_time, human, price, short, signed};
+use super::{Report, TokenSection, fmt_time, human, price, short, signed};
 use crate::{Error, Result};
 
 /// Escapes text for HTML content and attribute values.
@@ -145,6 +145,86 @@ fn data_section(h: &mut String, r: &Report) {
 }
 
 /// The whole page. `charts` are the file names of [`Report::chart_names`].
+/// The table of `tokens` with their 1-hour and 1-day price changes from `stats`; `counted`
+/// names what [`TokenSection::events`] counts.
+fn tokens_table(
+    h: &mut String,
+    tokens: &[TokenSection],
+    stats: &DataFrame,
+    counted: &str,
+) -> Result<()> {
+    if tokens.is_empty() {
+        return Ok(());
+    }
+    let _ = writeln!(
+        h,
+        "<table><tr><th>#</th><th class=\"text\">token</th><th class=\"text\">address</th>\
+         <th>volume</th><th>{counted}</th><th>last close</th><th>1h</th><th>1d</th></tr>",
+    );
+    let tokens_col = stats
+        .column("token_address")
+        .map_err(Error::polars("writing the report page"))?
+        .str()
+        .map_err(Error::polars("writing the report page"))?;
+    for (i, t) in tokens.iter().enumerate() {
+        let row = tokens_col
+            .iter()
+            .position(|a| a == Some(t.token_address.as_str()));
+        let change = |p: &str| row.and_then(|k| f64_at(stats, &format!("usd_price_change_{p}"), k));
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td class=\"text\">{}</td><td class=\"text\"><code title=\"{addr}\">{}</code></td>\
+             <td>${}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            i + 1,
+            escape(&t.label()),
+            escape(&short(&t.token_address)),
+            human(t.usd_volume),
+            t.events,
+            t.last_close().map(price).unwrap_or_else(|| "-".into()),
+            pct(change("1h")),
+            pct(change("1d")),
+            addr = escape(&t.token_address),
+        );
+    }
+    h.push_str("</table>\n");
+    Ok(())
+}
+
+/// One part per EVM chain of the lake's price history: its tokens' table and charts.
+fn evm_section(h: &mut String, r: &Report) -> Result<()> {
+    if r.evm.is_empty() {
+        return Ok(());
+    }
+    let _ = writeln!(
+        h,
+        "<h2>EVM chains</h2>\n<p>From the lake's stored price history: each chain's most traded \
+         tokens over the last day of its history, ranked by USD volume. Candles are {}-minute \
+         bars resampled from the stored points (open and close are the prices at the end of the \
+         bar's first and last interval); price changes are computed from the same points.</p>",
+        r.evm_bar_seconds / 60
+    );
+    let mut charts = r.evm_charts();
+    for chain in &r.evm {
+        let _ = writeln!(
+            h,
+            "<h3>Chain {}</h3>\n<p class=\"meta\">Period {} to {}</p>",
+            chain.chain_id,
+            fmt_time(chain.period.from),
+            fmt_time(chain.period.to)
+        );
+        tokens_table(h, &chain.tokens, &chain.price_stats, "points")?;
+        for (t, _, name) in charts.by_ref().take(chain.tokens.len()) {
+            let _ = writeln!(
+                h,
+                "<img src=\"charts/{}\" alt=\"candles of {}\" width=\"960\" height=\"480\">",
+                escape(&name),
+                escape(&t.label())
+            );
+        }
+    }
+    Ok(())
+}
+
 pub(super) fn page(r: &Report, charts: &[String], lake: &str) -> Result<String> {
     let mut h = String::new();
     let _ = write!(
@@ -183,37 +263,7 @@ pub(super) fn page(r: &Report, charts: &[String], lake: &str) -> Result<String> 
          {}-minute bars from the lake's events; green volume is buys, red is sells.</p>",
         r.bar_seconds / 60
     );
-    h.push_str(
-        "<table><tr><th>#</th><th class=\"text\">token</th><th class=\"text\">address</th>\
-         <th>volume</th><th>events</th><th>last close</th><th>1h</th><th>1d</th></tr>\n",
-    );
-    let stats = &r.price_stats;
-    let tokens_col = stats
-        .column("token_address")
-        .map_err(Error::polars("writing the report page"))?
-        .str()
-        .map_err(Error::polars("writing the report page"))?;
-    for (i, t) in r.tokens.iter().enumerate() {
-        let row = tokens_col
-            .iter()
-            .position(|a| a == Some(t.token_address.as_str()));
-        let change = |p: &str| row.and_then(|k| f64_at(stats, &format!("usd_price_change_{p}"), k));
-        let _ = writeln!(
-            h,
-            "<tr><td>{}</td><td class=\"text\">{}</td><td class=\"text\"><code title=\"{addr}\">{}</code></td>\
-             <td>${}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            i + 1,
-            escape(&t.label()),
-            escape(&short(&t.token_address)),
-            human(t.usd_volume),
-            t.events,
-            t.last_close().map(price).unwrap_or_else(|| "-".into()),
-            pct(change("1h")),
-            pct(change("1d")),
-            addr = escape(&t.token_address),
-        );
-    }
-    h.push_str("</table>\n");
+    tokens_table(&mut h, &r.tokens, &r.price_stats, "events")?;
     for (t, name) in r.tokens.iter().zip(charts) {
         let _ = writeln!(
             h,
@@ -222,6 +272,7 @@ pub(super) fn page(r: &Report, charts: &[String], lake: &str) -> Result<String> 
             escape(&t.label())
         );
     }
+    evm_section(&mut h, r)?;
 
     // The leaderboard.
     h.push_str("<h2>Wallet PnL leaderboard</h2>\n");

@@ -9,6 +9,10 @@
 //! - the wallet PnL leaderboard ([`Query::leaderboard_with`](crate::query::Query::leaderboard_with));
 //! - a screener: a search-profiles request answered from the lake's latest profile snapshot
 //!   ([`analytics::screener::search`](crate::analytics::screener::search));
+//! - for each EVM chain whose price history the lake stores, its most traded tokens over the
+//!   last day of that history, with bars resampled from the stored series
+//!   ([`Query::price_history`](crate::query::Query::price_history)) and price stats computed
+//!   from it (`dexlake ohlcv` and `dexlake price-stats --source price-history`);
 //! - a "Data" section: the coverage of the charted tokens over the period
 //!   ([`coverage::of_events`], what the CLI warns about), and the
 //!   data-quality findings of the lake ([`analytics::quality::check`](crate::analytics::quality::check),
@@ -36,7 +40,10 @@
 //! would say nothing.
 
 mod charts;
+mod evm;
 mod html;
+
+pub use evm::EvmChainSection;
 
 use std::collections::HashMap;
 use std::fs;
@@ -76,6 +83,9 @@ pub struct ReportConfig {
     pub pnl: PnlConfig,
     /// The screener: a search-profiles request answered locally.
     pub screener: SearchRequest,
+    /// Width of the EVM tokens' bars, resampled from their price history, in seconds (an
+    /// hour by default; a multiple of the stored interval).
+    pub evm_bar_seconds: i64,
 }
 
 impl Default for ReportConfig {
@@ -89,6 +99,7 @@ impl Default for ReportConfig {
             leaderboard_rows: 20,
             pnl: PnlConfig::default(),
             screener: default_screener(),
+            evm_bar_seconds: 3600,
         }
     }
 }
@@ -121,7 +132,7 @@ pub struct TokenSection {
     pub symbol: Option<String>,
     /// USD volume of its events in the period.
     pub usd_volume: f64,
-    /// Its events in the period.
+    /// Its events in the period (for a token of an EVM chain, its price-history points).
     pub events: usize,
     /// Its time bars over the period (the columns of [`ohlcv::BAR_COLUMNS`]).
     pub bars: DataFrame,
@@ -158,6 +169,8 @@ pub struct Report {
     pub period: TimeRange,
     /// Width of the bars, in seconds.
     pub bar_seconds: i64,
+    /// Width of the EVM tokens' bars, in seconds.
+    pub evm_bar_seconds: i64,
     /// The period's most traded tokens, most volume first.
     pub tokens: Vec<TokenSection>,
     /// Price stats of those tokens at the end of the period
@@ -171,6 +184,8 @@ pub struct Report {
     pub screener: Option<SearchPage>,
     /// The profile snapshot the screener ran on.
     pub snapshot: Option<DateTime<Utc>>,
+    /// The EVM chains of the lake's price history, in chain order (empty when it holds none).
+    pub evm: Vec<EvmChainSection>,
     /// What the syncs did not fetch of the charted tokens' events over the period, one line
     /// each (the "Data" section; empty when all of it was fetched).
     pub coverage: Vec<String>,
@@ -182,12 +197,12 @@ pub struct Report {
 
 /// Computes the report from the lake.
 pub fn build(lake: &Lake, config: &ReportConfig) -> Result<Report> {
-    if config.window_seconds <= 0 || config.bar_seconds <= 0 {
+    if config.window_seconds <= 0 || config.bar_seconds <= 0 || config.evm_bar_seconds <= 0 {
         return Err(Error::InvalidArgument {
             argument: "report period".into(),
             reason: format!(
-                "window ({} s) and bar width ({} s) must be positive",
-                config.window_seconds, config.bar_seconds
+                "window ({} s) and bar widths ({} s, EVM {} s) must be positive",
+                config.window_seconds, config.bar_seconds, config.evm_bar_seconds
             ),
         });
     }
@@ -277,6 +292,8 @@ pub fn build(lake: &Lake, config: &ReportConfig) -> Result<Report> {
         }
     };
 
+    let evm = evm::sections(lake, config)?;
+
     // The "Data" section: what the syncs fetched of the charted tokens over the period, and
     // the check's findings (two examples per kind) inside what was fetched.
     let mut charted_query = lake.query().source(config.source).tokens(&charted);
@@ -302,12 +319,14 @@ pub fn build(lake: &Lake, config: &ReportConfig) -> Result<Report> {
         datasets,
         period,
         bar_seconds: config.bar_seconds,
+        evm_bar_seconds: config.evm_bar_seconds,
         tokens,
         price_stats,
         leaderboard,
         screener_request: config.screener.clone(),
         screener,
         snapshot,
+        evm,
         coverage,
         quality,
         notes,
@@ -371,7 +390,8 @@ fn io<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -
 
 impl Report {
     /// File names of the charts [`write`](Self::write) draws, in page order: one candlestick
-    /// chart per token, then the leaderboard's (when it has rows).
+    /// chart per token, then one per token of each EVM chain, then the leaderboard's (when it
+    /// has rows).
     pub fn chart_names(&self) -> Vec<String> {
         let mut names: Vec<String> = self
             .tokens
@@ -379,10 +399,26 @@ impl Report {
             .enumerate()
             .map(|(i, t)| format!("candles_{}_{}.png", i + 1, file_safe(&t.token_address)))
             .collect();
+        names.extend(self.evm_charts().map(|(_, _, name)| name));
         if self.leaderboard.height() > 0 {
             names.push("leaderboard.png".into());
         }
         names
+    }
+
+    /// Every EVM token's section with its chain's bar width and its chart's file name.
+    fn evm_charts(&self) -> impl Iterator<Item = (&TokenSection, i64, String)> + '_ {
+        self.evm.iter().flat_map(move |chain| {
+            chain.tokens.iter().enumerate().map(move |(i, t)| {
+                let name = format!(
+                    "evm_{}_{}_{}.png",
+                    chain.chain_id,
+                    i + 1,
+                    file_safe(&t.token_address)
+                );
+                (t, self.evm_bar_seconds, name)
+            })
+        })
     }
 
     /// Draws the charts into `dir/charts/` and writes `dir/index.html`, creating `dir`.
@@ -396,6 +432,10 @@ impl Report {
         for (t, name) in self.tokens.iter().zip(&names) {
             let png = charts::candles(t, self.bar_seconds, name)?;
             write_atomic(&chart_dir.join(name), &png)?;
+        }
+        for (t, bar_seconds, name) in self.evm_charts() {
+            let png = charts::candles(t, bar_seconds, &name)?;
+            write_atomic(&chart_dir.join(&name), &png)?;
         }
         if self.leaderboard.height() > 0 {
             let png = charts::leaderboard(&self.leaderboard, "leaderboard.png")?;
@@ -434,6 +474,21 @@ impl Report {
         }
         if let Some(page) = &self.screener {
             lines.push(format!("screener: {} tokens match", page.count));
+        }
+        for chain in &self.evm {
+            let top = chain.tokens.first().map_or_else(String::new, |t| {
+                format!(
+                    ", most traded {} (${}), last close {}",
+                    t.label(),
+                    human(t.usd_volume),
+                    t.last_close().map(price).unwrap_or_else(|| "-".into())
+                )
+            });
+            lines.push(format!(
+                "EVM chain {}: {} tokens charted from their price history{top}",
+                chain.chain_id,
+                chain.tokens.len()
+            ));
         }
         if !self.coverage.is_empty() {
             lines.push(format!(

@@ -263,3 +263,154 @@ async fn a_lake_without_events_is_a_clear_error_and_without_profiles_a_note() {
     assert!(report::build(&lake, &bad).is_err());
     sim.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_report_shows_the_evm_chains_from_their_price_history() {
+    let sim = tiny_sim(12).await;
+    let dir = tempfile::tempdir().unwrap();
+    let lake = Arc::new(Lake::open(dir.path().join("lake")).expect("lake"));
+    let catalog = sim.market().catalog();
+    let altchain_token = catalog.altchain.tokens[0].address.clone();
+    let evm: Vec<String> = catalog.evm["1"]
+        .tokens
+        .iter()
+        .take(3)
+        .map(|t| t.address.clone())
+        .collect();
+    let jobs = vec![
+        Job::Swaps {
+            token: Some(altchain_token),
+            wallet: None,
+            pool: None,
+        },
+        Job::PriceHistory {
+            chain_id: 1,
+            tokens: evm.clone(),
+            pools: Vec::new(),
+            interval: 300,
+            from: sim.market().now() - chrono::Duration::days(31),
+            to: None,
+        },
+    ];
+    let syncer = Syncer::new(client(&sim), Arc::clone(&lake), SyncConfig::default());
+    let synced = syncer.run(&jobs).await;
+    assert!(!synced.any_failed(), "sync failed: {synced:?}");
+    sim.shutdown().await;
+
+    let config = ReportConfig {
+        top_tokens: 2,
+        ..ReportConfig::default()
+    };
+    let r = {
+        let lake = Arc::clone(&lake);
+        tokio::task::spawn_blocking(move || report::build(&lake, &config))
+            .await
+            .unwrap()
+            .expect("report")
+    };
+    assert_eq!(r.evm.len(), 1, "one EVM chain");
+    let chain = &r.evm[0];
+    assert_eq!(chain.chain_id, 1);
+    assert_eq!(chain.tokens.len(), 2, "the two most traded of three");
+    assert!(
+        chain
+            .tokens
+            .windows(2)
+            .all(|w| w[0].usd_volume >= w[1].usd_volume)
+    );
+    let lake_arg = lake.root().to_str().unwrap().to_owned();
+    let (from, to) = (chain.period.from.unwrap(), chain.period.to.unwrap());
+    for t in &chain.tokens {
+        assert!(evm.contains(&t.token_address));
+        // The chart's bars are `dexlake ohlcv --source price-history` over the same period.
+        let bars = dexlake(&[
+            "ohlcv",
+            "--lake",
+            &lake_arg,
+            "--source",
+            "price-history",
+            "--chain-id",
+            "1",
+            "--token",
+            &t.token_address,
+            "--interval",
+            "3600",
+            "--from",
+            &rfc3339(from),
+            "--to",
+            &rfc3339(to),
+            "--format",
+            "json",
+        ]);
+        let bars = bars.as_array().expect("rows");
+        assert_eq!(bars.len(), t.bars.height(), "{}", t.token_address);
+        let last = bars.last().expect("a bar")["close"].as_f64().unwrap();
+        assert_eq!(t.last_close(), Some(last), "{}", t.token_address);
+        let points: u64 = bars.iter().map(|b| b["count"].as_u64().unwrap()).sum();
+        assert_eq!(points, t.events as u64, "one count per point");
+        let volume: f64 = bars.iter().map(|b| b["volume"].as_f64().unwrap()).sum();
+        assert!((volume - t.usd_volume).abs() <= 1e-9 * volume.max(1.0));
+    }
+    // The price stats are `dexlake price-stats --source price-history` at the period's end.
+    let tokens: Vec<&str> = chain
+        .tokens
+        .iter()
+        .map(|t| t.token_address.as_str())
+        .collect();
+    let stats = dexlake(&[
+        "price-stats",
+        "--lake",
+        &lake_arg,
+        "--source",
+        "price-history",
+        "--chain-id",
+        "1",
+        "--tokens",
+        &tokens.join(","),
+        "--now",
+        &rfc3339(to),
+        "--format",
+        "json",
+    ]);
+    let stats = stats.as_array().expect("rows");
+    assert_eq!(stats.len(), chain.price_stats.height());
+    for (k, row) in stats.iter().enumerate() {
+        let price = chain
+            .price_stats
+            .column("usd_price")
+            .unwrap()
+            .f64()
+            .unwrap()
+            .get(k);
+        assert_eq!(row["usd_price"].as_f64(), price);
+    }
+
+    // The page shows a chart per EVM token, drawn from data.
+    let out = dir.path().join("report");
+    let index = r.write(&out).expect("written");
+    let html = std::fs::read_to_string(&index).unwrap();
+    assert!(html.contains("<h2>EVM chains</h2>") && html.contains("<h3>Chain 1</h3>"));
+    let evm_charts: Vec<String> = r
+        .chart_names()
+        .into_iter()
+        .filter(|n| n.starts_with("evm_1_"))
+        .collect();
+    assert_eq!(evm_charts.len(), 2);
+    for name in &evm_charts {
+        assert!(html.contains(&format!("src=\"charts/{name}\"")), "{name}");
+        let bytes = std::fs::read(out.join("charts").join(name)).unwrap();
+        let mut reader = png::Decoder::new(bytes.as_slice()).read_info().unwrap();
+        let mut rgb = vec![0; reader.output_buffer_size()];
+        let info = reader.next_frame(&mut rgb).unwrap();
+        let colours: HashSet<&[u8]> = rgb[..info.buffer_size()].chunks(3).collect();
+        assert!(colours.len() > 10, "{name} has {} colours", colours.len());
+    }
+    for t in &chain.tokens {
+        assert!(html.contains(&t.token_address));
+    }
+    assert!(
+        r.summary().contains("EVM chain 1: 2 tokens"),
+        "{}",
+        r.summary()
+    );
+}
