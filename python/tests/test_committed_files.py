@@ -56,3 +56,37 @@ def test_a_lake_without_its_log_is_an_error(tmp_path):
     (meta / "_last_checkpoint.json").write_text(json.dumps({"version": 7}))
     with pytest.raises(LakeError, match="names checkpoint 7"):
         committed_files(tmp_path)
+
+
+def test_the_duckdb_views_read_the_committed_files_and_a_glob_does_not(fixture_lake, tmp_path):
+    """`dexlake views` (DuckDB, the default) defines one view per dataset over the committed
+    files; with a leftover file beside them, a glob counts it and the views do not."""
+    import os
+    import shutil
+    import subprocess
+
+    root, counts, _ = fixture_lake
+    lake = tmp_path / "lake"
+    shutil.copytree(root, lake)
+    committed = dataset_files(committed_files(lake), "swaps")
+    source = lake / committed[0]
+    (source.parent / "part-leftover-uncommitted.parquet").write_bytes(source.read_bytes())
+    script = subprocess.run(
+        [os.environ["DEXLAKE_BIN"], "--lake", str(lake), "views"],
+        check=True, capture_output=True, text=True, timeout=120,
+    ).stdout
+    con = duckdb.connect()
+    con.execute(script)
+    for dataset, rows in counts.items():
+        if rows:
+            (n,) = con.execute(f"SELECT count(*) FROM {dataset}").fetchone()
+            assert n == rows, dataset
+        else:
+            assert f"-- {dataset}: no committed files, no view" in script
+    (globbed,) = con.execute(
+        f"SELECT count(*) FROM read_parquet('{lake}/swaps/**/*.parquet', hive_partitioning = true)"
+    ).fetchone()
+    assert globbed > counts["swaps"]
+    # The hive columns come from the paths, as with the glob.
+    (chains,) = con.execute("SELECT count(DISTINCT chain) FROM swaps").fetchone()
+    assert chains == 1

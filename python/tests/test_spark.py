@@ -8,6 +8,7 @@ deterministic fixture lake (every swap type, oversells, swap fees, wallets with 
 Needs Java (17) and pyspark; without them the test is skipped and says how to enable it.
 """
 
+import json
 import math
 import os
 import shutil
@@ -167,3 +168,27 @@ def test_only_committed_files_are_read(sim_lake):
     # Some commit replaced files, so the log's `remove` lists are applied too.
     log = Path(sim_lake) / "_dexlake" / "log"
     assert any('"remove":[' in p.read_text() and '"remove":[]' not in p.read_text() for p in log.glob("*.json"))
+
+
+def test_the_views_script_reads_exactly_the_committed_files(sim_lake, tmp_path):
+    """`dexlake views --engine spark` defines one view per dataset over the committed files:
+    its counts are the log's rows, not the glob's (which counts the stray file too)."""
+    script = subprocess.run(
+        [binary(), "--lake", str(sim_lake), "views", "--engine", "spark"],
+        check=True, capture_output=True, text=True, timeout=120,
+    ).stdout
+    counts = tmp_path / "counts.json"
+    job = tmp_path / "views.py"
+    job.write_text(
+        script
+        + "\nimport json\n"
+        + f"json.dump({{t.name: spark.table(t.name).count() for t in spark.catalog.listTables()}}, open({str(counts)!r}, 'w'))\n"
+    )
+    proc = subprocess.run([sys.executable, str(job)], capture_output=True, text=True, timeout=JOB_TIMEOUT)
+    assert proc.returncode == 0, f"the views script failed (status {proc.returncode}):\n{proc.stderr[-4000:]}"
+    got = json.loads(counts.read_text())
+    expected = {}
+    for entry in committed_files(sim_lake).values():
+        expected[entry["dataset"]] = expected.get(entry["dataset"], 0) + entry["rows"]
+    assert got == expected
+    assert "-- " not in script and "# price_history: no committed files, no view" in script

@@ -415,6 +415,16 @@ pub fn markdown() -> String {
          above, keep the dataset's paths (the entries' `dataset`), and hand the engine those \
          paths, never the dataset's folder or a glob of it; the hive columns `chain` and `date` \
          come from the paths.\n\n\
+         - **`dexlake views`** does this for DuckDB and Spark: it prints a script that defines \
+         one view per dataset over the files committed now, every path absolute. \
+         `dexlake views > views.sql && duckdb -init views.sql` gives DuckDB the views \
+         `swaps`, `trades`, … (`read_parquet([...], hive_partitioning = true, union_by_name = \
+         true)`), which read what `Lake::scan` reads, where \
+         `read_parquet('lake/swaps/**/*.parquet')` also reads any file no commit holds; \
+         `dexlake views --engine spark > views.py` is a PySpark script registering the same \
+         views as temporary views (`spark-submit views.py`, or paste it into `pyspark`). A \
+         dataset without files gets a comment instead of a view. On S3 the DuckDB script needs \
+         the `httpfs` extension and a secret, and the Spark script reads `s3a://` paths.\n\
          - **Spark**: `spark.read.option(\"basePath\", LAKE).parquet(*paths)`, each listed path \
          prefixed with the lake root; `basePath` makes Spark take `chain` and `date` from the \
          paths. `python/spark/dexlake_spark.py` is the worked example (the listing is \

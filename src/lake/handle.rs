@@ -16,7 +16,7 @@ use super::ops::{
     CompactReport, RepairReport, VerifyOptions, VerifyProgress, VerifyReport, compact, repair,
     verify, verify_with,
 };
-use super::read;
+use super::read::{self, ViewEngine};
 use super::storage::{LocalStore, ObjectRoot, ObjectStoreLake, Store, TransferStats};
 use super::write::{IdCache, Transaction};
 use crate::{Error, Result};
@@ -271,6 +271,13 @@ impl Lake {
     /// are read from the paths.
     pub fn scan_locations(&self, dataset: Dataset) -> Result<Vec<PathBuf>> {
         read::locations(&self.base, &*self.snapshot()?, dataset)
+    }
+
+    /// A script that defines, for `engine`, one view per dataset over exactly the files the
+    /// lake commits now (`dexlake views`): DuckDB SQL (`duckdb -init views.sql`) or PySpark. A
+    /// dataset without files gets a comment instead of a view.
+    pub fn views(&self, engine: ViewEngine) -> Result<String> {
+        read::views_script(&self.base, &*self.snapshot()?, engine)
     }
 
     /// A committed state value. Reads only the state (never the file list) and, on a handle

@@ -78,6 +78,7 @@ pub use log::{FileEntry, Manifest, Recovery};
 pub use ops::{
     CompactReport, MERGE_FAN_IN, Problem, RepairReport, VerifyOptions, VerifyProgress, VerifyReport,
 };
+pub use read::ViewEngine;
 /// What a scan of a dataset gives, for engines that scan the files themselves.
 pub use read::{hive_schema, scan_columns};
 pub use storage::{LocalStore, ObjectRoot, ObjectStoreLake, Store, TransferStats};

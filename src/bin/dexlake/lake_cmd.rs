@@ -1,4 +1,4 @@
-//! `dexlake schema`, `verify`, `compact` and the hidden `fixture-lake`.
+//! `dexlake schema`, `views`, `verify`, `compact` and the hidden `fixture-lake`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -8,7 +8,7 @@ use anyhow::Context;
 use clap::Args;
 use dexlake::error::printable;
 use dexlake::lake::{
-    Dataset, Lake, LakeOptions, VerifyOptions, VerifyProgress, docs, sample::Samples,
+    Dataset, Lake, LakeOptions, VerifyOptions, VerifyProgress, ViewEngine, docs, sample::Samples,
 };
 
 use crate::Global;
@@ -22,6 +22,15 @@ pub struct SchemaArgs {
     /// Print the whole of docs/datasets.md instead.
     #[arg(long)]
     pub markdown: bool,
+}
+
+/// Arguments of `dexlake views`.
+#[derive(Args, Debug)]
+pub struct ViewsArgs {
+    /// The engine of the script: `duckdb` (SQL for `duckdb -init views.sql`) or `spark` (a
+    /// PySpark script).
+    #[arg(long, default_value = "duckdb")]
+    pub engine: String,
 }
 
 /// Arguments of `dexlake verify`.
@@ -77,6 +86,14 @@ pub struct FixtureLakeArgs {
     /// Also write the sample records as JSON to this file.
     #[arg(long)]
     pub records: Option<PathBuf>,
+}
+
+/// `dexlake views`: the script of one view per dataset over the committed files.
+pub fn views(global: &Global, args: ViewsArgs) -> anyhow::Result<ExitCode> {
+    let engine: ViewEngine = args.engine.parse()?;
+    let lake = existing_lake(global)?;
+    print!("{}", lake.views(engine)?);
+    Ok(ExitCode::SUCCESS)
 }
 
 pub fn schema(_global: &Global, args: SchemaArgs) -> anyhow::Result<ExitCode> {

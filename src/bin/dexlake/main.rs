@@ -94,6 +94,9 @@ enum Command {
     Schema(lake_cmd::SchemaArgs),
     /// What the lake holds and what its syncs fetched, per dataset and target.
     Status(status_cmd::StatusArgs),
+    /// Print a DuckDB or Spark script defining one view per dataset over exactly the
+    /// committed files (a glob of the folders also reads files no commit holds).
+    Views(lake_cmd::ViewsArgs),
     /// Check the lake against its manifest.
     Verify(lake_cmd::VerifyArgs),
     /// Data-quality findings: gaps, price jumps, candles against bars, repeated ids, slot
@@ -129,6 +132,7 @@ fn main() -> ExitCode {
         Command::Search(args) => search_cmd::run(&cli.global, args),
         Command::Schema(args) => lake_cmd::schema(&cli.global, args),
         Command::Status(args) => status_cmd::status(&cli.global, args),
+        Command::Views(args) => lake_cmd::views(&cli.global, args),
         Command::Verify(args) => lake_cmd::verify(&cli.global, args),
         Command::Check(args) => check_cmd::run(&cli.global, args),
         Command::Compact(args) => lake_cmd::compact(&cli.global, args),

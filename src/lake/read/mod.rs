@@ -15,8 +15,11 @@
 //!   where its reader opens it, and the errors naming a file the Parquet reader refuses or that
 //!   is missing ([`Error::DamagedLake`](crate::Error::DamagedLake)).
 //!
+//! - `views.rs`: [`views_script`], the DuckDB or Spark script of one view per dataset over the
+//!   committed files (`dexlake views`).
+//!
 //! Within the folder, `check.rs` is the bottom (it imports no sibling), `file.rs` opens files
-//! through it, `prune.rs` stands on `file.rs` and `scan.rs` on `check.rs` and `file.rs`.
+//! through it, `prune.rs` stands on `file.rs` `scan.rs` on `check.rs` and `file.rs`, and `views.rs` on `scan.rs`.
 //!
 //! Imports: the log (the [`Manifest`](crate::lake::Manifest) names what a scan reads), the
 //! storage through the handle's base (`base.rs`: the store, the root messages name), `parquet.rs`
@@ -26,6 +29,7 @@ mod check;
 mod file;
 mod prune;
 mod scan;
+mod views;
 
 pub(crate) use check::{arrow_error, parquet_error};
 pub(crate) use file::{
@@ -38,3 +42,5 @@ pub(crate) use prune::{
 pub(crate) use scan::name_damaged_file;
 pub use scan::{empty_frame, hive_schema, scan_columns};
 pub(crate) use scan::{locations, scan, scan_files};
+pub use views::ViewEngine;
+pub(crate) use views::views_script;
