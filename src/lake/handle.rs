@@ -11,7 +11,7 @@ use super::base::{Base, LakeOptions};
 use super::dataset::Dataset;
 use super::layout::Partition;
 use super::layout::{LOG_DIR, MANIFEST_PATH, META_DIR};
-use super::log::{self, Manifest};
+use super::log::{self, History, Manifest};
 use super::ops::{
     CompactReport, RepairReport, VerifyOptions, VerifyProgress, VerifyReport, compact, repair,
     verify, verify_with,
@@ -271,6 +271,15 @@ impl Lake {
     /// are read from the paths.
     pub fn scan_locations(&self, dataset: Dataset) -> Result<Vec<PathBuf>> {
         read::locations(&self.base, &*self.snapshot()?, dataset)
+    }
+
+    /// The lake's history, newest commit first: per commit its version, time, operation,
+    /// files and rows added and removed per dataset, and the state keys it set (see
+    /// `dexlake log`). Reads the history files written at each checkpoint and the log entries
+    /// after the newest of them, so a long log costs a few reads.
+    pub fn history(&self) -> Result<History> {
+        let version = self.state_snapshot()?.version;
+        log::read_history(self.store(), version)
     }
 
     /// A script that defines, for `engine`, one view per dataset over exactly the files the

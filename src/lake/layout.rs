@@ -158,6 +158,8 @@ pub const META_DIR: &str = "_dexlake";
 pub const LOG_DIR: &str = "_dexlake/log";
 /// Folder of the checkpoints.
 pub const CHECKPOINT_DIR: &str = "_dexlake/checkpoint";
+/// Folder of the history files: the records of the commits up to each checkpoint.
+pub const HISTORY_DIR: &str = "_dexlake/history";
 /// Names the newest checkpoint.
 pub const LAST_CHECKPOINT_PATH: &str = "_dexlake/_last_checkpoint.json";
 /// The journal of the commit in progress, relative to the lake root.
@@ -184,6 +186,11 @@ pub fn state_checkpoint_path(version: u64) -> String {
 /// The file-list part of the checkpoint at `version`.
 pub fn files_checkpoint_path(version: u64) -> String {
     format!("{CHECKPOINT_DIR}/{version:020}.files.json")
+}
+
+/// The history file written with the checkpoint at `version`.
+pub fn history_path(version: u64) -> String {
+    format!("{HISTORY_DIR}/{version:020}.json")
 }
 
 /// The version in the name of a log entry or checkpoint file.

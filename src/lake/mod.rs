@@ -74,7 +74,7 @@ pub use base::LakeOptions;
 pub use dataset::Dataset;
 pub use handle::Lake;
 pub use layout::Partition;
-pub use log::{FileEntry, Manifest, Recovery};
+pub use log::{CommitRecord, DatasetChange, FileEntry, History, Manifest, Recovery};
 pub use ops::{
     CompactReport, MERGE_FAN_IN, Problem, RepairReport, VerifyOptions, VerifyProgress, VerifyReport,
 };

@@ -267,6 +267,7 @@ impl Follower {
         let sync = SyncConfig {
             compact: false,
             lock_timeout: config.lock_timeout,
+            operation: "follow",
             ..SyncConfig::default()
         };
         let mut follower = Follower {
@@ -574,6 +575,7 @@ impl Follower {
         let lake = Arc::clone(self.syncer.lake());
         let written = (|| {
             let mut tx = lake.transaction_within(self.config.lock_timeout)?;
+            tx.set_operation("follow");
             if bars.height() > 0 {
                 tx.write(
                     Dataset::Bars,

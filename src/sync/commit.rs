@@ -131,6 +131,8 @@ pub(crate) struct CommitBuffer {
     lake: Arc<Lake>,
     /// How long a commit waits for another writer ([`SyncConfig::lock_timeout`]).
     lock_timeout: Duration,
+    /// What the commits are in the lake's history ([`SyncConfig::operation`]).
+    operation: &'static str,
     /// Once cancelled, hand-offs no longer wait for room: the committer waits for every job's
     /// last hand-off before its one final commit.
     cancel: CancelToken,
@@ -178,6 +180,7 @@ impl CommitBuffer {
             root: lake.root().to_path_buf(),
             lake: Arc::clone(lake),
             lock_timeout: config.lock_timeout,
+            operation: config.operation,
             cancel: cancel.clone(),
             merge,
         }
@@ -466,10 +469,11 @@ impl CommitBuffer {
         built.retain(|(job, ..)| !failures.iter().any(|(j, _)| j == job));
         let lake = Arc::clone(&self.lake);
         let lock_timeout = self.lock_timeout;
+        let operation = self.operation;
         let cancel = cancel.clone();
         let merge = self.merge;
         let task = tokio::task::spawn_blocking(move || {
-            commit_blocking(&lake, built, lock_timeout, &cancel, merge)
+            commit_blocking(&lake, built, (lock_timeout, operation), &cancel, merge)
         });
         let result = match task.await {
             Ok(r) => r,
@@ -490,16 +494,18 @@ impl CommitBuffer {
 /// Converted rows of one job with the states that describe them.
 type ConvertedHandoff = (usize, Vec<(Dataset, RecordBatch)>, Vec<(String, Value)>);
 
-/// The blocking part of a commit: wait for the lake, write each job's rows under its own tag,
-/// set the states in hand-off order (each joined with the one recorded by `merge`), commit.
+/// The blocking part of a commit: wait for the lake (up to `lock_timeout`), write each job's
+/// rows under its own tag, set the states in hand-off order (each joined with the one recorded
+/// by `merge`), commit as `operation`.
 fn commit_blocking(
     lake: &Lake,
     built: Vec<ConvertedHandoff>,
-    lock_timeout: Duration,
+    (lock_timeout, operation): (Duration, &str),
     cancel: &CancelToken,
     merge: StateMerge,
 ) -> Result<crate::lake::CommitSummary> {
     let mut tx = wait_for_lake(lake, lock_timeout, cancel)?;
+    tx.set_operation(operation);
     for (job, batches, states) in built {
         for (dataset, batch) in batches {
             if batch.num_rows() > 0 {

@@ -35,6 +35,10 @@ pub struct SyncConfig {
     /// except after a cancellation, when a commit waits no longer than the lake's own timeout.
     /// Default 10 minutes.
     pub lock_timeout: Duration,
+    /// What the run's commits are in the lake's history
+    /// ([`Lake::history`](crate::lake::Lake::history)): `sync` by default, `follow` for the
+    /// syncs of `dexlake follow`.
+    pub operation: &'static str,
 }
 
 impl Default for SyncConfig {
@@ -49,6 +53,7 @@ impl Default for SyncConfig {
             bars_per_request: 1000,
             parallel_jobs: 4,
             lock_timeout: Duration::from_secs(600),
+            operation: "sync",
         }
     }
 }

@@ -18,6 +18,7 @@ mod exit_status;
 mod follow;
 mod lake;
 mod lake_files;
+mod lake_history;
 mod lake_log;
 mod lake_read_only;
 mod output;

@@ -12,6 +12,7 @@ mod check_cmd;
 pub(crate) mod exit;
 mod follow_cmd;
 mod lake_cmd;
+mod log_cmd;
 mod ohlcv_cmd;
 mod output;
 mod pnl_cmd;
@@ -94,6 +95,8 @@ enum Command {
     Schema(lake_cmd::SchemaArgs),
     /// What the lake holds and what its syncs fetched, per dataset and target.
     Status(status_cmd::StatusArgs),
+    /// The lake's history: one line per commit, newest first (what it added and removed).
+    Log(log_cmd::LogArgs),
     /// Print a DuckDB or Spark script defining one view per dataset over exactly the
     /// committed files (a glob of the folders also reads files no commit holds).
     Views(lake_cmd::ViewsArgs),
@@ -132,6 +135,7 @@ fn main() -> ExitCode {
         Command::Search(args) => search_cmd::run(&cli.global, args),
         Command::Schema(args) => lake_cmd::schema(&cli.global, args),
         Command::Status(args) => status_cmd::status(&cli.global, args),
+        Command::Log(args) => log_cmd::run(&cli.global, args),
         Command::Views(args) => lake_cmd::views(&cli.global, args),
         Command::Verify(args) => lake_cmd::verify(&cli.global, args),
         Command::Check(args) => check_cmd::run(&cli.global, args),

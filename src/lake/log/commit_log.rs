@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use super::history::{self, CommitRecord};
 use super::manifest::{self, FileEntry, MANIFEST_FORMAT_VERSION, Manifest};
 use crate::lake::layout::{
     CHECKPOINT_DIR, LAST_CHECKPOINT_PATH, LOG_DIR, MANIFEST_PATH, PREVIOUS_MANIFEST_PATH,
@@ -51,6 +52,10 @@ pub struct Commit {
     /// State values set.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub state: BTreeMap<String, serde_json::Value>,
+    /// Rows of the removed files, per dataset name, for the history; filled at commit time
+    /// from the manifest (absent in entries written before the history was kept).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub removed_rows: BTreeMap<String, u64>,
 }
 
 /// The pointer to the newest checkpoint.
@@ -103,6 +108,9 @@ pub struct ManifestView {
     base: Base,
     tail_entries: u64,
     tail_bytes: u64,
+    /// The records of the commits applied since the base, for the next checkpoint's history
+    /// file (at most [`MAX_TAIL_ENTRIES`], the newest).
+    tail_records: Vec<CommitRecord>,
 }
 
 fn decode_err(
@@ -307,6 +315,7 @@ impl ManifestView {
             base,
             tail_entries: 0,
             tail_bytes: 0,
+            tail_records: Vec::new(),
         })
     }
 
@@ -383,6 +392,10 @@ impl ManifestView {
 
     /// Applies one commit to the snapshot.
     pub fn apply(&mut self, commit: &Commit) {
+        if self.tail_records.len() as u64 >= MAX_TAIL_ENTRIES {
+            self.tail_records.remove(0);
+        }
+        self.tail_records.push(CommitRecord::of(commit));
         let has_files = self.has_files;
         let m = std::sync::Arc::make_mut(&mut self.manifest);
         m.version = commit.version;
@@ -407,8 +420,16 @@ impl ManifestView {
 
     /// Appends `commit` to the log (the commit point) and applies it. Must run under the
     /// writer lock, on a snapshot with its files, at the newest version.
-    pub fn commit(&mut self, store: &dyn Store, commit: Commit) -> Result<()> {
+    pub fn commit(&mut self, store: &dyn Store, mut commit: Commit) -> Result<()> {
         debug_assert!(self.has_files, "commits start from a snapshot with files");
+        for path in &commit.remove {
+            if let Some(entry) = self.manifest.files.get(path) {
+                *commit
+                    .removed_rows
+                    .entry(entry.dataset.name().to_owned())
+                    .or_default() += entry.rows;
+            }
+        }
         debug_assert_eq!(commit.version, self.manifest.version + 1);
         if self.base == Base::Legacy {
             // The single manifest becomes the first checkpoint before the log grows on it.
@@ -454,10 +475,22 @@ impl ManifestView {
                 && self.tail_bytes.saturating_mul(16) >= files_bytes)
     }
 
-    /// Writes a checkpoint of the snapshot's version and deletes what the one before the
-    /// previous checkpoint left (older entries and checkpoints, a legacy manifest).
+    /// Writes the history file of the commits since the base, then a checkpoint of the
+    /// snapshot's version, and deletes what the one before the previous checkpoint left (older
+    /// entries and checkpoints, a legacy manifest; history files stay).
     pub fn checkpoint(&mut self, store: &dyn Store) -> Result<()> {
         let m = &self.manifest;
+        let since = match self.base {
+            Base::Checkpoint(last) => last.version,
+            Base::Empty | Base::Legacy => 0,
+        };
+        let records: Vec<CommitRecord> = self
+            .tail_records
+            .iter()
+            .filter(|r| r.version > since && r.version <= m.version)
+            .cloned()
+            .collect();
+        history::write_records(store, m.version, &records)?;
         let state = serde_json::to_vec(&StateCheckpoint {
             format_version: MANIFEST_FORMAT_VERSION,
             version: m.version,
@@ -493,6 +526,7 @@ impl ManifestView {
         self.base = Base::Checkpoint(last);
         self.tail_entries = 0;
         self.tail_bytes = 0;
+        self.tail_records.clear();
         if let Some(keep) = previous.map(|p| p.version) {
             clean_before(store, keep)?;
         }
@@ -536,6 +570,14 @@ pub fn start_over(store: &dyn Store, manifest: &Manifest) -> Result<()> {
         base: Base::Empty,
         tail_entries: 0,
         tail_bytes: 0,
+        // The history shows the repair as the commit of its version.
+        tail_records: vec![CommitRecord {
+            version: manifest.version,
+            committed_at: manifest.committed_at,
+            operation: history::REPAIR.to_owned(),
+            datasets: BTreeMap::new(),
+            state: Vec::new(),
+        }],
     };
     snap.checkpoint(store)?;
     // The newest state must be the one just written: a legacy manifest would shadow nothing

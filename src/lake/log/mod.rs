@@ -5,7 +5,9 @@
 //! - `manifest.rs`: [`Manifest`] and [`FileEntry`], the committed state as of one version;
 //! - `commit_log.rs`: the log entries ([`Commit`]), the checkpoints and [`ManifestView`], which
 //!   reads, catches up and extends them ([`Manifest::load`] reads the newest through it);
-//! - `journal.rs`: the [`Journal`] of the commit in progress and the [`recover`]y after a crash.
+//! - `journal.rs`: the [`Journal`] of the commit in progress and the [`recover`]y after a crash;
+//! - `history.rs`: the [`CommitRecord`] of each commit (what `dexlake log` shows), written to
+//!   a history file at each checkpoint, and [`read_history`].
 //!
 //! Imports: the storage ([`Store`](crate::lake::Store)), the layout (every `_dexlake/` path is
 //! in `layout.rs`) and [`Dataset`](crate::lake::Dataset); never the writer, the readers or the
@@ -16,6 +18,7 @@
 //! _dexlake/checkpoint/00000000000000000040.state.json   the sync state as of commit 40
 //! _dexlake/checkpoint/00000000000000000040.files.json   the committed files as of commit 40
 //! _dexlake/_last_checkpoint.json                     which checkpoint is the newest
+//! _dexlake/history/00000000000000000040.json         the records of commits 1 to 40 (never deleted)
 //! ```
 //!
 //! - **A commit** writes one small log entry, `log/<version>.json`, atomically and only if no entry
@@ -47,6 +50,10 @@
 //!   number [`MAX_TAIL_ENTRIES`]. Writing a checkpoint costs the size of the lake, but
 //!   happens at most once per that many bytes of log, so its cost per commit stays flat; a
 //!   cold read never applies more than [`MAX_TAIL_ENTRIES`] entries.
+//! - **History**: before a checkpoint, the records of the commits since the previous one (what
+//!   each added and removed, per dataset, and which state it set) are written to
+//!   `history/<version>.json`; the clean-up below leaves them, so the history of a long log
+//!   is read in a few files (`history.rs`).
 //! - **Clean-up**: after a checkpoint, the entries and checkpoints older than the previous
 //!   checkpoint are deleted; the previous one is kept so that `verify --repair` can take the
 //!   sync state from it when the newest is damaged.
@@ -83,6 +90,7 @@
 //! [`MAX_TAIL_ENTRIES`]: commit_log::MAX_TAIL_ENTRIES
 
 mod commit_log;
+mod history;
 mod journal;
 mod manifest;
 
@@ -90,5 +98,6 @@ pub use commit_log::{
     COMPACT, Commit, MIN_TAIL_ENTRIES, ManifestView, last_checkpoint, newest_named_version,
     read_entry, salvage_state, start_over,
 };
+pub use history::{CommitRecord, DatasetChange, History, read_history};
 pub use journal::{Journal, Recovery, clear_journal, needs_recovery, read_journal, recover};
 pub use manifest::{FileEntry, MANIFEST_FORMAT_VERSION, Manifest, datasets_with_files};

@@ -47,6 +47,8 @@ pub struct Transaction<'a> {
     /// The tag of each staged batch, in the order of `staged`.
     tags: BTreeMap<Dataset, Vec<Option<u64>>>,
     state: BTreeMap<String, serde_json::Value>,
+    /// What the commit is, for the lake's history (`sync`, `follow`, …).
+    operation: Option<String>,
 }
 
 impl<'a> Transaction<'a> {
@@ -69,6 +71,7 @@ impl<'a> Transaction<'a> {
             staged: BTreeMap::new(),
             tags: BTreeMap::new(),
             state: BTreeMap::new(),
+            operation: None,
         })
     }
 }
@@ -121,6 +124,12 @@ impl Transaction<'_> {
         self.state.insert(key.into(), value);
     }
 
+    /// Names what the commit is in the lake's history ([`Lake::history`](crate::lake::Lake::history)):
+    /// `sync`, `follow`, …; a transaction that names nothing is a `write`.
+    pub fn set_operation(&mut self, operation: impl Into<String>) {
+        self.operation = Some(operation.into());
+    }
+
     /// The state value under `key` as this transaction stands: staged in it, else committed at
     /// the version it started from.
     pub fn state(&self, key: &str) -> Option<&serde_json::Value> {
@@ -145,11 +154,18 @@ impl Transaction<'_> {
             staged,
             tags,
             state,
+            operation,
         } = self;
         let mut attempt = 1;
         loop {
             let base = manifest.version;
-            match commit_on(lake, ids, manifest, &staged, &tags, &state) {
+            let staged = Staged {
+                batches: &staged,
+                tags: &tags,
+                state: &state,
+                operation: operation.as_deref(),
+            };
+            match commit_on(lake, ids, manifest, &staged) {
                 Err(e) if attempt < COMMIT_ATTEMPTS && lake.lost_race(&e, base)? => {
                     // Back off a little, differently per writer, so racing writers spread out.
                     let jitter = rand::random::<u64>() % 50;
@@ -163,18 +179,26 @@ impl Transaction<'_> {
     }
 }
 
+/// What a transaction commits.
+struct Staged<'t> {
+    batches: &'t BTreeMap<Dataset, Vec<RecordBatch>>,
+    tags: &'t BTreeMap<Dataset, Vec<Option<u64>>>,
+    state: &'t BTreeMap<String, serde_json::Value>,
+    operation: Option<&'t str>,
+}
+
 /// One attempt of [`Transaction::commit`] on `manifest`: prepares the staged rows against it
 /// and commits them as its next version.
 fn commit_on(
     lake: &Base,
     ids: &IdCache,
     manifest: Arc<Manifest>,
-    staged: &BTreeMap<Dataset, Vec<RecordBatch>>,
-    tags: &BTreeMap<Dataset, Vec<Option<u64>>>,
-    state: &BTreeMap<String, serde_json::Value>,
+    staged: &Staged<'_>,
 ) -> Result<CommitSummary> {
+    let state = staged.state;
     let version = manifest.version + 1;
-    let prepared = writer::prepare_files(lake, ids, &manifest, staged, tags, version)?;
+    let prepared =
+        writer::prepare_files(lake, ids, &manifest, staged.batches, staged.tags, version)?;
     let summary = CommitSummary {
         rows_added: prepared.rows_added,
         rows_added_by_tag: prepared.rows_added_by_tag,
@@ -193,6 +217,7 @@ fn commit_on(
         version,
         id_ranges: prepared.id_ranges,
         state: state.clone(),
+        operation: staged.operation.map(str::to_owned),
         ..log::Commit::default()
     };
     writer::commit_files(lake, commit, prepared.files, prepared.remove)?;
