@@ -13,6 +13,11 @@
 //!   (this one grows with the lake, by design);
 //! - `rewrite_whole_manifest`: what a commit cost when the manifest was one JSON document
 //!   rewritten each time (serialise, write atomically, parse back), for comparison.
+//!
+//! The `history` group reads the history (`Lake::history`, what `dexlake log` prints) of a log
+//! of 10,000 and 100,000 commits, cold (a new handle): the records of all but the last
+//! 1,999 commits are in history files of 2,000 records (as checkpoints leave them), the last
+//! 1,999 in their log entries, each a real commit of a sync state.
 
 use std::collections::BTreeMap;
 use std::hint::black_box;
@@ -20,8 +25,8 @@ use std::hint::black_box;
 use chrono::{TimeZone, Utc};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use dexlake::lake::sample::Samples;
-use dexlake::lake::test_support::{MANIFEST_FORMAT_VERSION, start_over};
-use dexlake::lake::{Dataset, FileEntry, Lake, Manifest, convert};
+use dexlake::lake::test_support::{MANIFEST_FORMAT_VERSION, start_over, write_history_records};
+use dexlake::lake::{CommitRecord, Dataset, DatasetChange, FileEntry, Lake, Manifest, convert};
 
 /// Full sizes under `cargo bench`; small ones when `cargo test --all-targets` runs each
 /// benchmark once as a smoke test (criterion passes `--bench` only in the former case).
@@ -141,5 +146,98 @@ fn bookkeeping(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bookkeeping);
+/// Commits in the log entries after the history files.
+const TAIL: u64 = 1_999;
+
+/// A lake whose log holds `commits` commits (see the module's docs).
+fn lake_with_history(commits: u64) -> (tempfile::TempDir, Lake) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let lake = Lake::open(dir.path()).expect("open");
+    let t = Utc
+        .with_ymd_and_hms(2026, 1, 1, 0, 0, 0)
+        .single()
+        .expect("time");
+    let base = commits - TAIL;
+    let manifest = Manifest {
+        format_version: MANIFEST_FORMAT_VERSION,
+        version: base,
+        committed_at: Some(t),
+        ..Manifest::default()
+    };
+    // The checkpoint at `base` (its history file holds its own record), then the records of
+    // the commits before it, 2,000 per file.
+    start_over(lake.store(), &manifest).expect("checkpoint");
+    let record = |version: u64| CommitRecord {
+        version,
+        committed_at: Some(t + chrono::Duration::seconds(version as i64)),
+        operation: "sync".into(),
+        datasets: [
+            (
+                Dataset::Swaps,
+                DatasetChange {
+                    files_added: 2,
+                    rows_added: 5_000,
+                    files_removed: 0,
+                    rows_removed: Some(0),
+                },
+            ),
+            (
+                Dataset::Trades,
+                DatasetChange {
+                    files_added: 1,
+                    rows_added: 700,
+                    files_removed: 0,
+                    rows_removed: Some(0),
+                },
+            ),
+        ]
+        .into(),
+        state: vec![
+            format!("sync/swaps/token=T{version:08}"),
+            format!("sync/trades/token=T{version:08}"),
+        ],
+    };
+    let mut first = 1;
+    while first < base {
+        let last = (first + 1_999).min(base - 1);
+        let records: Vec<CommitRecord> = (first..=last).map(record).collect();
+        write_history_records(lake.store(), last, &records).expect("history file");
+        first = last + 1;
+    }
+    let lake = Lake::open(dir.path()).expect("open again");
+    for k in 0..TAIL {
+        let mut tx = lake.transaction().expect("transaction");
+        tx.set_state(
+            format!("sync/swaps/token=T{k:08}"),
+            serde_json::json!({"n": k}),
+        );
+        tx.set_operation("sync");
+        tx.commit().expect("commit");
+    }
+    (dir, lake)
+}
+
+fn history(c: &mut Criterion) {
+    let sizes: Vec<u64> = if std::env::args().any(|a| a == "--bench") {
+        vec![10_000, 100_000]
+    } else {
+        vec![2_500]
+    };
+    let mut group = c.benchmark_group("history");
+    group.sample_size(10);
+    for commits in sizes {
+        let (dir, _lake) = lake_with_history(commits);
+        group.bench_function(BenchmarkId::new("read_cold", commits), |b| {
+            b.iter(|| {
+                let fresh = Lake::open(dir.path()).expect("open");
+                let history = fresh.history().expect("history");
+                assert_eq!(history.records.len() as u64, commits);
+                history.records.len()
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bookkeeping, history);
 criterion_main!(benches);

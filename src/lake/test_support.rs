@@ -8,7 +8,7 @@ pub use super::layout::{
 };
 pub use super::log::{
     COMPACT, Commit, Journal, MANIFEST_FORMAT_VERSION, MIN_TAIL_ENTRIES, last_checkpoint, recover,
-    start_over,
+    start_over, write_history_records,
 };
 pub use super::parquet::DEFAULT_ROW_GROUP_ROWS;
 pub use super::parquet::encode_parquet;

@@ -98,6 +98,8 @@ pub use commit_log::{
     COMPACT, Commit, MIN_TAIL_ENTRIES, ManifestView, last_checkpoint, newest_named_version,
     read_entry, salvage_state, start_over,
 };
-pub use history::{CommitRecord, DatasetChange, History, read_history};
+pub use history::{
+    CommitRecord, DatasetChange, History, read_history, write_records as write_history_records,
+};
 pub use journal::{Journal, Recovery, clear_journal, needs_recovery, read_journal, recover};
 pub use manifest::{FileEntry, MANIFEST_FORMAT_VERSION, Manifest, datasets_with_files};
