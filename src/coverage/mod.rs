@@ -50,6 +50,7 @@ use serde::Serialize;
 
 use crate::Result;
 use crate::analytics::ohlcv::Unfetched;
+use crate::analytics::quality::HistoryTarget;
 use crate::analytics::screener::ProfileSnapshot;
 use crate::analytics::{EventSource, Selection};
 use crate::lake::convert::CandleSeries;
@@ -201,13 +202,15 @@ fn sync_command(dataset: Dataset, target: &str) -> String {
     format!("dexlake sync {command}{flags}")
 }
 
-/// What the data check takes as fetched ([`CheckOptions::fetched`] and
-/// [`CheckOptions::candles_fetched`]): per token, the ranges its own swaps stream fetched
-/// completely; per candle series, the ranges its syncs covered. Targets whose extent is not
-/// recorded are left out (the check then takes their own first to last record).
+/// What the data check takes as fetched ([`CheckOptions::fetched`],
+/// [`CheckOptions::candles_fetched`] and [`CheckOptions::history_fetched`]): per token, the
+/// ranges its own swaps stream fetched completely; per candle series and per price-history
+/// target, the ranges its syncs covered. Targets whose extent is not recorded are left out
+/// (the check then takes their own first to last record).
 ///
 /// [`CheckOptions::fetched`]: crate::analytics::quality::CheckOptions::fetched
 /// [`CheckOptions::candles_fetched`]: crate::analytics::quality::CheckOptions::candles_fetched
+/// [`CheckOptions::history_fetched`]: crate::analytics::quality::CheckOptions::history_fetched
 #[doc(hidden)]
 pub fn check_ranges(lake: &Lake) -> Result<CheckRanges> {
     let ranges = |r: &Recorded| -> Vec<TimeRange> { r.fetched.clone() };
@@ -233,6 +236,29 @@ pub fn check_ranges(lake: &Lake) -> Result<CheckRanges> {
             out.candles.entry(series).or_default().extend(ranges(&r));
         }
     }
+    for r in recorded_in(lake, Dataset::PriceHistory)? {
+        let number = |name: &str| r.key.value(name).and_then(|v| v.parse::<i64>().ok());
+        let chain_id = r
+            .key
+            .value("chain")
+            .and_then(|c| c.strip_prefix("evm-").and_then(|n| n.parse::<i64>().ok()));
+        let (Some(chain_id), Some(interval)) = (chain_id, number("interval")) else {
+            continue;
+        };
+        let (token, pool) = (r.key.value("token"), r.key.value("pool"));
+        if r.fetched_known && (token.is_some() || pool.is_some()) {
+            let target = HistoryTarget {
+                chain_id,
+                token,
+                pool,
+                interval,
+            };
+            out.price_history
+                .entry(target)
+                .or_default()
+                .extend(ranges(&r));
+        }
+    }
     Ok(out)
 }
 
@@ -244,6 +270,9 @@ pub struct CheckRanges {
     pub swaps: BTreeMap<String, Vec<TimeRange>>,
     /// Per candle series, the ranges its candles cover.
     pub candles: BTreeMap<CandleSeries, Vec<TimeRange>>,
+    /// Per price-history target (a chain's token or pool at an interval), the ranges its
+    /// syncs covered.
+    pub price_history: BTreeMap<HistoryTarget, Vec<TimeRange>>,
 }
 
 fn recorded_in(lake: &Lake, dataset: Dataset) -> Result<Vec<Recorded>> {
