@@ -10,9 +10,10 @@
 //!   the ranges fetched completely, when it was last synced, and whether its last run was
 //!   interrupted;
 //! - the coverage of a selection ([`of_events`], [`of_window`], [`of_wallets`],
-//!   [`of_profiles`]): for each token, wallet or snapshot an answer reads, the parts of the
-//!   asked range no stream of it fetched completely ([`TargetCoverage::missing`]), and
-//!   whether the lake holds only another stream's view of it ([`TargetCoverage::partial`]).
+//!   [`of_profiles`], [`of_series`]): for each token, wallet, series or snapshot an answer
+//!   reads, the parts of the asked range no stream of it fetched completely
+//!   ([`TargetCoverage::missing`]), and whether the lake holds only another stream's view of
+//!   it ([`TargetCoverage::partial`]).
 //!   `lake.query()` carries it with each answer ([`Answer`](crate::query::Answer)); the CLI warns on stderr and,
 //!   with `--strict`, fails.
 //!
@@ -49,7 +50,8 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
 use crate::Result;
-use crate::analytics::ohlcv::Unfetched;
+use crate::analytics::ohlcv::{SeriesSource, Unfetched};
+use crate::analytics::quality::HistoryTarget;
 use crate::analytics::screener::ProfileSnapshot;
 use crate::analytics::{EventSource, Selection};
 use crate::lake::convert::CandleSeries;
@@ -158,12 +160,24 @@ impl Coverage {
         out
     }
 
-    /// The ranges never fetched of each token whose own stream is recorded, for
+    /// The ranges never fetched of each token whose own stream is recorded (and of each
+    /// pool's candles, which the series' bars key by their pool), for
     /// [`BarOptions::unfetched`](crate::analytics::BarOptions::unfetched).
     pub fn unfetched(&self) -> Unfetched {
         let mut out = Unfetched::new();
         for t in &self.targets {
-            let Some(token) = t.target.strip_prefix("token=") else {
+            // A series' target names its interval (and chain) after its token or pool.
+            let first = match self.dataset {
+                Dataset::Candles | Dataset::PriceHistory => {
+                    t.target.split(' ').next().unwrap_or_default()
+                }
+                _ => t.target.as_str(),
+            };
+            let pool = || match self.dataset {
+                Dataset::Candles => first.strip_prefix("pool="),
+                _ => None,
+            };
+            let Some(token) = first.strip_prefix("token=").or_else(pool) else {
                 continue;
             };
             if !t.recorded || t.partial.is_some() {
@@ -181,6 +195,9 @@ impl Coverage {
 /// The `dexlake sync` command that fetches a target of a dataset (`token=T`, `pool=P`,
 /// `wallet=W` or `profiles`), for the warnings.
 fn sync_command(dataset: Dataset, target: &str) -> String {
+    if let Some(command) = series_sync_command(dataset, target) {
+        return command;
+    }
     let command = match dataset {
         Dataset::Swaps => "swaps",
         Dataset::Trades => "trades",
@@ -201,13 +218,38 @@ fn sync_command(dataset: Dataset, target: &str) -> String {
     format!("dexlake sync {command}{flags}")
 }
 
-/// What the data check takes as fetched ([`CheckOptions::fetched`] and
-/// [`CheckOptions::candles_fetched`]): per token, the ranges its own swaps stream fetched
-/// completely; per candle series, the ranges its syncs covered. Targets whose extent is not
-/// recorded are left out (the check then takes their own first to last record).
+/// The `dexlake sync` command that fetches a series' target (`token=T interval=60`,
+/// `pool=P chain_id=1 interval=60`); `None` for the other datasets.
+fn series_sync_command(dataset: Dataset, target: &str) -> Option<String> {
+    let pairs: Vec<(&str, &str)> = target
+        .split(' ')
+        .filter_map(|p| p.split_once('='))
+        .collect();
+    let get = |name: &str| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| *v);
+    let (kind, address) = pairs.first().copied()?;
+    let interval = get("interval").unwrap_or("SECONDS");
+    match dataset {
+        Dataset::Candles => Some(format!(
+            "dexlake sync candles --{kind} {address} --interval {interval} --from TIME"
+        )),
+        Dataset::PriceHistory => Some(format!(
+            "dexlake sync price-history --chain-id {} --{kind}s {address} --interval {interval} \
+             --from TIME",
+            get("chain_id").unwrap_or("N")
+        )),
+        _ => None,
+    }
+}
+
+/// What the data check takes as fetched ([`CheckOptions::fetched`],
+/// [`CheckOptions::candles_fetched`] and [`CheckOptions::history_fetched`]): per token, the
+/// ranges its own swaps stream fetched completely; per candle series and per price-history
+/// target, the ranges its syncs covered. Targets whose extent is not recorded are left out
+/// (the check then takes their own first to last record).
 ///
 /// [`CheckOptions::fetched`]: crate::analytics::quality::CheckOptions::fetched
 /// [`CheckOptions::candles_fetched`]: crate::analytics::quality::CheckOptions::candles_fetched
+/// [`CheckOptions::history_fetched`]: crate::analytics::quality::CheckOptions::history_fetched
 #[doc(hidden)]
 pub fn check_ranges(lake: &Lake) -> Result<CheckRanges> {
     let ranges = |r: &Recorded| -> Vec<TimeRange> { r.fetched.clone() };
@@ -233,6 +275,29 @@ pub fn check_ranges(lake: &Lake) -> Result<CheckRanges> {
             out.candles.entry(series).or_default().extend(ranges(&r));
         }
     }
+    for r in recorded_in(lake, Dataset::PriceHistory)? {
+        let number = |name: &str| r.key.value(name).and_then(|v| v.parse::<i64>().ok());
+        let chain_id = r
+            .key
+            .value("chain")
+            .and_then(|c| c.strip_prefix("evm-").and_then(|n| n.parse::<i64>().ok()));
+        let (Some(chain_id), Some(interval)) = (chain_id, number("interval")) else {
+            continue;
+        };
+        let (token, pool) = (r.key.value("token"), r.key.value("pool"));
+        if r.fetched_known && (token.is_some() || pool.is_some()) {
+            let target = HistoryTarget {
+                chain_id,
+                token,
+                pool,
+                interval,
+            };
+            out.price_history
+                .entry(target)
+                .or_default()
+                .extend(ranges(&r));
+        }
+    }
     Ok(out)
 }
 
@@ -244,6 +309,9 @@ pub struct CheckRanges {
     pub swaps: BTreeMap<String, Vec<TimeRange>>,
     /// Per candle series, the ranges its candles cover.
     pub candles: BTreeMap<CandleSeries, Vec<TimeRange>>,
+    /// Per price-history target (a chain's token or pool at an interval), the ranges its
+    /// syncs covered.
+    pub price_history: BTreeMap<HistoryTarget, Vec<TimeRange>>,
 }
 
 fn recorded_in(lake: &Lake, dataset: Dataset) -> Result<Vec<Recorded>> {
@@ -397,6 +465,121 @@ pub fn of_events(
                 .into_iter()
                 .map(|t| token_coverage(&records, t, asked))
                 .collect()
+        }
+    };
+    Ok(Coverage {
+        dataset,
+        targets,
+        notes,
+    })
+}
+
+/// The coverage of the stored series `series` that [`crate::analytics::series_bars`] reads:
+/// for each selected token or pool (`selection`; every target the series' syncs recorded
+/// when every token is selected), the parts of `range` its syncs at `interval` (at any
+/// interval when `None`) never fetched. An open side of `range` stops where the target's
+/// fetched ranges do: a series is fetched from the start its sync asked for, so nothing
+/// before the first sync or after the last one is claimed missing, only the holes between
+/// them and what a closed range reaches beyond them. A target with no recorded sync has an
+/// unknown coverage (answers warn, `--strict` fails).
+///
+/// The candles of a token are covered by the syncs of that token (with or without a pool),
+/// a pool's by the syncs of that pool; a price history's by the syncs of its chain's token
+/// or pool. A target's text names its interval (and chain): `token=T interval=60`,
+/// `token=A chain_id=1 interval=60`.
+#[doc(hidden)]
+pub fn of_series(
+    lake: &Lake,
+    series: SeriesSource,
+    selection: &Selection,
+    interval: Option<i64>,
+    range: TimeRange,
+) -> Result<Coverage> {
+    let dataset = series.dataset();
+    let chain = match series {
+        SeriesSource::Candles => None,
+        SeriesSource::PriceHistory { chain_id } => Some(format!("evm-{chain_id}")),
+    };
+    let pair = |r: &Recorded, name: &str| -> Option<String> {
+        r.target
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    };
+    let records: Vec<Recorded> = recorded_in(lake, dataset)?
+        .into_iter()
+        .filter(|r| {
+            (pair(r, "token").is_some() || pair(r, "pool").is_some())
+                && chain
+                    .as_ref()
+                    .is_none_or(|c| pair(r, "chain").as_ref() == Some(c))
+                && interval.is_none_or(|i| pair(r, "interval") == Some(i.to_string()))
+        })
+        .collect();
+    let mut suffix = String::new();
+    if let SeriesSource::PriceHistory { chain_id } = series {
+        suffix.push_str(&format!(" chain_id={chain_id}"));
+    }
+    if let Some(i) = interval {
+        suffix.push_str(&format!(" interval={i}"));
+    }
+    let target = |kind: &str, address: &str| -> TargetCoverage {
+        let own: Vec<&Recorded> = records
+            .iter()
+            .filter(|r| pair(r, kind).as_deref() == Some(address))
+            .collect();
+        let name = format!("{kind}={address}{suffix}");
+        if own.is_empty() {
+            return TargetCoverage {
+                target: name,
+                asked: range,
+                missing: vec![range],
+                partial: None,
+                recorded: false,
+            };
+        }
+        let covered = TimeRange::merged(own.iter().flat_map(|r| r.fetched.iter().copied()));
+        let recorded = own.iter().all(|r| r.fetched_known);
+        let asked = TimeRange {
+            from: range.from.or_else(|| covered.first().and_then(|s| s.from)),
+            to: range.to.or_else(|| covered.last().and_then(|s| s.to)),
+        };
+        let missing = if recorded {
+            subtract(&asked, &covered)
+        } else {
+            Vec::new()
+        };
+        TargetCoverage {
+            target: name,
+            asked,
+            missing,
+            partial: None,
+            recorded,
+        }
+    };
+    let mut notes = Vec::new();
+    let targets = match selection {
+        Selection::Token(t) => vec![target("token", t)],
+        Selection::Tokens(ts) => ts.iter().map(|t| target("token", t)).collect(),
+        Selection::Pool(p) => vec![target("pool", p)],
+        Selection::AllTokens => {
+            if records.is_empty() {
+                notes.push(format!(
+                    "{dataset}{suffix}: the lake records no sync of the series, so its \
+                     coverage is unknown",
+                    suffix = suffix.replace('=', " ")
+                ));
+            }
+            // A candle series of a token and a pool is the token's.
+            let named: BTreeSet<(&str, String)> = records
+                .iter()
+                .filter_map(|r| match (pair(r, "token"), pair(r, "pool")) {
+                    (Some(t), _) => Some(("token", t)),
+                    (None, Some(p)) => Some(("pool", p)),
+                    (None, None) => None,
+                })
+                .collect();
+            named.iter().map(|(k, a)| target(k, a)).collect()
         }
     };
     Ok(Coverage {
@@ -727,6 +910,14 @@ mod tests {
         assert_eq!(
             hint(Dataset::Swaps, "pool=P"),
             "dexlake sync swaps --pool P"
+        );
+        assert_eq!(
+            hint(Dataset::Candles, "token=T1 interval=60"),
+            "dexlake sync candles --token T1 --interval 60 --from TIME"
+        );
+        assert_eq!(
+            hint(Dataset::PriceHistory, "pool=P chain_id=1 interval=3600"),
+            "dexlake sync price-history --chain-id 1 --pools P --interval 3600 --from TIME"
         );
     }
 

@@ -64,6 +64,7 @@ use polars::prelude::*;
 
 #[cfg(doc)]
 use crate::analytics::BarOptions;
+use crate::analytics::ohlcv;
 #[cfg(doc)]
 use crate::analytics::pnl::PnlTable;
 use crate::analytics::screener::{self, ProfileSnapshot};
@@ -412,28 +413,29 @@ impl<'a> Query<'a> {
 
     /// The coverage of the selected events (source, tokens or pool, range): what the lake's
     /// syncs fetched of them (see [`crate::coverage::of_events`]). Reads only the manifest.
-    /// A stored series' coverage is not checked: it is a note (the bars flag the buckets the
-    /// series covers only partly as `incomplete`).
+    /// Of a stored series, what its syncs at the [`Query::series_interval`] (at any interval
+    /// without one) fetched of the selected tokens or pool over the range (see
+    /// [`crate::coverage::of_series`]); its bars take the coverage of the interval they read.
     pub fn coverage(&self) -> Result<Coverage> {
         if let Some(series) = self.series {
-            let dataset = series.dataset();
-            return Ok(Coverage {
-                dataset,
-                targets: Vec::new(),
-                notes: vec![format!(
-                    "{dataset}: the coverage of a stored series is not checked against its \
-                     syncs; its bars flag the buckets it covers only partly as incomplete"
-                )],
-            });
+            return coverage::of_series(
+                self.lake,
+                series,
+                &self.selection(),
+                self.series_interval,
+                self.range,
+            );
         }
         coverage::of_events(self.lake, self.source, &self.selection(), self.range)
     }
 
-    /// [`Query::bars_covered`] from the stored series `series`: time bars only.
+    /// [`Query::bars_covered`] from the stored series `series`: time bars only, with the
+    /// coverage of the interval they are resampled from, whose unfetched ranges they leave out
+    /// as the bars of events do.
     fn series_bars(
         &self,
         series: SeriesSource,
-        bars: Bars,
+        mut bars: Bars,
         version: u64,
     ) -> Result<Answer<DataFrame>> {
         if let bars::BarKind::Events(_) = bars.kind {
@@ -447,14 +449,29 @@ impl<'a> Query<'a> {
             ));
         }
         self.range.validate()?;
-        let coverage = self.coverage()?;
         let selection = self.selection();
-        let series_selection = SeriesSelection {
+        let mut series_selection = SeriesSelection {
             tokens: self.tokens.clone(),
             pool: self.pool.clone(),
             range: self.range,
             series_interval: self.series_interval,
         };
+        // The interval is chosen once, here: its syncs are the bars' coverage.
+        if series_selection.series_interval.is_none() {
+            let stored = ohlcv::stored_intervals(self.lake, series, &series_selection)?;
+            series_selection.series_interval =
+                ohlcv::choose_interval(bars.options.width_seconds, None, &stored)?;
+        }
+        let coverage = coverage::of_series(
+            self.lake,
+            series,
+            &selection,
+            series_selection.series_interval,
+            self.range,
+        )?;
+        if bars.options.unfetched.is_empty() {
+            bars.options.unfetched = coverage.unfetched();
+        }
         let mut value =
             crate::analytics::series_bars(self.lake, series, &series_selection, &bars.options)?;
         let what = match series {

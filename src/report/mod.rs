@@ -308,6 +308,7 @@ pub fn build(lake: &Lake, config: &ReportConfig) -> Result<Report> {
             examples: 2,
             fetched: ranges.swaps,
             candles_fetched: ranges.candles,
+            history_fetched: ranges.price_history,
             ..CheckOptions::default()
         },
     )?;

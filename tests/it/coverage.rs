@@ -684,3 +684,230 @@ async fn a_stream_of_one_token_and_one_wallet_covers_exactly_that() {
     );
     assert!(!out.stdout.is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_series_is_covered_inside_its_syncs_and_strict_refuses_beyond_them() {
+    let sim = common::tiny_sim(14).await;
+    let (token, now) = busiest_token(&sim);
+    let evm = sim.market().catalog().evm["1"].tokens[0].address.clone();
+    let day = now.duration_trunc(TimeDelta::days(1)).unwrap();
+    let d = |n: i64| day - TimeDelta::days(n);
+    let dir = tempfile::tempdir().unwrap();
+    let lake = Arc::new(Lake::open(dir.path()).unwrap());
+    // Hourly candles of two days with the day between them never synced; the hourly price
+    // history of three days.
+    let candles = |from, to| Job::Candles {
+        token: Some(token.clone()),
+        pool: None,
+        interval: 3600,
+        from,
+        to: Some(to),
+    };
+    let history = Job::PriceHistory {
+        chain_id: 1,
+        tokens: vec![evm.clone()],
+        pools: vec![],
+        interval: 3600,
+        from: d(3),
+        to: Some(d(0)),
+    };
+    sync(
+        &sim,
+        &lake,
+        &[candles(d(4), d(2)), history, candles(d(1), d(0))],
+    )
+    .await;
+    let coverage_warnings = |a: &dexlake::query::Answer<DataFrame>| -> Vec<String> {
+        a.warnings
+            .iter()
+            .filter(|w| w.kind == dexlake::query::WarningKind::Coverage)
+            .map(|w| w.text.clone())
+            .collect()
+    };
+    let span = |from: DateTime<Utc>, to: DateTime<Utc>| TimeRange {
+        from: Some(from),
+        to: Some(to),
+    };
+
+    // Inside what was synced: complete, no warning, and strict answers.
+    let candle_bars = |from, to| {
+        lake.query()
+            .candles()
+            .token(&token)
+            .between(from, to)
+            .bars_covered(Bars::every(3600).fill(Fill::ForwardFill))
+            .unwrap()
+    };
+    for (from, to) in [
+        (d(4), d(2)),
+        (d(1), d(0)),
+        (d(3), d(2) - TimeDelta::hours(5)),
+    ] {
+        let a = candle_bars(from, to);
+        assert!(a.coverage.is_complete(), "{:?}", a.coverage);
+        assert!(coverage_warnings(&a).is_empty(), "{:?}", a.warnings);
+        assert_eq!(
+            a.coverage.targets[0].target,
+            format!("token={token} interval=3600")
+        );
+    }
+    // No range: the series' synced span, whose hole is missing.
+    let open = lake
+        .query()
+        .candles()
+        .token(&token)
+        .bars_covered(Bars::every(3600))
+        .unwrap();
+    assert_eq!(open.coverage.targets[0].missing, vec![span(d(2), d(1))]);
+    // Across the hole: named in a warning, its buckets left out even forward-filled, and
+    // refused when strict.
+    let across = candle_bars(d(3), d(0));
+    assert_eq!(across.coverage.targets[0].missing, vec![span(d(2), d(1))]);
+    let warnings = coverage_warnings(&across);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].contains(&span(d(2), d(1)).to_string()) && warnings[0].contains(&token),
+        "{warnings:?}"
+    );
+    let times: Vec<i64> = across
+        .value
+        .column("timestamp")
+        .unwrap()
+        .cast(&DataType::Int64)
+        .unwrap()
+        .i64()
+        .unwrap()
+        .into_no_null_iter()
+        .collect();
+    let (hole_from, hole_to) = (d(2).timestamp_micros(), d(1).timestamp_micros());
+    assert!(times.iter().any(|&t| t < hole_from) && times.iter().any(|&t| t >= hole_to));
+    assert!(
+        times.iter().all(|&t| t < hole_from || t >= hole_to),
+        "no bar inside the range never fetched"
+    );
+    let strict = lake
+        .query()
+        .candles()
+        .token(&token)
+        .between(d(3), d(0))
+        .strict(true)
+        .bars(Bars::every(3600));
+    assert!(
+        matches!(strict, Err(dexlake::Error::Incomplete { .. })),
+        "{strict:?}"
+    );
+
+    // Price history: covered over its three days, not before them.
+    let history_bars = |from| {
+        lake.query()
+            .price_history(1)
+            .token(&evm)
+            .between(from, d(0))
+            .bars_covered(Bars::every(3600 * 6))
+            .unwrap()
+    };
+    let inside = history_bars(d(3));
+    assert!(inside.coverage.is_complete(), "{:?}", inside.coverage);
+    assert!(
+        coverage_warnings(&inside).is_empty(),
+        "{:?}",
+        inside.warnings
+    );
+    assert_eq!(
+        inside.coverage.targets[0].target,
+        format!("token={evm} chain_id=1 interval=3600")
+    );
+    let before = history_bars(d(5));
+    assert_eq!(before.coverage.targets[0].missing, vec![span(d(5), d(3))]);
+    assert_eq!(coverage_warnings(&before).len(), 1, "{:?}", before.warnings);
+    // The coverage of the query, without bars, reads the same syncs.
+    let asked = lake
+        .query()
+        .price_history(1)
+        .token(&evm)
+        .between(d(5), d(0))
+        .coverage()
+        .unwrap();
+    assert_eq!(asked.targets[0].missing, vec![span(d(5), d(3))]);
+    // Another interval was never synced: its coverage is unknown.
+    let other = lake
+        .query()
+        .price_history(1)
+        .token(&evm)
+        .series_interval(60)
+        .coverage()
+        .unwrap();
+    assert!(
+        !other.is_complete() && !other.targets[0].recorded,
+        "{other:?}"
+    );
+
+    // The CLI: no warning inside, a warning beyond; --strict exits 4 beyond only.
+    let root = dir.path().to_str().unwrap();
+    let ohlcv = |source: &[&str], from: DateTime<Utc>, strict: bool| {
+        let (from, to) = (from.timestamp().to_string(), d(0).timestamp().to_string());
+        let mut args = vec!["ohlcv", "--lake", root, "--interval", "3600"];
+        args.extend_from_slice(source);
+        args.extend_from_slice(&["--from", &from, "--to", &to]);
+        if strict {
+            args.push("--strict");
+        }
+        std::process::Command::new(env!("CARGO_BIN_EXE_dexlake"))
+            .args(&args)
+            .output()
+            .unwrap()
+    };
+    let candles_of = ["--source", "candles", "--token", &token];
+    let history_of = [
+        "--source",
+        "price-history",
+        "--chain-id",
+        "1",
+        "--token",
+        &evm,
+    ];
+    for (source, inside, beyond, hole) in [
+        (&candles_of[..], d(1), d(3), span(d(2), d(1))),
+        (&history_of[..], d(3), d(5), span(d(5), d(3))),
+    ] {
+        for strict in [false, true] {
+            let out = ohlcv(source, inside, strict);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{err}");
+            assert!(!out.stdout.is_empty());
+            assert!(!err.contains("warning:"), "{source:?}: {err}");
+        }
+        let out = ohlcv(source, beyond, false);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        assert!(
+            err.contains("warning:") && err.contains(&hole.to_string()),
+            "{source:?}: {err}"
+        );
+        let out = ohlcv(source, beyond, true);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(4), "{err}");
+        assert!(out.stdout.is_empty());
+        assert!(
+            err.contains("--strict") && err.contains(&hole.to_string()),
+            "{err}"
+        );
+    }
+
+    // The series synced from the simulator hold no gap and no price jump.
+    let report = dexlake::analytics::quality::check(
+        &lake,
+        &dexlake::analytics::quality::CheckOptions {
+            history_fetched: coverage::check_ranges(&lake).unwrap().price_history,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        (report.series.price_histories, report.series.candle_series),
+        (1, 1),
+        "{:?}",
+        report.series
+    );
+    assert!(report.is_clean(), "{:#?}", report.findings);
+}

@@ -657,3 +657,203 @@ fn a_token_whose_swaps_have_no_price_is_all_jumps_and_the_check_runs() {
     assert_eq!(code, 1, "{out}{err}");
     assert!(out.contains("rolling median none"), "{out}");
 }
+
+/// 2026-01-01T00:00:00Z, Unix seconds.
+const START: i64 = 1_767_225_600;
+
+/// A point price that moves slowly: about 1 % over an hour, never a jump.
+fn smooth(m: i64) -> f64 {
+    100.0 * (1.0 + 0.01 * (m as f64 / 60.0).sin())
+}
+
+/// Points of `token` every minute from `START` for `minutes` but `skip`, priced `price(m)`.
+fn history(
+    token: &str,
+    minutes: i64,
+    skip: impl Fn(i64) -> bool,
+    price: impl Fn(i64) -> f64,
+) -> dexlake::api::models::PriceHistorySeries {
+    dexlake::api::models::PriceHistorySeries {
+        token_address: token.into(),
+        pool_address: format!("pool-{token}"),
+        prices: (0..minutes)
+            .filter(|m| !skip(*m))
+            .map(|m| dexlake::api::models::PricePoint {
+                timestamp: DateTime::from_timestamp(START + 60 * m, 0).unwrap(),
+                usd_price: price(m),
+                usd_volume: 10.0,
+            })
+            .collect(),
+    }
+}
+
+/// A new lake holding the 60 s price history of chain 1 of `series`, written in the test.
+fn history_lake(series: &[dexlake::api::models::PriceHistorySeries]) -> (tempfile::TempDir, Lake) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let lake = Lake::open(dir.path()).expect("lake");
+    let batch = dexlake::lake::convert::price_history_to_batch(1, 60, series).expect("a batch");
+    common::lake::write_all(&lake, &[(Dataset::PriceHistory, batch)]);
+    (dir, lake)
+}
+
+#[test]
+fn a_point_removed_from_a_price_history_is_a_series_gap() {
+    // Minutes 60 to 62 of one series are missing; the other series is whole.
+    let (dir, lake) = history_lake(&[
+        history("0xaaa", 180, |m| (60..63).contains(&m), smooth),
+        history("0xbbb", 180, |_| false, smooth),
+    ]);
+    let report = checked(&lake);
+    assert_eq!(report.series.price_histories, 2, "{:?}", report.series);
+    assert_eq!(report.series.records, 177 + 180);
+    only(&report, &["series_gaps"], &[]);
+    let g = &report.findings.series_gaps;
+    assert_eq!(g.count, 1, "{g:#?}");
+    let g = &g.examples[0];
+    assert_eq!(
+        (g.token.as_str(), g.chain_id, g.interval, g.missing_points),
+        ("0xaaa", 1, 60, 3)
+    );
+    assert_eq!(
+        (g.from.timestamp(), g.to.timestamp()),
+        (START + 3600, START + 3600 + 180)
+    );
+
+    // Inside the fetched ranges only: a sync that fetched the first half hour of the token
+    // did not fetch the missing minutes.
+    let at = |s: i64| DateTime::from_timestamp(s, 0);
+    let mut options = CheckOptions {
+        examples: 10,
+        ..CheckOptions::default()
+    };
+    let target =
+        |token: Option<&str>, pool: Option<&str>| dexlake::analytics::quality::HistoryTarget {
+            chain_id: 1,
+            token: token.map(str::to_owned),
+            pool: pool.map(str::to_owned),
+            interval: 60,
+        };
+    options.history_fetched.insert(
+        target(Some("0xaaa"), None),
+        vec![TimeRange {
+            from: at(START),
+            to: at(START + 1800),
+        }],
+    );
+    assert_eq!(
+        check(&lake, &options).unwrap().findings.series_gaps.count,
+        0
+    );
+    // A pool's sync that fetched the minutes: half of them found missing from its range.
+    options.history_fetched.insert(
+        target(None, Some("pool-0xaaa")),
+        vec![TimeRange {
+            from: at(START + 3600 + 60),
+            to: at(START + 7200),
+        }],
+    );
+    let g = check(&lake, &options).unwrap().findings.series_gaps;
+    assert_eq!(g.count, 1, "{g:#?}");
+    assert_eq!(g.examples[0].missing_points, 2);
+    assert_eq!(g.examples[0].from.timestamp(), START + 3660);
+
+    // The CLI: status 1, the kind in the table with its example, and in JSON.
+    let (code, out, err) = check_cli(dir.path(), &[]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains("series: 2 price histories and 0 candle series, 357 records"),
+        "{out}"
+    );
+    assert!(out.contains("series_gaps (1 of 1):"), "{out}");
+    assert!(
+        out.contains("price_history chain 1 token 0xaaa pool pool-0xaaa 60 s: no point from"),
+        "{out}"
+    );
+    let (code, out, _) = check_cli(dir.path(), &["--format", "json"]);
+    assert_eq!(code, 1);
+    let json: Value = serde_json::from_str(&out).expect("one JSON document");
+    assert_eq!(json["findings"]["series_gaps"]["count"], 1);
+    assert_eq!(
+        json["findings"]["series_gaps"]["examples"][0]["missing_points"],
+        3
+    );
+    assert_eq!(json["series"]["price_histories"], 2);
+    // Checking the other token only, nothing is found.
+    let (code, out, _) = check_cli(dir.path(), &["--token", "0xbbb"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("clean: no finding"), "{out}");
+
+    // The whole series is clean.
+    let (_whole_dir, whole) = history_lake(&[history("0xaaa", 180, |_| false, smooth)]);
+    assert!(checked(&whole).is_clean());
+}
+
+#[test]
+fn a_price_jump_planted_in_a_series_is_found_by_the_swaps_rule() {
+    // One point priced ten times its neighbours.
+    let (_dir, lake) = history_lake(&[history(
+        "0xaaa",
+        180,
+        |_| false,
+        |m| smooth(m) * if m == 90 { 10.0 } else { 1.0 },
+    )]);
+    let report = checked(&lake);
+    only(&report, &["series_jumps"], &[]);
+    let j = &report.findings.series_jumps;
+    assert_eq!(j.count, 1, "{j:#?}");
+    let j = &j.examples[0];
+    assert_eq!(
+        (j.dataset, j.token.as_deref(), j.chain_id),
+        ("price_history", Some("0xaaa"), Some(1))
+    );
+    assert_eq!(j.timestamp.timestamp(), START + 90 * 60);
+    assert!(
+        (j.log_deviation.unwrap() - 10f64.ln()).abs() < 0.05,
+        "{j:?}"
+    );
+    // The swaps' rule and thresholds: with a floor above the jump, it is none.
+    let lenient = CheckOptions {
+        jumps: dexlake::analytics::quality::JumpRule {
+            floor: 3.0,
+            ..Default::default()
+        },
+        ..CheckOptions::default()
+    };
+    assert_eq!(
+        check(&lake, &lenient).unwrap().findings.series_jumps.count,
+        0
+    );
+
+    // A candle whose close is doctored in a lake's candles: a jump of the candles.
+    let candles: Vec<dexlake::api::models::Candle> = (0..100)
+        .map(|h| {
+            let p = smooth(h) * if h == 50 { 0.1 } else { 1.0 };
+            dexlake::api::models::Candle {
+                timestamp: DateTime::from_timestamp(START + 3600 * h, 0).unwrap(),
+                open: smooth(h),
+                high: smooth(h).max(p),
+                low: smooth(h).min(p),
+                close: p,
+                volume: 100.0,
+                count: 3,
+            }
+        })
+        .collect();
+    let batch = dexlake::lake::convert::candles_to_batch(Some("T1"), None, 3600, &candles)
+        .expect("a batch");
+    common::lake::write_all(&lake, &[(Dataset::Candles, batch)]);
+    let report = checked(&lake);
+    assert_eq!(report.series.candle_series, 1);
+    let j = &report.findings.series_jumps;
+    assert_eq!(j.count, 2, "{j:#?}");
+    let candle = j
+        .examples
+        .iter()
+        .find(|j| j.dataset == "candles")
+        .expect("the candle's jump");
+    assert_eq!(
+        (candle.token.as_deref(), candle.interval, candle.price),
+        (Some("T1"), 3600, smooth(50) * 0.1)
+    );
+    assert_eq!(candle.timestamp.timestamp(), START + 50 * 3600);
+}

@@ -107,6 +107,19 @@ impl Buckets {
         })
     }
 
+    /// The number of buckets.
+    pub(super) fn len(&self) -> usize {
+        self.start.len()
+    }
+
+    /// The buckets' starts and closes, in order.
+    pub(super) fn closes(&self) -> (Vec<i64>, Vec<f64>) {
+        (
+            self.start.clone(),
+            self.values.iter().map(|v| v.close).collect(),
+        )
+    }
+
     fn of_frame(df: &DataFrame, rows: impl Iterator<Item = usize>) -> Result<Buckets> {
         let start = micros_col(df, "timestamp")?;
         let [open, high, low, close, volume] =

@@ -102,12 +102,25 @@ pub(super) fn window_bound(window: &mut [f64], rule: &JumpRule) -> (f64, f64) {
     (m, (rule.z * s).max(rule.floor))
 }
 
-/// The price jumps of one token's events (in event order).
-pub(super) fn find_jumps(token: &str, events: &Events, rule: &JumpRule) -> Vec<PriceJump> {
+/// A price the rule judged a jump (see the module documentation).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Judged {
+    /// Its index in the prices.
+    pub(super) index: usize,
+    /// The median log price of its window; `None` when no price of the window has a logarithm.
+    pub(super) median: Option<f64>,
+    /// Its log price less the median; `None` when it has no logarithm.
+    pub(super) deviation: Option<f64>,
+    /// The bound it broke, in log price.
+    pub(super) bound: f64,
+}
+
+/// The jumps among `prices` (in the order of their events or records): the rule itself, for
+/// the swaps' events and the stored series' records alike.
+pub(super) fn judge(prices: &[f64], rule: &JumpRule) -> Vec<Judged> {
     let k = rule.half_window.max(1);
-    let n = events.len();
-    let logs: Vec<f64> = events
-        .price
+    let n = prices.len();
+    let logs: Vec<f64> = prices
         .iter()
         .map(|&p| {
             if p.is_finite() && p > 0.0 {
@@ -136,14 +149,10 @@ pub(super) fn find_jumps(token: &str, events: &Events, rule: &JumpRule) -> Vec<P
         if window.is_empty() {
             // No price around: an unpriced event is still a jump; a priced one is not judged.
             if x.is_nan() {
-                out.push(PriceJump {
-                    token: token.to_owned(),
-                    id: events.id[i],
-                    block_time: super::utc(events.time[i]),
-                    block_slot: events.slot[i],
-                    price: events.price[i],
-                    median_price: None,
-                    log_deviation: None,
+                out.push(Judged {
+                    index: i,
+                    median: None,
+                    deviation: None,
                     bound: rule.floor,
                 });
             }
@@ -161,17 +170,30 @@ pub(super) fn find_jumps(token: &str, events: &Events, rule: &JumpRule) -> Vec<P
                 .all(|&y| (x - y) * d.signum() > bound)
         };
         if deviation.is_none_or(|d| d.abs() > bound && spike(d)) {
-            out.push(PriceJump {
-                token: token.to_owned(),
-                id: events.id[i],
-                block_time: super::utc(events.time[i]),
-                block_slot: events.slot[i],
-                price: events.price[i],
-                median_price: Some(m.exp()),
-                log_deviation: deviation,
+            out.push(Judged {
+                index: i,
+                median: Some(m),
+                deviation,
                 bound,
             });
         }
     }
     out
+}
+
+/// The price jumps of one token's events (in event order).
+pub(super) fn find_jumps(token: &str, events: &Events, rule: &JumpRule) -> Vec<PriceJump> {
+    judge(&events.price, rule)
+        .into_iter()
+        .map(|j| PriceJump {
+            token: token.to_owned(),
+            id: events.id[j.index],
+            block_time: super::utc(events.time[j.index]),
+            block_slot: events.slot[j.index],
+            price: events.price[j.index],
+            median_price: j.median.map(f64::exp),
+            log_deviation: j.deviation,
+            bound: j.bound,
+        })
+        .collect()
 }

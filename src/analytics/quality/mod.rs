@@ -11,13 +11,16 @@
 //! | `candle_mismatches` | `candles.rs` | a bucket where the lake's `candles` (the service's) and the bars computed from the lake's swaps differ, and by how much |
 //! | `duplicate_ids`, `moved_ids` | `ids.rs` | a swap or trade id stored on several rows: at one time, or at several times or date partitions |
 //! | `split_slots`, `time_backwards` | `slots.rs` | a slot whose rows carry several block times, or whose time is before the previous slot's |
+//! | `series_gaps`, `series_jumps` | `series.rs` | points missing inside a stored price history's fetched ranges; a price-history point or candle close departing from its series' rolling median (the jump rule of `jumps.rs`) |
 //!
 //! Gaps and jumps are found on the token side of the swaps ([`load_events`]), per token in
 //! event order, tokens in parallel; the reconciliation runs the crate's own time bars
 //! ([`bars_of_events`](crate::analytics::ohlcv::bars_of_events)); ids and slots are grouped
 //! polars scans of `swaps` and `trades`. A token's fetched ranges narrow the gaps and the
 //! reconciliation to what the lake was meant to hold ([`CheckOptions::fetched`]); without
-//! them, a token's swaps are taken to cover its first to its last swap.
+//! them, a token's swaps are taken to cover its first to its last swap. The stored series'
+//! gaps and jumps are found series by series in time order, the gaps inside a price history's
+//! fetched ranges ([`CheckOptions::history_fetched`]).
 //!
 //! The files may import `crate::lake`, `crate::analytics` (events, bars, the column readers)
 //! and the crate's errors; nothing else of the crate (not `sync`: fetched ranges come in as
@@ -27,6 +30,7 @@ mod candles;
 mod gaps;
 mod ids;
 mod jumps;
+mod series;
 mod slots;
 #[cfg(test)]
 mod tests;
@@ -42,6 +46,7 @@ pub use candles::{CandleMismatch, FieldDiff, Reconciled};
 pub use gaps::{Gap, GapRule};
 pub use ids::{DuplicateId, MovedId};
 pub use jumps::{JumpRule, PriceJump};
+pub use series::{HistoryTarget, SeriesChecked, SeriesGap, SeriesJump};
 pub use slots::{SplitSlot, TimeBackwards};
 
 use gaps::find_gaps;
@@ -68,6 +73,9 @@ pub struct CheckOptions {
     /// The time ranges of each candle series that were fetched completely. A series not named
     /// here is taken to cover its first to its last candle.
     pub candles_fetched: BTreeMap<CandleSeries, Vec<TimeRange>>,
+    /// The time ranges of each price history's syncs (by token or by pool). A series of
+    /// neither is taken to cover its first to its last point.
+    pub history_fetched: BTreeMap<HistoryTarget, Vec<TimeRange>>,
     /// The gap rule.
     pub gaps: GapRule,
     /// The price-jump rule.
@@ -82,6 +90,7 @@ impl Default for CheckOptions {
             tokens: None,
             fetched: BTreeMap::new(),
             candles_fetched: BTreeMap::new(),
+            history_fetched: BTreeMap::new(),
             gaps: GapRule::default(),
             jumps: JumpRule::default(),
             examples: DEFAULT_EXAMPLES,
@@ -221,6 +230,71 @@ impl Describe for CandleMismatch {
     }
 }
 
+/// `price_history chain 1 token T pool P 60 s` or `candles token T 3600 s`.
+fn series_name(
+    dataset: &str,
+    chain_id: Option<i64>,
+    token: Option<&str>,
+    pool: Option<&str>,
+    interval: i64,
+) -> String {
+    let mut out = dataset.to_owned();
+    if let Some(c) = chain_id {
+        out.push_str(&format!(" chain {c}"));
+    }
+    if let Some(t) = token {
+        out.push_str(&format!(" token {t}"));
+    }
+    if let Some(p) = pool {
+        out.push_str(&format!(" pool {p}"));
+    }
+    out.push_str(&format!(" {interval} s"));
+    out
+}
+
+impl Describe for SeriesGap {
+    fn describe(&self) -> String {
+        format!(
+            "{}: no point from {} to {} ({} missing)",
+            series_name(
+                self.dataset,
+                Some(self.chain_id),
+                Some(&self.token),
+                Some(&self.pool),
+                self.interval
+            ),
+            self.from.to_rfc3339(),
+            self.to.to_rfc3339(),
+            self.missing_points
+        )
+    }
+}
+
+impl Describe for SeriesJump {
+    fn describe(&self) -> String {
+        let deviation = self.log_deviation.map_or_else(
+            || "no logarithm".to_owned(),
+            |d| format!("ln ratio {d:+.3}"),
+        );
+        let median = self
+            .median_price
+            .map_or_else(|| "none (no price around)".to_owned(), |m| m.to_string());
+        format!(
+            "{} at {}: price {} vs rolling median {median} ({deviation}, bound {:.3})",
+            series_name(
+                self.dataset,
+                self.chain_id,
+                self.token.as_deref(),
+                self.pool.as_deref(),
+                self.interval
+            ),
+            self.timestamp.to_rfc3339(),
+            self.price,
+            self.bound
+        )
+    }
+}
+
 impl Describe for DuplicateId {
     fn describe(&self) -> String {
         let how = if self.differing.is_empty() {
@@ -299,11 +373,16 @@ pub struct Findings {
     pub split_slots: Finding<SplitSlot>,
     /// Slots whose time is before the previous slot's.
     pub time_backwards: Finding<TimeBackwards>,
+    /// Points missing inside a stored price history's fetched ranges.
+    pub series_gaps: Finding<SeriesGap>,
+    /// Records of a stored series whose price departs from the rolling median beyond the
+    /// bound.
+    pub series_jumps: Finding<SeriesJump>,
 }
 
 impl Findings {
     /// Each kind's name and count, in the order of the fields.
-    pub fn counts(&self) -> [(&'static str, u64); 7] {
+    pub fn counts(&self) -> [(&'static str, u64); 9] {
         [
             ("gaps", self.gaps.count),
             ("price_jumps", self.price_jumps.count),
@@ -312,11 +391,13 @@ impl Findings {
             ("moved_ids", self.moved_ids.count),
             ("split_slots", self.split_slots.count),
             ("time_backwards", self.time_backwards.count),
+            ("series_gaps", self.series_gaps.count),
+            ("series_jumps", self.series_jumps.count),
         ]
     }
 
     /// Each kind's name and its examples in one line each, in the order of the fields.
-    pub fn described(&self) -> [(&'static str, Vec<String>); 7] {
+    pub fn described(&self) -> [(&'static str, Vec<String>); 9] {
         fn lines<T: Describe>(f: &Finding<T>) -> Vec<String> {
             f.examples.iter().map(Describe::describe).collect()
         }
@@ -328,6 +409,8 @@ impl Findings {
             ("moved_ids", lines(&self.moved_ids)),
             ("split_slots", lines(&self.split_slots)),
             ("time_backwards", lines(&self.time_backwards)),
+            ("series_gaps", lines(&self.series_gaps)),
+            ("series_jumps", lines(&self.series_jumps)),
         ]
     }
 }
@@ -345,6 +428,8 @@ pub struct CheckReport {
     pub rows: BTreeMap<&'static str, u64>,
     /// What the reconciliation of candles and bars compared.
     pub reconciled: Reconciled,
+    /// The stored series checked for gaps and jumps.
+    pub series: SeriesChecked,
     /// The findings.
     pub findings: Findings,
 }
@@ -374,7 +459,12 @@ impl CheckOptions {
         if let Some(tokens) = &self.tokens {
             Selection::Tokens(tokens.clone()).validate()?;
         }
-        for ranges in self.fetched.values().chain(self.candles_fetched.values()) {
+        for ranges in self
+            .fetched
+            .values()
+            .chain(self.candles_fetched.values())
+            .chain(self.history_fetched.values())
+        {
             for r in ranges {
                 r.validate()?;
             }
@@ -455,7 +545,39 @@ pub fn check_with(
     }
 
     progress("comparing the candles with the bars of the swaps");
-    let reconciled = reconcile_all(lake, options, &tokens, &mut findings.candle_mismatches)?;
+    let wanted: Option<BTreeSet<&str>> = options
+        .tokens
+        .as_ref()
+        .map(|t| t.iter().map(String::as_str).collect());
+    let is_wanted = |token: &str| wanted.as_ref().is_none_or(|w| w.contains(token));
+    // A pool's series is kept until its swaps say which token it prices.
+    let candles = candles::read_candles(lake, |s| s.token.as_deref().is_none_or(is_wanted))?;
+    let reconciled = reconcile_all(
+        lake,
+        options,
+        &tokens,
+        &candles,
+        &mut findings.candle_mismatches,
+    )?;
+
+    progress("looking for gaps and price jumps in the stored series");
+    let (mut series, gaps, jumps) = series::check_histories(
+        lake,
+        options.tokens.as_deref(),
+        &options.history_fetched,
+        &options.jumps,
+    )?;
+    findings.series_gaps.add((gaps.len() as u64, gaps), keep);
+    findings.series_jumps.add((jumps.len() as u64, jumps), keep);
+    // Checking tokens, the candles of a pool (no token) are left out.
+    let judged: Vec<(&CandleSeries, &candles::Buckets)> = candles
+        .iter()
+        .filter(|(s, _)| wanted.is_none() || s.token.is_some())
+        .collect();
+    series.candle_series = judged.len();
+    series.records += judged.iter().map(|(_, b)| b.len() as u64).sum::<u64>();
+    let jumps = series::candle_jumps(&judged, &options.jumps);
+    findings.series_jumps.add((jumps.len() as u64, jumps), keep);
 
     let mut rows = BTreeMap::new();
     for dataset in [Dataset::Swaps, Dataset::Trades] {
@@ -489,6 +611,7 @@ pub fn check_with(
         swaps: tokens.iter().map(|t| t.events.len() as u64).sum(),
         rows,
         reconciled,
+        series,
         findings,
     })
 }
@@ -530,6 +653,7 @@ fn reconcile_all(
     lake: &Lake,
     options: &CheckOptions,
     tokens: &[TokenEvents],
+    candles: &BTreeMap<CandleSeries, candles::Buckets>,
     out: &mut Finding<CandleMismatch>,
 ) -> Result<Reconciled> {
     let wanted: Option<BTreeSet<&str>> = options
@@ -537,12 +661,10 @@ fn reconcile_all(
         .as_ref()
         .map(|t| t.iter().map(String::as_str).collect());
     let is_wanted = |token: &str| wanted.as_ref().is_none_or(|w| w.contains(token));
-    // A pool's series is kept until its swaps say which token it prices.
-    let candles = candles::read_candles(lake, |s| s.token.as_deref().is_none_or(is_wanted))?;
     let by_token: BTreeMap<&str, &TokenEvents> =
         tokens.iter().map(|t| (t.token.as_str(), t)).collect();
     let mut reconciled = Reconciled::default();
-    for (series, buckets) in &candles {
+    for (series, buckets) in candles {
         let own;
         let events: Option<&TokenEvents> = match (&series.token, &series.pool) {
             (Some(token), None) => match by_token.get(token.as_str()) {

@@ -1,5 +1,6 @@
 //! `dexlake check`: the lake's data-quality findings (gaps, price jumps, candles against bars,
-//! repeated ids, slot times), each with its count and a few examples.
+//! repeated ids, slot times, gaps and jumps in the stored series), each with its count and a
+//! few examples.
 //!
 //! Exit status: 0 when nothing was found, 1 with findings; when the check could not run (the
 //! error on stderr), the status of its error's kind (`dexlake --help`), or 2 for an error of no
@@ -74,6 +75,7 @@ fn check(global: &Global, args: &CheckArgs) -> anyhow::Result<CheckReport> {
         examples: args.examples,
         fetched: ranges.swaps,
         candles_fetched: ranges.candles,
+        history_fetched: ranges.price_history,
         ..CheckOptions::default()
     };
     // Each step on its own line while it runs, on a terminal only.
@@ -101,6 +103,11 @@ fn table(r: &CheckReport) -> String {
     out.push_str(&format!(
         "candles: {} series, {} compared with the bars of their swaps over {} buckets\n",
         c.series, c.series_compared, c.buckets_compared
+    ));
+    let s = &r.series;
+    out.push_str(&format!(
+        "series: {} price histories and {} candle series, {} records checked for gaps and jumps\n",
+        s.price_histories, s.candle_series, s.records
     ));
     let counts = r.findings.counts();
     let w = counts.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
