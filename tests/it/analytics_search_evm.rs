@@ -1,7 +1,8 @@
 //! The local search over an EVM chain's profile snapshots (dexlake's extension): EVM profiles
 //! of chain 1 synced from the simulator over HTTP, a filter and a sort paged with cursors
 //! against a plain row-by-row ranking of the simulator's reference profiles, a text query, the
-//! refusal of a field an EVM profile lacks, the snapshot rule, and the CLI against the query.
+//! sort by an object through the engine, the refusal of a field an EVM profile lacks, the
+//! snapshot rule, and the CLI against the query.
 
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -174,6 +175,25 @@ async fn evm_profiles_ranked_locally_equal_a_row_by_row_ranking() {
         .collect();
     assert_eq!(got, want);
     assert_eq!(page.count, want.len() as u64);
+
+    // A sort by an object (`metadata`) is answered by the engine over the snapshot's
+    // documents: they are the reference profiles, so the engine over those gives the same page.
+    let by_object = request(json!({
+        "sort": {"field": "metadata", "direction": "desc"},
+        "options": {"include_metadata": true},
+        "limit": 100,
+    }));
+    let page = lake
+        .query()
+        .search_evm(1, &by_object)
+        .expect("the engine answers");
+    let reference_docs: Vec<Value> = profiles
+        .iter()
+        .map(|p| serde_json::to_value(p).expect("JSON"))
+        .collect();
+    let want = dexlake::search::search(&by_object, &reference_docs).expect("the engine");
+    assert_eq!(page, want);
+    assert_eq!(page.count, profiles.len() as u64);
 
     // The CLI prints the query's answer.
     let root = dir.path().to_str().expect("a UTF-8 path");
