@@ -420,15 +420,23 @@ class Lake:
         *,
         snapshot: Optional[Instant] = None,
         strict: bool = False,
+        chain_id: Optional[int] = None,
     ) -> Dict[str, Any]:
         """A search-profiles request (the service's body, as a dict) answered from the lake's
         profile snapshot, as the service answers it: ``{"count", "cursor", "data"}``.
 
         ``snapshot`` picks the snapshot fetched at that instant (default: the newest).
+        ``chain_id`` searches that EVM chain's profiles instead of the altchain's (dexlake's
+        extension, over the fields an EVM profile has; see ``dexlake search --chain-id``).
         """
         if not isinstance(request, Mapping):
             raise TypeError(f"request: expected a dict, got {type(request).__name__}")
-        body, notes = self._native.search(json.dumps(dict(request)), _micros(snapshot, "snapshot"), bool(strict))
+        body, notes = self._native.search(
+            json.dumps(dict(request)),
+            _micros(snapshot, "snapshot"),
+            bool(strict),
+            _integer(chain_id, "chain_id", optional=True),
+        )
         _warn(notes, stacklevel=2)
         return json.loads(body)
 

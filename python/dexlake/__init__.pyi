@@ -177,10 +177,12 @@ class Lake:
         *,
         snapshot: Optional[Instant] = None,
         strict: bool = False,
+        chain_id: Optional[int] = None,
     ) -> Dict[str, Any]:
         """A search-profiles request (the service's body, as a dict) answered from the lake's
         profile snapshot fetched at ``snapshot`` (default: the newest), as the service answers
-        it: ``{"count", "cursor", "data"}``."""
+        it: ``{"count", "cursor", "data"}``; ``chain_id`` searches that EVM chain's profiles
+        (dexlake's extension)."""
     def status(self) -> Dict[str, Any]:
         """What the lake covers, per dataset and per synced target (``dexlake status``)."""
     def verify(self) -> Dict[str, Any]:

@@ -130,11 +130,12 @@ class NativeLake:
         """The window metrics of one token (``windows``: ``None`` for the service's six), as
         ``dexlake token-metrics`` gives them."""
     def search(
-        self, request: str, snapshot: int | None, strict: bool
+        self, request: str, snapshot: int | None, strict: bool, chain_id: int | None
     ) -> tuple[str, list[tuple[str, str]]]:
         """A search-profiles request (JSON) answered from the lake's profile snapshot
         ``snapshot`` (``None``: the newest), as the service's JSON body ``{count, cursor,
-        data}``, with the answer's warnings."""
+        data}``, with the answer's warnings; with ``chain_id``, over that EVM chain's
+        profiles."""
     def status(self) -> str:
         """What the lake covers (``dexlake status --format json``), as JSON."""
     def verify(self) -> _VerifyAnswer:

@@ -388,14 +388,16 @@ impl NativeLake {
     }
 
     /// A search-profiles request (JSON) answered from the lake's profile snapshot `snapshot`
-    /// (`None`: the newest), as the service's JSON body `{count, cursor, data}`.
-    #[pyo3(signature = (request, snapshot, strict))]
+    /// (`None`: the newest), as the service's JSON body `{count, cursor, data}`; with
+    /// `chain_id`, over that EVM chain's profiles.
+    #[pyo3(signature = (request, snapshot, strict, chain_id))]
     fn search(
         &self,
         py: Python<'_>,
         request: &str,
         snapshot: Option<i64>,
         strict: bool,
+        chain_id: Option<i64>,
     ) -> PyResult<(String, Vec<(&'static str, String)>)> {
         let request = SearchRequest::from_json(request).py(py)?;
         let snapshot = match instant(snapshot, "snapshot").py(py)? {
@@ -405,9 +407,11 @@ impl NativeLake {
         let lake = &self.lake;
         let answer = py
             .detach(|| {
-                lake.query()
-                    .strict(strict)
-                    .search_covered(&request, snapshot)
+                let query = lake.query().strict(strict);
+                match chain_id {
+                    None => query.search_covered(&request, snapshot),
+                    Some(chain_id) => query.search_evm_covered(chain_id, &request, snapshot),
+                }
             })
             .py(py)?;
         let body = serde_json::to_string(&answer.value)

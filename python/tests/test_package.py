@@ -219,6 +219,50 @@ def test_search_answers_the_services_body_as_the_cli(market, tmp_path):
     assert set(mine) == {"count", "cursor", "data"} and mine["count"] > 0 and len(mine["data"]) == 5
 
 
+def test_search_of_an_evm_chain_is_the_clis_and_the_snapshots(tmp_path):
+    """dexlake's extension: an EVM chain's profiles ranked locally, as the CLI ranks them and
+    as polars ranks the stored snapshot; a field an EVM profile lacks is refused by name."""
+    root = tmp_path / "lake"
+    with dexlake.Simulator(seed=7, scale="tiny") as sim:
+        tokens = [t["address"] for t in sim.catalog()["evm"]["1"]["tokens"]]
+        jobs = [{"dataset": "evm-profiles", "chain_id": 1, "tokens": tokens}]
+        report = dexlake.sync(root, jobs=jobs, base_url=sim.base_url, api_key=API_KEY, progress=False)
+    assert [j["outcome"] for j in report] == ["done"], report
+    lake = dexlake.Lake(root)
+    request = {
+        "filter": {"metrics.1d.trade_count": {"$gte": 1}},
+        "sort": {"field": "metrics.1h.volume", "direction": "desc"},
+        "options": {"include_metrics": ["1h"]},
+        "limit": 2,
+    }
+    mine = lake.search(request, chain_id=1)
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(request))
+    theirs = json.loads(cli("search", "--chain-id", 1, "--request", path, lake=root).stdout)
+    assert mine == theirs
+    # The stored snapshot filtered and sorted with polars: 1h volume descending, nulls last,
+    # ties by address descending.
+    metrics = pl.col("metrics")
+    stored = (
+        lake.scan("token_profiles")
+        .filter(pl.col("chain") == "evm-1")
+        .select(
+            "token_address",
+            metrics.struct.field("1d").struct.field("trade_count").alias("trades"),
+            metrics.struct.field("1h").struct.field("volume").alias("volume"),
+        )
+        .filter(pl.col("trades") >= 1)
+        .sort(["volume", "token_address"], descending=[True, True], nulls_last=True)
+        .collect()
+    )
+    assert stored.height > 2 and mine["cursor"] is not None, "the answer is a first page"
+    assert mine["count"] == stored.height
+    assert [d["token_address"] for d in mine["data"]] == stored["token_address"].head(2).to_list()
+    assert [d["metrics"]["1h"].get("volume") for d in mine["data"]] == stored["volume"].head(2).to_list()
+    with pytest.raises(dexlake.DexlakeError, match="market.liquidity"):
+        lake.search({"filter": {"market.liquidity": {"$gte": 1}}}, chain_id=1)
+
+
 def test_status_verify_and_compact_are_the_clis(market, tmp_path):
     lake, root = market["lake"], market["root"]
     assert lake.status() == json.loads(cli("status", "--format", "json", lake=root).stdout)

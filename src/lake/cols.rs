@@ -89,6 +89,7 @@ columns! {
         UPDATED_AT = "updated_at",
         SYNCED_AT = "synced_at",
         FETCHED_AT = "fetched_at",
+        CHAIN_ID = "chain_id",
     }
 }
 

@@ -15,6 +15,7 @@
 //! | [`Query::performance_covered`] | one wallet's equity curve and its trading metrics |
 //! | [`Query::token_metrics_covered`] | the window metrics of one token |
 //! | [`Query::search_covered`] | a search-profiles request answered from the lake's profile snapshots |
+//! | [`Query::search_evm_covered`] | the same request over an EVM chain's profile snapshots (dexlake's extension) |
 //! | [`Query::status`] | what the lake covers, per dataset and synced target |
 //!
 //! Every door (the CLI, the Python package, the daily report, `dexlake follow`) asks through
@@ -698,6 +699,48 @@ impl<'a> Query<'a> {
         let coverage = coverage::of_profiles(self.lake, &snapshot)?;
         let warnings = answer::coverage_warnings(&coverage, self.strict)?;
         let value = screener::search(self.lake, request, snapshot)?;
+        Ok(Answer {
+            value,
+            coverage,
+            warnings,
+            version,
+        })
+    }
+
+    /// A search-profiles request answered from the newest profile snapshot of the EVM chain
+    /// `chain_id` (dexlake's extension: the service searches the altchain's profiles only),
+    /// with the same shape (`count`, `cursor`, `data`). See
+    /// [`screener::search_evm`] for the fields it may name.
+    pub fn search_evm(&self, chain_id: i64, request: &SearchRequest) -> Result<SearchPage> {
+        Ok(self
+            .search_evm_covered(chain_id, request, ProfileSnapshot::Latest)?
+            .value)
+    }
+
+    /// [`Query::search_evm`] on the snapshot `snapshot` names, as an [`Answer`] with the
+    /// coverage of the snapshot it read: partial when the snapshot's sync was interrupted.
+    /// The snapshot is chosen as the altchain's: the newest, or the one fetched at exactly
+    /// the time named. A request naming a field an EVM profile lacks is refused before the
+    /// lake is read.
+    pub fn search_evm_covered(
+        &self,
+        chain_id: i64,
+        request: &SearchRequest,
+        snapshot: ProfileSnapshot,
+    ) -> Result<Answer<SearchPage>> {
+        let version = self.version()?;
+        if self.tokens.is_some() || self.pool.is_some() || self.wallets.is_some() {
+            return Err(refused(
+                "selection",
+                "a search selects profiles by its request's filter: select no token, pool or wallet",
+            ));
+        }
+        screener::check_evm_request(request)?;
+        let chain = crate::api::models::ChainFamily::Evm(chain_id);
+        let at = ProfileSnapshot::At(screener::snapshot_time_of(self.lake, chain, snapshot)?);
+        let coverage = coverage::of_profiles(self.lake, &at)?;
+        let warnings = answer::coverage_warnings(&coverage, self.strict)?;
+        let value = screener::search_evm(self.lake, chain_id, request, at)?;
         Ok(Answer {
             value,
             coverage,

@@ -7,6 +7,7 @@ mod analytics_ohlcv;
 mod analytics_pnl;
 mod analytics_pnl_reader;
 mod analytics_search;
+mod analytics_search_evm;
 mod analytics_search_wide;
 mod analytics_series;
 mod client;

@@ -11,6 +11,7 @@ use super::documents::{documents, documents_at};
 use super::filter::{Kind, Resolved, TIMESTAMP_FORMAT, distinct_paths, filter_paths, resolve};
 use super::parquet_leaves::Keys;
 use super::{KEEP, ROW, SORT, invalid};
+use crate::api::models::ChainFamily;
 use crate::api::profile_query::SearchRequest;
 use crate::api::requests::DEFAULT_LIMIT;
 use crate::lake::Lake;
@@ -22,12 +23,16 @@ use crate::{Error, Result};
 /// read in one pass with their addresses.
 const PREFETCH_ROWS: usize = 1_000;
 
-/// The dotted paths a page's documents need: the members always returned, the sections the
-/// options ask for, and the dynamic labels' filters.
-fn page_paths(request: &SearchRequest) -> Vec<String> {
+/// The dotted paths a page's documents need: the members always returned (and an EVM
+/// profile's `chain_id`, which its model requires), the sections the options ask for, and the
+/// dynamic labels' filters.
+fn page_paths(request: &SearchRequest, chain: ChainFamily) -> Vec<String> {
     let mut out: Vec<String> = [profile::UPDATED_AT, profile::SYNCED_AT, token::TOKEN]
         .map(str::to_owned)
         .to_vec();
+    if let ChainFamily::Evm(_) = chain {
+        out.push(profile::CHAIN_ID.to_owned());
+    }
     if let Some(options) = &request.options {
         if options.include_labels == Some(true) {
             out.extend(["labels".to_owned(), "matched_labels".to_owned()]);
@@ -76,9 +81,8 @@ pub(super) fn columnar(
     schema: &Schema,
     predicate: Expr,
     sort: &SortSpec,
-    sort_expr: Expr,
-    rank: u8,
-    kind: Kind,
+    (sort_expr, rank, kind): (Expr, u8, Kind),
+    chain: ChainFamily,
 ) -> Result<SearchPage> {
     let limit = usize::try_from(request.limit.unwrap_or(DEFAULT_LIMIT))
         .expect("a validated limit of at most 100 fits in usize");
@@ -222,7 +226,7 @@ pub(super) fn columnar(
         // in the same pass as their addresses, and the page is taken from them.
         if !rows.is_empty() && rows.len() <= PREFETCH_ROWS {
             prefetched = located
-                .rows(lake, &rows, &page_paths(request), whole)?
+                .rows(lake, &rows, &page_paths(request, chain), whole)?
                 .map(|frame| (rows.clone(), frame));
         }
         let addresses = match &prefetched {
@@ -286,7 +290,7 @@ pub(super) fn columnar(
                 .binary_search(row)
                 .expect("the page's rows are among the candidates")
         });
-        let docs = documents_at(frame, positions)?;
+        let docs = documents_at(frame, positions, chain)?;
         return Ok(answer(count, next, &docs, request));
     }
     let mut source = source;
@@ -297,8 +301,8 @@ pub(super) fn columnar(
         by_address,
     } = source
     {
-        source = match keys.rows(lake, &wanted, &page_paths(request), schema)? {
-            Some(rows) => return Ok(answer(count, next, &documents(&rows)?, request)),
+        source = match keys.rows(lake, &wanted, &page_paths(request, chain), schema)? {
+            Some(rows) => return Ok(answer(count, next, &documents(&rows, chain)?, request)),
             None => Page::ByAddress(by_address),
         };
     }
@@ -318,7 +322,7 @@ pub(super) fn columnar(
             ))
             .collect()
             .map_err(Error::polars("reading the page's profiles"))?;
-        let docs = documents(&picked)?;
+        let docs = documents(&picked, chain)?;
         let by_address: HashMap<&str, &Value> = docs
             .iter()
             .filter_map(|d| Some((d.get(token::TOKEN)?.as_str()?, d)))
@@ -332,7 +336,7 @@ pub(super) fn columnar(
         let all = profiles
             .collect()
             .map_err(Error::polars("reading the page's profiles"))?;
-        documents_at(&all, wanted.iter().map(|&row| row as usize))?
+        documents_at(&all, wanted.iter().map(|&row| row as usize), chain)?
     };
     Ok(answer(count, next, &docs, request))
 }

@@ -1,11 +1,12 @@
 //! Rows as the service's documents: null members left out, timestamps as RFC 3339 strings,
-//! `matched_labels` as an object, member order that of the service's model.
+//! `matched_labels` as an object, member order that of the service's model (the altchain's
+//! search profile, or the EVM get-profile answer).
 
 use chrono::{DateTime, Utc};
 use polars::prelude::*;
 use serde_json::{Map, Value};
 
-use crate::api::models::AltTokenProfile;
+use crate::api::models::{AltTokenProfile, ChainFamily, EvmTokenProfile};
 use crate::api::requests::Operation;
 use crate::{Error, Result};
 
@@ -24,6 +25,26 @@ pub const DOCUMENT_COLUMNS: [&str; 8] = [
     "metrics",
 ];
 
+/// The columns of an EVM profile document (the get-profile answer with its metadata and every
+/// window), in the service's member order. An EVM profile has no `labels`, `matched_labels`
+/// or `market`; its `chain_id` is a member.
+pub const EVM_DOCUMENT_COLUMNS: [&str; 6] = [
+    "updated_at",
+    "synced_at",
+    "chain_id",
+    "token_address",
+    "metadata",
+    "metrics",
+];
+
+/// The document columns of `chain`'s profiles.
+pub(super) fn document_columns(chain: ChainFamily) -> &'static [&'static str] {
+    match chain {
+        ChainFamily::Altchain => &DOCUMENT_COLUMNS,
+        ChainFamily::Evm(_) => &EVM_DOCUMENT_COLUMNS,
+    }
+}
+
 pub(super) fn datetime_of(value: i64, unit: TimeUnit) -> DateTime<Utc> {
     let nanos = match unit {
         TimeUnit::Nanoseconds => value,
@@ -33,11 +54,11 @@ pub(super) fn datetime_of(value: i64, unit: TimeUnit) -> DateTime<Utc> {
     DateTime::from_timestamp_nanos(nanos)
 }
 
-/// Every row of `df` as a profile document of the service: null members left out, timestamps as
-/// RFC 3339 strings, `matched_labels` as an object, and member order that of the service's
-/// model.
-pub(crate) fn documents(df: &DataFrame) -> Result<Vec<Value>> {
-    documents_at(df, 0..df.height())
+/// Every row of `df` as a profile document of the service (of `chain`'s model): null members
+/// left out, timestamps as RFC 3339 strings, `matched_labels` as an object, and member order
+/// that of the service's model.
+pub(crate) fn documents(df: &DataFrame, chain: ChainFamily) -> Result<Vec<Value>> {
+    documents_at(df, 0..df.height(), chain)
 }
 
 /// The documents of the given rows of `df`, in that order. Each value is read in place: slicing
@@ -45,8 +66,9 @@ pub(crate) fn documents(df: &DataFrame) -> Result<Vec<Value>> {
 pub(super) fn documents_at(
     df: &DataFrame,
     rows: impl Iterator<Item = usize>,
+    chain: ChainFamily,
 ) -> Result<Vec<Value>> {
-    let columns: Vec<&Column> = DOCUMENT_COLUMNS
+    let columns: Vec<&Column> = document_columns(chain)
         .iter()
         .filter_map(|name| df.column(name).ok())
         .collect();
@@ -62,16 +84,26 @@ pub(super) fn documents_at(
             }
         }
         let doc = Value::Object(map);
-        let profile: AltTokenProfile =
-            serde_json::from_value(doc.clone()).map_err(|source| Error::Decode {
-                operation: Operation::AltSearchProfiles.name(),
-                excerpt: doc.to_string().chars().take(300).collect(),
-                source,
-            })?;
-        Ok(serde_json::to_value(profile)
-            .expect("a profile of finite numbers and strings converts to JSON"))
+        match chain {
+            ChainFamily::Altchain => in_model::<AltTokenProfile>(doc, Operation::AltSearchProfiles),
+            ChainFamily::Evm(_) => in_model::<EvmTokenProfile>(doc, Operation::EvmGetProfile),
+        }
     })
     .collect()
+}
+
+/// The document read as the model `T` and written back: the model's member order.
+fn in_model<T: serde::de::DeserializeOwned + serde::Serialize>(
+    doc: Value,
+    operation: Operation,
+) -> Result<Value> {
+    let profile: T = serde_json::from_value(doc.clone()).map_err(|source| Error::Decode {
+        operation: operation.name(),
+        excerpt: doc.to_string().chars().take(300).collect(),
+        source,
+    })?;
+    Ok(serde_json::to_value(profile)
+        .expect("a profile of finite numbers and strings converts to JSON"))
 }
 
 fn json_of(value: AnyValue<'_>, matched_labels: bool) -> Option<Value> {

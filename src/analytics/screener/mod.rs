@@ -50,12 +50,21 @@
 //! A snapshot is one run of a profile sync: the rows sharing one `fetched_at`. The lake holds
 //! one row per `token_address` in a snapshot, so `token_address` alone breaks ties.
 //!
+//! **EVM profiles** ([`search_evm`], dexlake's extension: the service searches the altchain's
+//! profiles only) run through the same code over an EVM chain's snapshots (the partition
+//! `chain=evm-<id>`; the same snapshot rule), with the columns an EVM profile has
+//! ([`EVM_DOCUMENT_COLUMNS`]) and documents in the get-profile answer's member order. A
+//! request naming a field an EVM profile lacks is refused, naming it: in the lake the altchain
+//! and EVM profiles share one schema, so such a field would otherwise be found null in every
+//! profile and the answer silently empty.
+//!
 //! What lives here, one concern per file:
 //!
 //! | file | what |
 //! |---|---|
-//! | `mod.rs` | the entry points: [`search`] (a snapshot of the lake) and [`search_lazy`] (any frame of profiles) |
-//! | `snapshot.rs` | the snapshot choice: [`ProfileSnapshot`], [`snapshots`], [`snapshot_time`], [`snapshot_frame`] |
+//! | `mod.rs` | the entry points: [`search`] (an altchain snapshot of the lake), [`search_evm`] (an EVM chain's) and [`search_lazy`] (any frame of profiles) |
+//! | `snapshot.rs` | the snapshot choice, per chain: [`ProfileSnapshot`], [`snapshots`], [`snapshots_of`], [`snapshot_time`], [`snapshot_time_of`], [`snapshot_frame`] |
+//! | `evm.rs` | the EVM profiles' fields: a request naming a field they lack refused, naming it ([`check_evm_request`]) |
 //! | `plan.rs` | the plan: whether the columnar path covers a request (else the engine answers it over documents), and the paths it reads before the page is chosen |
 //! | `columnar.rs` | the columnar path: the filter and text query over the key columns, the top-k of the sort value, keyset cursors, the page's rows from where they lie |
 //! | `filter.rs` | the filter compiler: [`filter_expr`], [`filter_expr_for`], `profile_schema`; paths resolved against a schema, each operator's rule for typed columns, n-ary `$and`/`$or` with the conditions on one path merged |
@@ -69,13 +78,15 @@
 //! engine's own rules from `crate::search` (text matching, cursors, order keys, projection, and
 //! the engine itself for the requests the columnar path does not cover). Never `sim`, `sync`,
 //! `report` or another analytics module. Inside the folder imports run one way: `mod.rs` uses
-//! `snapshot`, `plan`, `parquet_leaves`; `plan` uses `columnar`, `filter`, `documents`;
-//! `columnar` uses `filter`, `documents`, `parquet_leaves`; `filter` uses `kernels`; `snapshot`
-//! uses `documents`; `kernels`, `documents` and `parquet_leaves` use no sibling. The helper
-//! column names and the request error below are shared by all.
+//! `snapshot`, `plan`, `parquet_leaves`, `evm`, `documents`; `plan` uses `columnar`, `filter`,
+//! `documents`; `columnar` uses `filter`, `documents`, `parquet_leaves`; `filter` uses
+//! `kernels`; `snapshot` uses `documents`; `evm` uses `filter` and `documents`; `kernels`,
+//! `documents` and `parquet_leaves` use no sibling. The helper column names and the request
+//! error below are shared by all.
 
 use polars::prelude::*;
 
+use crate::api::models::ChainFamily;
 use crate::api::profile_query::SearchRequest;
 use crate::api::requests::Operation;
 use crate::lake::read::name_damaged_file;
@@ -85,6 +96,7 @@ use crate::{Error, Result};
 
 mod columnar;
 mod documents;
+mod evm;
 mod filter;
 mod kernels;
 mod parquet_leaves;
@@ -93,11 +105,14 @@ mod snapshot;
 #[cfg(test)]
 mod tests;
 
-pub use documents::DOCUMENT_COLUMNS;
+pub use documents::{DOCUMENT_COLUMNS, EVM_DOCUMENT_COLUMNS};
 pub use filter::{filter_expr, filter_expr_for};
-pub use snapshot::{ProfileSnapshot, snapshot_frame, snapshot_time, snapshots};
+pub use snapshot::{
+    ProfileSnapshot, snapshot_frame, snapshot_time, snapshot_time_of, snapshots, snapshots_of,
+};
 
 use columnar::Page;
+use documents::document_columns;
 use plan::{columnar_covers, read_paths, search_with};
 use snapshot::{document_frame, snapshot_scan};
 
@@ -117,37 +132,69 @@ fn invalid(member: &str, reason: impl Into<String>) -> Error {
     }
 }
 
-/// Answers a search-profiles request from a profile snapshot of the lake, with the service's
-/// response shape. See the [module docs](self) for how, and [`crate::search::search`] for the
-/// rules of every member.
+/// Answers a search-profiles request from an altchain profile snapshot of the lake, with the
+/// service's response shape. See the [module docs](self) for how, and
+/// [`crate::search::search`] for the rules of every member.
 pub fn search(
     lake: &Lake,
     request: &SearchRequest,
     snapshot: ProfileSnapshot,
 ) -> Result<SearchPage> {
-    search_snapshot(lake, request, snapshot)
+    search_snapshot(lake, ChainFamily::Altchain, request, snapshot)
         .map_err(|e| name_damaged_file(lake.base(), Dataset::TokenProfiles, e))
 }
 
-/// [`search`], whose polars errors do not name the file they come from.
-fn search_snapshot(
+/// Answers a search-profiles request from a profile snapshot of the EVM chain `chain_id`
+/// (dexlake's extension: the service searches the altchain's profiles only), with the same
+/// response shape. The rules are those of [`search`], over the fields an EVM profile has:
+/// `updated_at`, `synced_at`, `chain_id`, `token_address`, `metadata.<field>` and
+/// `metrics.<window>.<field>` ([`EVM_DOCUMENT_COLUMNS`], with the lake's `token_profiles`
+/// columns). A request naming a field an EVM profile lacks (in its filter, sort, text query or
+/// dynamic labels; `options.include_labels` or `include_market`; a window of
+/// `include_metrics` the lake does not store) is refused with [`Error::InvalidRequest`],
+/// naming it, never answered empty.
+pub fn search_evm(
     lake: &Lake,
+    chain_id: i64,
     request: &SearchRequest,
     snapshot: ProfileSnapshot,
 ) -> Result<SearchPage> {
-    request.validate()?;
-    let at = snapshot_time(lake, snapshot)?;
-    let mut frame = document_frame(lake, at)?;
+    search_snapshot(lake, ChainFamily::Evm(chain_id), request, snapshot)
+        .map_err(evm::renamed)
+        .map_err(|e| name_damaged_file(lake.base(), Dataset::TokenProfiles, e))
+}
+
+/// Refuses what [`search_evm`] refuses of a request before reading the lake: what
+/// [`SearchRequest::validate`] refuses, and a field an EVM profile lacks.
+pub fn check_evm_request(request: &SearchRequest) -> Result<()> {
+    request.validate().map_err(evm::renamed)?;
+    evm::check_fields(request, &evm::schema()?)
+}
+
+/// [`search`] or [`search_evm`], whose polars errors do not name the file they come from.
+fn search_snapshot(
+    lake: &Lake,
+    chain: ChainFamily,
+    request: &SearchRequest,
+    snapshot: ProfileSnapshot,
+) -> Result<SearchPage> {
+    match chain {
+        ChainFamily::Altchain => request.validate()?,
+        ChainFamily::Evm(_) => check_evm_request(request)?,
+    }
+    let at = snapshot_time_of(lake, chain, snapshot)?;
+    let mut frame = document_frame(lake, chain, at)?;
     // Otherwise the page's rows are read by address, a top-level column whose filter the
     // Parquet reader takes.
-    let by_address = snapshot_scan(lake, at)?.select(DOCUMENT_COLUMNS.map(col));
+    let columns: Vec<Expr> = document_columns(chain).iter().map(|c| col(*c)).collect();
+    let by_address = snapshot_scan(lake, chain, at)?.select(columns);
     let schema = frame
         .collect_schema()
         .map_err(Error::polars("reading the profiles' schema"))?;
     if columnar_covers(request, &schema)? {
         // The filter, sort and text query read a few leaves of the nested columns: only those
         // are decoded, for every profile of the snapshot, and then the page's whole rows only.
-        if let Some(keys) = parquet_leaves::read(lake, at, &read_paths(request), &schema)? {
+        if let Some(keys) = parquet_leaves::read(lake, chain, at, &read_paths(request), &schema)? {
             let frame = keys.frame.clone().lazy();
             return search_with(
                 frame,
@@ -158,14 +205,15 @@ fn search_snapshot(
                     schema: &schema,
                     by_address,
                 },
+                chain,
             );
         }
     }
-    search_with(frame, request, Page::ByAddress(by_address))
+    search_with(frame, request, Page::ByAddress(by_address), chain)
 }
 
 /// Answers a search-profiles request over any frame of profiles with the lake's columns
 /// ([`DOCUMENT_COLUMNS`] at least), one row per `token_address`.
 pub fn search_lazy(profiles: LazyFrame, request: &SearchRequest) -> Result<SearchPage> {
-    search_with(profiles, request, Page::ByRow)
+    search_with(profiles, request, Page::ByRow, ChainFamily::Altchain)
 }

@@ -32,12 +32,13 @@ use crate::{Error, Result};
 
 const FETCHED_AT: &str = profile::FETCHED_AT;
 
-/// The rows of the snapshot fetched at `at`, with the leaves under `paths` only (or
+/// The rows of `chain`'s snapshot fetched at `at`, with the leaves under `paths` only (or
 /// `token_address` alone when none of them is in the files); the column types are those of `schema` (the profiles' whole schema), structs holding a
 /// subset of their fields. `None` when a column has a type this reader does not convert (the
 /// caller then reads the whole frame).
 pub(super) fn read(
     lake: &Lake,
+    chain: ChainFamily,
     at: DateTime<Utc>,
     paths: &[String],
     schema: &Schema,
@@ -45,7 +46,7 @@ pub(super) fn read(
     let manifest = lake.snapshot()?;
     let partition = Partition {
         dataset: Dataset::TokenProfiles,
-        chain: ChainFamily::Altchain,
+        chain,
         interval: None,
         date: at.date_naive(),
     };
@@ -648,7 +649,7 @@ mod tests {
         ]
         .map(str::to_owned)
         .to_vec();
-        let keys = read(lake, at, &paths, &schema)
+        let keys = read(lake, ChainFamily::Altchain, at, &paths, &schema)
             .expect("read")
             .expect("the profile columns convert");
         assert_eq!(keys.frame.height(), whole.height());
@@ -689,8 +690,8 @@ mod tests {
                 .take(&IdxCa::from_vec("i".into(), order))
                 .expect("take");
             assert_eq!(
-                documents(&rows).expect("documents"),
-                documents(&picked).expect("documents")
+                documents(&rows, ChainFamily::Altchain).expect("documents"),
+                documents(&picked, ChainFamily::Altchain).expect("documents")
             );
         }
     }

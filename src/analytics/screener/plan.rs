@@ -4,10 +4,10 @@
 
 use polars::prelude::*;
 
-use super::DOCUMENT_COLUMNS;
 use super::columnar::{Page, columnar};
-use super::documents::documents;
+use super::documents::{document_columns, documents};
 use super::filter::{Kind, Resolved, compile, distinct_paths, filter_paths, resolve};
+use crate::api::models::ChainFamily;
 use crate::api::profile_query::SearchRequest;
 use crate::search::{SearchPage, SortSpec, TextMatcher};
 use crate::{Error, Result};
@@ -47,18 +47,20 @@ pub(super) fn read_paths(request: &SearchRequest) -> Vec<String> {
     distinct_paths(out)
 }
 
-/// The search; `page` says where the page's whole rows are read from.
+/// The search over `chain`'s profiles; `page` says where the page's whole rows are read from.
 pub(super) fn search_with(
     profiles: LazyFrame,
     request: &SearchRequest,
     page: Page<'_>,
+    chain: ChainFamily,
 ) -> Result<SearchPage> {
     request.validate()?;
     let mut profiles = profiles;
     let schema = profiles
         .collect_schema()
         .map_err(Error::polars("reading the profiles' schema"))?;
-    let keep: Vec<Expr> = DOCUMENT_COLUMNS
+    let columns = document_columns(chain);
+    let keep: Vec<Expr> = columns
         .iter()
         .filter(|c| schema.contains(c))
         .map(|c| col(*c))
@@ -66,7 +68,7 @@ pub(super) fn search_with(
     let profiles = profiles.select(keep);
     let schema: Schema = schema
         .iter()
-        .filter(|(name, _)| DOCUMENT_COLUMNS.contains(&name.as_str()))
+        .filter(|(name, _)| columns.contains(&name.as_str()))
         .map(|(name, dtype)| Field::new(name.clone(), dtype.clone()))
         .collect();
 
@@ -82,17 +84,28 @@ pub(super) fn search_with(
     };
     match (predicate, sort_column) {
         (Some(predicate), Some((sort_expr, rank, kind))) => columnar(
-            profiles, page, request, &schema, predicate, &sort, sort_expr, rank, kind,
+            profiles,
+            page,
+            request,
+            &schema,
+            predicate,
+            &sort,
+            (sort_expr, rank, kind),
+            chain,
         ),
-        _ => by_engine(profiles, request),
+        _ => by_engine(profiles, request, chain),
     }
 }
 
 /// The engine over every document of the frame: for requests the columnar path does not cover.
-fn by_engine(profiles: LazyFrame, request: &SearchRequest) -> Result<SearchPage> {
+fn by_engine(
+    profiles: LazyFrame,
+    request: &SearchRequest,
+    chain: ChainFamily,
+) -> Result<SearchPage> {
     let df = profiles
         .collect()
         .map_err(Error::polars("reading the profiles"))?;
-    let docs = documents(&df)?;
+    let docs = documents(&df, chain)?;
     crate::search::search(request, &docs)
 }

@@ -1,4 +1,5 @@
-//! `dexlake search`: the service's search-profiles request answered from the lake.
+//! `dexlake search`: the service's search-profiles request answered from the lake (with
+//! `--chain-id`, over an EVM chain's profiles: dexlake's extension).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -34,6 +35,10 @@ pub struct SearchArgs {
     /// The profile snapshot: `latest`, or the RFC 3339 time it was fetched at.
     #[arg(long, default_value = "latest")]
     pub snapshot: String,
+    /// Search the EVM profiles of this chain (synced with `sync profiles --chain-id N`)
+    /// instead of the altchain's: dexlake's extension, over the fields an EVM profile has.
+    #[arg(long)]
+    pub chain_id: Option<i64>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Json)]
     pub format: Format,
@@ -57,10 +62,11 @@ pub fn run(global: &Global, args: SearchArgs) -> anyhow::Result<ExitCode> {
         })?),
     };
     let lake = existing_lake(global)?;
-    let answer = lake
-        .query()
-        .strict(args.strict.strict)
-        .search_covered(&request, snapshot)?;
+    let query = lake.query().strict(args.strict.strict);
+    let answer = match args.chain_id {
+        None => query.search_covered(&request, snapshot)?,
+        Some(chain_id) => query.search_evm_covered(chain_id, &request, snapshot)?,
+    };
     warn(&answer.warnings);
     let page = answer.value;
     match args.format {
