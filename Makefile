@@ -12,7 +12,7 @@ VPY := $(VENV)/bin/python
 # tests (with Debian's chromium and chromium-driver, which .ci/run installs).
 PY_PACKAGES := duckdb 'polars>=2.0,<3' pyarrow pytest nbclient nbformat ipykernel matplotlib 'moto[server]' boto3 pyspark 'pandas<3' selenium pillow
 
-.PHONY: test fmt clippy rust-test doc py-install py-test venv notebooks research examples screenshot bench compare compare-pnl compare-python compare-s3 compare-search
+.PHONY: test fmt clippy rust-test doc py-install py-test venv notebooks research examples screenshot bench compare compare-pnl compare-python compare-s3 compare-search compare-series
 
 # The target folder (honours CARGO_TARGET_DIR and a shared one outside the clone).
 TARGET_DIR = $(CARGO) metadata --format-version 1 --no-deps | $(VPY) -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])'
@@ -123,6 +123,15 @@ bench:
 compare: venv
 	$(CARGO) build --release --bin dexlake --examples
 	$(VPY) benches/compare/ohlcv.py --dexlake "$$($(TARGET_DIR))/release/dexlake" $(COMPARE_ARGS)
+
+# Hourly bars of every token from a stored 1-minute EVM price history (1,000 tokens over 30 days:
+# 43.2M points) against polars' group_by_dynamic and DuckDB's time_bucket on the same files (not
+# part of `make test`). Builds its lake once under target/compare-series-lake; see
+# benches/compare/series.py.
+compare-series: venv
+	$(CARGO) build --release --bin dexlake --examples
+	$(VPY) benches/compare/series.py --dexlake "$$($(TARGET_DIR))/release/dexlake" \
+		--lake "$$($(TARGET_DIR))/compare-series-lake" $(COMPARE_ARGS)
 
 # FIFO realized PnL of every (wallet, token) on 10M trades against a Python FIFO loop, polars
 # and DuckDB (not part of `make test`). Builds its lake once under target/compare-pnl-lake;

@@ -27,6 +27,8 @@ mod quality;
 mod query;
 #[cfg(feature = "report")]
 mod report;
+#[cfg(feature = "sim")]
+mod series_bench_lake;
 mod sim;
 mod sim_live;
 mod sync;

@@ -1,5 +1,5 @@
-//! `dexlake bench-lake` (hidden): writes the simulator's altchain swaps (or their trades)
-//! straight into a lake, for benchmarks that need millions of rows.
+//! `dexlake bench-lake` (hidden): writes the simulator's altchain swaps (or their trades), or a
+//! dense EVM price history, straight into a lake, for benchmarks that need millions of rows.
 //!
 //! The rows are the simulator's own wire swaps (`Chain::swap`, what get-swaps serves) or, with
 //! `--dataset trades`, the same swaps from the wallet's side (`Chain::trade`), written
@@ -15,7 +15,22 @@
 //! them, and nothing is compacted. Those files are committed straight
 //! through `commit_files`, skipping the writer's duplicate checks (the simulator's ids are
 //! unique), which would otherwise read every earlier file of a day at each commit.
-
+//!
+//! With `--dataset price-history` it writes the `price_history` of `--tokens` EVM tokens of
+//! chain `--chain-id`, one point every `--series-interval` seconds for `--days` whole UTC days
+//! ending at the simulator's present (2025-06-01T00:00:00Z): 43.2 million points at the
+//! defaults (1,000 tokens, 30 days, 60 s). The simulator's EVM chains have a few hundred
+//! tokens at most, so the values are not the simulator's but a random walk seeded by
+//! `--seed` (token `k`'s walk does not depend on `--tokens`): each token (and its one pool) gets a random
+//! address, a starting price between 10⁻⁶ and 10³ USD, a volatility and an activity rate;
+//! each interval has trades with that rate, and then its price moves by a log-normal step
+//! and its USD volume is log-normal, else its volume is 0 and its price the previous one (a
+//! point holds the last price up to the end of its interval and the volume within it, as the
+//! service's points do; see `docs/series.md`). Every token has a point in every interval,
+//! as a complete sync of tokens trading throughout gives. The points go through the same
+//! conversion and writer as `dexlake sync price-history` (partitions
+//! `chain=evm-<id>/interval=<s>/date=<day>`), one commit per day (memory holds one day of
+//! points), then the lake is compacted.
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -23,10 +38,14 @@ use std::process::ExitCode;
 use anyhow::Context;
 use chrono::{DateTime, NaiveDate, Utc};
 use clap::Args;
+use dexlake::api::models::{PriceHistorySeries, PricePoint};
+use dexlake::lake::convert::{HistorySeries, ToBatch};
 use dexlake::lake::schema::SCHEMA_VERSION;
 use dexlake::lake::test_support::{Commit, NewFile, commit_files, data_file_name, encode_records};
 use dexlake::lake::{ChainFamily, Dataset, FileEntry, Lake, Partition, convert};
 use dexlake::sim::{Scale, SyntheticMarket};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 
 use crate::Global;
 
@@ -35,22 +54,35 @@ use crate::Global;
 pub struct BenchLakeArgs {
     /// Folder of the lake to write (created if missing; must hold no rows of the dataset yet).
     pub dir: PathBuf,
-    /// Dataset to write: `swaps` or `trades` (one trade per swap).
+    /// Dataset to write: `swaps`, `trades` (one trade per swap) or `price-history`.
     #[arg(long, default_value = "swaps")]
     pub dataset: String,
-    /// Seed of the synthetic market.
+    /// Seed of the synthetic market (of the random walks, with `--dataset price-history`).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Size of the market.
+    /// `--dataset price-history`: the EVM chain id of the series [default: 1].
+    #[arg(long)]
+    pub chain_id: Option<i64>,
+    /// `--dataset price-history`: number of tokens [default: 1000].
+    #[arg(long)]
+    pub tokens: Option<usize>,
+    /// `--dataset price-history`: number of whole UTC days, ending at 2025-06-01 [default: 30].
+    #[arg(long)]
+    pub days: Option<i64>,
+    /// `--dataset price-history`: seconds between points, a divisor of a day [default: 60].
+    #[arg(long)]
+    pub series_interval: Option<i64>,
+    /// Size of the market (swaps and trades).
     #[arg(long, default_value = "large")]
     pub scale: Scale,
-    /// Rows per commit.
+    /// Rows per commit (swaps and trades).
     #[arg(long, default_value_t = 1_000_000)]
     pub chunk: usize,
     /// Write only the first N swaps of the market.
     #[arg(long)]
     pub rows: Option<usize>,
-    /// Leave the rows in small files (one per chunk and day) and do not compact.
+    /// Leave the rows in small files (one per chunk and day) and do not compact (swaps and
+    /// trades).
     #[arg(long)]
     pub small_files: bool,
 }
@@ -112,8 +144,16 @@ pub fn run(_global: &Global, args: BenchLakeArgs) -> anyhow::Result<ExitCode> {
     let dataset = match args.dataset.as_str() {
         "swaps" => Dataset::Swaps,
         "trades" => Dataset::Trades,
-        other => anyhow::bail!("bench-lake writes swaps or trades, not {other:?}"),
+        "price-history" => return price_history(&lake, &args),
+        other => anyhow::bail!("bench-lake writes swaps, trades or price-history, not {other:?}"),
     };
+    anyhow::ensure!(
+        args.chain_id.is_none()
+            && args.tokens.is_none()
+            && args.days.is_none()
+            && args.series_interval.is_none(),
+        "--chain-id, --tokens, --days and --series-interval are for --dataset price-history"
+    );
     anyhow::ensure!(
         lake.row_count(dataset)? == 0,
         "the lake at {} already holds {}",
@@ -218,5 +258,146 @@ pub fn run(_global: &Global, args: BenchLakeArgs) -> anyhow::Result<ExitCode> {
         report.partitions, report.files_removed, report.files_added
     );
     println!("{n}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The simulator's present, 2025-06-01T00:00:00Z: the end of the price history.
+const HISTORY_END: i64 = 1_748_736_000;
+
+const DAY: i64 = 86_400;
+
+/// One token's random walk (see the module documentation).
+struct Walk {
+    token: String,
+    pool: String,
+    rng: ChaCha8Rng,
+    /// The last price, USD.
+    price: f64,
+    /// Standard deviation of a step of the log price.
+    sigma: f64,
+    /// Probability that an interval has trades.
+    active: f64,
+    /// Median USD volume of an interval with trades.
+    volume: f64,
+}
+
+/// A standard normal draw (Box–Muller).
+fn normal(rng: &mut ChaCha8Rng) -> f64 {
+    let u1: f64 = 1.0 - rng.random::<f64>();
+    let u2: f64 = rng.random::<f64>();
+    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+}
+
+/// A random EVM address: `0x` and 40 lowercase hex digits.
+fn address(rng: &mut ChaCha8Rng) -> String {
+    format!(
+        "0x{:016x}{:016x}{:08x}",
+        rng.random::<u64>(),
+        rng.random::<u64>(),
+        rng.random::<u32>()
+    )
+}
+
+impl Walk {
+    /// Token `k`'s walk: its own stream of the seed's generator.
+    fn new(seed: u64, k: u64) -> Walk {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        rng.set_stream(k);
+        Walk {
+            token: address(&mut rng),
+            pool: address(&mut rng),
+            price: 10f64.powf(rng.random_range(-6.0..3.0)),
+            sigma: rng.random_range(0.001..0.01),
+            active: rng.random_range(0.1..0.95),
+            volume: 10f64.powf(rng.random_range(1.0..5.0)),
+            rng,
+        }
+    }
+
+    /// The next point's price and volume.
+    fn step(&mut self) -> (f64, f64) {
+        if self.rng.random::<f64>() >= self.active {
+            return (self.price, 0.0);
+        }
+        self.price *= (self.sigma * normal(&mut self.rng)).exp();
+        let volume = self.volume * normal(&mut self.rng).exp();
+        (self.price, volume)
+    }
+}
+
+/// `--dataset price-history`: the random walks of the module documentation, a commit per day,
+/// then compaction. Prints the number of points.
+fn price_history(lake: &Lake, args: &BenchLakeArgs) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(
+        !args.small_files && args.rows.is_none(),
+        "--small-files and --rows are for swaps and trades"
+    );
+    let chain_id = args.chain_id.unwrap_or(1);
+    let tokens = args.tokens.unwrap_or(1_000);
+    let days = args.days.unwrap_or(30);
+    let interval = args.series_interval.unwrap_or(60);
+    anyhow::ensure!(chain_id > 0, "--chain-id must be positive, not {chain_id}");
+    anyhow::ensure!(tokens > 0, "--tokens must be positive");
+    anyhow::ensure!(
+        (1..=36_500).contains(&days),
+        "--days must lie in 1..=36500, not {days}"
+    );
+    anyhow::ensure!(
+        interval > 0 && DAY % interval == 0,
+        "--series-interval must divide a day ({DAY} s), not {interval}"
+    );
+    anyhow::ensure!(
+        lake.row_count(Dataset::PriceHistory)? == 0,
+        "the lake at {} already holds price_history",
+        lake.root().display()
+    );
+    let context = HistorySeries { chain_id, interval };
+    let mut walks: Vec<Walk> = (0..tokens as u64)
+        .map(|k| Walk::new(args.seed, k))
+        .collect();
+    let per_day = DAY / interval;
+    let start = HISTORY_END - days * DAY;
+    let mut points = 0u64;
+    for d in 0..days {
+        let day = start + d * DAY;
+        let series: Vec<PriceHistorySeries> = walks
+            .iter_mut()
+            .map(|w| {
+                let prices = (0..per_day)
+                    .map(|j| {
+                        let (usd_price, usd_volume) = w.step();
+                        let t = day + j * interval;
+                        Ok(PricePoint {
+                            timestamp: DateTime::from_timestamp(t, 0)
+                                .with_context(|| format!("{t} s is out of range"))?,
+                            usd_price,
+                            usd_volume,
+                        })
+                    })
+                    .collect::<anyhow::Result<Vec<_>>>()?;
+                Ok(PriceHistorySeries {
+                    token_address: w.token.clone(),
+                    pool_address: w.pool.clone(),
+                    prices,
+                })
+            })
+            .collect::<anyhow::Result<_>>()?;
+        let batch = PriceHistorySeries::to_batch(&series, &context)?;
+        drop(series);
+        points += batch.num_rows() as u64;
+        let mut tx = lake.transaction()?;
+        tx.write(Dataset::PriceHistory, batch)?;
+        tx.commit()?;
+        eprintln!(
+            "wrote price_history day {} of {days}: {points} points",
+            d + 1
+        );
+    }
+    let report = lake.compact()?;
+    eprintln!(
+        "compacted {} partitions: {} files into {}",
+        report.partitions, report.files_removed, report.files_added
+    );
+    println!("{points}");
     Ok(ExitCode::SUCCESS)
 }

@@ -114,7 +114,8 @@ enum Command {
     Follow(follow_cmd::FollowArgs),
     /// Price changes and volumes over 5m … 30d computed on the lake.
     PriceStats(ohlcv_cmd::PriceStatsArgs),
-    /// Write the simulator's swaps straight into a lake (for benchmarks).
+    /// Write the simulator's swaps or trades, or a synthetic EVM price history, straight into a
+    /// lake (for benchmarks).
     #[cfg(feature = "sim")]
     #[command(hide = true)]
     BenchLake(bench_lake_cmd::BenchLakeArgs),
