@@ -9,6 +9,8 @@ mod analytics_pnl_reader;
 mod analytics_search;
 mod analytics_search_wide;
 mod analytics_series;
+#[cfg(feature = "sim")]
+mod analytics_series_stats;
 mod client;
 mod common;
 mod coverage;
