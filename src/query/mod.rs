@@ -10,7 +10,7 @@
 //! |---|---|
 //! | [`Query::scan`] | the selected rows of the source dataset, a `LazyFrame` |
 //! | [`Query::bars_covered`], [`Query::bars_to`] | time, tick, volume or dollar bars ([`Bars`]) |
-//! | [`Query::price_stats_covered`] | price changes and volumes over 5m … 30d |
+//! | [`Query::price_stats_covered`] | price changes and volumes over 5m … 30d (from events or a price history) |
 //! | [`Query::pnl_table`], [`Query::pnl_table_to`], [`Query::pnl_report_covered`] | wallet PnL: ledgers, positions or lots ([`PnlTable`]) |
 //! | [`Query::leaderboard_covered`] | wallets ranked by total PnL |
 //! | [`Query::performance_covered`] | one wallet's equity curve and its trading metrics |
@@ -162,10 +162,10 @@ impl<'a> Query<'a> {
         self.series(SeriesSource::PriceHistory { chain_id })
     }
 
-    /// What bars are made of, by the name every door uses: `swaps`, `trades`, `candles` or
-    /// `price_history` (also spelled `price-history`), with the EVM chain a price history is
-    /// of. One check of the pair for every door: a price history without its chain, or a
-    /// chain with another source, is refused.
+    /// What bars (and price stats) are made of, by the name every door uses: `swaps`,
+    /// `trades`, `candles` or `price_history` (also spelled `price-history`), with the EVM
+    /// chain a price history is of. One check of the pair for every door: a price history
+    /// without its chain, or a chain with another source, is refused.
     pub fn bars_source(self, source: &str, chain_id: Option<i64>) -> Result<Self> {
         match (source, chain_id) {
             ("candles", None) => Ok(self.candles()),
