@@ -167,10 +167,12 @@ pub fn series_price_stats(
         },
     };
     if now.rem_euclid(step) != 0 {
+        let at = DateTime::from_timestamp_micros(now)
+            .map_or_else(|| format!("{now} µs"), |t| t.to_rfc3339());
         return Err(Error::InvalidArgument {
             argument: "now".into(),
             reason: format!(
-                "{now} µs is not on the grid of the series' interval of {interval} s (its \
+                "{at} is not on the grid of the series' interval of {interval} s (its \
                  points cover [t, t + {interval} s) with t a multiple of {interval} s): give a \
                  multiple of {interval} s"
             ),
