@@ -17,7 +17,7 @@
 //! | [`coverage`] | [`coverage::status`] | what the lake covers, from the manifest and the recorded sync states: `dexlake status`, and the coverage each analytics answer carries (ranges never fetched, partial views) |
 //! | [`live`] | [`live::Follower`] | following tokens as the market trades: polls through sync, a watermark from the service's answers, bars kept up to date ([`analytics::LiveBars`]) and committed to the lake's `bars` dataset (`dexlake follow`) |
 //! | [`search`] | [`search::search`] | the service's search-profiles engine, shared by the simulator and local search |
-//! | [`analytics`] | [`analytics::bars`], [`analytics::price_stats`], [`analytics::pnl::pnl_report`], [`analytics::screener::search`] | OHLCV and other bars, price stats, wallet PnL, trading and token metrics, and the search-profiles request answered from the lake's profile snapshots |
+//! | [`analytics`] | [`analytics::bars`], [`analytics::price_stats`], [`analytics::pnl::pnl_report`], [`analytics::screener::search`] | OHLCV and other bars, price stats (from events or a stored price history), wallet PnL, trading and token metrics, and the search-profiles request answered from the lake's profile snapshots |
 //! | `report` (feature `report`) | `report::build` | the daily report: top tokens' candles, price stats, the PnL leaderboard and a screener as HTML with PNG charts |
 //! | `sim` (feature `sim`) | `sim::Simulator` | a deterministic simulator of the service on loopback |
 //!

@@ -303,11 +303,27 @@ class Lake:
         *,
         source: str = "swaps",
         strict: bool = False,
+        chain_id: Optional[int] = None,
+        series_interval: Optional[int] = None,
     ) -> pl.DataFrame:
         """Price changes and volumes over 5m, 1h, 6h, 24h, 7d and 30d at ``now`` (default: the
-        lake's latest event), one row per token, as ``dexlake price-stats`` gives them."""
+        lake's latest event), one row per token, as ``dexlake price-stats`` gives them.
+
+        ``source="price_history"`` computes them from the stored price history of the EVM chain
+        ``chain_id`` (at ``series_interval``, by default the finest stored; ``now`` defaults to
+        the end of its latest point's interval and must lie on its grid; periods the interval
+        does not divide are null)."""
         token_list = [tokens] if isinstance(tokens, str) else _texts(tokens, "tokens")
-        return _frame(self._native.price_stats(token_list, _micros(now, "now"), _text(source, "source"), bool(strict)))
+        return _frame(
+            self._native.price_stats(
+                token_list,
+                _micros(now, "now"),
+                _text(source, "source"),
+                bool(strict),
+                _integer(chain_id, "chain_id", optional=True),
+                _integer(series_interval, "series_interval", optional=True),
+            )
+        )
 
     def pnl(
         self,

@@ -85,10 +85,16 @@ class NativeLake:
         ``source`` ``"candles"`` or ``"price_history"`` (of ``chain_id``) resamples a stored
         series."""
     def price_stats(
-        self, tokens: list[str], now: int | None, source: str, strict: bool
+        self,
+        tokens: list[str],
+        now: int | None,
+        source: str,
+        strict: bool,
+        chain_id: int | None = None,
+        series_interval: int | None = None,
     ) -> _Answer:
         """Price changes and volumes over 5m ... 30d at ``now``, as ``dexlake price-stats``
-        gives them."""
+        gives them; ``source`` ``"price_history"`` (of ``chain_id``) reads a stored series."""
     def pnl(
         self,
         wallet: str | None,

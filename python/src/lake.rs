@@ -15,7 +15,7 @@ use dexlake::analytics::pnl::{
 };
 use dexlake::analytics::screener::ProfileSnapshot;
 use dexlake::analytics::token_metrics::parse_span;
-use dexlake::analytics::{Edge, EventSource, Fill};
+use dexlake::analytics::{Edge, Fill};
 use dexlake::api::profile_query::SearchRequest;
 use dexlake::lake::{Dataset, Lake};
 use dexlake::query::{Bars, LakeQuery as _, Query, Warning, WarningKind};
@@ -267,8 +267,10 @@ impl NativeLake {
         })
     }
 
-    /// Price changes and volumes over 5m … 30d at `now`, as `dexlake price-stats` gives them.
-    #[pyo3(signature = (tokens, now, source, strict))]
+    /// Price changes and volumes over 5m … 30d at `now`, as `dexlake price-stats` gives them;
+    /// `source` `"price_history"` (of `chain_id`) computes them from a stored price history.
+    #[pyo3(signature = (tokens, now, source, strict, chain_id=None, series_interval=None))]
+    #[allow(clippy::too_many_arguments)]
     fn price_stats(
         &self,
         py: Python<'_>,
@@ -276,11 +278,16 @@ impl NativeLake {
         now: Option<i64>,
         source: &str,
         strict: bool,
+        chain_id: Option<i64>,
+        series_interval: Option<i64>,
     ) -> PyResult<Answer> {
-        let source: EventSource = source.parse().py(py)?;
         let now = instant(now, "now").py(py)?;
         self.answer(py, strict, |query| {
-            query.source(source).tokens(tokens).price_stats_covered(now)
+            let mut query = query.tokens(tokens).bars_source(source, chain_id)?;
+            if let Some(seconds) = series_interval {
+                query = query.series_interval(seconds);
+            }
+            query.price_stats_covered(now)
         })
     }
 

@@ -161,6 +161,34 @@ def test_price_stats_equal_the_cli(market, tmp_path):
     assert_same(mine, cli_frame(tmp_path, market["root"], "price-stats", "--tokens", ",".join(tokens), "--now", at, "--source", "trades"))
 
 
+def test_price_stats_of_the_stored_price_history_equal_the_cli(tmp_path):
+    root = tmp_path / "lake"
+    with dexlake.Simulator(seed=7, scale="tiny") as sim:
+        catalog = sim.catalog()
+        tokens = [t["address"] for t in catalog["evm"]["1"]["tokens"][:2]]
+        now = dt.datetime.fromisoformat(catalog["now"].replace("Z", "+00:00"))
+        job = {"dataset": "price-history", "chain_id": 1, "tokens": tokens, "interval": 3600,
+               "from": now - dt.timedelta(days=3), "to": now}
+        report = dexlake.sync(root, jobs=[job], base_url=sim.base_url, api_key=API_KEY, progress=False)
+    assert [j["outcome"] for j in report] == ["done"], report
+    lake = dexlake.Lake(root)
+    flags = ["price-stats", "--tokens", ",".join(tokens), "--source", "price-history", "--chain-id", "1"]
+    mine = lake.price_stats(tokens, source="price_history", chain_id=1)
+    assert_same(mine, cli_frame(tmp_path, root, *flags))
+    # An hourly series: no 5m figures; its default now is the end of its latest point.
+    assert mine["usd_volume_5m"].null_count() == mine.height
+    assert mine["block_time"].max() == now
+    at = now - dt.timedelta(days=1)
+    earlier = lake.price_stats(tokens, now=at, source="price_history", chain_id=1, series_interval=3600)
+    assert_same(earlier, cli_frame(tmp_path, root, *flags, "--now", str(int(at.timestamp())), "--series-interval", "3600"))
+    with pytest.raises(dexlake.InvalidArgumentError, match="chain_id"):
+        lake.price_stats(tokens, source="price_history")
+    with pytest.raises(dexlake.InvalidArgumentError, match="not on the grid"):
+        lake.price_stats(tokens, now=at + dt.timedelta(minutes=5), source="price_history", chain_id=1)
+    with pytest.raises(dexlake.InvalidArgumentError, match="source"):
+        lake.price_stats(tokens, source="candles")
+
+
 @pytest.mark.parametrize(
     "kwargs, flags",
     [

@@ -19,6 +19,7 @@
 //! | `events` | the token side of swaps or trades, per token, in event order |
 //! | `ohlcv` | time bars, coarser bars from finer bars, bars from stored candles and price history, tick / volume / dollar bars |
 //! | `stats` | price changes and volumes over 5m … 30d, as the service's get-price-stats |
+//! | `series_stats` | the same price stats from a stored EVM price history (`docs/series.md`) |
 //! | [`pnl`] | ledgers per (wallet, token): cost-basis methods, realized and unrealized PnL, lots, positions, equity curves |
 //! | `metrics` | trading metrics: Sharpe, Sortino, max drawdown, win rate, profit factor |
 //! | `arrow_columns` (crate-internal) | an arrow-rs batch's columns read from a data file: strings as dictionaries, numbers as one type, timestamps as microseconds |
@@ -41,6 +42,8 @@ pub mod pnl;
 #[doc(hidden)]
 pub mod quality;
 pub mod screener;
+#[doc(hidden)]
+pub mod series_stats;
 #[doc(hidden)]
 pub mod stats;
 #[doc(hidden)]
@@ -65,5 +68,7 @@ pub use token_metrics::Window;
 pub use events::{Events, Tick, TokenEvents, load_events};
 #[doc(hidden)]
 pub use ohlcv::{bars, bars_in_batches, event_bars, resample, series_bars};
+#[doc(hidden)]
+pub use series_stats::series_price_stats;
 #[doc(hidden)]
 pub use stats::price_stats;

@@ -3,13 +3,14 @@
 //! A [`Query`] starts from an open [`Lake`] (`lake.query()`, through [`LakeQuery`]), narrows the
 //! events it speaks of (source, tokens, pool, wallets, time range), and ends in one question
 //! (bars may instead be resampled from a stored series, [`Query::candles`] or
-//! [`Query::price_history`], which the other questions refuse):
+//! [`Query::price_history`], and price stats computed from a price history; the other
+//! questions refuse a series):
 //!
 //! | question | its answer |
 //! |---|---|
 //! | [`Query::scan`] | the selected rows of the source dataset, a `LazyFrame` |
 //! | [`Query::bars_covered`], [`Query::bars_to`] | time, tick, volume or dollar bars ([`Bars`]) |
-//! | [`Query::price_stats_covered`] | price changes and volumes over 5m … 30d |
+//! | [`Query::price_stats_covered`] | price changes and volumes over 5m … 30d (from events or a price history) |
 //! | [`Query::pnl_table`], [`Query::pnl_table_to`], [`Query::pnl_report_covered`] | wallet PnL: ledgers, positions or lots ([`PnlTable`]) |
 //! | [`Query::leaderboard_covered`] | wallets ranked by total PnL |
 //! | [`Query::performance_covered`] | one wallet's equity curve and its trading metrics |
@@ -101,8 +102,9 @@ impl LakeQuery for Lake {
 pub struct Query<'a> {
     lake: &'a Lake,
     source: EventSource,
-    /// A stored series instead of events: bars are resampled from it. Kept apart from
-    /// [`EventSource`], which every event answer (PnL, price stats, coverage) reads as events.
+    /// A stored series instead of events: bars are resampled from it, price stats computed
+    /// from a price history. Kept apart from [`EventSource`], which every event answer (PnL,
+    /// the price stats of events, coverage) reads as events.
     series: Option<SeriesSource>,
     /// The stored interval of the series to read, seconds ([`Query::series_interval`]).
     series_interval: Option<i64>,
@@ -156,16 +158,16 @@ impl<'a> Query<'a> {
     }
 
     /// The price history of the EVM chain `chain_id` stored in the lake instead of events:
-    /// [`Query::bars`] resamples it (time bars only, see `docs/series.md`); the other answers
-    /// refuse a series.
+    /// [`Query::bars`] resamples it (time bars only) and [`Query::price_stats`] computes from
+    /// its points (see `docs/series.md`); the other answers refuse a series.
     pub fn price_history(self, chain_id: i64) -> Self {
         self.series(SeriesSource::PriceHistory { chain_id })
     }
 
-    /// What bars are made of, by the name every door uses: `swaps`, `trades`, `candles` or
-    /// `price_history` (also spelled `price-history`), with the EVM chain a price history is
-    /// of. One check of the pair for every door: a price history without its chain, or a
-    /// chain with another source, is refused.
+    /// What bars (and price stats) are made of, by the name every door uses: `swaps`,
+    /// `trades`, `candles` or `price_history` (also spelled `price-history`), with the EVM
+    /// chain a price history is of. One check of the pair for every door: a price history
+    /// without its chain, or a chain with another source, is refused.
     pub fn bars_source(self, source: &str, chain_id: Option<i64>) -> Result<Self> {
         match (source, chain_id) {
             ("candles", None) => Ok(self.candles()),
@@ -523,7 +525,9 @@ impl<'a> Query<'a> {
 
     /// Price changes and USD volumes over 5m … 30d of the selected tokens as of `now` (the
     /// source's latest event when `None`); one row per token. The value of
-    /// [`Query::price_stats_covered`].
+    /// [`Query::price_stats_covered`]. From a price history ([`Query::price_history`]) they
+    /// are computed from its points (`docs/series.md`, "Price stats from a series"; `now`
+    /// defaults to the end of the latest point's interval); candles are refused.
     pub fn price_stats(&self, now: Option<DateTime<Utc>>) -> Result<DataFrame> {
         Ok(self.price_stats_covered(now)?.value)
     }
@@ -533,6 +537,9 @@ impl<'a> Query<'a> {
     /// have events, only none by `now`).
     pub fn price_stats_covered(&self, now: Option<DateTime<Utc>>) -> Result<Answer<DataFrame>> {
         let version = self.version()?;
+        if let Some(series) = self.series {
+            return self.series_price_stats(series, now, version);
+        }
         self.events_only("price stats")?;
         self.no_wallets("price stats")?;
         self.no_range("price stats", "they are taken as of `now`")?;
@@ -580,6 +587,58 @@ impl<'a> Query<'a> {
             || answer::present_tokens(&value),
             &listed,
             answer::events_name(self.source),
+            TimeRange::default(),
+        )?;
+        warnings.extend(answer::coverage_warnings(&coverage, self.strict)?);
+        Ok(Answer {
+            value,
+            coverage,
+            warnings,
+            version,
+        })
+    }
+
+    /// [`Query::price_stats_covered`] from the stored series `series` (a price history; see
+    /// `docs/series.md`, "Price stats from a series"), with the series' coverage.
+    fn series_price_stats(
+        &self,
+        series: SeriesSource,
+        now: Option<DateTime<Utc>>,
+        version: u64,
+    ) -> Result<Answer<DataFrame>> {
+        self.no_wallets("price stats")?;
+        self.no_range("price stats", "they are taken as of `now`")?;
+        self.no_blank_address()?;
+        let coverage = self.coverage()?;
+        let series_selection = SeriesSelection {
+            tokens: self.tokens.clone(),
+            pool: self.pool.clone(),
+            range: TimeRange::default(),
+            series_interval: self.series_interval,
+        };
+        let value =
+            crate::analytics::series_price_stats(self.lake, series, &series_selection, now)?;
+        let what = match series {
+            SeriesSource::Candles => series.dataset().to_string(),
+            SeriesSource::PriceHistory { chain_id } => {
+                format!("{} of chain {chain_id}", series.dataset())
+            }
+        };
+        // Price stats name their tokens as a list, whatever their number.
+        let listed = match self.selection() {
+            Selection::Token(t) => Selection::Tokens(vec![t]),
+            other => other,
+        };
+        let when = match now {
+            Some(now) => format!(" ending by {}", answer::rfc3339(now)),
+            None => String::new(),
+        };
+        let mut warnings = answer::found(
+            self.lake,
+            value.height(),
+            || answer::present_tokens(&value),
+            &listed,
+            &format!("{what}{when}"),
             TimeRange::default(),
         )?;
         warnings.extend(answer::coverage_warnings(&coverage, self.strict)?);

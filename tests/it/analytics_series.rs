@@ -514,7 +514,10 @@ fn a_query_of_a_series_answers_bars_only_and_names_what_it_did_not_find() {
     };
     refused(query().bars(Bars::ticks(10)), "bars");
     refused(query().wallet("w").bars(Bars::every(900)), "wallet");
-    refused(query().token("0xaaa").price_stats(None), "source");
+    refused(
+        lake.query().candles().token("0xaaa").price_stats(None),
+        "source",
+    );
     refused(
         lake.query().series_interval(60).bars(Bars::every(900)),
         "series interval",

@@ -10,6 +10,8 @@ mod analytics_search;
 mod analytics_search_evm;
 mod analytics_search_wide;
 mod analytics_series;
+#[cfg(feature = "sim")]
+mod analytics_series_stats;
 mod client;
 mod common;
 mod coverage;

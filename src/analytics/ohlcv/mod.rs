@@ -78,6 +78,7 @@ use rayon::prelude::*;
 pub use kernel::BarColumns;
 pub use live::{BarRule, LiveBars, LiveUpdate};
 pub use series::{SeriesSelection, SeriesSource, choose_interval, series_bars, stored_intervals};
+pub(crate) use series::{TokenSeries, filtered, read_series};
 
 use super::events::{EventSource, Selection, TimeRange, TokenEvents, load_events};
 use crate::lake::Lake;

@@ -94,18 +94,19 @@ pub struct SeriesSelection {
     pub series_interval: Option<i64>,
 }
 
-/// One token's stored records at one interval, sorted by time.
+/// One token's stored records at one interval, sorted by time (for price history, `open`,
+/// `high`, `low` and `close` are each point's `usd_price`, `count` is 1).
 #[derive(Debug, Clone, Default)]
-struct TokenSeries {
-    token: String,
+pub(crate) struct TokenSeries {
+    pub(crate) token: String,
     /// Record starts, µs.
-    t: Vec<i64>,
-    open: Vec<f64>,
-    high: Vec<f64>,
-    low: Vec<f64>,
-    close: Vec<f64>,
-    volume: Vec<f64>,
-    count: Vec<i64>,
+    pub(crate) t: Vec<i64>,
+    pub(crate) open: Vec<f64>,
+    pub(crate) high: Vec<f64>,
+    pub(crate) low: Vec<f64>,
+    pub(crate) close: Vec<f64>,
+    pub(crate) volume: Vec<f64>,
+    pub(crate) count: Vec<i64>,
 }
 
 /// The stored intervals (seconds) of the selected records of `source`, in order.
@@ -180,7 +181,7 @@ fn time_lit(t: i64) -> Expr {
 }
 
 /// The lake's scan of `source`, filtered by chain, tokens, pool, range and (if given) interval.
-fn filtered(
+pub(crate) fn filtered(
     lake: &Lake,
     source: SeriesSource,
     selection: &SeriesSelection,
@@ -212,7 +213,7 @@ fn filtered(
 /// The selected records at `interval`, by token (a candle without a token is keyed by its
 /// pool). A token with records of more than one pool is refused, naming them: their volumes
 /// would be counted twice.
-fn read_series(
+pub(crate) fn read_series(
     lake: &Lake,
     source: SeriesSource,
     selection: &SeriesSelection,

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use chrono::{DateTime, Utc};
 use clap::{Args, ValueEnum};
-use dexlake::analytics::{Edge, EventSource, Fill};
+use dexlake::analytics::{Edge, Fill};
 use dexlake::query::{Bars, LakeQuery as _, Query};
 
 use crate::output::{Format, Output, ParquetSink, existing_lake, warn};
@@ -36,10 +36,13 @@ pub struct Which {
     all_tokens: bool,
 }
 
+/// What `price-stats` reads: events, or the stored price history of one EVM chain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum SourceArg {
+enum StatsSourceArg {
     Swaps,
     Trades,
+    /// The EVM price history of one chain (`--chain-id`).
+    PriceHistory,
 }
 
 /// What `ohlcv` reads: events, or a stored series (time bars only).
@@ -71,15 +74,6 @@ impl From<SideArg> for Edge {
         match s {
             SideArg::Left => Edge::Left,
             SideArg::Right => Edge::Right,
-        }
-    }
-}
-
-impl From<SourceArg> for EventSource {
-    fn from(s: SourceArg) -> EventSource {
-        match s {
-            SourceArg::Swaps => EventSource::Swaps,
-            SourceArg::Trades => EventSource::Trades,
         }
     }
 }
@@ -157,12 +151,22 @@ pub struct PriceStatsArgs {
     /// Tokens (comma-separated).
     #[arg(long, value_delimiter = ',', required = true, value_parser = address)]
     tokens: Vec<String>,
-    /// Instant of the stats (RFC 3339 or Unix seconds); default: the latest event in the lake.
+    /// Instant of the stats (RFC 3339 or Unix seconds); default: the latest event in the lake
+    /// (a price history: the end of its latest point's interval; `--now` must then be a
+    /// multiple of the series interval).
     #[arg(long, value_parser = parse_time)]
     now: Option<DateTime<Utc>>,
-    /// Events from swaps or trades.
+    /// Events from swaps or trades, or the stored EVM price history of `--chain-id`
+    /// (docs/series.md, "Price stats from a series").
     #[arg(long, value_enum, default_value = "swaps")]
-    source: SourceArg,
+    source: StatsSourceArg,
+    /// The EVM chain of `--source price-history` (required with it, refused otherwise).
+    #[arg(long)]
+    chain_id: Option<i64>,
+    /// The stored interval of the price history to read, seconds (`--source price-history`);
+    /// default: the finest stored. Periods it does not divide have empty figures.
+    #[arg(long)]
+    series_interval: Option<i64>,
     #[command(flatten)]
     strict: Strict,
     #[command(flatten)]
@@ -253,12 +257,19 @@ pub fn ohlcv(global: &Global, args: OhlcvArgs) -> anyhow::Result<ExitCode> {
 
 pub fn price_stats_cmd(global: &Global, args: PriceStatsArgs) -> anyhow::Result<ExitCode> {
     let lake = existing_lake(global)?;
-    let answer = lake
+    let source = args
+        .source
+        .to_possible_value()
+        .expect("every source has a name");
+    let mut query = lake
         .query()
-        .source(args.source.into())
         .tokens(&args.tokens)
         .strict(args.strict.strict)
-        .price_stats_covered(args.now)?;
+        .bars_source(source.get_name(), args.chain_id)?;
+    if let Some(seconds) = args.series_interval {
+        query = query.series_interval(seconds);
+    }
+    let answer = query.price_stats_covered(args.now)?;
     warn(&answer.warnings);
     args.output.emit(answer.value)
 }
