@@ -132,7 +132,7 @@ pub(super) fn candles(t: &TokenSection, bar_seconds: i64, chart: &str) -> Result
         // as "buys", in a neutral colour.
         let (mut buy, sell) = (f64s(bars, "buy_volume")?, f64s(bars, "sell_volume")?);
         let split = buy.iter().chain(&sell).any(|v| v.is_finite());
-        if !split {
+        if !split && bars.height() > 0 {
             buy = f64s(bars, "volume")?;
         }
         let buy_colour = if split { GAIN } else { NEUTRAL };
@@ -321,6 +321,32 @@ mod tests {
         assert_eq!((w, h), (960, 360));
         assert!(rgb.chunks(3).any(|p| p == [GAIN.0, GAIN.1, GAIN.2]));
         assert!(rgb.chunks(3).any(|p| p == [LOSS.0, LOSS.1, LOSS.2]));
+    }
+
+    #[test]
+    fn bars_without_buys_and_sells_draw_their_volume_in_grey() {
+        let mut t = section(&[1.0, 1.1, 1.05]);
+        let n = t.bars.height();
+        let none = Column::full_null("buy_volume".into(), n, &DataType::Float64);
+        t.bars.replace("buy_volume", none.clone()).unwrap();
+        t.bars
+            .replace("sell_volume", none.with_name("sell_volume".into()))
+            .unwrap();
+        t.bars
+            .with_column(Column::new("volume".into(), vec![150.0; n]))
+            .unwrap();
+        let (_, _, rgb) = decode(&candles(&t, 900, "s.png").unwrap());
+        let has = |c: RGBColor| rgb.chunks(3).any(|p| p == [c.0, c.1, c.2]);
+        let grey = NEUTRAL.mix(0.8).to_rgba();
+        let blended = |p: &[u8]| {
+            // Drawn at 80 % over the white background.
+            let mix = |c: u8| (f64::from(c) * grey.3 + 255.0 * (1.0 - grey.3)).round() as i32;
+            (i32::from(p[0]) - mix(grey.0)).abs() <= 1
+                && (i32::from(p[1]) - mix(grey.1)).abs() <= 1
+                && (i32::from(p[2]) - mix(grey.2)).abs() <= 1
+        };
+        assert!(rgb.chunks(3).any(blended), "the volume is drawn in grey");
+        assert!(has(GAIN), "the candles keep their colours");
     }
 
     #[test]
