@@ -191,7 +191,7 @@ pub fn series_price_stats(
     let rows: Vec<(String, SeriesTokenStats)> = series
         .par_iter()
         .filter_map(|s| {
-            let stats = token_series_stats(&s.t, &s.close, &s.volume, step, now)?;
+            let stats = token_series_stats(&s.t, s.close(), &s.volume, step, now)?;
             Some((s.token.clone(), stats))
         })
         .collect();

@@ -357,6 +357,116 @@ fn a_gap_in_the_price_history_is_flagged_and_not_filled_across() {
     assert_eq!(ints(&got, "count"), vec![15, 5, 10, 15, 15, 15, 15]);
 }
 
+/// `series` with only the points whose minute since `start` (Unix seconds) `keep` holds.
+fn only(series: &PriceHistorySeries, start: i64, keep: impl Fn(i64) -> bool) -> PriceHistorySeries {
+    PriceHistorySeries {
+        prices: series
+            .prices
+            .iter()
+            .filter(|p| keep((p.timestamp.timestamp() - start) / 60))
+            .cloned()
+            .collect(),
+        ..series.clone()
+    }
+}
+
+#[test]
+fn a_series_committed_out_of_time_order_gives_the_bars_and_stats_of_one_ordered_write() {
+    // Two tokens over two UTC days; the second lake gets the first token's later points in a
+    // first commit and its earlier points (same day) in a second, so its files of a day are
+    // not in time order.
+    let start = START - 3600;
+    let (a, b) = (
+        points("0xaaa", start, 180, |_| false),
+        points("0xbbbb", start + 1800, 120, |m| m == 7),
+    );
+    let (_one, ordered) = history_lake(&[a.clone(), b.clone()]);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let shuffled = Lake::open(dir.path()).expect("lake");
+    for part in [
+        vec![only(&a, start, |m| m >= 45), b.clone()],
+        vec![only(&a, start, |m| m < 45)],
+    ] {
+        let batch = convert::price_history_to_batch(1, 60, &part).expect("a batch");
+        write_all(&shuffled, &[(Dataset::PriceHistory, batch)]);
+    }
+    let source = SeriesSource::PriceHistory { chain_id: 1 };
+    for options in [
+        BarOptions::with_width(900),
+        BarOptions {
+            fill: Fill::Null,
+            closed: Edge::Right,
+            ..BarOptions::with_width(3600)
+        },
+    ] {
+        let bars = |lake: &Lake| {
+            series_bars(lake, source, &SeriesSelection::default(), &options).expect("bars")
+        };
+        let (want, got) = (bars(&ordered), bars(&shuffled));
+        assert!(want.height() > 0);
+        assert!(got.equals_missing(&want), "{got} and {want}");
+    }
+    let now = Utc.timestamp_opt(START + 3600, 0).single();
+    let stats = |lake: &Lake| {
+        dexlake::analytics::series_price_stats(lake, source, &SeriesSelection::default(), now)
+            .expect("stats")
+    };
+    let (want, got) = (stats(&ordered), stats(&shuffled));
+    assert_eq!(want.height(), 2);
+    assert!(got.equals_missing(&want), "{got} and {want}");
+}
+
+#[test]
+fn a_token_stored_for_two_pools_is_refused_naming_the_first_such_token_and_its_pools() {
+    let (_dir, lake) = history_lake(&[
+        points("0xaaa", START, 30, |_| false),
+        points("0xbbbb", START, 30, |_| false),
+        points("0xccc", START, 30, |_| false),
+    ]);
+    // Later points of 0xccc and 0xbbbb from other pools, in a second commit.
+    let other = |token: &str, pool: &str| PriceHistorySeries {
+        pool_address: pool.into(),
+        ..points(token, START + 1800, 10, |_| false)
+    };
+    let batch = convert::price_history_to_batch(
+        1,
+        60,
+        &[other("0xccc", "pool-c2"), other("0xbbbb", "pool-a")],
+    )
+    .expect("a batch");
+    write_all(&lake, &[(Dataset::PriceHistory, batch)]);
+    let source = SeriesSource::PriceHistory { chain_id: 1 };
+    let options = BarOptions::with_width(600);
+    match series_bars(&lake, source, &SeriesSelection::default(), &options) {
+        Err(Error::InvalidArgument { argument, reason }) => {
+            assert_eq!(argument, "pool");
+            assert_eq!(
+                reason,
+                format!(
+                    "the {} of 0xbbbb are stored for more than one pool (\"pool-0xbbbb\", \
+                     \"pool-a\"); select one pool",
+                    Dataset::PriceHistory
+                )
+            );
+        }
+        other => panic!("refused, not {other:?}"),
+    }
+    // One pool selected: its records only.
+    let one = SeriesSelection {
+        pool: Some("pool-a".into()),
+        ..SeriesSelection::default()
+    };
+    let got = series_bars(&lake, source, &one, &options).expect("bars of one pool");
+    assert_eq!(ints(&got, "count"), vec![10]);
+    // A token of one pool is not refused.
+    let single = SeriesSelection {
+        tokens: Some(vec!["0xaaa".into()]),
+        ..SeriesSelection::default()
+    };
+    let got = series_bars(&lake, source, &single, &options).expect("bars of one token");
+    assert_eq!(ints(&got, "count"), vec![10, 10, 10]);
+}
+
 /// Runs `dexlake args` and returns its output.
 fn dexlake(args: &[&str]) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_dexlake"))

@@ -21,6 +21,12 @@
 //!   not a gap; the ranges the lake never fetched come in [`BarOptions::unfetched`], handled
 //!   as for swap bars.
 //!
+//! - **Reading**: the committed files of the series' chain and interval whose time span meets
+//!   the range are read one at a time (in path order, so by date), their selected records
+//!   appended to their token's, which is then sorted by time only if it is not already. A
+//!   price history keeps per point only its time, price and volume (24 bytes); candles keep
+//!   their six columns.
+//!
 //! The columns are [`BAR_COLUMNS`](super::BAR_COLUMNS) preceded by `token_address` (always):
 //! `base_volume`, `buy_volume`, `sell_volume`, `sum_pq`, `sum_q` and `vwap` are null, since
 //! a stored series does not carry them.
@@ -31,9 +37,10 @@ use polars::prelude::*;
 
 use super::kernel::{self, PartialBar, TimeSpec};
 use super::{BarOptions, Edge, PartBars, bars_frame, bars_of_parts};
-use crate::analytics::columns::{f64_col, i64_col, micros_col, str_col};
+use crate::analytics::columns::{f64_slice, i64_col, i64_slice, micros_col, str_at, str_chunk};
 use crate::analytics::events::TimeRange;
-use crate::lake::{ChainFamily, Dataset, Lake};
+use crate::lake::read::{committed_files, scan_files};
+use crate::lake::{ChainFamily, Dataset, Lake, Partition};
 use crate::{Error, Result};
 
 /// A stored series to build bars from.
@@ -94,19 +101,77 @@ pub struct SeriesSelection {
     pub series_interval: Option<i64>,
 }
 
-/// One token's stored records at one interval, sorted by time (for price history, `open`,
-/// `high`, `low` and `close` are each point's `usd_price`, `count` is 1).
+/// One token's stored records at one interval, sorted by time. A price history stores only
+/// each point's time, `usd_price` (as `open`) and `usd_volume`: its high, low and close equal
+/// its open and its count is 1 (`candle` is `None`).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct TokenSeries {
     pub(crate) token: String,
     /// Record starts, µs.
     pub(crate) t: Vec<i64>,
     pub(crate) open: Vec<f64>,
+    pub(crate) volume: Vec<f64>,
+    /// The other columns of a candle; `None` for a price history.
+    pub(crate) candle: Option<CandleColumns>,
+}
+
+/// The columns of a stored candle besides its open and volume.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CandleColumns {
     pub(crate) high: Vec<f64>,
     pub(crate) low: Vec<f64>,
     pub(crate) close: Vec<f64>,
-    pub(crate) volume: Vec<f64>,
     pub(crate) count: Vec<i64>,
+}
+
+impl TokenSeries {
+    /// The closes: a price history's are its prices.
+    pub(crate) fn close(&self) -> &[f64] {
+        self.candle.as_ref().map_or(&self.open, |c| &c.close)
+    }
+
+    /// Record `k` as a candle: open, high, low, close, volume, count.
+    fn record(&self, k: usize) -> (f64, f64, f64, f64, f64, i64) {
+        let (open, volume) = (self.open[k], self.volume[k]);
+        match &self.candle {
+            Some(c) => (open, c.high[k], c.low[k], c.close[k], volume, c.count[k]),
+            None => (open, open, open, open, volume, 1),
+        }
+    }
+
+    /// Sorts the records by time (stable: records of one time keep their read order), when
+    /// they are not already.
+    fn sort_by_time(&mut self) {
+        if self.t.is_sorted() {
+            return;
+        }
+        let mut idx: Vec<usize> = (0..self.t.len()).collect();
+        idx.sort_by_key(|&i| self.t[i]);
+        fn pick<T: Copy>(v: &mut Vec<T>, idx: &[usize]) {
+            *v = idx.iter().map(|&i| v[i]).collect();
+        }
+        pick(&mut self.t, &idx);
+        pick(&mut self.open, &idx);
+        pick(&mut self.volume, &idx);
+        if let Some(c) = &mut self.candle {
+            pick(&mut c.high, &idx);
+            pick(&mut c.low, &idx);
+            pick(&mut c.close, &idx);
+            pick(&mut c.count, &idx);
+        }
+    }
+
+    fn shrink_to_fit(&mut self) {
+        self.t.shrink_to_fit();
+        self.open.shrink_to_fit();
+        self.volume.shrink_to_fit();
+        if let Some(c) = &mut self.candle {
+            c.high.shrink_to_fit();
+            c.low.shrink_to_fit();
+            c.close.shrink_to_fit();
+            c.count.shrink_to_fit();
+        }
+    }
 }
 
 /// The stored intervals (seconds) of the selected records of `source`, in order.
@@ -180,19 +245,12 @@ fn time_lit(t: i64) -> Expr {
     ))
 }
 
-/// The lake's scan of `source`, filtered by chain, tokens, pool, range and (if given) interval.
-pub(crate) fn filtered(
-    lake: &Lake,
-    source: SeriesSource,
-    selection: &SeriesSelection,
-    interval: Option<i64>,
-) -> Result<LazyFrame> {
-    let mut keep = col("chain").eq(lit(source.chain().to_string()));
+/// The filter of the selected records inside one file of `source`: chain id, range, tokens and
+/// pool (the chain and the interval are the file's partition).
+fn record_filter(source: SeriesSource, selection: &SeriesSelection) -> Expr {
+    let mut keep = lit(true);
     if let SeriesSource::PriceHistory { chain_id } = source {
-        keep = keep.and(col("chain_id").eq(lit(chain_id)));
-    }
-    if let Some(i) = interval {
-        keep = keep.and(col("interval").eq(lit(i)));
+        keep = col("chain_id").eq(lit(chain_id));
     }
     if let Some(from) = selection.range.from {
         keep = keep.and(col("timestamp").gt_eq(time_lit(from.timestamp_micros())));
@@ -207,12 +265,79 @@ pub(crate) fn filtered(
     if let Some(pool) = &selection.pool {
         keep = keep.and(col(source.pool_column()).eq(lit(pool.clone())));
     }
+    keep
+}
+
+/// The lake's scan of `source`, filtered by chain, tokens, pool, range and (if given) interval.
+pub(crate) fn filtered(
+    lake: &Lake,
+    source: SeriesSource,
+    selection: &SeriesSelection,
+    interval: Option<i64>,
+) -> Result<LazyFrame> {
+    let mut keep = col("chain").eq(lit(source.chain().to_string()));
+    if let Some(i) = interval {
+        keep = keep.and(col("interval").eq(lit(i)));
+    }
+    keep = keep.and(record_filter(source, selection));
     Ok(lake.scan(source.dataset())?.filter(keep))
+}
+
+/// One token's records as they are read, with the pools they come from.
+struct Reading {
+    series: TokenSeries,
+    pools: BTreeSet<String>,
+}
+
+/// The tokens' records as they are read: each token's [`Reading`] and, once a token has
+/// records of more than one pool (`refused`: the read will be refused), only pools are
+/// gathered.
+#[derive(Default)]
+struct Readings {
+    /// Position of each token's reading in `readings`.
+    index: BTreeMap<String, usize>,
+    readings: Vec<Reading>,
+    refused: bool,
+}
+
+impl Readings {
+    /// The position of `token`'s reading, added (with candle columns if `candle`) when new.
+    fn index(&mut self, token: &str, candle: bool) -> usize {
+        if let Some(&k) = self.index.get(token) {
+            return k;
+        }
+        let k = self.readings.len();
+        self.readings.push(Reading {
+            series: TokenSeries {
+                token: token.to_owned(),
+                candle: candle.then(CandleColumns::default),
+                ..TokenSeries::default()
+            },
+            pools: BTreeSet::new(),
+        });
+        self.index.insert(token.to_owned(), k);
+        k
+    }
+
+    /// The readings in token order.
+    fn into_sorted(self) -> Vec<Reading> {
+        let mut slots: Vec<Option<Reading>> = self.readings.into_iter().map(Some).collect();
+        self.index
+            .into_values()
+            .filter_map(|k| slots[k].take())
+            .collect()
+    }
 }
 
 /// The selected records at `interval`, by token (a candle without a token is keyed by its
 /// pool). A token with records of more than one pool is refused, naming them: their volumes
 /// would be counted twice.
+///
+/// The committed files of the source's chain and interval whose time span meets the range are
+/// read one at a time, in path order (so by date), each file's records appended to their
+/// token's; a token's records are then sorted by time (stably, and only when they are not
+/// already). Memory is the selected records' times, prices and volumes (and, for candles,
+/// their high, low, close and count), plus one file's selected rows at a time.
 pub(crate) fn read_series(
     lake: &Lake,
     source: SeriesSource,
@@ -220,54 +345,48 @@ pub(crate) fn read_series(
     interval: i64,
 ) -> Result<Vec<TokenSeries>> {
     let what = format!("reading the {}", source.dataset());
+    let dataset = source.dataset();
+    // Every committed file of the dataset is checked against its manifest entry, as a scan of
+    // the dataset checks them.
+    lake.scan_locations(dataset)?;
+    let manifest = lake.snapshot()?;
+    let (lo, hi) = (
+        selection.range.from.map(|t| t.timestamp_micros()),
+        selection.range.to.map(|t| t.timestamp_micros()),
+    );
+    let chain = source.chain();
+    let mut files = Vec::new();
+    for (path, entry) in committed_files(&manifest, dataset, lo, hi) {
+        let partition = Partition::from_file_path(&path)?;
+        if partition.chain == chain && partition.interval == Some(interval) {
+            files.push((path, entry));
+        }
+    }
     let (tok, pool) = (source.token_column(), source.pool_column());
-    let prices: Vec<Expr> = match source {
-        SeriesSource::Candles => ["open", "high", "low", "close", "volume", "count"]
-            .map(col)
-            .into(),
-        SeriesSource::PriceHistory { .. } => vec![
+    let mut columns = vec![col(tok), col(pool), col("timestamp")];
+    match source {
+        SeriesSource::Candles => {
+            columns.extend(["open", "high", "low", "close", "volume", "count"].map(col))
+        }
+        SeriesSource::PriceHistory { .. } => columns.extend([
             col("usd_price").alias("open"),
             col("usd_volume").alias("volume"),
-        ],
-    };
-    let mut columns = vec![col(tok), col(pool), col("timestamp")];
-    columns.extend(prices);
-    let df = filtered(lake, source, selection, Some(interval))?
-        .select(columns)
-        .collect()
-        .map_err(Error::polars(what))?;
-    let tokens = str_col(&df, tok)?;
-    let pools = str_col(&df, pool)?;
-    let t = micros_col(&df, "timestamp")?;
-    let open = f64_col(&df, "open")?;
-    let volume = f64_col(&df, "volume")?;
-    let (high, low, close, count) = match source {
-        SeriesSource::Candles => (
-            f64_col(&df, "high")?,
-            f64_col(&df, "low")?,
-            f64_col(&df, "close")?,
-            i64_col(&df, "count")?,
-        ),
-        SeriesSource::PriceHistory { .. } => (
-            open.clone(),
-            open.clone(),
-            open.clone(),
-            vec![1; df.height()],
-        ),
-    };
-    let mut rows: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-    let mut pools_of: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-    for i in 0..df.height() {
-        let key = if tokens[i].is_empty() {
-            pools[i]
-        } else {
-            tokens[i]
-        };
-        rows.entry(key).or_default().push(i);
-        pools_of.entry(key).or_default().insert(pools[i]);
+        ]),
     }
-    if let Some((token, pools)) = pools_of.iter().find(|(_, p)| p.len() > 1) {
-        let names: Vec<String> = pools.iter().map(|p| format!("{p:?}")).collect();
+    let keep = record_filter(source, selection);
+    let mut readings = Readings::default();
+    for (path, entry) in &files {
+        let df = scan_files(lake.base(), dataset, [(path, entry)])?
+            .filter(keep.clone())
+            .select(columns.clone())
+            .collect()
+            .map_err(Error::polars(what.clone()))?;
+        append_records(&df, source, &mut readings)?;
+    }
+    let readings = readings.into_sorted();
+    if let Some(r) = readings.iter().find(|r| r.pools.len() > 1) {
+        let token = &r.series.token;
+        let names: Vec<String> = r.pools.iter().map(|p| format!("{p:?}")).collect();
         return Err(Error::InvalidArgument {
             argument: "pool".into(),
             reason: format!(
@@ -277,23 +396,69 @@ pub(crate) fn read_series(
             ),
         });
     }
-    Ok(rows
+    Ok(readings
         .into_iter()
-        .map(|(token, mut idx)| {
-            idx.sort_by_key(|&i| t[i]);
-            let pick = |v: &[f64]| idx.iter().map(|&i| v[i]).collect();
-            TokenSeries {
-                token: token.to_owned(),
-                t: idx.iter().map(|&i| t[i]).collect(),
-                open: pick(&open),
-                high: pick(&high),
-                low: pick(&low),
-                close: pick(&close),
-                volume: pick(&volume),
-                count: idx.iter().map(|&i| count[i]).collect(),
-            }
+        .map(|r| {
+            let mut s = r.series;
+            s.sort_by_time();
+            s.shrink_to_fit();
+            s
         })
         .collect())
+}
+
+/// Appends the records of one file's frame (the columns [`read_series`] selects) to their
+/// tokens' readings, and their pools to the tokens' pools.
+fn append_records(df: &DataFrame, source: SeriesSource, readings: &mut Readings) -> Result<()> {
+    let tokens = str_chunk(df, source.token_column())?;
+    let tokens = tokens.downcast_as_array();
+    let pools = str_chunk(df, source.pool_column())?;
+    let pools = pools.downcast_as_array();
+    let t = micros_col(df, "timestamp")?;
+    let open = f64_slice(df, "open")?;
+    let volume = f64_slice(df, "volume")?;
+    let candle = match source {
+        SeriesSource::Candles => Some((
+            f64_slice(df, "high")?,
+            f64_slice(df, "low")?,
+            f64_slice(df, "close")?,
+            i64_slice(df, "count")?,
+        )),
+        SeriesSource::PriceHistory { .. } => None,
+    };
+    // Rows of one token come in runs: the token is looked up once per run.
+    let mut current: Option<usize> = None;
+    for i in 0..df.height() {
+        let (token, pool) = (str_at(tokens, i), str_at(pools, i));
+        let key = if token.is_empty() { pool } else { token };
+        let k = match current {
+            Some(k) if readings.readings[k].series.token == key => k,
+            _ => {
+                let k = readings.index(key, candle.is_some());
+                current = Some(k);
+                k
+            }
+        };
+        let reading = &mut readings.readings[k];
+        if !reading.pools.contains(pool) {
+            reading.pools.insert(pool.to_owned());
+            readings.refused |= reading.pools.len() > 1;
+        }
+        if readings.refused {
+            continue;
+        }
+        let s = &mut reading.series;
+        s.t.push(t[i]);
+        s.open.push(open[i]);
+        s.volume.push(volume[i]);
+        if let (Some(c), Some((high, low, close, count))) = (&mut s.candle, &candle) {
+            c.high.push(high[i]);
+            c.low.push(low[i]);
+            c.close.push(close[i]);
+            c.count.push(count[i]);
+        }
+    }
+    Ok(())
 }
 
 /// The resampling of one token's series: the spec, the stored interval (µs), whether missing
@@ -375,23 +540,24 @@ impl PartBars<TokenSeries> for SeriesBars<'_> {
                 let joined_before = k > 0 && (!self.dense || s.t[k - 1] + i >= t);
                 let joined_after = k + 1 < n && (!self.dense || t + i >= s.t[k + 1]);
                 let incomplete = (!joined_before && start < t) || (!joined_after && t + i < end);
+                let (open, high, low, close, volume, count) = s.record(k);
                 Ok(PartialBar {
                     // A right-closed bucket `(s, e]` holds the interval by its end.
                     t: match self.spec.closed {
                         Edge::Left => t,
                         Edge::Right => t + i,
                     },
-                    open: s.open[k],
-                    high: s.high[k],
-                    low: s.low[k],
-                    close: s.close[k],
-                    volume: s.volume[k],
+                    open,
+                    high,
+                    low,
+                    close,
+                    volume,
                     base: 0.0,
                     buy: 0.0,
                     sell: 0.0,
                     pq: 0.0,
                     q: 0.0,
-                    count: s.count[k],
+                    count,
                     incomplete,
                 })
             })
