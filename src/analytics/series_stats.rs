@@ -26,7 +26,7 @@ use rayon::prelude::*;
 
 use super::events::TimeRange;
 use super::ohlcv::{SeriesSelection, SeriesSource, TokenSeries, filtered, read_series};
-use super::stats::PERIODS;
+use super::stats::{StatsRow, percent_change, stats_frame};
 use crate::api::models::PRICE_STATS_PERIOD_SECONDS;
 use crate::lake::Lake;
 use crate::{Error, Result};
@@ -42,14 +42,6 @@ pub struct SeriesTokenStats {
     pub price_time: i64,
     /// The figures of each period, `None` where the interval does not divide it.
     pub periods: Vec<Option<(f64, f64, f64)>>,
-}
-
-fn percent_change(now: f64, before: f64) -> f64 {
-    if before == 0.0 {
-        0.0
-    } else {
-        100.0 * (now / before - 1.0)
-    }
 }
 
 /// Σ volume of the points lying in `[lo, hi)` (start at or after `lo`, end at or before
@@ -156,14 +148,14 @@ pub fn series_price_stats(
         ..selection.clone()
     };
     let Some(interval) = stats_interval(lake, source, &unbounded)? else {
-        return series_stats_frame(Vec::new());
+        return stats_frame(Vec::new());
     };
     let step = interval.saturating_mul(1_000_000);
     let now = match now {
         Some(t) => t.timestamp_micros(),
         None => match latest_point_end(lake, source, interval)? {
             Some(t) => t,
-            None => return series_stats_frame(Vec::new()),
+            None => return stats_frame(Vec::new()),
         },
     };
     if now.rem_euclid(step) != 0 {
@@ -188,60 +180,20 @@ pub fn series_price_stats(
         ..unbounded
     };
     let series: Vec<TokenSeries> = read_series(lake, source, &read, interval)?;
-    let rows: Vec<(String, SeriesTokenStats)> = series
+    let rows: Vec<StatsRow> = series
         .par_iter()
         .filter_map(|s| {
             let stats = token_series_stats(&s.t, s.close(), &s.volume, step, now)?;
-            Some((s.token.clone(), stats))
+            Some(StatsRow {
+                token: s.token.clone(),
+                usd_price: stats.usd_price,
+                block_slot: None,
+                block_time: stats.price_time,
+                periods: stats.periods,
+            })
         })
         .collect();
-    series_stats_frame(rows)
-}
-
-/// The frame of [`series_price_stats`] from per-token stats.
-fn series_stats_frame(rows: Vec<(String, SeriesTokenStats)>) -> Result<DataFrame> {
-    let err = |source| Error::Polars {
-        context: "building price stats".into(),
-        source,
-    };
-    let n = rows.len();
-    let mut cols = vec![
-        Column::new(
-            "token_address".into(),
-            rows.iter().map(|r| r.0.as_str()).collect::<Vec<_>>(),
-        ),
-        Column::new(
-            "usd_price".into(),
-            rows.iter().map(|r| r.1.usd_price).collect::<Vec<_>>(),
-        ),
-        Column::full_null("block_slot".into(), n, &DataType::Int64),
-        Column::new(
-            "block_time".into(),
-            rows.iter().map(|r| r.1.price_time).collect::<Vec<_>>(),
-        )
-        .cast(&DataType::Datetime(
-            TimeUnit::Microseconds,
-            Some(TimeZone::UTC),
-        ))
-        .map_err(err)?,
-    ];
-    for (k, p) in PERIODS.iter().enumerate() {
-        let pick = |f: fn(&(f64, f64, f64)) -> f64| {
-            rows.iter()
-                .map(|r| r.1.periods[k].as_ref().map(f))
-                .collect::<Vec<Option<f64>>>()
-        };
-        cols.push(Column::new(
-            format!("usd_price_change_{p}").into(),
-            pick(|v| v.0),
-        ));
-        cols.push(Column::new(format!("usd_volume_{p}").into(), pick(|v| v.1)));
-        cols.push(Column::new(
-            format!("usd_volume_change_{p}").into(),
-            pick(|v| v.2),
-        ));
-    }
-    DataFrame::new(n, cols).map_err(err)
+    stats_frame(rows)
 }
 
 #[cfg(test)]

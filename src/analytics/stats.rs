@@ -52,7 +52,8 @@ pub struct TokenStats {
     pub periods: Vec<(f64, f64, f64)>,
 }
 
-fn percent_change(now: f64, before: f64) -> f64 {
+/// `100 × (now / before − 1)`, 0 when `before` is 0.
+pub(crate) fn percent_change(now: f64, before: f64) -> f64 {
     if before == 0.0 {
         0.0
     } else {
@@ -118,15 +119,42 @@ pub fn price_stats(
     };
     let tokens = load_events(lake, options.source, selection, range)?;
     let now_us = now.timestamp_micros();
-    let rows: Vec<(String, TokenStats)> = tokens
+    let rows: Vec<StatsRow> = tokens
         .par_iter()
-        .filter_map(|t| Some((t.token.clone(), token_stats(&t.events, now_us)?)))
+        .filter_map(|t| {
+            let stats = token_stats(&t.events, now_us)?;
+            Some(StatsRow {
+                token: t.token.clone(),
+                usd_price: stats.usd_price,
+                block_slot: Some(stats.block_slot),
+                block_time: stats.block_time,
+                periods: stats.periods.into_iter().map(Some).collect(),
+            })
+        })
         .collect();
     stats_frame(rows)
 }
 
-/// The frame of [`price_stats`] from per-token stats.
-pub fn stats_frame(rows: Vec<(String, TokenStats)>) -> Result<DataFrame> {
+/// One row of the price stats: the event version fills every field; the series version
+/// (`series_stats`) has no slot and leaves the periods its interval does not divide empty.
+pub(crate) struct StatsRow {
+    /// The token.
+    pub token: String,
+    /// Latest price, USD.
+    pub usd_price: f64,
+    /// Slot of the latest event; `None` for a series.
+    pub block_slot: Option<i64>,
+    /// Time of the latest price, µs.
+    pub block_time: i64,
+    /// `(price change %, USD volume, volume change %)` per period of [`PERIODS`]; `None` for a
+    /// period not computed.
+    pub periods: Vec<Option<(f64, f64, f64)>>,
+}
+
+/// The price stats frame of `rows`: `token_address`, `usd_price`, `block_slot`, `block_time`,
+/// then for each period of [`PERIODS`] `usd_price_change_<p>`, `usd_volume_<p>`,
+/// `usd_volume_change_<p>`.
+pub(crate) fn stats_frame(rows: Vec<StatsRow>) -> Result<DataFrame> {
     let err = |source| Error::Polars {
         context: "building price stats".into(),
         source,
@@ -135,19 +163,21 @@ pub fn stats_frame(rows: Vec<(String, TokenStats)>) -> Result<DataFrame> {
     let mut cols = vec![
         Column::new(
             "token_address".into(),
-            rows.iter().map(|r| r.0.as_str()).collect::<Vec<_>>(),
+            rows.iter().map(|r| r.token.as_str()).collect::<Vec<_>>(),
         ),
         Column::new(
             "usd_price".into(),
-            rows.iter().map(|r| r.1.usd_price).collect::<Vec<_>>(),
+            rows.iter().map(|r| r.usd_price).collect::<Vec<_>>(),
         ),
         Column::new(
             "block_slot".into(),
-            rows.iter().map(|r| r.1.block_slot).collect::<Vec<_>>(),
-        ),
+            rows.iter().map(|r| r.block_slot).collect::<Vec<_>>(),
+        )
+        .cast(&DataType::Int64)
+        .map_err(err)?,
         Column::new(
             "block_time".into(),
-            rows.iter().map(|r| r.1.block_time).collect::<Vec<_>>(),
+            rows.iter().map(|r| r.block_time).collect::<Vec<_>>(),
         )
         .cast(&DataType::Datetime(
             TimeUnit::Microseconds,
@@ -157,7 +187,9 @@ pub fn stats_frame(rows: Vec<(String, TokenStats)>) -> Result<DataFrame> {
     ];
     for (k, p) in PERIODS.iter().enumerate() {
         let pick = |f: fn(&(f64, f64, f64)) -> f64| {
-            rows.iter().map(|r| f(&r.1.periods[k])).collect::<Vec<_>>()
+            rows.iter()
+                .map(|r| r.periods[k].as_ref().map(f))
+                .collect::<Vec<Option<f64>>>()
         };
         cols.push(Column::new(
             format!("usd_price_change_{p}").into(),
