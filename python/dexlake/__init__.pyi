@@ -111,7 +111,7 @@ class Lake:
         chain_id: Optional[int] = None,
         series_interval: Optional[int] = None,
     ) -> pl.DataFrame:
-        """Price changes and volumes over 5m, 1h, 6h, 24h, 7d and 30d at ``now`` (default: the
+        """Price changes and volumes over 5m, 1h, 6h, 12h, 24h, 7d and 30d at ``now`` (default: the
         lake's latest event), one row per token, as ``dexlake price-stats`` gives them;
         ``source="price_history"`` computes them from the stored price history of the EVM chain
         ``chain_id`` (at ``series_interval``, by default the finest stored)."""

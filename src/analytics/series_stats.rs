@@ -32,7 +32,7 @@ use crate::lake::Lake;
 use crate::{Error, Result};
 
 /// One token's stats from its series: the latest price, the end of the latest point's
-/// interval (µs), and per period of [`PERIODS`] `(price change %, USD volume, volume
+/// interval (µs), and per period of [`PERIODS`](super::stats::PERIODS) `(price change %, USD volume, volume
 /// change %)`, `None` where the interval does not divide the period.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SeriesTokenStats {
@@ -124,7 +124,7 @@ fn latest_point_end(lake: &Lake, source: SeriesSource, interval: i64) -> Result<
 /// Price stats of the selected tokens from the stored series `source` (a price history; the
 /// module documentation above gives the rule), one row per token with a point ending by
 /// `now`, in address order: `token_address`, `usd_price`, `block_slot` (null), `block_time`
-/// (the end of the latest point's interval), then for each period of [`PERIODS`]
+/// (the end of the latest point's interval), then for each period of [`PERIODS`](super::stats::PERIODS)
 /// `usd_price_change_<p>`, `usd_volume_<p>`, `usd_volume_change_<p>` (null where the interval
 /// does not divide the period). The interval is `selection.series_interval`, else the finest
 /// stored for the selection; `selection.range` is ignored (stats are taken as of `now`).

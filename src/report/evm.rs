@@ -83,11 +83,18 @@ pub(super) fn sections(lake: &Lake, config: &ReportConfig) -> Result<Vec<EvmChai
         };
         let tokens = top_tokens(&bars, config.top_tokens)?;
         let addresses: Vec<String> = tokens.iter().map(|t| t.token_address.clone()).collect();
-        let price_stats = lake
+        // No point ending by `to` (a history of one interval, still open) is no stats, not an
+        // error: the bars are shown without their changes.
+        let price_stats = match lake
             .query()
             .price_history(chain_id)
             .tokens(&addresses)
-            .price_stats(Some(to))?;
+            .price_stats(Some(to))
+        {
+            Ok(stats) => stats,
+            Err(Error::NoData { .. }) => DataFrame::empty(),
+            Err(e) => return Err(e),
+        };
         out.push(EvmChainSection {
             chain_id,
             period,

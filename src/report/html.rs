@@ -161,15 +161,13 @@ fn tokens_table(
         "<table><tr><th>#</th><th class=\"text\">token</th><th class=\"text\">address</th>\
          <th>volume</th><th>{counted}</th><th>last close</th><th>1h</th><th>1d</th></tr>",
     );
-    let tokens_col = stats
-        .column("token_address")
-        .map_err(Error::polars("writing the report page"))?
-        .str()
-        .map_err(Error::polars("writing the report page"))?;
+    // A section without price stats (none computed) shows its tokens without changes.
+    let tokens_col = stats.column("token_address").ok().and_then(|c| c.str().ok());
     for (i, t) in tokens.iter().enumerate() {
-        let row = tokens_col
-            .iter()
-            .position(|a| a == Some(t.token_address.as_str()));
+        let row = tokens_col.and_then(|c| {
+            c.iter()
+                .position(|a| a == Some(t.token_address.as_str()))
+        });
         let change = |p: &str| row.and_then(|k| f64_at(stats, &format!("usd_price_change_{p}"), k));
         let _ = writeln!(
             h,

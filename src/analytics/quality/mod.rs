@@ -179,15 +179,20 @@ impl Describe for Gap {
     }
 }
 
+/// How a price jump's rolling median and deviation read (swaps' and series' alike).
+fn jump_terms(median_price: Option<f64>, log_deviation: Option<f64>) -> (String, String) {
+    let median =
+        median_price.map_or_else(|| "none (no price around)".to_owned(), |m| m.to_string());
+    let deviation = log_deviation.map_or_else(
+        || "no logarithm".to_owned(),
+        |d| format!("ln ratio {d:+.3}"),
+    );
+    (median, deviation)
+}
+
 impl Describe for PriceJump {
     fn describe(&self) -> String {
-        let deviation = self.log_deviation.map_or_else(
-            || "no logarithm".to_owned(),
-            |d| format!("ln ratio {d:+.3}"),
-        );
-        let median = self
-            .median_price
-            .map_or_else(|| "none (no price around)".to_owned(), |m| m.to_string());
+        let (median, deviation) = jump_terms(self.median_price, self.log_deviation);
         format!(
             "{}: id {} at {} (slot {}) price {} vs rolling median {median} ({deviation}, bound {:.3})",
             self.token,
@@ -272,13 +277,7 @@ impl Describe for SeriesGap {
 
 impl Describe for SeriesJump {
     fn describe(&self) -> String {
-        let deviation = self.log_deviation.map_or_else(
-            || "no logarithm".to_owned(),
-            |d| format!("ln ratio {d:+.3}"),
-        );
-        let median = self
-            .median_price
-            .map_or_else(|| "none (no price around)".to_owned(), |m| m.to_string());
+        let (median, deviation) = jump_terms(self.median_price, self.log_deviation);
         format!(
             "{} at {}: price {} vs rolling median {median} ({deviation}, bound {:.3})",
             series_name(
