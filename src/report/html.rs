@@ -6,7 +6,7 @@ use polars::prelude::*;
 use serde_json::Value;
 
 use super::{Report, TokenSection, fmt_time, human, price, short, signed};
-use crate::{Error, Result};
+use crate::Result;
 
 /// Escapes text for HTML content and attribute values.
 pub(super) fn escape(s: &str) -> String {
@@ -162,12 +162,13 @@ fn tokens_table(
          <th>volume</th><th>{counted}</th><th>last close</th><th>1h</th><th>1d</th></tr>",
     );
     // A section without price stats (none computed) shows its tokens without changes.
-    let tokens_col = stats.column("token_address").ok().and_then(|c| c.str().ok());
+    let tokens_col = stats
+        .column("token_address")
+        .ok()
+        .and_then(|c| c.str().ok());
     for (i, t) in tokens.iter().enumerate() {
-        let row = tokens_col.and_then(|c| {
-            c.iter()
-                .position(|a| a == Some(t.token_address.as_str()))
-        });
+        let row =
+            tokens_col.and_then(|c| c.iter().position(|a| a == Some(t.token_address.as_str())));
         let change = |p: &str| row.and_then(|k| f64_at(stats, &format!("usd_price_change_{p}"), k));
         let _ = writeln!(
             h,
