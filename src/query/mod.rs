@@ -57,6 +57,7 @@
 mod answer;
 mod bars;
 mod pnl_answers;
+mod series_answers;
 
 pub use answer::{Answer, Warning, WarningKind};
 pub use bars::Bars;
@@ -66,18 +67,15 @@ use polars::prelude::*;
 
 #[cfg(doc)]
 use crate::analytics::BarOptions;
-use crate::analytics::ohlcv;
 #[cfg(doc)]
 use crate::analytics::pnl::PnlTable;
 use crate::analytics::screener::{self, ProfileSnapshot};
 use crate::analytics::token_metrics::{self, Window};
-use crate::analytics::{
-    EventSource, PriceStatsOptions, Selection, SeriesSelection, SeriesSource, TimeRange,
-};
+use crate::analytics::{EventSource, PriceStatsOptions, Selection, SeriesSource, TimeRange};
 use crate::api::profile_query::SearchRequest;
 use crate::coverage::{self, Coverage, LakeStatus};
 use crate::lake::Lake;
-use crate::lake::cols::{event, swap, token, trade};
+use crate::lake::cols::{event, swap, trade};
 use crate::search::SearchPage;
 use crate::{Error, Result};
 
@@ -432,80 +430,6 @@ impl<'a> Query<'a> {
         coverage::of_events(self.lake, self.source, &self.selection(), self.range)
     }
 
-    /// [`Query::bars_covered`] from the stored series `series`: time bars only, with the
-    /// coverage of the interval they are resampled from, whose unfetched ranges they leave out
-    /// as the bars of events do.
-    fn series_bars(
-        &self,
-        series: SeriesSource,
-        mut bars: Bars,
-        version: u64,
-    ) -> Result<Answer<DataFrame>> {
-        if let bars::BarKind::Events(_) = bars.kind {
-            return Err(refused(
-                "bars",
-                format!(
-                    "tick, volume and dollar bars need events: the {} give time bars only \
-                     (give a width)",
-                    series.dataset()
-                ),
-            ));
-        }
-        self.range.validate()?;
-        let selection = self.selection();
-        let mut series_selection = SeriesSelection {
-            tokens: self.tokens.clone(),
-            pool: self.pool.clone(),
-            range: self.range,
-            series_interval: self.series_interval,
-        };
-        // The interval is chosen once, here: its syncs are the bars' coverage.
-        if series_selection.series_interval.is_none() {
-            let stored = ohlcv::stored_intervals(self.lake, series, &series_selection)?;
-            series_selection.series_interval =
-                ohlcv::choose_interval(bars.options.width_seconds, None, &stored)?;
-        }
-        let coverage = coverage::of_series(
-            self.lake,
-            series,
-            &selection,
-            series_selection.series_interval,
-            self.range,
-        )?;
-        if bars.options.unfetched.is_empty() {
-            bars.options.unfetched = coverage.unfetched();
-        }
-        let mut value =
-            crate::analytics::series_bars(self.lake, series, &series_selection, &bars.options)?;
-        let what = match series {
-            SeriesSource::Candles => series.dataset().to_string(),
-            SeriesSource::PriceHistory { chain_id } => {
-                format!("{} of chain {chain_id}", series.dataset())
-            }
-        };
-        let mut warnings = answer::found(
-            self.lake,
-            value.height(),
-            || answer::present_tokens(&value),
-            &selection,
-            &what,
-            self.range,
-        )?;
-        if let Selection::Token(_) = selection {
-            // One token's bars carry no token column, as the bars of its events.
-            value = value
-                .drop(token::TOKEN)
-                .map_err(Error::polars("building bars"))?;
-        }
-        warnings.extend(answer::coverage_warnings(&coverage, self.strict)?);
-        Ok(Answer {
-            value,
-            coverage,
-            warnings,
-            version,
-        })
-    }
-
     fn bars_of(&self, bars: Bars) -> Result<DataFrame> {
         let selection = self.selection();
         match bars.kind {
@@ -587,58 +511,6 @@ impl<'a> Query<'a> {
             || answer::present_tokens(&value),
             &listed,
             answer::events_name(self.source),
-            TimeRange::default(),
-        )?;
-        warnings.extend(answer::coverage_warnings(&coverage, self.strict)?);
-        Ok(Answer {
-            value,
-            coverage,
-            warnings,
-            version,
-        })
-    }
-
-    /// [`Query::price_stats_covered`] from the stored series `series` (a price history; see
-    /// `docs/series.md`, "Price stats from a series"), with the series' coverage.
-    fn series_price_stats(
-        &self,
-        series: SeriesSource,
-        now: Option<DateTime<Utc>>,
-        version: u64,
-    ) -> Result<Answer<DataFrame>> {
-        self.no_wallets("price stats")?;
-        self.no_range("price stats", "they are taken as of `now`")?;
-        self.no_blank_address()?;
-        let coverage = self.coverage()?;
-        let series_selection = SeriesSelection {
-            tokens: self.tokens.clone(),
-            pool: self.pool.clone(),
-            range: TimeRange::default(),
-            series_interval: self.series_interval,
-        };
-        let value =
-            crate::analytics::series_price_stats(self.lake, series, &series_selection, now)?;
-        let what = match series {
-            SeriesSource::Candles => series.dataset().to_string(),
-            SeriesSource::PriceHistory { chain_id } => {
-                format!("{} of chain {chain_id}", series.dataset())
-            }
-        };
-        // Price stats name their tokens as a list, whatever their number.
-        let listed = match self.selection() {
-            Selection::Token(t) => Selection::Tokens(vec![t]),
-            other => other,
-        };
-        let when = match now {
-            Some(now) => format!(" ending by {}", answer::rfc3339(now)),
-            None => String::new(),
-        };
-        let mut warnings = answer::found(
-            self.lake,
-            value.height(),
-            || answer::present_tokens(&value),
-            &listed,
-            &format!("{what}{when}"),
             TimeRange::default(),
         )?;
         warnings.extend(answer::coverage_warnings(&coverage, self.strict)?);
