@@ -500,8 +500,20 @@ impl<'a> Query<'a> {
                 });
             }
         }
+        self.stats_answer(value, coverage, answer::events_name(self.source), version)
+    }
+
+    /// The answer of price stats (of events or of a series) whose rows are `value`: "nothing
+    /// found" and the listed tokens without a row, named as `what`, then the coverage warnings.
+    fn stats_answer(
+        &self,
+        value: DataFrame,
+        coverage: Coverage,
+        what: &str,
+        version: u64,
+    ) -> Result<Answer<DataFrame>> {
         // Price stats name their tokens as a list, whatever their number.
-        let listed = match selection {
+        let listed = match self.selection() {
             Selection::Token(t) => Selection::Tokens(vec![t]),
             other => other,
         };
@@ -510,7 +522,7 @@ impl<'a> Query<'a> {
             value.height(),
             || answer::present_tokens(&value),
             &listed,
-            answer::events_name(self.source),
+            what,
             TimeRange::default(),
         )?;
         warnings.extend(answer::coverage_warnings(&coverage, self.strict)?);
@@ -621,12 +633,7 @@ impl<'a> Query<'a> {
         snapshot: ProfileSnapshot,
     ) -> Result<Answer<SearchPage>> {
         let version = self.version()?;
-        if self.tokens.is_some() || self.pool.is_some() || self.wallets.is_some() {
-            return Err(refused(
-                "selection",
-                "a search selects profiles by its request's filter: select no token, pool or wallet",
-            ));
-        }
+        self.no_search_selection()?;
         let coverage = coverage::of_profiles(self.lake, &snapshot)?;
         let warnings = answer::coverage_warnings(&coverage, self.strict)?;
         let value = screener::search(self.lake, request, snapshot)?;
@@ -660,12 +667,7 @@ impl<'a> Query<'a> {
         snapshot: ProfileSnapshot,
     ) -> Result<Answer<SearchPage>> {
         let version = self.version()?;
-        if self.tokens.is_some() || self.pool.is_some() || self.wallets.is_some() {
-            return Err(refused(
-                "selection",
-                "a search selects profiles by its request's filter: select no token, pool or wallet",
-            ));
-        }
+        self.no_search_selection()?;
         screener::check_evm_request(request)?;
         let chain = crate::api::models::ChainFamily::Evm(chain_id);
         let at = ProfileSnapshot::At(screener::snapshot_time_of(self.lake, chain, snapshot)?);
@@ -684,6 +686,17 @@ impl<'a> Query<'a> {
     /// its manifest and recorded sync states only; it names the version it read.
     pub fn status(&self) -> Result<LakeStatus> {
         coverage::status(self.lake)
+    }
+
+    /// A search selects profiles by its request's filter: a token, pool or wallet is refused.
+    fn no_search_selection(&self) -> Result<()> {
+        if self.tokens.is_some() || self.pool.is_some() || self.wallets.is_some() {
+            return Err(refused(
+                "selection",
+                "a search selects profiles by its request's filter: select no token, pool or wallet",
+            ));
+        }
+        Ok(())
     }
 
     /// The lake version the answer reads.

@@ -114,30 +114,15 @@ impl Query<'_> {
         };
         let value =
             crate::analytics::series_price_stats(self.lake, series, &series_selection, now)?;
-        let what = series_name(series);
-        // Price stats name their tokens as a list, whatever their number.
-        let listed = match self.selection() {
-            Selection::Token(t) => Selection::Tokens(vec![t]),
-            other => other,
-        };
         let when = match now {
             Some(now) => format!(" ending by {}", answer::rfc3339(now)),
             None => String::new(),
         };
-        let mut warnings = answer::found(
-            self.lake,
-            value.height(),
-            || answer::present_tokens(&value),
-            &listed,
-            &format!("{what}{when}"),
-            TimeRange::default(),
-        )?;
-        warnings.extend(answer::coverage_warnings(&coverage, self.strict)?);
-        Ok(Answer {
+        self.stats_answer(
             value,
             coverage,
-            warnings,
+            &format!("{}{when}", series_name(series)),
             version,
-        })
+        )
     }
 }
