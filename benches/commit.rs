@@ -81,6 +81,7 @@ fn lake_with(files: usize) -> (tempfile::TempDir, Lake) {
         committed_at: Some(t),
         files: listed,
         state,
+        removed: BTreeMap::new(),
     };
     start_over(lake.store(), &manifest).expect("checkpoint");
     let lake = Lake::open(dir.path()).expect("open again");

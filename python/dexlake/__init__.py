@@ -179,18 +179,49 @@ def _frame(answer: Tuple[Any, List[Tuple[str, str]]]) -> pl.DataFrame:
     return pl.DataFrame(stream)
 
 
+def _as_of(value: Union[int, str, _dt.datetime, _dt.date, None]) -> Optional[str]:
+    """``as_of`` as the text the engine parses (a version number or an RFC 3339 time)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise TypeError("as_of: expected a version number, a datetime or a string, got bool")
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, (_dt.datetime, _dt.date)):
+        # The package's one reading of an instant (a naive datetime is UTC).
+        instant = _EPOCH + _dt.timedelta(microseconds=_micros(value, "as_of"))
+        return instant.isoformat()
+    if isinstance(value, str):
+        return value
+    raise TypeError(
+        f"as_of: expected a version number, a datetime or a string, got {type(value).__name__}"
+    )
+
+
 class Lake:
     """A dexlake lake: a folder, or ``s3://bucket/prefix`` (credentials and endpoint from the
     environment's AWS variables, as the CLI reads them).
 
     ``Lake(root)`` opens an existing lake and raises :class:`LakeError` when ``root`` is not
     one; ``Lake(root, create=True)`` creates it when missing (what :func:`sync` does).
+
+    ``Lake(root, as_of=V)`` reads the lake as of an older version: ``V`` is a version number
+    (as ``dexlake log`` shows it) or a time (a ``datetime``, or an RFC 3339 string: the last
+    version committed at or before it). Every answer of that handle reads exactly the files and
+    the sync state committed then, as ``--as-of`` does on the command line; a version a vacuum
+    left behind raises :class:`InvalidArgumentError` naming the oldest readable one.
     """
 
-    def __init__(self, root: Union[str, "os.PathLike[str]"], *, create: bool = False) -> None:
+    def __init__(
+        self,
+        root: Union[str, "os.PathLike[str]"],
+        *,
+        create: bool = False,
+        as_of: Union[int, str, _dt.datetime, _dt.date, None] = None,
+    ) -> None:
         if not isinstance(root, (str, os.PathLike)):
             raise TypeError(f"root: expected a path or an s3:// URL, got {type(root).__name__}")
-        self._native = _dexlake.NativeLake(os.fspath(root), bool(create))
+        self._native = _dexlake.NativeLake(os.fspath(root), bool(create), _as_of(as_of))
 
     @property
     def root(self) -> str:

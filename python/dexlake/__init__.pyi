@@ -55,9 +55,18 @@ class Lake:
     missing.
     """
 
-    def __init__(self, root: Union[str, os.PathLike[str]], *, create: bool = False) -> None:
+    def __init__(
+        self,
+        root: Union[str, os.PathLike[str]],
+        *,
+        create: bool = False,
+        as_of: Union[int, str, _dt.datetime, _dt.date, None] = None,
+    ) -> None:
         """Opens the lake at ``root`` (a path or an ``s3://`` URL); with ``create=True``
-        creates it when missing, else raises :class:`LakeError` when it is not a lake."""
+        creates it when missing, else raises :class:`LakeError` when it is not a lake. With
+        ``as_of`` (a version number, a datetime or an RFC 3339 time: the last version committed
+        at or before it), every answer reads the lake as of that version; a version a vacuum
+        left behind raises :class:`InvalidArgumentError` naming the oldest readable one."""
     @property
     def root(self) -> str:
         """The folder or URL the lake was opened at."""

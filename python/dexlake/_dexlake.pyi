@@ -42,9 +42,10 @@ class NativeLake:
     """An open lake (``dexlake.Lake`` wraps it); instants are Unix microseconds, and every
     answer is computed with the GIL released."""
 
-    def __new__(cls, root: str, create: bool = False) -> NativeLake:
+    def __new__(cls, root: str, create: bool = False, as_of: str | None = None) -> NativeLake:
         """Opens the lake at ``root`` (a folder or ``s3://bucket/prefix``): an existing one,
-        or with ``create`` a new one when missing."""
+        or with ``create`` a new one when missing; with ``as_of`` (a version number or an RFC
+        3339 time), pinned to that version."""
     @property
     def root(self) -> str:
         """The root the lake was opened at."""

@@ -113,8 +113,8 @@ impl NativeLake {
     /// Opens the lake at `root` (a folder or `s3://bucket/prefix`): an existing one, or with
     /// `create` a new one.
     #[new]
-    #[pyo3(signature = (root, create=false))]
-    fn new(py: Python<'_>, root: String, create: bool) -> PyResult<Self> {
+    #[pyo3(signature = (root, create=false, as_of=None))]
+    fn new(py: Python<'_>, root: String, create: bool, as_of: Option<String>) -> PyResult<Self> {
         let path = std::path::PathBuf::from(&root);
         let lake = py
             .detach(|| {
@@ -130,6 +130,10 @@ impl NativeLake {
                 } else {
                     Lake::open_existing(path)
                 }
+                .and_then(|lake| match as_of {
+                    Some(text) => lake.at(text.parse::<dexlake::lake::AsOf>()?),
+                    None => Ok(lake),
+                })
             })
             .py(py)?;
         Ok(NativeLake {

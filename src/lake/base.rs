@@ -1,5 +1,6 @@
 //! [`Base`]: what the reads, writes and operations of a lake run on (its store, its root as
-//! messages name it, its [`LakeOptions`], the newest manifest it read and its writer lock),
+//! messages name it, its [`LakeOptions`], the newest manifest it read or the version it is
+//! pinned to, and its writer lock),
 //! below the [`Lake`](crate::lake::Lake) handle, which holds one and opens it.
 
 use std::path::{Path, PathBuf};
@@ -50,6 +51,9 @@ pub(crate) struct Base {
     options: LakeOptions,
     /// The newest manifest version read, shared by clones.
     log: Arc<Mutex<Option<ManifestView>>>,
+    /// The manifest of the version this base is pinned to ([`Lake::at`](crate::lake::Lake::at)):
+    /// every read returns it, and writes are refused.
+    pinned: Option<Arc<Manifest>>,
 }
 
 impl Base {
@@ -60,6 +64,40 @@ impl Base {
             store,
             options,
             log: Arc::default(),
+            pinned: None,
+        }
+    }
+
+    /// The same base pinned to `manifest`, an older (or the newest) version: its reads return
+    /// that manifest, its writes are refused.
+    pub(crate) fn pinned_to(&self, manifest: Manifest) -> Base {
+        Base {
+            pinned: Some(Arc::new(manifest)),
+            ..self.clone()
+        }
+    }
+
+    /// The version this base is pinned to, if it is.
+    pub(crate) fn pinned_version(&self) -> Option<u64> {
+        self.pinned.as_ref().map(|m| m.version)
+    }
+
+    /// The newest committed state, without its files, even on a pinned base.
+    pub(crate) fn newest_state(&self) -> Result<Arc<Manifest>> {
+        self.read_log_newest(false)
+    }
+
+    /// The refusal of a write on a pinned base.
+    fn check_writable(&self) -> Result<()> {
+        match &self.pinned {
+            Some(m) => Err(Error::Lake {
+                path: self.root.clone(),
+                message: format!(
+                    "this handle reads the lake as of version {}; it cannot write (open the lake again to write)",
+                    m.version
+                ),
+            }),
+            None => Ok(()),
         }
     }
 
@@ -110,6 +148,13 @@ impl Base {
     }
 
     fn read_log(&self, files: bool) -> Result<Arc<Manifest>> {
+        match &self.pinned {
+            Some(m) => Ok(Arc::clone(m)),
+            None => self.read_log_newest(files),
+        }
+    }
+
+    fn read_log_newest(&self, files: bool) -> Result<Arc<Manifest>> {
         let mut cache = self.log.lock().unwrap_or_else(PoisonError::into_inner);
         let store = self.store.as_ref();
         let result = match cache.as_mut() {
@@ -142,6 +187,7 @@ impl Base {
     /// Appends a commit to the log (the commit point) and to the manifest read. Runs under the
     /// writer lock.
     pub(crate) fn append(&self, commit: log::Commit) -> Result<()> {
+        self.check_writable()?;
         let mut cache = self.log.lock().unwrap_or_else(PoisonError::into_inner);
         let store = self.store.as_ref();
         let snap = match cache.as_mut() {
@@ -168,6 +214,7 @@ impl Base {
 
     /// Takes the writer lock if it is free right now (see [`WriterLock::try_take`]).
     pub(crate) fn try_lock(&self) -> Result<Option<WriterLock>> {
+        self.check_writable()?;
         WriterLock::try_take(self.store.as_ref())
     }
 
@@ -176,7 +223,7 @@ impl Base {
     /// lock is free right now and this process may write the lake. Otherwise `None`, and
     /// nothing is created: the reader reads the committed log as it is.
     pub(crate) fn lock_for_cleanup(&self) -> Result<Option<WriterLock>> {
-        if !log::needs_recovery(self.store.as_ref())? {
+        if self.pinned.is_some() || !log::needs_recovery(self.store.as_ref())? {
             return Ok(None);
         }
         WriterLock::try_take_if_writable(self.store.as_ref())
@@ -189,6 +236,7 @@ impl Base {
 
     /// Takes the writer lock, waiting up to `timeout`.
     pub(crate) fn lock_within(&self, timeout: Duration) -> Result<WriterLock> {
+        self.check_writable()?;
         WriterLock::take(self.store.as_ref(), timeout)
     }
 }

@@ -11,10 +11,10 @@ use super::base::{Base, LakeOptions};
 use super::dataset::Dataset;
 use super::layout::Partition;
 use super::layout::{LOG_DIR, MANIFEST_PATH, META_DIR};
-use super::log::{self, History, Manifest};
+use super::log::{self, AsOf, History, Manifest};
 use super::ops::{
-    CompactReport, RepairReport, VerifyOptions, VerifyProgress, VerifyReport, compact, repair,
-    verify, verify_with,
+    CompactReport, RepairReport, VacuumOptions, VacuumReport, VerifyOptions, VerifyProgress,
+    VerifyReport, compact, repair, vacuum, verify, verify_with,
 };
 use super::read::{self, ViewEngine};
 use super::storage::{LocalStore, ObjectRoot, ObjectStoreLake, Store, TransferStats};
@@ -186,6 +186,42 @@ impl Lake {
         })
     }
 
+    /// The same lake read as of an older version (or a time: the last version committed at or
+    /// before it): every read of the returned handle (scans, the query, coverage, state,
+    /// history, views) sees exactly the files and the state committed at that version, however
+    /// the lake changes meanwhile; its writes are refused. A version newer than the lake's, or
+    /// one a vacuum left behind (its files or log deleted), is refused with
+    /// [`Error::InvalidArgument`] naming the oldest readable version.
+    ///
+    /// The files the version lists stay on disk while a vacuum's retention covers it; a handle
+    /// pinned to a version that a vacuum with a shorter retention then leaves can fail to find
+    /// a file, as any reader of a vacuumed version does.
+    pub fn at(&self, as_of: impl Into<AsOf>) -> Result<Lake> {
+        let newest = self.base.newest_state()?;
+        let manifest = log::manifest_as_of(self.store(), &newest, as_of.into())?;
+        Ok(Lake {
+            base: self.base.pinned_to(manifest),
+            named: self.named.clone(),
+            ids: IdCache::default(),
+        })
+    }
+
+    /// The version this handle reads: the one it is pinned to ([`at`](Self::at)), else the
+    /// newest committed (read now, without the file list).
+    pub fn version(&self) -> Result<u64> {
+        Ok(self.state_snapshot()?.version)
+    }
+
+    /// The version this handle is pinned to by [`at`](Self::at), if it is.
+    pub fn pinned_version(&self) -> Option<u64> {
+        self.base.pinned_version()
+    }
+
+    /// The oldest version [`at`](Self::at) can still read (see `dexlake vacuum`).
+    pub fn oldest_readable_version(&self) -> Result<u64> {
+        log::oldest_readable(self.store(), &*self.base.newest_state()?)
+    }
+
     /// The lake's root: its folder, or its URL (`s3://bucket/prefix`) on an object store.
     pub fn root(&self) -> &Path {
         self.base.root()
@@ -341,6 +377,16 @@ impl Lake {
     /// ARCHITECTURE.md, "What the lake promises").
     pub fn compact(&self) -> Result<CompactReport> {
         compact::compact(&self.base)
+    }
+
+    /// Deletes what no version within `options.retain` needs (`dexlake vacuum`): the files that
+    /// compactions and rewrites replaced and that no kept version lists, and the log older than
+    /// the checkpoint the oldest kept version is read from. Every version committed within the
+    /// retention, and the last one before it, stays readable by [`at`](Self::at). Runs under
+    /// the writer lock and records itself in the log (operation `vacuum`) when it deletes
+    /// anything; a dry run only reports.
+    pub fn vacuum(&self, options: VacuumOptions) -> Result<VacuumReport> {
+        vacuum(&self.base, options)
     }
 
     /// [`compact`](Self::compact) limited to `partitions` (for example those a sync wrote, from

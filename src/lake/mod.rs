@@ -27,7 +27,10 @@
 //! decides which commit takes a version (the other commits again on the new version). The manifest is
 //! stored as a commit log with checkpoints, so a commit and a state read cost the
 //! same whatever the number of files; each [`Lake`] handle (and its clones) keeps the newest
-//! version it read and only reads the entries committed since.
+//! version it read and only reads the entries committed since. [`Lake::at`] pins a handle to
+//! an older version: its reads see exactly what that version committed, files and state. Files
+//! that commits replace stay on disk for the older versions until [`Lake::vacuum`] deletes
+//! those no version within its retention lists.
 //!
 //! The code is grouped by role, each row importing only rows above it:
 //!
@@ -38,11 +41,11 @@
 //! | `docs.rs`, `sample.rs` | column docs (`docs/datasets.md` is generated from them), deterministic sample records |
 //! | `parquet.rs` | the Parquet writer properties of every data file, a batch encoded in memory |
 //! | `storage/` | the [`Store`] trait, [`LocalStore`], [`ObjectStoreLake`], the writer lock of a folder |
-//! | `log/` | the [`Manifest`], the commit log and its checkpoints, the journal and recovery |
-//! | `base.rs` | what the reads, writes and operations run on: the store, the root, the [`LakeOptions`], the manifest read and the writer lock |
+//! | `log/` | the [`Manifest`], the commit log and its checkpoints, the journal and recovery, the readable versions |
+//! | `base.rs` | what the reads, writes and operations run on: the store, the root, the [`LakeOptions`], the manifest read (or the version pinned) and the writer lock |
 //! | `read/` | polars scans of committed files, the lake's own Parquet reads |
 //! | `write/` | [`Transaction`], the writer (partition, de-duplicate, encode, commit), the id index |
-//! | `ops/` | verify, compact, repair |
+//! | `ops/` | verify, compact, repair, vacuum |
 //! | `handle.rs` | [`Lake`]: opening (and recovering) a lake, its base and id indexes, the entry points |
 //!
 //! `read/`, `write/` and `ops/` run on the handle's base (`base.rs`), never on the [`Lake`]
@@ -74,9 +77,10 @@ pub use base::LakeOptions;
 pub use dataset::Dataset;
 pub use handle::Lake;
 pub use layout::Partition;
-pub use log::{CommitRecord, DatasetChange, FileEntry, History, Manifest, Recovery};
+pub use log::{AsOf, CommitRecord, DatasetChange, FileEntry, History, Manifest, Recovery};
 pub use ops::{
-    CompactReport, MERGE_FAN_IN, Problem, RepairReport, VerifyOptions, VerifyProgress, VerifyReport,
+    CompactReport, DEFAULT_RETENTION, MERGE_FAN_IN, Problem, RepairReport, VACUUM, VacuumOptions,
+    VacuumReport, VerifyOptions, VerifyProgress, VerifyReport,
 };
 pub use read::ViewEngine;
 /// What a scan of a dataset gives, for engines that scan the files themselves.

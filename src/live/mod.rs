@@ -98,6 +98,11 @@ pub struct FollowConfig {
     /// and its bars wrote into, and no other), so their count stays bounded over days of
     /// running.
     pub compact_every: u64,
+    /// After each of those compactions, the replaced files (and the log) that no version
+    /// committed within this time needs are deleted ([`Lake::vacuum`](crate::lake::Lake::vacuum)),
+    /// so the disk a follow uses stays bounded; `None` keeps every version. Default a week
+    /// ([`DEFAULT_RETENTION`](crate::lake::DEFAULT_RETENTION)).
+    pub vacuum_retain: Option<Duration>,
     /// How long a commit (the polls' swaps and the bars) waits for another writer to release
     /// the lake. Default 10 minutes, as a sync's.
     pub lock_timeout: Duration,
@@ -116,6 +121,7 @@ impl Default for FollowConfig {
             since: None,
             reset: false,
             compact_every: 200,
+            vacuum_retain: Some(crate::lake::DEFAULT_RETENTION),
             lock_timeout: SyncConfig::default().lock_timeout,
             max_date_jump: Duration::from_secs(86_400),
         }
@@ -554,7 +560,8 @@ impl Follower {
     /// lake's `bars` dataset with the watermark, in one commit that waits up to
     /// [`FollowConfig::lock_timeout`] for another writer; every
     /// [`FollowConfig::compact_every`] commits, merges the files of the partitions the follow
-    /// wrote since the last time. On failure the bars are kept for the next commit.
+    /// wrote since the last time and vacuums with [`FollowConfig::vacuum_retain`]. On failure
+    /// the bars are kept for the next commit.
     pub fn commit(&mut self, closed: &DataFrame) -> Result<()> {
         let (Some(start), Some(watermark)) = (self.start, self.bars.watermark()) else {
             return Ok(());
@@ -599,6 +606,12 @@ impl Follower {
         if self.config.compact_every > 0 && self.commits.is_multiple_of(self.config.compact_every) {
             lake.compact_partitions(&self.written)?;
             self.written.clear();
+            if let Some(retain) = self.config.vacuum_retain {
+                lake.vacuum(crate::lake::VacuumOptions {
+                    retain,
+                    dry_run: false,
+                })?;
+            }
         }
         Ok(())
     }

@@ -1111,6 +1111,7 @@ fn verify_runs_while_a_writer_holds_the_lake() {
             version: manifest.version + 1,
             add: vec![adding.clone()],
             remove: Vec::new(),
+            delete: Vec::new(),
         }
         .store(store)
         .expect("journal");

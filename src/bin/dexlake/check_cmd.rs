@@ -13,7 +13,7 @@ use clap::{Args, ValueEnum};
 use dexlake::analytics::quality::{self, CheckOptions, CheckReport};
 use dexlake::error::escaped_in_full;
 
-use crate::output::existing_lake;
+use crate::pinned::{AsOfArg, reading_lake};
 use crate::{Global, address, error_text};
 
 /// Exit status of a check that found something.
@@ -43,6 +43,8 @@ pub struct CheckArgs {
     /// Examples shown of each kind of finding.
     #[arg(long, default_value_t = quality::DEFAULT_EXAMPLES)]
     examples: usize,
+    #[command(flatten)]
+    pub as_of: AsOfArg,
 }
 
 /// Runs the check; its own errors exit by their kind, those of no listed kind with status 2.
@@ -67,7 +69,7 @@ pub fn run(global: &Global, args: CheckArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn check(global: &Global, args: &CheckArgs) -> anyhow::Result<CheckReport> {
-    let lake = existing_lake(global)?;
+    let lake = reading_lake(global, &args.as_of)?;
     // Gaps and the candles' comparison stay inside what the syncs fetched completely.
     let ranges = dexlake::coverage::check_ranges(&lake)?;
     let options = CheckOptions {

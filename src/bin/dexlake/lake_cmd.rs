@@ -1,4 +1,4 @@
-//! `dexlake schema`, `views`, `verify`, `compact` and the hidden `fixture-lake`.
+//! `dexlake schema`, `views`, `verify`, `compact`, `vacuum` and the hidden `fixture-lake`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -8,11 +8,13 @@ use anyhow::Context;
 use clap::Args;
 use dexlake::error::printable;
 use dexlake::lake::{
-    Dataset, Lake, LakeOptions, VerifyOptions, VerifyProgress, ViewEngine, docs, sample::Samples,
+    Dataset, Lake, LakeOptions, VacuumOptions, VerifyOptions, VerifyProgress, ViewEngine, docs,
+    sample::Samples,
 };
 
 use crate::Global;
 use crate::output::{ensure_lake, existing_lake};
+use crate::pinned::{AsOfArg, reading_lake};
 
 /// Arguments of `dexlake schema`.
 #[derive(Args, Debug)]
@@ -31,6 +33,8 @@ pub struct ViewsArgs {
     /// PySpark script).
     #[arg(long, default_value = "duckdb")]
     pub engine: String,
+    #[command(flatten)]
+    pub as_of: AsOfArg,
 }
 
 /// Arguments of `dexlake verify`.
@@ -63,6 +67,27 @@ pub struct CompactArgs {
     pub lock_timeout: Option<Duration>,
 }
 
+/// Arguments of `dexlake vacuum`.
+#[derive(Args, Debug)]
+pub struct VacuumArgs {
+    /// Keep every version committed within this time before now readable (`--as-of`), and the
+    /// last one before it: `7d`, `12h`, `30m`, `0s` (only the newest version).
+    #[arg(long, value_name = "DURATION", default_value = "7d", value_parser = retention)]
+    pub retain: Duration,
+    /// Print what would be deleted; delete nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Seconds to wait for another writer to release the lake (default 10).
+    #[arg(long, value_name = "SECONDS", value_parser = crate::lock_timeout_secs)]
+    pub lock_timeout: Option<Duration>,
+}
+
+/// Parses `--retain`: a duration such as `7d`, `12h 30m` or `0s`.
+fn retention(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text.trim())
+        .map_err(|e| format!("{e}; give a duration such as 7d, 12h, 30m or 0s"))
+}
+
 /// Lake options with the `--lock-timeout` of a command, if given.
 fn options(lock_timeout: Option<Duration>) -> LakeOptions {
     let defaults = LakeOptions::default();
@@ -91,7 +116,7 @@ pub struct FixtureLakeArgs {
 /// `dexlake views`: the script of one view per dataset over the committed files.
 pub fn views(global: &Global, args: ViewsArgs) -> anyhow::Result<ExitCode> {
     let engine: ViewEngine = args.engine.parse()?;
-    let lake = existing_lake(global)?;
+    let lake = reading_lake(global, &args.as_of)?;
     print!("{}", lake.views(engine)?);
     Ok(ExitCode::SUCCESS)
 }
@@ -168,7 +193,7 @@ pub fn verify(global: &Global, args: VerifyArgs) -> anyhow::Result<ExitCode> {
     let rec = &report.recovery;
     if !rec.is_empty() {
         println!(
-            "cleaned up an interrupted commit: {} uncommitted files, {} replaced files, {} temporary files",
+            "cleaned up an interrupted commit: {} uncommitted files, {} vacuumed files, {} temporary files",
             rec.rolled_back.len(),
             rec.finished.len(),
             rec.temps.len()
@@ -181,6 +206,12 @@ pub fn verify(global: &Global, args: VerifyArgs) -> anyhow::Result<ExitCode> {
     );
     for (dataset, n) in &report.rows {
         println!("  {dataset}: {n} rows");
+    }
+    if report.retained > 0 {
+        println!(
+            "{} replaced files retained for older versions (not committed; `dexlake vacuum` deletes them)",
+            report.retained
+        );
     }
     if !report.unreferenced.is_empty() {
         println!(
@@ -207,8 +238,43 @@ pub fn compact(global: &Global, args: CompactArgs) -> anyhow::Result<ExitCode> {
         "compacted {} partitions: {} files replaced by {}",
         report.partitions, report.files_removed, report.files_added
     );
+    if report.files_removed > 0 {
+        println!(
+            "the replaced files stay for the older versions until `dexlake vacuum` deletes them"
+        );
+    }
     for (dataset, n) in &report.rows {
         println!("  {dataset}: {n} rows rewritten");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn vacuum(global: &Global, args: VacuumArgs) -> anyhow::Result<ExitCode> {
+    let lake = existing_lake(global)?.with_options(options(args.lock_timeout));
+    let report = lake.vacuum(VacuumOptions {
+        retain: args.retain,
+        dry_run: args.dry_run,
+    })?;
+    let verb = if report.dry_run {
+        "would delete"
+    } else {
+        "deleted"
+    };
+    if report.dry_run {
+        for (path, bytes) in &report.files {
+            println!("{path}\t{bytes}");
+        }
+    }
+    println!(
+        "{verb} {} replaced files ({} bytes) and {} log files; versions from {} on stay readable; {} replaced files retained for them",
+        report.files.len(),
+        report.bytes(),
+        report.log_files,
+        report.oldest_version,
+        report.retained
+    );
+    if let Some(v) = report.version {
+        println!("committed as version {v}");
     }
     Ok(ExitCode::SUCCESS)
 }

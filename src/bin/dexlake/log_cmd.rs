@@ -8,7 +8,7 @@ use dexlake::error::escaped_in_full;
 use dexlake::lake::{CommitRecord, Dataset, History};
 
 use crate::Global;
-use crate::output::existing_lake;
+use crate::pinned::{AsOfArg, reading_lake};
 
 /// How `dexlake log` prints.
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,11 +28,13 @@ pub struct LogArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = LogFormat::Table)]
     pub format: LogFormat,
+    #[command(flatten)]
+    pub as_of: AsOfArg,
 }
 
 pub fn run(global: &Global, args: LogArgs) -> anyhow::Result<ExitCode> {
     let dataset: Option<Dataset> = args.dataset.as_deref().map(str::parse).transpose()?;
-    let lake = existing_lake(global)?;
+    let lake = reading_lake(global, &args.as_of)?;
     let mut history = lake.history()?;
     if let Some(d) = dataset {
         history.records.retain_mut(|r| {

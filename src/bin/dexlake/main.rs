@@ -15,6 +15,7 @@ mod lake_cmd;
 mod log_cmd;
 mod ohlcv_cmd;
 mod output;
+mod pinned;
 mod pnl_cmd;
 mod search_cmd;
 #[cfg(feature = "sim")]
@@ -107,6 +108,9 @@ enum Command {
     Check(check_cmd::CheckArgs),
     /// Merge small files of each partition into larger ones.
     Compact(lake_cmd::CompactArgs),
+    /// Delete the files and log that no version within a retention needs (files replaced by
+    /// compaction stay for older versions until then).
+    Vacuum(lake_cmd::VacuumArgs),
     /// OHLCV bars (time, tick, volume or dollar) computed on the lake.
     Ohlcv(ohlcv_cmd::OhlcvArgs),
     /// Keep the lake fresh from the service and print each bar of the followed tokens once it
@@ -141,6 +145,7 @@ fn main() -> ExitCode {
         Command::Verify(args) => lake_cmd::verify(&cli.global, args),
         Command::Check(args) => check_cmd::run(&cli.global, args),
         Command::Compact(args) => lake_cmd::compact(&cli.global, args),
+        Command::Vacuum(args) => lake_cmd::vacuum(&cli.global, args),
         Command::Ohlcv(args) => ohlcv_cmd::ohlcv(&cli.global, args),
         Command::Follow(args) => follow_cmd::run(&cli.global, args),
         Command::PriceStats(args) => ohlcv_cmd::price_stats_cmd(&cli.global, args),

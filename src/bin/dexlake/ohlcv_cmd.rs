@@ -14,7 +14,8 @@ use clap::{Args, ValueEnum};
 use dexlake::analytics::{Edge, Fill};
 use dexlake::query::{Bars, LakeQuery as _, Query};
 
-use crate::output::{Format, Output, ParquetSink, existing_lake, warn};
+use crate::output::{Format, Output, ParquetSink, warn};
+use crate::pinned::{AsOfArg, reading_lake};
 use crate::status_cmd::Strict;
 use crate::{Global, address};
 
@@ -143,6 +144,8 @@ pub struct OhlcvArgs {
     strict: Strict,
     #[command(flatten)]
     output: Output,
+    #[command(flatten)]
+    pub as_of: AsOfArg,
 }
 
 /// Arguments of `dexlake price-stats`.
@@ -171,6 +174,8 @@ pub struct PriceStatsArgs {
     strict: Strict,
     #[command(flatten)]
     output: Output,
+    #[command(flatten)]
+    pub as_of: AsOfArg,
 }
 
 fn parse_time(s: &str) -> Result<DateTime<Utc>, String> {
@@ -196,7 +201,7 @@ fn select<'a>(query: Query<'a>, which: &Which) -> Query<'a> {
 }
 
 pub fn ohlcv(global: &Global, args: OhlcvArgs) -> anyhow::Result<ExitCode> {
-    let lake = existing_lake(global)?;
+    let lake = reading_lake(global, &args.as_of)?;
     let mut query = select(lake.query(), &args.which).strict(args.strict.strict);
     let source = args
         .source
@@ -256,7 +261,7 @@ pub fn ohlcv(global: &Global, args: OhlcvArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn price_stats_cmd(global: &Global, args: PriceStatsArgs) -> anyhow::Result<ExitCode> {
-    let lake = existing_lake(global)?;
+    let lake = reading_lake(global, &args.as_of)?;
     let source = args
         .source
         .to_possible_value()

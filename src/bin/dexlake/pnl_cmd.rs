@@ -14,7 +14,8 @@ use dexlake::analytics::pnl::{
 use dexlake::analytics::token_metrics::parse_span;
 use dexlake::query::LakeQuery as _;
 
-use crate::output::{Format, ParquetSink, emit, existing_lake, warn};
+use crate::output::{Format, ParquetSink, emit, warn};
+use crate::pinned::{AsOfArg, reading_lake};
 use crate::status_cmd::Strict;
 use crate::{Global, address};
 
@@ -82,6 +83,8 @@ pub struct PnlArgs {
     /// Write to this file instead of standard output.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub as_of: AsOfArg,
 }
 
 /// Arguments of `dexlake token-metrics`.
@@ -105,6 +108,8 @@ pub struct TokenMetricsArgs {
     /// Write to this file instead of standard output.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub as_of: AsOfArg,
 }
 
 pub fn pnl(global: &Global, args: PnlArgs) -> anyhow::Result<ExitCode> {
@@ -117,7 +122,7 @@ pub fn pnl(global: &Global, args: PnlArgs) -> anyhow::Result<ExitCode> {
     };
     // Refused before the lake is opened.
     config.validate()?;
-    let lake = existing_lake(global)?;
+    let lake = reading_lake(global, &args.as_of)?;
     let query = lake.query().strict(args.strict.strict);
     if let Some(top) = args.top {
         let answer = query.leaderboard_covered(top, &config)?;
@@ -179,7 +184,7 @@ pub fn pnl(global: &Global, args: PnlArgs) -> anyhow::Result<ExitCode> {
 
 pub fn token_metrics(global: &Global, args: TokenMetricsArgs) -> anyhow::Result<ExitCode> {
     let windows: Vec<&str> = args.window.iter().map(String::as_str).collect();
-    let lake = existing_lake(global)?;
+    let lake = reading_lake(global, &args.as_of)?;
     let answer = lake
         .query()
         .token(&args.token)

@@ -12,7 +12,8 @@ use dexlake::query::LakeQuery as _;
 use serde_json::Value;
 
 use crate::Global;
-use crate::output::{existing_lake, warn};
+use crate::output::warn;
+use crate::pinned::{AsOfArg, reading_lake};
 use crate::status_cmd::Strict;
 
 /// How `dexlake search` prints its answer.
@@ -44,6 +45,8 @@ pub struct SearchArgs {
     pub format: Format,
     #[command(flatten)]
     pub strict: Strict,
+    #[command(flatten)]
+    pub as_of: AsOfArg,
 }
 
 pub fn run(global: &Global, args: SearchArgs) -> anyhow::Result<ExitCode> {
@@ -61,7 +64,7 @@ pub fn run(global: &Global, args: SearchArgs) -> anyhow::Result<ExitCode> {
             format!("--snapshot {time:?}: expected `latest` or an RFC 3339 time")
         })?),
     };
-    let lake = existing_lake(global)?;
+    let lake = reading_lake(global, &args.as_of)?;
     let query = lake.query().strict(args.strict.strict);
     let answer = match args.chain_id {
         None => query.search_covered(&request, snapshot)?,

@@ -11,7 +11,7 @@ use dexlake::error::escaped_in_full;
 use dexlake::query::LakeQuery as _;
 
 use crate::Global;
-use crate::output::existing_lake;
+use crate::pinned::{AsOfArg, reading_lake};
 
 /// How `dexlake status` prints.
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,6 +28,8 @@ pub struct StatusArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = StatusFormat::Table)]
     pub format: StatusFormat,
+    #[command(flatten)]
+    pub as_of: AsOfArg,
 }
 
 /// The `--strict` flag of the analytics commands.
@@ -42,7 +44,7 @@ pub struct Strict {
 }
 
 pub fn status(global: &Global, args: StatusArgs) -> anyhow::Result<ExitCode> {
-    let lake = existing_lake(global)?;
+    let lake = reading_lake(global, &args.as_of)?;
     let status = lake.query().status()?;
     match args.format {
         StatusFormat::Json => println!("{}", serde_json::to_string_pretty(&status)?),

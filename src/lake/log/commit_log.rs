@@ -52,6 +52,10 @@ pub struct Commit {
     /// State values set.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub state: BTreeMap<String, serde_json::Value>,
+    /// Files a vacuum deleted: removed by earlier commits, no version it keeps lists them, so
+    /// they are forgotten from [`Manifest::removed`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forget: Vec<String>,
     /// Rows of the removed files, per dataset name, for the history; filled at commit time
     /// from the manifest (absent in entries written before the history was kept).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -85,6 +89,9 @@ struct FilesCheckpoint<'a> {
     format_version: u32,
     version: u64,
     files: Cow<'a, BTreeMap<String, FileEntry>>,
+    /// [`Manifest::removed`]; absent in checkpoints written before files were retained.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    removed: Cow<'a, BTreeMap<String, u64>>,
 }
 
 /// Where a snapshot's base came from.
@@ -267,26 +274,10 @@ impl ManifestView {
 
     fn read_base(store: &dyn Store, files: bool) -> Result<ManifestView> {
         let (manifest, base) = match last_checkpoint(store)? {
-            Some(last) => {
-                let path = state_checkpoint_path(last.version);
-                let s: StateCheckpoint = read_json(store, &path, "the checkpoint's state")?;
-                check_format(store, &path, s.format_version)?;
-                let mut m = Manifest {
-                    format_version: MANIFEST_FORMAT_VERSION,
-                    version: s.version,
-                    committed_at: s.committed_at,
-                    files: BTreeMap::new(),
-                    state: s.state.into_owned(),
-                };
-                if files {
-                    let path = files_checkpoint_path(last.version);
-                    let f: FilesCheckpoint = read_json(store, &path, "the checkpoint's file list")?;
-                    check_format(store, &path, f.format_version)?;
-                    check_files(store, &path, f.files.keys())?;
-                    m.files = f.files.into_owned();
-                }
-                (m, Base::Checkpoint(last))
-            }
+            Some(last) => (
+                read_checkpoint(store, last.version, files)?,
+                Base::Checkpoint(last),
+            ),
             None if store.head(MANIFEST_PATH)?.is_some() => {
                 let m: Manifest = read_json(store, MANIFEST_PATH, "the manifest")?;
                 check_format(store, MANIFEST_PATH, m.format_version)?;
@@ -319,9 +310,41 @@ impl ManifestView {
         })
     }
 
+    /// The manifest as of `version` (with its files): the newest checkpoint at or before it
+    /// and the entries after that checkpoint up to it, read by name. `Ok(None)` when the log
+    /// no longer holds what that takes (a vacuum or an older clean-up deleted it, or it never
+    /// did); `version` must not be newer than the lake's.
+    pub fn read_at(store: &dyn Store, version: u64) -> Result<Option<Manifest>> {
+        let Some(checkpoint) = store
+            .list(CHECKPOINT_DIR)?
+            .iter()
+            .filter(|p| p.ends_with(".files.json"))
+            .filter_map(|p| version_of(p))
+            .filter(|&v| v <= version)
+            .max()
+        else {
+            return Ok(None);
+        };
+        let mut snap = ManifestView {
+            manifest: std::sync::Arc::new(read_checkpoint(store, checkpoint, true)?),
+            has_files: true,
+            base: Base::Empty,
+            tail_entries: 0,
+            tail_bytes: 0,
+            tail_records: Vec::new(),
+        };
+        for v in checkpoint + 1..=version {
+            match read_entry(store, v)? {
+                Some((commit, _)) => snap.apply(&commit),
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(std::sync::Arc::unwrap_or_clone(snap.manifest)))
+    }
+
     /// Brings the snapshot to the newest committed version: applies the entries after it, or
-    /// reads the manifest again when it is behind the newest checkpoint (whose clean-up may have
-    /// removed the entries it needs, or a repair's new base).
+    /// reads the manifest again when it is behind the newest checkpoint (a vacuum may have
+    /// deleted the entries it needs, or a repair's new base).
     ///
     /// A snapshot asks for its next entry by name, as cheap as the log gets; when that entry is
     /// missing but the one after it exists, an entry was lost, and the log is refused as
@@ -355,8 +378,8 @@ impl ManifestView {
         for version in entries_after(store, self.manifest.version)? {
             let next = self.manifest.version + 1;
             if version != next {
-                // Entries before `version` are gone: deleted by the clean-up of a checkpoint
-                // newer than this snapshot, or lost.
+                // Entries before `version` are gone: deleted by a vacuum (or by the clean-up
+                // of a checkpoint in an older release) past this snapshot, or lost.
                 if self.behind_checkpoint(store)? {
                     return Ok(false);
                 }
@@ -371,7 +394,7 @@ impl ManifestView {
                     self.tail_entries += 1;
                     self.tail_bytes += bytes;
                 }
-                // Listed, then removed by a newer checkpoint's clean-up.
+                // Listed, then deleted by a vacuum.
                 Err(_) if self.behind_checkpoint(store)? => return Ok(false),
                 Err(e) => return Err(e),
             }
@@ -404,7 +427,12 @@ impl ManifestView {
             .extend(commit.state.iter().map(|(k, v)| (k.clone(), v.clone())));
         if has_files {
             for path in &commit.remove {
-                m.files.remove(path);
+                if m.files.remove(path).is_some() {
+                    m.removed.insert(path.clone(), commit.version);
+                }
+            }
+            for path in &commit.forget {
+                m.removed.remove(path);
             }
             for (path, entry) in &commit.add {
                 m.files.insert(path.clone(), entry.clone());
@@ -476,8 +504,8 @@ impl ManifestView {
     }
 
     /// Writes the history file of the commits since the base, then a checkpoint of the
-    /// snapshot's version, and deletes what the one before the previous checkpoint left (older
-    /// entries and checkpoints, a legacy manifest; history files stay).
+    /// snapshot's version, and deletes a legacy manifest. Older entries and checkpoints stay:
+    /// the versions they describe stay readable until a vacuum deletes them.
     pub fn checkpoint(&mut self, store: &dyn Store) -> Result<()> {
         let m = &self.manifest;
         let since = match self.base {
@@ -502,6 +530,7 @@ impl ManifestView {
             format_version: MANIFEST_FORMAT_VERSION,
             version: m.version,
             files: Cow::Borrowed(&m.files),
+            removed: Cow::Borrowed(&m.removed),
         })
         .expect("a file list of strings and numbers always serialises");
         store.put(&state_checkpoint_path(m.version), &state)?;
@@ -527,26 +556,68 @@ impl ManifestView {
         self.tail_entries = 0;
         self.tail_bytes = 0;
         self.tail_records.clear();
-        if let Some(keep) = previous.map(|p| p.version) {
-            clean_before(store, keep)?;
-        }
         Ok(())
     }
 }
 
-/// Deletes log entries at or below `keep` and checkpoints below it.
-fn clean_before(store: &dyn Store, keep: u64) -> Result<()> {
-    for path in store.list(LOG_DIR)? {
-        if version_of(&path).is_some_and(|v| v <= keep) {
-            store.delete(&path)?;
-        }
+/// The checkpoint the versions from `oldest` on are read from: the newest at or before it,
+/// never newer than the one before the newest (kept so that `verify --repair` can take the
+/// sync state from it when the newest is damaged). `None` when no checkpoint is that old.
+pub fn log_floor(store: &dyn Store, oldest: u64) -> Result<Option<u64>> {
+    let previous = last_checkpoint(store)?.and_then(|l| l.previous.or(Some(l.version)));
+    let floor = store
+        .list(CHECKPOINT_DIR)?
+        .iter()
+        .filter(|p| p.ends_with(".files.json"))
+        .filter_map(|p| version_of(p))
+        .filter(|&v| v <= oldest)
+        .max();
+    Ok(match (floor, previous) {
+        (Some(f), Some(p)) => Some(f.min(p)),
+        (f, _) => f,
+    })
+}
+
+/// The log entries at or below checkpoint `keep` and the checkpoints below it: what a vacuum
+/// deletes so that the versions before `keep` are no longer read. History files stay.
+pub fn log_files_before(store: &dyn Store, keep: u64) -> Result<Vec<String>> {
+    let mut files: Vec<String> = store
+        .list(LOG_DIR)?
+        .into_iter()
+        .filter(|p| version_of(p).is_some_and(|v| v <= keep))
+        .collect();
+    files.extend(
+        store
+            .list(CHECKPOINT_DIR)?
+            .into_iter()
+            .filter(|p| version_of(p).is_some_and(|v| v < keep)),
+    );
+    Ok(files)
+}
+
+/// The manifest of the checkpoint of `version`; its file list (and removed files) only when
+/// `files`.
+fn read_checkpoint(store: &dyn Store, version: u64, files: bool) -> Result<Manifest> {
+    let path = state_checkpoint_path(version);
+    let s: StateCheckpoint = read_json(store, &path, "the checkpoint's state")?;
+    check_format(store, &path, s.format_version)?;
+    let mut m = Manifest {
+        format_version: MANIFEST_FORMAT_VERSION,
+        version: s.version,
+        committed_at: s.committed_at,
+        files: BTreeMap::new(),
+        state: s.state.into_owned(),
+        removed: BTreeMap::new(),
+    };
+    if files {
+        let path = files_checkpoint_path(version);
+        let f: FilesCheckpoint = read_json(store, &path, "the checkpoint's file list")?;
+        check_format(store, &path, f.format_version)?;
+        check_files(store, &path, f.files.keys())?;
+        m.files = f.files.into_owned();
+        m.removed = f.removed.into_owned();
     }
-    for path in store.list(CHECKPOINT_DIR)? {
-        if version_of(&path).is_some_and(|v| v < keep) {
-            store.delete(&path)?;
-        }
-    }
-    Ok(())
+    Ok(m)
 }
 
 /// The newest version any file of the log names (entries and checkpoints, readable or not).
@@ -585,6 +656,26 @@ pub fn start_over(store: &dyn Store, manifest: &Manifest) -> Result<()> {
     store.delete(MANIFEST_PATH)?;
     store.delete(PREVIOUS_MANIFEST_PATH)?;
     Ok(())
+}
+
+/// Every file the readable parts of the log say a commit removed: the retained files of each
+/// checkpoint that parses and the files each readable entry removes, for a repair (a retained
+/// file holds rows a committed file also holds, so it must not be adopted again).
+pub fn salvage_removed(store: &dyn Store) -> std::collections::BTreeSet<String> {
+    let mut removed = std::collections::BTreeSet::new();
+    for path in store.list(CHECKPOINT_DIR).unwrap_or_default() {
+        if path.ends_with(".files.json")
+            && let Ok(f) = read_json::<FilesCheckpoint>(store, &path, "file list")
+        {
+            removed.extend(f.removed.into_owned().into_keys());
+        }
+    }
+    for path in store.list(LOG_DIR).unwrap_or_default() {
+        if let Some(Ok(Some((commit, _)))) = version_of(&path).map(|v| read_entry(store, v)) {
+            removed.extend(commit.remove);
+        }
+    }
+    removed
 }
 
 /// The sync state of the newest readable version: the newest checkpoint whose state parses

@@ -19,8 +19,13 @@ pub struct Journal {
     pub version: u64,
     /// Data files the commit adds.
     pub add: Vec<String>,
-    /// Data files the commit removes (compaction).
+    /// Data files the commit removes (compaction, rewrites): they stay on disk for the
+    /// versions that list them.
     pub remove: Vec<String>,
+    /// Data files deleted once the commit is in (a vacuum's), which recovery deletes when the
+    /// commit landed; absent in journals of other commits.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub delete: Vec<String>,
 }
 
 impl Journal {
@@ -42,7 +47,7 @@ impl Journal {
 pub struct Recovery {
     /// Files of an interrupted, uncommitted commit that were deleted.
     pub rolled_back: Vec<String>,
-    /// Files removed by a committed compaction whose deletion was finished.
+    /// Files a committed vacuum deleted whose deletion was finished.
     pub finished: Vec<String>,
     /// Temporary files deleted.
     pub temps: Vec<String>,
@@ -69,7 +74,12 @@ pub fn read_journal(store: &dyn Store) -> Result<Option<Journal>> {
     })?;
     // The journal decides what is deleted, so every path in it must be a data file of the
     // layout before anything is touched.
-    for path in journal.add.iter().chain(&journal.remove) {
+    for path in journal
+        .add
+        .iter()
+        .chain(&journal.remove)
+        .chain(&journal.delete)
+    {
         if let Err(e) = check_path(path).and_then(|()| Partition::from_file_path(path).map(drop)) {
             return Err(Error::Lake {
                 path: store.location(JOURNAL_PATH),
@@ -144,8 +154,8 @@ pub fn recover(store: &dyn Store) -> Result<Recovery> {
         delete_if_present(store, &temp_name(path), &mut rec.temps)?;
     }
     if manifest.version >= journal.version {
-        for path in &journal.remove {
-            if !manifest.files.contains_key(path) {
+        for path in &journal.delete {
+            if !manifest.files.contains_key(path) && !manifest.removed.contains_key(path) {
                 delete_if_present(store, path, &mut rec.finished)?;
             }
         }
@@ -197,6 +207,7 @@ mod tests {
             version: 2,
             add: vec![added.into()],
             remove: vec![kept.into()],
+            delete: Vec::new(),
         }
         .store(&store)
         .expect("journal");
@@ -219,7 +230,36 @@ mod tests {
     }
 
     #[test]
-    fn a_committed_compaction_finishes_its_deletions() {
+    fn a_committed_compaction_keeps_the_files_it_replaced() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = LocalStore::new(dir.path());
+        let old = "swaps/chain=altchain/date=2024-01-01/part-a.parquet";
+        let new = "swaps/chain=altchain/date=2024-01-01/part-c.parquet";
+        let mut m = Manifest::load(&store).expect("empty manifest");
+        m.version = 3;
+        m.files.insert(new.into(), entry());
+        m.removed.insert(old.into(), 3);
+        commit_log::start_over(&store, &m).expect("manifest");
+        store.put(old, b"PAR1").expect("put");
+        store.put(new, b"PAR1").expect("put");
+        Journal {
+            version: 3,
+            add: vec![new.into()],
+            remove: vec![old.into()],
+            delete: Vec::new(),
+        }
+        .store(&store)
+        .expect("journal");
+
+        let rec = recover(&store).expect("recover");
+        assert!(rec.finished.is_empty() && rec.rolled_back.is_empty());
+        assert_eq!(store.head(old).expect("head"), Some(4), "retained");
+        assert_eq!(store.head(new).expect("head"), Some(4));
+        assert_eq!(store.head(JOURNAL_PATH).expect("head"), None);
+    }
+
+    #[test]
+    fn a_committed_vacuum_finishes_its_deletions() {
         let dir = tempfile::tempdir().expect("temp dir");
         let store = LocalStore::new(dir.path());
         let old = "swaps/chain=altchain/date=2024-01-01/part-a.parquet";
@@ -232,8 +272,9 @@ mod tests {
         store.put(new, b"PAR1").expect("put");
         Journal {
             version: 3,
-            add: vec![new.into()],
-            remove: vec![old.into()],
+            add: Vec::new(),
+            remove: Vec::new(),
+            delete: vec![old.into()],
         }
         .store(&store)
         .expect("journal");

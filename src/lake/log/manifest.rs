@@ -53,6 +53,11 @@ pub struct Manifest {
     pub files: BTreeMap<String, FileEntry>,
     /// Sync bookkeeping (cursors, covered ranges), committed with the data.
     pub state: BTreeMap<String, serde_json::Value>,
+    /// Files removed from the lake (by compaction or a rewrite) that stay on disk for the
+    /// versions that still list them, by path, with the version that removed them, until
+    /// `dexlake vacuum` deletes them (and forgets them here). Read with the file list only.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub removed: BTreeMap<String, u64>,
 }
 
 impl Manifest {

@@ -7,7 +7,9 @@
 //!   reads, catches up and extends them ([`Manifest::load`] reads the newest through it);
 //! - `journal.rs`: the [`Journal`] of the commit in progress and the [`recover`]y after a crash;
 //! - `history.rs`: the [`CommitRecord`] of each commit (what `dexlake log` shows), written to
-//!   a history file at each checkpoint, and [`read_history`].
+//!   a history file at each checkpoint, and [`read_history`];
+//! - `versions.rs`: which versions can still be read ([`AsOf`], [`oldest_readable`]) and the
+//!   manifest of one of them ([`manifest_as_of`]), for pinned reads.
 //!
 //! Imports: the storage ([`Store`](crate::lake::Store)), the layout (every `_dexlake/` path is
 //! in `layout.rs`) and [`Dataset`](crate::lake::Dataset); never the writer, the readers or the
@@ -52,11 +54,15 @@
 //!   cold read never applies more than [`MAX_TAIL_ENTRIES`] entries.
 //! - **History**: before a checkpoint, the records of the commits since the previous one (what
 //!   each added and removed, per dataset, and which state it set) are written to
-//!   `history/<version>.json`; the clean-up below leaves them, so the history of a long log
+//!   `history/<version>.json`; a vacuum leaves them, so the history of a long log
 //!   is read in a few files (`history.rs`).
-//! - **Clean-up**: after a checkpoint, the entries and checkpoints older than the previous
-//!   checkpoint are deleted; the previous one is kept so that `verify --repair` can take the
-//!   sync state from it when the newest is damaged.
+//! - **Old versions** stay readable: a checkpoint deletes nothing, and a commit that removes
+//!   files (compaction, a rewrite) leaves them on disk, listed in [`Manifest::removed`]. A
+//!   version is read from the newest checkpoint at or before it and the entries after that
+//!   (`versions.rs`). Only `dexlake vacuum` deletes: the removed files no version within its
+//!   retention lists, and the entries and checkpoints older than the checkpoint the oldest
+//!   kept version is read from (never the checkpoint before the newest, which `verify
+//!   --repair` takes the sync state from when the newest is damaged).
 //!
 //! Lakes written before the log existed hold a single `_dexlake/manifest.json`; it is read as
 //! the checkpoint of its version, and the first commit turns it into a real checkpoint and
@@ -67,12 +73,13 @@
 //! 2. each new data file is written to a hidden temporary name, synced and renamed into place;
 //! 3. the commit's log entry `_dexlake/log/<version>.json` is written (atomically): the commit
 //!    point;
-//! 4. files the commit removed (by compaction) are deleted, then the journal;
+//! 4. the journal is deleted; a vacuum's commit deletes the files it names first (files a
+//!    commit removes stay on disk for the versions that list them);
 //! 5. now and then, a checkpoint of the whole manifest is written after the entry.
 //!
 //! Recovery (the next writer, or a `verify` that finds the lock free) reads the journal: if the log
-//! already holds the commit, it finishes step 4; otherwise it deletes the files the commit had
-//! added. Either way no file outside the manifest remains. A journal naming anything but data files
+//! already holds the commit, it finishes a vacuum's deletions; otherwise it deletes the files the
+//! commit had added. Either way every file on disk is committed or retained for an old version. A journal naming anything but data files
 //! of the layout is refused before anything is deleted.
 //!
 //! A manifest that is missing while data folders hold files, any part of it that does not
@@ -82,10 +89,10 @@
 //! [`Lake::scan`](crate::lake::Lake::scan) reads only committed files. Readers that glob the
 //! folders (DuckDB, polars, pyarrow) see a commit's new files from step 2 on, a moment before the
 //! commit point, and after a crash until the next writer, `verify` or `Lake::open` cleans up; they
-//! never see a partial file. A compaction's replaced files stay on disk between steps 3 and 4, so a
-//! glob reader racing a compaction can count those rows twice: compact when nothing else reads the
-//! lake, or read the committed file list (`docs/datasets.md`). A `Lake::scan` planned before a
-//! compaction can fail to find a replaced file; scanning again reads the new manifest.
+//! never see a partial file. A compaction's replaced files stay on disk until a vacuum, so a glob
+//! reader counts those rows twice: read the committed file list instead (`dexlake views`,
+//! `docs/datasets.md`). A reader holding a version reads its files until a vacuum whose retention
+//! that version has left.
 //!
 //! [`MAX_TAIL_ENTRIES`]: commit_log::MAX_TAIL_ENTRIES
 
@@ -93,13 +100,15 @@ mod commit_log;
 mod history;
 mod journal;
 mod manifest;
+mod versions;
 
 pub use commit_log::{
-    COMPACT, Commit, MIN_TAIL_ENTRIES, ManifestView, last_checkpoint, newest_named_version,
-    read_entry, salvage_state, start_over,
+    COMPACT, Commit, MIN_TAIL_ENTRIES, ManifestView, last_checkpoint, log_files_before, log_floor,
+    newest_named_version, read_entry, salvage_removed, salvage_state, start_over,
 };
 pub use history::{
     CommitRecord, DatasetChange, History, read_history, write_records as write_history_records,
 };
 pub use journal::{Journal, Recovery, clear_journal, needs_recovery, read_journal, recover};
 pub use manifest::{FileEntry, MANIFEST_FORMAT_VERSION, Manifest, datasets_with_files};
+pub use versions::{AsOf, OLDEST_VERSION_KEY, manifest_as_of, oldest_readable};

@@ -258,6 +258,7 @@ fn journal(current: &Manifest, plans: &[Plan]) -> Journal {
             .iter()
             .flat_map(|p| p.inputs.iter().cloned())
             .collect(),
+        delete: Vec::new(),
     }
 }
 

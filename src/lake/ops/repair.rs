@@ -4,9 +4,11 @@
 //! Each file under a dataset folder is adopted when its path is a data file path of the layout
 //! and the file is readable Parquet whose key-value metadata names the dataset of its folder;
 //! its rows, size and time range are read from the file. Everything else is left out and
-//! reported, never deleted. The sync state (cursors, covered ranges) is the newest one still
-//! readable: the newest checkpoint whose state parses (else the one before it), then every log
-//! entry after it that can be read, in order, skipping those that are missing or damaged (see
+//! reported, never deleted. Files the readable parts of the log say a commit replaced
+//! (retained for old versions) are not adopted: their rows are in the files that replaced
+//! them; the new manifest keeps them as retained files until the next vacuum. The sync state
+//! (cursors, covered ranges) is the newest one still readable: the newest checkpoint whose
+//! state parses (else the one before it), then every log entry after it that can be read, in order, skipping those that are missing or damaged (see
 //! [`log::salvage_state`]). Every commit it includes had its files written first, so it claims
 //! no more than the files hold; a key only a skipped entry set keeps its older value, and a sync
 //! re-fetches the difference (de-duplicated by natural key). Without it the state is empty and
@@ -53,6 +55,9 @@ pub struct RepairReport {
     /// Whether a sync state was salvaged from the damaged manifest (its newest readable
     /// version).
     pub state_from_previous: bool,
+    /// Files the readable log says commits replaced: not adopted, and kept as retained files
+    /// (deleted by the next vacuum).
+    pub retained: usize,
     /// Files under the dataset folders that were not adopted, with the reason; they are left
     /// on disk.
     pub left_out: Vec<(String, String)>,
@@ -73,7 +78,9 @@ pub(crate) fn repair(lake: &Base) -> Result<RepairReport> {
     }
     // Files an interrupted compaction had replaced hold rows its new files also hold.
     let journal = log::read_journal(store)?;
-    let replaced: BTreeSet<&String> = journal.iter().flat_map(|j| &j.remove).collect();
+    let interrupted: BTreeSet<&String> = journal.iter().flat_map(|j| &j.remove).collect();
+    // Files committed ones replaced, retained for old versions until a vacuum.
+    let retained = log::salvage_removed(store);
     let salvaged = log::salvage_state(store);
 
     let mut report = RepairReport {
@@ -81,16 +88,20 @@ pub(crate) fn repair(lake: &Base) -> Result<RepairReport> {
         ..RepairReport::default()
     };
     let mut files = BTreeMap::new();
+    let mut removed = BTreeMap::new();
     for dataset in Dataset::ALL {
         for path in store.list(dataset.name())? {
             let name = path.rsplit('/').next().unwrap_or_default();
             let verdict = if name.starts_with('.') {
                 Err("a temporary file of an interrupted write".to_owned())
-            } else if replaced.contains(&path) {
+            } else if interrupted.contains(&path) {
                 Err(
                     "replaced by an interrupted compaction whose new files hold its rows"
                         .to_owned(),
                 )
+            } else if retained.contains(&path) {
+                removed.insert(path, 0);
+                continue;
             } else {
                 adopt(lake, &path)
             };
@@ -107,12 +118,19 @@ pub(crate) fn repair(lake: &Base) -> Result<RepairReport> {
         .max(journal.as_ref().map_or(0, |j| j.version))
         + 1;
     report.state_from_previous = salvaged.is_some();
+    // The versions before the new base are no longer read (their log is damaged), so the
+    // retained files are kept only until the next vacuum.
+    for v in removed.values_mut() {
+        *v = version;
+    }
+    report.retained = removed.len();
     let manifest = Manifest {
         format_version: MANIFEST_FORMAT_VERSION,
         version,
         committed_at: Some(Utc::now()),
         files,
         state: salvaged.map(|(_, state)| state).unwrap_or_default(),
+        removed,
     };
     // A new base, newer than anything the damaged log names; the damaged parts stay on disk
     // until a later checkpoint's clean-up.

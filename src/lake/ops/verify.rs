@@ -24,6 +24,9 @@ pub struct VerifyReport {
     pub rows: BTreeMap<Dataset, u64>,
     /// Cleanup done first, after an interrupted commit (not a problem).
     pub recovery: Recovery,
+    /// Files on disk that commits replaced and that stay for older versions until a vacuum
+    /// ([`Manifest::removed`]): not untracked, not problems.
+    pub retained: usize,
     /// Everything wrong; empty when the lake is sound.
     pub problems: Vec<Problem>,
     /// On a store without a writer lock (an object store): data files no commit references,
@@ -152,7 +155,9 @@ fn check(lake: &Base, manifest: &Manifest) -> Result<VerifyReport> {
     let mut untracked = Vec::new();
     for dataset in Dataset::ALL {
         for path in lake.store().list(dataset.name())? {
-            if !manifest.files.contains_key(&path) {
+            if manifest.removed.contains_key(&path) {
+                report.retained += 1;
+            } else if !manifest.files.contains_key(&path) {
                 untracked.push(path);
             }
         }

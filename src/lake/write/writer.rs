@@ -647,7 +647,9 @@ fn drop_known_keys(
 
 /// Puts the files and appends `commit` (its version, state and id ranges already set) with
 /// them added and the `remove`d files removed, in the journaled order described in
-/// the commit log's module. Returns the new version.
+/// the commit log's module. The removed files stay on disk, listed in
+/// [`Manifest::removed`](crate::lake::log::Manifest::removed), for the versions that list
+/// them, until [`vacuum`](crate::lake::Lake::vacuum) deletes them. Returns the new version.
 pub fn commit_files(
     lake: &Base,
     mut commit: Commit,
@@ -660,6 +662,7 @@ pub fn commit_files(
         version: commit.version,
         add: files.iter().map(|f| f.path.clone()).collect(),
         remove: remove.clone(),
+        delete: Vec::new(),
     };
     journal.store(store)?;
     for f in files {
@@ -683,9 +686,7 @@ pub fn commit_files(
         }
         return Err(e);
     }
-    for r in &remove {
-        store.delete(r)?;
-    }
+    // The removed files stay for the versions that list them, until a vacuum.
     clear_journal(store)?;
     Ok(version)
 }
