@@ -972,6 +972,10 @@ fn an_id_moved_to_another_day_is_stored_once_with_the_newest_answer() {
         assert_eq!(s.rows_added.get(&Dataset::Swaps), Some(&1));
 
         let want = vec![(1, 1), (2, 1), (3, 2), (4, 1), (5, 1), (6, 2)];
+        // The rewritten files stay for the older versions until a vacuum; then a glob over
+        // the folders reads the committed rows.
+        assert!(swaps_on_disk(dir.path()).len() > want.len());
+        vacuum_all(&lake);
         assert_eq!(swaps_on_disk(dir.path()), want, "a glob over the folders");
         assert_eq!(lake.row_count(Dataset::Swaps).expect("rows"), 6);
         let frame = scanned_frame(&lake, Dataset::Swaps);
@@ -1069,6 +1073,7 @@ fn verify_reports_an_id_stored_in_two_partitions() {
             )],
         );
         assert_eq!(unranged(&lake), 0);
+        vacuum_all(&lake);
         assert_eq!(
             swaps_on_disk(dir.path()),
             vec![(1, 1), (2, 1), (2, 2), (3, 1), (4, 2)]
@@ -1186,9 +1191,19 @@ fn the_commit_log_checkpoints_cleans_up_and_every_handle_reads_the_same_lake() {
             .filter_map(|p| support::version_of(p))
             .min()
             .expect("entries");
+        assert_eq!(oldest_entry, 1, "a checkpoint deletes no entry");
+        let oldest = vacuum_all(&writer).oldest_version;
+        let oldest_entry = writer
+            .store()
+            .list(support::LOG_DIR)
+            .expect("list")
+            .iter()
+            .filter_map(|p| support::version_of(p))
+            .min()
+            .expect("entries");
         assert!(
-            oldest_entry > 1,
-            "entries before the previous checkpoint are deleted"
+            oldest_entry > 1 && oldest_entry <= oldest,
+            "a vacuum deletes the entries before the checkpoint before the newest"
         );
 
         let expected = writer.manifest().expect("manifest");
@@ -1344,7 +1359,14 @@ fn compacting_more_files_than_the_merge_fan_in_keeps_every_row_in_sorted_bounded
                 assert_eq!(entry.max_id, max(file_ids.values()));
             }
         }
-        // Nothing but the committed files on disk; a second compaction has nothing to do.
+        // Nothing but the committed files on disk once a vacuum deleted the replaced ones; a
+        // second compaction has nothing to do.
+        assert!(
+            !manifest.removed.is_empty(),
+            "the replaced files are retained"
+        );
+        vacuum_all(&lake);
+        let manifest = lake.manifest().expect("manifest");
         let on_disk = lake.store().list("swaps").expect("list");
         assert_eq!(on_disk, manifest.files.keys().cloned().collect::<Vec<_>>());
         let again = lake.compact().expect("compact again");
@@ -1611,4 +1633,13 @@ fn repeats_are_dropped_after_a_compaction_of_files_the_writer_added() {
         assert_eq!(lake.row_count(Dataset::Swaps).expect("rows"), 7);
         assert!(lake.verify().expect("verify").is_ok());
     });
+}
+
+/// Vacuums `lake` keeping only its newest version: every replaced file and the old log go.
+fn vacuum_all(lake: &Lake) -> dexlake::lake::VacuumReport {
+    lake.vacuum(dexlake::lake::VacuumOptions {
+        retain: Duration::ZERO,
+        dry_run: false,
+    })
+    .expect("vacuum")
 }

@@ -24,6 +24,8 @@ mod lake_files;
 mod lake_history;
 mod lake_log;
 mod lake_read_only;
+#[cfg(feature = "sim")]
+mod lake_versions;
 mod output;
 mod quality;
 mod query;

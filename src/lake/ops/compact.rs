@@ -772,10 +772,17 @@ mod tests {
             }
         }
         assert_eq!(total, all.num_rows());
-        // No runs or temporary files remain.
+        // No runs or temporary files remain: the committed files and the replaced ones,
+        // retained for the older versions.
         let on_disk = lake.store().list("swaps").expect("list");
-        let listed: Vec<&String> = manifest.files.keys().collect();
+        let mut listed: Vec<&String> = manifest
+            .files
+            .keys()
+            .chain(manifest.removed.keys())
+            .collect();
+        listed.sort();
         assert_eq!(on_disk.iter().collect::<Vec<_>>(), listed);
+        assert!(!manifest.removed.is_empty());
         assert!(
             lake.store()
                 .list("_dexlake")
