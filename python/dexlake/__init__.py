@@ -231,6 +231,20 @@ class Lake:
     def __repr__(self) -> str:
         return f"dexlake.Lake({self.root!r})"
 
+    def files(self, dataset: str) -> List[str]:
+        """The files ``dataset`` commits at this handle's version (local paths, or ``s3://``
+        URLs), each checked against its manifest entry: what :meth:`scan` reads. A glob of the
+        dataset's folder also reads files no version commits now (files compactions replaced,
+        kept for older versions until ``dexlake vacuum``; leftovers of interrupted writes)."""
+        return list(self._native.scan_plan(_text(dataset, "dataset"))[0])
+
+    def views(self, engine: str = "duckdb") -> str:
+        """The script ``dexlake views --engine ENGINE`` prints: one view per dataset over
+        exactly the committed files of this handle's version. ``duckdb.connect().execute(
+        lake.views())`` defines ``swaps``, ``trades``, ... (a dataset without files gets a
+        comment instead of a view); ``engine="spark"`` gives a PySpark script."""
+        return self._native.views(_text(engine, "engine"))
+
     def scan(self, dataset: str) -> pl.LazyFrame:
         """A ``polars.LazyFrame`` over the committed files of ``dataset`` (never a glob: files
         of a commit in progress or left by an interrupted one are not read), with the hive

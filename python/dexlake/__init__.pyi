@@ -72,6 +72,10 @@ class Lake:
         """The folder or URL the lake was opened at."""
     def __repr__(self) -> str:
         """``dexlake.Lake(root)``."""
+    def files(self, dataset: str) -> List[str]:
+        """The files ``dataset`` commits at this handle's version: what :meth:`scan` reads."""
+    def views(self, engine: str = "duckdb") -> str:
+        """The script of ``dexlake views``: one view per dataset over the committed files."""
     def scan(self, dataset: str) -> pl.LazyFrame:
         """A ``polars.LazyFrame`` over the committed files of ``dataset`` (``swaps``,
         ``trades``, ``candles``, ``price_history``, ``prices``, ``price_stats``,

@@ -49,6 +49,8 @@ class NativeLake:
     @property
     def root(self) -> str:
         """The root the lake was opened at."""
+    def views(self, engine: str) -> str:
+        """The script of ``dexlake views`` for ``engine`` (``duckdb`` or ``spark``)."""
     @staticmethod
     def datasets() -> list[str]:
         """The dataset names."""

@@ -2,7 +2,8 @@
 section "Committed files").
 
 A glob of a dataset's folder can see files that are not committed (a commit in progress, the
-leftovers of a crashed writer, the files a compaction replaces until it commits). Engines that
+leftovers of a crashed writer, the files a compaction replaced, which stay for the older
+versions until `dexlake vacuum` deletes them). Engines that
 must read exactly the committed data take the list from `_dexlake/`:
 
 1. `_dexlake/_last_checkpoint.json` names the newest checkpoint version V;

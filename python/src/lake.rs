@@ -148,6 +148,13 @@ impl NativeLake {
         &self.root
     }
 
+    /// The script of `dexlake views` for `engine` (`duckdb` or `spark`): one view per dataset
+    /// over exactly the files the handle's version commits.
+    fn views(&self, py: Python<'_>, engine: &str) -> PyResult<String> {
+        let engine: dexlake::lake::ViewEngine = engine.parse().py(py)?;
+        py.detach(|| self.lake.views(engine)).py(py)
+    }
+
     /// The dataset names.
     #[staticmethod]
     fn datasets() -> Vec<&'static str> {

@@ -4,7 +4,8 @@
 //! The rows are the simulator's own wire swaps (`Chain::swap`, what get-swaps serves) or, with
 //! `--dataset trades`, the same swaps from the wallet's side (`Chain::trade`), written
 //! through the same conversion and the same transactional writer as `dexlake sync`, then
-//! compacted, so the lake has the layout a sync followed by `dexlake compact` gives; it only
+//! compacted and vacuumed, so the lake has the layout a sync followed by `dexlake compact` and
+//! `dexlake vacuum --retain 0s` gives (a glob of its folders reads what it commits); it only
 //! skips the HTTP round trips and JSON. Sync records its cursors in the manifest too; this
 //! command records none, so a later sync of the same lake starts over.
 //!
@@ -30,7 +31,7 @@
 //! as a complete sync of tokens trading throughout gives. The points go through the same
 //! conversion and writer as `dexlake sync price-history` (partitions
 //! `chain=evm-<id>/interval=<s>/date=<day>`), one commit per day (memory holds one day of
-//! points), then the lake is compacted.
+//! points), then the lake is compacted and vacuumed.
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -252,11 +253,7 @@ pub fn run(_global: &Global, args: BenchLakeArgs) -> anyhow::Result<ExitCode> {
         eprintln!("wrote {} {start}..{end} of {n}", args.dataset);
         start = end;
     }
-    let report = lake.compact()?;
-    eprintln!(
-        "compacted {} partitions: {} files into {}",
-        report.partitions, report.files_removed, report.files_added
-    );
+    compact_and_vacuum(&lake)?;
     println!("{n}");
     Ok(ExitCode::SUCCESS)
 }
@@ -393,11 +390,23 @@ fn price_history(lake: &Lake, args: &BenchLakeArgs) -> anyhow::Result<ExitCode> 
             d + 1
         );
     }
+    compact_and_vacuum(&lake)?;
+    println!("{points}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Compacts the lake just written and deletes the files it replaced (a bench lake has no
+/// older version to keep), so that a glob of its folders reads what it commits, as the peers of
+/// `benches/compare/` do.
+fn compact_and_vacuum(lake: &Lake) -> anyhow::Result<()> {
     let report = lake.compact()?;
     eprintln!(
         "compacted {} partitions: {} files into {}",
         report.partitions, report.files_removed, report.files_added
     );
-    println!("{points}");
-    Ok(ExitCode::SUCCESS)
+    lake.vacuum(dexlake::lake::VacuumOptions {
+        retain: std::time::Duration::ZERO,
+        dry_run: false,
+    })?;
+    Ok(())
 }
