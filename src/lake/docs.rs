@@ -385,16 +385,23 @@ pub fn markdown() -> String {
     );
     s.push_str(&format!(
         "## Committed files\n\n\
-         A glob of a dataset's folder reads every Parquet file in it, which is the committed \
-         data except for a moment during a commit, after a crash until the next writer cleans \
-         up, and during a compaction (whose replaced files stay until it commits). Engines that \
-         must read exactly the committed files (Spark, Trino, a reader beside a writer) take the \
-         list from the commit log under `_dexlake/`:\n\n\
+         A glob of a dataset's folder reads every Parquet file in it: the committed data, but \
+         also the files compactions and rewrites replaced, which the lake keeps for its older \
+         versions until `dexlake vacuum` deletes them (a glob of a compacted lake counts their \
+         rows twice), the new files of a commit a moment before it lands, and what a crash \
+         left until the next writer cleans up. Engines that must read exactly the committed \
+         files (DuckDB, Spark, Trino, a reader beside a writer) take the list from the commit \
+         log under `_dexlake/`:\n\n\
          1. `{last}` names the newest checkpoint: `{{\"version\": V, ...}}`;\n\
          2. `{cp}/<V, 20 digits>.files.json` holds `{{\"files\": {{path: entry}}}}`, paths \
          relative to the lake root;\n\
          3. for v = V+1, V+2, ... while `{log}/<v, 20 digits>.json` exists, drop the paths in \
          its `remove` list and add the keys of its `add` object.\n\n\
+         To read an older version V' (what `--as-of V'` reads), start from the newest \
+         checkpoint at or before V' in `{cp}/` and stop after entry V'. A checkpoint's \
+         `removed` object lists the replaced files still on disk, with the version that removed \
+         each; `dexlake vacuum` deletes those no kept version lists, and the log before the \
+         oldest kept version's checkpoint.\n\n\
          The entries hold each file's `dataset`, `rows`, `bytes`, `min_time`, `max_time` (and \
          `min_id`, `max_id` for swaps and trades), so a reader can prune by time without opening \
          files. The sync state (cursors, covered ranges) is in `{cp}/<V>.state.json` and the \
@@ -416,11 +423,13 @@ pub fn markdown() -> String {
          paths, never the dataset's folder or a glob of it; the hive columns `chain` and `date` \
          come from the paths.\n\n\
          - **`dexlake views`** does this for DuckDB and Spark: it prints a script that defines \
-         one view per dataset over the files committed now, every path absolute. \
+         one view per dataset over the files committed now (with `--as-of`, at that version), \
+         every path absolute. \
          `dexlake views > views.sql && duckdb -init views.sql` gives DuckDB the views \
          `swaps`, `trades`, … (`read_parquet([...], hive_partitioning = true, union_by_name = \
          true)`), which read what `Lake::scan` reads, where \
-         `read_parquet('lake/swaps/**/*.parquet')` also reads any file no commit holds; \
+         `read_parquet('lake/swaps/**/*.parquet')` also reads the replaced files kept for older \
+         versions and any file no commit holds; \
          `dexlake views --engine spark > views.py` is a PySpark script registering the same \
          views as temporary views (`spark-submit views.py`, or paste it into `pyspark`). A \
          dataset without files gets a comment instead of a view. On S3 the DuckDB script needs \

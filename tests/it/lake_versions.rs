@@ -289,7 +289,9 @@ async fn a_reader_holding_a_version_reads_it_while_another_process_compacts_and_
         }
         assert!(lake.row_count(Dataset::Swaps).expect("rows") > before[0].height() as u64);
         // A pinned handle refuses to write.
-        let err = pinned.transaction().err().expect("refused");
+        let Err(err) = pinned.transaction() else {
+            panic!("a pinned handle wrote")
+        };
         assert!(err.to_string().contains("cannot write"), "{err}");
         // The vacuum is in the log; a dry run changes nothing.
         let history = lake.history().expect("history");
@@ -325,7 +327,7 @@ async fn a_reader_holding_a_version_reads_it_while_another_process_compacts_and_
         }
         let history = lake.history().expect("history");
         assert_eq!(history.records[0].operation, "vacuum");
-        let err = lake.at(v).err().expect("V is gone");
+        let err = lake.at(v).expect_err("V is gone");
         assert!(
             err.to_string()
                 .contains(&format!("the oldest readable version is {version}")),

@@ -390,7 +390,7 @@ fn price_history(lake: &Lake, args: &BenchLakeArgs) -> anyhow::Result<ExitCode> 
             d + 1
         );
     }
-    compact_and_vacuum(&lake)?;
+    compact_and_vacuum(lake)?;
     println!("{points}");
     Ok(ExitCode::SUCCESS)
 }

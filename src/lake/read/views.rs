@@ -1,8 +1,8 @@
 //! Scripts that define, for another engine, one view per dataset over exactly the files one
 //! version of the lake commits (`dexlake views`): DuckDB SQL (`duckdb -init views.sql`) or a
 //! PySpark script. A glob of a dataset's folder reads every Parquet file in it, committed or
-//! not (a moment during a commit, after a crash, during a compaction); these views read the
-//! manifest's list.
+//! not (the files compactions replaced, kept for older versions until a vacuum; a moment during
+//! a commit; after a crash); these views read the manifest's list of the handle's version.
 //!
 //! Every path is absolute (a local lake's root is made absolute against the working folder),
 //! so the script runs from any folder; an object store's files are `s3://` URLs for DuckDB
