@@ -128,13 +128,57 @@ fn changed(then: &[(String, i32)], now: &[(String, i32)]) -> usize {
     then.iter().zip(now).filter(|(a, b)| a != b).count()
 }
 
+/// Runs `dexlake follow` of `token` against `sim` until the lake's history holds one of its
+/// commits (within a generous bound), then kills it: what it committed stays, and the next
+/// writer cleans up whatever the kill interrupted.
+async fn follow_until_it_commits(sim: &Simulator, root: &Path, token: &str) {
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_dexlake"))
+        .arg("--lake")
+        .arg(root)
+        .args([
+            "--base-url",
+            sim.base_url(),
+            "--api-key",
+            dexlake::sim::DEMO_KEY,
+        ])
+        .args([
+            "follow",
+            "--token",
+            token,
+            "--interval",
+            "3600",
+            "--poll",
+            "0.2",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("follow starts");
+    let reader = Lake::open_existing(root).expect("open");
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let history = reader.history().expect("history");
+        if history.records.iter().any(|r| r.operation == "follow") {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "follow committed nothing in 120 s"
+        );
+        assert!(child.try_wait().expect("wait").is_none(), "follow stopped");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    child.kill().await.expect("kill");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_reading_command_as_of_a_version_answers_what_it_answered_then() {
     let sim = tiny_sim(11).await;
     let dir = tempfile::tempdir().expect("temp dir");
     let root = dir.path().join("lake");
     let lake = Arc::new(Lake::open(&root).expect("lake"));
-    let tokens: Vec<String> = sim.market().catalog().altchain.tokens[..3]
+    let tokens: Vec<String> = sim.market().catalog().altchain.tokens[..4]
         .iter()
         .map(|t| t.address.clone())
         .collect();
@@ -150,8 +194,9 @@ async fn every_reading_command_as_of_a_version_answers_what_it_answered_then() {
             .await
             .expect("the answers at V")
     };
-    // More of the market, then compaction: the newest answers change.
-    sync(&sim, &lake, &tokens[1..], false).await;
+    // More of the market, a follow, then compaction: the newest answers change.
+    sync(&sim, &lake, &tokens[1..3], false).await;
+    follow_until_it_commits(&sim, &root, &tokens[3]).await;
     sim.shutdown().await;
     bounded(900, move || {
         let at_v = Lake::open_existing(&root)

@@ -106,8 +106,12 @@ pub fn resolve(store: &dyn Store, newest: &Manifest, as_of: AsOf) -> Result<u64>
             match history
                 .records
                 .iter()
-                .find(|r| r.committed_at.is_none_or(|c| c <= t))
-            {
+                // At the lake's time unit, microseconds: a time read back from `dexlake log
+                // --format json` by a tool that keeps microseconds picks its commit.
+                .find(|r| {
+                    r.committed_at
+                        .is_none_or(|c| c.timestamp_micros() <= t.timestamp_micros())
+                }) {
                 Some(r) => r.version,
                 // Every recorded commit is later: the version before the oldest recorded one,
                 // which is readable only when nothing before it is missing from the history.
