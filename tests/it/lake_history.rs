@@ -92,7 +92,15 @@ fn every_commit_has_its_record_across_checkpoints_and_the_clean_up_of_their_entr
         );
         // The vacuum changes no committed file; the compaction removed every row it added.
         assert_eq!(history.records[0].operation, "vacuum");
-        assert!(history.records[0].datasets.is_empty());
+        let vacuumed = history.records[0].datasets[&Dataset::Swaps];
+        assert_eq!(
+            (
+                vacuumed.files_vacuumed,
+                vacuumed.files_added,
+                vacuumed.files_removed
+            ),
+            (compacted.files_removed as u64, 0, 0)
+        );
         let top = &history.records[1];
         assert_eq!(top.operation, "compact");
         let swaps = top.datasets[&Dataset::Swaps];
@@ -123,9 +131,10 @@ fn every_commit_has_its_record_across_checkpoints_and_the_clean_up_of_their_entr
         let printed: Value = serde_json::from_slice(&out.stdout).expect("JSON");
         assert_eq!(
             printed["records"].as_array().expect("records").len(),
-            version as usize - 1
+            version as usize
         );
-        assert_eq!(printed["records"][0]["operation"], json!("compact"));
+        assert_eq!(printed["records"][0]["operation"], json!("vacuum"));
+        assert_eq!(printed["records"][1]["operation"], json!("compact"));
         assert_eq!(printed["unrecorded_before"], Value::Null);
         let out = dexlake(&root, &["log", "--format", "json", "--dataset", "trades"]);
         let printed: Value = serde_json::from_slice(&out.stdout).expect("JSON");
@@ -133,6 +142,13 @@ fn every_commit_has_its_record_across_checkpoints_and_the_clean_up_of_their_entr
         let out = dexlake(&root, &["log"]);
         let text = String::from_utf8(out.stdout).expect("text");
         assert_eq!(text.lines().count(), version as usize, "{text}");
+        assert!(
+            text.lines().next().unwrap().contains(&format!(
+                "vacuum    swaps vacuumed {} files",
+                compacted.files_removed
+            )),
+            "{text}"
+        );
         assert!(
             text.lines().nth(1).unwrap().contains(&format!(
                 "compact   swaps +{} files +{} rows -{} files -{} rows",

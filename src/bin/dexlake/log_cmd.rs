@@ -89,6 +89,9 @@ fn changes(r: &CommitRecord) -> String {
                     .map_or("? rows".to_owned(), |n| plural(n, "row"));
                 s.push_str(&format!(" -{} -{rows}", plural(c.files_removed, "file")));
             }
+            if c.files_vacuumed > 0 {
+                s.push_str(&format!(" vacuumed {}", plural(c.files_vacuumed, "file")));
+            }
             s
         })
         .collect();

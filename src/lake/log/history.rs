@@ -5,8 +5,8 @@
 //! A record is derived from its log entry alone ([`CommitRecord::of`]): the entry names the
 //! files it adds with their rows, the files it removes (their dataset is their path's first
 //! folder) and, since the history exists, the rows those removed files held
-//! ([`Commit::removed_rows`], filled at commit time from the manifest). Entries are deleted
-//! by the checkpoints' clean-up, so every checkpoint first writes the records of the commits
+//! ([`Commit::removed_rows`], filled at commit time from the manifest), and the files a vacuum
+//! deleted ([`Commit::forget`]). Entries are deleted by vacuums, so every checkpoint first writes the records of the commits
 //! since the one before it to `_dexlake/history/<version>.json` ([`write_records`]); history
 //! files are never deleted. [`read_history`] reads them and the entries after the newest one.
 //!
@@ -37,6 +37,14 @@ pub struct DatasetChange {
     /// Rows in them; `None` for a commit written before the history was kept, whose entry
     /// does not say.
     pub rows_removed: Option<u64>,
+    /// Files a vacuum deleted from disk (removed by earlier commits; no kept version lists
+    /// them).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub files_vacuumed: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One commit, as the history shows it.
@@ -70,16 +78,16 @@ impl CommitRecord {
             change.files_added += 1;
             change.rows_added += entry.rows;
         }
-        for path in &commit.remove {
-            let Some(dataset) = path
-                .split('/')
+        let dataset_of = |path: &str| {
+            path.split('/')
                 .next()
                 .and_then(|d| d.parse::<Dataset>().ok())
-            else {
-                continue;
-            };
-            let change = datasets.entry(dataset).or_default();
-            change.files_removed += 1;
+        };
+        for dataset in commit.remove.iter().filter_map(|p| dataset_of(p)) {
+            datasets.entry(dataset).or_default().files_removed += 1;
+        }
+        for dataset in commit.forget.iter().filter_map(|p| dataset_of(p)) {
+            datasets.entry(dataset).or_default().files_vacuumed += 1;
         }
         for (dataset, change) in &mut datasets {
             if change.files_removed > 0 {
