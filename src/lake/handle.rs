@@ -238,6 +238,12 @@ impl Lake {
         self.base.snapshot()
     }
 
+    /// The newest committed version (manifest commit) this handle sees; 0 for a lake without
+    /// a commit. Reads only the commits since this handle's last read.
+    pub fn version(&self) -> Result<u64> {
+        Ok(self.state_snapshot()?.version)
+    }
+
     /// The committed manifest as of now without its file list (empty): the state and the
     /// version, read without the cost of the files.
     fn state_snapshot(&self) -> Result<Arc<Manifest>> {

@@ -25,6 +25,8 @@ mod lake_history;
 mod lake_log;
 mod lake_read_only;
 mod output;
+#[cfg(feature = "sim")]
+mod provenance;
 mod quality;
 mod query;
 #[cfg(feature = "report")]

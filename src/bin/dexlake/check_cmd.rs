@@ -13,7 +13,7 @@ use clap::{Args, ValueEnum};
 use dexlake::analytics::quality::{self, CheckOptions, CheckReport};
 use dexlake::error::escaped_in_full;
 
-use crate::output::existing_lake;
+use crate::output::{existing_lake, version_note};
 use crate::{Global, address, error_text};
 
 /// Exit status of a check that found something.
@@ -49,6 +49,7 @@ pub struct CheckArgs {
 pub fn run(global: &Global, args: CheckArgs) -> anyhow::Result<ExitCode> {
     match check(global, &args) {
         Ok(report) => {
+            version_note(report.version);
             match args.format {
                 CheckFormat::Json => println!("{}", serde_json::to_string_pretty(&report)?),
                 CheckFormat::Table => print!("{}", table(&report)),

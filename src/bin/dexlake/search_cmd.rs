@@ -12,7 +12,7 @@ use dexlake::query::LakeQuery as _;
 use serde_json::Value;
 
 use crate::Global;
-use crate::output::{existing_lake, warn};
+use crate::output::{existing_lake, notes};
 use crate::status_cmd::Strict;
 
 /// How `dexlake search` prints its answer.
@@ -67,7 +67,7 @@ pub fn run(global: &Global, args: SearchArgs) -> anyhow::Result<ExitCode> {
         None => query.search_covered(&request, snapshot)?,
         Some(chain_id) => query.search_evm_covered(chain_id, &request, snapshot)?,
     };
-    warn(&answer.warnings);
+    notes(&answer);
     let page = answer.value;
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&page)?),

@@ -11,7 +11,7 @@ use dexlake::error::escaped_in_full;
 use dexlake::query::LakeQuery as _;
 
 use crate::Global;
-use crate::output::existing_lake;
+use crate::output::{existing_lake, version_note};
 
 /// How `dexlake status` prints.
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,6 +44,7 @@ pub struct Strict {
 pub fn status(global: &Global, args: StatusArgs) -> anyhow::Result<ExitCode> {
     let lake = existing_lake(global)?;
     let status = lake.query().status()?;
+    version_note(status.version);
     match args.format {
         StatusFormat::Json => println!("{}", serde_json::to_string_pretty(&status)?),
         StatusFormat::Table => print!("{}", table(&status)),
