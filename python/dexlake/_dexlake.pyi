@@ -48,6 +48,9 @@ class NativeLake:
     @property
     def root(self) -> str:
         """The root the lake was opened at."""
+    @property
+    def version(self) -> int:
+        """The newest committed version the handle sees."""
     @staticmethod
     def datasets() -> list[str]:
         """The dataset names."""

@@ -144,6 +144,12 @@ impl NativeLake {
         &self.root
     }
 
+    /// The newest committed version the handle sees (read with the GIL released).
+    #[getter]
+    fn version(&self, py: Python<'_>) -> PyResult<u64> {
+        py.detach(|| self.lake.version()).py(py)
+    }
+
     /// The dataset names.
     #[staticmethod]
     fn datasets() -> Vec<&'static str> {
