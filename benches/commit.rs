@@ -180,6 +180,7 @@ fn lake_with_history(commits: u64) -> (tempfile::TempDir, Lake) {
                     rows_added: 5_000,
                     files_removed: 0,
                     rows_removed: Some(0),
+                    files_vacuumed: 0,
                 },
             ),
             (
@@ -189,6 +190,7 @@ fn lake_with_history(commits: u64) -> (tempfile::TempDir, Lake) {
                     rows_added: 700,
                     files_removed: 0,
                     rows_removed: Some(0),
+                    files_vacuumed: 0,
                 },
             ),
         ]

@@ -228,6 +228,14 @@ class Lake:
         """The folder or URL the lake was opened at."""
         return self._native.root
 
+    @property
+    def version(self) -> int:
+        """The newest version committed to the lake that this handle sees (the commit of its
+        log, as ``dexlake log`` numbers it); read anew at each access, so it moves when a sync
+        commits. A CLI answer names the version it read (``note: lake version N``, and
+        ``dexlake.version`` in a Parquet output's metadata)."""
+        return self._native.version
+
     def __repr__(self) -> str:
         return f"dexlake.Lake({self.root!r})"
 

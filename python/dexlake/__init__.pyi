@@ -70,6 +70,11 @@ class Lake:
     @property
     def root(self) -> str:
         """The folder or URL the lake was opened at."""
+    @property
+    def version(self) -> int:
+        """The newest version committed to the lake that this handle sees (the commit of its
+        log, as ``dexlake log`` numbers it); read anew at each access, so it moves when a sync
+        commits."""
     def __repr__(self) -> str:
         """``dexlake.Lake(root)``."""
     def files(self, dataset: str) -> List[str]:

@@ -51,6 +51,9 @@ class NativeLake:
         """The root the lake was opened at."""
     def views(self, engine: str) -> str:
         """The script of ``dexlake views`` for ``engine`` (``duckdb`` or ``spark``)."""
+    @property
+    def version(self) -> int:
+        """The newest committed version the handle sees."""
     @staticmethod
     def datasets() -> list[str]:
         """The dataset names."""

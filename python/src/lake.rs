@@ -155,6 +155,13 @@ impl NativeLake {
         py.detach(|| self.lake.views(engine)).py(py)
     }
 
+    /// The version the handle reads: the one it is pinned to (`as_of`), else the newest
+    /// committed (read with the GIL released).
+    #[getter]
+    fn version(&self, py: Python<'_>) -> PyResult<u64> {
+        py.detach(|| self.lake.version()).py(py)
+    }
+
     /// The dataset names.
     #[staticmethod]
     fn datasets() -> Vec<&'static str> {

@@ -207,7 +207,8 @@ impl Lake {
     }
 
     /// The version this handle reads: the one it is pinned to ([`at`](Self::at)), else the
-    /// newest committed (read now, without the file list).
+    /// newest committed (0 for a lake without a commit), read now without the file list
+    /// (only the commits since this handle's last read).
     pub fn version(&self) -> Result<u64> {
         Ok(self.state_snapshot()?.version)
     }

@@ -24,7 +24,9 @@ pub struct Answer<T> {
     pub coverage: Coverage,
     /// What a reader of the answer should know, in the order a door shows them.
     pub warnings: Vec<Warning>,
-    /// The lake version (manifest commit) the answer read.
+    /// The lake version (manifest commit) the answer read. The CLI prints it as `note: lake
+    /// version N` and writes it, with the query, the coverage and the warnings, into the
+    /// key-value metadata of a Parquet output (`dexlake.version`, docs/coverage.md).
     pub version: u64,
 }
 
@@ -79,6 +81,16 @@ impl WarningKind {
         match self {
             WarningKind::Coverage | WarningKind::NoEvents => "warning",
             WarningKind::Empty => "note",
+        }
+    }
+
+    /// The kind's name in machine-readable outputs (a Parquet output's `dexlake.warnings`):
+    /// `coverage`, `no_events` or `empty`.
+    pub fn name(self) -> &'static str {
+        match self {
+            WarningKind::Coverage => "coverage",
+            WarningKind::NoEvents => "no_events",
+            WarningKind::Empty => "empty",
         }
     }
 }

@@ -27,6 +27,8 @@ mod lake_read_only;
 #[cfg(feature = "sim")]
 mod lake_versions;
 mod output;
+#[cfg(feature = "sim")]
+mod provenance;
 mod quality;
 mod query;
 #[cfg(feature = "report")]

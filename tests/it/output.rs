@@ -243,8 +243,15 @@ fn service_data_cannot_forge_rows_or_lines() {
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("warning: no swaps for "), "{err}");
     assert_no_raw_controls(&err);
-    // Every line is a warning (the coverage's too): none forged.
-    assert!(err.lines().all(|l| l.starts_with("warning: ")), "{err}");
+    // The version note, then warnings only (the coverage's too): none forged.
+    let mut lines = err.lines();
+    assert!(
+        lines
+            .next()
+            .is_some_and(|l| l.starts_with("note: lake version ")),
+        "{err}"
+    );
+    assert!(lines.all(|l| l.starts_with("warning: ")), "{err}");
 }
 
 /// A token of the sample lake's swaps.

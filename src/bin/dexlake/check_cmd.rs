@@ -13,6 +13,7 @@ use clap::{Args, ValueEnum};
 use dexlake::analytics::quality::{self, CheckOptions, CheckReport};
 use dexlake::error::escaped_in_full;
 
+use crate::output::version_note;
 use crate::pinned::{AsOfArg, reading_lake};
 use crate::{Global, address, error_text};
 
@@ -51,6 +52,7 @@ pub struct CheckArgs {
 pub fn run(global: &Global, args: CheckArgs) -> anyhow::Result<ExitCode> {
     match check(global, &args) {
         Ok(report) => {
+            version_note(report.version);
             match args.format {
                 CheckFormat::Json => println!("{}", serde_json::to_string_pretty(&report)?),
                 CheckFormat::Table => print!("{}", table(&report)),

@@ -14,7 +14,7 @@ use clap::{Args, ValueEnum};
 use dexlake::analytics::{Edge, Fill};
 use dexlake::query::{Bars, LakeQuery as _, Query};
 
-use crate::output::{Format, Output, ParquetSink, warn};
+use crate::output::{Format, Output, ParquetSink, notes};
 use crate::pinned::{AsOfArg, reading_lake};
 use crate::status_cmd::Strict;
 use crate::{Global, address};
@@ -251,13 +251,12 @@ pub fn ohlcv(global: &Global, args: OhlcvArgs) -> anyhow::Result<ExitCode> {
         args.output.check_columns()?;
         let mut sink = ParquetSink::new(out);
         let answer = query.bars_to(bars, 256, |df| sink.write_frame(&df))?;
-        warn(&answer.warnings);
-        sink.finish()?;
+        notes(&answer);
+        sink.finish(args.output.metadata(&answer)?)?;
         return Ok(ExitCode::SUCCESS);
     }
     let answer = query.bars_covered(bars)?;
-    warn(&answer.warnings);
-    args.output.emit(answer.value)
+    args.output.emit(answer)
 }
 
 pub fn price_stats_cmd(global: &Global, args: PriceStatsArgs) -> anyhow::Result<ExitCode> {
@@ -275,6 +274,5 @@ pub fn price_stats_cmd(global: &Global, args: PriceStatsArgs) -> anyhow::Result<
         query = query.series_interval(seconds);
     }
     let answer = query.price_stats_covered(args.now)?;
-    warn(&answer.warnings);
-    args.output.emit(answer.value)
+    args.output.emit(answer)
 }

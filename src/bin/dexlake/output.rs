@@ -11,6 +11,12 @@
 //! count unless `--columns` asks for more. CSV, JSON and Parquet keep every column and every
 //! bit of every float (Rust's shortest round-trip form). `warning:` and `note:` lines
 //! ([`warning`], [`note`]) escape their text as `error:` lines do.
+//!
+//! Every answer of the lake says where it stands ([`notes`]): `note: lake version N` on
+//! stderr, before its warnings; and a Parquet file of an answer carries its provenance as
+//! key-value metadata in its footer ([`provenance`]: the lake version, the query as given,
+//! the coverage, the warnings and the dexlake that wrote it). The rows are the same bytes
+//! with or without it.
 
 use std::fs::File;
 use std::io::{IsTerminal, Write};
@@ -22,13 +28,15 @@ use chrono::DateTime;
 use clap::{Args, ValueEnum};
 use dexlake::error::{escaped, escaped_in_full};
 use dexlake::lake::Lake;
-use polars::io::parquet::write::{StatisticsOptions, get_encodings};
+use dexlake::query::Answer;
+use polars::io::parquet::write::{KeyValueMetadata, StatisticsOptions, get_encodings};
 use polars::prelude::*;
 use polars_parquet::write::{
-    CompressedPage, CompressionOptions, Encoding, Version, WriteOptions, array_to_columns, compress,
+    CompressedPage, CompressionOptions, Encoding, KeyValue, Version, WriteOptions,
+    array_to_columns, compress, schema_to_metadata_key,
 };
 use rayon::prelude::*;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use crate::Global;
 
@@ -66,10 +74,18 @@ pub struct Output {
 }
 
 impl Output {
-    /// Writes `df` as these flags ask.
-    pub fn emit(&self, df: DataFrame) -> anyhow::Result<ExitCode> {
-        let df = self.select(df)?;
-        emit(df, self.format, self.out.as_deref())
+    /// Prints the answer's [`notes`], then writes its frame as these flags ask (a Parquet file
+    /// with the answer's [`provenance`]).
+    pub fn emit(&self, answer: Answer<DataFrame>) -> anyhow::Result<ExitCode> {
+        notes(&answer);
+        let metadata = self.metadata(&answer)?;
+        let df = self.select(answer.value)?;
+        write(df, self.format, self.out.as_deref(), metadata)
+    }
+
+    /// The [`provenance`] of `answer` when these flags write Parquet, else none.
+    pub fn metadata<T>(&self, answer: &Answer<T>) -> anyhow::Result<Vec<(String, String)>> {
+        metadata(answer, self.format)
     }
 
     /// Refuses `--columns` with a format that keeps every column (for the commands that write
@@ -191,6 +207,101 @@ pub fn warn(warnings: &[dexlake::query::Warning]) {
     for w in warnings {
         eprintln!("{}: {}", w.kind.prefix(), escaped_in_full(&w.text));
     }
+}
+
+/// Prints what stderr says of every answer of the lake: the version it read, as
+/// `note: lake version N`, then its warnings ([`warn`]).
+pub fn notes<T>(answer: &Answer<T>) {
+    version_note(answer.version);
+    warn(&answer.warnings);
+}
+
+/// Prints `note: lake version N` on stderr: the version an answer read.
+pub fn version_note(version: u64) {
+    eprintln!("note: lake version {version}");
+}
+
+/// The keys of a Parquet output's provenance, in the order they are written.
+pub const PROVENANCE_KEYS: [&str; 5] = [
+    "dexlake.version",
+    "dexlake.query",
+    "dexlake.coverage",
+    "dexlake.warnings",
+    "dexlake.created_by",
+];
+
+/// The provenance of an answer, as the key-value metadata of the Parquet file it is written
+/// to ([`PROVENANCE_KEYS`]): `dexlake.version`, the lake version it read (decimal);
+/// `dexlake.query`, the command and its arguments as given (JSON `{"command": "ohlcv",
+/// "args": [...]}`, without an `--api-key` and its value); `dexlake.coverage`, the coverage of
+/// what it read (JSON: `dataset`, `targets` with `target`, `asked`, `missing`, `partial` and
+/// `recorded`, and `notes`); `dexlake.warnings`, its warnings (a JSON list of `{"kind",
+/// "text"}`, kind `coverage`, `no_events` or `empty`); and `dexlake.created_by`,
+/// `dexlake <version>`.
+pub fn provenance<T>(answer: &Answer<T>) -> anyhow::Result<Vec<(String, String)>> {
+    let warnings: Vec<Value> = answer
+        .warnings
+        .iter()
+        .map(|w| json!({"kind": w.kind.name(), "text": w.text}))
+        .collect();
+    let values = [
+        answer.version.to_string(),
+        query_of(
+            std::env::args_os()
+                .skip(1)
+                .map(|a| a.to_string_lossy().into_owned()),
+        )
+        .to_string(),
+        serde_json::to_string(&answer.coverage)?,
+        Value::from(warnings).to_string(),
+        format!("dexlake {}", env!("CARGO_PKG_VERSION")),
+    ];
+    Ok(PROVENANCE_KEYS
+        .iter()
+        .map(|k| k.to_string())
+        .zip(values)
+        .collect())
+}
+
+/// The [`provenance`] of `answer` when it is written as Parquet, else none.
+pub fn metadata<T>(answer: &Answer<T>, format: Format) -> anyhow::Result<Vec<(String, String)>> {
+    match format {
+        Format::Parquet => provenance(answer),
+        _ => Ok(Vec::new()),
+    }
+}
+
+/// The global options that take a value (see [`Global`]), which may come before the command.
+const GLOBAL_VALUES: [&str; 3] = ["--lake", "--base-url", "--api-key"];
+
+/// The command line (without the program) as `dexlake.query` records it: the command, and
+/// every other argument as given, in order, but an API key (`--api-key K`, `--api-key=K`).
+fn query_of(args: impl IntoIterator<Item = String>) -> Value {
+    let mut command: Option<String> = None;
+    let mut kept = Vec::new();
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        if arg == "--api-key" {
+            args.next();
+            continue;
+        }
+        if arg.starts_with("--api-key=") {
+            continue;
+        }
+        if command.is_none() {
+            if GLOBAL_VALUES.contains(&arg.as_str()) {
+                kept.push(arg);
+                kept.extend(args.next());
+                continue;
+            }
+            if !arg.starts_with('-') {
+                command = Some(arg);
+                continue;
+            }
+        }
+        kept.push(arg);
+    }
+    json!({"command": command, "args": kept})
 }
 
 /// Opens the lake of `--lake` for reading: creates nothing and takes no lock, so a read-only
@@ -597,11 +708,34 @@ fn render(df: &DataFrame, format: Format) -> anyhow::Result<Vec<u8>> {
     Ok(out.into_bytes())
 }
 
-pub fn emit(mut df: DataFrame, format: Format, out: Option<&Path>) -> anyhow::Result<ExitCode> {
+/// Prints the answer's [`notes`], then writes its frame as `format` asks, to `out` or
+/// standard output (a Parquet file with the answer's [`provenance`]).
+pub fn emit(
+    answer: Answer<DataFrame>,
+    format: Format,
+    out: Option<&Path>,
+) -> anyhow::Result<ExitCode> {
+    notes(&answer);
+    let metadata = metadata(&answer, format)?;
+    write(answer.value, format, out, metadata)
+}
+
+/// Writes `df` as `format` asks, to `out` or standard output; a Parquet file carries
+/// `metadata` as its key-value metadata (after polars' Arrow schema).
+fn write(
+    mut df: DataFrame,
+    format: Format,
+    out: Option<&Path>,
+    metadata: Vec<(String, String)>,
+) -> anyhow::Result<ExitCode> {
     if format == Format::Parquet {
         let path = out.context("--format parquet needs --out FILE")?;
         let file = File::create(path).with_context(|| format!("creating {}", path.display()))?;
-        let written = parquet_writer(file)?.finish(&mut df);
+        let mut writer = parquet_writer(file)?;
+        if !metadata.is_empty() {
+            writer = writer.with_key_value_metadata(Some(KeyValueMetadata::from_static(metadata)));
+        }
+        let written = writer.finish(&mut df);
         anyhow::Context::with_context(written, || format!("writing {}", path.display()))?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -828,12 +962,24 @@ impl<'a> ParquetSink<'a> {
         })
     }
 
-    pub fn finish(self) -> anyhow::Result<()> {
-        if let Some(w) = self.writer {
-            anyhow::Context::with_context(w.finish(), || {
-                format!("writing {}", self.path.display())
-            })?;
-        }
+    /// Ends the file (when a batch created it) with `metadata` as its key-value metadata,
+    /// after polars' Arrow schema, as [`write`] ends a file written at once.
+    pub fn finish(self, metadata: Vec<(String, String)>) -> anyhow::Result<()> {
+        let Some(w) = self.writer else {
+            return Ok(());
+        };
+        let context = || format!("writing {}", self.path.display());
+        let mut file = w
+            .get_writer()
+            .lock()
+            .map_err(|_| anyhow::anyhow!("the writer failed earlier"))
+            .with_context(context)?;
+        let mut key_values = vec![schema_to_metadata_key(file.schema())];
+        key_values.extend(metadata.into_iter().map(|(key, value)| KeyValue {
+            key,
+            value: Some(value),
+        }));
+        anyhow::Context::with_context(file.end(Some(key_values)), context)?;
         Ok(())
     }
 }
@@ -951,7 +1097,7 @@ mod tests {
         for f in frames {
             sink.write(f).unwrap();
         }
-        sink.finish().unwrap();
+        sink.finish(Vec::new()).unwrap();
         let back = ParquetReader::new(File::open(path).unwrap())
             .finish()
             .unwrap();
@@ -960,6 +1106,117 @@ mod tests {
             all.vstack_mut(f).unwrap();
         }
         (back, all)
+    }
+
+    /// The bytes of a Parquet file before its footer (its data pages and indexes), and the
+    /// footer's key-value metadata.
+    fn parts(path: &Path) -> (Vec<u8>, Vec<(String, Option<String>)>) {
+        use parquet::file::reader::{FileReader, SerializedFileReader};
+        let bytes = std::fs::read(path).unwrap();
+        let n = bytes.len();
+        let footer = u32::from_le_bytes(bytes[n - 8..n - 4].try_into().unwrap()) as usize;
+        let reader = SerializedFileReader::new(File::open(path).unwrap()).unwrap();
+        let kv = reader
+            .metadata()
+            .file_metadata()
+            .key_value_metadata()
+            .map(|kv| {
+                kv.iter()
+                    .map(|kv| (kv.key.clone(), kv.value.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        (bytes[..n - 8 - footer].to_vec(), kv)
+    }
+
+    /// Metadata changes the footer only: the data before it is the same bytes, written at
+    /// once or batch by batch, and the footer holds polars' Arrow schema, then the metadata.
+    #[test]
+    fn metadata_changes_the_footer_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let frame = df!(
+            "token_address" => ["A", "A", "B"],
+            "x" => [1.5f64, 2.5, f64::NAN],
+            "count" => [1i64, 2, 3],
+        )
+        .unwrap();
+        let metadata = vec![
+            ("dexlake.version".to_owned(), "7".to_owned()),
+            (
+                "dexlake.query".to_owned(),
+                "{\"command\":\"ohlcv\"}".to_owned(),
+            ),
+        ];
+        let at_once = |name: &str, metadata: Vec<(String, String)>| {
+            let path = dir.path().join(name);
+            write(frame.clone(), Format::Parquet, Some(&path), metadata).unwrap();
+            parts(&path)
+        };
+        let batched = |name: &str, metadata: Vec<(String, String)>| {
+            let path = dir.path().join(name);
+            let mut sink = ParquetSink::new(&path);
+            sink.write(&frame).unwrap();
+            sink.write(&frame).unwrap();
+            sink.finish(metadata).unwrap();
+            parts(&path)
+        };
+        for (bare, with) in [
+            (
+                at_once("a.parquet", Vec::new()),
+                at_once("b.parquet", metadata.clone()),
+            ),
+            (
+                batched("c.parquet", Vec::new()),
+                batched("d.parquet", metadata.clone()),
+            ),
+        ] {
+            assert_eq!(bare.0, with.0);
+            let keys = |kv: &[(String, Option<String>)]| -> Vec<String> {
+                kv.iter().map(|(k, _)| k.clone()).collect()
+            };
+            assert_eq!(keys(&bare.1), ["ARROW:schema"]);
+            assert_eq!(
+                keys(&with.1),
+                ["ARROW:schema", "dexlake.version", "dexlake.query"]
+            );
+            assert_eq!(bare.1[0], with.1[0]);
+            assert_eq!(with.1[2].1.as_deref(), Some("{\"command\":\"ohlcv\"}"));
+        }
+    }
+
+    /// The query names the command, keeps every other argument as given (the global ones
+    /// before it too), and drops the API key in both of its forms.
+    #[test]
+    fn the_query_is_the_command_line_without_the_api_key() {
+        let query = |args: &[&str]| query_of(args.iter().map(|a| a.to_string()));
+        assert_eq!(
+            query(&[
+                "--lake",
+                "ohlcv",
+                "ohlcv",
+                "--token",
+                "X",
+                "--interval",
+                "60"
+            ]),
+            json!({"command": "ohlcv", "args": ["--lake", "ohlcv", "--token", "X", "--interval", "60"]})
+        );
+        assert_eq!(
+            query(&[
+                "--api-key",
+                "K",
+                "pnl",
+                "--top",
+                "3",
+                "--api-key=K2",
+                "--lake=L"
+            ]),
+            json!({"command": "pnl", "args": ["--top", "3", "--lake=L"]})
+        );
+        assert_eq!(
+            query(&["status", "--api-key", "K"]),
+            json!({"command": "status", "args": []})
+        );
     }
 
     /// A column that zstd barely shrinks in its first row group of enough bytes is written

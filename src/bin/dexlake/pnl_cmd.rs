@@ -14,7 +14,7 @@ use dexlake::analytics::pnl::{
 use dexlake::analytics::token_metrics::parse_span;
 use dexlake::query::LakeQuery as _;
 
-use crate::output::{Format, ParquetSink, emit, warn};
+use crate::output::{Format, ParquetSink, emit, metadata, notes};
 use crate::pinned::{AsOfArg, reading_lake};
 use crate::status_cmd::Strict;
 use crate::{Global, address};
@@ -126,8 +126,7 @@ pub fn pnl(global: &Global, args: PnlArgs) -> anyhow::Result<ExitCode> {
     let query = lake.query().strict(args.strict.strict);
     if let Some(top) = args.top {
         let answer = query.leaderboard_covered(top, &config)?;
-        warn(&answer.warnings);
-        return emit(answer.value, args.format, args.out.as_deref());
+        return emit(answer, args.format, args.out.as_deref());
     }
     let table = if args.lots {
         PnlTable::Lots
@@ -146,13 +145,12 @@ pub fn pnl(global: &Global, args: PnlArgs) -> anyhow::Result<ExitCode> {
             // a time, so memory holds the grouped trades and one chunk's tables.
             let mut sink = ParquetSink::new(out);
             let answer = query.pnl_table_to(&config, table, |df| sink.write_frame(&df))?;
-            warn(&answer.warnings);
-            sink.finish()?;
+            notes(&answer);
+            sink.finish(metadata(&answer, args.format)?)?;
             return Ok(ExitCode::SUCCESS);
         }
         let answer = query.pnl_table(&config, table)?;
-        warn(&answer.warnings);
-        return emit(answer.value, args.format, args.out.as_deref());
+        return emit(answer, args.format, args.out.as_deref());
     }
     let Some(wallet) = args.wallet else {
         return Err(dexlake::Error::InvalidArgument {
@@ -171,15 +169,13 @@ pub fn pnl(global: &Global, args: PnlArgs) -> anyhow::Result<ExitCode> {
                 risk_free: args.risk_free,
             },
         };
-        let answer = query.performance_covered(&config, &equity)?;
-        warn(&answer.warnings);
-        let perf = answer.value;
-        let df = if args.curve { perf.curve } else { perf.metrics };
-        return emit(df, args.format, args.out.as_deref());
+        let answer = query
+            .performance_covered(&config, &equity)?
+            .map(|perf| if args.curve { perf.curve } else { perf.metrics });
+        return emit(answer, args.format, args.out.as_deref());
     }
     let answer = query.pnl_table(&config, table)?;
-    warn(&answer.warnings);
-    emit(answer.value, args.format, args.out.as_deref())
+    emit(answer, args.format, args.out.as_deref())
 }
 
 pub fn token_metrics(global: &Global, args: TokenMetricsArgs) -> anyhow::Result<ExitCode> {
@@ -190,6 +186,5 @@ pub fn token_metrics(global: &Global, args: TokenMetricsArgs) -> anyhow::Result<
         .token(&args.token)
         .strict(args.strict.strict)
         .token_metrics_covered(&windows, args.now)?;
-    warn(&answer.warnings);
-    emit(answer.value, args.format, args.out.as_deref())
+    emit(answer, args.format, args.out.as_deref())
 }

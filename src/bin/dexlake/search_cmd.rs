@@ -12,7 +12,7 @@ use dexlake::query::LakeQuery as _;
 use serde_json::Value;
 
 use crate::Global;
-use crate::output::warn;
+use crate::output::notes;
 use crate::pinned::{AsOfArg, reading_lake};
 use crate::status_cmd::Strict;
 
@@ -70,7 +70,7 @@ pub fn run(global: &Global, args: SearchArgs) -> anyhow::Result<ExitCode> {
         None => query.search_covered(&request, snapshot)?,
         Some(chain_id) => query.search_evm_covered(chain_id, &request, snapshot)?,
     };
-    warn(&answer.warnings);
+    notes(&answer);
     let page = answer.value;
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&page)?),

@@ -11,6 +11,7 @@ use dexlake::error::escaped_in_full;
 use dexlake::query::LakeQuery as _;
 
 use crate::Global;
+use crate::output::version_note;
 use crate::pinned::{AsOfArg, reading_lake};
 
 /// How `dexlake status` prints.
@@ -46,6 +47,7 @@ pub struct Strict {
 pub fn status(global: &Global, args: StatusArgs) -> anyhow::Result<ExitCode> {
     let lake = reading_lake(global, &args.as_of)?;
     let status = lake.query().status()?;
+    version_note(status.version);
     match args.format {
         StatusFormat::Json => println!("{}", serde_json::to_string_pretty(&status)?),
         StatusFormat::Table => print!("{}", table(&status)),
