@@ -29,7 +29,10 @@
 //! [`Query::pnl`], ...) return the answer's value alone.
 //!
 //! Every answer is computed by the analytics ([`crate::analytics`]) from the lake's committed
-//! files; nothing here reads the network. Time bars always leave out the buckets that meet a
+//! files; nothing here reads the network. A query of a handle pinned to an older version
+//! (`lake.at(version)?.query()`, [`Lake::at`](crate::lake::Lake::at)) reads that version's files
+//! and sync state, and its answers carry that version: the same question answers the same
+//! bytes whatever the lake committed since. Time bars always leave out the buckets that meet a
 //! range never fetched and never fill across one ([`BarOptions::unfetched`]). A selection that an
 //! answer cannot honour (a wallet for bars, a time range for PnL, which is computed over each
 //! wallet's whole history) is refused with [`Error::InvalidArgument`], never silently dropped;
