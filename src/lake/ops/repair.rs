@@ -20,8 +20,11 @@
 //! the checkpoint: the lost entry's added files are on disk but named by no surviving entry, and
 //! the files it removed (by compaction) are gone from disk but still named by the checkpoint or
 //! an earlier entry, so only the files on disk give the committed file list. What cannot be
-//! recovered: the state values only the lost entry set, and, as in every repair, the files' id
-//! ranges (writes then read those files' ids instead of skipping them by range).
+//! recovered: the state values only the lost entry set; as in every repair, the files' id
+//! ranges (writes then read those files' ids instead of skipping them by range); and which
+//! files a lost entry removed, when no surviving checkpoint or entry names them: such a
+//! retained file is adopted beside the files that replaced it, and `verify` then reports the
+//! repeated ids (`dexlake vacuum` before a repair, when the log is still readable, leaves none).
 
 use std::collections::{BTreeMap, BTreeSet};
 
