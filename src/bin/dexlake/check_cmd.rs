@@ -13,8 +13,8 @@ use clap::{Args, ValueEnum};
 use dexlake::analytics::quality::{self, CheckOptions, CheckReport};
 use dexlake::error::escaped_in_full;
 
-use crate::output::version_note;
-use crate::pinned::{AsOfArg, reading_lake};
+use crate::open_lake::{AsOfArg, reading_lake};
+use crate::provenance::version_note;
 use crate::{Global, address, error_text};
 
 /// Exit status of a check that found something.

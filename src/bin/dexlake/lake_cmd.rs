@@ -13,8 +13,8 @@ use dexlake::lake::{
 };
 
 use crate::Global;
-use crate::output::{ensure_lake, existing_lake};
-use crate::pinned::{AsOfArg, reading_lake};
+use crate::open_lake::{AsOfArg, reading_lake};
+use crate::open_lake::{ensure_lake, existing_lake};
 
 /// Arguments of `dexlake schema`.
 #[derive(Args, Debug)]

@@ -8,7 +8,7 @@ use dexlake::error::escaped_in_full;
 use dexlake::lake::{CommitRecord, Dataset, History};
 
 use crate::Global;
-use crate::pinned::{AsOfArg, reading_lake};
+use crate::open_lake::{AsOfArg, reading_lake};
 
 /// How `dexlake log` prints.
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]

@@ -14,9 +14,11 @@ mod follow_cmd;
 mod lake_cmd;
 mod log_cmd;
 mod ohlcv_cmd;
+mod open_lake;
 mod output;
-mod pinned;
+mod parquet_out;
 mod pnl_cmd;
+mod provenance;
 mod search_cmd;
 #[cfg(feature = "sim")]
 mod sim_cmd;
@@ -153,7 +155,7 @@ fn main() -> ExitCode {
         Command::BenchLake(args) => bench_lake_cmd::run(&cli.global, args),
         Command::FixtureLake(args) => lake_cmd::fixture_lake(&cli.global, args),
     };
-    output::print_transfer_stats();
+    open_lake::print_transfer_stats();
     match result {
         Ok(code) => code,
         Err(e) => {

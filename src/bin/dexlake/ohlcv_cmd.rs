@@ -14,8 +14,10 @@ use clap::{Args, ValueEnum};
 use dexlake::analytics::{Edge, Fill};
 use dexlake::query::{Bars, LakeQuery as _, Query};
 
-use crate::output::{Format, Output, ParquetSink, notes};
-use crate::pinned::{AsOfArg, reading_lake};
+use crate::open_lake::{AsOfArg, reading_lake};
+use crate::output::{Format, Output};
+use crate::parquet_out::ParquetSink;
+use crate::provenance::notes;
 use crate::status_cmd::Strict;
 use crate::{Global, address};
 

@@ -14,8 +14,10 @@ use dexlake::analytics::pnl::{
 use dexlake::analytics::token_metrics::parse_span;
 use dexlake::query::LakeQuery as _;
 
-use crate::output::{Format, ParquetSink, emit, metadata, notes};
-use crate::pinned::{AsOfArg, reading_lake};
+use crate::open_lake::{AsOfArg, reading_lake};
+use crate::output::{Format, emit};
+use crate::parquet_out::ParquetSink;
+use crate::provenance::{metadata, notes};
 use crate::status_cmd::Strict;
 use crate::{Global, address};
 

@@ -12,8 +12,8 @@ use dexlake::query::LakeQuery as _;
 use serde_json::Value;
 
 use crate::Global;
-use crate::output::notes;
-use crate::pinned::{AsOfArg, reading_lake};
+use crate::open_lake::{AsOfArg, reading_lake};
+use crate::provenance::notes;
 use crate::status_cmd::Strict;
 
 /// How `dexlake search` prints its answer.

@@ -11,8 +11,8 @@ use dexlake::error::escaped_in_full;
 use dexlake::query::LakeQuery as _;
 
 use crate::Global;
-use crate::output::version_note;
-use crate::pinned::{AsOfArg, reading_lake};
+use crate::open_lake::{AsOfArg, reading_lake};
+use crate::provenance::version_note;
 
 /// How `dexlake status` prints.
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
