@@ -19,6 +19,7 @@ mod pnl_cmd;
 mod search_cmd;
 #[cfg(feature = "sim")]
 mod sim_cmd;
+mod sql_cmd;
 mod status_cmd;
 mod sync_cmd;
 
@@ -107,6 +108,8 @@ enum Command {
     Check(check_cmd::CheckArgs),
     /// Merge small files of each partition into larger ones.
     Compact(lake_cmd::CompactArgs),
+    /// A SQL query over the lake: every dataset a table of exactly its committed files.
+    Sql(sql_cmd::SqlArgs),
     /// OHLCV bars (time, tick, volume or dollar) computed on the lake.
     Ohlcv(ohlcv_cmd::OhlcvArgs),
     /// Keep the lake fresh from the service and print each bar of the followed tokens once it
@@ -141,6 +144,7 @@ fn main() -> ExitCode {
         Command::Verify(args) => lake_cmd::verify(&cli.global, args),
         Command::Check(args) => check_cmd::run(&cli.global, args),
         Command::Compact(args) => lake_cmd::compact(&cli.global, args),
+        Command::Sql(args) => sql_cmd::run(&cli.global, args),
         Command::Ohlcv(args) => ohlcv_cmd::ohlcv(&cli.global, args),
         Command::Follow(args) => follow_cmd::run(&cli.global, args),
         Command::PriceStats(args) => ohlcv_cmd::price_stats_cmd(&cli.global, args),
