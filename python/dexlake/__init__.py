@@ -509,6 +509,15 @@ class Lake:
         _warn(notes, stacklevel=2)
         return json.loads(body)
 
+    def sql(self, query: str) -> pl.DataFrame:
+        """The rows a SQL ``query`` (polars' SQL: one ``SELECT``, ``WITH`` or set operation)
+        selects from the lake, as ``dexlake sql`` gives them: every dataset (``swaps``,
+        ``trades``, ..., the follow's ``bars``) is a table of exactly its committed files,
+        with the hive columns ``chain``, ``interval`` and ``date``; struct fields by path
+        (``market.price``, ``metrics."1d".volume``). A statement that writes, several
+        statements, an unknown table or column raise ``InvalidArgumentError``."""
+        return _frame(self._native.sql(_text(query, "query")))
+
     def status(self) -> Dict[str, Any]:
         """What the lake covers, per dataset and per synced target (``dexlake status``)."""
         return json.loads(self._native.status())

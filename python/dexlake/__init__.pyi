@@ -205,6 +205,13 @@ class Lake:
         profile snapshot fetched at ``snapshot`` (default: the newest), as the service answers
         it: ``{"count", "cursor", "data"}``; ``chain_id`` searches that EVM chain's profiles
         (dexlake's extension)."""
+    def sql(self, query: str) -> pl.DataFrame:
+        """The rows a SQL ``query`` (polars' SQL: one ``SELECT``, ``WITH`` or set operation)
+        selects from the lake, as ``dexlake sql`` gives them: every dataset (``swaps``,
+        ``trades``, ..., the follow's ``bars``) is a table of exactly its committed files,
+        with the hive columns ``chain``, ``interval`` and ``date``; struct fields by path
+        (``market.price``, ``metrics."1d".volume``). A statement that writes, several
+        statements, an unknown table or column raise ``InvalidArgumentError``."""
     def status(self) -> Dict[str, Any]:
         """What the lake covers, per dataset and per synced target (``dexlake status``)."""
     def verify(self) -> Dict[str, Any]:

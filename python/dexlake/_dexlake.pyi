@@ -148,6 +148,9 @@ class NativeLake:
         ``snapshot`` (``None``: the newest), as the service's JSON body ``{count, cursor,
         data}``, with the answer's warnings; with ``chain_id``, over that EVM chain's
         profiles."""
+    def sql(self, query: str) -> _Answer:
+        """The rows a SQL query selects from the lake's datasets, each a table of its
+        committed files, as ``dexlake sql`` gives them."""
     def status(self) -> str:
         """What the lake covers (``dexlake status --format json``), as JSON."""
     def verify(self) -> _VerifyAnswer:

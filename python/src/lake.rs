@@ -445,6 +445,12 @@ impl NativeLake {
         Ok((body, warnings_of(&answer.warnings)))
     }
 
+    /// The rows a SQL query selects from the lake's datasets, each a table of its committed
+    /// files, as `dexlake sql` gives them.
+    fn sql(&self, py: Python<'_>, query: &str) -> PyResult<Answer> {
+        self.answer(py, false, |q| q.sql(query))
+    }
+
     /// What the lake covers (`dexlake status --format json`), as JSON.
     fn status(&self, py: Python<'_>) -> PyResult<String> {
         let status = py.detach(|| self.lake.query().status()).py(py)?;

@@ -90,3 +90,49 @@ def test_the_duckdb_views_read_the_committed_files_and_a_glob_does_not(fixture_l
     # The hive columns come from the paths, as with the glob.
     (chains,) = con.execute("SELECT count(DISTINCT chain) FROM swaps").fetchone()
     assert chains == 1
+
+
+def test_sql_counts_what_the_duckdb_views_count_and_not_a_leftover(fixture_lake, tmp_path):
+    """`dexlake sql` and `Lake.sql` read the committed files: with a leftover file beside
+    them, their count is DuckDB's through `dexlake views`, where a glob counts more."""
+    import os
+    import shutil
+    import subprocess
+
+    import dexlake
+
+    root, counts, _ = fixture_lake
+    lake = tmp_path / "lake"
+    shutil.copytree(root, lake)
+    committed = dataset_files(committed_files(lake), "swaps")
+    source = lake / committed[0]
+    (source.parent / "part-leftover-uncommitted.parquet").write_bytes(source.read_bytes())
+    binary = os.environ["DEXLAKE_BIN"]
+    script = subprocess.run(
+        [binary, "--lake", str(lake), "views", "--engine", "duckdb"],
+        check=True, capture_output=True, text=True, timeout=120,
+    ).stdout
+    con = duckdb.connect()
+    con.execute(script)
+    (by_views,) = con.execute("SELECT count(*) FROM swaps").fetchone()
+    (globbed,) = con.execute(
+        f"SELECT count(*) FROM read_parquet('{lake}/swaps/**/*.parquet', hive_partitioning = true)"
+    ).fetchone()
+    assert globbed > by_views == counts["swaps"]
+
+    out = subprocess.run(
+        [binary, "--lake", str(lake), "sql", "select count(*) as n from swaps", "--format", "json"],
+        check=True, capture_output=True, text=True, timeout=120,
+    ).stdout
+    assert json.loads(out) == [{"n": by_views}]
+    frame = dexlake.Lake(str(lake)).sql("select count(*) as n from swaps")
+    assert frame["n"].to_list() == [by_views]
+
+    # A group-by over a hive column agrees with DuckDB's over the views.
+    query = "select cast(date as varchar) as day, count(*) as n from swaps group by date order by day"
+    duck = con.execute(query).fetchall()
+    ours = dexlake.Lake(str(lake)).sql(query)
+    assert list(zip(ours["day"].to_list(), ours["n"].to_list())) == duck
+
+    with pytest.raises(dexlake.InvalidArgumentError, match="not a query"):
+        dexlake.Lake(str(lake)).sql("drop table swaps")

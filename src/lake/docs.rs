@@ -378,7 +378,8 @@ pub fn markdown() -> String {
          `timestamp[us, UTC]`. Nested objects are structs, so a dotted path such as \
          `market.liquidity` or `metrics.1d.volume` names the same value in a search filter, in \
          polars (`pl.col(\"metrics\").struct.field(\"1d\").struct.field(\"volume\")`) and in \
-         DuckDB (`metrics['1d'].volume`). `metrics.<window>` stands for each of the windows \
+         DuckDB (`metrics['1d'].volume`), and in `dexlake sql` (`metrics.\"1d\".volume`: a \
+         window's name is quoted). `metrics.<window>` stands for each of the windows \
          `7d`, `1d`, `6h`, `1h`, `5m`, `1m`; windows and ROI buckets the service may add later \
          are not stored. Snapshots (prices, price stats, profiles, portfolios) carry the time \
          they were fetched in `fetched_at`.\n\n",
@@ -422,6 +423,12 @@ pub fn markdown() -> String {
          above, keep the dataset's paths (the entries' `dataset`), and hand the engine those \
          paths, never the dataset's folder or a glob of it; the hive columns `chain` and `date` \
          come from the paths.\n\n\
+         - **`dexlake sql`** needs no other engine: `dexlake sql \"select date, count(*) as n \
+         from swaps group by date\"` (Python `lake.sql(query)`) runs one query of polars' SQL \
+         over tables named by the datasets, each made of exactly the committed files (an empty \
+         table with its columns when a dataset has none), with the hive columns and struct \
+         fields by path. A statement that writes, several statements and a table function such \
+         as `read_parquet('...')` are refused.\n\
          - **`dexlake views`** does this for DuckDB and Spark: it prints a script that defines \
          one view per dataset over the files committed now (with `--as-of`, at that version), \
          every path absolute. \

@@ -18,6 +18,7 @@
 //! | [`Query::search_covered`] | a search-profiles request answered from the lake's profile snapshots |
 //! | [`Query::search_evm_covered`] | the same request over an EVM chain's profile snapshots (dexlake's extension) |
 //! | [`Query::status`] | what the lake covers, per dataset and synced target |
+//! | [`Query::sql`] | the rows a SQL query selects from the lake's datasets (polars' SQL) |
 //!
 //! Every door (the CLI, the Python package, the daily report, `dexlake follow`) asks through
 //! these methods and only formats what comes back: an [`Answer`] carries the value, the
@@ -61,6 +62,7 @@ mod answer;
 mod bars;
 mod pnl_answers;
 mod series_answers;
+mod sql;
 
 pub use answer::{Answer, Warning, WarningKind};
 pub use bars::Bars;

@@ -142,6 +142,7 @@ fn a_damaged_lake_exits_5() {
     for args in [
         &["ohlcv", "--all-tokens", "--interval", "3600"][..],
         &["pnl", "--top", "3"],
+        &["sql", "select count(*) as n from swaps"],
     ] {
         let out = dexlake(&root, args);
         assert_exit(&out, 5, &path);

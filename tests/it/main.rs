@@ -37,4 +37,6 @@ mod report;
 mod series_bench_lake;
 mod sim;
 mod sim_live;
+#[cfg(feature = "sim")]
+mod sql;
 mod sync;

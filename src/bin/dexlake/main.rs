@@ -22,6 +22,7 @@ mod provenance;
 mod search_cmd;
 #[cfg(feature = "sim")]
 mod sim_cmd;
+mod sql_cmd;
 mod status_cmd;
 mod sync_cmd;
 
@@ -113,6 +114,8 @@ enum Command {
     /// Delete the files and log that no version within a retention needs (files replaced by
     /// compaction stay for older versions until then).
     Vacuum(lake_cmd::VacuumArgs),
+    /// A SQL query over the lake: every dataset a table of exactly its committed files.
+    Sql(sql_cmd::SqlArgs),
     /// OHLCV bars (time, tick, volume or dollar) computed on the lake.
     Ohlcv(ohlcv_cmd::OhlcvArgs),
     /// Keep the lake fresh from the service and print each bar of the followed tokens once it
@@ -148,6 +151,7 @@ fn main() -> ExitCode {
         Command::Check(args) => check_cmd::run(&cli.global, args),
         Command::Compact(args) => lake_cmd::compact(&cli.global, args),
         Command::Vacuum(args) => lake_cmd::vacuum(&cli.global, args),
+        Command::Sql(args) => sql_cmd::run(&cli.global, args),
         Command::Ohlcv(args) => ohlcv_cmd::ohlcv(&cli.global, args),
         Command::Follow(args) => follow_cmd::run(&cli.global, args),
         Command::PriceStats(args) => ohlcv_cmd::price_stats_cmd(&cli.global, args),
