@@ -84,6 +84,12 @@ fn reading_commands(token: &str, request: &Path) -> Vec<Vec<String>> {
         vec!["search", "--request", &request],
         vec!["status", "--format", "json"],
         vec!["check", "--format", "json"],
+        vec![
+            "sql",
+            "select count(*) as n, max(id) as last, max(block_time) as newest from swaps",
+            "--format",
+            "csv",
+        ],
         vec!["views", "--engine", "duckdb"],
         vec!["log", "--format", "json"],
     ]
