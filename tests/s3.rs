@@ -145,9 +145,9 @@ fn main() {
             verify_finds_a_missing_file,
         ),
         (
-            "compact_keeps_every_row_and_removes_the_old_files",
+            "compact_keeps_every_row_and_vacuum_removes_the_old_files",
             180,
-            compact_keeps_every_row_and_removes_the_old_files,
+            compact_keeps_every_row_and_vacuum_removes_the_old_files,
         ),
         (
             "a_streamed_file_is_uploaded_in_parts",
@@ -287,7 +287,7 @@ fn verify_finds_a_missing_file() {
     );
 }
 
-fn compact_keeps_every_row_and_removes_the_old_files() {
+fn compact_keeps_every_row_and_vacuum_removes_the_old_files() {
     let lake = Lake::open_with(root("compact"), small_file_options()).expect("open");
     let ids = commit_overlapping_small_files(&lake, 12, 200);
     let files_before = lake.manifest().expect("manifest").files.len();
@@ -296,13 +296,33 @@ fn compact_keeps_every_row_and_removes_the_old_files() {
     assert_eq!(committed_ids(&lake), ids);
     let m = lake.manifest().expect("manifest");
     assert!(m.files.len() < files_before);
-    let in_bucket: BTreeSet<String> = lake
-        .store()
-        .list("swaps")
-        .expect("list")
-        .into_iter()
-        .collect();
-    assert_eq!(in_bucket, m.files.keys().cloned().collect::<BTreeSet<_>>());
+    let in_bucket = || -> BTreeSet<String> {
+        lake.store()
+            .list("swaps")
+            .expect("list")
+            .into_iter()
+            .collect()
+    };
+    // The replaced files stay for the older versions, until a vacuum.
+    assert_eq!(
+        in_bucket(),
+        m.files.keys().chain(m.removed.keys()).cloned().collect()
+    );
+    assert!(lake.verify().expect("verify").is_ok());
+    let vacuum = lake
+        .vacuum(dexlake::lake::VacuumOptions {
+            retain: std::time::Duration::ZERO,
+            dry_run: false,
+        })
+        .expect("vacuum");
+    assert_eq!(vacuum.files.len(), report.files_removed);
+    let m = lake.manifest().expect("manifest");
+    assert!(m.removed.is_empty());
+    assert_eq!(
+        in_bucket(),
+        m.files.keys().cloned().collect::<BTreeSet<_>>()
+    );
+    assert_eq!(committed_ids(&lake), ids);
     assert!(lake.verify().expect("verify").is_ok());
 }
 
