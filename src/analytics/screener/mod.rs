@@ -45,7 +45,8 @@
 //! A request whose sort path is an object or an array (`market`, `labels`), or whose filter
 //! reads inside `matched_labels` (a list of entries in the lake, an object in the service's
 //! documents), is answered by the engine itself over the snapshot's documents: slower, never
-//! different.
+//! different. Which path answers is chosen once, from the schema, by the plan the search then
+//! runs; [`search_path`] and [`search_path_lazy`] report it ([`SearchPath`]) without answering.
 //!
 //! A snapshot is one run of a profile sync: the rows sharing one `fetched_at`. The lake holds
 //! one row per `token_address` in a snapshot, so `token_address` alone breaks ties.
@@ -62,10 +63,10 @@
 //!
 //! | file | what |
 //! |---|---|
-//! | `mod.rs` | the entry points: [`search`] (an altchain snapshot of the lake), [`search_evm`] (an EVM chain's) and [`search_lazy`] (any frame of profiles) |
+//! | `mod.rs` | the entry points: [`search`] (an altchain snapshot of the lake), [`search_evm`] (an EVM chain's) and [`search_lazy`] (any frame of profiles); [`search_path`] and [`search_path_lazy`], the path the first and last take |
 //! | `snapshot.rs` | the snapshot choice, per chain: [`ProfileSnapshot`], [`snapshots`], [`snapshots_of`], [`snapshot_time`], [`snapshot_time_of`], [`snapshot_frame`] |
 //! | `evm.rs` | the EVM profiles' fields: a request naming a field they lack refused, naming it ([`check_evm_request`]) |
-//! | `plan.rs` | the plan: whether the columnar path covers a request (else the engine answers it over documents), and the paths it reads before the page is chosen |
+//! | `plan.rs` | the plan: whether the columnar path covers a request (else the engine answers it over documents), chosen from the schema and then run, so the [`SearchPath`] it reports is the one taken; and the paths the columnar path reads before the page is chosen |
 //! | `columnar.rs` | the columnar path: the filter and text query over the key columns, the top-k of the sort value, keyset cursors, the page's rows from where they lie |
 //! | `filter.rs` | the filter compiler: [`filter_expr`], [`filter_expr_for`], `profile_schema`; paths resolved against a schema, each operator's rule for typed columns, n-ary `$and`/`$or` with the conditions on one path merged |
 //! | `kernels.rs` | the polars kernels the compiled expressions call: a nested leaf read in place, a list of strings searched in one pass |
@@ -107,13 +108,14 @@ mod tests;
 
 pub use documents::{DOCUMENT_COLUMNS, EVM_DOCUMENT_COLUMNS};
 pub use filter::{filter_expr, filter_expr_for};
+pub use plan::SearchPath;
 pub use snapshot::{
     ProfileSnapshot, snapshot_frame, snapshot_time, snapshot_time_of, snapshots, snapshots_of,
 };
 
 use columnar::Page;
 use documents::document_columns;
-use plan::{columnar_covers, read_paths, search_with};
+use plan::{plan, read_paths, search_with};
 use snapshot::{document_frame, snapshot_scan};
 
 /// The row number the search adds to a frame of profiles.
@@ -191,13 +193,17 @@ fn search_snapshot(
     let schema = frame
         .collect_schema()
         .map_err(Error::polars("reading the profiles' schema"))?;
-    if columnar_covers(request, &schema)? {
+    let planned = plan(frame, request, chain)?;
+    if planned.path() == SearchPath::Columnar
+        && let Some(keys) = parquet_leaves::read(lake, chain, at, &read_paths(request), &schema)?
+    {
         // The filter, sort and text query read a few leaves of the nested columns: only those
         // are decoded, for every profile of the snapshot, and then the page's whole rows only.
-        if let Some(keys) = parquet_leaves::read(lake, chain, at, &read_paths(request), &schema)? {
-            let frame = keys.frame.clone().lazy();
-            return search_with(
-                frame,
+        // Their frame plans as the snapshot's does (its columns are those leaves); were it not
+        // so, the snapshot's own columnar plan answers below.
+        let on_keys = plan(keys.frame.clone().lazy(), request, chain)?;
+        if on_keys.path() == SearchPath::Columnar {
+            return on_keys.run(
                 request,
                 Page::Located {
                     lake,
@@ -209,11 +215,33 @@ fn search_snapshot(
             );
         }
     }
-    search_with(frame, request, Page::ByAddress(by_address), chain)
+    planned.run(request, Page::ByAddress(by_address), chain)
+}
+
+/// The path [`search`] takes for the request over the snapshot, from the same plan, without
+/// answering it: the lake's schema is read, not its profiles. Errors as [`search`] does for a
+/// request it refuses or a snapshot the lake does not hold.
+pub fn search_path(
+    lake: &Lake,
+    request: &SearchRequest,
+    snapshot: ProfileSnapshot,
+) -> Result<SearchPath> {
+    let chain = ChainFamily::Altchain;
+    let path = || -> Result<SearchPath> {
+        let at = snapshot_time_of(lake, chain, snapshot)?;
+        Ok(plan(document_frame(lake, chain, at)?, request, chain)?.path())
+    };
+    path().map_err(|e| name_damaged_file(lake.base(), Dataset::TokenProfiles, e))
 }
 
 /// Answers a search-profiles request over any frame of profiles with the lake's columns
 /// ([`DOCUMENT_COLUMNS`] at least), one row per `token_address`.
 pub fn search_lazy(profiles: LazyFrame, request: &SearchRequest) -> Result<SearchPage> {
     search_with(profiles, request, Page::ByRow, ChainFamily::Altchain)
+}
+
+/// The path [`search_lazy`] takes for the request over the frame, from the same plan, without
+/// answering it: only the frame's schema is resolved.
+pub fn search_path_lazy(profiles: LazyFrame, request: &SearchRequest) -> Result<SearchPath> {
+    Ok(plan(profiles, request, ChainFamily::Altchain)?.path())
 }

@@ -1,6 +1,8 @@
 //! The plan: a request runs on the columnar path when its filter compiles to an expression over
 //! the profiles' schema and its sort value is a scalar column; otherwise the engine answers it
-//! over the whole documents. Also the paths the columnar path reads before the page is chosen.
+//! over the whole documents. [`plan`] makes that choice from the frame's schema alone, and the
+//! search runs the [`Plan`] it returns, so the [`SearchPath`] a plan reports is the one its
+//! answer takes. Also the paths the columnar path reads before the page is chosen.
 
 use polars::prelude::*;
 
@@ -11,21 +13,6 @@ use crate::api::models::ChainFamily;
 use crate::api::profile_query::SearchRequest;
 use crate::search::{SearchPage, SortSpec, TextMatcher};
 use crate::{Error, Result};
-
-/// Whether the columnar path answers the request over profiles of `schema` (else the engine
-/// does, over whole documents).
-pub(super) fn columnar_covers(request: &SearchRequest, schema: &Schema) -> Result<bool> {
-    if let Some(filter) = &request.filter
-        && compile(filter, schema)?.is_none()
-    {
-        return Ok(false);
-    }
-    Ok(match resolve(&SortSpec::of(request).field, schema) {
-        Resolved::Value { kind, .. } => kind.sort_rank().is_some(),
-        Resolved::Missing => true,
-        Resolved::Unsupported => false,
-    })
-}
 
 /// The dotted paths the columnar path reads before the page is chosen: the filter's, the
 /// sort's and the text query's. `token_address` (which breaks the sort's ties) is read after
@@ -47,13 +34,49 @@ pub(super) fn read_paths(request: &SearchRequest) -> Vec<String> {
     distinct_paths(out)
 }
 
-/// The search over `chain`'s profiles; `page` says where the page's whole rows are read from.
-pub(super) fn search_with(
+/// Which path answers a search-profiles request: the columnar one, or the engine over whole
+/// documents. [`search_path`](super::search_path) and
+/// [`search_path_lazy`](super::search_path_lazy) say which one [`search`](super::search) and
+/// [`search_lazy`](super::search_lazy) take, from the same plan they run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SearchPath {
+    /// The filter, sort and text query evaluated over the profiles' columns; only the page's
+    /// rows become documents.
+    Columnar,
+    /// The engine, [`crate::search::search`], over every profile of the snapshot as a
+    /// document: for a sort on an object or an array (`market`, `labels`), or a filter reading
+    /// inside `matched_labels`.
+    Engine,
+}
+
+/// A search planned over a frame of profiles: the frame's document columns, and the columnar
+/// path's compiled inputs when it covers the request (else the engine answers). Planning reads
+/// the frame's schema only; [`Plan::run`] answers.
+pub(super) struct Plan {
+    /// The frame's document columns.
+    profiles: LazyFrame,
+    /// The columnar path's inputs, or `None` for the engine.
+    columnar: Option<Columnar>,
+}
+
+/// What the columnar path runs with.
+struct Columnar {
+    /// The schema of the document columns.
+    schema: Schema,
+    /// The compiled filter.
+    predicate: Expr,
+    /// The sort value, its rank among the column types and its kind.
+    sort_column: (Expr, u8, Kind),
+}
+
+/// Plans the search over `chain`'s profiles: the columnar path when the request's filter
+/// compiles to an expression over the frame's document columns and its sort value is a scalar
+/// column (or missing); otherwise the engine.
+pub(super) fn plan(
     profiles: LazyFrame,
     request: &SearchRequest,
-    page: Page<'_>,
     chain: ChainFamily,
-) -> Result<SearchPage> {
+) -> Result<Plan> {
     request.validate()?;
     let mut profiles = profiles;
     let schema = profiles
@@ -76,25 +99,68 @@ pub(super) fn search_with(
         None => Some(lit(true)),
         Some(filter) => compile(filter, &schema)?,
     };
-    let sort = SortSpec::of(request);
-    let sort_column = match resolve(&sort.field, &schema) {
+    let sort_column = match resolve(&SortSpec::of(request).field, &schema) {
         Resolved::Value { expr, kind, .. } => kind.sort_rank().map(|rank| (expr, rank, kind)),
         Resolved::Missing => Some((lit(NULL), 0, Kind::Number)),
         Resolved::Unsupported => None,
     };
-    match (predicate, sort_column) {
-        (Some(predicate), Some((sort_expr, rank, kind))) => columnar(
-            profiles,
-            page,
-            request,
-            &schema,
+    let columnar = match (predicate, sort_column) {
+        (Some(predicate), Some(sort_column)) => Some(Columnar {
+            schema,
             predicate,
-            &sort,
-            (sort_expr, rank, kind),
-            chain,
-        ),
-        _ => by_engine(profiles, request, chain),
+            sort_column,
+        }),
+        _ => None,
+    };
+    Ok(Plan { profiles, columnar })
+}
+
+impl Plan {
+    /// The path this plan takes.
+    pub(super) fn path(&self) -> SearchPath {
+        match self.columnar {
+            Some(_) => SearchPath::Columnar,
+            None => SearchPath::Engine,
+        }
     }
+
+    /// Answers the request; `page` says where the columnar path reads the page's whole rows
+    /// from (the engine reads every document of the frame).
+    pub(super) fn run(
+        self,
+        request: &SearchRequest,
+        page: Page<'_>,
+        chain: ChainFamily,
+    ) -> Result<SearchPage> {
+        match self.columnar {
+            Some(Columnar {
+                schema,
+                predicate,
+                sort_column,
+            }) => columnar(
+                self.profiles,
+                page,
+                request,
+                &schema,
+                predicate,
+                &SortSpec::of(request),
+                sort_column,
+                chain,
+            ),
+            None => by_engine(self.profiles, request, chain),
+        }
+    }
+}
+
+/// The search over `chain`'s profiles, planned and run; `page` says where the page's whole
+/// rows are read from.
+pub(super) fn search_with(
+    profiles: LazyFrame,
+    request: &SearchRequest,
+    page: Page<'_>,
+    chain: ChainFamily,
+) -> Result<SearchPage> {
+    plan(profiles, request, chain)?.run(request, page, chain)
 }
 
 /// The engine over every document of the frame: for requests the columnar path does not cover.
