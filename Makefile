@@ -12,7 +12,7 @@ VPY := $(VENV)/bin/python
 # tests (with Debian's chromium and chromium-driver, which .ci/run installs).
 PY_PACKAGES := duckdb 'polars>=2.0,<3' pyarrow pytest nbclient nbformat ipykernel matplotlib 'moto[server]' boto3 pyspark 'pandas<3' selenium pillow
 
-.PHONY: test fmt clippy rust-test doc py-install py-test venv notebooks research examples screenshot bench compare compare-pnl compare-python compare-s3 compare-search compare-series
+.PHONY: test fmt clippy rust-test doc py-install py-test venv notebooks research examples screenshot bench compare compare-pnl compare-python compare-s3 compare-search compare-series compare-sql
 
 # The target folder (honours CARGO_TARGET_DIR and a shared one outside the clone).
 TARGET_DIR = $(CARGO) metadata --format-version 1 --no-deps | $(VPY) -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])'
@@ -139,6 +139,13 @@ compare-series: venv
 compare-pnl: venv
 	$(CARGO) build --release --bin dexlake --examples
 	$(VPY) benches/compare/pnl.py --dexlake "$$($(TARGET_DIR))/release/dexlake" $(COMPARE_ARGS)
+
+# `dexlake sql` against DuckDB on the views of `dexlake views`, over the 10M-swap lake of
+# `make compare` (built by it; not part of `make test`); see benches/compare/sql.py.
+compare-sql: venv
+	$(CARGO) build --release --bin dexlake --examples
+	$(VPY) benches/compare/sql.py --dexlake "$$($(TARGET_DIR))/release/dexlake" \
+		--lake "$$($(TARGET_DIR))/compare-lake" $(COMPARE_ARGS)
 
 # The Python package on the same 10M-swap lake as `make compare`: the cost of handing a bars frame
 # to polars against computing it, and `lake.bars(all_tokens=True)` against the CLI (not part of
