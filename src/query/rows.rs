@@ -88,7 +88,10 @@ pub fn json_rows(df: &DataFrame) -> Result<Vec<Value>> {
         if let DataType::Struct(_) = s.dtype() {
             let fields = s
                 .struct_()
-                .map_err(Error::polars(format!("reading the struct column {}", s.name())))?
+                .map_err(Error::polars(format!(
+                    "reading the struct column {}",
+                    s.name()
+                )))?
                 .fields_as_series();
             for f in fields {
                 leaves.push((

@@ -20,6 +20,8 @@ mod parquet_out;
 mod pnl_cmd;
 mod provenance;
 mod search_cmd;
+#[cfg(feature = "serve")]
+mod serve_cmd;
 #[cfg(feature = "sim")]
 mod sim_cmd;
 mod status_cmd;
@@ -111,6 +113,10 @@ enum Command {
     Follow(follow_cmd::FollowArgs),
     /// Price changes and volumes over 5m … 30d computed on the lake.
     PriceStats(ohlcv_cmd::PriceStatsArgs),
+    /// Answer the lake's questions as a JSON API over HTTP (read-only; loopback unless given
+    /// an access token).
+    #[cfg(feature = "serve")]
+    Serve(serve_cmd::ServeArgs),
     /// Write the simulator's swaps or trades, or a synthetic EVM price history, straight into a
     /// lake (for benchmarks).
     #[cfg(feature = "sim")]
@@ -142,6 +148,8 @@ fn main() -> ExitCode {
         Command::Ohlcv(args) => ohlcv_cmd::ohlcv(&cli.global, args),
         Command::Follow(args) => follow_cmd::run(&cli.global, args),
         Command::PriceStats(args) => ohlcv_cmd::price_stats_cmd(&cli.global, args),
+        #[cfg(feature = "serve")]
+        Command::Serve(args) => serve_cmd::run(&cli.global, args),
         #[cfg(feature = "sim")]
         Command::BenchLake(args) => bench_lake_cmd::run(&cli.global, args),
         Command::FixtureLake(args) => lake_cmd::fixture_lake(&cli.global, args),

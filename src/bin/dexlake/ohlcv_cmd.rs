@@ -216,7 +216,10 @@ pub fn ohlcv(global: &Global, args: OhlcvArgs) -> anyhow::Result<ExitCode> {
         (_, Some(v), _, _) => Bars::base_volume(v),
         (_, _, Some(v), _) => Bars::usd_volume(v),
         (None, None, None, Some(width)) => {
-            let fill = args.fill.to_possible_value().expect("every fill has a name");
+            let fill = args
+                .fill
+                .to_possible_value()
+                .expect("every fill has a name");
             let bars = Bars::every(width)
                 .offset(args.offset)
                 .closed(args.closed.edge("closed")?)
