@@ -10,7 +10,7 @@
 //!
 //! What it may import: [`crate::query`] for every answer, with its option and result types
 //! (`analytics` options, `coverage` results), [`crate::error`], and a read-only
-//! [`Lake`](crate::lake::Lake) handle ([`Lake::open_existing`](crate::lake::Lake::open_existing):
+//! [`Lake`] handle ([`Lake::open_existing`]:
 //! no lock, nothing created). Never `sync`, `live` or the service's client: serving never
 //! writes the lake nor reads the network. No path of a request reaches the file system: the
 //! routes are a fixed list of names, and every answer is read from the lake's committed files.

@@ -396,7 +396,7 @@ fn each_route_answers_as_the_query_and_the_cli() {
             format!("/api/bars?token={a}&ticks=5&fill=ffill"),
             format!("/api/bars?token={a}&interval=60&colour=red"),
             format!("/api/bars?token={a}&token={b}&interval=60"),
-            format!("/api/bars?token=%20&interval=60"),
+            "/api/bars?token=%20&interval=60".to_owned(),
             format!("/api/bars?token={a}"),
             format!("/api/pnl?wallet={w}&lots&positions"),
         ] {
