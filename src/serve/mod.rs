@@ -46,10 +46,16 @@ pub struct Server {
 impl Server {
     /// Binds `addr` to answer from `lake` (open it with
     /// [`Lake::open_existing`](crate::lake::Lake::open_existing): serving reads only), checking
-    /// every request against `access`. A non-loopback address without a token is refused:
-    /// give it [`Access::Token`] (see [`generate_token`]). Must be called within a tokio
+    /// every request against `access`. A non-loopback address without a token is refused
+    /// (give it [`Access::Token`], see [`generate_token`]), and so is an empty token. Must be called within a tokio
     /// runtime.
     pub async fn bind(addr: SocketAddr, lake: Lake, access: Access) -> Result<Server> {
+        if access == Access::Token(String::new()) {
+            return Err(Error::InvalidArgument {
+                argument: "token".into(),
+                reason: "give a token: an empty one would let anyone in".into(),
+            });
+        }
         if !addr.ip().is_loopback() && access == Access::Open {
             return Err(Error::InvalidArgument {
                 argument: "addr".into(),

@@ -491,3 +491,80 @@ fn each_route_answers_as_the_query_and_the_cli() {
         assert!(damaged.iter().any(|f| text.contains(f.as_str())), "{text}");
     });
 }
+
+/// `dexlake serve --token`: the banner's first line names the address; a request without the
+/// token is 401, with it 200. Binding beyond loopback without a token, or with an empty one,
+/// is refused before anything listens.
+#[test]
+fn the_command_serves_with_its_token() {
+    bounded(120, || {
+        let dir = tempfile::tempdir().expect("dir");
+        let lake_dir = dir.path().join("lake");
+        common::dexlake_cli(&[
+            "fixture-lake",
+            lake_dir.to_str().expect("path"),
+            "--rows",
+            "200",
+        ]);
+        let mut child = Stopped(
+            std::process::Command::new(env!("CARGO_BIN_EXE_dexlake"))
+                .arg("--lake")
+                .arg(&lake_dir)
+                .args(["serve", "--addr", "127.0.0.1:0", "--token", "t0ken"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("dexlake serve starts"),
+        );
+        let mut first = String::new();
+        let stdout = child.0.stdout.take().expect("stdout");
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut first)
+            .expect("the banner");
+        let addr: SocketAddr = first
+            .trim()
+            .strip_prefix("listening on http://")
+            .and_then(|rest| rest.strip_suffix("/api/"))
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_else(|| panic!("banner: {first:?}"));
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let (status, body) = get(&rt, addr, "/api/status", None);
+        let (with, status_body) = get(&rt, addr, "/api/status", Some("t0ken"));
+        drop(child);
+        assert_eq!(status, 401, "{body}");
+        assert_eq!(with, 200, "{status_body}");
+        assert!(
+            status_body["data"]["datasets"]
+                .as_array()
+                .is_some_and(|d| !d.is_empty())
+        );
+
+        let lake = Lake::open_existing(&lake_dir).expect("lake");
+        for (addr, access, needle) in [
+            ("0.0.0.0:0", Access::Open, "needs an access token"),
+            ("127.0.0.1:0", Access::Token(String::new()), "empty"),
+        ] {
+            let e = rt
+                .block_on(Server::bind(
+                    addr.parse().expect("addr"),
+                    lake.clone(),
+                    access,
+                ))
+                .expect_err("refused");
+            assert_eq!(e.kind(), dexlake::ErrorKind::Usage, "{e}");
+            assert!(e.to_string().contains(needle), "{e}");
+        }
+    });
+}
+
+/// A child process killed (and waited for) when dropped, a failed assertion included.
+struct Stopped(std::process::Child);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
