@@ -451,6 +451,18 @@ fn each_route_answers_as_the_query_and_the_cli() {
                 "{path}: {body}"
             );
         }
+        // A method a route does not take: a JSON 405.
+        let (status, body) = rt.block_on(async {
+            let response = reqwest::Client::new()
+                .delete(format!("http://{addr}/api/status"))
+                .send()
+                .await
+                .expect("response");
+            let status = response.status().as_u16();
+            (status, response.json::<Value>().await.expect("JSON"))
+        });
+        assert_eq!((status, &body["status"]), (405, &json!(405)), "{body}");
+
         // Without a token, only a loopback host is answered.
         let (status, _) = raw(addr, "/api/status", "attacker.example:80");
         assert_eq!(status, 403);
