@@ -560,6 +560,29 @@ pub fn escaped(text: &str) -> String {
     }
 }
 
+/// An error and its causes as one line, each cause once (the crate's errors already show
+/// their source, whole or cut as [`escaped`] cuts it), the control characters a decoder may
+/// quote (a damaged file's bytes) escaped: the text of a failure in the CLI's `error:` line
+/// and in `dexlake serve`'s JSON errors.
+pub fn causes_text<'a>(
+    causes: impl IntoIterator<Item = &'a (dyn std::error::Error + 'static)>,
+) -> String {
+    let mut text = String::new();
+    for cause in causes {
+        let cause = cause.to_string();
+        // A cause the text already shows, whole or cut.
+        if text.contains(&escaped(&cause)) {
+            continue;
+        }
+        let part = escaped_in_full(&cause);
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&part);
+    }
+    text
+}
+
 /// [`escaped`] without the cut: the whole text, its control characters escaped.
 pub fn escaped_in_full(text: &str) -> String {
     let mut out = String::with_capacity(text.len());

@@ -19,6 +19,7 @@
 //! | [`search`] | [`search::search`] | the service's search-profiles engine, shared by the simulator and local search |
 //! | [`analytics`] | [`analytics::bars`], [`analytics::price_stats`], [`analytics::pnl::pnl_report`], [`analytics::screener::search`] | OHLCV and other bars, price stats (from events or a stored price history), wallet PnL, trading and token metrics, and the search-profiles request answered from the lake's profile snapshots |
 //! | `report` (feature `report`) | `report::build` | the daily report: top tokens' candles, price stats, the PnL leaderboard and a screener as HTML with PNG charts |
+//! | `serve` (feature `serve`) | `serve::Server` | `dexlake serve`: the query's answers as a JSON API over HTTP, read-only, loopback unless given an access token |
 //! | `sim` (feature `sim`) | `sim::Simulator` | a deterministic simulator of the service on loopback |
 //!
 //! ## Example
@@ -90,6 +91,8 @@ pub mod query;
 #[cfg(feature = "report")]
 pub mod report;
 pub mod search;
+#[cfg(feature = "serve")]
+pub mod serve;
 #[cfg(feature = "sim")]
 pub mod sim;
 pub mod sync;

@@ -19,6 +19,7 @@
 //! | [`Query::search_evm_covered`] | the same request over an EVM chain's profile snapshots (dexlake's extension) |
 //! | [`Query::status`] | what the lake covers, per dataset and synced target |
 //! | [`Query::sql`] | the rows a SQL query selects from the lake's datasets (polars' SQL) |
+//! | [`Query::check`] | the data-quality findings of the selected tokens (or every one) |
 //!
 //! Every door (the CLI, the Python package, the daily report, `dexlake follow`) asks through
 //! these methods and only formats what comes back: an [`Answer`] carries the value, the
@@ -28,6 +29,9 @@
 //! listed tokens without events, and strict coverage ([`Query::strict`]: an incomplete
 //! coverage is [`Error::Incomplete`] instead of warnings). The short forms ([`Query::bars`],
 //! [`Query::pnl`], ...) return the answer's value alone.
+//!
+//! The doors share the parsers of their text arguments ([`args`]) and the JSON of an answer's
+//! rows ([`json_rows`]), so the CLI and `dexlake serve` refuse and write alike.
 //!
 //! Every answer is computed by the analytics ([`crate::analytics`]) from the lake's committed
 //! files; nothing here reads the network. A query of a handle pinned to an older version
@@ -59,13 +63,17 @@
 //! ```
 
 mod answer;
+pub mod args;
 mod bars;
+mod check;
 mod pnl_answers;
+mod rows;
 mod series_answers;
 mod sql;
 
 pub use answer::{Answer, Warning, WarningKind};
 pub use bars::Bars;
+pub use rows::{json_cells, json_rows};
 
 use chrono::{DateTime, Utc};
 use polars::prelude::*;

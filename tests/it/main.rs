@@ -35,6 +35,8 @@ mod query;
 mod report;
 #[cfg(feature = "sim")]
 mod series_bench_lake;
+#[cfg(all(feature = "sim", feature = "serve"))]
+mod serve;
 mod sim;
 mod sim_live;
 #[cfg(feature = "sim")]

@@ -10,8 +10,9 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use dexlake::analytics::quality::{self, CheckOptions, CheckReport};
+use dexlake::analytics::quality::{self, CheckReport};
 use dexlake::error::escaped_in_full;
+use dexlake::query::LakeQuery as _;
 
 use crate::open_lake::{AsOfArg, reading_lake};
 use crate::provenance::version_note;
@@ -72,15 +73,9 @@ pub fn run(global: &Global, args: CheckArgs) -> anyhow::Result<ExitCode> {
 
 fn check(global: &Global, args: &CheckArgs) -> anyhow::Result<CheckReport> {
     let lake = reading_lake(global, &args.as_of)?;
-    // Gaps and the candles' comparison stay inside what the syncs fetched completely.
-    let ranges = dexlake::coverage::check_ranges(&lake)?;
-    let options = CheckOptions {
-        tokens: (!args.tokens.is_empty()).then(|| args.tokens.clone()),
-        examples: args.examples,
-        fetched: ranges.swaps,
-        candles_fetched: ranges.candles,
-        history_fetched: ranges.price_history,
-        ..CheckOptions::default()
+    let query = match args.tokens.as_slice() {
+        [] => lake.query(),
+        tokens => lake.query().tokens(tokens),
     };
     // Each step on its own line while it runs, on a terminal only.
     let terminal = std::io::stderr().is_terminal();
@@ -89,7 +84,7 @@ fn check(global: &Global, args: &CheckArgs) -> anyhow::Result<CheckReport> {
             eprintln!("check: {step}…");
         }
     };
-    Ok(quality::check_with(&lake, &options, &progress)?)
+    Ok(query.check(args.examples, &progress)?)
 }
 
 /// The report as text: what was checked, each kind's count, then the examples.

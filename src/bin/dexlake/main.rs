@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use dexlake::error::{escaped, escaped_in_full};
+use dexlake::error::causes_text;
 
 #[cfg(feature = "sim")]
 mod bench_lake_cmd;
@@ -20,6 +20,8 @@ mod parquet_out;
 mod pnl_cmd;
 mod provenance;
 mod search_cmd;
+#[cfg(feature = "serve")]
+mod serve_cmd;
 #[cfg(feature = "sim")]
 mod sim_cmd;
 mod sql_cmd;
@@ -52,18 +54,9 @@ pub struct Global {
     pub api_key: Option<String>,
 }
 
-/// Parses a token, pool or wallet address: any text but an empty (or blank) one, which would
-/// select nothing. Clap's error names the flag.
-pub fn address(text: &str) -> Result<String, String> {
-    if text.trim().is_empty() {
-        return Err(
-            "an empty address selects nothing; give an address (a list takes \
-                    addresses separated by single commas)"
-                .into(),
-        );
-    }
-    Ok(text.to_owned())
-}
+/// Parses a token, pool or wallet address (the library's one rule); clap's error names the
+/// flag.
+pub use dexlake::query::args::address;
 
 /// The longest `--lock-timeout` accepted: a week.
 const MAX_LOCK_TIMEOUT_SECS: f64 = 7.0 * 86_400.0;
@@ -123,6 +116,10 @@ enum Command {
     Follow(follow_cmd::FollowArgs),
     /// Price changes and volumes over 5m … 30d computed on the lake.
     PriceStats(ohlcv_cmd::PriceStatsArgs),
+    /// Answer the lake's questions as a JSON API over HTTP (read-only; loopback unless given
+    /// an access token).
+    #[cfg(feature = "serve")]
+    Serve(serve_cmd::ServeArgs),
     /// Write the simulator's swaps or trades, or a synthetic EVM price history, straight into a
     /// lake (for benchmarks).
     #[cfg(feature = "sim")]
@@ -155,6 +152,8 @@ fn main() -> ExitCode {
         Command::Ohlcv(args) => ohlcv_cmd::ohlcv(&cli.global, args),
         Command::Follow(args) => follow_cmd::run(&cli.global, args),
         Command::PriceStats(args) => ohlcv_cmd::price_stats_cmd(&cli.global, args),
+        #[cfg(feature = "serve")]
+        Command::Serve(args) => serve_cmd::run(&cli.global, args),
         #[cfg(feature = "sim")]
         Command::BenchLake(args) => bench_lake_cmd::run(&cli.global, args),
         Command::FixtureLake(args) => lake_cmd::fixture_lake(&cli.global, args),
@@ -175,24 +174,9 @@ fn main() -> ExitCode {
     }
 }
 
-/// An error and its causes as one line, each cause once (the library's errors already show
-/// their source), with the control characters a decoder may quote (a damaged file's bytes)
-/// escaped.
+/// An error and its causes as one line (the library's one rule, [`causes_text`]).
 fn error_text(e: &anyhow::Error) -> String {
-    let mut text = String::new();
-    for cause in e.chain() {
-        let cause = cause.to_string();
-        // A cause the text already shows, whole or cut as the library's errors show it.
-        if text.contains(&escaped(&cause)) {
-            continue;
-        }
-        let part = escaped_in_full(&cause);
-        if !text.is_empty() {
-            text.push_str(": ");
-        }
-        text.push_str(&part);
-    }
-    text
+    causes_text(e.chain())
 }
 
 /// Spawns the watcher of Ctrl-C for a long command (within a tokio runtime): the first Ctrl-C

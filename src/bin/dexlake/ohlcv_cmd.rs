@@ -12,6 +12,7 @@ use std::process::ExitCode;
 use chrono::{DateTime, Utc};
 use clap::{Args, ValueEnum};
 use dexlake::analytics::{Edge, Fill};
+use dexlake::query::args::time as parse_time;
 use dexlake::query::{Bars, LakeQuery as _, Query};
 
 use crate::open_lake::{AsOfArg, reading_lake};
@@ -72,12 +73,11 @@ enum SideArg {
     Right,
 }
 
-impl From<SideArg> for Edge {
-    fn from(s: SideArg) -> Edge {
-        match s {
-            SideArg::Left => Edge::Left,
-            SideArg::Right => Edge::Right,
-        }
+impl SideArg {
+    /// The edge this flag names, by the library's rule (`--closed` or `--label`).
+    fn edge(self, argument: &str) -> dexlake::Result<Edge> {
+        let name = self.to_possible_value().expect("every side has a name");
+        Edge::parse(name.get_name(), argument)
     }
 }
 
@@ -180,15 +180,6 @@ pub struct PriceStatsArgs {
     pub as_of: AsOfArg,
 }
 
-fn parse_time(s: &str) -> Result<DateTime<Utc>, String> {
-    if let Ok(secs) = s.parse::<i64>() {
-        return DateTime::from_timestamp(secs, 0).ok_or_else(|| format!("{s}: out of range"));
-    }
-    DateTime::parse_from_rfc3339(s)
-        .map(|t| t.with_timezone(&Utc))
-        .map_err(|e| format!("{s}: not RFC 3339 or Unix seconds ({e})"))
-}
-
 /// The query of `--token`, `--tokens`, `--pool` or `--all-tokens`.
 fn select<'a>(query: Query<'a>, which: &Which) -> Query<'a> {
     if let Some(t) = &which.token {
@@ -225,15 +216,15 @@ pub fn ohlcv(global: &Global, args: OhlcvArgs) -> anyhow::Result<ExitCode> {
         (_, Some(v), _, _) => Bars::base_volume(v),
         (_, _, Some(v), _) => Bars::usd_volume(v),
         (None, None, None, Some(width)) => {
+            let fill = args
+                .fill
+                .to_possible_value()
+                .expect("every fill has a name");
             let bars = Bars::every(width)
                 .offset(args.offset)
-                .closed(args.closed.into())
-                .label(args.label.into())
-                .fill(match args.fill {
-                    FillArg::Skip => Fill::Skip,
-                    FillArg::Null => Fill::Null,
-                    FillArg::Ffill => Fill::ForwardFill,
-                });
+                .closed(args.closed.edge("closed")?)
+                .label(args.label.edge("label")?)
+                .fill(fill.get_name().parse::<Fill>()?);
             match args.tz.clone() {
                 Some(zone) => bars.time_zone(zone),
                 None => bars,

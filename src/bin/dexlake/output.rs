@@ -9,7 +9,9 @@
 //! separators ([`human_number`]), numbers aligned right, control characters of text (a wallet
 //! address carrying escape sequences) escaped, and bars shown as their time, OHLC, volume and
 //! count unless `--columns` asks for more. CSV, JSON and Parquet keep every column and every
-//! bit of every float (Rust's shortest round-trip form).
+//! bit of every float (Rust's shortest round-trip form). The JSON rows and the cells every
+//! format shows are the library's (`dexlake::query::json_rows`), which `dexlake serve`'s API
+//! answers too.
 //!
 //! Beside it: `provenance.rs` (what stderr and a Parquet footer say of every answer: the lake
 //! version, the query, the coverage, the warnings), `parquet_out.rs` (the Parquet writer
@@ -22,13 +24,12 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use chrono::DateTime;
 use clap::{Args, ValueEnum};
 use dexlake::error::{escaped, escaped_in_full};
 use dexlake::query::Answer;
 use polars::io::parquet::write::KeyValueMetadata;
 use polars::prelude::*;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::parquet_out::parquet_writer;
 use crate::provenance::{metadata, notes};
@@ -193,74 +194,16 @@ pub fn human_number(x: f64) -> String {
     out
 }
 
-/// A column flattened for output: its name (`parent.child` for struct fields), the JSON path,
-/// its cells, and whether it holds numbers (aligned right in the table).
+/// A column flattened for output: its name (`parent.child` for struct fields), its cells, and whether it holds numbers (aligned right in the table).
 struct OutColumn {
     name: String,
-    path: Vec<String>,
     cells: Vec<Value>,
     numeric: bool,
 }
 
+/// A column's cells as the JSON output writes them (the library's one rendering).
 fn cells(s: &Series) -> anyhow::Result<Vec<Value>> {
-    let dtype = s.dtype().clone();
-    Ok(match dtype {
-        DataType::String => s
-            .str()?
-            .iter()
-            .map(|v| v.map_or(Value::Null, Value::from))
-            .collect(),
-        DataType::Boolean => s
-            .bool()?
-            .iter()
-            .map(|v| v.map_or(Value::Null, Value::from))
-            .collect(),
-        DataType::Float32 | DataType::Float64 => s
-            .cast(&DataType::Float64)?
-            .f64()?
-            .iter()
-            .map(|v| match v {
-                Some(x) if x.is_finite() => Value::from(x),
-                Some(x) => Value::from(x.to_string()),
-                None => Value::Null,
-            })
-            .collect(),
-        DataType::Datetime(unit, _) => {
-            let scale = match unit {
-                TimeUnit::Nanoseconds => 1_000,
-                TimeUnit::Microseconds => 1,
-                TimeUnit::Milliseconds => -1_000,
-            };
-            s.cast(&DataType::Int64)?
-                .i64()?
-                .iter()
-                .map(|v| {
-                    let micros = v.map(|v| match scale {
-                        1_000 => v / 1_000,
-                        -1_000 => v * 1_000,
-                        _ => v,
-                    });
-                    micros
-                        .and_then(DateTime::from_timestamp_micros)
-                        .map_or(Value::Null, |t| {
-                            Value::from(t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true))
-                        })
-                })
-                .collect()
-        }
-        d if d.is_integer() => s
-            .cast(&DataType::Int64)?
-            .i64()?
-            .iter()
-            .map(|v| v.map_or(Value::Null, Value::from))
-            .collect(),
-        _ => s
-            .cast(&DataType::String)?
-            .str()?
-            .iter()
-            .map(|v| v.map_or(Value::Null, Value::from))
-            .collect(),
-    })
+    Ok(dexlake::query::json_cells(s)?)
 }
 
 fn flatten(df: &DataFrame) -> anyhow::Result<Vec<OutColumn>> {
@@ -271,7 +214,6 @@ fn flatten(df: &DataFrame) -> anyhow::Result<Vec<OutColumn>> {
             for f in s.struct_()?.fields_as_series() {
                 out.push(OutColumn {
                     name: format!("{}.{}", s.name(), f.name()),
-                    path: vec![s.name().to_string(), f.name().to_string()],
                     cells: cells(&f)?,
                     numeric: f.dtype().is_primitive_numeric(),
                 });
@@ -279,7 +221,6 @@ fn flatten(df: &DataFrame) -> anyhow::Result<Vec<OutColumn>> {
         } else {
             out.push(OutColumn {
                 name: s.name().to_string(),
-                path: vec![s.name().to_string()],
                 cells: cells(s)?,
                 numeric: s.dtype().is_primitive_numeric(),
             });
@@ -342,32 +283,10 @@ fn csv_field(s: String) -> String {
     }
 }
 
-/// Each row as the JSON object `--format json` prints (struct columns as nested objects).
-fn json_objects(cols: &[OutColumn], rows: usize) -> anyhow::Result<Vec<Value>> {
-    let mut items = Vec::with_capacity(rows);
-    for r in 0..rows {
-        let mut obj = Map::new();
-        for c in cols {
-            let mut target = &mut obj;
-            for p in &c.path[..c.path.len() - 1] {
-                target = target
-                    .entry(p.clone())
-                    .or_insert_with(|| Value::Object(Map::new()))
-                    .as_object_mut()
-                    .context("a struct column's parent is an object")?;
-            }
-            target.insert(c.path[c.path.len() - 1].clone(), c.cells[r].clone());
-        }
-        items.push(Value::Object(obj));
-    }
-    Ok(items)
-}
-
 /// The rows of `df` as JSON lines: each the object `--format json` prints for it, on one line.
 pub fn json_lines(df: &DataFrame) -> anyhow::Result<String> {
-    let cols = flatten(df)?;
     let mut out = String::new();
-    for item in json_objects(&cols, df.height())? {
+    for item in dexlake::query::json_rows(df)? {
         out.push_str(&serde_json::to_string(&item)?);
         out.push('\n');
     }
@@ -497,6 +416,11 @@ impl Drop for LiveTable {
 }
 
 fn render(df: &DataFrame, format: Format) -> anyhow::Result<Vec<u8>> {
+    if format == Format::Json {
+        let mut out = serde_json::to_string_pretty(&dexlake::query::json_rows(df)?)?;
+        out.push('\n');
+        return Ok(out.into_bytes());
+    }
     let cols = flatten(df)?;
     let rows = df.height();
     let mut out = String::new();
@@ -511,10 +435,7 @@ fn render(df: &DataFrame, format: Format) -> anyhow::Result<Vec<u8>> {
                 out.push('\n');
             }
         }
-        Format::Json => {
-            out = serde_json::to_string_pretty(&json_objects(&cols, rows)?)?;
-            out.push('\n');
-        }
+        Format::Json => anyhow::bail!("JSON is written before the text formats"),
         Format::Table if cols.len() > WIDE_COLUMNS => {
             // Wide frames read better as one block of `name value` lines per row.
             let names: Vec<String> = cols.iter().map(|c| escaped_in_full(&c.name)).collect();

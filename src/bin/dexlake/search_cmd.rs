@@ -6,7 +6,6 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use dexlake::analytics::screener::ProfileSnapshot;
 use dexlake::api::profile_query::SearchRequest;
 use dexlake::query::LakeQuery as _;
 use serde_json::Value;
@@ -58,12 +57,8 @@ pub fn run(global: &Global, args: SearchArgs) -> anyhow::Result<ExitCode> {
     };
     let request = SearchRequest::from_json(&body)
         .with_context(|| format!("reading {}", args.request.display()))?;
-    let snapshot = match args.snapshot.as_str() {
-        "latest" => ProfileSnapshot::Latest,
-        time => ProfileSnapshot::At(time.parse().with_context(|| {
-            format!("--snapshot {time:?}: expected `latest` or an RFC 3339 time")
-        })?),
-    };
+    let snapshot = dexlake::query::args::snapshot(&args.snapshot)
+        .map_err(|reason| anyhow::anyhow!("--snapshot {reason}"))?;
     let lake = reading_lake(global, &args.as_of)?;
     let query = lake.query().strict(args.strict.strict);
     let answer = match args.chain_id {
