@@ -661,21 +661,22 @@ fn a_writer_killed_at_random_points_leaves_a_sound_lake() {
                 ROWS_PER_COMMIT,
             );
             last_commits = commits;
-            // No leftovers that a `**/*.parquet` glob could pick up.
+            // No leftovers: every file on disk is committed, or retained for an older version
+            // (replaced by a compaction, until a vacuum).
             let on_disk: BTreeSet<String> = lake
                 .store()
                 .list("swaps")
                 .expect("list")
                 .into_iter()
                 .collect();
-            let committed: BTreeSet<String> = lake
-                .manifest()
-                .expect("manifest")
+            let manifest = lake.manifest().expect("manifest");
+            let kept: BTreeSet<String> = manifest
                 .files
                 .keys()
+                .chain(manifest.removed.keys())
                 .cloned()
                 .collect();
-            assert_eq!(on_disk, committed, "round {round}");
+            assert_eq!(on_disk, kept, "round {round}");
         }
         assert!(
             last_commits > 3,
@@ -1436,10 +1437,17 @@ fn a_compaction_killed_part_way_leaves_the_same_rows_and_no_stray_file() {
             assert_eq!(committed_ids(&lake), ids, "round {round}");
             let now = lake.manifest().expect("manifest");
             let on_disk = lake.store().list("swaps").expect("list");
+            let mut kept: Vec<String> = now
+                .files
+                .keys()
+                .chain(now.removed.keys())
+                .cloned()
+                .collect();
+            kept.sort();
             assert_eq!(
-                on_disk,
-                now.files.keys().cloned().collect::<Vec<_>>(),
-                "round {round}: files on disk are exactly the committed ones"
+                on_disk, kept,
+                "round {round}: files on disk are exactly the committed ones and those a \
+                 landed compaction retained"
             );
             if now.version != manifest.version {
                 // The compaction landed before the kill: start again on a fresh lake and
