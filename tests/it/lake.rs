@@ -1184,26 +1184,20 @@ fn the_commit_log_checkpoints_cleans_up_and_every_handle_reads_the_same_lake() {
             .expect("pointer")
             .expect("a checkpoint was written");
         assert!(last.version > support::MIN_TAIL_ENTRIES, "{last:?}");
-        let oldest_entry = writer
-            .store()
-            .list(support::LOG_DIR)
-            .expect("list")
-            .iter()
-            .filter_map(|p| support::version_of(p))
-            .min()
-            .expect("entries");
-        assert_eq!(oldest_entry, 1, "a checkpoint deletes no entry");
+        let oldest_entry = || {
+            writer
+                .store()
+                .list(support::LOG_DIR)
+                .expect("list")
+                .iter()
+                .filter_map(|p| support::version_of(p))
+                .min()
+                .expect("entries")
+        };
+        assert_eq!(oldest_entry(), 1, "a checkpoint deletes no entry");
         let oldest = vacuum_all(&writer).oldest_version;
-        let oldest_entry = writer
-            .store()
-            .list(support::LOG_DIR)
-            .expect("list")
-            .iter()
-            .filter_map(|p| support::version_of(p))
-            .min()
-            .expect("entries");
         assert!(
-            oldest_entry > 1 && oldest_entry <= oldest,
+            oldest_entry() > 1 && oldest_entry() <= oldest,
             "a vacuum deletes the entries before the checkpoint before the newest"
         );
 

@@ -315,11 +315,8 @@ impl ManifestView {
     /// no longer holds what that takes (a vacuum or an older clean-up deleted it, or it never
     /// did); `version` must not be newer than the lake's.
     pub fn read_at(store: &dyn Store, version: u64) -> Result<Option<Manifest>> {
-        let Some(checkpoint) = store
-            .list(CHECKPOINT_DIR)?
-            .iter()
-            .filter(|p| p.ends_with(".files.json"))
-            .filter_map(|p| version_of(p))
+        let Some(checkpoint) = checkpoint_versions(store)?
+            .into_iter()
             .filter(|&v| v <= version)
             .max()
         else {
@@ -560,16 +557,23 @@ impl ManifestView {
     }
 }
 
+/// The versions of the checkpoints whose file list is on disk, in no particular order.
+pub fn checkpoint_versions(store: &dyn Store) -> Result<Vec<u64>> {
+    Ok(store
+        .list(CHECKPOINT_DIR)?
+        .iter()
+        .filter(|p| p.ends_with(".files.json"))
+        .filter_map(|p| version_of(p))
+        .collect())
+}
+
 /// The checkpoint the versions from `oldest` on are read from: the newest at or before it,
 /// never newer than the one before the newest (kept so that `verify --repair` can take the
 /// sync state from it when the newest is damaged). `None` when no checkpoint is that old.
 pub fn log_floor(store: &dyn Store, oldest: u64) -> Result<Option<u64>> {
     let previous = last_checkpoint(store)?.and_then(|l| l.previous.or(Some(l.version)));
-    let floor = store
-        .list(CHECKPOINT_DIR)?
-        .iter()
-        .filter(|p| p.ends_with(".files.json"))
-        .filter_map(|p| version_of(p))
+    let floor = checkpoint_versions(store)?
+        .into_iter()
         .filter(|&v| v <= oldest)
         .max();
     Ok(match (floor, previous) {

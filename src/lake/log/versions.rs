@@ -14,10 +14,9 @@ use std::str::FromStr;
 
 use chrono::{DateTime, Utc};
 
-use super::commit_log::ManifestView;
+use super::commit_log::{ManifestView, checkpoint_versions};
 use super::history::read_history;
 use super::manifest::Manifest;
-use crate::lake::layout::{CHECKPOINT_DIR, version_of};
 use crate::lake::storage::Store;
 use crate::{Error, Result};
 
@@ -84,12 +83,7 @@ pub fn oldest_readable(store: &dyn Store, newest: &Manifest) -> Result<u64> {
         .get(OLDEST_VERSION_KEY)
         .and_then(serde_json::Value::as_u64)
         .unwrap_or(0);
-    let checkpoints = store
-        .list(CHECKPOINT_DIR)?
-        .iter()
-        .filter(|p| p.ends_with(".files.json"))
-        .filter_map(|p| version_of(p))
-        .min();
+    let checkpoints = checkpoint_versions(store)?.into_iter().min();
     // Without checkpoints (a lake from before the log), only the newest version is known.
     let logged = checkpoints.unwrap_or(newest.version);
     Ok(kept.max(logged).min(newest.version))
