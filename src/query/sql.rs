@@ -70,7 +70,9 @@ impl Query<'_> {
         for (name, dataset) in &statement.tables {
             context.register(name, scan(base, &manifest, *dataset)?);
         }
-        // Planning reads the footers of the files (their schema), running reads the rest.
+        // Planning reads the footers of the files (their schema), running reads the rest. The
+        // in-memory engine, not the streaming one: the streaming engine's float sums change
+        // from run to run, and a pinned read must answer the same bytes (BENCHMARKS.md, "SQL").
         let failed = |e| failure(base, &statement, e);
         let value = context
             .execute(query)
