@@ -14,8 +14,8 @@
 //!   ([`Query::price_history`](crate::query::Query::price_history)) and price stats computed
 //!   from it (`dexlake ohlcv` and `dexlake price-stats --source price-history`);
 //! - a "Data" section: the coverage of the charted tokens over the period
-//!   ([`coverage::of_events`], what the CLI warns about), and the
-//!   data-quality findings of the lake ([`analytics::quality::check`](crate::analytics::quality::check),
+//!   ([`coverage::of_events`](crate::coverage::of_events), what the CLI warns about), and the
+//!   data-quality findings of the lake ([`Query::check`](crate::query::Query::check),
 //!   what `dexlake check` prints), each kind's count and a couple of examples.
 //!
 //! [`Report::write`] then draws the charts (candlesticks with buy and sell volume per token,
@@ -54,11 +54,10 @@ use polars::prelude::*;
 
 use crate::analytics::events::latest_event_time;
 use crate::analytics::pnl::PnlConfig;
-use crate::analytics::quality::{self, CheckOptions, CheckReport};
+use crate::analytics::quality::CheckReport;
 use crate::analytics::screener::{self as local_search, ProfileSnapshot};
 use crate::analytics::{BarOptions, EventSource, Selection, TimeRange, load_events, ohlcv};
 use crate::api::profile_query::SearchRequest;
-use crate::coverage;
 use crate::lake::{Dataset, Lake};
 use crate::query::LakeQuery as _;
 use crate::search::SearchPage;
@@ -301,17 +300,7 @@ pub fn build(lake: &Lake, config: &ReportConfig) -> Result<Report> {
         charted_query = charted_query.between(from, to);
     }
     let coverage = charted_query.coverage()?.warnings();
-    let ranges = coverage::check_ranges(lake)?;
-    let quality = quality::check(
-        lake,
-        &CheckOptions {
-            examples: 2,
-            fetched: ranges.swaps,
-            candles_fetched: ranges.candles,
-            history_fetched: ranges.price_history,
-            ..CheckOptions::default()
-        },
-    )?;
+    let quality = lake.query().check(2, &|_| {})?;
 
     Ok(Report {
         title: config.title.clone(),
