@@ -7,7 +7,8 @@
 //!
 //! - `hello` (first, with the reconnection delay): `{"token", "interval", "watermark"}`;
 //! - `bar`, a closed bar, its `id:` the bar's time (its bucket's start, Unix seconds);
-//! - `open`: `{"bar", "watermark"}`, the token's open bar (or `null`) after a poll.
+//! - `openbar`: `{"bar", "watermark"}`, the token's open bar (or `null`) after a poll (not
+//!   `open`, which a browser's `EventSource` fires itself when it connects).
 //!
 //! **Resuming.** A stream asked with `since=S` (or reconnecting with `Last-Event-ID: S`, which
 //! wins) first gets, from the lake, the closed bars after `S` up to the watermark, then the
@@ -388,5 +389,5 @@ fn open(latest: &Latest, token: &str) -> Sse {
         "bar": latest.open.get(token),
         "watermark": latest.watermark.and_then(DateTime::from_timestamp_micros),
     });
-    Sse::default().event("open").data(data.to_string())
+    Sse::default().event("openbar").data(data.to_string())
 }

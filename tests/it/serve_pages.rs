@@ -349,7 +349,7 @@ fn events_resume_from_the_lake_and_send_each_bar_once() {
                 data.as_object_mut().expect("a row").remove("token_address");
                 assert_eq!(data, expected);
             }
-            assert_eq!(got.last().expect("open").0, "open");
+            assert_eq!(got.last().expect("openbar").0, "openbar");
 
             // A poll closes the bars at n - 4 and n - 3; the next repeats n - 3 (as a
             // restarted follower does): each is sent once.
@@ -367,7 +367,7 @@ fn events_resume_from_the_lake_and_send_each_bar_once() {
             .expect("publish");
             let got = stream.next(5).await;
             let kinds: Vec<&str> = got.iter().map(|e| e.0.as_str()).collect();
-            assert_eq!(kinds, ["bar", "bar", "open", "bar", "open"]);
+            assert_eq!(kinds, ["bar", "bar", "openbar", "bar", "openbar"]);
             let ids: Vec<i64> = got
                 .iter()
                 .filter_map(|e| e.1.as_deref().map(|i| i.parse().expect("a number")))
@@ -381,7 +381,7 @@ fn events_resume_from_the_lake_and_send_each_bar_once() {
             let mut again = Stream::open_with(addr, &path, None, Some(&id)).await;
             let got = again.next(4).await;
             let kinds: Vec<&str> = got.iter().map(|e| e.0.as_str()).collect();
-            assert_eq!(kinds, ["hello", "bar", "bar", "open"]);
+            assert_eq!(kinds, ["hello", "bar", "bar", "openbar"]);
             assert_eq!(got[1].1.as_deref(), Some(times[n - 3].to_string().as_str()));
             assert_eq!(got[2].1.as_deref(), Some(times[n - 2].to_string().as_str()));
         });

@@ -108,7 +108,10 @@
     window.dexlakeBars = answer.data;
     window.dexlakeOpen = null;
     draw();
-    chart.timeScale().fitContent();
+    // The latest 300 bars in view (zoom out or pan for the rest).
+    const shown = answer.data.length;
+    if (shown > 300) chart.timeScale().setVisibleLogicalRange({ from: shown - 300, to: shown + 5 });
+    else chart.timeScale().fitContent();
     const gaps = markGaps(answer);
     candles.setMarkers(gaps.markers.sort((a, b) => a.time - b.time));
     coverage.replaceChildren(dx.provenance(answer), gaps.rows.length ? dx.table(gaps.rows) : dx.el("p", {}, "no gap in what the lake fetched for these bars"));
@@ -152,14 +155,14 @@
       draw();
       status.textContent = `${bars.length} bars`;
     });
-    events.addEventListener("open", (e) => {
+    events.addEventListener("openbar", (e) => {
       const open = JSON.parse(e.data);
       window.dexlakeOpen = open.bar;
       if (open.bar) {
         window.dexlakeOpenLog.push({ at: Date.now(), time: dx.seconds(open.bar.timestamp), count: open.bar.count });
         if (window.dexlakeOpenLog.length > 100000) window.dexlakeOpenLog.shift();
       }
-      // The stream sends the bars it caught up with before its first `open`.
+      // The stream sends the bars it caught up with before its first `openbar`.
       window.dexlakeState.caughtUp = true;
       liveBadge.textContent = `live · watermark ${open.watermark ?? "–"}`;
       draw();
