@@ -577,7 +577,7 @@ fn the_command_serves_with_its_token() {
 }
 
 /// A child process killed (and waited for) when dropped, a failed assertion included.
-struct Stopped(std::process::Child);
+pub(crate) struct Stopped(pub(crate) std::process::Child);
 
 impl Drop for Stopped {
     fn drop(&mut self) {

@@ -15,8 +15,9 @@ use polars::prelude::{Column, DataFrame};
 use serde_json::{Value, json};
 use tokio::runtime::Runtime;
 
+use crate::common;
 use crate::common::lake::bounded;
-use crate::serve::{cli_json, get, raw, sync_lake};
+use crate::serve::{Stopped, cli_json, get, raw, sync_lake};
 
 fn runtime() -> Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -401,5 +402,79 @@ fn events_resume_from_the_lake_and_send_each_bar_once() {
         }
         let (status, body) = get(&rt, addr, "/api/events?token=NOTFOLLOWED", None);
         assert_eq!(status, 404, "{body}");
+    });
+}
+
+/// `dexlake serve --as-of 1` serves the lake as it was at version 1 (status and history), and
+/// `--as-of` with `--follow` is refused before anything listens.
+#[test]
+fn the_command_serves_a_pinned_lake() {
+    bounded(120, || {
+        let dir = tempfile::tempdir().expect("dir");
+        let lake_dir = dir.path().join("lake");
+        let lake_arg = lake_dir.to_str().expect("path");
+        common::dexlake_cli(&["fixture-lake", lake_arg, "--rows", "200"]);
+        let newest = Lake::open_existing(&lake_dir)
+            .and_then(|l| l.version())
+            .expect("version");
+        assert!(newest >= 2, "the fixture lake has {newest} versions");
+        let mut child = Stopped(
+            std::process::Command::new(env!("CARGO_BIN_EXE_dexlake"))
+                .args([
+                    "--lake",
+                    lake_arg,
+                    "serve",
+                    "--addr",
+                    "127.0.0.1:0",
+                    "--as-of",
+                    "1",
+                ])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("dexlake serve starts"),
+        );
+        let mut first = String::new();
+        let stdout = child.0.stdout.take().expect("stdout");
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut first)
+            .expect("the banner");
+        let addr: SocketAddr = first
+            .trim()
+            .strip_prefix("listening on http://")
+            .and_then(|rest| rest.strip_suffix("/api/"))
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_else(|| panic!("banner: {first:?}"));
+        let rt = runtime();
+        let (status, body) = get(&rt, addr, "/api/status", None);
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["version"], 1);
+        let (status, body) = get(&rt, addr, "/api/history", None);
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["version"], 1);
+        let versions: Vec<&Value> = body["data"]["records"]
+            .as_array()
+            .expect("records")
+            .iter()
+            .map(|r| &r["version"])
+            .collect();
+        assert_eq!(versions, [&json!(1)]);
+        drop(child);
+
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_dexlake"))
+            .args(["--lake", lake_arg, "--base-url", "http://127.0.0.1:9"])
+            .args([
+                "serve",
+                "--addr",
+                "127.0.0.1:0",
+                "--as-of",
+                "1",
+                "--follow",
+                "A",
+            ])
+            .output()
+            .expect("dexlake serve runs");
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("--as-of pins the lake"), "{err}");
     });
 }
