@@ -1,6 +1,7 @@
 //! Who may ask: every request, when the server has an access token, carries it as
-//! `Authorization: Bearer TOKEN` or the query parameter `access_token=TOKEN` (`token` names
-//! the token a question is about); without a token (loopback only), a request must name a
+//! `Authorization: Bearer TOKEN`, the query parameter `access_token=TOKEN` (`token` names
+//! the token a question is about), or the cookie a page opened with the parameter was given
+//! ([`COOKIE`], so the page's assets, API requests and event stream carry it); without a token (loopback only), a request must name a
 //! loopback host, so a web page of another site cannot reach the API by rebinding its name.
 
 use axum::http::{HeaderMap, header};
@@ -28,6 +29,37 @@ impl std::fmt::Debug for Access {
 /// The query parameter that carries the access token.
 pub(super) const ACCESS_TOKEN: &str = "access_token";
 
+/// The cookie that carries the access token of a page opened with `access_token=TOKEN`.
+pub(super) const COOKIE: &str = "dexlake_access";
+
+/// The `Set-Cookie` value that gives a page `token` (this server's paths only, never sent by
+/// another site's request, unreadable by scripts).
+pub(super) fn cookie(token: &str) -> String {
+    let encoded: String = url::form_urlencoded::byte_serialize(token.as_bytes()).collect();
+    format!("{COOKIE}={encoded}; Path=/; HttpOnly; SameSite=Strict")
+}
+
+/// Whether `query` carries the access token as a parameter.
+pub(super) fn in_query(query: Option<&str>) -> bool {
+    url::form_urlencoded::parse(query.unwrap_or("").as_bytes()).any(|(k, _)| k == ACCESS_TOKEN)
+}
+
+/// The access token of the request's [`COOKIE`], if it has one.
+fn from_cookie(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == COOKIE)
+        .map(|(_, value)| {
+            url::form_urlencoded::parse(format!("v={value}").as_bytes())
+                .next()
+                .map_or_else(String::new, |(_, v)| v.into_owned())
+        })
+}
+
 /// A fresh access token: 32 random bytes from the thread's cryptographically secure
 /// generator (seeded by the operating system), as 64 hexadecimal digits.
 pub fn generate_token() -> String {
@@ -48,11 +80,14 @@ pub(super) fn refusal(
                 .get(header::AUTHORIZATION)
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| v.strip_prefix("Bearer "));
-            let given = bearer.map(str::to_owned).or_else(|| {
-                url::form_urlencoded::parse(query.unwrap_or("").as_bytes())
-                    .find(|(k, _)| k == ACCESS_TOKEN)
-                    .map(|(_, v)| v.into_owned())
-            });
+            let given = bearer
+                .map(str::to_owned)
+                .or_else(|| {
+                    url::form_urlencoded::parse(query.unwrap_or("").as_bytes())
+                        .find(|(k, _)| k == ACCESS_TOKEN)
+                        .map(|(_, v)| v.into_owned())
+                })
+                .or_else(|| from_cookie(headers));
             match given {
                 Some(given) if same(given.as_bytes(), token.as_bytes()) => None,
                 Some(_) => Some((401, "the access token is not this server's".into())),
@@ -131,5 +166,17 @@ mod tests {
         assert!(same(a.as_bytes(), a.clone().as_bytes()));
         assert!(!same(a.as_bytes(), &a.as_bytes()[..63]));
         assert!(!same(a.as_bytes(), b.as_bytes()));
+    }
+
+    #[test]
+    fn a_cookie_carries_the_token_back() {
+        let access = Access::Token("a b;c".into());
+        let set = cookie("a b;c");
+        let (pair, _) = set.split_once(';').unwrap();
+        let mut headers = HeaderMap::new();
+        headers.insert(header::COOKIE, format!("other=1; {pair}").parse().unwrap());
+        assert_eq!(refusal(&access, &headers, None), None);
+        headers.insert(header::COOKIE, "dexlake_access=wrong".parse().unwrap());
+        assert_eq!(refusal(&access, &headers, None).map(|r| r.0), Some(401));
     }
 }

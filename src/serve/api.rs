@@ -37,6 +37,7 @@ pub(super) fn routes() -> Router<Arc<State>> {
         .route("/search", get(search_get).post(search_post))
         .route("/status", get(status))
         .route("/check", get(check))
+        .route("/history", get(history))
 }
 
 /// Answers on the blocking pool (the query reads files and computes with polars and rayon),
@@ -421,6 +422,29 @@ async fn check(Shared(state): Shared<Arc<State>>, RawQuery(q): RawQuery) -> Resp
         };
         let report = query.check(examples, &|_| {})?;
         Ok(json!({"version": report.version, "data": to_json(&report)?}))
+    })
+    .await
+}
+
+/// `/api/history`: `dexlake log --format json`, as `{"version", "data"}`.
+async fn history(Shared(state): Shared<Arc<State>>, RawQuery(q): RawQuery) -> Response {
+    ask(state, move |lake| {
+        let p = Params::parse(q.as_deref(), &["dataset"])?;
+        let dataset: Option<crate::lake::Dataset> = p.value("dataset")?;
+        let version = lake.version()?;
+        let mut history = lake.history()?;
+        if let Some(d) = dataset {
+            history.records.retain_mut(|r| {
+                r.datasets.retain(|k, _| *k == d);
+                !r.datasets.is_empty()
+            });
+        }
+        bounds::rows(history.records.len(), "name a dataset")?;
+        let data = json!({
+            "records": to_json(&history.records)?,
+            "unrecorded_before": history.unrecorded_before,
+        });
+        Ok(json!({"version": version, "data": data}))
     })
     .await
 }

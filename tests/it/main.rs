@@ -37,6 +37,8 @@ mod report;
 mod series_bench_lake;
 #[cfg(all(feature = "sim", feature = "serve"))]
 mod serve;
+#[cfg(all(feature = "sim", feature = "serve"))]
+mod serve_pages;
 mod sim;
 mod sim_live;
 #[cfg(feature = "sim")]

@@ -22,7 +22,7 @@ use crate::common::lake::bounded;
 
 /// Syncs the swaps and trades of the tiny market's first two tokens and one profile snapshot
 /// into `dir`; the two tokens.
-async fn sync_lake(dir: &Path) -> Vec<String> {
+pub(crate) async fn sync_lake(dir: &Path) -> Vec<String> {
     let sim = common::tiny_sim(7).await;
     let tokens: Vec<String> = sim.market().catalog().altchain.tokens[..2]
         .iter()
@@ -76,7 +76,12 @@ fn start(
 }
 
 /// GET `path` (with its query) of the server; the status and the JSON body.
-fn get(rt: &Runtime, addr: SocketAddr, path: &str, bearer: Option<&str>) -> (u16, Value) {
+pub(crate) fn get(
+    rt: &Runtime,
+    addr: SocketAddr,
+    path: &str,
+    bearer: Option<&str>,
+) -> (u16, Value) {
     rt.block_on(async {
         let mut request = reqwest::Client::new().get(format!("http://{addr}{path}"));
         if let Some(token) = bearer {
@@ -91,7 +96,7 @@ fn get(rt: &Runtime, addr: SocketAddr, path: &str, bearer: Option<&str>) -> (u16
 
 /// The status and body of a request written by hand (its path as given, not normalised as an
 /// HTTP client would), with `host` as its `Host`.
-fn raw(addr: SocketAddr, path: &str, host: &str) -> (u16, String) {
+pub(crate) fn raw(addr: SocketAddr, path: &str, host: &str) -> (u16, String) {
     let mut stream = TcpStream::connect(addr).expect("connect");
     stream
         .set_read_timeout(Some(Duration::from_secs(30)))
@@ -115,7 +120,7 @@ fn raw(addr: SocketAddr, path: &str, host: &str) -> (u16, String) {
 }
 
 /// The CLI's `--format json` rows (or document) for `args` on the lake at `dir`.
-fn cli_json(dir: &Path, args: &[&str]) -> Value {
+pub(crate) fn cli_json(dir: &Path, args: &[&str]) -> Value {
     let mut all = vec!["--lake", dir.to_str().expect("a UTF-8 path")];
     all.extend(args);
     let out = common::dexlake_cli(&all);
@@ -432,7 +437,8 @@ fn each_route_answers_as_the_query_and_the_cli() {
             "{body}"
         );
 
-        // No path leaves the API: each is a JSON 404, whatever file it names.
+        // No path leaves the API (or the pages, tests/it/serve_pages.rs): each is a JSON 404,
+        // whatever file it names.
         for path in [
             "/api/../Cargo.toml",
             "/../../../../etc/passwd",
@@ -441,7 +447,6 @@ fn each_route_answers_as_the_query_and_the_cli() {
             "/api/%2e%2e/%2e%2e/Cargo.toml",
             "/Cargo.toml",
             "/api/",
-            "/",
         ] {
             let (status, body) = raw(addr, path, &addr.to_string());
             assert_eq!(status, 404, "{path}: {body}");
@@ -572,7 +577,7 @@ fn the_command_serves_with_its_token() {
 }
 
 /// A child process killed (and waited for) when dropped, a failed assertion included.
-struct Stopped(std::process::Child);
+pub(crate) struct Stopped(pub(crate) std::process::Child);
 
 impl Drop for Stopped {
     fn drop(&mut self) {

@@ -22,6 +22,8 @@ mod provenance;
 mod search_cmd;
 #[cfg(feature = "serve")]
 mod serve_cmd;
+#[cfg(feature = "serve")]
+mod serve_follow;
 #[cfg(feature = "sim")]
 mod sim_cmd;
 mod sql_cmd;
