@@ -29,6 +29,10 @@ use crate::errors::IntoPy;
 use crate::frames::FrameStream;
 use crate::lake::{NativeLake, bars_of, instant, invalid, pnl_config, warnings_of};
 
+/// A bars' plan: the ranges never fetched as (token, from µs, to µs), the warnings as (kind,
+/// text) pairs, and the lake version.
+type Plan = (Vec<(String, i64, i64)>, Vec<(&'static str, String)>, u64);
+
 /// The capsule name the Arrow PyCapsule interface gives a stream.
 const STREAM_CAPSULE: &CStr = c"arrow_array_stream";
 
@@ -250,7 +254,7 @@ pub fn bars_plan(
     start: Option<i64>,
     end: Option<i64>,
     strict: bool,
-) -> PyResult<(Vec<(String, i64, i64)>, Vec<(&'static str, String)>, u64)> {
+) -> PyResult<Plan> {
     let (start, end) = (instant(start, "start").py(py)?, instant(end, "end").py(py)?);
     let answer = py.detach(|| {
         let mut query = lake.lake.query().strict(strict).source(source.parse()?);

@@ -137,7 +137,7 @@ impl<'a> InMemory<'a> {
     pub fn latest_prices(&self) -> Result<DataFrame> {
         let rows = pnl::latest_prices(self.frame(EventSource::Trades)?, self.swaps)?;
         let n = rows.len();
-        let column = |name: &str, f: &dyn Fn(&(String, (i64, i64, i64), f64)) -> i64| {
+        let column = |name: &str, f: &dyn Fn(&pnl::LatestPrice) -> i64| {
             Column::new(name.into(), rows.iter().map(f).collect::<Vec<i64>>())
         };
         DataFrame::new(

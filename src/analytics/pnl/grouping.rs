@@ -210,10 +210,13 @@ fn count_keys(n: usize, cells: usize, key: impl Fn(usize) -> Option<usize> + Syn
     count
 }
 
+/// A price and the event-order key `(block_time, block_slot, id)` of the event that set it.
+pub(super) type KeyedPrice = ((i64, i64, i64), f64);
+
 /// The latest price of each of `tokens` tokens over every event of `rows` (every wallet): the
 /// last finite price in event order, with the event-order key of its event (`None` without a
 /// finite price). Earlier rows win ties, as in one pass over the rows.
-pub(super) fn latest_keyed(rows: &EventRows, tokens: usize) -> Vec<Option<((i64, i64, i64), f64)>> {
+pub(super) fn latest_keyed(rows: &EventRows, tokens: usize) -> Vec<Option<KeyedPrice>> {
     let n = rows.len();
     type Latest = Vec<Option<((i64, i64, i64), f64)>>;
     let latest: Vec<Latest> = ranges(n)

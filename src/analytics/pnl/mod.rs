@@ -202,16 +202,18 @@ pub fn pnl_report_marked(
     report
 }
 
+/// A token, the event-order key `(block_time, block_slot, id)` of its latest priced event, and
+/// that price ([`latest_prices`]).
+#[doc(hidden)]
+pub type LatestPrice = (String, (i64, i64, i64), f64);
+
 /// The latest price of each token of a trades frame and, for wallets with no trade in it, a
 /// swaps frame (those of [`PnlSource::Frames`]), with the event-order key `(block_time,
 /// block_slot, id)` of the event that set it: the latest price over all of them is the one of
 /// the greatest key, whatever groups the events were split into. Tokens without a finite
 /// price are absent.
 #[doc(hidden)]
-pub fn latest_prices(
-    trades: &DataFrame,
-    swaps: Option<&DataFrame>,
-) -> Result<Vec<(String, (i64, i64, i64), f64)>> {
+pub fn latest_prices(trades: &DataFrame, swaps: Option<&DataFrame>) -> Result<Vec<LatestPrice>> {
     let (rows, _, tokens) = read_rows(trades, swaps, &PnlOptions::default())?;
     let best = latest_keyed(&rows, tokens.len());
     Ok(tokens
