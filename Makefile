@@ -12,7 +12,7 @@ VPY := $(VENV)/bin/python
 # tests (with Debian's chromium and chromium-driver, which .ci/run installs).
 PY_PACKAGES := duckdb 'polars>=2.0,<3' pyarrow pytest nbclient nbformat ipykernel matplotlib 'moto[server]' boto3 pyspark 'pandas<3' selenium pillow
 
-.PHONY: test fmt clippy rust-test doc py-install py-test venv notebooks research examples screenshot bench compare compare-pnl compare-python compare-s3 compare-search compare-series compare-sql
+.PHONY: test fmt clippy rust-test doc py-install py-test venv notebooks research examples screenshot bench compare compare-pnl compare-python compare-s3 compare-search compare-series compare-sql compare-spark
 
 # The target folder (honours CARGO_TARGET_DIR and a shared one outside the clone).
 TARGET_DIR = $(CARGO) metadata --format-version 1 --no-deps | $(VPY) -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])'
@@ -154,6 +154,15 @@ compare-python: venv
 	$(CARGO) build --release --bin dexlake --examples
 	$(MAKE) py-install PY_PROFILE=release
 	$(VPY) benches/compare/python.py --dexlake "$$($(TARGET_DIR))/release/dexlake" $(COMPARE_ARGS)
+
+# dexlake.spark on Spark local[1] and local[2] against the CLI, on the 10M-swap lake of `make
+# compare` and the 10M-trade lake of `make compare-pnl` (both built by them; not part of `make
+# test`); the time split into read, shuffle and kernel. See benches/compare/spark.py.
+compare-spark: venv
+	$(CARGO) build --release --bin dexlake --examples
+	$(MAKE) py-install PY_PROFILE=release
+	$(VPY) benches/compare/spark.py --dexlake "$$($(TARGET_DIR))/release/dexlake" \
+		--swaps-lake "$$($(TARGET_DIR))/compare-lake" --trades-lake "$$($(TARGET_DIR))/compare-pnl-lake" $(COMPARE_ARGS)
 
 # Local search-profiles on 1M profiles against polars (in memory and from Parquet) and DuckDB
 # (not part of `make test`). The search bench writes its lake once under

@@ -213,3 +213,59 @@ def sync(
     ``KeyboardInterrupt``, once the run has committed what it fetched; either carries the
     report (JSON) as its ``report`` attribute. Without ``compact``, the partitions the run
     wrote are not compacted at its end."""
+
+def bars(
+    events: object,
+    source: str,
+    interval: int | None,
+    ticks: int | None,
+    base_volume: float | None,
+    usd_volume: float | None,
+    offset: int,
+    closed: str,
+    label: str,
+    fill: str,
+    tz: str | None,
+    data_end: int | None,
+    unfetched: list[tuple[str, int, int]],
+    tokens: list[str] | None,
+) -> FrameStream:
+    """Bars of every token of ``events`` (rows of the ``source`` dataset with
+    ``__arrow_c_stream__``), as ``dexlake ohlcv --all-tokens`` gives them of a lake holding
+    these rows; ``data_end`` (µs) and the ``unfetched`` ranges (token, from µs, to µs) are
+    the whole lake's; with ``tokens``, only their bars."""
+
+def latest_event(events: object, source: str) -> int | None:
+    """The latest time (µs) of the events of ``events`` as bars read them, or ``None``."""
+
+def pnl(
+    trades: object,
+    swaps: object | None,
+    method: str,
+    mark: str,
+    oversell: str,
+    dust: float,
+    table: str,
+    latest: dict[str, float] | None,
+) -> FrameStream:
+    """One PnL table of every wallet of ``trades`` (and of the ``swaps`` of wallets without
+    trades), as ``dexlake pnl --all-wallets`` gives it; ``latest`` gives every token's latest
+    price over the whole lake."""
+
+def latest_prices(trades: object, swaps: object | None) -> FrameStream:
+    """The latest price of each token of the PnL's events, with the event-order key of the
+    event that set it (``token_address``, ``block_time``, ``block_slot``, ``id``, ``price``)."""
+
+def token_metrics(trades: object, token: str, windows: list[str] | None, now: int | None) -> FrameStream:
+    """The window metrics of ``token`` from ``trades``; ``now`` (µs) defaults to their latest trade."""
+
+def bars_plan(
+    lake: NativeLake,
+    source: str,
+    tokens: list[str] | None,
+    start: int | None,
+    end: int | None,
+    strict: bool,
+) -> tuple[list[tuple[str, int, int]], list[tuple[str, str]], int]:
+    """What bars computed in groups take from ``lake``: the ranges never fetched (token, from
+    µs, to µs), the warnings as (kind, text) pairs, and the lake version."""

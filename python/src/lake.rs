@@ -44,14 +44,17 @@ pub struct NativeLake {
     root: String,
 }
 
-fn invalid(argument: &str, reason: impl Into<String>) -> dexlake::Error {
+pub(crate) fn invalid(argument: &str, reason: impl Into<String>) -> dexlake::Error {
     dexlake::Error::InvalidArgument {
         argument: argument.into(),
         reason: reason.into(),
     }
 }
 
-fn instant(micros: Option<i64>, argument: &str) -> dexlake::Result<Option<DateTime<Utc>>> {
+pub(crate) fn instant(
+    micros: Option<i64>,
+    argument: &str,
+) -> dexlake::Result<Option<DateTime<Utc>>> {
     micros
         .map(|m| {
             DateTime::from_timestamp_micros(m)
@@ -60,8 +63,34 @@ fn instant(micros: Option<i64>, argument: &str) -> dexlake::Result<Option<DateTi
         .transpose()
 }
 
+/// The bars of the CLI's `ohlcv` flags: the rule (interval, ticks, base volume or USD volume),
+/// then the time options.
+pub(crate) fn bars_of(
+    (interval, ticks, base_volume, usd_volume): (
+        Option<i64>,
+        Option<u64>,
+        Option<f64>,
+        Option<f64>,
+    ),
+    offset: i64,
+    closed: &str,
+    label: &str,
+    fill: &str,
+    tz: Option<String>,
+) -> dexlake::Result<Bars> {
+    let mut bars = Bars::of(interval, ticks, base_volume, usd_volume)?
+        .offset(offset)
+        .closed(Edge::parse(closed, "closed")?)
+        .label(Edge::parse(label, "label")?)
+        .fill(fill.parse::<Fill>()?);
+    if let Some(zone) = tz {
+        bars = bars.time_zone(zone);
+    }
+    Ok(bars)
+}
+
 /// The PnL configuration of the CLI's `pnl` flags.
-fn pnl_config(
+pub(crate) fn pnl_config(
     method: &str,
     mark: &str,
     oversell: &str,
@@ -95,7 +124,7 @@ impl NativeLake {
 }
 
 /// An answer's warnings as (kind, text) pairs: `coverage` (a `CoverageWarning`), else `note`.
-fn warnings_of(warnings: &[Warning]) -> Vec<(&'static str, String)> {
+pub(crate) fn warnings_of(warnings: &[Warning]) -> Vec<(&'static str, String)> {
     warnings
         .iter()
         .map(|w| {
@@ -249,15 +278,8 @@ impl NativeLake {
         series_interval: Option<i64>,
     ) -> PyResult<Answer> {
         let (start, end) = (instant(start, "start").py(py)?, instant(end, "end").py(py)?);
-        let mut bars = Bars::of(interval, ticks, base_volume, usd_volume)
-            .py(py)?
-            .offset(offset)
-            .closed(Edge::parse(closed, "closed").py(py)?)
-            .label(Edge::parse(label, "label").py(py)?)
-            .fill(fill.parse::<Fill>().py(py)?);
-        if let Some(zone) = tz {
-            bars = bars.time_zone(zone);
-        }
+        let shape = (interval, ticks, base_volume, usd_volume);
+        let bars = bars_of(shape, offset, closed, label, fill, tz).py(py)?;
         self.answer(py, strict, |query| {
             let query = match (token, tokens, pool, all_tokens) {
                 (Some(t), None, None, false) => query.token(t),

@@ -10,6 +10,7 @@
 //! | `frames.rs` | polars frames handed to Python as Arrow C streams (no copy) |
 //! | `errors.rs` | the crate's errors as `dexlake.errors` exceptions |
 //! | `lake.rs` | `Lake`: scans, bars, price stats, PnL, metrics, search, verify, compact, status |
+//! | `kernels.rs` | `dexlake.kernels`: bars, PnL, latest prices and token metrics over Arrow rows held in memory (Spark groups), and the bars' plan of a lake |
 //! | `sync.rs` | `sync`: the CLI's jobs, with progress and Ctrl-C |
 //! | `simulator.rs` | `Simulator`: the service simulator on loopback |
 //!
@@ -20,6 +21,7 @@ use pyo3::prelude::*;
 
 mod errors;
 mod frames;
+mod kernels;
 mod lake;
 mod simulator;
 mod sync;
@@ -31,6 +33,12 @@ fn _dexlake(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<lake::NativeLake>()?;
     m.add_class::<simulator::NativeSimulator>()?;
     m.add_function(wrap_pyfunction!(sync::sync, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels::bars, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels::latest_event, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels::pnl, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels::latest_prices, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels::token_metrics, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels::bars_plan, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -1,9 +1,11 @@
-"""The Spark job (python/spark/dexlake_spark.py) gives the bars and PnL of `dexlake ohlcv` and
-`dexlake pnl` on the same lake, reading only the committed files.
+"""dexlake.spark on Spark local[2] gives the bars and PnL of `dexlake ohlcv --all-tokens` and
+`dexlake pnl --all-wallets` on the same lake, row for row and bit for bit, reading only the
+committed files.
 
 Two lakes: one synced from the simulator (two tokens' swaps and trades, several commits, some
 of which replace files; plus a stray uncommitted Parquet file that a glob would read), and the
 deterministic fixture lake (every swap type, oversells, swap fees, wallets with swaps only).
+One Spark session serves the module.
 
 Needs Java (17) and pyspark; without them the test is skipped and says how to enable it.
 """
@@ -12,6 +14,7 @@ import json
 import math
 import os
 import shutil
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -29,17 +32,25 @@ except ImportError:
 
 import pyarrow.parquet as pq  # noqa: E402
 
+import dexlake  # noqa: E402
+import dexlake.spark  # noqa: E402
+
 PYTHON_DIR = Path(__file__).resolve().parents[1]
-JOB = PYTHON_DIR / "spark" / "dexlake_spark.py"
 sys.path.insert(0, str(PYTHON_DIR))
 sys.path.insert(0, str(PYTHON_DIR / "spark"))
 import build_lake  # noqa: E402
 from committed_files import committed_files, dataset_files  # noqa: E402
 
-JOB_TIMEOUT = 300  # seconds for one run of the Spark job
-REL_TOL = 1e-9
+JOB_TIMEOUT = 300  # seconds for one run of a Spark script
 BAR_KEY = ["token_address", "timestamp"]
 PNL_KEY = ["wallet_address", "token_address"]
+# (name, the CLI's flags, dexlake.spark.bars' arguments): two kinds, two intervals, both sources.
+BAR_CASES = [
+    ("1m", ["--interval", "60"], dict(interval=60)),
+    ("5m trades", ["--interval", "300", "--source", "trades"], dict(interval=300, source="trades")),
+    ("ticks", ["--ticks", "5"], dict(interval=None, ticks=5)),
+]
+METHODS = ["fifo", "lifo", "hifo", "avg"]
 
 
 def binary():
@@ -47,6 +58,26 @@ def binary():
     if not path:
         pytest.fail("DEXLAKE_BIN must name the dexlake binary (run the tests with `make py-test`)")
     return path
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from pyspark.sql import SparkSession
+
+    # The executors' Python is this one, which has the dexlake package.
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("dexlake-test")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
 
 
 @pytest.fixture(scope="module")
@@ -79,84 +110,94 @@ def lakes(sim_lake, fixture_lake):
     return {"sim": sim_lake, "fixture": Path(fixture_lake[0])}
 
 
-def run_job(lake, out):
-    proc = subprocess.run(
-        [sys.executable, str(JOB), "--lake", str(lake), "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=JOB_TIMEOUT,
-    )
-    assert proc.returncode == 0, f"the Spark job failed (status {proc.returncode}):\n{proc.stderr[-4000:]}"
-    return out
+def cli_table(out, *args):
+    """The Parquet answer of a dexlake command, as a pyarrow table."""
+    subprocess.run([binary(), *args, "--format", "parquet", "--out", str(out)],
+                   check=True, capture_output=True, text=True, timeout=120)
+    return pq.read_table(out)
 
 
-def dexlake(*args):
-    subprocess.run([binary(), *args], check=True, capture_output=True, text=True, timeout=120)
-
-
-@pytest.fixture(scope="module", params=["sim", "fixture"])
-def outputs(request, lakes, tmp_path_factory):
-    """(lake, dexlake's bars, dexlake's ledgers, Spark's bars, Spark's ledgers) as row dicts."""
-    lake = lakes[request.param]
-    out = tmp_path_factory.mktemp(f"spark-{request.param}")
-    run_job(lake, out / "spark")
-    bars, pnl = out / "bars.parquet", out / "pnl.parquet"
-    dexlake("ohlcv", "--lake", str(lake), "--all-tokens", "--interval", "60",
-            "--format", "parquet", "--out", str(bars))
-    dexlake("pnl", "--lake", str(lake), "--all-wallets", "--format", "parquet", "--out", str(pnl))
-
-    def rows(path):
-        return pq.read_table(path).to_pylist()
-
-    return (request.param, lake, rows(bars), rows(pnl),
-            rows(out / "spark" / "bars.parquet"), rows(out / "spark" / "pnl.parquet"))
-
-
-def same(a, b):
-    if isinstance(a, float) and isinstance(b, float):
-        if math.isnan(a) or math.isnan(b):
-            return math.isnan(a) and math.isnan(b)
-        return math.isclose(a, b, rel_tol=REL_TOL, abs_tol=1e-12)
-    return a == b
+def bits(value):
+    """A value compared bit for bit: a float by its IEEE bits (every NaN alike)."""
+    if isinstance(value, float):
+        return "NaN" if math.isnan(value) else struct.pack("<d", value)
+    if isinstance(value, dict):
+        return {k: bits(v) for k, v in value.items()}
+    return value
 
 
 def assert_same_rows(expected, got, key, what):
-    assert expected, f"{what}: dexlake gave no rows, so the comparison would prove nothing"
-    exp = {tuple(r[k] for k in key): r for r in expected}
-    out = {tuple(r[k] for k in key): r for r in got}
-    assert len(out) == len(got), f"{what}: the Spark job gave duplicate keys"
-    missing, extra = exp.keys() - out.keys(), out.keys() - exp.keys()
-    assert not missing and not extra, (
-        f"{what}: keys differ: {len(missing)} only in dexlake (e.g. {sorted(missing)[:3]}),"
-        f" {len(extra)} only in Spark (e.g. {sorted(extra)[:3]})"
-    )
-    columns = list(expected[0].keys())
-    assert set(columns) <= set(got[0].keys()), f"{what}: Spark lacks {set(columns) - set(got[0])}"
+    """The same columns, and the same rows sorted by `key`, bit for bit."""
+    assert expected.num_rows > 0, f"{what}: dexlake gave no rows, so the comparison would prove nothing"
+    assert got.column_names == expected.column_names, f"{what}: columns {got.column_names}"
+    order = lambda rows: sorted(rows, key=lambda r: tuple(r[k] for k in key))  # noqa: E731
+    exp, out = order(expected.to_pylist()), order(got.to_pylist())
+    assert len(out) == len(exp), f"{what}: {len(out)} rows from Spark, {len(exp)} from dexlake"
     diffs = [
-        (k, c, exp[k][c], out[k][c])
-        for k in sorted(exp)
-        for c in columns
-        if not same(exp[k][c], out[k][c])
+        (tuple(e[k] for k in key), c, e[c], o[c])
+        for e, o in zip(exp, out)
+        for c in expected.column_names
+        if bits(e[c]) != bits(o[c])
     ]
     assert not diffs, f"{what}: {len(diffs)} values differ, e.g. (key, column, dexlake, Spark): {diffs[:5]}"
 
 
-def test_the_bars_equal_dexlake_ohlcv(outputs):
-    name, lake, bars, _, spark_bars, _ = outputs
-    assert_same_rows(bars, spark_bars, BAR_KEY, f"bars of the {name} lake")
-    if name == "sim":
-        # Bars of many events, so open/close order and the sums are put to the test.
-        assert max(r["count"] for r in bars) > 10, "no bar of the simulated lake holds many events"
+@pytest.mark.parametrize("name", ["sim", "fixture"])
+def test_the_bars_equal_dexlake_ohlcv_bit_for_bit(spark, lakes, name, tmp_path):
+    lake = lakes[name]
+    for case, flags, kwargs in BAR_CASES:
+        expected = cli_table(tmp_path / f"{case}.parquet", "ohlcv", "--lake", str(lake), "--all-tokens", *flags)
+        got = dexlake.spark.bars(spark, str(lake), **kwargs).toArrow()
+        assert_same_rows(expected, got, BAR_KEY, f"{case} bars of the {name} lake")
+        if name == "sim" and case == "1m":
+            # Bars of many events, so open/close order and the sums are put to the test.
+            assert max(expected.column("count").to_pylist()) > 10, "no bar of the simulated lake holds many events"
 
 
-def test_the_pnl_equals_dexlake_pnl(outputs):
-    name, lake, _, pnl, _, spark_pnl = outputs
-    assert_same_rows(pnl, spark_pnl, PNL_KEY, f"ledgers of the {name} lake")
-    assert any(r["realized_pnl"] != 0.0 for r in pnl), "no ledger realized anything: a weak test"
-    if name == "fixture":
-        # The cases this lake is here for.
-        assert any(r["oversold_quantity"] > 0.0 for r in pnl), "no oversell in the fixture lake"
-        assert any(r["fees"] > 0.0 for r in pnl), "no swap fee in the fixture lake"
+@pytest.mark.parametrize("name", ["sim", "fixture"])
+def test_the_pnl_equals_dexlake_pnl_bit_for_bit_for_every_method(spark, lakes, name, tmp_path):
+    lake = lakes[name]
+    for method in METHODS:
+        expected = cli_table(tmp_path / f"{method}.parquet", "pnl", "--lake", str(lake), "--all-wallets",
+                             "--method", method)
+        got = dexlake.spark.pnl(spark, str(lake), method=method).toArrow()
+        assert_same_rows(expected, got, PNL_KEY, f"{method} ledgers of the {name} lake")
+        rows = expected.to_pylist()
+        assert any(r["realized_pnl"] != 0.0 for r in rows), "no ledger realized anything: a weak test"
+        if name == "fixture":
+            # The cases this lake is here for.
+            assert any(r["oversold_quantity"] > 0.0 for r in rows), "no oversell in the fixture lake"
+            assert any(r["fees"] > 0.0 for r in rows), "no swap fee in the fixture lake"
+
+
+def test_a_token_split_by_time_gives_the_bars_of_the_whole(spark, sim_lake):
+    whole = dexlake.spark.bars(spark, str(sim_lake), interval=60).toArrow()
+    split = dexlake.spark.bars(spark, str(sim_lake), interval=60, split_seconds=600).toArrow()
+    assert_same_rows(whole, split, BAR_KEY, "bars split every 10 minutes")
+    # The split cuts tokens' bars into several groups.
+    times = [t.timestamp() for t in whole.column("timestamp").to_pylist()]
+    assert max(times) - min(times) > 3 * 600, "the lake spans too short a time to split"
+    with pytest.raises(dexlake.InvalidArgumentError, match="split_seconds"):
+        dexlake.spark.bars(spark, str(sim_lake), interval=60, split_seconds=90)
+    with pytest.raises(dexlake.InvalidArgumentError, match="split_seconds"):
+        dexlake.spark.bars(spark, str(sim_lake), interval=None, ticks=5, split_seconds=600)
+
+
+def test_the_command_line_job_writes_the_bars_and_ledgers(lakes, tmp_path):
+    """python/spark/dexlake_spark.py, a thin job over dexlake.spark, writes what the CLI gives."""
+    lake = lakes["fixture"]
+    out = tmp_path / "spark"
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
+    proc = subprocess.run(
+        [sys.executable, str(PYTHON_DIR / "spark" / "dexlake_spark.py"), "--lake", str(lake), "--out", str(out),
+         "--method", "hifo"],
+        capture_output=True, text=True, timeout=JOB_TIMEOUT, env=env,
+    )
+    assert proc.returncode == 0, f"the Spark job failed (status {proc.returncode}):\n{proc.stderr[-4000:]}"
+    bars = cli_table(tmp_path / "bars.parquet", "ohlcv", "--lake", str(lake), "--all-tokens", "--interval", "60")
+    pnl = cli_table(tmp_path / "pnl.parquet", "pnl", "--lake", str(lake), "--all-wallets", "--method", "hifo")
+    assert_same_rows(bars, pq.read_table(out / "bars.parquet"), BAR_KEY, "the job's bars")
+    assert_same_rows(pnl, pq.read_table(out / "pnl.parquet"), PNL_KEY, "the job's ledgers")
 
 
 def test_only_committed_files_are_read(sim_lake):
@@ -170,6 +211,8 @@ def test_only_committed_files_are_read(sim_lake):
     assert removed and removed <= on_disk and not removed & set(files)
     stray = on_disk - set(files) - removed
     assert stray and all("stray-uncommitted" in p for p in stray), stray
+    read = {str(Path(p).relative_to(sim_lake)) for p in dexlake.Lake(sim_lake).files("swaps")}
+    assert read == set(dataset_files(files, "swaps"))
 
 
 def test_the_views_script_reads_exactly_the_committed_files(sim_lake, tmp_path):

@@ -52,7 +52,7 @@ pub mod token_metrics;
 // What the query's questions and answers name; the kernels behind them are reached through
 // [`Query`](crate::query::Query) (the modules above stay public, hidden from the docs, for the
 // crate's tests and benches).
-pub use events::{EventSource, Selection, TimeRange};
+pub use events::{EventInput, EventSource, Selection, TimeRange};
 pub use metrics::{RatioConfig, ReturnMetrics};
 pub use ohlcv::{
     BarOptions, BarRule, Edge, EventRule, Fill, LiveBars, LiveUpdate, MAX_WIDTH_SECONDS,
@@ -67,7 +67,9 @@ pub use token_metrics::Window;
 #[doc(hidden)]
 pub use events::{Events, Tick, TokenEvents, load_events};
 #[doc(hidden)]
-pub use ohlcv::{bars, bars_in_batches, event_bars, resample, series_bars};
+pub use ohlcv::{
+    bars, bars_from, bars_in_batches, event_bars, event_bars_from, resample, series_bars,
+};
 #[doc(hidden)]
 pub use series_stats::series_price_stats;
 #[doc(hidden)]

@@ -628,6 +628,50 @@ pub fn token_metrics(
         Some(n) => n,
         None => lake_now(lake)?.unwrap_or(DateTime::UNIX_EPOCH),
     };
+    metrics_of(&trades, token, windows, now)
+}
+
+/// The metrics of `token` from its trades held in a frame of the lake's trades (columns
+/// [`COLUMNS`], other tokens' rows left out), as of `now` (the frame's latest trade of any
+/// token when `None`): [`token_metrics`] of a lake holding the same trades.
+pub fn token_metrics_of_frame(
+    trades: &DataFrame,
+    token: &str,
+    windows: &[Window],
+    now: Option<DateTime<Utc>>,
+) -> Result<DataFrame> {
+    if token.trim().is_empty() {
+        return Err(Error::InvalidArgument {
+            argument: "token".into(),
+            reason: format!("{token:?}: give a token address"),
+        });
+    }
+    windows.iter().try_for_each(check_window)?;
+    let now = match now {
+        Some(n) => n,
+        None => micros_col(trades, event::BLOCK_TIME)?
+            .into_iter()
+            .max()
+            .and_then(DateTime::from_timestamp_micros)
+            .unwrap_or(DateTime::UNIX_EPOCH),
+    };
+    let mask = trades
+        .column(trade::TOKEN)
+        .and_then(|c| c.str().map(|c| c.equal(token)))
+        .map_err(Error::polars("selecting the token's trades"))?;
+    let own = trades
+        .filter(&mask)
+        .map_err(Error::polars("selecting the token's trades"))?;
+    metrics_of(&TokenTrades::from_frame(&own)?, token, windows, now)
+}
+
+/// The metrics frame of `token`'s trades over `windows` as of `now`.
+fn metrics_of(
+    trades: &TokenTrades,
+    token: &str,
+    windows: &[Window],
+    now: DateTime<Utc>,
+) -> Result<DataFrame> {
     let rows: Vec<(String, WindowMetrics)> = windows
         .iter()
         .map(|w| {

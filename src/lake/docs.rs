@@ -443,10 +443,11 @@ pub fn markdown() -> String {
          the `httpfs` extension and a secret, and the Spark script reads `s3a://` paths.\n\
          - **Spark**: `spark.read.option(\"basePath\", LAKE).parquet(*paths)`, each listed path \
          prefixed with the lake root; `basePath` makes Spark take `chain` and `date` from the \
-         paths. `python/spark/dexlake_spark.py` is the worked example (the listing is \
-         `python/spark/committed_files.py`): it computes the bars of `dexlake ohlcv` and the \
-         ledgers of `dexlake pnl` and is tested against them. A lake on S3 (`s3a://...`) \
-         needs hadoop-aws on Spark's classpath.\n\
+         paths. `python/spark/committed_files.py` is the listing in plain Python; \
+         `dexlake.spark` (python/README.md, \"Spark\") reads the list from \
+         `dexlake.Lake(root, as_of=...).files(dataset)` and computes the bars of `dexlake \
+         ohlcv` and the ledgers of `dexlake pnl` with dexlake's own kernels, tested against \
+         them. A lake on S3 (`s3a://...`) needs hadoop-aws on Spark's classpath.\n\
          - **Trino** (Hive connector): do not point a table's location at the dataset's folder, \
          which reads every file in it. Register the listed files instead, e.g. a table stored \
          as `SymlinkTextInputFormat` whose manifest in each partition folder lists that \

@@ -2,9 +2,14 @@
 
 use chrono::{DateTime, Utc};
 
+use polars::prelude::DataFrame;
+
 use super::refused;
 use crate::Result;
-use crate::analytics::{BarOptions, BarRule, Edge, EventRule, Fill};
+use crate::analytics::ohlcv::Unfetched;
+use crate::analytics::{
+    BarOptions, BarRule, Edge, EventInput, EventRule, EventSource, Fill, Selection, TimeRange,
+};
 
 /// Which bars [`Query::bars`](super::Query::bars) builds: time bars of a width ([`Bars::every`]), or bars that
 /// close after a number of events or an amount of volume; time options refine time bars.
@@ -137,6 +142,40 @@ impl Bars {
     pub fn data_end(mut self, end: DateTime<Utc>) -> Self {
         self.options.data_end = Some(end);
         self
+    }
+
+    /// The ranges never fetched of each token: a bucket that meets one gives no bar (time
+    /// bars; [`BarOptions::unfetched`]). A query of the lake takes them from its coverage;
+    /// bars of events held in memory ([`InMemory`](super::InMemory)) take those the lake's
+    /// query gave ([`Query::bars_plan`](super::Query::bars_plan)).
+    pub fn unfetched(mut self, unfetched: Unfetched) -> Self {
+        self.options.unfetched = unfetched;
+        self
+    }
+
+    /// The options of time bars (for tick, volume and dollar bars, the defaults).
+    pub fn options(&self) -> &BarOptions {
+        &self.options
+    }
+
+    /// These bars of the selected events of `input` in `range`: the one dispatch of the
+    /// lake's query and of events held in memory.
+    pub(super) fn of_events(
+        &self,
+        input: EventInput<'_>,
+        source: EventSource,
+        selection: &Selection,
+        range: TimeRange,
+    ) -> Result<DataFrame> {
+        match self.kind {
+            BarKind::Time => {
+                crate::analytics::bars_from(input, source, selection, range, &self.options)
+            }
+            BarKind::Events(rule) => {
+                self.only_time_options()?;
+                crate::analytics::event_bars_from(input, source, selection, range, rule)
+            }
+        }
     }
 
     /// The rule of [`LiveBars`](crate::analytics::LiveBars) that keeps these bars up to date

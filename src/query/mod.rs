@@ -33,6 +33,11 @@
 //! The doors share the parsers of their text arguments ([`args`]) and the JSON of an answer's
 //! rows ([`json_rows`]), so the CLI and `dexlake serve` refuse and write alike.
 //!
+//! Bars, PnL tables and token metrics are also answered over events held in memory
+//! ([`InMemory`]: frames of the lake's schema, a group of a distributed engine) by the same
+//! dispatch and kernels past the analytics' in-memory reader; [`Query::bars_plan`] gives what
+//! such bars take from the lake (the ranges it never fetched).
+//!
 //! Every answer is computed by the analytics ([`crate::analytics`]) from the lake's committed
 //! files; nothing here reads the network. A query of a handle pinned to an older version
 //! (`lake.at(version)?.query()`, [`Lake::at`](crate::lake::Lake::at)) reads that version's files
@@ -66,6 +71,7 @@ mod answer;
 pub mod args;
 mod bars;
 mod check;
+mod memory;
 mod pnl_answers;
 mod rows;
 mod series_answers;
@@ -73,6 +79,7 @@ mod sql;
 
 pub use answer::{Answer, Warning, WarningKind};
 pub use bars::Bars;
+pub use memory::InMemory;
 pub use rows::{json_cells, json_rows};
 
 use chrono::{DateTime, Utc};
@@ -83,7 +90,7 @@ use crate::analytics::BarOptions;
 #[cfg(doc)]
 use crate::analytics::pnl::PnlTable;
 use crate::analytics::screener::{self, ProfileSnapshot};
-use crate::analytics::token_metrics::{self, Window};
+use crate::analytics::token_metrics;
 use crate::analytics::{EventSource, PriceStatsOptions, Selection, SeriesSource, TimeRange};
 use crate::api::profile_query::SearchRequest;
 use crate::coverage::{self, Coverage, LakeStatus};
@@ -444,20 +451,8 @@ impl<'a> Query<'a> {
     }
 
     fn bars_of(&self, bars: Bars) -> Result<DataFrame> {
-        let selection = self.selection();
-        match bars.kind {
-            bars::BarKind::Time => crate::analytics::bars(
-                self.lake,
-                self.source,
-                &selection,
-                self.range,
-                &bars.options,
-            ),
-            bars::BarKind::Events(rule) => {
-                bars.only_time_options()?;
-                crate::analytics::event_bars(self.lake, self.source, &selection, self.range, rule)
-            }
-        }
+        let input = crate::analytics::EventInput::Lake(self.lake);
+        bars.of_events(input, self.source, &self.selection(), self.range)
     }
 
     /// Price changes and USD volumes over 5m … 30d of the selected tokens as of `now` (the
@@ -585,14 +580,7 @@ impl<'a> Query<'a> {
             Some([token]) => token,
             _ => return Err(refused("token", "token metrics are of exactly one token")),
         };
-        let windows = if windows.is_empty() {
-            Window::service_windows()
-        } else {
-            windows
-                .iter()
-                .map(|w| Window::parse(w))
-                .collect::<Result<Vec<_>>>()?
-        };
+        let windows = memory::windows_of(windows)?;
         let widest = windows.iter().map(|w| w.seconds).max().unwrap_or(0);
         let coverage = coverage::of_window(
             self.lake,

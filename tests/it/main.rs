@@ -31,6 +31,7 @@ mod output;
 mod provenance;
 mod quality;
 mod query;
+mod query_memory;
 #[cfg(feature = "report")]
 mod report;
 #[cfg(feature = "sim")]

@@ -15,13 +15,15 @@
 //! | `mod.rs` | the selection ([`EventSource`], [`Selection`], [`TimeRange`], the crate's one time range), the events ([`Tick`], [`Events`], [`TokenEvents`]) and the entry points [`load_events`], [`latest_event_time`] |
 //! | `layout.rs` | where a dataset's rows keep their token sides, and a row's side as an event |
 //! | `row_groups.rs` | the reader: row group by row group with arrow-rs, token addresses as dictionaries, in parallel |
-//! | `reference.rs` | (tests only) the simpler reader, each file through a polars query: the row-group reader's reference |
+//! | `memory.rs` | the in-memory reader: the events of a frame of the lake's schema ([`events_of_frame`]), rows to events by the same rules |
+//! | `reference.rs` | (tests only) the simpler reader, each file through a polars query and the in-memory reader: the row-group reader's reference |
 //!
 //! The files may import `crate::lake` (manifest, `SharedFile`, scans), `crate::analytics::intern`
-//! (and, the reference reader, `crate::analytics::columns`) and the crate's errors; nothing
+//! (and, the in-memory reader, `crate::analytics::columns`) and the crate's errors; nothing
 //! else of the crate.
 
 mod layout;
+mod memory;
 #[cfg(test)]
 mod reference;
 mod row_groups;
@@ -35,6 +37,7 @@ use crate::lake::read::{CommittedFile, committed_files};
 use crate::lake::{Dataset, Lake};
 pub use crate::time_range::TimeRange;
 use crate::{Error, Result};
+pub use memory::events_of_frame;
 
 /// Files open at once in each pass of the reader.
 const FILES_AT_ONCE: usize = 64;
@@ -293,6 +296,33 @@ pub struct TokenEvents {
     pub events: Events,
 }
 
+/// Where the events of a question are read: the lake's committed files, or a frame of the
+/// lake's schema held in memory (a group of a distributed computation). Both go through the
+/// same rules (`layout.rs`) to the same [`TokenEvents`].
+#[derive(Debug, Clone, Copy)]
+pub enum EventInput<'a> {
+    /// The lake's committed files of the source's dataset.
+    Lake(&'a Lake),
+    /// Rows of the source's dataset held in memory ([`events_of_frame`]).
+    Frame(&'a DataFrame),
+}
+
+impl EventInput<'_> {
+    /// The token side of the selected events in `range`, by token in address order, each in
+    /// event order ([`load_events`] or [`events_of_frame`]).
+    pub fn load(
+        self,
+        source: EventSource,
+        selection: &Selection,
+        range: TimeRange,
+    ) -> Result<Vec<TokenEvents>> {
+        match self {
+            EventInput::Lake(lake) => load_events(lake, source, selection, range),
+            EventInput::Frame(frame) => events_of_frame(frame, source, selection, range),
+        }
+    }
+}
+
 /// The latest `block_time` of `source` in the lake, if it holds any event (from the time span
 /// the manifest records for each committed file; no file is read).
 pub fn latest_event_time(lake: &Lake, source: EventSource) -> Result<Option<DateTime<Utc>>> {
@@ -361,6 +391,23 @@ fn load_events_in_windows(
     .map_err(|e| e.in_file(lake.root(), ""))
 }
 
+/// The tokens `selection` names (`None` for every token), after checking the selection (a
+/// blank address, a pool of trades): what every reader asks first.
+fn wanted_tokens(source: EventSource, selection: &Selection) -> Result<Option<TokenSet<'_>>> {
+    selection.validate()?;
+    if matches!(selection, Selection::Pool(_)) && source == EventSource::Trades {
+        return Err(Error::InvalidArgument {
+            argument: "selection".into(),
+            reason: "trades carry no pool address; select a pool with swaps".into(),
+        });
+    }
+    Ok(match selection {
+        Selection::Token(t) => Some(std::iter::once(t.as_str()).collect()),
+        Selection::Tokens(ts) => Some(ts.iter().map(String::as_str).collect()),
+        Selection::Pool(_) | Selection::AllTokens => None,
+    })
+}
+
 /// The data files of `source` that can hold events of `range` (store paths, sorted, with their
 /// manifest entries), and the tokens `selection` names (`None` for every token); an invalid
 /// range or selection is an error.
@@ -371,18 +418,7 @@ fn selected_files<'a>(
     range: TimeRange,
 ) -> Result<(Vec<CommittedFile>, Option<TokenSet<'a>>)> {
     range.validate()?;
-    selection.validate()?;
-    let wanted: Option<TokenSet<'_>> = match selection {
-        Selection::Token(t) => Some(std::iter::once(t.as_str()).collect()),
-        Selection::Tokens(ts) => Some(ts.iter().map(String::as_str).collect()),
-        Selection::Pool(_) | Selection::AllTokens => None,
-    };
-    if matches!(selection, Selection::Pool(_)) && source == EventSource::Trades {
-        return Err(Error::InvalidArgument {
-            argument: "selection".into(),
-            reason: "trades carry no pool address; select a pool with swaps".into(),
-        });
-    }
+    let wanted = wanted_tokens(source, selection)?;
     let manifest = lake.manifest()?;
     let (lo, hi) = (
         range.from.map(|t| t.timestamp_micros()),

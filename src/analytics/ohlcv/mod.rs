@@ -80,7 +80,7 @@ pub use live::{BarRule, LiveBars, LiveUpdate};
 pub use series::{SeriesSelection, SeriesSource, choose_interval, series_bars, stored_intervals};
 pub(crate) use series::{TokenSeries, filtered, read_series};
 
-use super::events::{EventSource, Selection, TimeRange, TokenEvents, load_events};
+use super::events::{EventInput, EventSource, Selection, TimeRange, TokenEvents, load_events};
 use crate::lake::Lake;
 use crate::{Error, Result};
 use grid::Grid;
@@ -273,6 +273,13 @@ impl Unfetched {
     /// Whether no range is missing.
     pub fn is_empty(&self) -> bool {
         self.by_token.is_empty()
+    }
+
+    /// Every token's ranges never fetched, by token address.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &[(i64, i64)])> {
+        self.by_token
+            .iter()
+            .map(|(t, r)| (t.as_str(), r.as_slice()))
     }
 }
 
@@ -494,9 +501,20 @@ pub fn bars(
     range: TimeRange,
     options: &BarOptions,
 ) -> Result<DataFrame> {
+    bars_from(EventInput::Lake(lake), source, selection, range, options)
+}
+
+/// Time bars of the selected events in `range` of `input`, the lake or a frame in memory.
+pub fn bars_from(
+    input: EventInput<'_>,
+    source: EventSource,
+    selection: &Selection,
+    range: TimeRange,
+    options: &BarOptions,
+) -> Result<DataFrame> {
     // Fails on bad options before reading anything.
     Grid::of(options)?;
-    let tokens = load_events(lake, source, selection, range)?;
+    let tokens = input.load(source, selection, range)?;
     let spec = options.spec(default_end(&tokens, range))?;
     per_token(
         tokens,
@@ -578,8 +596,20 @@ pub fn event_bars(
     range: TimeRange,
     rule: EventRule,
 ) -> Result<DataFrame> {
+    event_bars_from(EventInput::Lake(lake), source, selection, range, rule)
+}
+
+/// Tick, volume or dollar bars of the selected events in `range` of `input`, the lake or a
+/// frame in memory.
+pub fn event_bars_from(
+    input: EventInput<'_>,
+    source: EventSource,
+    selection: &Selection,
+    range: TimeRange,
+    rule: EventRule,
+) -> Result<DataFrame> {
     rule.validate()?;
-    let tokens = load_events(lake, source, selection, range)?;
+    let tokens = input.load(source, selection, range)?;
     event_bars_of_events(&tokens, is_long(selection), rule)
 }
 

@@ -210,6 +210,45 @@ fn count_keys(n: usize, cells: usize, key: impl Fn(usize) -> Option<usize> + Syn
     count
 }
 
+/// A price and the event-order key `(block_time, block_slot, id)` of the event that set it.
+pub(super) type KeyedPrice = ((i64, i64, i64), f64);
+
+/// The latest price of each of `tokens` tokens over every event of `rows` (every wallet): the
+/// last finite price in event order, with the event-order key of its event (`None` without a
+/// finite price). Earlier rows win ties, as in one pass over the rows.
+pub(super) fn latest_keyed(rows: &EventRows, tokens: usize) -> Vec<Option<KeyedPrice>> {
+    let n = rows.len();
+    type Latest = Vec<Option<((i64, i64, i64), f64)>>;
+    let latest: Vec<Latest> = ranges(n)
+        .map(|range| {
+            let mut best: Latest = vec![None; tokens];
+            for r in range {
+                if rows.side[r].is_none() || !rows.price[r].is_finite() {
+                    continue;
+                }
+                let key = rows.order_key(r);
+                let b = &mut best[rows.token[r] as usize];
+                match b {
+                    Some(v) if v.0 >= key => {}
+                    _ => *b = Some((key, rows.price[r])),
+                }
+            }
+            best
+        })
+        .collect();
+    let mut best: Latest = vec![None; tokens];
+    for part in latest {
+        for (b, p) in best.iter_mut().zip(part) {
+            if let Some(p) = p
+                && b.is_none_or(|b| p.0 > b.0)
+            {
+                *b = Some(p);
+            }
+        }
+    }
+    best
+}
+
 /// Groups the events into ledgers sorted by (wallet, token), each in event order (ties in
 /// the input's row order), keeping only the wallets of `query`. Latest prices come from every
 /// event (all wallets).
@@ -232,35 +271,7 @@ pub(super) fn group_ledgers(
             reason: format!("{n} events are more than one computation takes (2^32)"),
         });
     }
-    type Latest = Vec<Option<((i64, i64, i64), f64)>>;
-    let latest: Vec<Latest> = ranges(n)
-        .map(|range| {
-            let mut best: Latest = vec![None; tokens.len()];
-            for r in range {
-                if rows.side[r].is_none() || !rows.price[r].is_finite() {
-                    continue;
-                }
-                let key = rows.order_key(r);
-                let b = &mut best[rows.token[r] as usize];
-                match b {
-                    Some(v) if v.0 >= key => {}
-                    _ => *b = Some((key, rows.price[r])),
-                }
-            }
-            best
-        })
-        .collect();
-    // Earlier rows win ties, as in one pass over the rows.
-    let mut best: Latest = vec![None; tokens.len()];
-    for part in latest {
-        for (b, p) in best.iter_mut().zip(part) {
-            if let Some(p) = p
-                && b.is_none_or(|b| p.0 > b.0)
-            {
-                *b = Some(p);
-            }
-        }
-    }
+    let best = latest_keyed(rows, tokens.len());
     let wanted: Option<Vec<bool>> = query.wallets.as_ref().map(|ws| {
         let mut wanted = vec![false; wallets.len()];
         for w in ws {

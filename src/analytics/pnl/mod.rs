@@ -32,7 +32,7 @@
 //!
 //! | file | what lives there |
 //! |---|---|
-//! | `mod.rs` | [`PnlSource`] (the lake or in-memory frames) and one entry per question, each taking a source and [`PnlOptions`]: [`pnl_report`] (ledgers, positions and lots tables), [`pnl_report_batches`] (the same a chunk of ledgers at a time), [`leaderboard`], [`wallet_performance`] (equity curve and metrics), [`ledger_set`] (the grouped ledgers, not run); [`lake_frames`] (the lake's events as frames) |
+//! | `mod.rs` | [`PnlSource`] (the lake or in-memory frames) and one entry per question, each taking a source and [`PnlOptions`]: [`pnl_report`] (ledgers, positions and lots tables), [`pnl_report_batches`] (the same a chunk of ledgers at a time), [`leaderboard`], [`wallet_performance`] (equity curve and metrics), [`ledger_set`] (the grouped ledgers, not run); [`lake_frames`] (the lake's events as frames); for frames holding some wallets' events, [`latest_prices`] (with their event keys) and [`pnl_report_marked`] (marked at given latest prices) |
 //! | `options.rs` | [`PnlOptions`], the one options type of the entries: the selection (wallets, token), [`PnlConfig`] (with [`CostMethod`], [`OversellPolicy`], [`Mark`]), the tables built, [`EquityConfig`]; [`PnlTable`] |
 //! | `ledger.rs` | the cost-basis books (FIFO queue, LIFO stack, HIFO heap) and [`Ledger`], its events and results ([`LedgerEvent`], [`LotMatch`], [`Position`], [`Oversold`]), [`run_ledger`], [`LedgerSet`] |
 //! | `rows.rs` | the input frames read into events before grouping, wallets and tokens interned |
@@ -92,7 +92,7 @@ pub use report::PnlReport;
 pub use report::REPORT_CHUNK;
 pub use rows::{SWAP_COLUMNS, TRADE_COLUMNS};
 
-use grouping::group_ledgers;
+use grouping::{group_ledgers, latest_keyed};
 use leaderboard::leaderboard_of;
 use report::{drop_in_background, report_chunks, run_report_in};
 use rows::read_rows;
@@ -177,6 +177,50 @@ pub fn pnl_report_batches(
     report_chunks(&set, &options.config, ledgers, options.positions, sink)?;
     drop_in_background(set);
     Ok(())
+}
+
+/// [`pnl_report`] with each token marked by `latest` (its latest price over every wallet)
+/// instead of the latest price in `source`: for a source holding some wallets' events only (a
+/// group of a distributed computation), whose latest prices come from every group's
+/// [`latest_prices`]. A token absent from `latest` has no latest price. Only
+/// [`Mark::Latest`] reads `latest`.
+#[doc(hidden)]
+pub fn pnl_report_marked(
+    source: PnlSource<'_>,
+    options: &PnlOptions,
+    latest: &std::collections::BTreeMap<String, f64>,
+) -> Result<PnlReport> {
+    options.validate()?;
+    let mut set = grouped(source, options)?;
+    set.latest_prices = set
+        .token_names
+        .iter()
+        .map(|t| latest.get(t).copied())
+        .collect();
+    let report = run_report_in(&set, &options.config, REPORT_CHUNK, options.positions);
+    drop_in_background(set);
+    report
+}
+
+/// A token, the event-order key `(block_time, block_slot, id)` of its latest priced event, and
+/// that price ([`latest_prices`]).
+#[doc(hidden)]
+pub type LatestPrice = (String, (i64, i64, i64), f64);
+
+/// The latest price of each token of a trades frame and, for wallets with no trade in it, a
+/// swaps frame (those of [`PnlSource::Frames`]), with the event-order key `(block_time,
+/// block_slot, id)` of the event that set it: the latest price over all of them is the one of
+/// the greatest key, whatever groups the events were split into. Tokens without a finite
+/// price are absent.
+#[doc(hidden)]
+pub fn latest_prices(trades: &DataFrame, swaps: Option<&DataFrame>) -> Result<Vec<LatestPrice>> {
+    let (rows, _, tokens) = read_rows(trades, swaps, &PnlOptions::default())?;
+    let best = latest_keyed(&rows, tokens.len());
+    Ok(tokens
+        .into_iter()
+        .zip(best)
+        .filter_map(|(t, b)| b.map(|(key, price)| (t, key, price)))
+        .collect())
 }
 
 /// Reads the lake's trades and swaps (of the token `options` names, when it names one) as

@@ -1,0 +1,343 @@
+"""dexlake's answers computed by Spark over a lake's committed files, with dexlake's kernels.
+
+Spark reads exactly the files a lake version commits (its commit log, never a glob of the
+folders), groups the rows (by token for bars and token metrics, by wallet for the PnL), and
+hands each group to :mod:`dexlake.kernels` with ``applyInArrow`` (pyspark 4): the bar, PnL
+and metrics rules are dexlake's own code, run inside the executors, so a Spark answer equals
+the CLI's row for row and bit for bit::
+
+    from pyspark.sql import SparkSession
+    import dexlake.spark
+
+    spark = SparkSession.builder.getOrCreate()
+    bars = dexlake.spark.bars(spark, "lake", interval=60)      # dexlake ohlcv --all-tokens
+    pnl = dexlake.spark.pnl(spark, "lake", method="hifo")       # dexlake pnl --all-wallets
+
+What a group cannot know is decided once on the driver or from every group: the ranges the
+lake never fetched (the lake's coverage, read on the driver), the end of the data (the latest
+event of every group), every token's latest price for the PnL's mark (the greatest event of
+every wallet group), the metrics' ``now`` (the lake's latest trade).
+
+Executors need only the ``dexlake`` package (see python/README.md, "Spark").
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+from . import InvalidArgumentError, Lake, _micros, _text
+from . import kernels as _kernels
+
+__all__ = ["bars", "pnl", "token_metrics", "events"]
+
+#: A lake: a ``dexlake.Lake`` (pinned with ``as_of`` or not), or its folder or URL.
+LakeLike = Union[Lake, str, Any]
+
+_KEY = "_dexlake_key"
+_PART = "_dexlake_part"
+_MICROS = 1_000_000
+
+
+def _instant(micros: Optional[int]) -> Optional[_dt.datetime]:
+    """Unix microseconds as the exact UTC instant the kernels take."""
+    if micros is None:
+        return None
+    return _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(microseconds=int(micros))
+
+
+def _lake(lake: LakeLike, as_of: Any) -> Lake:
+    if isinstance(lake, Lake):
+        if as_of is not None:
+            raise ValueError("as_of: give it to dexlake.Lake(root, as_of=...), not with a Lake")
+        return lake
+    return Lake(lake, as_of=as_of)
+
+
+def _spark_path(path: str, s3_scheme: str) -> str:
+    """A committed file's location as Spark's Hadoop file systems name it."""
+    if path.startswith("s3://") and s3_scheme != "s3":
+        return f"{s3_scheme}://" + path[len("s3://"):]
+    return path
+
+
+def events(spark: Any, lake: LakeLike, dataset: str, *, as_of: Any = None, s3_scheme: str = "s3a") -> Any:
+    """A Spark DataFrame of exactly the files ``dataset`` commits at the lake's version (a
+    pinned ``dexlake.Lake``, or ``as_of``), or ``None`` when it commits none. ``s3://`` files
+    are read as ``s3_scheme://`` (``s3a`` needs the hadoop-aws jar; ``"s3"`` keeps them, as
+    EMR and Databricks read them)."""
+    handle = _lake(lake, as_of)
+    files = handle.files(_text(dataset, "dataset"))
+    if not files:
+        return None
+    return spark.read.parquet(*[_spark_path(f, s3_scheme) for f in files])
+
+
+def _empty(spark: Any, handle: Lake, dataset: str) -> Any:
+    """An empty Spark DataFrame of ``dataset``'s columns (a lake without its files)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    schema = handle.scan(dataset).limit(0).collect().to_arrow().schema
+    return spark.createDataFrame([], schema=from_arrow_schema(_plain_schema(schema)))
+
+
+def _plain_type(t: Any) -> Any:
+    """An Arrow type Spark takes: string views and large strings as strings, unsigned integers
+    as signed 64-bit ones, nested types type by type."""
+    import pyarrow as pa
+
+    if pa.types.is_string_view(t) or pa.types.is_large_string(t):
+        return pa.string()
+    if pa.types.is_unsigned_integer(t):
+        return pa.int64()
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, _plain_type(f.type), f.nullable) for f in t])
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t):
+        return pa.list_(_plain_type(t.value_type))
+    return t
+
+
+def _plain_schema(schema: Any) -> Any:
+    import pyarrow as pa
+
+    return pa.schema([pa.field(f.name, _plain_type(f.type), True) for f in schema])
+
+
+def _answer_schema(kernel: Callable[..., Any], *empty: Any) -> Tuple[Any, Any]:
+    """The Arrow schema of ``kernel``'s answers (run on empty groups on the driver) as Spark
+    takes it, and the Spark schema."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    schema = _plain_schema(kernel(*empty).schema)
+    return schema, from_arrow_schema(schema)
+
+
+def bars(
+    spark: Any,
+    lake: LakeLike,
+    interval: Optional[int] = 60,
+    *,
+    source: str = "swaps",
+    ticks: Optional[int] = None,
+    base_volume: Optional[float] = None,
+    usd_volume: Optional[float] = None,
+    tz: Optional[str] = None,
+    fill: str = "skip",
+    offset: int = 0,
+    closed: str = "left",
+    label: str = "left",
+    split_seconds: Optional[int] = None,
+    strict: bool = False,
+    as_of: Any = None,
+    s3_scheme: str = "s3a",
+) -> Any:
+    """The bars of every token of the lake's ``source`` events as a Spark DataFrame, row for
+    row those of ``dexlake ohlcv --all-tokens`` with the same options (as
+    :meth:`dexlake.Lake.bars` takes them), in no particular order (sort by
+    ``token_address``, ``timestamp``).
+
+    Rows are grouped by token (a swap goes to the group of each of its two tokens; each group
+    keeps its own token's bars). ``split_seconds`` also splits a token's time bars by time, at
+    multiples of ``split_seconds`` from the grid's origin, so one very active token needs not
+    fit one executor: it must be a multiple of ``interval``, and is refused for tick, volume
+    and dollar bars (a bar's events depend on every event before it), with ``fill`` (a filled
+    bucket depends on the bar before it, in another part), with ``closed="right"`` and with a
+    time zone (their buckets do not start on the epoch grid's instants)."""
+    handle = _lake(lake, as_of)
+    source = _text(source, "source")  # type: ignore[assignment]
+    time_bars = (ticks, base_volume, usd_volume) == (None, None, None)
+    if not time_bars and interval == 60:
+        interval = None
+    if split_seconds is not None:
+        reason = None
+        if not time_bars:
+            reason = "tick, volume and dollar bars depend on every event before them"
+        elif fill != "skip":
+            reason = "a filled bucket depends on the bar before it"
+        elif closed != "left":
+            reason = "buckets closed on the right do not start on the grid's instants"
+        elif tz is not None:
+            reason = "calendar days of a time zone do not start on the epoch grid"
+        elif interval is None or int(split_seconds) <= 0 or int(split_seconds) % int(interval) != 0:
+            reason = "give a positive multiple of interval"
+        if reason is not None:
+            raise _invalid("split_seconds", reason)
+    ranges, _version = _kernels.bars_plan(handle, source, strict=strict)
+    frame = events(spark, handle, source, s3_scheme=s3_scheme)
+    if frame is None:
+        frame = _empty(spark, handle, source)
+    options = dict(
+        source=source, ticks=ticks, base_volume=base_volume, usd_volume=usd_volume, tz=tz,
+        fill=fill, offset=offset, closed=closed, label=label,
+    )
+    data_end = None
+    if time_bars:
+        data_end = _latest_event(frame, source)
+        data_end = _instant(None if data_end is None else data_end + 1)
+    unfetched: Dict[str, List[Tuple[str, int, int]]] = {}
+    for token, start, end in ranges:
+        unfetched.setdefault(token, []).append((token, start, end))
+
+    from pyspark.sql import functions as F
+
+    if source == "swaps":
+        keyed = frame.withColumn(_KEY, F.col("token_address_in")).unionByName(
+            frame.filter(F.col("token_address_out") != F.col("token_address_in")).withColumn(
+                _KEY, F.col("token_address_out")
+            )
+        )
+    else:
+        keyed = frame.withColumn(_KEY, F.col("token_address"))
+    if split_seconds is not None:
+        # The part's first instant, in whole microseconds: a multiple of the width from the
+        # grid's origin.
+        width = F.lit(int(split_seconds) * _MICROS)
+        since = F.unix_micros(F.col("block_time")) - F.lit(int(offset) * _MICROS)
+        keyed = keyed.withColumn(_PART, since - F.pmod(since, width))
+    else:
+        keyed = keyed.withColumn(_PART, F.lit(0))
+
+    def kernel(table: Any, token: Optional[str] = None) -> Any:
+        return _kernels.bars(
+            table, interval, data_end=data_end, unfetched=unfetched.get(token or "", []),
+            tokens=None if token is None else [token], arrow=True, **options,
+        )
+
+    arrow_schema, spark_schema = _answer_schema(kernel, frame.limit(0).toArrow())
+
+    def group(key: Tuple[Any, ...], table: Any) -> Any:
+        token = key[0].as_py() if hasattr(key[0], "as_py") else key[0]
+        return kernel(table.drop_columns([_KEY, _PART]), token).cast(arrow_schema)
+
+    return keyed.groupBy(_KEY, _PART).applyInArrow(group, spark_schema)
+
+
+def _latest_event(frame: Any, source: str) -> Optional[int]:
+    """The latest event time (µs) of the rows of ``frame``, as bars read them: each partition's
+    by the kernel, then the greatest."""
+    import pyarrow as pa
+
+    def latest(batches: Any) -> Any:
+        best = None
+        for batch in batches:
+            t = _kernels.latest_event(pa.Table.from_batches([batch]), source)
+            if t is not None and (best is None or t > best):
+                best = t
+        yield pa.RecordBatch.from_pydict({"latest": [best]}, schema=pa.schema([("latest", pa.int64())]))
+
+    row = frame.mapInArrow(latest, "latest long").agg({"latest": "max"}).collect()
+    return None if not row else row[0][0]
+
+
+def _invalid(argument: str, reason: str) -> Exception:
+    return InvalidArgumentError(f"invalid {argument}: {reason}")
+
+
+def pnl(
+    spark: Any,
+    lake: LakeLike,
+    method: str = "fifo",
+    mark: Union[str, float] = "latest",
+    *,
+    oversell: str = "zero-cost",
+    dust: float = 0.0,
+    table: str = "ledgers",
+    as_of: Any = None,
+    s3_scheme: str = "s3a",
+) -> Any:
+    """One PnL table of every wallet of the lake as a Spark DataFrame, row for row that of
+    ``dexlake pnl --all-wallets`` with the same options (as :meth:`dexlake.Lake.pnl` takes
+    them), in no particular order (sort by ``wallet_address``, ``token_address``).
+
+    Each wallet's trades and swaps form one group (``cogroup``), whose ledgers are computed
+    whole; with ``mark="latest"`` every token's latest price is found first, the greatest
+    event of every group's :func:`dexlake.kernels.latest_prices`."""
+    handle = _lake(lake, as_of)
+    trades = events(spark, handle, "trades", s3_scheme=s3_scheme)
+    if trades is None:
+        trades = _empty(spark, handle, "trades")
+    swaps = events(spark, handle, "swaps", s3_scheme=s3_scheme)
+    if swaps is None:
+        swaps = _empty(spark, handle, "swaps")
+    latest = None
+    if isinstance(mark, str) and mark.strip().lower() == "latest":
+        latest = _latest_prices(trades, swaps)
+    options = dict(method=method, mark=mark, oversell=oversell, dust=dust, table=table)
+
+    def kernel(t: Any, s: Any) -> Any:
+        return _kernels.pnl(t, s, latest=latest, arrow=True, **options)
+
+    arrow_schema, spark_schema = _answer_schema(kernel, trades.limit(0).toArrow(), swaps.limit(0).toArrow())
+
+    def group(t: Any, s: Any) -> Any:
+        return kernel(t, s).cast(arrow_schema)
+
+    wallet = "wallet_address"
+    return trades.groupBy(wallet).cogroup(swaps.groupBy(wallet)).applyInArrow(group, spark_schema)
+
+
+def _latest_prices(trades: Any, swaps: Any) -> Dict[str, float]:
+    """Every token's latest price over the lake: each wallet group's latest events, then per
+    token the price of the greatest (block_time, block_slot, id)."""
+    from pyspark.sql import functions as F
+
+    schema = "token_address string, block_time long, block_slot long, id long, price double"
+
+    def group(t: Any, s: Any) -> Any:
+        return _kernels.latest_prices(t, s, arrow=True).cast(_latest_arrow_schema())
+
+    wallet = "wallet_address"
+    keyed = trades.groupBy(wallet).cogroup(swaps.groupBy(wallet)).applyInArrow(group, schema)
+    rows = (
+        keyed.groupBy("token_address")
+        .agg(F.max_by("price", F.struct("block_time", "block_slot", "id")).alias("price"))
+        .collect()
+    )
+    return {r["token_address"]: r["price"] for r in rows}
+
+
+def _latest_arrow_schema() -> Any:
+    import pyarrow as pa
+
+    return pa.schema(
+        [("token_address", pa.string()), ("block_time", pa.int64()), ("block_slot", pa.int64()),
+         ("id", pa.int64()), ("price", pa.float64())]
+    )
+
+
+def token_metrics(
+    spark: Any,
+    lake: LakeLike,
+    windows: Union[str, Sequence[str], None] = None,
+    *,
+    now: Any = None,
+    as_of: Any = None,
+    s3_scheme: str = "s3a",
+) -> Any:
+    """The window metrics of every token of the lake's trades as a Spark DataFrame, one row
+    per (token, window), as ``dexlake token-metrics`` gives them token by token; ``now``
+    defaults to the lake's latest trade (of any token). Rows are grouped by token."""
+    from pyspark.sql import functions as F
+
+    handle = _lake(lake, as_of)
+    trades = events(spark, handle, "trades", s3_scheme=s3_scheme)
+    if trades is None:
+        trades = _empty(spark, handle, "trades")
+    at = _micros(now, "now")
+    if at is None:
+        at = trades.agg(F.max(F.unix_micros(F.col("block_time")))).collect()[0][0]
+    at = _instant(at)
+    if isinstance(windows, str):
+        windows = [w for w in windows.split(",") if w.strip()] or None
+
+    def kernel(table: Any, token: str) -> Any:
+        return _kernels.token_metrics(table, token, windows, now=at, arrow=True)
+
+    empty = trades.limit(0).toArrow()
+    arrow_schema, spark_schema = _answer_schema(kernel, empty, "schema")
+
+    def group(key: Tuple[Any, ...], table: Any) -> Any:
+        token = key[0].as_py() if hasattr(key[0], "as_py") else key[0]
+        return kernel(table, token).cast(arrow_schema)
+
+    return trades.groupBy("token_address").applyInArrow(group, spark_schema)
