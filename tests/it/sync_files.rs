@@ -247,3 +247,72 @@ async fn merged_commits_answer_as_before_in_files_that_are_not_small() {
         "no sync commit removed files"
     );
 }
+
+/// The seconds of a `Duration`'s debug text (`1.2s`, `340.5ms`, `12µs`).
+fn seconds(text: &str) -> f64 {
+    let text = text.trim();
+    let (number, scale) = if let Some(n) = text.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = text.strip_suffix("µs") {
+        (n, 1e-6)
+    } else if let Some(n) = text.strip_suffix("ns") {
+        (n, 1e-9)
+    } else {
+        (text.strip_suffix('s').expect("a duration"), 1.0)
+    };
+    number.parse::<f64>().expect("a number") * scale
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timings_split_the_wall_time_into_fetching_committing_and_compaction() {
+    let sim = sim().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let plan = dir.path().join("plan.toml");
+    let pools: Vec<String> = jobs(&sim)
+        .iter()
+        .filter_map(|j| match j {
+            Job::Swaps { pool: Some(p), .. } => {
+                Some(format!("[[job]]\ndataset = \"swaps\"\npool = \"{p}\"\n"))
+            }
+            _ => None,
+        })
+        .collect();
+    std::fs::write(&plan, pools.join("\n")).expect("plan");
+    let lake = dir.path().join("lake");
+    let base_url = sim.base_url().to_owned();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_dexlake"))
+            .arg("--lake")
+            .arg(&lake)
+            .args(["--base-url", &base_url, "--api-key", "demo-key", "sync"])
+            .args(["--commit-rows", "500", "--timings", "--plan"])
+            .arg(&plan)
+            .output()
+            .expect("dexlake runs")
+    })
+    .await
+    .expect("joined");
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8(out.stdout).expect("UTF-8");
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("  timings: fetching "))
+        .unwrap_or_else(|| panic!("no timings line: {stdout}"));
+    // "F, then committing C, then compaction K (of T); B committing in all"
+    let (fetch, rest) = line.split_once(", then committing ").expect("committing");
+    let (commit, rest) = rest.split_once(", then compaction ").expect("compaction");
+    let (compaction, rest) = rest.split_once(" (of ").expect("total");
+    let (total, _) = rest.split_once(')').expect("total");
+    let parts = seconds(fetch) + seconds(commit) + seconds(compaction);
+    let total = seconds(total);
+    assert!(seconds(compaction) > 0.0, "{line}");
+    // Each figure is printed to a tenth (or to its unit's tenth below a second).
+    assert!(
+        parts <= total + 0.2 && parts >= total * 0.9 - 0.2,
+        "the parts {parts} s make the total {total} s: {line}"
+    );
+    assert!(
+        stdout.contains("  merged in commits: "),
+        "no merge count: {stdout}"
+    );
+}

@@ -431,10 +431,7 @@ pub fn run(global: &Global, args: SyncArgs) -> anyhow::Result<ExitCode> {
     // Blocking tasks still running (none once the run returned) are not waited for.
     runtime.shutdown_background();
 
-    print_summary(&report, verbose);
-    if timings {
-        print_timings(&report);
-    }
+    print_summary(&report, verbose, timings);
     if let Some(path) = &jobs_report {
         write_jobs_report(path, &report)
             .with_context(|| format!("writing the jobs report {}", path.display()))?;
@@ -479,9 +476,10 @@ const FULL_TABLE_UP_TO: usize = 20;
 /// Jobs listed by rows added in the summary of a large plan.
 const LARGEST_JOBS: usize = 10;
 
-/// Prints the run's totals, its commits and compaction, and the per-job table (or, for plans
-/// of more than [`FULL_TABLE_UP_TO`] jobs without `verbose`, the [`LARGEST_JOBS`] largest).
-fn print_summary(report: &SyncReport, verbose: bool) {
+/// Prints the run's totals, its commits and compaction, with `timings` where the wall time went,
+/// and the per-job table (or, for plans of more than [`FULL_TABLE_UP_TO`] jobs without
+/// `verbose`, the [`LARGEST_JOBS`] largest).
+fn print_summary(report: &SyncReport, verbose: bool, timings: bool) {
     println!("sync finished in {:.1?}", report.elapsed);
     for (dataset, rows) in report.rows_added() {
         println!("  {dataset:<16} {rows:>10} rows added");
@@ -516,6 +514,9 @@ fn print_summary(report: &SyncReport, verbose: bool) {
                 escaped_in_full(&error_chain(e.as_ref()))
             ),
         }
+    }
+    if timings {
+        print_timings(report);
     }
     let row = |j: &JobReport| {
         println!(
