@@ -360,7 +360,7 @@ fn a_streamed_file_is_uploaded_in_parts() {
 fn run_child(kind: &str) {
     let lake_root = std::env::var(CHILD_LAKE_ENV).expect("the child's lake");
     if kind == "crash" {
-        crash_writer_loop(&lake_root, ROWS_PER_COMMIT);
+        crash_writer_loop(&lake_root, ROWS_PER_COMMIT, false);
     }
     assert_eq!(kind, "race", "unknown child");
     // Commits 12 blocks from its start block, each with the block after it, and compacts after

@@ -397,6 +397,15 @@ impl Lake {
     pub fn compact_partitions(&self, partitions: &BTreeSet<Partition>) -> Result<CompactReport> {
         compact::compact_partitions(&self.base, partitions)
     }
+
+    /// [`compact`](Self::compact) limited to `partitions`: merges only the files of fewer than
+    /// [`compact_below_rows`](LakeOptions::compact_below_rows) rows, leaving larger ones as
+    /// they are. What a sync whose commits merged their small files
+    /// ([`Transaction::merge_small_files`](super::Transaction::merge_small_files)) runs at its
+    /// end: only what is still small is rewritten.
+    pub fn compact_small_in(&self, partitions: &BTreeSet<Partition>) -> Result<CompactReport> {
+        compact::compact_small_in(&self.base, partitions)
+    }
 }
 
 /// The refusal of a root that is not a lake, by a command that never creates one.

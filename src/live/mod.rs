@@ -272,6 +272,8 @@ impl Follower {
         // each sync run, which would rewrite the day's partition at every poll.
         let sync = SyncConfig {
             compact: false,
+            // The follow merges its own polls' files, as it always did.
+            merge_small_files: false,
             lock_timeout: config.lock_timeout,
             operation: "follow",
             ..SyncConfig::default()
@@ -656,6 +658,9 @@ fn add_pass(total: &mut SyncReport, pass: SyncReport) {
     total.elapsed += pass.elapsed;
     total.commits += pass.commits;
     total.files_added += pass.files_added;
+    total.files_merged += pass.files_merged;
+    total.fetch_elapsed += pass.fetch_elapsed;
+    total.commits_elapsed += pass.commits_elapsed;
     total.commit_time += pass.commit_time;
     total.partitions.extend(pass.partitions);
     total.partitions_written = total.partitions.len();

@@ -114,6 +114,8 @@ struct Contents {
 pub(crate) struct CommitStats {
     pub(crate) commits: u64,
     pub(crate) files_added: u64,
+    /// Committed small files the commits merged with their new rows.
+    pub(crate) files_merged: u64,
     pub(crate) time: Duration,
     pub(crate) partitions: BTreeSet<Partition>,
 }
@@ -133,6 +135,8 @@ pub(crate) struct CommitBuffer {
     lock_timeout: Duration,
     /// What the commits are in the lake's history ([`SyncConfig::operation`]).
     operation: &'static str,
+    /// Whether the commits merge their partitions' small files ([`SyncConfig::merge_small_files`]).
+    merge_small: bool,
     /// Once cancelled, hand-offs no longer wait for room: the committer waits for every job's
     /// last hand-off before its one final commit.
     cancel: CancelToken,
@@ -181,6 +185,7 @@ impl CommitBuffer {
             lake: Arc::clone(lake),
             lock_timeout: config.lock_timeout,
             operation: config.operation,
+            merge_small: config.merge_small_files,
             cancel: cancel.clone(),
             merge,
         }
@@ -426,6 +431,7 @@ impl CommitBuffer {
             if let Ok(summary) = &done.result {
                 stats.commits += 1;
                 stats.files_added += summary.files_added as u64;
+                stats.files_merged += summary.files_merged as u64;
                 stats.partitions.extend(summary.partitions.iter().cloned());
                 observer.on_event(SyncEvent::Committed {
                     rows_added: summary.rows_added.values().sum(),
@@ -469,7 +475,7 @@ impl CommitBuffer {
         built.retain(|(job, ..)| !failures.iter().any(|(j, _)| j == job));
         let lake = Arc::clone(&self.lake);
         let lock_timeout = self.lock_timeout;
-        let operation = self.operation;
+        let operation = (self.operation, self.merge_small);
         let cancel = cancel.clone();
         let merge = self.merge;
         let task = tokio::task::spawn_blocking(move || {
@@ -496,16 +502,21 @@ type ConvertedHandoff = (usize, Vec<(Dataset, RecordBatch)>, Vec<(String, Value)
 
 /// The blocking part of a commit: wait for the lake (up to `lock_timeout`), write each job's
 /// rows under its own tag, set the states in hand-off order (each joined with the one recorded
-/// by `merge`), commit as `operation`.
+/// by `merge`), commit as `operation`, merging the small files of the partitions written when
+/// `merge_small` is set and the run is not cancelled.
 fn commit_blocking(
     lake: &Lake,
     built: Vec<ConvertedHandoff>,
-    (lock_timeout, operation): (Duration, &str),
+    (lock_timeout, (operation, merge_small)): (Duration, (&str, bool)),
     cancel: &CancelToken,
     merge: StateMerge,
 ) -> Result<crate::lake::CommitSummary> {
     let mut tx = wait_for_lake(lake, lock_timeout, cancel)?;
     tx.set_operation(operation);
+    // After a cancellation the one last commit only adds, so Ctrl-C costs what it did.
+    if merge_small && !cancel.is_cancelled() {
+        tx.merge_small_files();
+    }
     for (job, batches, states) in built {
         for (dataset, batch) in batches {
             if batch.num_rows() > 0 {

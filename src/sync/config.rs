@@ -21,8 +21,17 @@ pub struct SyncConfig {
     /// 30 seconds.
     pub commit_interval: Duration,
     /// At the end of a run that was not cancelled, compact the partitions its commits wrote
-    /// ([`Lake::compact_partitions`](crate::lake::Lake::compact_partitions)). Default on.
+    /// (see [`merge_small_files`](Self::merge_small_files) for which files). Default on.
     pub compact: bool,
+    /// The commits merge the small files of the partitions they write with their new rows
+    /// ([`Transaction::merge_small_files`](crate::lake::Transaction::merge_small_files)), so the
+    /// run's rows reach files of
+    /// [`compact_below_rows`](crate::lake::LakeOptions::compact_below_rows) rows or more as they
+    /// are committed, and the compaction at the end merges only the files still under that
+    /// ([`Lake::compact_small_in`](crate::lake::Lake::compact_small_in)). Off: each commit adds
+    /// its own files and the end compacts every file not yet full
+    /// ([`Lake::compact_partitions`](crate::lake::Lake::compact_partitions)). Default on.
+    pub merge_small_files: bool,
     /// Bars (candles, price-history points) asked for in one request. Default 1000.
     pub bars_per_request: i64,
     /// Jobs run at once (their requests still share the client's permits). Default 4.
@@ -50,6 +59,7 @@ impl Default for SyncConfig {
             commit_rows: 65_536,
             commit_interval: Duration::from_secs(30),
             compact: true,
+            merge_small_files: true,
             bars_per_request: 1000,
             parallel_jobs: 4,
             lock_timeout: Duration::from_secs(600),

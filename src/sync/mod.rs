@@ -21,8 +21,14 @@
 //! - snapshots (prices, price stats, profiles, portfolios) carry the time they were fetched; an
 //!   interrupted snapshot resumes with the same fetch time and fetches only its missing chunks.
 //!
-//! At the end of a run that was not cancelled, the partitions its commits wrote are compacted
-//! ([`SyncConfig::compact`]), so the lake reads as fast as a compacted one.
+//! A run's commits spread over every day their rows fall in, so each commit would add one small
+//! file per day. Instead each commit merges a day's committed small files with its new rows
+//! once together they are no longer small ([`SyncConfig::merge_small_files`]): the days grow
+//! into large files as the run goes, with the buffer, its bounds and the crash rules as they
+//! are. At the end of a run that was not cancelled, the files still small in the partitions
+//! its commits wrote are compacted ([`SyncConfig::compact`]), so the lake reads as fast as a
+//! compacted one. [`SyncReport`] splits the run's wall time into fetching, committing after
+//! the fetching and that compaction.
 //!
 //! The library never prints on its own: progress goes to a [`SyncObserver`]. [`ProgressBars`] is
 //! the observer that draws it on stderr, for the CLI and for programs that want the same bars.
@@ -38,8 +44,9 @@
 //!   what the run wrote;
 //! - `kinds/`: one type per kind of job (swaps and trades, candles, price history, snapshots,
 //!   altchain profiles) and the enum that dispatches to them;
-//! - `commit.rs`: the group commit, the run's one buffer, its committer and the per-job
-//!   accounts that the kinds hand rows to;
+//! - `commit.rs`: the group commit, the run's one buffer, its committer (whose commits merge
+//!   the small files of the days they write) and the per-job accounts that the kinds hand rows
+//!   to;
 //! - `context.rs`: what a job in progress is given (client, states, counters, the hand-off);
 //! - `state.rs`: the progress jobs record in the manifest, read once per run: the one key type
 //!   (`StateKey`, built from a [`Job`]) and one state type per kind, the only code that reads

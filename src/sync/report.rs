@@ -95,9 +95,18 @@ pub struct SyncReport {
     pub commits: u64,
     /// Data files those commits added.
     pub files_added: u64,
+    /// Committed small files those commits merged with their new rows (and removed), see
+    /// [`SyncConfig::merge_small_files`](super::SyncConfig::merge_small_files).
+    pub files_merged: u64,
     /// Time spent committing (building rows, waiting for the lake, writing), not counting the
-    /// compaction.
+    /// compaction. Commits run beside the fetching: this is busy time, not a share of
+    /// [`elapsed`](Self::elapsed).
     pub commit_time: Duration,
+    /// Wall time from the start of the run until every job's fetching had ended.
+    pub fetch_elapsed: Duration,
+    /// Wall time from the start of the run until its last commit landed: the part after
+    /// [`fetch_elapsed`](Self::fetch_elapsed) is committing alone. The compaction follows.
+    pub commits_elapsed: Duration,
     /// Partitions the run's commits wrote into.
     pub partitions_written: usize,
     /// Those partitions (for a caller that compacts them itself, as `follow` does).

@@ -106,8 +106,13 @@ impl Syncer {
                 .for_each(|()| async {})
                 .await;
             buffer.close();
+            started.elapsed()
         };
-        let ((), stats) = tokio::join!(fetching, buffer.commit_until_closed(observer));
+        let committing = async {
+            let stats = buffer.commit_until_closed(observer).await;
+            (stats, started.elapsed())
+        };
+        let (fetch_elapsed, (stats, commits_elapsed)) = tokio::join!(fetching, committing);
         self.states.set(None);
         let after = self.client.metrics();
         let compaction =
@@ -123,6 +128,9 @@ impl Syncer {
             elapsed: started.elapsed(),
             commits: stats.commits,
             files_added: stats.files_added,
+            files_merged: stats.files_merged,
+            fetch_elapsed,
+            commits_elapsed,
             commit_time: stats.time,
             partitions_written: stats.partitions.len(),
             partitions: stats.partitions,
@@ -130,7 +138,9 @@ impl Syncer {
         }
     }
 
-    /// Compacts `partitions` on the blocking pool and reports it to `observer`.
+    /// Compacts `partitions` on the blocking pool and reports it to `observer`: their small
+    /// files when the commits merged theirs ([`SyncConfig::merge_small_files`]), every file not
+    /// yet full otherwise.
     async fn compact_written(
         &self,
         partitions: &std::collections::BTreeSet<crate::lake::Partition>,
@@ -142,15 +152,23 @@ impl Syncer {
         let started = Instant::now();
         let lake = Arc::clone(&self.lake);
         let wanted = partitions.clone();
-        let result =
-            match tokio::task::spawn_blocking(move || lake.compact_partitions(&wanted)).await {
-                Ok(r) => r,
-                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-                Err(source) => Err(Error::Task {
-                    context: format!("compacting the lake {}", self.lake.root().display()),
-                    source,
-                }),
-            };
+        let small_only = self.config.merge_small_files;
+        let result = match tokio::task::spawn_blocking(move || {
+            if small_only {
+                lake.compact_small_in(&wanted)
+            } else {
+                lake.compact_partitions(&wanted)
+            }
+        })
+        .await
+        {
+            Ok(r) => r,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(source) => Err(Error::Task {
+                context: format!("compacting the lake {}", self.lake.root().display()),
+                source,
+            }),
+        };
         let compaction = Compaction {
             partitions: partitions.len(),
             result: result.map_err(Arc::new),

@@ -611,6 +611,8 @@ fn docs_datasets_md_matches_the_code() {
 // Crash test: a child writer (this test binary, re-executed) is killed at random points.
 
 const CRASH_ENV: &str = "DEXLAKE_CRASH_CHILD_LAKE";
+/// Set for a child whose commits merge the small files of the days they write.
+const CRASH_MERGE_ENV: &str = "DEXLAKE_CRASH_CHILD_MERGES";
 const ROWS_PER_COMMIT: i64 = 1_500;
 
 /// The child: commits forever, each commit adding the next id range, re-writing the previous
@@ -619,13 +621,25 @@ const ROWS_PER_COMMIT: i64 = 1_500;
 #[ignore = "run only as the crash test's child process"]
 fn crash_writer_child() {
     if let Ok(root) = std::env::var(CRASH_ENV) {
-        crash_writer_loop(&root, ROWS_PER_COMMIT);
+        let merge = std::env::var_os(CRASH_MERGE_ENV).is_some();
+        crash_writer_loop(&root, ROWS_PER_COMMIT, merge);
     }
 }
 
 #[test]
 fn a_writer_killed_at_random_points_leaves_a_sound_lake() {
-    bounded(300, || {
+    killed_at_random_points(false);
+}
+
+#[test]
+fn a_writer_merging_small_files_killed_at_random_points_leaves_a_sound_lake() {
+    killed_at_random_points(true);
+}
+
+/// Kills the crash writer (its commits merging small files when `merge`) 20 times at random
+/// points, checking the lake after each kill.
+fn killed_at_random_points(merge: bool) {
+    bounded(300, move || {
         let dir = tempfile::tempdir().expect("temp dir");
         let root = dir.path().join("lake");
         Lake::open(&root).expect("open");
@@ -642,6 +656,7 @@ fn a_writer_killed_at_random_points_leaves_a_sound_lake() {
                     "--nocapture",
                 ])
                 .env(CRASH_ENV, &root)
+                .envs(merge.then_some((CRASH_MERGE_ENV, "1")))
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()
@@ -682,6 +697,17 @@ fn a_writer_killed_at_random_points_leaves_a_sound_lake() {
             last_commits > 3,
             "the child committed only {last_commits} times"
         );
+        if merge {
+            let history = Lake::open(&root).expect("open").history().expect("history");
+            assert!(
+                history
+                    .records
+                    .iter()
+                    .any(|c| c.operation == "write"
+                        && c.datasets.values().any(|d| d.files_removed > 0)),
+                "no commit merged small files"
+            );
+        }
         eprintln!("{last_commits} commits, {interrupted_commits} kills landed inside a commit");
     });
 }

@@ -45,3 +45,5 @@ mod sim_live;
 #[cfg(feature = "sim")]
 mod sql;
 mod sync;
+#[cfg(feature = "sim")]
+mod sync_files;

@@ -72,6 +72,15 @@ struct RunFlags {
     /// most 20 jobs get it; larger ones get the 10 largest jobs).
     #[arg(long, global = true)]
     verbose: bool,
+    /// Print where the run's wall time went: fetching, committing after the fetching ended,
+    /// the compaction at the end; and the small files the commits merged.
+    #[arg(long, global = true)]
+    timings: bool,
+    /// Commits add their own files only, and the compaction at the end merges every file not
+    /// yet full (by default commits merge the small files of the days they write, and the end
+    /// compacts only what is still small).
+    #[arg(long, global = true)]
+    no_merge_small_files: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -287,6 +296,7 @@ struct Prepared {
     dry_run: bool,
     jobs_report: Option<PathBuf>,
     verbose: bool,
+    timings: bool,
 }
 
 /// Largest `--commit-rows` accepted.
@@ -349,6 +359,7 @@ fn prepare(global: &Global, args: SyncArgs) -> anyhow::Result<Prepared> {
         commit_rows: flags.commit_rows.unwrap_or(defaults.commit_rows),
         commit_interval: flags.commit_interval.unwrap_or(defaults.commit_interval),
         compact: !flags.no_compact,
+        merge_small_files: !flags.no_merge_small_files,
         ..defaults
     };
     Ok(Prepared {
@@ -358,6 +369,7 @@ fn prepare(global: &Global, args: SyncArgs) -> anyhow::Result<Prepared> {
         dry_run: flags.dry_run,
         jobs_report: flags.jobs_report,
         verbose: flags.verbose,
+        timings: flags.timings,
     })
 }
 
@@ -370,6 +382,7 @@ pub fn run(global: &Global, args: SyncArgs) -> anyhow::Result<ExitCode> {
         dry_run,
         jobs_report,
         verbose,
+        timings,
     } = prepare(global, args)?;
     let client = Client::new(client)?;
     // The lake keeps its default lock timeout: a sync's commits wait `sync.lock_timeout`, and
@@ -418,7 +431,7 @@ pub fn run(global: &Global, args: SyncArgs) -> anyhow::Result<ExitCode> {
     // Blocking tasks still running (none once the run returned) are not waited for.
     runtime.shutdown_background();
 
-    print_summary(&report, verbose);
+    print_summary(&report, verbose, timings);
     if let Some(path) = &jobs_report {
         write_jobs_report(path, &report)
             .with_context(|| format!("writing the jobs report {}", path.display()))?;
@@ -463,9 +476,10 @@ const FULL_TABLE_UP_TO: usize = 20;
 /// Jobs listed by rows added in the summary of a large plan.
 const LARGEST_JOBS: usize = 10;
 
-/// Prints the run's totals, its commits and compaction, and the per-job table (or, for plans
-/// of more than [`FULL_TABLE_UP_TO`] jobs without `verbose`, the [`LARGEST_JOBS`] largest).
-fn print_summary(report: &SyncReport, verbose: bool) {
+/// Prints the run's totals, its commits and compaction, with `timings` where the wall time went,
+/// and the per-job table (or, for plans of more than [`FULL_TABLE_UP_TO`] jobs without
+/// `verbose`, the [`LARGEST_JOBS`] largest).
+fn print_summary(report: &SyncReport, verbose: bool, timings: bool) {
     println!("sync finished in {:.1?}", report.elapsed);
     for (dataset, rows) in report.rows_added() {
         println!("  {dataset:<16} {rows:>10} rows added");
@@ -501,6 +515,9 @@ fn print_summary(report: &SyncReport, verbose: bool) {
             ),
         }
     }
+    if timings {
+        print_timings(report);
+    }
     let row = |j: &JobReport| {
         println!(
             "  {:<60} {:>9} rows added {:>6} requests",
@@ -520,6 +537,21 @@ fn print_summary(report: &SyncReport, verbose: bool) {
         );
         largest.into_iter().take(LARGEST_JOBS).for_each(row);
     }
+}
+
+/// Where the run's wall time went (`--timings`): the fetching (commits running beside it), the
+/// commits after the fetching ended, the compaction; and the files the commits merged.
+fn print_timings(report: &SyncReport) {
+    let tail = report.commits_elapsed.saturating_sub(report.fetch_elapsed);
+    let compaction = report
+        .compaction
+        .as_ref()
+        .map_or(Duration::ZERO, |c| c.elapsed);
+    println!(
+        "  timings: fetching {:.1?}, then committing {:.1?}, then compaction {:.1?} (of {:.1?}); {:.1?} committing in all",
+        report.fetch_elapsed, tail, compaction, report.elapsed, report.commit_time
+    );
+    println!("  merged in commits: {} small files", report.files_merged);
 }
 
 /// One line of the per-job report.

@@ -82,6 +82,15 @@ pub fn compact_partitions(lake: &Base, partitions: &BTreeSet<Partition>) -> Resu
     compact_where(lake, |p| partitions.contains(p), below, MERGE_FAN_IN)
 }
 
+/// Runs [`Lake::compact_small_in`](crate::lake::Lake::compact_small_in).
+pub fn compact_small_in(lake: &Base, partitions: &BTreeSet<Partition>) -> Result<CompactReport> {
+    if partitions.is_empty() {
+        return Ok(CompactReport::default());
+    }
+    let below = lake.options().compact_below_rows as u64;
+    compact_where(lake, |p| partitions.contains(p), below, MERGE_FAN_IN)
+}
+
 /// The files one partition's compaction reads and writes, all named before any is written.
 #[derive(Debug)]
 struct Plan {

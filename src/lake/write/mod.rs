@@ -8,6 +8,8 @@
 //! - `writer.rs`: from staged batches to the files of a commit, and the commit of those files;
 //! - `batch.rs`: one batch checked, split by partition, keyed, sorted, encoded; its ranges;
 //! - `file_writer.rs`: [`FileWriter`], a data file streamed to its temporary name;
+//! - `merge.rs`: the small files of a partition merged into a commit's new rows, when the
+//!   commit asks for it ([`Transaction::merge_small_files`], a sync's group commits);
 //! - `ids.rs`: [`IdIndex`](ids::IdIndex), the committed ids (and times) of swaps and trades, and [`IdCache`],
 //!   a handle's indexes.
 //!
@@ -18,6 +20,7 @@
 pub(crate) mod batch;
 mod file_writer;
 mod ids;
+mod merge;
 mod transaction;
 pub(crate) mod writer;
 

@@ -11,6 +11,7 @@ use arrow::record_batch::RecordBatch;
 
 use super::batch::check_batch;
 use super::ids::IdCache;
+use super::merge::MergeSmall;
 use super::writer;
 use crate::Result;
 use crate::lake::base::Base;
@@ -30,6 +31,9 @@ pub struct CommitSummary {
     pub partitions: BTreeSet<Partition>,
     /// New rows per tag of [`Transaction::write_tagged`] (untagged writes are not counted here).
     pub rows_added_by_tag: BTreeMap<u64, u64>,
+    /// Committed small files the commit merged with its new rows and removed
+    /// ([`Transaction::merge_small_files`]).
+    pub files_merged: usize,
 }
 
 /// How many times a commit on an object store is tried when other writers keep taking its
@@ -49,6 +53,8 @@ pub struct Transaction<'a> {
     state: BTreeMap<String, serde_json::Value>,
     /// What the commit is, for the lake's history (`sync`, `follow`, …).
     operation: Option<String>,
+    /// Whether (and how) the commit merges the small files of the partitions it writes.
+    merge_small: Option<MergeSmall>,
 }
 
 impl<'a> Transaction<'a> {
@@ -72,6 +78,7 @@ impl<'a> Transaction<'a> {
             tags: BTreeMap::new(),
             state: BTreeMap::new(),
             operation: None,
+            merge_small: None,
         })
     }
 }
@@ -130,6 +137,20 @@ impl Transaction<'_> {
         self.operation = Some(operation.into());
     }
 
+    /// Merges the committed small files (fewer than
+    /// [`compact_below_rows`](crate::lake::LakeOptions::compact_below_rows) rows) of each
+    /// partition the commit writes with the commit's new rows into one file, and removes them in
+    /// the same commit, once together they are no longer small; a commit rewrites at most twice
+    /// the rows it adds (the partitions with the most small rows first). Many small commits
+    /// spread over the same partitions (a sync's) so end in files of at least that many rows,
+    /// each row rewritten about once, instead of one small file per commit and partition. The
+    /// removed files stay for the versions that list them, as a compaction's do.
+    pub fn merge_small_files(&mut self) {
+        self.merge_small = Some(MergeSmall::below(
+            self.lake.options().compact_below_rows as u64,
+        ));
+    }
+
     /// The state value under `key` as this transaction stands: staged in it, else committed at
     /// the version it started from.
     pub fn state(&self, key: &str) -> Option<&serde_json::Value> {
@@ -155,6 +176,7 @@ impl Transaction<'_> {
             tags,
             state,
             operation,
+            merge_small,
         } = self;
         let mut attempt = 1;
         loop {
@@ -164,6 +186,7 @@ impl Transaction<'_> {
                 tags: &tags,
                 state: &state,
                 operation: operation.as_deref(),
+                merge_small,
             };
             match commit_on(lake, ids, manifest, &staged) {
                 Err(e) if attempt < COMMIT_ATTEMPTS && lake.lost_race(&e, base)? => {
@@ -185,6 +208,7 @@ struct Staged<'t> {
     tags: &'t BTreeMap<Dataset, Vec<Option<u64>>>,
     state: &'t BTreeMap<String, serde_json::Value>,
     operation: Option<&'t str>,
+    merge_small: Option<MergeSmall>,
 }
 
 /// One attempt of [`Transaction::commit`] on `manifest`: prepares the staged rows against it
@@ -197,12 +221,20 @@ fn commit_on(
 ) -> Result<CommitSummary> {
     let state = staged.state;
     let version = manifest.version + 1;
-    let prepared =
-        writer::prepare_files(lake, ids, &manifest, staged.batches, staged.tags, version)?;
+    let prepared = writer::prepare_files(
+        lake,
+        ids,
+        &manifest,
+        staged.batches,
+        staged.tags,
+        version,
+        staged.merge_small,
+    )?;
     let summary = CommitSummary {
         rows_added: prepared.rows_added,
         rows_added_by_tag: prepared.rows_added_by_tag,
         files_added: prepared.files.len(),
+        files_merged: prepared.files_merged,
         partitions: prepared
             .files
             .iter()

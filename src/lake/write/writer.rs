@@ -15,6 +15,7 @@ use super::batch::{
     partition_rows, sort_batch, time_range, to_file_batch,
 };
 use super::ids::{IdCache, IdIndex};
+use super::merge::{self, MergeSmall};
 use crate::api::models::ChainFamily;
 use crate::lake::base::Base;
 use crate::lake::dataset::Dataset;
@@ -116,6 +117,8 @@ pub struct Prepared {
     pub id_ranges: BTreeMap<String, (i64, i64)>,
     /// Rows new to the lake per tag of [`prepare_files`] (tags with none are absent).
     pub rows_added_by_tag: BTreeMap<u64, u64>,
+    /// Committed small files merged with the new rows of their partition (and removed).
+    pub files_merged: usize,
 }
 
 /// One tag per row (null for untagged rows), carried beside a batch through de-duplication.
@@ -157,6 +160,7 @@ pub(crate) fn prepare_files(
     staged: &BTreeMap<Dataset, Vec<RecordBatch>>,
     tags: &BTreeMap<Dataset, Vec<Option<u64>>>,
     version: u64,
+    merge_small: Option<MergeSmall>,
 ) -> Result<Prepared> {
     let mut out = Prepared::default();
     let mut seq = 0;
@@ -206,6 +210,8 @@ pub(crate) fn prepare_files(
             (all, all_tags, HashSet::new(), 0)
         };
         let mut dataset_added = 0;
+        // Each partition's new rows, sorted, encoded once the merges are planned.
+        let mut written: Vec<(Partition, RecordBatch)> = Vec::new();
         for (partition, rows) in partition_rows(dataset, &all)? {
             let keys_checked = checked
                 .as_ref()
@@ -245,7 +251,29 @@ pub(crate) fn prepare_files(
             if fresh.num_rows() == 0 {
                 continue;
             }
-            let sorted = sort_batch(dataset, &fresh)?;
+            written.push((partition, fresh));
+        }
+        let merges = match merge_small {
+            Some(policy) => {
+                let sizes: Vec<(Partition, usize)> = written
+                    .iter()
+                    .map(|(p, b)| (p.clone(), b.num_rows()))
+                    .collect();
+                let removed: HashSet<String> = out.remove.iter().cloned().collect();
+                merge::plan(manifest, policy, &sizes, &removed)
+            }
+            None => BTreeMap::new(),
+        };
+        for (partition, fresh) in written {
+            let sorted = match merges.get(&partition) {
+                Some(files) => {
+                    let sorted = merge::merged(lake, &partition, files, &fresh)?;
+                    out.remove.extend(files.iter().cloned());
+                    out.files_merged += files.len();
+                    sorted
+                }
+                None => sort_batch(dataset, &fresh)?,
+            };
             out.files.extend(encode_partition(
                 lake, &partition, &sorted, version, &mut seq,
             )?);

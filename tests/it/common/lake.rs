@@ -170,10 +170,12 @@ pub fn block_swaps(i: i64, rows: i64) -> Vec<Swap> {
 
 /// The writer a crash test kills: commits forever, each commit adding the next block of
 /// `rows` ids, re-writing the previous one (which must change nothing) and recording the
-/// number of commits as the state `crash/commits`; compacts after every fourth commit.
-pub fn crash_writer_loop(root: &str, rows: i64) -> ! {
+/// number of commits as the state `crash/commits`; compacts after every fourth commit. With
+/// `merge`, files of fewer than `rows` rows are small and the commits merge them
+/// (`Transaction::merge_small_files`), so kills land in merging commits too.
+pub fn crash_writer_loop(root: &str, rows: i64, merge: bool) -> ! {
     let opts = LakeOptions {
-        compact_below_rows: 100_000,
+        compact_below_rows: if merge { rows as usize } else { 100_000 },
         ..LakeOptions::default()
     };
     let lake = Lake::open_with(root, opts).expect("child opens the lake");
@@ -188,6 +190,9 @@ pub fn crash_writer_loop(root: &str, rows: i64) -> ! {
             swaps.extend(block_swaps(done - 1, rows));
         }
         let mut tx = lake.transaction().expect("child tx");
+        if merge {
+            tx.merge_small_files();
+        }
         tx.write(
             Dataset::Swaps,
             convert::swaps_to_batch(&swaps).expect("batch"),
