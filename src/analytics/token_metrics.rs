@@ -606,6 +606,18 @@ pub fn lake_now(lake: &Lake) -> Result<Option<DateTime<Utc>>> {
     Ok(v.and_then(DateTime::from_timestamp_micros))
 }
 
+/// Refuses an empty token address or a window outside 1 to [`MAX_WINDOW_SECONDS`] seconds,
+/// before anything is read.
+fn check_arguments(token: &str, windows: &[Window]) -> Result<()> {
+    if token.trim().is_empty() {
+        return Err(Error::InvalidArgument {
+            argument: "token".into(),
+            reason: format!("{token:?}: give a token address"),
+        });
+    }
+    windows.iter().try_for_each(check_window)
+}
+
 /// The metrics of `token` from the lake's trades, one row per window (see
 /// [`metrics_frame`] for the columns). `now` defaults to the lake's latest trade time.
 /// An empty token address, or a window outside 1 to [`MAX_WINDOW_SECONDS`] seconds, is
@@ -616,13 +628,7 @@ pub fn token_metrics(
     windows: &[Window],
     now: Option<DateTime<Utc>>,
 ) -> Result<DataFrame> {
-    if token.trim().is_empty() {
-        return Err(Error::InvalidArgument {
-            argument: "token".into(),
-            reason: format!("{token:?}: give a token address"),
-        });
-    }
-    windows.iter().try_for_each(check_window)?;
+    check_arguments(token, windows)?;
     let trades = lake_token_trades(lake, token)?;
     let now = match now {
         Some(n) => n,
@@ -640,13 +646,7 @@ pub fn token_metrics_of_frame(
     windows: &[Window],
     now: Option<DateTime<Utc>>,
 ) -> Result<DataFrame> {
-    if token.trim().is_empty() {
-        return Err(Error::InvalidArgument {
-            argument: "token".into(),
-            reason: format!("{token:?}: give a token address"),
-        });
-    }
-    windows.iter().try_for_each(check_window)?;
+    check_arguments(token, windows)?;
     let now = match now {
         Some(n) => n,
         None => micros_col(trades, event::BLOCK_TIME)?
