@@ -57,8 +57,9 @@ pub struct Output {
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
-    /// Write to this file instead of standard output.
-    #[arg(long)]
+    /// Write to this file instead of standard output (required with `--format parquet`,
+    /// refused before any work).
+    #[arg(long, required_if_eq("format", "parquet"))]
     pub out: Option<PathBuf>,
     /// Columns to print, in this order (comma-separated; `all` for every one). By default
     /// every column, but the table of bars shows the token, time, OHLC, volume and count.
