@@ -133,6 +133,8 @@ pub struct Query<'a> {
     /// Whether the tokens were given as a list ([`Query::tokens`]), not one ([`Query::token`]).
     listed: bool,
     strict: bool,
+    /// Most PnL events read into memory at once ([`Query::events_at_once`]).
+    events_at_once: usize,
 }
 
 impl<'a> Query<'a> {
@@ -149,6 +151,7 @@ impl<'a> Query<'a> {
             range: TimeRange::default(),
             listed: false,
             strict: false,
+            events_at_once: crate::analytics::pnl::EVENTS_AT_ONCE,
         }
     }
 
@@ -327,6 +330,15 @@ impl<'a> Query<'a> {
     /// instead of carrying coverage warnings. Off by default.
     pub fn strict(mut self, strict: bool) -> Self {
         self.strict = strict;
+        self
+    }
+
+    /// Most PnL events [`Query::pnl_table_to`] holds in memory at once: a lake with more is
+    /// read in parts of whole wallets, each part reading the files that hold its events again
+    /// (the same tables; see [`PnlOptions::events_at_once`](crate::analytics::pnl::PnlOptions::events_at_once)).
+    /// Default [`EVENTS_AT_ONCE`](crate::analytics::pnl::EVENTS_AT_ONCE).
+    pub fn events_at_once(mut self, events: usize) -> Self {
+        self.events_at_once = events;
         self
     }
 

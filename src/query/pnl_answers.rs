@@ -241,6 +241,7 @@ impl Query<'_> {
             },
             config: *config,
             positions,
+            events_at_once: self.events_at_once,
             ..PnlOptions::default()
         }
     }

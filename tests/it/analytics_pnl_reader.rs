@@ -256,6 +256,81 @@ async fn every_wallet_in_batches_equals_the_whole_for_every_method() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lake_read_in_parts_of_wallets_gives_the_tables_of_one_read() {
+    let sim = common::tiny_sim(11).await;
+    let (_dir, lake, names) = synced_lake(&sim).await;
+    let [_, t1, w0, w1, _] = [0, 1, 2, 3, 4].map(|i| names[i].clone());
+    let swapper = swap_only_wallet(&lake, &w1);
+    let source = PnlSource::Lake(&lake);
+    let queries = [
+        PnlOptions::default(),
+        PnlOptions {
+            token: Some(t1),
+            ..PnlOptions::default()
+        },
+        PnlOptions {
+            wallets: Some(vec![w0, w1, swapper]),
+            ..PnlOptions::default()
+        },
+    ];
+    for method in CostMethod::ALL {
+        for q in &queries {
+            let options = PnlOptions {
+                config: PnlConfig {
+                    method,
+                    lots: true,
+                    ..PnlConfig::default()
+                },
+                ..q.clone()
+            };
+            let whole = pnl::pnl_report(source, &options).expect("whole");
+            let events = pnl::ledger_set(source, &options).expect("set").events.len();
+            let wallets = whole
+                .ledgers
+                .column("wallet_address")
+                .expect("wallets")
+                .n_unique()
+                .expect("unique");
+            assert!(wallets > 1, "{wallets} wallets");
+            // 0: a part per wallet (with the first method only: a pass per wallet is slow in
+            // a debug build); then parts of a few wallets; then one part.
+            let sizes = match method == CostMethod::ALL[0] {
+                true => vec![0, 1, 37, events / 3, events],
+                false => vec![37, events / 3, events],
+            };
+            for at_once in sizes {
+                let what = format!("{method:?}, {q:?}, {at_once} events at once");
+                let parted = PnlOptions {
+                    events_at_once: at_once,
+                    ..options.clone()
+                };
+                let mut parts: Vec<PnlReport> = Vec::new();
+                pnl::pnl_report_batches(source, &parted, usize::MAX, |p| {
+                    parts.push(p);
+                    Ok(())
+                })
+                .expect("parts");
+                match at_once {
+                    0 => assert_eq!(parts.len(), wallets, "{what}"),
+                    n if n >= events => assert_eq!(parts.len(), 1, "{what}"),
+                    _ => assert!(parts.len() > 1, "{what}: {} parts", parts.len()),
+                }
+                let mut all = parts.remove(0);
+                for p in parts {
+                    all.ledgers.vstack_mut(&p.ledgers).expect("ledgers");
+                    all.positions.vstack_mut(&p.positions).expect("positions");
+                    let lots = all.lots.as_mut().expect("lots");
+                    lots.vstack_mut(p.lots.as_ref().expect("lots"))
+                        .expect("lots");
+                }
+                assert_same(&all, &whole, &what);
+            }
+        }
+    }
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn swaps_and_trades_files_carry_bloom_filters_on_wallets_and_tokens() {
     let sim = common::tiny_sim(13).await;
     let (dir, lake, names) = synced_lake(&sim).await;

@@ -271,3 +271,61 @@ fn first_token(lake: &Path) -> String {
     let line = csv.lines().nth(1).expect("a bar");
     line.split(',').next().unwrap().to_owned()
 }
+
+#[test]
+fn parquet_without_a_file_is_refused_before_the_lake_is_read() {
+    let (dir, token) = sample_lake();
+    for args in [
+        vec!["pnl", "--all-wallets", "--format", "parquet"],
+        vec!["ohlcv", "--all-tokens", "--format", "parquet"],
+        vec![
+            "token-metrics",
+            "--token",
+            token.as_str(),
+            "--format",
+            "parquet",
+        ],
+    ] {
+        let (code, stdout, stderr) = dexlake(dir.path(), &args);
+        assert_eq!(code, 2, "{args:?}: a usage error\n{stderr}");
+        assert!(stdout.is_empty(), "{args:?}: {stdout}");
+        assert!(
+            stderr.contains("--out"),
+            "{args:?}: names the flag\n{stderr}"
+        );
+        // The refusal comes from the arguments alone: the lake is not opened (opening it
+        // prints its version).
+        assert!(!stderr.contains("lake version"), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn every_wallet_read_in_parts_writes_the_same_table() {
+    use polars::prelude::{ParquetReader, SerReader};
+    let (dir, _) = sample_lake();
+    let read = |path: &Path| {
+        ParquetReader::new(std::fs::File::open(path).expect("open"))
+            .finish()
+            .expect("read")
+    };
+    let whole = dir.path().join("whole.parquet");
+    let parted = dir.path().join("parted.parquet");
+    for (out, extra) in [(&whole, None), (&parted, Some("3"))] {
+        let mut args = vec!["pnl", "--all-wallets", "--format", "parquet"];
+        args.extend(["--out", out.to_str().expect("path")]);
+        if let Some(n) = extra {
+            args.extend(["--events-at-once", n]);
+        }
+        let (code, _, stderr) = dexlake(dir.path(), &args);
+        assert_eq!(code, 0, "{stderr}");
+    }
+    let (a, b) = (read(&whole), read(&parted));
+    assert!(a.height() > 10, "{} ledgers", a.height());
+    assert!(a.equals_missing(&b), "{a}\n{b}");
+    // Without --all-wallets the flag is refused.
+    let (code, _, stderr) = dexlake(
+        dir.path(),
+        &["pnl", "--wallet", "W", "--events-at-once", "3"],
+    );
+    assert_eq!(code, 2, "{stderr}");
+}

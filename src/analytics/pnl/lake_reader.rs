@@ -13,7 +13,11 @@
 //!   straight to its place ([`EventSlots`]), then each ledger is sorted into event order.
 //!
 //! Memory: the events (56 bytes each), 4 bytes per trade row and 8 per swap row between the two
-//! passes, the ledgers' integer pairs and the names.
+//! passes, the ledgers' integer pairs and the names. [`lake_ledger_parts`] bounds the events:
+//! the ledgers are cut into parts of whole wallets of at most a given number of events, and the
+//! second pass runs once per part, writing only that part's events (the first part's pass
+//! reads every row group with events, for the latest prices; later ones only the row groups
+//! holding their events). Each part is sorted and handed over before the next is read.
 //!
 //! With wallets named ([`PnlOptions::wallets`]) only the row groups that can hold them are read:
 //! their bloom filter on `wallet_address` (written by the lake's writer) or their statistics rule
@@ -33,6 +37,7 @@ use super::lake_files::{
 use super::lake_prices::latest_prices_of;
 use super::ledger::LedgerSet;
 use super::options::PnlOptions;
+use super::report::drop_in_background;
 use super::swaps_count;
 use crate::analytics::arrow_columns::dictionary;
 use crate::analytics::intern::NameRegistry;
@@ -232,11 +237,21 @@ fn swap_keys(
 }
 
 /// Where the second pass writes: each ledger's first position, its token (rank among the
-/// sorted names), and the room of every event.
+/// sorted names), the room of every event, and the ledgers whose events this pass writes
+/// (`ledgers`; the room starts at the first one's first position). The latest prices are
+/// tracked over the events of every ledger, written or not.
 struct Placement<'a> {
     offsets: &'a [usize],
     ledger_tokens: &'a [u32],
     slots: &'a EventSlots,
+    ledgers: std::ops::Range<u32>,
+}
+
+impl Placement<'_> {
+    /// Whether the events of `ledger` are written by this pass.
+    fn writes(&self, ledger: u32) -> bool {
+        self.ledgers.contains(&ledger)
+    }
 }
 
 /// The latest price of each token of a row group, as (token rank, key, price): one per token,
@@ -259,6 +274,7 @@ fn write_events(
     to: &Placement<'_>,
 ) -> Result<GroupLatest> {
     let (offsets, ledger_tokens) = (to.offsets, to.ledger_tokens);
+    let base = offsets[to.ledgers.start as usize];
     // The reader names the file of a damaged row group (see `per_row_group`).
     let damaged = |reason: String| Error::DamagedLake {
         lake: std::path::PathBuf::new(),
@@ -282,7 +298,6 @@ fn write_events(
         if ledger == NONE {
             return Ok(());
         }
-        let event = nums.event(i, side, sell, fee);
         let price = nums.price[side][i];
         if price.is_finite() {
             let key = nums.key(i);
@@ -291,6 +306,10 @@ fn write_events(
                 *best = Some((key, 2 * i + side, price));
             }
         }
+        if !to.writes(ledger) {
+            return Ok(());
+        }
+        let event = nums.event(i, side, sell, fee);
         let c = cursor[l];
         if c >= g.start[l] + g.counts[l] {
             return Err(damaged(
@@ -298,12 +317,12 @@ fn write_events(
             ));
         }
         cursor[l] += 1;
-        // SAFETY: the positions of pair `l` are `offsets[ledger] + start[l]..+ counts[l]`, a
-        // range no other pair of any row group holds (the starts are running sums within each
-        // ledger), and a position past it was refused just above.
+        // SAFETY: the positions of pair `l` are `offsets[ledger] + start[l]..+ counts[l]`
+        // (less the room's start), a range no other pair of any row group holds (the starts
+        // are running sums within each ledger), and a position past it was refused just above.
         unsafe {
             to.slots
-                .write(offsets[ledger as usize] + c as usize, event)?
+                .write(offsets[ledger as usize] - base + c as usize, event)?
         };
         written += 1;
         Ok(())
@@ -328,7 +347,7 @@ fn write_events(
         .iter()
         .zip(&cursor)
         .zip(g.start.iter().zip(&g.counts))
-        .any(|((&ledger, &c), (&s, &n))| ledger != NONE && c != s + n);
+        .any(|((&ledger, &c), (&s, &n))| ledger != NONE && to.writes(ledger) && c != s + n);
     if short {
         return Err(damaged(
             "it gave fewer PnL events on its second read than on its first".into(),
@@ -390,7 +409,9 @@ fn sorted(names: Vec<String>) -> (Vec<String>, Vec<u32>) {
     (sorted, rank)
 }
 
-/// The second pass over the row groups of `groups` that hold events.
+/// The second pass over the row groups of `groups` that hold events: every one with
+/// `latest` (each token's latest price is then over every event), else those holding events
+/// of the ledgers `to` writes.
 fn second_pass(
     lake: &Lake,
     files: &DataFiles,
@@ -398,12 +419,16 @@ fn second_pass(
     groups: &[(usize, usize)],
     keys: &[GroupEvents],
     to: &Placement<'_>,
+    latest: bool,
 ) -> Result<Vec<GroupLatest>> {
     // Row groups without events are not read again; `at` finds a row group's first-pass keys.
     let with_events: Vec<(usize, usize)> = groups
         .iter()
         .zip(keys)
-        .filter(|(_, g)| !g.counts.is_empty())
+        .filter(|(_, g)| match latest {
+            true => !g.counts.is_empty(),
+            false => g.ledger.iter().any(|&l| to.writes(l)),
+        })
         .map(|(&rg, _)| rg)
         .collect();
     let at: PlHashMap<(usize, usize), usize> =
@@ -431,6 +456,71 @@ pub(super) fn ledgers_of_files(
     swaps: &DataFiles,
     query: &PnlOptions,
 ) -> Result<LedgerSet> {
+    ledger_parts_of_files(lake, trades, swaps, query, usize::MAX, |_| Ok(()))
+}
+
+/// [`lake_ledgers`] handed to `part` in parts of whole wallets, in ledger order, each part
+/// holding at most `events` events (a wallet with more is a part of its own); the first part is
+/// handed over even when empty. Each part after the first reads the row groups holding its
+/// events again, so memory holds one part's events and 4 bytes per row (8 per swap) of the
+/// first pass, however many events the lake has. Every part carries the names of every wallet
+/// and token and the latest prices of every token.
+pub(super) fn lake_ledger_parts(
+    lake: &Lake,
+    query: &PnlOptions,
+    events: usize,
+    part: impl FnMut(&LedgerSet) -> Result<()>,
+) -> Result<()> {
+    let trades = DataFiles::of(lake, Dataset::Trades)?;
+    let swaps = DataFiles::of(lake, Dataset::Swaps)?;
+    let last = ledger_parts_of_files(lake, &trades, &swaps, query, events, part)?;
+    drop_in_background(last);
+    Ok(())
+}
+
+/// The first pass's answer: every row group's events, the ledgers, where each ledger's
+/// events go, and the names.
+struct FirstPass {
+    trade_groups: Vec<(usize, usize)>,
+    trade_keys: Vec<GroupEvents>,
+    swap_groups: Vec<(usize, usize)>,
+    swap_keys: Vec<GroupEvents>,
+    wallet_names: Vec<String>,
+    token_names: Vec<String>,
+    /// The ledgers in (wallet, token) order, as `wallet rank << 32 | token rank`.
+    ledgers: Vec<u64>,
+    /// Each ledger's first position among every event, plus the end.
+    offsets: Vec<usize>,
+}
+
+/// The ledger ranges of the parts of at most `events` events each, whole wallets each.
+fn parts_of(ledgers: &[u64], offsets: &[usize], events: usize) -> Vec<std::ops::Range<u32>> {
+    let mut parts = Vec::new();
+    let (mut lo, mut hi) = (0usize, 0usize);
+    while hi < ledgers.len() {
+        // The next wallet's ledgers.
+        let wallet = ledgers[hi] >> 32;
+        let end = hi + ledgers[hi..].partition_point(|&l| l >> 32 == wallet);
+        if hi > lo && offsets[end] - offsets[lo] > events {
+            parts.push(lo as u32..hi as u32);
+            lo = hi;
+        }
+        hi = end;
+    }
+    parts.push(lo as u32..hi as u32);
+    parts
+}
+
+/// [`lake_ledger_parts`] of the trades and swaps files whose footers were read already; gives
+/// back the last part once `part` has seen it.
+fn ledger_parts_of_files(
+    lake: &Lake,
+    trades: &DataFiles,
+    swaps: &DataFiles,
+    query: &PnlOptions,
+    events: usize,
+    mut part: impl FnMut(&LedgerSet) -> Result<()>,
+) -> Result<LedgerSet> {
     let filter = Filter {
         token: query.token.as_deref(),
         wallets: query
@@ -438,13 +528,130 @@ pub(super) fn ledgers_of_files(
             .as_ref()
             .map(|w| w.iter().map(String::as_str).collect()),
     };
+    let first = first_pass(lake, trades, swaps, &filter)?;
+    let FirstPass {
+        trade_groups,
+        mut trade_keys,
+        swap_groups,
+        mut swap_keys,
+        mut wallet_names,
+        mut token_names,
+        ledgers,
+        offsets,
+    } = first;
+    let ledger_tokens: Vec<u32> = ledgers.iter().map(|&p| p as u32).collect();
+    let parts = parts_of(&ledgers, &offsets, events);
+    let mut latest_prices: Vec<Option<f64>> = Vec::new();
+    let last = parts.len() - 1;
+    for (n, range) in parts.into_iter().enumerate() {
+        let (lo, hi) = (range.start as usize, range.end as usize);
+        let slots = EventSlots::new(offsets[hi] - offsets[lo]);
+        let to = Placement {
+            offsets: &offsets,
+            ledger_tokens: &ledger_tokens,
+            slots: &slots,
+            ledgers: range,
+        };
+        // The first part's pass reads every row group with events, for the latest prices.
+        let (with_latest, keep_keys) = (n == 0, n < last);
+        let trade_latest = second_pass(
+            lake,
+            trades,
+            &TRADES,
+            &trade_groups,
+            &trade_keys,
+            &to,
+            with_latest,
+        )?;
+        if !keep_keys {
+            trade_keys = Vec::new();
+        }
+        let swap_latest = second_pass(
+            lake,
+            swaps,
+            &SWAPS,
+            &swap_groups,
+            &swap_keys,
+            &to,
+            with_latest,
+        )?;
+        if !keep_keys {
+            swap_keys = Vec::new();
+        }
+        let mut events = slots.finish().map_err(|e| match e {
+            Error::Lake { message, .. } => Error::Lake {
+                path: lake.root().to_owned(),
+                message,
+            },
+            e => e,
+        })?;
+        let base = offsets[lo];
+        let part_offsets: Vec<usize> = offsets[lo..=hi].iter().map(|&o| o - base).collect();
+        sort_ledgers(&mut events, &part_offsets);
+        if n == 0 {
+            latest_prices = if filter.wallets.is_some() {
+                // Only the named wallets' row groups were read: the prices of their tokens
+                // come from the newest row groups that can hold those tokens, every wallet's.
+                let mut traded: Vec<u32> = ledger_tokens.clone();
+                traded.sort_unstable();
+                traded.dedup();
+                let names: Vec<&str> = traded
+                    .iter()
+                    .map(|&t| token_names[t as usize].as_str())
+                    .collect();
+                let found = latest_prices_of(lake, trades, swaps, &filter, &names)?;
+                let mut prices = vec![None; token_names.len()];
+                for (&t, p) in traded.iter().zip(found) {
+                    prices[t as usize] = p.map(|(_, p)| p);
+                }
+                prices
+            } else {
+                let mut best: Vec<Option<(OrderKey, f64)>> = vec![None; token_names.len()];
+                for part in trade_latest.into_iter().chain(swap_latest) {
+                    for (t, k, p) in part {
+                        keep_latest(&mut best[t as usize], k, p);
+                    }
+                }
+                best.into_iter().map(|b| b.map(|(_, p)| p)).collect()
+            };
+        }
+        let set = LedgerSet {
+            wallet_names,
+            token_names,
+            ledger_wallets: ledgers[lo..hi].iter().map(|&p| (p >> 32) as u32).collect(),
+            ledger_tokens: ledger_tokens[lo..hi].to_vec(),
+            offsets: part_offsets,
+            events,
+            latest_prices: latest_prices.clone(),
+        };
+        part(&set)?;
+        if n == last {
+            return Ok(set);
+        }
+        (wallet_names, token_names) = (set.wallet_names, set.token_names);
+        drop_in_background(set.events);
+    }
+    // `parts_of` gives at least one part, so the loop returned.
+    Err(Error::Lake {
+        path: lake.root().to_owned(),
+        message: "the PnL reader planned no part".into(),
+    })
+}
+
+/// The first pass: the trades, then the swaps of wallets without trades; the ledgers (the
+/// distinct pairs in (wallet, token) order) and where each one's events go.
+fn first_pass(
+    lake: &Lake,
+    trades: &DataFiles,
+    swaps: &DataFiles,
+    filter: &Filter<'_>,
+) -> Result<FirstPass> {
     let wallets = RwLock::new(NameRegistry::default());
     let tokens = RwLock::new(NameRegistry::default());
-    // First pass: the trades, then the swaps of wallets without trades.
-    let trade_groups = candidate_groups(lake, trades, &filter)?;
+    let trade_groups = candidate_groups(lake, trades, filter)?;
     let mut trade_keys = per_row_group(lake, trades, &trade_groups, |file, k, g| {
         let batch = file.read_row_group(&trades.footers[k], g, TRADES.keys)?;
-        trade_keys(&batch, &trades.paths[k], &filter, &wallets, &tokens)
+        trade_keys(&batch, &trades.paths[k], filter, &wallets, &tokens)
     })?;
     let mut traders = vec![
         false;
@@ -460,17 +667,10 @@ pub(super) fn ledgers_of_files(
         }
         g.traders = Vec::new();
     }
-    let swap_groups = candidate_groups(lake, swaps, &filter)?;
+    let swap_groups = candidate_groups(lake, swaps, filter)?;
     let mut swap_keys = per_row_group(lake, swaps, &swap_groups, |file, k, g| {
         let batch = file.read_row_group(&swaps.footers[k], g, SWAPS.keys)?;
-        swap_keys(
-            &batch,
-            &swaps.paths[k],
-            &filter,
-            &wallets,
-            &tokens,
-            &traders,
-        )
+        swap_keys(&batch, &swaps.paths[k], filter, &wallets, &tokens, &traders)
     })?;
     drop(traders);
     // The ledgers: the distinct pairs in (wallet, token) order.
@@ -542,58 +742,14 @@ pub(super) fn ledgers_of_files(
         offsets.push(offsets[offsets.len() - 1] + c as usize);
     }
     drop(fill);
-    // Second pass: every event written to its place.
-    let ledger_tokens: Vec<u32> = ledgers.iter().map(|&p| p as u32).collect();
-    let slots = EventSlots::new(offsets[ledgers.len()]);
-    let to = Placement {
-        offsets: &offsets,
-        ledger_tokens: &ledger_tokens,
-        slots: &slots,
-    };
-    let trade_latest = second_pass(lake, trades, &TRADES, &trade_groups, &trade_keys, &to)?;
-    drop(trade_keys);
-    let swap_latest = second_pass(lake, swaps, &SWAPS, &swap_groups, &swap_keys, &to)?;
-    drop(swap_keys);
-    let mut events = slots.finish().map_err(|e| match e {
-        Error::Lake { message, .. } => Error::Lake {
-            path: lake.root().to_owned(),
-            message,
-        },
-        e => e,
-    })?;
-    sort_ledgers(&mut events, &offsets);
-    let latest_prices = if filter.wallets.is_some() {
-        // Only the named wallets' row groups were read: the prices of their tokens come from
-        // the newest row groups that can hold those tokens, every wallet's.
-        let mut traded: Vec<u32> = ledger_tokens.clone();
-        traded.sort_unstable();
-        traded.dedup();
-        let names: Vec<&str> = traded
-            .iter()
-            .map(|&t| token_names[t as usize].as_str())
-            .collect();
-        let found = latest_prices_of(lake, trades, swaps, &filter, &names)?;
-        let mut prices = vec![None; token_names.len()];
-        for (&t, p) in traded.iter().zip(found) {
-            prices[t as usize] = p.map(|(_, p)| p);
-        }
-        prices
-    } else {
-        let mut best: Vec<Option<(OrderKey, f64)>> = vec![None; token_names.len()];
-        for part in trade_latest.into_iter().chain(swap_latest) {
-            for (t, k, p) in part {
-                keep_latest(&mut best[t as usize], k, p);
-            }
-        }
-        best.into_iter().map(|b| b.map(|(_, p)| p)).collect()
-    };
-    Ok(LedgerSet {
+    Ok(FirstPass {
+        trade_groups,
+        trade_keys,
+        swap_groups,
+        swap_keys,
         wallet_names,
         token_names,
-        ledger_wallets: ledgers.iter().map(|&p| (p >> 32) as u32).collect(),
-        ledger_tokens,
+        ledgers,
         offsets,
-        events,
-        latest_prices,
     })
 }

@@ -38,7 +38,7 @@
 //! | `rows.rs` | the input frames read into events before grouping, wallets and tokens interned |
 //! | `grouping.rs` | the events grouped into ledgers in parallel (counting sort, huge pages, events written in place by [`LedgerSet`]'s lake reader: the folder's `unsafe`) |
 //! | `lake_files.rs` | the lake's trades and swaps files as the PnL reads them: columns, footers, row groups a window of files at a time, the query's filter (bloom filters), a row group's numbers |
-//! | `lake_reader.rs` | the lake read straight into grouped ledgers: two passes over the row groups with arrow-rs, names interned per row group, each event written once in place |
+//! | `lake_reader.rs` | the lake read straight into grouped ledgers: two passes over the row groups with arrow-rs, names interned per row group, each event written once in place; past [`PnlOptions::events_at_once`] events, the second pass once per part of whole wallets |
 //! | `lake_prices.rs` | the latest prices of named tokens when only named wallets' row groups were read: newest row groups first |
 //! | `report.rs` | [`PnlReport`]: the ledgers, positions and lots tables, built a chunk of ledgers at a time |
 //! | `leaderboard.rs` | wallets ranked by total PnL |
@@ -84,8 +84,8 @@ pub use ledger::{
     run_ledger,
 };
 pub use options::{
-    CostMethod, EquityConfig, MAX_PERIOD_SECONDS, Mark, OversellPolicy, PnlConfig, PnlOptions,
-    PnlTable,
+    CostMethod, EVENTS_AT_ONCE, EquityConfig, MAX_PERIOD_SECONDS, Mark, OversellPolicy, PnlConfig,
+    PnlOptions, PnlTable,
 };
 pub use report::PnlReport;
 #[doc(hidden)]
@@ -164,17 +164,25 @@ pub fn pnl_report(source: PnlSource<'_>, options: &PnlOptions) -> Result<PnlRepo
 
 /// [`pnl_report`] handed to `sink` a chunk of `ledgers` ledgers (at least one) at a time, in
 /// ledger order, instead of as one report: each part holds the tables of its ledgers, so only
-/// the grouped events and one part are in memory at once. For writing large results to a
-/// file. Without any ledger `sink` is not called.
+/// the grouped events and one part are in memory at once. From the lake, the events are
+/// grouped [`PnlOptions::events_at_once`] at most at a time (in parts of whole wallets), so
+/// memory does not grow with the lake. For writing large results to a file. Without any
+/// ledger `sink` is not called.
 pub fn pnl_report_batches(
     source: PnlSource<'_>,
     options: &PnlOptions,
     ledgers: usize,
-    sink: impl FnMut(PnlReport) -> Result<()>,
+    mut sink: impl FnMut(PnlReport) -> Result<()>,
 ) -> Result<()> {
     options.validate()?;
+    let (config, positions) = (&options.config, options.positions);
+    if let PnlSource::Lake(lake) = source {
+        return lake_reader::lake_ledger_parts(lake, options, options.events_at_once, |set| {
+            report_chunks(set, config, ledgers, positions, &mut sink)
+        });
+    }
     let set = grouped(source, options)?;
-    report_chunks(&set, &options.config, ledgers, options.positions, sink)?;
+    report_chunks(&set, config, ledgers, positions, sink)?;
     drop_in_background(set);
     Ok(())
 }

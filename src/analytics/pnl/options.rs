@@ -221,8 +221,9 @@ pub const MAX_PERIOD_SECONDS: i64 = i64::MAX / 1_000_000;
 /// The options every PnL entry takes: which ledgers (wallets, token), how they are computed
 /// ([`PnlConfig`]), which tables are built, and the equity curve's options. An entry reads
 /// the fields it needs: [`wallet_performance`](super::wallet_performance) alone reads
-/// `equity`, and [`pnl_report`](super::pnl_report) and
-/// [`pnl_report_batches`](super::pnl_report_batches) alone read `positions`.
+/// `equity`, [`pnl_report`](super::pnl_report) and
+/// [`pnl_report_batches`](super::pnl_report_batches) alone read `positions`, and the latter
+/// alone `events_at_once`.
 ///
 /// `Default` selects every wallet and token, under [`PnlConfig::default`], with the positions
 /// table and [`EquityConfig::default`].
@@ -239,7 +240,15 @@ pub struct PnlOptions {
     pub positions: bool,
     /// The equity curve's period, initial capital and ratios.
     pub equity: EquityConfig,
+    /// Most events the lake's reader holds at once for
+    /// [`pnl_report_batches`](super::pnl_report_batches): a lake with more is read and
+    /// reported in parts of whole wallets, each part reading the row groups that hold its
+    /// events again, with the same tables. Default [`EVENTS_AT_ONCE`].
+    pub events_at_once: usize,
 }
+
+/// The default of [`PnlOptions::events_at_once`]: 2^24 events, about 0.9 GiB of them.
+pub const EVENTS_AT_ONCE: usize = 1 << 24;
 
 impl Default for PnlOptions {
     fn default() -> Self {
@@ -249,6 +258,7 @@ impl Default for PnlOptions {
             config: PnlConfig::default(),
             positions: true,
             equity: EquityConfig::default(),
+            events_at_once: EVENTS_AT_ONCE,
         }
     }
 }

@@ -77,13 +77,19 @@ pub struct PnlArgs {
     /// or lots of every wallet).
     #[arg(long, conflicts_with_all = ["wallet", "performance", "top"])]
     pub all_wallets: bool,
+    /// With `--all-wallets --format parquet`: most events held in memory at once (about 56
+    /// bytes each); a lake with more is read in parts of whole wallets, each part reading the
+    /// files again, with the same table [default: 16777216].
+    #[arg(long, conflicts_with_all = ["wallet", "performance", "top"])]
+    pub events_at_once: Option<usize>,
     #[command(flatten)]
     pub strict: Strict,
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
-    /// Write to this file instead of standard output.
-    #[arg(long)]
+    /// Write to this file instead of standard output (required with `--format parquet`,
+    /// refused before any work).
+    #[arg(long, required_if_eq("format", "parquet"))]
     pub out: Option<PathBuf>,
     #[command(flatten)]
     pub as_of: AsOfArg,
@@ -107,8 +113,9 @@ pub struct TokenMetricsArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
-    /// Write to this file instead of standard output.
-    #[arg(long)]
+    /// Write to this file instead of standard output (required with `--format parquet`,
+    /// refused before any work).
+    #[arg(long, required_if_eq("format", "parquet"))]
     pub out: Option<PathBuf>,
     #[command(flatten)]
     pub as_of: AsOfArg,
@@ -125,7 +132,10 @@ pub fn pnl(global: &Global, args: PnlArgs) -> anyhow::Result<ExitCode> {
     // Refused before the lake is opened.
     config.validate()?;
     let lake = reading_lake(global, &args.as_of)?;
-    let query = lake.query().strict(args.strict.strict);
+    let mut query = lake.query().strict(args.strict.strict);
+    if let Some(events) = args.events_at_once {
+        query = query.events_at_once(events);
+    }
     if let Some(top) = args.top {
         let answer = query.leaderboard_covered(top, &config)?;
         return emit(answer, args.format, args.out.as_deref());
