@@ -1,6 +1,6 @@
-"""dexlake.spark on Spark local[2] gives the bars and PnL of `dexlake ohlcv --all-tokens` and
-`dexlake pnl --all-wallets` on the same lake, row for row and bit for bit, reading only the
-committed files.
+"""dexlake.spark on Spark local[2] gives the bars, PnL and token metrics of `dexlake ohlcv`
+(every token, or a selection), `dexlake pnl --all-wallets` and `dexlake token-metrics` on the same
+lake, row for row and bit for bit, reading only the committed files.
 
 Two lakes: one synced from the simulator (two tokens' swaps and trades, several commits, some
 of which replace files; plus a stray uncommitted Parquet file that a glob would read), and the
@@ -258,6 +258,23 @@ def test_selected_bars_equal_dexlake_ohlcv_with_the_same_selection(spark, sim_la
     assert str(refused.value).split(": ", 1)[1] in cli.stderr, (str(refused.value), cli.stderr)
     with pytest.raises(dexlake.InvalidArgumentError, match="time range"):
         dexlake.spark.bars(spark, str(sim_lake), start=end, end=start)
+
+
+@pytest.mark.parametrize("name", ["sim", "fixture"])
+def test_the_token_metrics_equal_dexlake_token_metrics_bit_for_bit(spark, lakes, name, tmp_path):
+    lake = lakes[name]
+    tokens = sorted(dexlake.Lake(lake).scan("trades").select("token_address").unique().collect().to_series())
+    assert tokens, f"the {name} lake has no trades"
+    import pyarrow as pa
+
+    expected = pa.concat_tables([
+        cli_table(tmp_path / f"{i}.parquet", "token-metrics", "--lake", str(lake), "--token", token)
+        for i, token in enumerate(tokens)
+    ])
+    got = dexlake.spark.token_metrics(spark, str(lake)).toArrow()
+    key = [c for c in ("token_address", "window") if c in expected.column_names]
+    assert key == ["token_address", "window"], expected.column_names
+    assert_same_rows(expected, got, key, f"token metrics of the {name} lake")
 
 
 def test_the_command_line_job_writes_the_bars_and_ledgers(lakes, tmp_path):
