@@ -278,7 +278,7 @@ class Lake:
     def bars(
         self,
         tokens: Union[str, Sequence[str], None] = None,
-        interval: Optional[int] = 60,
+        interval: Optional[int] = None,
         source: str = "swaps",
         start: Optional[Instant] = None,
         end: Optional[Instant] = None,
@@ -306,12 +306,13 @@ class Lake:
         EVM chain ``chain_id``) resamples a stored series instead (time bars only; ``interval``
         a multiple of ``series_interval``, by default the finest stored one that divides it).
 
-        Time bars are ``interval`` seconds wide, on a grid shifted by ``offset`` seconds, with
-        ``closed`` and ``label`` sides (``"left"``/``"right"``), ``fill`` for empty buckets
-        (``"skip"``, ``"null"``, ``"ffill"``) and ``tz``, an IANA zone for calendar-day bars.
-        Instead, ``ticks=N`` makes a bar every N events, ``base_volume``/``usd_volume`` a bar
-        whenever that much volume traded (tick, volume and dollar bars take none of the grid
-        options).
+        Time bars are ``interval`` seconds wide (one minute when no rule is given), on a grid
+        shifted by ``offset`` seconds, with ``closed`` and ``label`` sides
+        (``"left"``/``"right"``), ``fill`` for empty buckets (``"skip"``, ``"null"``,
+        ``"ffill"``) and ``tz``, an IANA zone for calendar-day bars. Instead, ``ticks=N`` makes
+        a bar every N events, ``base_volume``/``usd_volume`` a bar whenever that much volume
+        traded (tick, volume and dollar bars take no ``interval`` and none of the grid
+        options, as ``dexlake ohlcv`` refuses them).
 
         Raises :class:`NoDataError` when nothing matched; warns (:class:`DexlakeWarning`)
         naming the listed tokens without events.
@@ -322,9 +323,6 @@ class Lake:
             token = tokens
         elif tokens is not None:
             token_list = _texts(tokens, "tokens")
-        if interval == 60 and (ticks, base_volume, usd_volume) != (None, None, None):
-            # The default width is for time bars only.
-            interval = None
         return _frame(
             self._native.bars(
                 token,

@@ -90,7 +90,7 @@ class Lake:
     def bars(
         self,
         tokens: Union[str, Sequence[str], None] = None,
-        interval: Optional[int] = 60,
+        interval: Optional[int] = None,
         source: str = "swaps",
         start: Optional[Instant] = None,
         end: Optional[Instant] = None,
@@ -114,7 +114,7 @@ class Lake:
         from ``source`` (``"swaps"`` or ``"trades"``) events in ``[start, end)``, or resampled
         from a stored series (``"candles"``, or ``"price_history"`` of ``chain_id``; time
         bars only, ``interval`` a multiple of ``series_interval``): time bars
-        ``interval`` seconds wide (grid ``offset``, ``closed`` and ``label`` sides, ``fill``
+        ``interval`` seconds wide (one minute when no rule is given; grid ``offset``, ``closed`` and ``label`` sides, ``fill``
         of empty buckets, ``tz`` for calendar days), or instead a bar every ``ticks`` events
         or every ``base_volume``/``usd_volume`` traded. Raises :class:`NoDataError` when
         nothing matched; warns with :class:`DexlakeWarning` naming listed tokens without

@@ -229,14 +229,61 @@ def bars(
     data_end: int | None,
     unfetched: list[tuple[str, int, int]],
     tokens: list[str] | None,
+    select_tokens: list[str] | None = None,
+    pool: str | None = None,
+    start: int | None = None,
+    end: int | None = None,
 ) -> FrameStream:
-    """Bars of every token of ``events`` (rows of the ``source`` dataset with
-    ``__arrow_c_stream__``), as ``dexlake ohlcv --all-tokens`` gives them of a lake holding
-    these rows; ``data_end`` (µs) and the ``unfetched`` ranges (token, from µs, to µs) are
-    the whole lake's; with ``tokens``, only their bars."""
+    """Bars of every selected token of ``events`` (rows of the ``source`` dataset with
+    ``__arrow_c_stream__``; every token, ``select_tokens`` or ``pool``'s, in ``[start, end)``
+    µs), as ``dexlake ohlcv`` gives them of a lake holding these rows; ``data_end`` (µs) and
+    the ``unfetched`` ranges (token, from µs, to µs) are the whole lake's; with ``tokens``,
+    only their bars."""
 
-def latest_event(events: object, source: str) -> int | None:
-    """The latest time (µs) of the events of ``events`` as bars read them, or ``None``."""
+def latest_event(
+    events: object,
+    source: str,
+    select_tokens: list[str] | None = None,
+    pool: str | None = None,
+    start: int | None = None,
+    end: int | None = None,
+) -> int | None:
+    """The latest time (µs) of the selected events of ``events`` as bars read them, or ``None``."""
+
+def bars_options(
+    interval: int | None,
+    ticks: int | None,
+    base_volume: float | None,
+    usd_volume: float | None,
+    offset: int,
+    closed: str,
+    label: str,
+    fill: str,
+    tz: str | None,
+    split_seconds: int | None,
+) -> bool:
+    """Checks bars' options (and their split by time); whether they are time bars."""
+
+def bar_rows(
+    events: object,
+    source: str,
+    interval: int | None,
+    ticks: int | None,
+    base_volume: float | None,
+    usd_volume: float | None,
+    offset: int,
+    closed: str,
+    label: str,
+    fill: str,
+    tz: str | None,
+    split_seconds: int | None,
+    select_tokens: list[str] | None,
+    pool: str | None,
+    start: int | None,
+    end: int | None,
+) -> FrameStream:
+    """``keep`` (the row can hold selected events) and ``part`` (µs: the row's part of the
+    bars' grid with ``split_seconds``, else 0), a row each of ``events``."""
 
 def pnl(
     trades: object,
@@ -266,6 +313,7 @@ def bars_plan(
     start: int | None,
     end: int | None,
     strict: bool,
+    pool: str | None = None,
 ) -> tuple[list[tuple[str, int, int]], list[tuple[str, str]], int]:
     """What bars computed in groups take from ``lake``: the ranges never fetched (token, from
     µs, to µs), the warnings as (kind, text) pairs, and the lake version."""

@@ -30,7 +30,7 @@ import polars as pl
 
 from . import Instant, Lake, _dexlake, _integer, _mark, _micros, _number, _text, _texts, _warn
 
-__all__ = ["bars", "latest_event", "pnl", "latest_prices", "token_metrics", "bars_plan"]
+__all__ = ["bars", "bars_options", "latest_event", "bar_rows", "pnl", "latest_prices", "token_metrics", "bars_plan"]
 
 #: Ranges never fetched, as (token, from, to) in Unix microseconds, half-open.
 Unfetched = Sequence[Tuple[str, int, int]]
@@ -61,7 +61,7 @@ def _out(stream: Any, arrow: bool) -> Any:
 
 def bars(
     events: Any,
-    interval: Optional[int] = 60,
+    interval: Optional[int] = None,
     source: str = "swaps",
     *,
     ticks: Optional[int] = None,
@@ -76,21 +76,87 @@ def bars(
     unfetched: Optional[Unfetched] = None,
     tokens: Optional[Sequence[str]] = None,
     arrow: bool = False,
+    select_tokens: Optional[Sequence[str]] = None,
+    pool: Optional[str] = None,
+    start: Optional[Instant] = None,
+    end: Optional[Instant] = None,
 ) -> Any:
     """The bars of every token of ``events`` (rows of ``source``, ``"swaps"`` or ``"trades"``),
     with ``token_address`` first, as ``dexlake ohlcv --all-tokens`` gives them of a lake
-    holding these rows: time bars ``interval`` seconds wide, or (``interval=None``) a bar every
-    ``ticks`` events, or each time ``base_volume`` or ``usd_volume`` traded; the time options
-    as :meth:`dexlake.Lake.bars` takes them. ``data_end`` (default: the instant after the
-    latest event) flags the bars reaching it ``incomplete``; ``unfetched`` names the ranges
-    the lake never fetched (no bar meets one). With ``tokens``, only their bars are kept (the
-    token side of a swap is still the one of its type)."""
-    if interval == 60 and (ticks, base_volume, usd_volume) != (None, None, None):
-        # The default width is for time bars only.
-        interval = None
+    holding these rows: time bars ``interval`` seconds wide (one minute when no rule is
+    given), or a bar every ``ticks`` events, or each time ``base_volume`` or ``usd_volume``
+    traded; the time options as :meth:`dexlake.Lake.bars` takes them. ``select_tokens`` (a
+    list), ``pool`` and ``start``/``end`` select the events as ``dexlake ohlcv --tokens``,
+    ``--pool``, ``--from`` and ``--to`` do. ``data_end`` (default: the instant after the
+    latest selected event, at most ``end``) flags the bars reaching it ``incomplete``;
+    ``unfetched`` names the ranges the lake never fetched (no bar meets one). With
+    ``tokens``, only their bars are kept (the token side of a swap is still the one the
+    selection reads)."""
     stream = _dexlake.bars(
         _rows(events, "events"),
         _text(source, "source"),
+        *_shape(interval, ticks, base_volume, usd_volume, offset, closed, label, fill, tz),
+        _micros(data_end, "data_end"),
+        [(str(t), int(a), int(b)) for t, a, b in (unfetched or [])],
+        None if tokens is None else _texts(tokens, "tokens"),
+        *_selected(select_tokens, pool, start, end),
+    )
+    return _out(stream, arrow)
+
+
+def _selected(tokens: Optional[Sequence[str]], pool: Optional[str], start: Any, end: Any) -> Tuple[Any, ...]:
+    """A selection's arguments for the native kernels: tokens, pool, start and end (µs)."""
+    return (
+        None if tokens is None else _texts(tokens, "select_tokens"),
+        _text(pool, "pool", optional=True),
+        _micros(start, "start"),
+        _micros(end, "end"),
+    )
+
+
+def latest_event(
+    events: Any,
+    source: str = "swaps",
+    *,
+    select_tokens: Optional[Sequence[str]] = None,
+    pool: Optional[str] = None,
+    start: Optional[Instant] = None,
+    end: Optional[Instant] = None,
+) -> Optional[int]:
+    """The latest time (Unix microseconds) of the selected events of ``events`` as bars read
+    them (the token sides of swaps; the selection as :func:`bars` takes it), or ``None``; the
+    end of the data of bars computed in groups is the instant after the latest of every
+    group's."""
+    return _dexlake.latest_event(
+        _rows(events, "events"), _text(source, "source"), *_selected(select_tokens, pool, start, end)
+    )
+
+
+def bars_options(
+    interval: Optional[int] = None,
+    *,
+    ticks: Optional[int] = None,
+    base_volume: Optional[float] = None,
+    usd_volume: Optional[float] = None,
+    tz: Optional[str] = None,
+    fill: str = "skip",
+    offset: int = 0,
+    closed: str = "left",
+    label: str = "left",
+    split_seconds: Optional[int] = None,
+) -> bool:
+    """Checks bars' options as :func:`bars` checks them, and with ``split_seconds`` their split
+    by time as :func:`bar_rows` does, before any row is read (refusals raise
+    :class:`dexlake.InvalidArgumentError`); ``True`` for time bars (the end of the data, ``data_end``,
+    applies to them), ``False`` for tick, volume and dollar bars."""
+    return _dexlake.bars_options(*_shape(interval, ticks, base_volume, usd_volume, offset, closed, label, fill, tz),
+                                 _integer(split_seconds, "split_seconds", optional=True))
+
+
+def _shape(interval: Any, ticks: Any, base_volume: Any, usd_volume: Any, offset: Any, closed: Any, label: Any,
+           fill: Any, tz: Any) -> Tuple[Any, ...]:
+    """Bars' options for the native kernels."""
+    return (
         _integer(interval, "interval", optional=True),
         _integer(ticks, "ticks", optional=True, minimum=0),
         _number(base_volume, "base_volume", optional=True),
@@ -100,18 +166,45 @@ def bars(
         _text(label, "label"),
         _text(fill, "fill"),
         _text(tz, "tz", optional=True),
-        _micros(data_end, "data_end"),
-        [(str(t), int(a), int(b)) for t, a, b in (unfetched or [])],
-        None if tokens is None else _texts(tokens, "tokens"),
     )
-    return _out(stream, arrow)
 
 
-def latest_event(events: Any, source: str = "swaps") -> Optional[int]:
-    """The latest time (Unix microseconds) of the events of ``events`` as bars read them (the
-    token sides of swaps), or ``None``; the end of the data of bars computed in groups is
-    the instant after the latest of every group's."""
-    return _dexlake.latest_event(_rows(events, "events"), _text(source, "source"))
+def bar_rows(
+    events: Any,
+    interval: Optional[int] = None,
+    source: str = "swaps",
+    *,
+    ticks: Optional[int] = None,
+    base_volume: Optional[float] = None,
+    usd_volume: Optional[float] = None,
+    tz: Optional[str] = None,
+    fill: str = "skip",
+    offset: int = 0,
+    closed: str = "left",
+    label: str = "left",
+    split_seconds: Optional[int] = None,
+    select_tokens: Optional[Sequence[str]] = None,
+    pool: Optional[str] = None,
+    start: Optional[Instant] = None,
+    end: Optional[Instant] = None,
+) -> Any:
+    """Where each row of ``events`` goes on its way to the groups of :func:`bars`, as a
+    ``pyarrow.Table`` of two columns, a row each: ``keep`` (the row can hold selected events;
+    the selection as :func:`bars` takes it) and ``part`` (with ``split_seconds``, the first
+    instant, Unix microseconds, of the part of the time bars' grid the row falls in: runs of
+    ``split_seconds`` of whole buckets, so each part's bars are the whole's; else 0).
+
+    A split is refused (:class:`dexlake.InvalidArgumentError` naming ``split_seconds``) for
+    tick, volume and dollar bars, with a ``fill``, buckets closed on the right, a time zone,
+    and a width that is not a positive multiple of the interval."""
+    stream = _dexlake.bar_rows(
+        _rows(events, "events"),
+        _text(source, "source"),
+        *_shape(interval, ticks, base_volume, usd_volume, offset, closed, label, fill, tz),
+        _integer(split_seconds, "split_seconds", optional=True),
+        *_selected(select_tokens, pool, start, end),
+    )
+    return _out(stream, True)
 
 
 def pnl(
@@ -178,13 +271,22 @@ def bars_plan(
     source: str = "swaps",
     *,
     strict: bool = False,
+    tokens: Optional[Sequence[str]] = None,
+    pool: Optional[str] = None,
+    start: Optional[Instant] = None,
+    end: Optional[Instant] = None,
 ) -> Tuple[List[Tuple[str, int, int]], int]:
-    """What bars of every token of ``lake``'s ``source`` events computed in groups take from the
-    lake besides its rows: the ranges its syncs never fetched, as (token, from, to) in Unix
-    microseconds (for :func:`bars`' ``unfetched``), and the lake version the plan read.
-    Coverage warnings are warned (``strict=True`` raises :class:`dexlake.CoverageError`)."""
+    """What bars of the selected tokens (every token, ``tokens``, or the token of ``pool``'s
+    swaps, in ``[start, end)``) of ``lake``'s ``source`` events computed in groups take from
+    the lake besides its rows: the ranges its syncs never fetched, as (token, from, to) in
+    Unix microseconds (for :func:`bars`' ``unfetched``), and the lake version the plan read.
+    The selection is checked as ``dexlake ohlcv`` checks it. Coverage warnings are warned
+    (``strict=True`` raises :class:`dexlake.CoverageError`)."""
     if not isinstance(lake, Lake):
         raise TypeError(f"lake: expected a dexlake.Lake, got {type(lake).__name__}")
-    ranges, notes, version = _dexlake.bars_plan(lake._native, _text(source, "source"), None, None, None, bool(strict))
+    selected_tokens, pool, start, end = _selected(tokens, pool, start, end)
+    ranges, notes, version = _dexlake.bars_plan(
+        lake._native, _text(source, "source"), selected_tokens, start, end, bool(strict), pool
+    )
     _warn(notes, stacklevel=2)
     return [tuple(r) for r in ranges], version  # type: ignore[misc]

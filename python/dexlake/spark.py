@@ -26,7 +26,7 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from . import InvalidArgumentError, Lake, _micros, _text
+from . import Lake, _micros, _text
 from . import kernels as _kernels
 
 __all__ = ["bars", "pnl", "token_metrics", "events"]
@@ -36,7 +36,6 @@ LakeLike = Union[Lake, str, Any]
 
 _KEY = "_dexlake_key"
 _PART = "_dexlake_part"
-_MICROS = 1_000_000
 
 
 def _instant(micros: Optional[int]) -> Optional[_dt.datetime]:
@@ -115,9 +114,13 @@ def _answer_schema(kernel: Callable[..., Any], *empty: Any) -> Tuple[Any, Any]:
 def bars(
     spark: Any,
     lake: LakeLike,
-    interval: Optional[int] = 60,
+    interval: Optional[int] = None,
     *,
     source: str = "swaps",
+    tokens: Union[str, Sequence[str], None] = None,
+    pool: Optional[str] = None,
+    start: Any = None,
+    end: Any = None,
     ticks: Optional[int] = None,
     base_volume: Optional[float] = None,
     usd_volume: Optional[float] = None,
@@ -131,79 +134,83 @@ def bars(
     as_of: Any = None,
     s3_scheme: str = "s3a",
 ) -> Any:
-    """The bars of every token of the lake's ``source`` events as a Spark DataFrame, row for
-    row those of ``dexlake ohlcv --all-tokens`` with the same options (as
-    :meth:`dexlake.Lake.bars` takes them), in no particular order (sort by
-    ``token_address``, ``timestamp``).
+    """The bars of every selected token of the lake's ``source`` events as a Spark DataFrame,
+    row for row those of ``dexlake ohlcv`` with the same options (as
+    :meth:`dexlake.Lake.bars` takes them; one minute when no rule is given), in no particular
+    order (sort by ``token_address``, ``timestamp``): of every token (``--all-tokens``), of
+    a list of ``tokens`` (``--tokens``; one address is a list of one), or of the token of a
+    ``pool``'s swaps (``--pool``), in ``[start, end)`` (``--from``, ``--to``). The rows are
+    selected before they move (dexlake's selection, run per partition), and the selection is
+    checked as ``dexlake ohlcv`` checks it.
 
     Rows are grouped by token (a swap goes to the group of each of its two tokens; each group
-    keeps its own token's bars). ``split_seconds`` also splits a token's time bars by time, at
-    multiples of ``split_seconds`` from the grid's origin, so one very active token needs not
-    fit one executor: it must be a multiple of ``interval``, and is refused for tick, volume
-    and dollar bars (a bar's events depend on every event before it), with ``fill`` (a filled
-    bucket depends on the bar before it, in another part), with ``closed="right"`` and with a
-    time zone (their buckets do not start on the epoch grid's instants)."""
+    keeps its own token's bars). ``split_seconds`` also splits a token's time bars by time, in
+    runs of ``split_seconds`` of whole buckets of the bars' grid, so one very active token
+    needs not fit one executor: it must be a multiple of ``interval``, and is refused for
+    tick, volume and dollar bars (a bar's events depend on every event before it), with
+    ``fill`` (a filled bucket depends on the bar before it, in another part), with
+    ``closed="right"`` and with a time zone (their buckets do not start on the epoch grid's
+    instants)."""
+    shape = dict(
+        ticks=ticks, base_volume=base_volume, usd_volume=usd_volume, tz=tz, fill=fill, offset=offset,
+        closed=closed, label=label,
+    )
+    # The options and the split are checked (and refused) on the driver, before any job.
+    time_bars = _kernels.bars_options(interval, split_seconds=split_seconds, **shape)
     handle = _lake(lake, as_of)
     source = _text(source, "source")  # type: ignore[assignment]
-    time_bars = (ticks, base_volume, usd_volume) == (None, None, None)
-    if not time_bars and interval == 60:
-        interval = None
-    if split_seconds is not None:
-        reason = None
-        if not time_bars:
-            reason = "tick, volume and dollar bars depend on every event before them"
-        elif fill != "skip":
-            reason = "a filled bucket depends on the bar before it"
-        elif closed != "left":
-            reason = "buckets closed on the right do not start on the grid's instants"
-        elif tz is not None:
-            reason = "calendar days of a time zone do not start on the epoch grid"
-        elif interval is None or int(split_seconds) <= 0 or int(split_seconds) % int(interval) != 0:
-            reason = "give a positive multiple of interval"
-        if reason is not None:
-            raise _invalid("split_seconds", reason)
-    ranges, _version = _kernels.bars_plan(handle, source, strict=strict)
+    if isinstance(tokens, str):
+        tokens = [tokens]
+    selection = dict(select_tokens=tokens, pool=pool, start=start, end=end)
+    ranges, _version = _kernels.bars_plan(handle, source, strict=strict, tokens=tokens, pool=pool, start=start, end=end)
     frame = events(spark, handle, source, s3_scheme=s3_scheme)
     if frame is None:
         frame = _empty(spark, handle, source)
-    options = dict(
-        source=source, ticks=ticks, base_volume=base_volume, usd_volume=usd_volume, tz=tz,
-        fill=fill, offset=offset, closed=closed, label=label,
-    )
-    data_end = None
-    if time_bars:
-        data_end = _latest_event(frame, source)
-        data_end = _instant(None if data_end is None else data_end + 1)
+    empty = frame.limit(0).toArrow()
+    # The selection is checked on the driver too, as the groups will read it.
+    _kernels.bar_rows(empty, interval, source, split_seconds=split_seconds, **shape, **selection)
     unfetched: Dict[str, List[Tuple[str, int, int]]] = {}
-    for token, start, end in ranges:
-        unfetched.setdefault(token, []).append((token, start, end))
+    for token, since, until in ranges:
+        unfetched.setdefault(token, []).append((token, since, until))
 
     from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    # Each partition's rows that can hold selected events, with their part (dexlake's grid).
+    def selected(batches: Any) -> Any:
+        import pyarrow as pa
+
+        for batch in batches:
+            rows = _kernels.bar_rows(batch, interval, source, split_seconds=split_seconds, **shape, **selection)
+            kept = batch.filter(rows.column("keep").combine_chunks())
+            parts = rows.column("part").filter(rows.column("keep")).combine_chunks()
+            yield pa.RecordBatch.from_arrays(
+                list(kept.columns) + [parts], schema=kept.schema.append(pa.field(_PART, pa.int64()))
+            )
+
+    parted = frame.mapInArrow(selected, StructType(frame.schema.fields + [StructField(_PART, LongType())]))
+    data_end = None
+    if time_bars:
+        # The end of the data is the instant after the latest selected event of every group.
+        latest = _latest_event(parted.drop(_PART), source, selection)
+        data_end = _instant(None if latest is None else latest + 1)
 
     if source == "swaps":
-        keyed = frame.withColumn(_KEY, F.col("token_address_in")).unionByName(
-            frame.filter(F.col("token_address_out") != F.col("token_address_in")).withColumn(
+        keyed = parted.withColumn(_KEY, F.col("token_address_in")).unionByName(
+            parted.filter(F.col("token_address_out") != F.col("token_address_in")).withColumn(
                 _KEY, F.col("token_address_out")
             )
         )
     else:
-        keyed = frame.withColumn(_KEY, F.col("token_address"))
-    if split_seconds is not None:
-        # The part's first instant, in whole microseconds: a multiple of the width from the
-        # grid's origin.
-        width = F.lit(int(split_seconds) * _MICROS)
-        since = F.unix_micros(F.col("block_time")) - F.lit(int(offset) * _MICROS)
-        keyed = keyed.withColumn(_PART, since - F.pmod(since, width))
-    else:
-        keyed = keyed.withColumn(_PART, F.lit(0))
+        keyed = parted.withColumn(_KEY, F.col("token_address"))
 
     def kernel(table: Any, token: Optional[str] = None) -> Any:
         return _kernels.bars(
-            table, interval, data_end=data_end, unfetched=unfetched.get(token or "", []),
-            tokens=None if token is None else [token], arrow=True, **options,
+            table, interval, source, data_end=data_end, unfetched=unfetched.get(token or "", []),
+            tokens=None if token is None else [token], arrow=True, **shape, **selection,
         )
 
-    arrow_schema, spark_schema = _answer_schema(kernel, frame.limit(0).toArrow())
+    arrow_schema, spark_schema = _answer_schema(kernel, empty)
 
     def group(key: Tuple[Any, ...], table: Any) -> Any:
         token = key[0].as_py() if hasattr(key[0], "as_py") else key[0]
@@ -212,25 +219,21 @@ def bars(
     return keyed.groupBy(_KEY, _PART).applyInArrow(group, spark_schema)
 
 
-def _latest_event(frame: Any, source: str) -> Optional[int]:
-    """The latest event time (µs) of the rows of ``frame``, as bars read them: each partition's
-    by the kernel, then the greatest."""
+def _latest_event(frame: Any, source: str, selection: Dict[str, Any]) -> Optional[int]:
+    """The latest selected event time (µs) of the rows of ``frame``, as bars read them: each
+    partition's by the kernel, then the greatest."""
     import pyarrow as pa
 
     def latest(batches: Any) -> Any:
         best = None
         for batch in batches:
-            t = _kernels.latest_event(pa.Table.from_batches([batch]), source)
+            t = _kernels.latest_event(pa.Table.from_batches([batch]), source, **selection)
             if t is not None and (best is None or t > best):
                 best = t
         yield pa.RecordBatch.from_pydict({"latest": [best]}, schema=pa.schema([("latest", pa.int64())]))
 
     row = frame.mapInArrow(latest, "latest long").agg({"latest": "max"}).collect()
     return None if not row else row[0][0]
-
-
-def _invalid(argument: str, reason: str) -> Exception:
-    return InvalidArgumentError(f"invalid {argument}: {reason}")
 
 
 def pnl(

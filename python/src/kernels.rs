@@ -13,9 +13,9 @@
 use std::collections::BTreeMap;
 use std::ffi::CStr;
 
-use dexlake::analytics::EventSource;
 use dexlake::analytics::ohlcv::Unfetched;
 use dexlake::analytics::pnl::PnlTable;
+use dexlake::analytics::{EventSource, TimeRange};
 use dexlake::query::{InMemory, LakeQuery as _};
 use polars::prelude::*;
 use polars_arrow::array::{Array, StructArray, new_empty_array};
@@ -102,14 +102,63 @@ fn unfetched_of(ranges: Vec<(String, i64, i64)>) -> Unfetched {
     out
 }
 
-/// Bars of every token of `events` (swaps or trades, as `source` names them), as `dexlake
-/// ohlcv --all-tokens` gives them of a lake holding these rows, with `data_end` (µs; by default
-/// the instant after the latest event) and the `unfetched` ranges [`bars_plan`] gives; with
-/// `tokens`, only their bars.
+/// The selection of a door's arguments (a list of tokens or a pool, each optional) and
+/// `[start, end)` (µs, each optional), as the query over `frame`'s events; the query refuses
+/// what the lake's query refuses (both a list and a pool, a blank address, an empty range).
+fn in_memory<'a>(
+    frame: &'a DataFrame,
+    source: EventSource,
+    (tokens, pool, start, end): Selected,
+) -> dexlake::Result<InMemory<'a>> {
+    let events = match source {
+        EventSource::Swaps => InMemory::new().swaps(frame),
+        EventSource::Trades => InMemory::new().trades(frame),
+    };
+    let events = match one_selection(tokens, pool)? {
+        (Some(tokens), _) => events.tokens(tokens),
+        (_, Some(pool)) => events.pool(pool),
+        (None, None) => events,
+    };
+    let range = TimeRange {
+        from: instant(start, "start")?,
+        to: instant(end, "end")?,
+    };
+    Ok(events.range(range))
+}
+
+/// Tokens or a pool, or neither (every token); both are refused. An empty list of tokens
+/// selects none, which is refused: give none for all.
+fn one_selection(
+    tokens: Option<Vec<String>>,
+    pool: Option<String>,
+) -> dexlake::Result<(Option<Vec<String>>, Option<String>)> {
+    match (tokens, pool) {
+        (Some(_), Some(_)) => Err(invalid("pool", "not with tokens: give tokens or a pool")),
+        (Some(tokens), _) if tokens.is_empty() => Err(invalid(
+            "tokens",
+            "give at least one token, or none for all",
+        )),
+        selection => Ok(selection),
+    }
+}
+
+/// A selection of events: tokens, pool, and the range's start and end (µs).
+type Selected = (
+    Option<Vec<String>>,
+    Option<String>,
+    Option<i64>,
+    Option<i64>,
+);
+
+/// Bars of every selected token of `events` (swaps or trades, as `source` names them; every
+/// token, or `select_tokens`, or the token of `pool`'s swaps, in `[start, end)`), as `dexlake
+/// ohlcv` gives them of a lake holding these rows, with `data_end` (µs; by default the instant
+/// after the latest selected event, at most `end`) and the `unfetched` ranges [`bars_plan`]
+/// gives; with `tokens`, only their bars.
 #[pyfunction]
 #[pyo3(signature = (
     events, source, interval, ticks, base_volume, usd_volume, offset, closed, label, fill, tz,
-    data_end, unfetched, tokens
+    data_end, unfetched, tokens, select_tokens=None, pool=None, start=None, end=None
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn bars(
@@ -128,6 +177,10 @@ pub fn bars(
     data_end: Option<i64>,
     unfetched: Vec<(String, i64, i64)>,
     tokens: Option<Vec<String>>,
+    select_tokens: Option<Vec<String>>,
+    pool: Option<String>,
+    start: Option<i64>,
+    end: Option<i64>,
 ) -> PyResult<FrameStream> {
     let source: EventSource = source.parse().py(py)?;
     let shape = (interval, ticks, base_volume, usd_volume);
@@ -139,30 +192,117 @@ pub fn bars(
         spec = spec.unfetched(unfetched_of(unfetched));
     }
     let frame = import(events, "events")?;
+    let selected = (select_tokens, pool, start, end);
+    let answer =
+        py.detach(|| in_memory(&frame, source, selected)?.bars(source, &spec, tokens.as_deref()));
+    Ok(FrameStream::new(answer.py(py)?))
+}
+
+/// Checks the bars of these arguments as [`bars`] does and, with `split_seconds`, their split
+/// by time (`Bars::split`: refused, naming `split_seconds`, where the bars' rule does not
+/// allow it), before any row is read; whether they are time bars (on a grid: the end of the
+/// data applies to them), not tick, volume or dollar bars.
+#[pyfunction]
+#[pyo3(signature = (
+    interval, ticks, base_volume, usd_volume, offset, closed, label, fill, tz, split_seconds
+))]
+#[allow(clippy::too_many_arguments)]
+pub fn bars_options(
+    py: Python<'_>,
+    interval: Option<i64>,
+    ticks: Option<u64>,
+    base_volume: Option<f64>,
+    usd_volume: Option<f64>,
+    offset: i64,
+    closed: &str,
+    label: &str,
+    fill: &str,
+    tz: Option<String>,
+    split_seconds: Option<i64>,
+) -> PyResult<bool> {
+    let shape = (interval, ticks, base_volume, usd_volume);
+    let bars = bars_of(shape, offset, closed, label, fill, tz).py(py)?;
+    if let Some(seconds) = split_seconds {
+        bars.split(seconds).py(py)?;
+    }
+    Ok(bars.is_time())
+}
+
+/// Which rows of `events` (swaps or trades) can hold the selected events (as [`bars`] selects
+/// them), and with `split_seconds` the start (µs) of each row's part when the bars of these
+/// options are split by time (`Bars::split`: refused, naming `split_seconds`, where the bars'
+/// rule does not allow it); without it every part is 0. Two columns, `keep` and `part`, a row
+/// each: the filter and the group key of rows on their way to their groups.
+#[pyfunction]
+#[pyo3(signature = (
+    events, source, interval, ticks, base_volume, usd_volume, offset, closed, label, fill, tz,
+    split_seconds, select_tokens, pool, start, end
+))]
+#[allow(clippy::too_many_arguments)]
+pub fn bar_rows(
+    py: Python<'_>,
+    events: &Bound<'_, PyAny>,
+    source: &str,
+    interval: Option<i64>,
+    ticks: Option<u64>,
+    base_volume: Option<f64>,
+    usd_volume: Option<f64>,
+    offset: i64,
+    closed: &str,
+    label: &str,
+    fill: &str,
+    tz: Option<String>,
+    split_seconds: Option<i64>,
+    select_tokens: Option<Vec<String>>,
+    pool: Option<String>,
+    start: Option<i64>,
+    end: Option<i64>,
+) -> PyResult<FrameStream> {
+    let source: EventSource = source.parse().py(py)?;
+    let shape = (interval, ticks, base_volume, usd_volume);
+    let split = split_seconds
+        .map(|seconds| bars_of(shape, offset, closed, label, fill, tz)?.split(seconds))
+        .transpose()
+        .py(py)?;
+    let frame = import(events, "events")?;
+    let selected = (select_tokens, pool, start, end);
     let answer = py.detach(|| {
-        let events = match source {
-            EventSource::Swaps => InMemory::new().swaps(&frame),
-            EventSource::Trades => InMemory::new().trades(&frame),
+        let events = in_memory(&frame, source, selected)?;
+        let keep = events.selected_rows(source)?;
+        let part = match &split {
+            Some(split) => events.bar_parts(source, split)?,
+            None => vec![0; keep.len()],
         };
-        events.bars(source, &spec, tokens.as_deref())
+        DataFrame::new(
+            keep.len(),
+            vec![
+                Column::new("keep".into(), keep),
+                Column::new("part".into(), part),
+            ],
+        )
+        .map_err(dexlake::Error::polars("building the rows' keys"))
     });
     Ok(FrameStream::new(answer.py(py)?))
 }
 
-/// The latest time (µs) of the events of `events` (token sides, as bars read them), or `None`.
+/// The latest time (µs) of the selected events of `events` (token sides, as [`bars`] reads
+/// them), or `None`.
 #[pyfunction]
+#[pyo3(signature = (events, source, select_tokens=None, pool=None, start=None, end=None))]
 pub fn latest_event(
     py: Python<'_>,
     events: &Bound<'_, PyAny>,
     source: &str,
+    select_tokens: Option<Vec<String>>,
+    pool: Option<String>,
+    start: Option<i64>,
+    end: Option<i64>,
 ) -> PyResult<Option<i64>> {
     let source: EventSource = source.parse().py(py)?;
     let frame = import(events, "events")?;
-    py.detach(|| match source {
-        EventSource::Swaps => InMemory::new().swaps(&frame).latest_event(source),
-        EventSource::Trades => InMemory::new().trades(&frame).latest_event(source),
-    })
-    .py(py)
+    let selected = (select_tokens, pool, start, end);
+    py.detach(|| in_memory(&frame, source, selected)?.latest_event(source))
+        .py(py)
 }
 
 /// One PnL table of every wallet of `trades` (and of the `swaps` of wallets without trades),
@@ -242,10 +382,11 @@ pub fn token_metrics(
 }
 
 /// What bars of `lake`'s events computed in groups take from the lake: the ranges never
-/// fetched of the selection (`tokens`, or every token), as (token, from µs, to µs), the
-/// answer's warnings and the lake version (`Query::bars_plan`).
+/// fetched of the selection (`tokens`, a `pool`, or every token, in `[start, end)`), as
+/// (token, from µs, to µs), the answer's warnings and the lake version (`Query::bars_plan`).
 #[pyfunction]
-#[pyo3(signature = (lake, source, tokens, start, end, strict))]
+#[pyo3(signature = (lake, source, tokens, start, end, strict, pool=None))]
+#[allow(clippy::too_many_arguments)]
 pub fn bars_plan(
     py: Python<'_>,
     lake: &NativeLake,
@@ -254,18 +395,15 @@ pub fn bars_plan(
     start: Option<i64>,
     end: Option<i64>,
     strict: bool,
+    pool: Option<String>,
 ) -> PyResult<Plan> {
     let (start, end) = (instant(start, "start").py(py)?, instant(end, "end").py(py)?);
     let answer = py.detach(|| {
         let mut query = lake.lake.query().strict(strict).source(source.parse()?);
-        if let Some(tokens) = tokens {
-            if tokens.is_empty() {
-                return Err(invalid(
-                    "tokens",
-                    "give at least one token, or none for all",
-                ));
-            }
-            query = query.tokens(tokens);
+        match one_selection(tokens, pool)? {
+            (Some(tokens), _) => query = query.tokens(tokens),
+            (_, Some(pool)) => query = query.pool(pool),
+            (None, None) => {}
         }
         if let Some(start) = start {
             query = query.since(start);

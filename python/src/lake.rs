@@ -63,8 +63,8 @@ pub(crate) fn instant(
         .transpose()
 }
 
-/// The bars of the CLI's `ohlcv` flags: the rule (interval, ticks, base volume or USD volume),
-/// then the time options.
+/// The bars of the CLI's `ohlcv` flags: the rule (interval, ticks, base volume or USD volume;
+/// none at all is one-minute time bars, `Bars::of_defaulting`), then the time options.
 pub(crate) fn bars_of(
     (interval, ticks, base_volume, usd_volume): (
         Option<i64>,
@@ -78,7 +78,7 @@ pub(crate) fn bars_of(
     fill: &str,
     tz: Option<String>,
 ) -> dexlake::Result<Bars> {
-    let mut bars = Bars::of(interval, ticks, base_volume, usd_volume)?
+    let mut bars = Bars::of_defaulting(interval, ticks, base_volume, usd_volume)?
         .offset(offset)
         .closed(Edge::parse(closed, "closed")?)
         .label(Edge::parse(label, "label")?)

@@ -10,7 +10,7 @@
 //! | `frames.rs` | polars frames handed to Python as Arrow C streams (no copy) |
 //! | `errors.rs` | the crate's errors as `dexlake.errors` exceptions |
 //! | `lake.rs` | `Lake`: scans, bars, price stats, PnL, metrics, search, verify, compact, status |
-//! | `kernels.rs` | `dexlake.kernels`: bars, PnL, latest prices and token metrics over Arrow rows held in memory (Spark groups), and the bars' plan of a lake |
+//! | `kernels.rs` | `dexlake.kernels`: bars, PnL, latest prices and token metrics over Arrow rows held in memory (Spark groups), the rows' selection and time parts on their way to the groups, and the bars' plan of a lake |
 //! | `sync.rs` | `sync`: the CLI's jobs, with progress and Ctrl-C |
 //! | `simulator.rs` | `Simulator`: the service simulator on loopback |
 //!
@@ -35,6 +35,8 @@ fn _dexlake(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sync::sync, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::bars, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::latest_event, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels::bar_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels::bars_options, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::pnl, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::latest_prices, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::token_metrics, m)?)?;

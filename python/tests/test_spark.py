@@ -1,6 +1,6 @@
-"""dexlake.spark on Spark local[2] gives the bars and PnL of `dexlake ohlcv --all-tokens` and
-`dexlake pnl --all-wallets` on the same lake, row for row and bit for bit, reading only the
-committed files.
+"""dexlake.spark on Spark local[2] gives the bars, PnL and token metrics of `dexlake ohlcv`
+(every token, or a selection), `dexlake pnl --all-wallets` and `dexlake token-metrics` on the same
+lake, row for row and bit for bit, reading only the committed files.
 
 Two lakes: one synced from the simulator (two tokens' swaps and trades, several commits, some
 of which replace files; plus a stray uncommitted Parquet file that a glob would read), and the
@@ -177,10 +177,104 @@ def test_a_token_split_by_time_gives_the_bars_of_the_whole(spark, sim_lake):
     # The split cuts tokens' bars into several groups.
     times = [t.timestamp() for t in whole.column("timestamp").to_pylist()]
     assert max(times) - min(times) > 3 * 600, "the lake spans too short a time to split"
-    with pytest.raises(dexlake.InvalidArgumentError, match="split_seconds"):
-        dexlake.spark.bars(spark, str(sim_lake), interval=60, split_seconds=90)
-    with pytest.raises(dexlake.InvalidArgumentError, match="split_seconds"):
-        dexlake.spark.bars(spark, str(sim_lake), interval=None, ticks=5, split_seconds=600)
+    # Parts follow the bars' own grid (its offset): 5-minute bars shifted by 7 s, split every
+    # 15 minutes, equal the unsplit ones.
+    shifted = dict(interval=300, offset=7)
+    assert_same_rows(
+        dexlake.spark.bars(spark, str(sim_lake), **shifted).toArrow(),
+        dexlake.spark.bars(spark, str(sim_lake), split_seconds=900, **shifted).toArrow(),
+        BAR_KEY, "shifted bars split every 15 minutes",
+    )
+
+
+# (arguments, the reason dexlake gives): each refused on the driver, before any Spark job.
+SPLIT_REFUSALS = [
+    (dict(interval=60, split_seconds=90), "give a positive multiple of interval"),
+    (dict(split_seconds=0), "give a positive multiple of interval"),
+    (dict(ticks=5, split_seconds=600), "tick, volume and dollar bars depend on every event before them"),
+    (dict(usd_volume=1000.0, split_seconds=600), "tick, volume and dollar bars depend on every event before them"),
+    (dict(interval=60, fill="ffill", split_seconds=600), "a filled bucket depends on the bar before it"),
+    (dict(interval=60, closed="right", split_seconds=600),
+     "buckets closed on the right do not start on the grid's instants"),
+    (dict(interval=86400, tz="Europe/Paris", split_seconds=7 * 86400),
+     "calendar days of a time zone do not start on the epoch grid"),
+]
+
+
+@pytest.mark.parametrize("kwargs,reason", SPLIT_REFUSALS)
+def test_a_split_the_rule_does_not_allow_is_refused_with_dexlakes_reason(spark, sim_lake, kwargs, reason):
+    with pytest.raises(dexlake.InvalidArgumentError) as refused:
+        dexlake.spark.bars(spark, str(sim_lake), **kwargs)
+    assert str(refused.value) == f"invalid split_seconds: {reason}"
+
+
+def test_an_interval_beside_tick_bars_is_refused_as_dexlake_ohlcv_refuses_it(spark, sim_lake):
+    """An explicit interval with ticks is refused (the CLI refuses the two flags together);
+    without it, ticks are tick bars."""
+    lake = dexlake.Lake(sim_lake)
+    token = sorted(lake.scan("trades").select("token_address").unique().collect().to_series())[0]
+    cli = subprocess.run([binary(), "ohlcv", "--lake", str(sim_lake), "--token", token, "--interval", "60",
+                          "--ticks", "5"], capture_output=True, text=True, timeout=120)
+    assert cli.returncode != 0 and "--interval" in cli.stderr and "--ticks" in cli.stderr, cli.stderr
+    for call in (
+        lambda: lake.bars(token, interval=60, ticks=5),
+        lambda: dexlake.kernels.bars(lake.scan("swaps").collect(), 60, ticks=5),
+        lambda: dexlake.spark.bars(spark, lake, interval=60, ticks=5),
+    ):
+        with pytest.raises(dexlake.InvalidArgumentError, match="invalid interval: not with ticks"):
+            call()
+    assert lake.bars(token, ticks=5).height > 0
+
+
+def test_selected_bars_equal_dexlake_ohlcv_with_the_same_selection(spark, sim_lake, tmp_path):
+    """Tokens, a pool and a time range, selected before the rows move, give the CLI's bars."""
+    lake = dexlake.Lake(sim_lake)
+    swaps = lake.scan("swaps").collect()
+    token = sorted(lake.scan("trades").select("token_address").unique().collect().to_series())[0]
+    pool = swaps.group_by("pool_address").len().sort(["len", "pool_address"], descending=[True, False])[0, 0]
+    t = sorted(int(x.timestamp()) for x in swaps["block_time"].to_list())
+    start, end = t[len(t) // 4] + 1, t[3 * len(t) // 4] - 1  # not on a minute's edge
+    # (case, the CLI's selection, its rule, dexlake.spark.bars' arguments)
+    cases = [
+        ("tokens and a range", ["--tokens", token, "--from", str(start), "--to", str(end)], ["--interval", "60"],
+         dict(tokens=[token], start=start, end=end, interval=60)),
+        ("a pool and a range", ["--pool", pool, "--from", str(start), "--to", str(end)], ["--interval", "300"],
+         dict(pool=pool, start=start, end=end, interval=300, split_seconds=900)),
+        ("trades of a token from a start", ["--tokens", token, "--from", str(start)],
+         ["--source", "trades", "--ticks", "3"], dict(tokens=token, source="trades", start=start, ticks=3)),
+    ]
+    for case, selection, rule, kwargs in cases:
+        expected = cli_table(tmp_path / "bars.parquet", "ohlcv", "--lake", str(sim_lake), *selection, *rule)
+        got = dexlake.spark.bars(spark, str(sim_lake), **kwargs).toArrow()
+        assert_same_rows(expected, got, BAR_KEY, f"bars of {case}")
+        every = cli_table(tmp_path / "every.parquet", "ohlcv", "--lake", str(sim_lake), "--all-tokens", *rule)
+        assert every.num_rows > got.num_rows, f"{case}: the selection selected everything"
+    # The selection is checked as the CLI checks it.
+    cli = subprocess.run([binary(), "ohlcv", "--lake", str(sim_lake), "--pool", pool, "--source", "trades",
+                          "--interval", "60"], capture_output=True, text=True, timeout=120)
+    assert cli.returncode != 0
+    with pytest.raises(dexlake.InvalidArgumentError) as refused:
+        dexlake.spark.bars(spark, str(sim_lake), pool=pool, source="trades")
+    assert str(refused.value).split(": ", 1)[1] in cli.stderr, (str(refused.value), cli.stderr)
+    with pytest.raises(dexlake.InvalidArgumentError, match="time range"):
+        dexlake.spark.bars(spark, str(sim_lake), start=end, end=start)
+
+
+@pytest.mark.parametrize("name", ["sim", "fixture"])
+def test_the_token_metrics_equal_dexlake_token_metrics_bit_for_bit(spark, lakes, name, tmp_path):
+    lake = lakes[name]
+    tokens = sorted(dexlake.Lake(lake).scan("trades").select("token_address").unique().collect().to_series())
+    assert tokens, f"the {name} lake has no trades"
+    import pyarrow as pa
+
+    expected = pa.concat_tables([
+        cli_table(tmp_path / f"{i}.parquet", "token-metrics", "--lake", str(lake), "--token", token)
+        for i, token in enumerate(tokens)
+    ])
+    got = dexlake.spark.token_metrics(spark, str(lake)).toArrow()
+    key = [c for c in ("token_address", "window") if c in expected.column_names]
+    assert key == ["token_address", "window"], expected.column_names
+    assert_same_rows(expected, got, key, f"token metrics of the {name} lake")
 
 
 def test_the_command_line_job_writes_the_bars_and_ledgers(lakes, tmp_path):

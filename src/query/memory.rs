@@ -17,10 +17,10 @@ use chrono::{DateTime, Utc};
 use polars::prelude::*;
 
 use super::answer::{self, Answer};
-use super::{Bars, Query, refused};
+use super::{BarSplit, Bars, Query, refused};
 use crate::analytics::pnl::{self, PnlConfig, PnlOptions, PnlSource, PnlTable};
 use crate::analytics::token_metrics::{self, Window};
-use crate::analytics::{EventInput, EventSource, Selection, TimeRange, events};
+use crate::analytics::{EventInput, EventSource, Selection, TimeRange, columns, events};
 use crate::lake::cols::{event, token, trade};
 use crate::{Error, Result};
 
@@ -28,10 +28,23 @@ use crate::{Error, Result};
 /// columns; `block_time` a timestamp of any unit, or integer microseconds). Each question
 /// reads the frames it needs: bars the source's, the PnL the trades and (for wallets without
 /// trades) the swaps, token metrics the trades.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone)]
 pub struct InMemory<'a> {
     swaps: Option<&'a DataFrame>,
     trades: Option<&'a DataFrame>,
+    selection: Selection,
+    range: TimeRange,
+}
+
+impl Default for InMemory<'_> {
+    fn default() -> Self {
+        InMemory {
+            swaps: None,
+            trades: None,
+            selection: Selection::AllTokens,
+            range: TimeRange::default(),
+        }
+    }
 }
 
 impl<'a> InMemory<'a> {
@@ -52,6 +65,41 @@ impl<'a> InMemory<'a> {
         self
     }
 
+    /// Bars and the latest event read only these tokens' events (by default every token's;
+    /// the token side of a swap is then that of the tokens selected, as the lake's query of
+    /// these tokens reads it).
+    pub fn tokens(mut self, tokens: Vec<String>) -> Self {
+        self.selection = Selection::Tokens(tokens);
+        self
+    }
+
+    /// Bars and the latest event read only the swaps of this pool.
+    pub fn pool(mut self, pool: impl Into<String>) -> Self {
+        self.selection = Selection::Pool(pool.into());
+        self
+    }
+
+    /// Bars and the latest event read only the events in `range` (`[from, to)`); the end of
+    /// the data of time bars is then at most `to`, as in the lake's query.
+    pub fn range(mut self, range: TimeRange) -> Self {
+        self.range = range;
+        self
+    }
+
+    /// Which rows of the `source` frame can hold the selected events (see
+    /// [`selected_rows`](crate::analytics::events::selected_rows)): a filter of the rows
+    /// before they are moved to their groups. A selection the query refuses is refused here.
+    pub fn selected_rows(&self, source: EventSource) -> Result<Vec<bool>> {
+        events::selected_rows(self.frame(source)?, source, &self.selection, self.range)
+    }
+
+    /// The start (µs) of the part of `split` holding each row of the `source` frame, by its
+    /// `block_time` as bars read it: the group key that splits a token's time bars by time.
+    pub fn bar_parts(&self, source: EventSource, split: &BarSplit) -> Result<Vec<i64>> {
+        let frame = self.frame(source)?;
+        split.part_starts(&columns::micros_col(frame, event::BLOCK_TIME)?)
+    }
+
     /// The frame of `source`; not given, an error naming it.
     fn frame(&self, source: EventSource) -> Result<&'a DataFrame> {
         let (frame, name) = match source {
@@ -61,13 +109,16 @@ impl<'a> InMemory<'a> {
         frame.ok_or_else(|| refused(name, format!("no {name} were given")))
     }
 
-    /// Bars of every token of the `source` events, `token_address` first, in token then time
-    /// order: [`Query::bars`] of a lake holding these rows with every token selected, when
-    /// `bars` carries what the lake's query decides from the whole lake: the end of the data
-    /// ([`Bars::data_end`], by default the instant after the frame's latest event) and the
-    /// ranges never fetched ([`Query::bars_plan`]). With `tokens`, only their bars are kept
-    /// (their events are still selected as every token's are: the token side of a swap is
-    /// that of its type, not of the tokens kept). No event gives no rows, not an error.
+    /// Bars of every selected token of the `source` events (every token unless
+    /// [`InMemory::tokens`] or [`InMemory::pool`] says otherwise, in [`InMemory::range`]),
+    /// `token_address` first, in token then time order: [`Query::bars`] of a lake holding
+    /// these rows with the same selection, when `bars` carries what the lake's query decides
+    /// from the whole lake: the end of the data ([`Bars::data_end`], by default the instant
+    /// after the latest selected event, at most the range's end) and the ranges never fetched
+    /// ([`Query::bars_plan`]). With `tokens`, only their bars are kept (their events are
+    /// still read as the selection reads them: the token side of a swap is that of its type
+    /// unless tokens are selected, not of the tokens kept). No event gives no rows, not an
+    /// error.
     pub fn bars(
         &self,
         source: EventSource,
@@ -75,7 +126,7 @@ impl<'a> InMemory<'a> {
         tokens: Option<&[String]>,
     ) -> Result<DataFrame> {
         let input = EventInput::Frame(self.frame(source)?);
-        let all = bars.of_events(input, source, &Selection::AllTokens, TimeRange::default())?;
+        let all = bars.of_events(input, source, &self.selection, self.range)?;
         let Some(tokens) = tokens else {
             return Ok(all);
         };
@@ -86,13 +137,12 @@ impl<'a> InMemory<'a> {
             .map_err(Error::polars("keeping the tokens' bars"))
     }
 
-    /// The latest time (microseconds) of the `source` events (token sides, as bars read
-    /// them), if any: the end of the data of bars computed in groups is the instant after the
-    /// latest of every group's.
+    /// The latest time (microseconds) of the selected `source` events (token sides, as bars
+    /// read them), if any: the end of the data of bars computed in groups is the instant
+    /// after the latest of every group's (at most the range's end).
     pub fn latest_event(&self, source: EventSource) -> Result<Option<i64>> {
         let frame = self.frame(source)?;
-        let tokens =
-            events::events_of_frame(frame, source, &Selection::AllTokens, TimeRange::default())?;
+        let tokens = events::events_of_frame(frame, source, &self.selection, self.range)?;
         Ok(tokens
             .iter()
             .filter_map(|t| t.events.time.last().copied())

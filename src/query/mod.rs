@@ -78,7 +78,7 @@ mod series_answers;
 mod sql;
 
 pub use answer::{Answer, Warning, WarningKind};
-pub use bars::Bars;
+pub use bars::{BarSplit, Bars};
 pub use memory::InMemory;
 pub use rows::{json_cells, json_rows};
 

@@ -6,10 +6,10 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use dexlake::analytics::EventSource;
 use dexlake::analytics::pnl::{CostMethod, PnlConfig, PnlTable};
+use dexlake::analytics::{EventSource, TimeRange};
 use dexlake::lake::{Dataset, Lake};
-use dexlake::query::{Bars, InMemory, LakeQuery as _};
+use dexlake::query::{Bars, InMemory, LakeQuery as _, Query};
 use dexlake::sim::Simulator;
 use dexlake::sync::{Job, SyncConfig, Syncer};
 use polars::prelude::*;
@@ -205,6 +205,124 @@ async fn bars_of_events_in_memory_equal_the_lakes_whole_and_by_group() {
         assert!(split.height() > 2, "a split of few bars proves little");
         assert_equal(&whole, &split, &format!("{source:?} split by time"));
     }
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn selected_bars_in_memory_equal_the_lakes_and_parts_of_the_grid_give_the_whole() {
+    let sim = common::tiny_sim(11).await;
+    let (_dir, lake, tokens) = synced_lake(&sim).await;
+    let swaps = frame_of(&lake, Dataset::Swaps);
+    let source = EventSource::Swaps;
+    let times: Vec<i64> = swaps
+        .column("block_time")
+        .expect("time")
+        .cast(&DataType::Int64)
+        .expect("micros")
+        .i64()
+        .expect("i64")
+        .into_no_null_iter()
+        .collect();
+    let (lo, hi) = (*times.iter().min().unwrap(), *times.iter().max().unwrap());
+    let at = |t: i64| chrono::DateTime::from_timestamp_micros(t).expect("time");
+    let (from, to) = (at(lo + (hi - lo) / 4 + 1), at(hi - (hi - lo) / 4 - 1));
+    let range = TimeRange {
+        from: Some(from),
+        to: Some(to),
+    };
+    let pools = strings(&swaps, "pool_address");
+    let pool = pools[0].clone();
+    let bars = Bars::every(60).offset(7);
+    let cases: Vec<(&str, Query<'_>, InMemory<'_>)> = vec![
+        (
+            "a token in a range",
+            lake.query()
+                .tokens([tokens[0].clone()])
+                .since(from)
+                .until(to),
+            InMemory::new()
+                .swaps(&swaps)
+                .tokens(vec![tokens[0].clone()])
+                .range(range),
+        ),
+        (
+            "a pool",
+            lake.query().pool(pool.clone()),
+            InMemory::new().swaps(&swaps).pool(pool.clone()),
+        ),
+    ];
+    for (what, query, memory) in cases {
+        let expected = query.bars(bars.clone()).expect("lake bars");
+        let plan = query.bars_plan(bars.clone()).expect("plan").value;
+        assert_equal(
+            &expected,
+            &memory.bars(source, &plan, None).expect("bars"),
+            what,
+        );
+        // The rows kept before they move give the same bars, and some were left out.
+        let keep = memory.selected_rows(source).expect("rows");
+        assert!(keep.iter().any(|k| !k), "{what}: every row kept");
+        let kept = rows_where(&swaps, |i| keep[i]);
+        let end = memory
+            .latest_event(source)
+            .expect("latest")
+            .expect("events")
+            + 1;
+        let planned = plan.clone().data_end(at(end));
+        let memory_kept = match what {
+            "a pool" => InMemory::new().swaps(&kept).pool(pool.clone()),
+            _ => InMemory::new()
+                .swaps(&kept)
+                .tokens(vec![tokens[0].clone()])
+                .range(range),
+        };
+        assert_equal(
+            &expected,
+            &memory_kept.bars(source, &planned, None).expect("bars"),
+            &format!("{what}, rows kept"),
+        );
+        // Parts of 10 minutes of the bars' grid, each its own group, give the whole's bars.
+        let split = planned.split(600).expect("split");
+        let parts = memory_kept.bar_parts(source, &split).expect("parts");
+        let mut starts = parts.clone();
+        starts.sort();
+        starts.dedup();
+        assert!(starts.len() > 2, "{what}: too few parts");
+        let groups: Vec<DataFrame> = starts
+            .iter()
+            .map(|p| {
+                let rows = rows_where(&kept, |i| parts[i] == *p);
+                let group = match what {
+                    "a pool" => InMemory::new().swaps(&rows).pool(pool.clone()),
+                    _ => InMemory::new()
+                        .swaps(&rows)
+                        .tokens(vec![tokens[0].clone()])
+                        .range(range),
+                };
+                group.bars(source, &planned, None).expect("part bars")
+            })
+            .filter(|f| f.height() > 0)
+            .collect();
+        let by_key = |f: DataFrame| {
+            f.sort(
+                ["token_address", "timestamp"],
+                SortMultipleOptions::default(),
+            )
+            .expect("sort")
+        };
+        assert_equal(
+            &by_key(expected.clone()),
+            &by_key(concat(groups)),
+            &format!("{what}, by part"),
+        );
+    }
+    // A selection the lake's query refuses is refused in memory too.
+    let trades = frame_of(&lake, Dataset::Trades);
+    let refused = InMemory::new()
+        .trades(&trades)
+        .pool(pool)
+        .selected_rows(EventSource::Trades);
+    assert!(refused.is_err(), "a pool of trades");
     sim.shutdown().await;
 }
 

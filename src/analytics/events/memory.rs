@@ -41,26 +41,7 @@ pub fn events_of_frame(
         });
     }
     // Rows outside the range or of another pool are left out first.
-    let (lo, hi) = (
-        range.from.map(|t| t.timestamp_micros()),
-        range.to.map(|t| t.timestamp_micros()),
-    );
-    let mut keep: Option<Vec<bool>> = None;
-    if lo.is_some() || hi.is_some() {
-        let time = micros_col(frame, event::BLOCK_TIME)?;
-        keep = Some(
-            time.iter()
-                .map(|&t| lo.is_none_or(|lo| t >= lo) && hi.is_none_or(|hi| t < hi))
-                .collect(),
-        );
-    }
-    if let Selection::Pool(p) = selection {
-        let pools = str_col(frame, swap::POOL)?;
-        let k = keep.get_or_insert_with(|| vec![true; frame.height()]);
-        for (k, pool) in k.iter_mut().zip(pools) {
-            *k &= pool == p.as_str();
-        }
-    }
+    let keep = range_and_pool(frame, selection, range)?;
     let kept;
     let frame = match keep {
         None => frame,
@@ -81,6 +62,65 @@ pub fn events_of_frame(
         .collect();
     out.sort_by(|a, b| a.token.cmp(&b.token));
     Ok(out)
+}
+
+/// Which rows of `frame` lie in `range` and (a pool selected) are of the pool; `None` when
+/// neither applies (every row).
+fn range_and_pool(
+    frame: &DataFrame,
+    selection: &Selection,
+    range: TimeRange,
+) -> Result<Option<Vec<bool>>> {
+    let (lo, hi) = (
+        range.from.map(|t| t.timestamp_micros()),
+        range.to.map(|t| t.timestamp_micros()),
+    );
+    let mut keep: Option<Vec<bool>> = None;
+    if lo.is_some() || hi.is_some() {
+        let time = micros_col(frame, event::BLOCK_TIME)?;
+        keep = Some(
+            time.iter()
+                .map(|&t| lo.is_none_or(|lo| t >= lo) && hi.is_none_or(|hi| t < hi))
+                .collect(),
+        );
+    }
+    if let Selection::Pool(p) = selection {
+        let pools = str_col(frame, swap::POOL)?;
+        let k = keep.get_or_insert_with(|| vec![true; frame.height()]);
+        for (k, pool) in k.iter_mut().zip(pools) {
+            *k &= pool == p.as_str();
+        }
+    }
+    Ok(keep)
+}
+
+/// Which rows of `frame` (of `source`'s dataset) can hold selected events in `range`: those
+/// [`events_of_frame`] reads (in the range, of the pool) and, when tokens are selected, with
+/// a token of theirs on a side. The rows left out give no selected event, so the events of
+/// the rows kept are the events of the whole frame: a filter before rows are moved.
+pub fn selected_rows(
+    frame: &DataFrame,
+    source: EventSource,
+    selection: &Selection,
+    range: TimeRange,
+) -> Result<Vec<bool>> {
+    range.validate()?;
+    let wanted = wanted_tokens(source, selection)?;
+    let mut keep =
+        range_and_pool(frame, selection, range)?.unwrap_or_else(|| vec![true; frame.height()]);
+    if let Some(wanted) = wanted {
+        let sides: Vec<Vec<&str>> = match source {
+            EventSource::Swaps => vec![
+                str_col(frame, swap::TOKEN_IN)?,
+                str_col(frame, swap::TOKEN_OUT)?,
+            ],
+            EventSource::Trades => vec![str_col(frame, trade::TOKEN)?],
+        };
+        for (i, k) in keep.iter_mut().enumerate() {
+            *k &= sides.iter().any(|side| wanted.contains(side[i]));
+        }
+    }
+    Ok(keep)
 }
 
 /// Token sides of the rows of one frame: each side's token as a small index into the frame's

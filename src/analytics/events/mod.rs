@@ -37,7 +37,7 @@ use crate::lake::read::{CommittedFile, committed_files};
 use crate::lake::{Dataset, Lake};
 pub use crate::time_range::TimeRange;
 use crate::{Error, Result};
-pub use memory::events_of_frame;
+pub use memory::{events_of_frame, selected_rows};
 
 /// Files open at once in each pass of the reader.
 const FILES_AT_ONCE: usize = 64;

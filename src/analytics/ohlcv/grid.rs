@@ -165,6 +165,19 @@ impl Grid {
         }
     }
 
+    /// The grid whose buckets are runs of `factor` of this grid's buckets, starting where
+    /// one of them starts (a fixed grid and `factor` ≥ 1 only; `None` otherwise or when the
+    /// coarser width does not fit): parts of time that never cut a bucket.
+    pub(crate) fn coarsened(&self, factor: i64) -> Option<Grid> {
+        match self {
+            Grid::Fixed { width, anchor } if factor >= 1 => Some(Grid::Fixed {
+                width: width.checked_mul(factor)?,
+                anchor: *anchor,
+            }),
+            _ => None,
+        }
+    }
+
     /// Start of the bucket after the one starting at `start`; `None` when it does not fit.
     #[inline]
     pub(crate) fn next(&self, start: i64) -> Option<i64> {

@@ -318,6 +318,32 @@ impl BarOptions {
     }
 }
 
+/// The start (µs) of the part holding each instant of `times` when time bars of `options`
+/// are split by time into parts of `split_seconds`: runs of whole buckets of the bars' own
+/// grid, so no bucket straddles two parts and the bars of each part's events are the whole's
+/// bars of that part. `Bars::split` in the query decides which bars may be split (buckets
+/// closed on the left in UTC, `split_seconds` a positive multiple of the width); a grid that
+/// cannot be coarsened is refused naming `split_seconds`.
+pub(crate) fn part_starts(
+    options: &BarOptions,
+    split_seconds: i64,
+    times: &[i64],
+) -> Result<Vec<i64>> {
+    let grid = Grid::of(options)?;
+    let width = options.width_seconds;
+    let parts = (split_seconds % width == 0)
+        .then(|| grid.coarsened(split_seconds / width))
+        .flatten()
+        .ok_or_else(|| Error::InvalidArgument {
+            argument: "split_seconds".into(),
+            reason: "give a positive multiple of interval".into(),
+        })?;
+    times
+        .iter()
+        .map(|&t| parts.left_start(t).ok_or_else(|| parts.out_of_range(t)))
+        .collect()
+}
+
 fn utc_type() -> DataType {
     DataType::Datetime(TimeUnit::Microseconds, Some(TimeZone::UTC))
 }
