@@ -18,7 +18,9 @@ the median and p99 over the swaps of the window.
 **first-load.** Serves the lake (no follow) and times, per run in a fresh browser, from the
 navigation to `/token/T` until the page holds its bars (`window.dexlakeState.loaded`).
 
-Needs Debian's chromium and chromium-driver and selenium. Run release builds for figures.
+The page is asked with short calls (a page too busy to answer within 10 s is asked again;
+a run that gives up prints the page's console). Needs Debian's chromium and chromium-driver
+and selenium. Run release builds for figures.
 """
 
 import argparse
@@ -38,12 +40,17 @@ os.environ.setdefault("SE_OFFLINE", "true")
 os.environ.setdefault("SE_AVOID_STATS", "true")
 
 from selenium import webdriver  # noqa: E402
+from selenium.common.exceptions import TimeoutException  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
+from urllib3.exceptions import ReadTimeoutError  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python" / "tests"))
 from test_serve_page import get_json, start, stop, until  # noqa: E402
 
 INTERVAL = 60
+# Seconds a call into the page may take: the page is asked often, each time briefly, and a
+# page too busy to answer is asked again (never one call blocked for minutes).
+CALL = 10
 
 
 def seconds(text):
@@ -63,7 +70,27 @@ def browser(profile):
                  "--no-first-run", "--disable-background-networking", "--window-size=1200,900",
                  f"--user-data-dir={profile}"):
         options.add_argument(flag)
-    return webdriver.Chrome(service=Service(executable_path="/usr/bin/chromedriver"), options=options)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(executable_path="/usr/bin/chromedriver"), options=options)
+    driver.set_script_timeout(CALL)
+    driver.command_executor.client_config.timeout = CALL + 5
+    return driver
+
+
+def ask(driver, script):
+    """What `script` returns in the page, or None when the page did not answer within CALL s."""
+    try:
+        return driver.execute_script(script)
+    except (TimeoutException, ReadTimeoutError):
+        return None
+
+
+def console(driver):
+    """The page's console lines so far, for a failed run's report."""
+    try:
+        return [f"{e['level']} {e['message']}" for e in driver.get_log("browser")]
+    except (TimeoutException, ReadTimeoutError):
+        return ["(the page did not answer)"]
 
 
 def percentile(values, q):
@@ -90,14 +117,18 @@ def latency(args):
             until("the first watermark", lambda: get_json(f"{site}/api/follow")[0]["watermark"])
             driver = browser(Path(tmp) / "profile")
             driver.get(f"{site}/token/{token}")
-            until("the live page", lambda: (driver.execute_script("return window.dexlakeState") or {}).get("caughtUp"))
+            try:
+                until("the live page", lambda: (ask(driver, "return window.dexlakeState") or {}).get("caughtUp"))
+            except AssertionError:
+                print("\n".join(console(driver)), file=sys.stderr)
+                raise
             real0 = time.time()
             sim0 = seconds(get_json(f"{base_url}/sim/catalog")[0]["now"])
             window = args.minutes * 60
             # The window's swaps, then the bars closed over them.
             time.sleep(window / args.speed + 3 * args.poll + 2)
             until("the window's bars", lambda: any(
-                int(t) >= sim0 + window for t in driver.execute_script("return window.dexlakeArrivals")))
+                int(t) >= sim0 + window for t in ask(driver, "return window.dexlakeArrivals") or {}))
             arrivals = {int(t): ms / 1000 for t, ms in driver.execute_script("return window.dexlakeArrivals").items()}
             opens = driver.execute_script("return window.dexlakeOpenLog")
             query = (f"select block_time from swaps where (token_address_in = '{token}' or "
@@ -142,7 +173,7 @@ def first_load(args):
                 try:
                     started = time.monotonic()
                     driver.get(f"http://127.0.0.1:{port}/token/{args.token}?kind=time&size={args.interval}")
-                    until("the page's bars", lambda: (driver.execute_script("return window.dexlakeState") or {}).get("loaded"),
+                    until("the page's bars", lambda: (ask(driver, "return window.dexlakeState") or {}).get("loaded"),
                           every=0.01)
                     times.append(time.monotonic() - started)
                     bars = driver.execute_script("return window.dexlakeBars.length")

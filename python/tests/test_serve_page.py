@@ -4,8 +4,9 @@ Starts `dexlake sim --live --speed 600` (ten simulated minutes per second) and `
 --follow TOKEN --interval 60 --poll 2` on a fresh lake, opens the token page, and checks that:
 
 - the page loads with no console error;
-- the candles the page holds (`window.dexlakeBars`, the API's rows as it received them) equal
-  `dexlake ohlcv --format json` on the lake over the same span;
+- the candles the page holds (`window.dexlakeBars`, the API's rows as it received them: the
+  latest span first, older spans as the chart is dragged to the left) equal `dexlake ohlcv
+  --format json` on the lake over the same span;
 - new closed bars arrive without a reload, most of them within the poll interval plus 500 ms
   of their close (the close mapped from the simulator's clock to this machine's);
 - the server killed and started again under the open page resumes: the page reconnects and
@@ -67,6 +68,7 @@ os.environ.setdefault("SE_AVOID_STATS", "true")
 from PIL import Image  # noqa: E402
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 
 
 def binary():
@@ -210,6 +212,25 @@ def test_the_token_page_follows_the_market_and_resumes(tmp_path):
 
         page, lake_bars = same_as_the_lake()
         assert len(page) > loaded
+        assert page == lake_bars
+
+        # Dragged to the left, the chart loads the span before its first bar (unless the page
+        # holds every bar already), and the bars stay the lake's.
+        first = driver.execute_script("return window.dexlakeBars[0].timestamp")
+        spans = state()["older"]
+        chart = driver.find_element("id", "chart")
+
+        def dragged():
+            if state()["older"] > spans or state()["complete"]:
+                return True
+            ActionChains(driver).move_to_element(chart).click_and_hold() \
+                .move_by_offset(400, 0).release().perform()
+            return False
+
+        until("an older span", dragged, every=0.5)
+        if state()["older"] > spans:
+            assert seconds(driver.execute_script("return window.dexlakeBars[0].timestamp")) < seconds(first)
+        page, lake_bars = same_as_the_lake()
         assert page == lake_bars
 
         if os.environ.get("DEXLAKE_SERVE_PNG"):

@@ -619,6 +619,29 @@ impl Follower {
     }
 }
 
+/// Shortest poll period a follow accepts, seconds: the backoff after failed polls starts
+/// from it.
+pub const MIN_POLL_SECS: f64 = 0.05;
+
+/// Longest poll period a follow accepts, seconds: a day.
+pub const MAX_POLL_SECS: f64 = 86_400.0;
+
+/// Longest wait after failed polls.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+/// The wait before a follow's next poll, from the start of the last one: the `period`,
+/// doubled after each of the `failing` polls in a row that could not move the watermark (a
+/// held poll, a commit refused by a busy lake), up to [`MAX_BACKOFF`] (or the period when
+/// longer).
+pub fn backoff(period: Duration, failing: u32) -> Duration {
+    if failing == 0 {
+        return period;
+    }
+    (period * 2u32.pow(failing.min(10)))
+        .min(MAX_BACKOFF)
+        .max(period)
+}
+
 /// Whether a poll that failed with `e` may succeed if tried again: the service's 429 and 5xx,
 /// malformed or endless answers, a lost connection once the service has `answered`, a lake
 /// locked by another writer. A refused request, a service never reached and the lake's own

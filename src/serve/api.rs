@@ -89,6 +89,7 @@ fn select<'a>(query: Query<'a>, p: &Params) -> Result<Query<'a>> {
 
 /// `/api/bars`: `dexlake ohlcv`.
 async fn bars(Shared(state): Shared<Arc<State>>, RawQuery(q): RawQuery) -> Response {
+    let feed = state.feed.clone();
     ask(state, move |lake| {
         let p = Params::parse(
             q.as_deref(),
@@ -152,6 +153,14 @@ async fn bars(Shared(state): Shared<Arc<State>>, RawQuery(q): RawQuery) -> Respo
         }
         if let Some(fill) = p.value("fill")? {
             bars = bars.fill(fill);
+        }
+        // A followed token's time bars end at the follow's watermark, as its stream's do.
+        let followed = match (&feed, interval, p.address("token")?) {
+            (Some(feed), Some(_), Some(token)) => feed.data_end(&token),
+            _ => None,
+        };
+        if let Some(end) = followed {
+            bars = bars.data_end(end);
         }
         if let Some(zone) = p.text("tz") {
             bars = bars.time_zone(zone);

@@ -146,6 +146,17 @@ impl Feed {
         self.inner.latest.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The end of the data of `token` its bars are computed to, when the server follows it:
+    /// the lake holds every swap before the watermark, so the query's bars before it are
+    /// complete and the bar that reaches it is `incomplete`. `/api/bars` of the token and a
+    /// stream's catch-up both take it, so a page's first load and its stream agree.
+    pub(super) fn data_end(&self, token: &str) -> Option<DateTime<Utc>> {
+        if !self.inner.tokens.contains(token) {
+            return None;
+        }
+        self.lock().data_end()
+    }
+
     /// The state `/api/follow` shows.
     fn state(&self) -> Value {
         let latest = self.lock();
@@ -155,6 +166,13 @@ impl Feed {
             "interval": self.inner.interval,
             "watermark": latest.watermark.and_then(DateTime::from_timestamp_micros),
         })
+    }
+}
+
+impl Latest {
+    /// The watermark as the data's end ([`Feed::data_end`]).
+    fn data_end(&self) -> Option<DateTime<Utc>> {
+        self.watermark.and_then(DateTime::from_timestamp_micros)
     }
 }
 
@@ -216,9 +234,9 @@ pub(super) async fn events(
         (feed.inner.sender.subscribe(), latest.clone())
     };
     let interval = feed.inner.interval;
-    let missed = match (since, latest.watermark) {
-        (Some(since), Some(watermark)) => {
-            match missed(&state, &token, interval, since, watermark).await {
+    let missed = match (since, latest.data_end()) {
+        (Some(since), Some(data_end)) => {
+            match missed(&state, &token, interval, since, data_end).await {
                 Ok(rows) => rows,
                 Err(e) => return reply::error(&e),
             }
@@ -312,18 +330,18 @@ fn stream_params(headers: &HeaderMap, query: Option<&str>) -> Result<(String, Op
     Ok((token, resumed.or(p.number::<i64>("since")?)))
 }
 
-/// The closed bars of `token` after the bar at `since` (Unix seconds) up to the watermark
-/// (µs), from the lake: the query's time bars, as `/api/bars` answers them, complete up to
-/// the watermark's bucket (the lake holds every swap before the watermark).
+/// The closed bars of `token` after the bar at `since` (Unix seconds) up to the watermark's
+/// bucket, from the lake: the query's time bars to the watermark as the data's end
+/// ([`Feed::data_end`]), as `/api/bars` answers them.
 async fn missed(
     state: &Arc<State>,
     token: &str,
     interval: i64,
     since: i64,
-    watermark: i64,
+    data_end: DateTime<Utc>,
 ) -> Result<Vec<(i64, Value)>> {
     let from = since.saturating_add(interval);
-    let to = watermark.div_euclid(1_000_000).div_euclid(interval) * interval;
+    let to = data_end.timestamp().div_euclid(interval) * interval;
     if from >= to {
         return Ok(Vec::new());
     }
@@ -350,7 +368,7 @@ async fn missed(
             .token(token)
             .since(from)
             .until(to)
-            .bars_covered(Bars::every(interval).data_end(to));
+            .bars_covered(Bars::every(interval).data_end(data_end));
         match answer {
             Ok(answer) => json_rows(&answer.value),
             Err(e) if e.kind() == ErrorKind::NoData => Ok(Vec::new()),

@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use clap::{Args, ValueEnum};
 use dexlake::api::client::{Client, ClientConfig};
 use dexlake::lake::Lake;
-use dexlake::live::{FollowConfig, Follower};
+use dexlake::live::{FollowConfig, Follower, MAX_POLL_SECS, MIN_POLL_SECS, backoff};
 use dexlake::sync::CancelToken;
 use polars::prelude::DataFrame;
 
@@ -71,15 +71,6 @@ pub struct FollowArgs {
     #[arg(long, value_enum)]
     format: Option<FollowFormat>,
 }
-
-/// Longest `--poll` accepted: a day.
-const MAX_POLL_SECS: f64 = 86_400.0;
-
-/// Shortest `--poll` accepted: the backoff after failed polls starts from it.
-const MIN_POLL_SECS: f64 = 0.05;
-
-/// Longest wait after failed polls.
-const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
 pub fn run(global: &Global, args: FollowArgs) -> anyhow::Result<ExitCode> {
     let mut tokens = args.tokens.clone();
@@ -245,17 +236,6 @@ pub fn run(global: &Global, args: FollowArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// The wait before the next poll: the period, doubled after each failed poll in a row, up to
-/// a minute (or the period when longer).
-fn backoff(period: Duration, failing: u32) -> Duration {
-    if failing == 0 {
-        return period;
-    }
-    (period * 2u32.pow(failing.min(10)))
-        .min(MAX_BACKOFF)
-        .max(period)
-}
-
 /// A number for a message: plain when of a usual size, in exponent form otherwise (so
 /// `1e-300` is not shown with 300 digits).
 fn short_number(x: f64) -> String {
@@ -267,7 +247,7 @@ fn short_number(x: f64) -> String {
 }
 
 /// A wait for a message.
-fn seconds(d: Duration) -> String {
+pub(crate) fn seconds(d: Duration) -> String {
     format!("{:.2} s", d.as_secs_f64())
 }
 

@@ -9,10 +9,11 @@ use anyhow::Context;
 use clap::Args;
 use dexlake::api::client::{Client, ClientConfig};
 use dexlake::lake::Lake;
-use dexlake::live::{FollowConfig, Follower};
+use dexlake::live::{FollowConfig, Follower, MAX_POLL_SECS, MIN_POLL_SECS, backoff};
 use dexlake::serve::Feed;
 use dexlake::sync::CancelToken;
 
+use crate::follow_cmd::seconds;
 use crate::{Global, address};
 
 /// The live flags of `dexlake serve`.
@@ -48,10 +49,13 @@ pub fn prepare(global: &Global, args: &LiveArgs) -> anyhow::Result<Option<Live>>
     let mut tokens = args.follow.clone();
     tokens.sort();
     tokens.dedup();
-    if !(args.poll.is_finite() && (0.05..=86_400.0).contains(&args.poll)) {
+    if !(args.poll.is_finite() && (MIN_POLL_SECS..=MAX_POLL_SECS).contains(&args.poll)) {
         return Err(dexlake::Error::InvalidArgument {
             argument: "--poll".into(),
-            reason: format!("must be 0.05 to 86400 seconds, got {}", args.poll),
+            reason: format!(
+                "must be {MIN_POLL_SECS} to {MAX_POLL_SECS} seconds, got {}",
+                args.poll
+            ),
         }
         .into());
     }
@@ -85,37 +89,47 @@ pub fn prepare(global: &Global, args: &LiveArgs) -> anyhow::Result<Option<Live>>
 impl Live {
     /// Polls until `cancel`: each poll's bars are committed, then published. A permanent
     /// failure ends the follow (and the server) with its error; a held poll or a busy lake is
-    /// said on stderr and tried again at the next poll.
+    /// said on stderr and tried again after the wait `dexlake follow` takes
+    /// ([`dexlake::live::backoff`]: the period, doubled after each failed poll in a row).
     pub async fn run(mut self, cancel: CancelToken) -> anyhow::Result<()> {
+        let mut failing = 0u32;
         loop {
             let started = tokio::time::Instant::now();
             let poll = self.follower.poll(&cancel).await?;
-            match self.follower.commit(&poll.closed) {
-                Ok(()) => {}
-                Err(e) if e.kind() == dexlake::ErrorKind::Busy => eprintln!(
-                    "serve: the bars could not be committed ({}); they are kept for the next commit",
-                    dexlake::error::error_chain(&e)
-                ),
-                Err(e) => return Err(e.into()),
-            }
+            let committed = match self.follower.commit(&poll.closed) {
+                Err(e) if e.kind() != dexlake::ErrorKind::Busy => return Err(e.into()),
+                committed => committed,
+            };
             self.feed.publish(
                 &poll.closed,
                 &self.follower.provisional()?,
                 self.follower.watermark(),
             )?;
-            if let Some(reason) = &poll.held
-                && !cancel.is_cancelled()
-            {
-                eprintln!(
-                    "serve: poll incomplete ({}); the watermark stays at {}",
-                    dexlake::error::printable(reason),
-                    self.follower
-                        .watermark()
-                        .map_or("none".into(), |w| w.to_rfc3339())
-                );
+            match (committed, &poll.held) {
+                (Err(e), _) => {
+                    failing += 1;
+                    eprintln!(
+                        "serve: the bars could not be committed ({}); they are kept for the next commit, retrying in {}",
+                        dexlake::error::error_chain(&e),
+                        seconds(backoff(self.period, failing))
+                    );
+                }
+                (Ok(()), None) => failing = 0,
+                (Ok(()), Some(_)) if cancel.is_cancelled() => return Ok(()),
+                (Ok(()), Some(reason)) => {
+                    failing += 1;
+                    eprintln!(
+                        "serve: poll incomplete ({}); the watermark stays at {}, retrying in {}",
+                        dexlake::error::printable(reason),
+                        self.follower
+                            .watermark()
+                            .map_or("none".into(), |w| w.to_rfc3339()),
+                        seconds(backoff(self.period, failing))
+                    );
+                }
             }
             tokio::select! {
-                _ = tokio::time::sleep_until(started + self.period) => {}
+                _ = tokio::time::sleep_until(started + backoff(self.period, failing)) => {}
                 _ = cancel.cancelled() => return Ok(()),
             }
         }
