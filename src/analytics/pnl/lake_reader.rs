@@ -238,13 +238,14 @@ fn swap_keys(
 
 /// Where the second pass writes: each ledger's first position, its token (rank among the
 /// sorted names), the room of every event, and the ledgers whose events this pass writes
-/// (`ledgers`; the room starts at the first one's first position). The latest prices are
-/// tracked over the events of every ledger, written or not.
+/// (`ledgers`; the room starts at the first one's first position). With `latest`, the latest
+/// prices are tracked over the events of every ledger, written or not.
 struct Placement<'a> {
     offsets: &'a [usize],
     ledger_tokens: &'a [u32],
     slots: &'a EventSlots,
     ledgers: std::ops::Range<u32>,
+    latest: bool,
 }
 
 impl Placement<'_> {
@@ -299,7 +300,7 @@ fn write_events(
             return Ok(());
         }
         let price = nums.price[side][i];
-        if price.is_finite() {
+        if to.latest && price.is_finite() {
             let key = nums.key(i);
             let best = &mut latest[l];
             if best.is_none_or(|b| key > b.0) {
@@ -409,9 +410,9 @@ fn sorted(names: Vec<String>) -> (Vec<String>, Vec<u32>) {
     (sorted, rank)
 }
 
-/// The second pass over the row groups of `groups` that hold events: every one with
-/// `latest` (each token's latest price is then over every event), else those holding events
-/// of the ledgers `to` writes.
+/// The second pass over the row groups of `groups` that hold events: every one when `to`
+/// tracks the latest prices (each token's is then over every event), else those holding
+/// events of the ledgers `to` writes.
 fn second_pass(
     lake: &Lake,
     files: &DataFiles,
@@ -419,13 +420,12 @@ fn second_pass(
     groups: &[(usize, usize)],
     keys: &[GroupEvents],
     to: &Placement<'_>,
-    latest: bool,
 ) -> Result<Vec<GroupLatest>> {
     // Row groups without events are not read again; `at` finds a row group's first-pass keys.
     let with_events: Vec<(usize, usize)> = groups
         .iter()
         .zip(keys)
-        .filter(|(_, g)| match latest {
+        .filter(|(_, g)| match to.latest {
             true => !g.counts.is_empty(),
             false => g.ledger.iter().any(|&l| to.writes(l)),
         })
@@ -551,30 +551,15 @@ fn ledger_parts_of_files(
             ledger_tokens: &ledger_tokens,
             slots: &slots,
             ledgers: range,
+            // The first part's pass reads every row group with events, for the latest prices.
+            latest: n == 0,
         };
-        // The first part's pass reads every row group with events, for the latest prices.
-        let (with_latest, keep_keys) = (n == 0, n < last);
-        let trade_latest = second_pass(
-            lake,
-            trades,
-            &TRADES,
-            &trade_groups,
-            &trade_keys,
-            &to,
-            with_latest,
-        )?;
+        let keep_keys = n < last;
+        let trade_latest = second_pass(lake, trades, &TRADES, &trade_groups, &trade_keys, &to)?;
         if !keep_keys {
             trade_keys = Vec::new();
         }
-        let swap_latest = second_pass(
-            lake,
-            swaps,
-            &SWAPS,
-            &swap_groups,
-            &swap_keys,
-            &to,
-            with_latest,
-        )?;
+        let swap_latest = second_pass(lake, swaps, &SWAPS, &swap_groups, &swap_keys, &to)?;
         if !keep_keys {
             swap_keys = Vec::new();
         }
