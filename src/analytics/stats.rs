@@ -19,7 +19,10 @@ use chrono::{DateTime, Utc};
 use polars::prelude::*;
 use rayon::prelude::*;
 
-use super::events::{EventSource, Events, Selection, TimeRange, latest_event_time, load_events};
+use super::events::{
+    EVENTS_AT_ONCE, EventSource, Events, Selection, TimeRange, latest_event_time,
+    load_events_in_parts,
+};
 use crate::api::models::{PRICE_STATS_PERIOD_SECONDS, PriceChanges};
 use crate::lake::Lake;
 use crate::{Error, Result};
@@ -31,12 +34,25 @@ pub const PERIODS: &[&str] = PriceChanges::PERIODS;
 pub const WINDOW_SECONDS: i64 = PRICE_STATS_PERIOD_SECONDS[PRICE_STATS_PERIOD_SECONDS.len() - 1];
 
 /// Options of [`price_stats`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PriceStatsOptions {
     /// The instant of the stats; default: the latest event of the dataset in the lake.
     pub now: Option<DateTime<Utc>>,
     /// Where the events come from.
     pub source: EventSource,
+    /// Most events held in memory at once: a lake with more is read in parts of whole tokens
+    /// ([`load_events_in_parts`]), with the same rows. Default [`EVENTS_AT_ONCE`].
+    pub events_at_once: usize,
+}
+
+impl Default for PriceStatsOptions {
+    fn default() -> Self {
+        PriceStatsOptions {
+            now: None,
+            source: EventSource::default(),
+            events_at_once: EVENTS_AT_ONCE,
+        }
+    }
 }
 
 /// One token's stats.
@@ -117,21 +133,27 @@ pub fn price_stats(
         from: None,
         to: Some(now + chrono::Duration::microseconds(1)),
     };
-    let tokens = load_events(lake, options.source, selection, range)?;
+    let mut parts = load_events_in_parts(
+        lake,
+        options.source,
+        selection,
+        range,
+        options.events_at_once,
+    )?;
     let now_us = now.timestamp_micros();
-    let rows: Vec<StatsRow> = tokens
-        .par_iter()
-        .filter_map(|t| {
+    let mut rows: Vec<StatsRow> = Vec::new();
+    while let Some(tokens) = parts.next_part()? {
+        rows.par_extend(tokens.into_par_iter().filter_map(|t| {
             let stats = token_stats(&t.events, now_us)?;
             Some(StatsRow {
-                token: t.token.clone(),
+                token: t.token,
                 usd_price: stats.usd_price,
                 block_slot: Some(stats.block_slot),
                 block_time: stats.block_time,
                 periods: stats.periods.into_iter().map(Some).collect(),
             })
-        })
-        .collect();
+        }));
+    }
     stats_frame(rows)
 }
 

@@ -27,6 +27,7 @@ impl Query<'_> {
             fetched: ranges.swaps,
             candles_fetched: ranges.candles,
             history_fetched: ranges.price_history,
+            events_at_once: self.events_at_once,
             ..CheckOptions::default()
         };
         quality::check_with(self.lake, &options, progress)

@@ -333,10 +333,13 @@ impl<'a> Query<'a> {
         self
     }
 
-    /// Most PnL events [`Query::pnl_table_to`] holds in memory at once: a lake with more is
-    /// read in parts of whole wallets, each part reading the files that hold its events again
-    /// (the same tables; see [`PnlOptions::events_at_once`](crate::analytics::pnl::PnlOptions::events_at_once)).
-    /// Default [`EVENTS_AT_ONCE`](crate::analytics::pnl::EVENTS_AT_ONCE).
+    /// Most events held in memory at once, with the same answers: [`Query::pnl_table_to`]
+    /// reads a lake with more in parts of whole wallets, each part reading the files that hold
+    /// its events again (see [`PnlOptions::events_at_once`](crate::analytics::pnl::PnlOptions::events_at_once));
+    /// [`Query::bars_to`] (time bars), [`Query::price_stats`] and [`Query::check`] read it in
+    /// parts of whole tokens, the files once, through temporary spill files
+    /// ([`load_events_in_parts`](crate::analytics::events::load_events_in_parts)).
+    /// Default [`EVENTS_AT_ONCE`](crate::analytics::events::EVENTS_AT_ONCE).
     pub fn events_at_once(mut self, events: usize) -> Self {
         self.events_at_once = events;
         self
@@ -419,6 +422,7 @@ impl<'a> Query<'a> {
             self.range,
             &bars.options,
             tokens_per_batch,
+            self.events_at_once,
             |df| {
                 // Only a list of tokens names the missing ones.
                 if list {
@@ -503,6 +507,7 @@ impl<'a> Query<'a> {
             PriceStatsOptions {
                 source: self.source,
                 now,
+                events_at_once: self.events_at_once,
             },
         )?;
         if let (0, Some(now)) = (value.height(), now) {

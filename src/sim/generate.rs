@@ -48,6 +48,7 @@ fn sizes(scale: Scale) -> (ChainSize, ChainSize) {
         Scale::Small => ((60, 1_500, 50_000), (20, 300, 10_000)),
         Scale::Medium => ((400, 20_000, 1_000_000), (100, 3_000, 100_000)),
         Scale::Large => ((3_000, 150_000, 10_000_000), (300, 20_000, 1_000_000)),
+        Scale::XLarge => ((30_000, 1_500_000, 100_000_000), (300, 20_000, 1_000_000)),
     };
     let size = |(tokens, wallets, swaps)| ChainSize {
         tokens,
@@ -114,10 +115,10 @@ fn params(kind: ChainFamily) -> ChainParams {
     }
 }
 
-/// Generates the whole market. The large market keeps compact indexes only and regenerates
-/// token streams on demand.
+/// Generates the whole market. The large and extra-large markets keep compact indexes only and
+/// regenerate token streams on demand.
 pub(crate) fn generate(seed: u64, scale: Scale) -> SyntheticMarket {
-    generate_with(seed, scale, scale == Scale::Large)
+    generate_with(seed, scale, matches!(scale, Scale::Large | Scale::XLarge))
 }
 
 /// Generates the market, keeping every stream (`lazy` false) or regenerating on demand.

@@ -697,14 +697,14 @@ impl SyntheticMarket {
     /// (to the byte: the same swaps, ids, balances and answers up to the fixed "now"), followed
     /// by `horizon_days` days of trading after it by the same generators and wallets. The
     /// market itself answers at the fixed "now"; [`SyntheticMarket::at`] takes it at a later
-    /// instant. The large scale is refused: it keeps no streams in memory, and the swaps after
-    /// "now" are kept there.
+    /// instant. The large and extra-large scales are refused: they keep no streams in memory, and
+    /// the swaps after "now" are kept there.
     pub fn generate_live(
         seed: u64,
         scale: Scale,
         horizon_days: u32,
     ) -> crate::Result<SyntheticMarket> {
-        if scale == Scale::Large {
+        if matches!(scale, Scale::Large | Scale::XLarge) {
             return Err(crate::Error::InvalidArgument {
                 argument: "scale".into(),
                 reason: "a live market keeps its swaps in memory: tiny, small or medium".into(),

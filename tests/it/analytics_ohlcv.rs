@@ -714,9 +714,9 @@ proptest! {
         prop_assert!(a.equals_missing(&b));
         let tokens = bars(&many, EventSource::Swaps, &Selection::Tokens(vec!["B".into(), "A".into()]), r, &opts(600)).unwrap();
         prop_assert!(a.equals_missing(&tokens));
-        // In batches of one token, stacked: the same frame.
+        // In batches of one token, the events read in parts of about three: the same frame.
         let mut stacked: Option<DataFrame> = None;
-        bars_in_batches(&many, EventSource::Swaps, &Selection::AllTokens, r, &opts(600), 1, |df| {
+        bars_in_batches(&many, EventSource::Swaps, &Selection::AllTokens, r, &opts(600), 1, 3, |df| {
             match &mut stacked {
                 Some(all) => { all.vstack_mut(&df).unwrap(); }
                 None => stacked = Some(df),
@@ -851,6 +851,8 @@ async fn bars_and_price_stats_equal_the_simulator() {
         PriceStatsOptions {
             now: Some(now),
             source: EventSource::Swaps,
+            // The events in parts of whole tokens, through the spill files.
+            events_at_once: 1_000,
         },
     )
     .unwrap();
@@ -915,6 +917,7 @@ async fn bars_and_price_stats_equal_the_simulator() {
         PriceStatsOptions {
             now: DateTime::from_timestamp_micros(latest_us),
             source: EventSource::Swaps,
+            ..PriceStatsOptions::default()
         },
     )
     .unwrap();

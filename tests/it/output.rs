@@ -329,3 +329,56 @@ fn every_wallet_read_in_parts_writes_the_same_table() {
     );
     assert_eq!(code, 2, "{stderr}");
 }
+
+#[test]
+fn every_token_read_in_parts_gives_the_same_bars_stats_and_check() {
+    use polars::prelude::{ParquetReader, SerReader};
+    let (dir, _) = sample_lake();
+    let read = |path: &Path| {
+        ParquetReader::new(std::fs::File::open(path).expect("open"))
+            .finish()
+            .expect("read")
+    };
+    let whole = dir.path().join("whole.parquet");
+    let parted = dir.path().join("parted.parquet");
+    for (out, extra) in [(&whole, None), (&parted, Some("5"))] {
+        let mut args = vec!["ohlcv", "--all-tokens", "--interval", "60"];
+        args.extend(["--format", "parquet", "--out", out.to_str().expect("path")]);
+        if let Some(n) = extra {
+            args.extend(["--events-at-once", n]);
+        }
+        let (code, _, stderr) = dexlake(dir.path(), &args);
+        assert_eq!(code, 0, "{stderr}");
+    }
+    let (a, b) = (read(&whole), read(&parted));
+    let tokens: Vec<String> = a
+        .column("token_address")
+        .expect("token column")
+        .str()
+        .expect("strings")
+        .iter()
+        .flatten()
+        .map(str::to_owned)
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    assert!(tokens.len() > 3, "{} tokens", tokens.len());
+    assert!(a.height() > 10, "{} bars", a.height());
+    assert!(a.equals_missing(&b), "{a}\n{b}");
+    // The price stats and the check, whole and in parts of about five events.
+    let list = tokens.join(",");
+    let runs = |extra: &[&str]| {
+        let mut stats = vec!["price-stats", "--tokens", &list, "--format", "csv"];
+        stats.extend(extra);
+        let (code, stats, stderr) = dexlake(dir.path(), &stats);
+        assert_eq!(code, 0, "{stderr}");
+        let mut check = vec!["check", "--format", "json", "--examples", "1000"];
+        check.extend(extra);
+        let (code, check, stderr) = dexlake(dir.path(), &check);
+        assert!(code == 0 || code == 1, "{code}: {stderr}");
+        (stats, check)
+    };
+    let (stats, check) = runs(&[]);
+    assert!(stats.lines().count() > tokens.len(), "{stats}");
+    assert_eq!(runs(&["--events-at-once", "5"]), (stats, check));
+}

@@ -27,6 +27,7 @@ mod memory;
 #[cfg(test)]
 mod reference;
 mod row_groups;
+mod spill;
 #[cfg(test)]
 mod tests;
 
@@ -41,6 +42,11 @@ pub use memory::{events_of_frame, selected_rows};
 
 /// Files open at once in each pass of the reader.
 const FILES_AT_ONCE: usize = 64;
+
+/// The most events a reader in parts holds at once by default ([`load_events_in_parts`], the
+/// PnL's reader): 2^24 events, about 0.8 GiB of [`Events`] (49 bytes each) or 0.9 GiB of the
+/// PnL's events (56 bytes each).
+pub const EVENTS_AT_ONCE: usize = 1 << 24;
 
 /// Token addresses, looked up by name.
 type TokenSet<'a> = PlHashSet<&'a str>;
@@ -344,6 +350,104 @@ pub fn load_events(
     range: TimeRange,
 ) -> Result<Vec<TokenEvents>> {
     load_events_in_windows(lake, source, selection, range, FILES_AT_ONCE)
+}
+
+/// The selected events of [`load_events_in_parts`], a part at a time.
+pub struct EventParts {
+    /// The latest time of any selected event, µs.
+    latest: Option<i64>,
+    parts: PartsHeld,
+    /// Parts handed over so far.
+    next: usize,
+}
+
+/// Where the parts are.
+enum PartsHeld {
+    /// One part, in memory (taken when handed over).
+    Whole(Option<Vec<TokenEvents>>),
+    /// Spilled to files, read back one at a time.
+    Spilled(spill::SpillReader),
+}
+
+impl EventParts {
+    fn whole(tokens: Vec<TokenEvents>) -> EventParts {
+        EventParts {
+            latest: tokens
+                .iter()
+                .filter_map(|t| t.events.time.iter().max().copied())
+                .max(),
+            parts: PartsHeld::Whole((!tokens.is_empty()).then_some(tokens)),
+            next: 0,
+        }
+    }
+
+    fn spilled(reader: spill::SpillReader, latest: Option<i64>) -> EventParts {
+        EventParts {
+            latest,
+            parts: PartsHeld::Spilled(reader),
+            next: 0,
+        }
+    }
+
+    /// The latest `block_time` of any selected event (µs since the epoch), known before any
+    /// part is handed over; `None` without events.
+    pub fn latest_time(&self) -> Option<i64> {
+        self.latest
+    }
+
+    /// The number of parts (0 without events).
+    pub fn len(&self) -> usize {
+        match &self.parts {
+            PartsHeld::Whole(tokens) => usize::from(tokens.is_some() || self.next > 0),
+            PartsHeld::Spilled(reader) => reader.len(),
+        }
+    }
+
+    /// Whether the selection has no events.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The next part's tokens (in address order, each in event order), `None` after the last.
+    pub fn next_part(&mut self) -> Result<Option<Vec<TokenEvents>>> {
+        let part = match &mut self.parts {
+            PartsHeld::Whole(tokens) => tokens.take(),
+            PartsHeld::Spilled(reader) if self.next < reader.len() => {
+                Some(row_groups::by_address(reader.read_part(self.next)?))
+            }
+            PartsHeld::Spilled(_) => None,
+        };
+        self.next += usize::from(part.is_some());
+        Ok(part)
+    }
+}
+
+/// [`load_events`] in parts of whole tokens, at most `events_at_once` events a part (a token
+/// with more is a part alone), in address order: the parts' concatenation is what
+/// [`load_events`] gives, but a selection with more events than `events_at_once` is never all
+/// in memory. The files are read once: with more than one part, each row group's events are
+/// dealt to a temporary spill file per part (in the system's temporary folder, each removed
+/// once its part is read back), so the disk briefly holds the selection's events, 49 bytes
+/// each.
+pub fn load_events_in_parts(
+    lake: &Lake,
+    source: EventSource,
+    selection: &Selection,
+    range: TimeRange,
+    events_at_once: usize,
+) -> Result<EventParts> {
+    let (files, wanted) = selected_files(lake, source, selection, range)?;
+    row_groups::read_in_parts(
+        lake,
+        &files,
+        source,
+        selection,
+        wanted.as_ref(),
+        range,
+        FILES_AT_ONCE,
+        events_at_once,
+    )
+    .map_err(|e| e.in_file(lake.root(), ""))
 }
 
 /// [`load_events`] over some of the lake's committed files only (store paths relative to the

@@ -7,6 +7,7 @@
 //! pass reads the numbers and writes each event straight to its place. Within a token, events
 //! are laid out in file order, row group order and row order, as concatenating the files would.
 
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Mutex, PoisonError, RwLock};
 
 use arrow::array::RecordBatch;
@@ -16,7 +17,8 @@ use polars::prelude::PlHashMap;
 use rayon::prelude::*;
 
 use super::layout::{Layout, NO_SIDE, SwapRows};
-use super::{EventSource, Events, Selection, Tick, TimeRange, TokenEvents, TokenSet};
+use super::spill;
+use super::{EventParts, EventSource, Events, Selection, Tick, TimeRange, TokenEvents, TokenSet};
 use crate::Result;
 use crate::analytics::arrow_columns::{dictionary, numbers};
 use crate::analytics::intern::NameRegistry;
@@ -40,15 +42,15 @@ const DICTIONARY_COLUMNS: [&str; 6] = [
 /// The token sides of one row group: per row, the bought (`out`) and sold (`in`) side as an
 /// index into `tokens` (or [`NO_SIDE`]).
 #[derive(Default)]
-struct RowGroupSides {
+pub(super) struct RowGroupSides {
     outs: Vec<u32>,
     ins: Vec<u32>,
     /// Registry id of each token of the row group.
-    tokens: Vec<u32>,
+    pub(super) tokens: Vec<u32>,
     /// Events per token of the row group.
-    counts: Vec<usize>,
+    pub(super) counts: Vec<usize>,
     /// Where each token's events of this row group start in its columns.
-    starts: Vec<usize>,
+    pub(super) starts: Vec<usize>,
 }
 
 /// The token sides of one row group (see [`RowGroupSides`]); tokens are numbered in `registry`.
@@ -186,27 +188,33 @@ fn row_group_sides(
     })
 }
 
-/// The token side of the selected swaps or trades in `range` from the committed data files
-/// `files` (store paths, sorted, with their manifest entries), by token in address order, each
-/// in event order; `files_at_once` files are open at a time in each pass.
-pub(super) fn read(
+/// What the first pass learns, for the second: the files' footers, every row group's token
+/// sides (with where each token's events of it start), the tokens' names and each token's
+/// number of events.
+struct FirstPass<'f> {
+    paths: Vec<&'f str>,
+    windows: Vec<std::ops::Range<usize>>,
+    footers: Vec<ArrowReaderMetadata>,
+    /// Row groups as (file, row group), in file order.
+    groups: Vec<(usize, usize)>,
+    sides: Vec<RowGroupSides>,
+    /// Token names, by registry id.
+    names: Vec<String>,
+    /// Events per token, by registry id.
+    totals: Vec<usize>,
+}
+
+/// The first pass over the row groups of `files` (see the module documentation).
+#[allow(clippy::too_many_arguments)]
+fn first_pass<'f>(
     lake: &Lake,
-    files: &[(String, FileEntry)],
-    source: EventSource,
-    selection: &Selection,
+    files: &'f [(String, FileEntry)],
+    layout: &Layout,
     wanted: Option<&TokenSet<'_>>,
-    range: TimeRange,
+    pool: Option<&str>,
+    (lo, hi): (Option<i64>, Option<i64>),
     files_at_once: usize,
-) -> Result<Vec<TokenEvents>> {
-    let (lo, hi) = (
-        range.from.map(|t| t.timestamp_micros()),
-        range.to.map(|t| t.timestamp_micros()),
-    );
-    let pool = match selection {
-        Selection::Pool(p) => Some(p.as_str()),
-        _ => None,
-    };
-    let layout = Layout::of(source);
+) -> Result<FirstPass<'f>> {
     let mut side_columns = layout.side_columns();
     if lo.is_some() || hi.is_some() {
         side_columns.push(event::BLOCK_TIME);
@@ -228,7 +236,6 @@ pub(super) fn read(
         .map(|w| w..(w + files_at_once.max(1)).min(paths.len()))
         .collect();
     let mut footers: Vec<ArrowReaderMetadata> = Vec::with_capacity(paths.len());
-    // Row groups as (file, row group), in file order.
     let mut groups: Vec<(usize, usize)> = Vec::new();
     let mut sides: Vec<RowGroupSides> = Vec::new();
     for window in &windows {
@@ -269,9 +276,10 @@ pub(super) fn read(
         sides.extend(found);
         footers.extend(opened.into_iter().map(|(_, footer)| footer));
     }
-    let registry = registry
+    let names = registry
         .into_inner()
-        .unwrap_or_else(PoisonError::into_inner);
+        .unwrap_or_else(PoisonError::into_inner)
+        .names;
     // Each token's events of a row group follow those of the row groups before it, in the
     // order of their first times (files usually hold disjoint times, so a token's events are
     // then already in event order and `Events::sort` only checks it).
@@ -280,7 +288,7 @@ pub(super) fn read(
         let (k, g) = groups[i];
         (time_bounds(&footers[k], g).0, k, g)
     });
-    let mut totals = vec![0usize; registry.names.len()];
+    let mut totals = vec![0usize; names.len()];
     for &i in &order {
         let s = &mut sides[i];
         s.starts = s
@@ -294,15 +302,48 @@ pub(super) fn read(
             })
             .collect();
     }
+    Ok(FirstPass {
+        paths,
+        windows,
+        footers,
+        groups,
+        sides,
+        names,
+        totals,
+    })
+}
+
+/// One row group's events, grouped by token: the events of local token `l` (the row group's
+/// `sides.tokens[l]`) are `events[first[l]..first[l] + sides.counts[l]]`, and go at
+/// `sides.starts[l]` in that token's columns.
+pub(super) struct RowGroupEvents<'a> {
+    pub(super) sides: &'a RowGroupSides,
+    pub(super) events: &'a Events,
+    pub(super) first: &'a [usize],
+}
+
+/// The second pass: reads the numbers of every row group with events of the selection (in
+/// parallel), groups its events by token and hands them to `put`. The sides are freed as their
+/// row groups are done.
+fn second_pass(
+    lake: &Lake,
+    files: &[(String, FileEntry)],
+    layout: &Layout,
+    first: &FirstPass<'_>,
+    sides: Vec<RowGroupSides>,
+    put: impl Fn(RowGroupEvents<'_>) -> Result<()> + Sync,
+) -> Result<()> {
     let number_columns = layout.number_columns();
-    // Allocated at their final size.
-    let columns: Vec<Mutex<Events>> = totals
-        .par_iter()
-        .map(|&n| Mutex::new(Events::zeroed(n)))
-        .collect();
+    let FirstPass {
+        paths,
+        windows,
+        footers,
+        groups,
+        ..
+    } = first;
     let mut sides = sides.into_iter();
     let mut at = 0;
-    for window in &windows {
+    for window in windows {
         let n = groups[at..]
             .iter()
             .take_while(|(k, _)| window.contains(k))
@@ -356,8 +397,8 @@ pub(super) fn read(
                     usd_in: u_in.values(),
                     usd_out: u_out.values(),
                 };
-                // The row group's events grouped by token here, then each token's run copied to
-                // its place under that token's lock alone.
+                // The row group's events grouped by token here; `put` then takes each token's
+                // run to its place.
                 let mut local = Events::zeroed(s.counts.iter().sum());
                 let mut first = Vec::with_capacity(s.counts.len());
                 let mut at = 0;
@@ -366,38 +407,144 @@ pub(super) fn read(
                     at += c;
                 }
                 let mut cursor = first.clone();
-                let mut put = |l: u32, tick: Tick| {
+                let mut place = |l: u32, tick: Tick| {
                     let l = l as usize;
                     local.set(cursor[l], tick);
                     cursor[l] += 1;
                 };
                 for (i, (&o, &n)) in s.outs.iter().zip(&s.ins).enumerate() {
                     if o != NO_SIDE {
-                        put(o, rows.tick(i, true));
+                        place(o, rows.tick(i, true));
                     }
                     if n != NO_SIDE {
-                        put(n, rows.tick(i, false));
+                        place(n, rows.tick(i, false));
                     }
                 }
-                for (l, &t) in s.tokens.iter().enumerate() {
-                    let mut dest = columns[t as usize]
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner);
-                    dest.copy_from(s.starts[l], &local, first[l], s.counts[l]);
-                }
-                Ok(())
+                put(RowGroupEvents {
+                    sides: &s,
+                    events: &local,
+                    first: &first,
+                })
             })?;
     }
-    let mut out: Vec<TokenEvents> = registry
-        .names
+    Ok(())
+}
+
+/// The range's bounds in microseconds and the pool of a selection: what both passes filter by.
+fn bounds(selection: &Selection, range: TimeRange) -> ((Option<i64>, Option<i64>), Option<&str>) {
+    let bounds = (
+        range.from.map(|t| t.timestamp_micros()),
+        range.to.map(|t| t.timestamp_micros()),
+    );
+    let pool = match selection {
+        Selection::Pool(p) => Some(p.as_str()),
+        _ => None,
+    };
+    (bounds, pool)
+}
+
+/// Each token's sorted columns and name, by token address.
+pub(super) fn by_address(tokens: Vec<(String, Events)>) -> Vec<TokenEvents> {
+    let mut out: Vec<TokenEvents> = tokens
         .into_par_iter()
-        .zip(columns)
-        .map(|(token, events)| {
-            let mut events = events.into_inner().unwrap_or_else(PoisonError::into_inner);
+        .map(|(token, mut events)| {
             events.sort();
             TokenEvents { token, events }
         })
         .collect();
     out.sort_by(|a, b| a.token.cmp(&b.token));
-    Ok(out)
+    out
+}
+
+/// The token side of the selected swaps or trades in `range` from the committed data files
+/// `files` (store paths, sorted, with their manifest entries), by token in address order, each
+/// in event order; `files_at_once` files are open at a time in each pass.
+pub(super) fn read(
+    lake: &Lake,
+    files: &[(String, FileEntry)],
+    source: EventSource,
+    selection: &Selection,
+    wanted: Option<&TokenSet<'_>>,
+    range: TimeRange,
+    files_at_once: usize,
+) -> Result<Vec<TokenEvents>> {
+    let (bounds, pool) = bounds(selection, range);
+    let layout = Layout::of(source);
+    let first = first_pass(lake, files, layout, wanted, pool, bounds, files_at_once)?;
+    gather(lake, files, layout, first)
+}
+
+/// The second pass into every token's columns, allocated at their final size.
+fn gather(
+    lake: &Lake,
+    files: &[(String, FileEntry)],
+    layout: &Layout,
+    mut first: FirstPass<'_>,
+) -> Result<Vec<TokenEvents>> {
+    let sides = std::mem::take(&mut first.sides);
+    let columns: Vec<Mutex<Events>> = first
+        .totals
+        .par_iter()
+        .map(|&n| Mutex::new(Events::zeroed(n)))
+        .collect();
+    second_pass(lake, files, layout, &first, sides, |rg| {
+        for (l, &t) in rg.sides.tokens.iter().enumerate() {
+            let mut dest = columns[t as usize]
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            dest.copy_from(
+                rg.sides.starts[l],
+                rg.events,
+                rg.first[l],
+                rg.sides.counts[l],
+            );
+        }
+        Ok(())
+    })?;
+    let columns = columns
+        .into_iter()
+        .map(|c| c.into_inner().unwrap_or_else(PoisonError::into_inner));
+    Ok(by_address(first.names.into_iter().zip(columns).collect()))
+}
+
+/// [`read`] in parts of at most `events_at_once` events (a token with more is a part alone),
+/// in address order, each part's tokens in address order (see [`super::EventParts`]). With one
+/// part it is [`read`]. With more, the second pass deals each row group's events to a spill
+/// file per part (`spill.rs`), in the system's temporary folder, and each part is read back
+/// when asked for: the files are read once, and memory holds the first pass's sides (8 bytes a
+/// row, freed as the second pass goes) and then one part.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn read_in_parts(
+    lake: &Lake,
+    files: &[(String, FileEntry)],
+    source: EventSource,
+    selection: &Selection,
+    wanted: Option<&TokenSet<'_>>,
+    range: TimeRange,
+    files_at_once: usize,
+    events_at_once: usize,
+) -> Result<EventParts> {
+    let (bounds, pool) = bounds(selection, range);
+    let layout = Layout::of(source);
+    let mut first = first_pass(lake, files, layout, wanted, pool, bounds, files_at_once)?;
+    let parts = spill::Parts::of(&first.names, &first.totals, events_at_once);
+    if parts.len() <= 1 {
+        // One part: read as a whole, without spilling.
+        let tokens = gather(lake, files, layout, first)?;
+        return Ok(EventParts::whole(tokens));
+    }
+    let spill = spill::Spill::new(&parts)?;
+    let latest = AtomicI64::new(i64::MIN);
+    let sides = std::mem::take(&mut first.sides);
+    second_pass(lake, files, layout, &first, sides, |rg| {
+        if let Some(&t) = rg.events.time.iter().max() {
+            latest.fetch_max(t, Ordering::Relaxed);
+        }
+        spill.write(&parts, rg)
+    })?;
+    let latest = latest.into_inner();
+    Ok(EventParts::spilled(
+        spill.finish(parts, first.names, first.totals)?,
+        (latest > i64::MIN).then_some(latest),
+    ))
 }

@@ -203,3 +203,74 @@ fn blank_addresses_are_refused_naming_the_argument() {
     .unwrap();
     assert!(none.is_empty());
 }
+
+#[test]
+fn events_read_in_parts_are_the_whole_read_cut_between_tokens() {
+    let (_dir, lake) = lake();
+    let range = TimeRange {
+        from: Some(Utc.timestamp_opt(1_200, 0).unwrap()),
+        to: Some(Utc.timestamp_opt(1_555, 0).unwrap()),
+    };
+    let cases = [
+        (Selection::AllTokens, TimeRange::default()),
+        (Selection::AllTokens, range),
+        (
+            Selection::Tokens(vec!["Q".into(), "A".into(), "C".into()]),
+            range,
+        ),
+        (Selection::Pool("POOL-1".into()), TimeRange::default()),
+    ];
+    for source in [EventSource::Swaps, EventSource::Trades] {
+        for (selection, range) in &cases {
+            if source == EventSource::Trades && matches!(selection, Selection::Pool(_)) {
+                continue;
+            }
+            let whole = load_events(&lake, source, selection, *range).unwrap();
+            let total: usize = whole.iter().map(|t| t.events.len()).sum();
+            let latest = whole.iter().filter_map(|t| t.events.time.last()).max();
+            // One event a part (each token alone), a part of about two tokens, and one part.
+            for at_once in [0, 1, total / 2, total, usize::MAX] {
+                let mut parts =
+                    load_events_in_parts(&lake, source, selection, *range, at_once).unwrap();
+                assert_eq!(
+                    parts.latest_time(),
+                    latest.copied(),
+                    "{source:?} {selection:?}"
+                );
+                let count = parts.len();
+                let mut sizes = Vec::new();
+                let mut read = Vec::new();
+                while let Some(part) = parts.next_part().unwrap() {
+                    assert!(!part.is_empty());
+                    let events: usize = part.iter().map(|t| t.events.len()).sum();
+                    // Only a part of one token holds more than the bound.
+                    assert!(
+                        events <= at_once.max(1) || part.len() == 1,
+                        "{events} {at_once}"
+                    );
+                    sizes.push(part.len());
+                    read.extend(part);
+                }
+                assert_eq!(sizes.len(), count);
+                assert_eq!(read, whole, "{source:?} {selection:?} {range:?} {at_once}");
+                if at_once <= 1 {
+                    assert_eq!(count, whole.len(), "a part per token");
+                }
+                if at_once >= total {
+                    assert_eq!(count, 1);
+                }
+            }
+        }
+    }
+    // No events: no part.
+    let mut none = load_events_in_parts(
+        &lake,
+        EventSource::Swaps,
+        &Selection::Token("NONE".into()),
+        TimeRange::default(),
+        1,
+    )
+    .unwrap();
+    assert_eq!((none.len(), none.latest_time()), (0, None));
+    assert!(none.next_part().unwrap().is_none());
+}

@@ -80,7 +80,9 @@ pub use live::{BarRule, LiveBars, LiveUpdate};
 pub use series::{SeriesSelection, SeriesSource, choose_interval, series_bars, stored_intervals};
 pub(crate) use series::{TokenSeries, filtered, read_series};
 
-use super::events::{EventInput, EventSource, Selection, TimeRange, TokenEvents, load_events};
+use super::events::{
+    EventInput, EventSource, Selection, TimeRange, TokenEvents, load_events_in_parts,
+};
 use crate::lake::Lake;
 use crate::{Error, Result};
 use grid::Grid;
@@ -493,11 +495,18 @@ fn is_long(selection: &Selection) -> bool {
 /// The default end of the data: the range's `to` or the instant after the latest event,
 /// whichever is earlier.
 fn default_end(tokens: &[TokenEvents], range: TimeRange) -> i64 {
-    let latest = tokens
-        .iter()
-        .filter_map(|t| t.events.time.last())
-        .max()
-        .map_or(i64::MIN, |t| t.saturating_add(1));
+    end_of(
+        tokens
+            .iter()
+            .filter_map(|t| t.events.time.last().copied())
+            .max(),
+        range,
+    )
+}
+
+/// [`default_end`] of events whose latest time is `latest` (µs).
+fn end_of(latest: Option<i64>, range: TimeRange) -> i64 {
+    let latest = latest.map_or(i64::MIN, |t| t.saturating_add(1));
     match range.to {
         Some(to) => latest.min(to.timestamp_micros()),
         None => latest,
@@ -551,9 +560,11 @@ pub fn bars_from(
 
 /// Time bars of the selected events of the lake in `range`, handed to `sink` in batches of
 /// `tokens_per_batch` tokens (in token order) instead of one frame: each batch has the columns
-/// and order of [`bars`], and a token's events are freed as soon as its bars are made, so only
-/// the events and one batch of bars are in memory at once. For writing large results to a
-/// file. A selection without events calls `sink` no time.
+/// and order of [`bars`], and a token's events are freed as soon as its bars are made. The
+/// events are read in parts of at most `events_at_once` ([`load_events_in_parts`]), so only
+/// one part's events and one batch of bars are in memory at once, however large the lake. For
+/// writing large results to a file. A selection without events calls `sink` no time.
+#[allow(clippy::too_many_arguments)]
 pub fn bars_in_batches(
     lake: &Lake,
     source: EventSource,
@@ -561,20 +572,35 @@ pub fn bars_in_batches(
     range: TimeRange,
     options: &BarOptions,
     tokens_per_batch: usize,
+    events_at_once: usize,
     mut sink: impl FnMut(DataFrame) -> Result<()>,
 ) -> Result<()> {
     Grid::of(options)?;
-    let tokens = load_events(lake, source, selection, range)?;
-    let spec = options.spec(default_end(&tokens, range))?;
+    let mut parts = load_events_in_parts(lake, source, selection, range, events_at_once)?;
+    // Every part is read before the first is handed over, so the data's end is known.
+    let spec = options.spec(end_of(parts.latest_time(), range))?;
     let long = is_long(selection);
     let make =
         |batch: Vec<TokenEvents>| per_token(batch, long, &TimeBarsOf(&spec, &options.unfetched));
-    let mut tokens = tokens.into_iter();
+    let mut part = Vec::new().into_iter();
+    // The next batch of tokens: within a part, the next part once it is done.
+    let mut next_batch = || -> Result<Vec<TokenEvents>> {
+        loop {
+            let batch: Vec<TokenEvents> = part.by_ref().take(tokens_per_batch.max(1)).collect();
+            if !batch.is_empty() {
+                return Ok(batch);
+            }
+            match parts.next_part()? {
+                Some(tokens) => part = tokens.into_iter(),
+                None => return Ok(batch),
+            }
+        }
+    };
     // The bars of a batch are built on another thread while `sink` takes the batch before,
     // so building and writing overlap; batches still reach `sink` in order.
     let mut ready: Option<DataFrame> = None;
     loop {
-        let batch: Vec<TokenEvents> = tokens.by_ref().take(tokens_per_batch.max(1)).collect();
+        let batch = next_batch()?;
         if batch.is_empty() {
             return ready.map_or(Ok(()), sink);
         }

@@ -247,8 +247,9 @@ pub struct PnlOptions {
     pub events_at_once: usize,
 }
 
-/// The default of [`PnlOptions::events_at_once`]: 2^24 events, about 0.9 GiB of them.
-pub const EVENTS_AT_ONCE: usize = 1 << 24;
+/// The default of [`PnlOptions::events_at_once`]: 2^24 events, about 0.9 GiB of them; the
+/// one default of every reader in parts.
+pub use crate::analytics::events::EVENTS_AT_ONCE;
 
 impl Default for PnlOptions {
     fn default() -> Self {

@@ -52,6 +52,7 @@ pub use slots::{SplitSlot, TimeBackwards};
 use gaps::find_gaps;
 use jumps::find_jumps;
 
+use crate::analytics::events::{EVENTS_AT_ONCE, load_events_in_parts};
 use crate::analytics::{EventSource, Selection, TimeRange, TokenEvents, load_events};
 use crate::error::number;
 use crate::lake::cols::{swap, token};
@@ -82,6 +83,9 @@ pub struct CheckOptions {
     pub jumps: JumpRule,
     /// Examples kept of each kind of finding.
     pub examples: usize,
+    /// Most swap events held in memory at once: a lake with more is read in parts of whole
+    /// tokens ([`load_events_in_parts`]), with the same findings. Default [`EVENTS_AT_ONCE`].
+    pub events_at_once: usize,
 }
 
 impl Default for CheckOptions {
@@ -94,6 +98,7 @@ impl Default for CheckOptions {
             gaps: GapRule::default(),
             jumps: JumpRule::default(),
             examples: DEFAULT_EXAMPLES,
+            events_at_once: EVENTS_AT_ONCE,
         }
     }
 }
@@ -522,40 +527,63 @@ pub fn check_with(
         Some(t) => Selection::Tokens(t.clone()),
         None => Selection::AllTokens,
     };
-    progress("reading the swaps");
-    let tokens = load_events(lake, EventSource::Swaps, &selection, TimeRange::default())?;
-    let mut findings = Findings::default();
-
-    progress("looking for gaps and price jumps");
-    let per_token: Vec<(Vec<Gap>, Vec<PriceJump>)> = tokens
-        .par_iter()
-        .map(|t| {
-            let spans = spans_of(options.fetched.get(&t.token))
-                .unwrap_or_else(|| event_span(t).into_iter().collect());
-            (
-                find_gaps(&t.token, &t.events, &spans, &options.gaps),
-                find_jumps(&t.token, &t.events, &options.jumps),
-            )
-        })
-        .collect();
-    for (gaps, jumps) in per_token {
-        findings.gaps.add((gaps.len() as u64, gaps), keep);
-        findings.price_jumps.add((jumps.len() as u64, jumps), keep);
-    }
-
-    progress("comparing the candles with the bars of the swaps");
+    // A pool's series is kept until its swaps say which token it prices.
     let wanted: Option<BTreeSet<&str>> = options
         .tokens
         .as_ref()
         .map(|t| t.iter().map(String::as_str).collect());
     let is_wanted = |token: &str| wanted.as_ref().is_none_or(|w| w.contains(token));
-    // A pool's series is kept until its swaps say which token it prices.
     let candles = candles::read_candles(lake, |s| s.token.as_deref().is_none_or(is_wanted))?;
-    let reconciled = reconcile_all(
+    // Each candle series' comparison, by its place in `candles`: made with the part of the
+    // swaps that holds its token, added to the findings in the series' order at the end.
+    let mut compared: Vec<Option<SeriesComparison>> = candles.iter().map(|_| None).collect();
+    progress("reading the swaps");
+    let mut parts = load_events_in_parts(
+        lake,
+        EventSource::Swaps,
+        &selection,
+        TimeRange::default(),
+        options.events_at_once,
+    )?;
+    let mut findings = Findings::default();
+    let (mut tokens, mut swaps) = (0usize, 0u64);
+    while let Some(part) = parts.next_part()? {
+        tokens += part.len();
+        swaps += part.iter().map(|t| t.events.len() as u64).sum::<u64>();
+        progress("looking for gaps and price jumps");
+        let per_token: Vec<(Vec<Gap>, Vec<PriceJump>)> = part
+            .par_iter()
+            .map(|t| {
+                let spans = spans_of(options.fetched.get(&t.token))
+                    .unwrap_or_else(|| event_span(t).into_iter().collect());
+                (
+                    find_gaps(&t.token, &t.events, &spans, &options.gaps),
+                    find_jumps(&t.token, &t.events, &options.jumps),
+                )
+            })
+            .collect();
+        for (gaps, jumps) in per_token {
+            findings.gaps.add((gaps.len() as u64, gaps), keep);
+            findings.price_jumps.add((jumps.len() as u64, jumps), keep);
+        }
+        progress("comparing the candles with the bars of the swaps");
+        let by_token: BTreeMap<&str, &TokenEvents> =
+            part.iter().map(|t| (t.token.as_str(), t)).collect();
+        for (i, (series, buckets)) in candles.iter().enumerate() {
+            if let (Some(token), None) = (&series.token, &series.pool)
+                && let Some(events) = by_token.get(token.as_str())
+            {
+                compared[i] = Some(compare_series(options, series, buckets, Some(events))?);
+            }
+        }
+    }
+    progress("comparing the candles with the bars of the swaps");
+    let reconciled = reconcile_rest(
         lake,
         options,
-        &tokens,
         &candles,
+        compared,
+        &is_wanted,
         &mut findings.candle_mismatches,
     )?;
 
@@ -606,8 +634,8 @@ pub fn check_with(
 
     Ok(CheckReport {
         version,
-        tokens: tokens.len(),
-        swaps: tokens.iter().map(|t| t.events.len() as u64).sum(),
+        tokens,
+        swaps,
         rows,
         reconciled,
         series,
@@ -647,76 +675,99 @@ fn rows_of(lake: &Lake, dataset: Dataset, tokens: Option<&[String]>) -> Result<L
     })
 }
 
-/// Reconciles every candle series of the checked tokens with the bars of their swaps.
-fn reconcile_all(
+/// One candle series compared with the bars of its swaps: `None` when the series does not
+/// count (a pool of another token), else whether its swaps were found, the buckets compared
+/// and the mismatches.
+type SeriesComparison = Option<(bool, u64, Vec<CandleMismatch>)>;
+
+/// Compares one candle series with the bars of `events` (its token's swaps, when found).
+fn compare_series(
+    options: &CheckOptions,
+    series: &CandleSeries,
+    buckets: &candles::Buckets,
+    events: Option<&TokenEvents>,
+) -> Result<SeriesComparison> {
+    let Some(events) = events else {
+        return Ok(Some((false, 0, Vec::new())));
+    };
+    let candle_spans = spans_of(options.candles_fetched.get(series))
+        .unwrap_or_else(|| buckets.span(series.interval).into_iter().collect());
+    let swap_spans = spans_of(options.fetched.get(&events.token));
+    let (compared, mismatches) = candles::reconcile(
+        series,
+        buckets,
+        events,
+        &candle_spans,
+        swap_spans.as_deref(),
+    )?;
+    Ok(Some((true, compared, mismatches)))
+}
+
+/// Reconciles every candle series of the checked tokens with the bars of their swaps: those
+/// `compared` already (with the part of the swaps that held their token) and the rest, whose
+/// swaps are read here (a pool's, or a token's that the parts did not hold); then adds them
+/// all to `out` in the series' order.
+fn reconcile_rest(
     lake: &Lake,
     options: &CheckOptions,
-    tokens: &[TokenEvents],
     candles: &BTreeMap<CandleSeries, candles::Buckets>,
+    mut compared: Vec<Option<SeriesComparison>>,
+    is_wanted: &dyn Fn(&str) -> bool,
     out: &mut Finding<CandleMismatch>,
 ) -> Result<Reconciled> {
-    let wanted: Option<BTreeSet<&str>> = options
-        .tokens
-        .as_ref()
-        .map(|t| t.iter().map(String::as_str).collect());
-    let is_wanted = |token: &str| wanted.as_ref().is_none_or(|w| w.contains(token));
-    let by_token: BTreeMap<&str, &TokenEvents> =
-        tokens.iter().map(|t| (t.token.as_str(), t)).collect();
+    let wanted = options.tokens.is_some();
     let mut reconciled = Reconciled::default();
-    for (series, buckets) in candles {
-        let own;
-        let events: Option<&TokenEvents> = match (&series.token, &series.pool) {
-            (Some(token), None) => match by_token.get(token.as_str()) {
-                Some(t) => Some(*t),
-                None => {
-                    own = load_events(
-                        lake,
-                        EventSource::Swaps,
-                        &Selection::Token(token.clone()),
-                        TimeRange::default(),
-                    )?;
-                    own.first()
-                }
-            },
-            (token, Some(pool)) => {
-                own = load_events(
-                    lake,
-                    EventSource::Swaps,
-                    &Selection::Pool(pool.clone()),
-                    TimeRange::default(),
-                )?;
-                match token {
-                    Some(token) => own.iter().find(|t| &t.token == token),
-                    // A pool prices one token; a pool whose swaps price several is not
-                    // compared.
-                    None if own.len() == 1 => own.first().filter(|t| is_wanted(&t.token)),
-                    None => None,
+    for ((series, buckets), done) in candles.iter().zip(compared.iter_mut()) {
+        let comparison = match done.take() {
+            Some(c) => c,
+            None => {
+                let own;
+                let events: Option<&TokenEvents> = match (&series.token, &series.pool) {
+                    (Some(token), None) => {
+                        own = load_events(
+                            lake,
+                            EventSource::Swaps,
+                            &Selection::Token(token.clone()),
+                            TimeRange::default(),
+                        )?;
+                        own.first()
+                    }
+                    (token, Some(pool)) => {
+                        own = load_events(
+                            lake,
+                            EventSource::Swaps,
+                            &Selection::Pool(pool.clone()),
+                            TimeRange::default(),
+                        )?;
+                        match token {
+                            Some(token) => own.iter().find(|t| &t.token == token),
+                            // A pool prices one token; a pool whose swaps price several is not
+                            // compared.
+                            None if own.len() == 1 => own.first().filter(|t| is_wanted(&t.token)),
+                            None => None,
+                        }
+                    }
+                    (None, None) => None,
+                };
+                if series.token.is_none() && events.is_none() && wanted {
+                    // A pool of another token.
+                    None
+                } else {
+                    compare_series(options, series, buckets, events)?
                 }
             }
-            (None, None) => None,
         };
-        if series.token.is_none() && events.is_none() && wanted.is_some() {
-            // A pool of another token.
+        let Some((found, buckets_compared, mismatches)) = comparison else {
+            continue;
+        };
+        reconciled.series += 1;
+        if !found {
             continue;
         }
-        reconciled.series += 1;
-        let Some(events) = events else {
-            continue;
-        };
-        let candle_spans = spans_of(options.candles_fetched.get(series))
-            .unwrap_or_else(|| buckets.span(series.interval).into_iter().collect());
-        let swap_spans = spans_of(options.fetched.get(&events.token));
-        let (compared, mismatches) = candles::reconcile(
-            series,
-            buckets,
-            events,
-            &candle_spans,
-            swap_spans.as_deref(),
-        )?;
-        if compared > 0 {
+        if buckets_compared > 0 {
             reconciled.series_compared += 1;
         }
-        reconciled.buckets_compared += compared;
+        reconciled.buckets_compared += buckets_compared;
         out.add((mismatches.len() as u64, mismatches), options.examples);
     }
     Ok(reconciled)

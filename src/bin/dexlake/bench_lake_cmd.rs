@@ -397,16 +397,30 @@ fn price_history(lake: &Lake, args: &BenchLakeArgs) -> anyhow::Result<ExitCode> 
 
 /// Compacts the lake just written and deletes the files it replaced (a bench lake has no
 /// older version to keep), so that a glob of its folders reads what it commits, as the peers of
-/// `benches/compare/` do.
+/// `benches/compare/` do. One partition at a time, each vacuumed before the next: the disk
+/// holds the lake and one partition's rewrite, not the lake twice (a 100M-swap lake is about
+/// 18 GB).
 fn compact_and_vacuum(lake: &Lake) -> anyhow::Result<()> {
-    let report = lake.compact()?;
-    eprintln!(
-        "compacted {} partitions: {} files into {}",
-        report.partitions, report.files_removed, report.files_added
-    );
-    lake.vacuum(dexlake::lake::VacuumOptions {
-        retain: std::time::Duration::ZERO,
-        dry_run: false,
-    })?;
+    let partitions: std::collections::BTreeSet<Partition> = lake
+        .manifest()?
+        .files
+        .keys()
+        .map(|path| Partition::from_file_path(path))
+        .collect::<dexlake::Result<_>>()?;
+    let (mut removed, mut added) = (0, 0);
+    for (k, partition) in partitions.iter().enumerate() {
+        let report = lake.compact_partitions(&std::iter::once(partition.clone()).collect())?;
+        lake.vacuum(dexlake::lake::VacuumOptions {
+            retain: std::time::Duration::ZERO,
+            dry_run: false,
+        })?;
+        removed += report.files_removed;
+        added += report.files_added;
+        eprintln!(
+            "compacted {} of {} partitions: {removed} files into {added}",
+            k + 1,
+            partitions.len()
+        );
+    }
     Ok(())
 }

@@ -14,7 +14,7 @@ use dexlake::analytics::quality::{self, CheckReport};
 use dexlake::error::escaped_in_full;
 use dexlake::query::LakeQuery as _;
 
-use crate::open_lake::{AsOfArg, reading_lake};
+use crate::open_lake::{AsOfArg, EventsAtOnceArg, reading_lake};
 use crate::provenance::version_note;
 use crate::{Global, address, error_text};
 
@@ -47,6 +47,8 @@ pub struct CheckArgs {
     examples: usize,
     #[command(flatten)]
     pub as_of: AsOfArg,
+    #[command(flatten)]
+    events_at_once: EventsAtOnceArg,
 }
 
 /// Runs the check; its own errors exit by their kind, those of no listed kind with status 2.
@@ -73,10 +75,10 @@ pub fn run(global: &Global, args: CheckArgs) -> anyhow::Result<ExitCode> {
 
 fn check(global: &Global, args: &CheckArgs) -> anyhow::Result<CheckReport> {
     let lake = reading_lake(global, &args.as_of)?;
-    let query = match args.tokens.as_slice() {
+    let query = args.events_at_once.apply(match args.tokens.as_slice() {
         [] => lake.query(),
         tokens => lake.query().tokens(tokens),
-    };
+    });
     // Each step on its own line while it runs, on a terminal only.
     let terminal = std::io::stderr().is_terminal();
     let progress = |step: &str| {

@@ -15,7 +15,7 @@ use dexlake::analytics::{Edge, Fill};
 use dexlake::query::args::time as parse_time;
 use dexlake::query::{Bars, LakeQuery as _, Query};
 
-use crate::open_lake::{AsOfArg, reading_lake};
+use crate::open_lake::{AsOfArg, EventsAtOnceArg, reading_lake};
 use crate::output::{Format, Output};
 use crate::parquet_out::ParquetSink;
 use crate::provenance::notes;
@@ -148,6 +148,8 @@ pub struct OhlcvArgs {
     output: Output,
     #[command(flatten)]
     pub as_of: AsOfArg,
+    #[command(flatten)]
+    events_at_once: EventsAtOnceArg,
 }
 
 /// Arguments of `dexlake price-stats`.
@@ -178,6 +180,8 @@ pub struct PriceStatsArgs {
     output: Output,
     #[command(flatten)]
     pub as_of: AsOfArg,
+    #[command(flatten)]
+    events_at_once: EventsAtOnceArg,
 }
 
 /// The query of `--token`, `--tokens`, `--pool` or `--all-tokens`.
@@ -195,7 +199,9 @@ fn select<'a>(query: Query<'a>, which: &Which) -> Query<'a> {
 
 pub fn ohlcv(global: &Global, args: OhlcvArgs) -> anyhow::Result<ExitCode> {
     let lake = reading_lake(global, &args.as_of)?;
-    let mut query = select(lake.query(), &args.which).strict(args.strict.strict);
+    let mut query = args
+        .events_at_once
+        .apply(select(lake.query(), &args.which).strict(args.strict.strict));
     let source = args
         .source
         .to_possible_value()
@@ -258,8 +264,9 @@ pub fn price_stats_cmd(global: &Global, args: PriceStatsArgs) -> anyhow::Result<
         .source
         .to_possible_value()
         .expect("every source has a name");
-    let mut query = lake
-        .query()
+    let mut query = args
+        .events_at_once
+        .apply(lake.query())
         .tokens(&args.tokens)
         .strict(args.strict.strict)
         .bars_source(source.get_name(), args.chain_id)?;

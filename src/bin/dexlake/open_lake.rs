@@ -18,6 +18,26 @@ pub struct AsOfArg {
     pub as_of: Option<AsOf>,
 }
 
+/// The `--events-at-once` flag of a command that reads the events of every token.
+#[derive(Args, Debug, Clone, Default)]
+pub struct EventsAtOnceArg {
+    /// Most events held in memory at once (about 49 bytes each): a lake with more is read in
+    /// parts of whole tokens, the files once, through temporary spill files in the system's
+    /// temporary folder, with the same answer [default: 16777216].
+    #[arg(long, value_name = "N")]
+    pub events_at_once: Option<usize>,
+}
+
+impl EventsAtOnceArg {
+    /// `query` with the flag's bound, if given.
+    pub fn apply<'a>(&self, query: dexlake::query::Query<'a>) -> dexlake::query::Query<'a> {
+        match self.events_at_once {
+            Some(n) => query.events_at_once(n),
+            None => query,
+        }
+    }
+}
+
 /// Parses `--as-of`; clap's error names the flag.
 fn as_of(text: &str) -> Result<AsOf, String> {
     text.parse::<AsOf>().map_err(|e| match e {

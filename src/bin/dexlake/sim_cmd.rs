@@ -19,7 +19,7 @@ pub struct SimArgs {
     /// Seed of the synthetic market.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Size of the market: tiny, small, medium or large.
+    /// Size of the market: tiny, small, medium, large or xlarge.
     #[arg(long, default_value = "tiny")]
     scale: Scale,
     /// Path segment of the non-EVM family.
