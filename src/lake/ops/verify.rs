@@ -175,12 +175,22 @@ fn check(lake: &Base, manifest: &Manifest) -> Result<VerifyReport> {
         }
     }
 
-    let mut keys_by_partition: HashMap<Partition, Vec<Vec<u8>>> = HashMap::new();
-    // Datasets with an id column: each id's first partition (by number), and whether it was
-    // seen in another; rows of an id found outside its first partition.
+    // Keys are checked a partition at a time: a partition's files are consecutive in path
+    // order, as every path with the same folder prefix is.
+    let mut duplicate_keys: Vec<(Partition, Problem)> = Vec::new();
+    let mut keys_of: Option<(Partition, Vec<Vec<u8>>)> = None;
+    // Datasets with an id column: each id's first partition (by number) and whether it was
+    // seen in another, in buckets of ids by hash, the first while the files are read and the
+    // others in passes over the id columns after.
+    let id_rows: u64 = manifest
+        .files
+        .values()
+        .filter(|e| e.dataset.id_column().is_some())
+        .map(|e| e.rows)
+        .sum();
+    let mut ids = IdCheck::new(id_rows, IDS_AT_ONCE);
     let mut partition_no: HashMap<Partition, usize> = HashMap::new();
-    let mut ids_by_dataset: BTreeMap<Dataset, HashMap<Vec<u8>, (usize, bool)>> = BTreeMap::new();
-    let mut extra_ids: BTreeMap<Dataset, u64> = BTreeMap::new();
+    let mut id_files: Vec<(&str, Dataset, usize)> = Vec::new();
     for (path, entry) in &manifest.files {
         report.files_checked += 1;
         *report.rows.entry(entry.dataset).or_default() += entry.rows;
@@ -223,28 +233,22 @@ fn check(lake: &Base, manifest: &Manifest) -> Result<VerifyReport> {
                 file: rows,
             });
         }
-        match read::read_columns(lake, path, entry.dataset.key_columns())
-            .and_then(|b| encode_keys(entry.dataset, &b))
-        {
+        match read_keys(lake, path, entry.dataset) {
             Ok(keys) => {
                 if entry.dataset.id_column().is_some() {
                     let next = partition_no.len();
                     let here = *partition_no.entry(partition.clone()).or_insert(next);
-                    let seen = ids_by_dataset.entry(entry.dataset).or_default();
-                    for key in &keys {
-                        match seen.get_mut(key) {
-                            None => {
-                                seen.insert(key.clone(), (here, false));
-                            }
-                            Some((first, moved)) if *first != here => {
-                                *moved = true;
-                                *extra_ids.entry(entry.dataset).or_default() += 1;
-                            }
-                            Some(_) => {}
+                    ids.add(entry.dataset, here, &keys);
+                    id_files.push((path, entry.dataset, here));
+                }
+                match &mut keys_of {
+                    Some((p, held)) if *p == partition => held.extend(keys),
+                    _ => {
+                        if let Some((p, held)) = keys_of.replace((partition, keys)) {
+                            duplicate_keys.extend(duplicates_in(p, held));
                         }
                     }
                 }
-                keys_by_partition.entry(partition).or_default().extend(keys);
             }
             Err(e) => problems.push(Problem::UnreadableFile {
                 path: path.clone(),
@@ -252,31 +256,114 @@ fn check(lake: &Base, manifest: &Manifest) -> Result<VerifyReport> {
             }),
         }
     }
-    let mut partitions: Vec<(Partition, Vec<Vec<u8>>)> = keys_by_partition.into_iter().collect();
-    partitions.sort_by(|a, b| a.0.cmp(&b.0));
-    for (partition, mut keys) in partitions {
-        let n = keys.len();
-        keys.sort_unstable();
-        keys.dedup();
-        if keys.len() < n {
-            problems.push(Problem::DuplicateKeys {
-                partition: partition.dir(),
-                extra_rows: (n - keys.len()) as u64,
-            });
+    if let Some((p, held)) = keys_of.take() {
+        duplicate_keys.extend(duplicates_in(p, held));
+    }
+    while ids.next_bucket() {
+        for &(path, dataset, here) in &id_files {
+            ids.add(dataset, here, &read_keys(lake, path, dataset)?);
         }
     }
-    for (dataset, extra_rows) in extra_ids {
-        let ids = ids_by_dataset
-            .get(&dataset)
-            .map_or(0, |seen| seen.values().filter(|(_, moved)| *moved).count());
-        problems.push(Problem::DuplicateIds {
-            dataset,
-            ids: ids as u64,
-            extra_rows,
-        });
-    }
+    duplicate_keys.sort_by(|a, b| a.0.cmp(&b.0));
+    problems.extend(duplicate_keys.into_iter().map(|(_, problem)| problem));
+    problems.extend(ids.problems());
     report.problems = problems;
     Ok(report)
+}
+
+/// The key columns of a committed file, encoded as the writer compares them.
+fn read_keys(lake: &Base, path: &str, dataset: Dataset) -> Result<Vec<Vec<u8>>> {
+    read::read_columns(lake, path, dataset.key_columns()).and_then(|b| encode_keys(dataset, &b))
+}
+
+/// The problem of a partition whose `keys` repeat, if they do.
+fn duplicates_in(partition: Partition, mut keys: Vec<Vec<u8>>) -> Option<(Partition, Problem)> {
+    let n = keys.len();
+    keys.sort_unstable();
+    keys.dedup();
+    (keys.len() < n).then(|| {
+        let problem = Problem::DuplicateKeys {
+            partition: partition.dir(),
+            extra_rows: (n - keys.len()) as u64,
+        };
+        (partition, problem)
+    })
+}
+
+/// Most ids the check of ids across partitions holds at once (about 80 bytes each): a lake
+/// with more is checked in buckets of ids by hash, one pass over the id columns per bucket
+/// after the first.
+const IDS_AT_ONCE: u64 = 1 << 23;
+
+/// The check of ids across partitions: an id's rows outside the first partition (by number)
+/// that holds it, and the ids found in more than one, a bucket of ids at a time.
+struct IdCheck {
+    buckets: u64,
+    bucket: u64,
+    hasher: std::hash::BuildHasherDefault<std::hash::DefaultHasher>,
+    /// The bucket's ids: first partition, and whether another holds it.
+    seen: BTreeMap<Dataset, HashMap<Vec<u8>, (usize, bool)>>,
+    /// Rows of an id outside its first partition, per dataset.
+    extra_rows: BTreeMap<Dataset, u64>,
+    /// Ids in more than one partition, per dataset.
+    moved: BTreeMap<Dataset, u64>,
+}
+
+impl IdCheck {
+    /// A check of `rows` ids, in as many buckets as keep each under `at_once`.
+    fn new(rows: u64, at_once: u64) -> IdCheck {
+        IdCheck {
+            buckets: rows.div_ceil(at_once.max(1)).max(1),
+            bucket: 0,
+            hasher: Default::default(),
+            seen: BTreeMap::new(),
+            extra_rows: BTreeMap::new(),
+            moved: BTreeMap::new(),
+        }
+    }
+
+    /// Takes the ids of the current bucket among `keys`, rows of partition number `here`.
+    fn add(&mut self, dataset: Dataset, here: usize, keys: &[Vec<u8>]) {
+        use std::hash::BuildHasher;
+        let seen = self.seen.entry(dataset).or_default();
+        for key in keys {
+            if self.buckets > 1 && self.hasher.hash_one(key) % self.buckets != self.bucket {
+                continue;
+            }
+            match seen.get_mut(key) {
+                None => {
+                    seen.insert(key.clone(), (here, false));
+                }
+                Some((first, moved)) if *first != here => {
+                    *moved = true;
+                    *self.extra_rows.entry(dataset).or_default() += 1;
+                }
+                Some(_) => {}
+            }
+        }
+    }
+
+    /// Closes the current bucket; whether there is another to read.
+    fn next_bucket(&mut self) -> bool {
+        for (dataset, seen) in std::mem::take(&mut self.seen) {
+            *self.moved.entry(dataset).or_default() +=
+                seen.values().filter(|(_, moved)| *moved).count() as u64;
+        }
+        self.bucket += 1;
+        self.bucket < self.buckets
+    }
+
+    /// A problem per dataset with ids in more than one partition.
+    fn problems(&self) -> Vec<Problem> {
+        self.extra_rows
+            .iter()
+            .map(|(&dataset, &extra_rows)| Problem::DuplicateIds {
+                dataset,
+                ids: self.moved.get(&dataset).copied().unwrap_or(0),
+                extra_rows,
+            })
+            .collect()
+    }
 }
 
 /// How thoroughly [`Lake::verify_with`](crate::lake::Lake::verify_with) checks the lake.
@@ -333,4 +420,66 @@ pub fn verify_with(
             _ => true,
         }));
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Ids of a few partitions, some in several of them and some repeated within one: every
+    /// number of buckets finds the same.
+    #[test]
+    fn ids_checked_in_buckets_give_the_problems_of_one_pass() {
+        let key = |id: u8| vec![1, id];
+        // (dataset, partition number, ids)
+        let files: Vec<(Dataset, usize, Vec<Vec<u8>>)> = vec![
+            (Dataset::Swaps, 0, (0..40).map(key).collect()),
+            (
+                Dataset::Swaps,
+                1,
+                (30..60).chain([31, 31]).map(key).collect(),
+            ),
+            (Dataset::Swaps, 0, (55..58).map(key).collect()),
+            (Dataset::Trades, 2, (0..10).map(key).collect()),
+            (Dataset::Trades, 3, (5..12).chain([5]).map(key).collect()),
+            (Dataset::Swaps, 4, (0..3).map(key).collect()),
+        ];
+        let rows = files.iter().map(|f| f.2.len() as u64).sum::<u64>();
+        let run = |at_once: u64| {
+            let mut ids = IdCheck::new(rows, at_once);
+            loop {
+                for (dataset, here, keys) in &files {
+                    ids.add(*dataset, *here, keys);
+                }
+                if !ids.next_bucket() {
+                    break;
+                }
+            }
+            (ids.buckets, ids.problems())
+        };
+        let (one, expected) = run(u64::MAX);
+        assert_eq!(one, 1);
+        // Swaps: 30..40 in 0 and 1 (10 ids, 10 rows, plus 31 twice more), 55..58 in 1 and 0
+        // (3 ids, 3 rows), 0..3 in 0 and 4 (3 rows). Trades: 5..10 in 2 and 3 (5 ids, 6 rows).
+        assert_eq!(
+            expected,
+            vec![
+                Problem::DuplicateIds {
+                    dataset: Dataset::Swaps,
+                    ids: 16,
+                    extra_rows: 18,
+                },
+                Problem::DuplicateIds {
+                    dataset: Dataset::Trades,
+                    ids: 5,
+                    extra_rows: 6,
+                },
+            ]
+        );
+        for at_once in [1, 7, 50] {
+            let (buckets, problems) = run(at_once);
+            assert!(buckets > 1, "{at_once}");
+            assert_eq!(problems, expected, "{at_once}");
+        }
+    }
 }
