@@ -365,7 +365,7 @@ fn every_token_read_in_parts_gives_the_same_bars_stats_and_check() {
     assert!(tokens.len() > 3, "{} tokens", tokens.len());
     assert!(a.height() > 10, "{} bars", a.height());
     assert!(a.equals_missing(&b), "{a}\n{b}");
-    // The price stats and the check, whole and in parts of about five events.
+    // The price stats and the check, whole and in parts of about fifty events.
     let list = tokens.join(",");
     let runs = |extra: &[&str]| {
         let mut stats = vec!["price-stats", "--tokens", &list, "--format", "csv"];
@@ -380,5 +380,5 @@ fn every_token_read_in_parts_gives_the_same_bars_stats_and_check() {
     };
     let (stats, check) = runs(&[]);
     assert!(stats.lines().count() > tokens.len(), "{stats}");
-    assert_eq!(runs(&["--events-at-once", "5"]), (stats, check));
+    assert_eq!(runs(&["--events-at-once", "50"]), (stats, check));
 }

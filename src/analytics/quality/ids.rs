@@ -57,6 +57,36 @@ pub(super) struct RepeatedIds {
     pub(super) moved: (u64, Vec<MovedId>),
 }
 
+/// [`repeated_ids`] in `passes` passes over `rows` (of `n` rows), each grouping the ids of
+/// one residue modulo `passes`, so that a pass holds about `n / passes` rows: the same counts
+/// and examples (the first by id) as one pass.
+pub(super) fn repeated_ids_in_passes(
+    dataset: &'static str,
+    rows: LazyFrame,
+    examples: usize,
+    passes: u64,
+) -> Result<RepeatedIds> {
+    if passes <= 1 {
+        return repeated_ids(dataset, rows, examples);
+    }
+    let k = passes as i64;
+    let mut out = RepeatedIds::default();
+    for residue in 0..k {
+        // `rem_euclid`: negative ids fall in a residue too.
+        let ids = ((col(event::ID) % lit(k)) + lit(k)) % lit(k);
+        let part = repeated_ids(dataset, rows.clone().filter(ids.eq(lit(residue))), examples)?;
+        out.duplicates.0 += part.duplicates.0;
+        out.duplicates.1.extend(part.duplicates.1);
+        out.moved.0 += part.moved.0;
+        out.moved.1.extend(part.moved.1);
+    }
+    out.duplicates.1.sort_by_key(|d| d.id);
+    out.duplicates.1.truncate(examples);
+    out.moved.1.sort_by_key(|m| m.id);
+    out.moved.1.truncate(examples);
+    Ok(out)
+}
+
 /// The repeated ids of `rows` (a scan of `dataset`, with its hive `date` column).
 pub(super) fn repeated_ids(
     dataset: &'static str,

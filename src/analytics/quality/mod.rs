@@ -624,10 +624,16 @@ pub fn check_with(
                 .first()
                 .map_or(0, |&n| n as u64),
         );
-        let repeated = ids::repeated_ids(name, scan.clone(), keep)?;
+        // A pass of the grouped scans holds at most half the events a part may: a group takes
+        // more memory than an event.
+        let total = rows.get(name).copied().unwrap_or(0);
+        let passes = total
+            .div_ceil((options.events_at_once as u64 / 2).max(1))
+            .max(1);
+        let repeated = ids::repeated_ids_in_passes(name, scan.clone(), keep, passes)?;
         findings.duplicate_ids.add(repeated.duplicates, keep);
         findings.moved_ids.add(repeated.moved, keep);
-        let order = slots::slot_order(name, scan, keep)?;
+        let order = slots::slot_order_in_passes(name, scan, keep, passes)?;
         findings.split_slots.add(order.split, keep);
         findings.time_backwards.add(order.backwards, keep);
     }

@@ -66,6 +66,11 @@ pub(super) fn slot_order(
     rows: LazyFrame,
     examples: usize,
 ) -> Result<SlotOrder> {
+    Ok(order_of(dataset, &slot_times(dataset, rows)?, examples))
+}
+
+/// Per slot of `rows`, in slot order: its earliest and latest times and its rows.
+fn slot_times(dataset: &'static str, rows: LazyFrame) -> Result<SlotTimes> {
     let df = rows
         .group_by([col(event::BLOCK_SLOT)])
         .agg([
@@ -76,12 +81,63 @@ pub(super) fn slot_order(
         .sort([event::BLOCK_SLOT], SortMultipleOptions::default())
         .collect()
         .map_err(Error::polars(format!("reading the slots of {dataset}")))?;
-    let slots = (
+    Ok((
         i64_col(&df, event::BLOCK_SLOT)?,
         micros_col(&df, "first")?,
         micros_col(&df, "last")?,
         i64_col(&df, "rows")?,
-    );
+    ))
+}
+
+/// [`slot_order`] in `passes` passes over `rows`, each grouping the slots of one range (from
+/// the smallest slot to the largest, in ranges of equal width), so that a pass holds about a
+/// `passes`-th of the slots: the same findings as one pass.
+pub(super) fn slot_order_in_passes(
+    dataset: &'static str,
+    rows: LazyFrame,
+    examples: usize,
+    passes: u64,
+) -> Result<SlotOrder> {
+    if passes <= 1 {
+        return slot_order(dataset, rows, examples);
+    }
+    let err = || Error::polars(format!("reading the slots of {dataset}"));
+    let bounds = rows
+        .clone()
+        .select([
+            col(event::BLOCK_SLOT).min().alias("lo"),
+            col(event::BLOCK_SLOT).max().alias("hi"),
+        ])
+        .collect()
+        .map_err(err())?;
+    let (Some(&lo), Some(&hi)) = (
+        i64_col(&bounds, "lo")?.first(),
+        i64_col(&bounds, "hi")?.first(),
+    ) else {
+        return slot_order(dataset, rows, examples);
+    };
+    let width = ((i128::from(hi) - i128::from(lo)) / i128::from(passes) + 1) as i64;
+    let mut slots: SlotTimes = Default::default();
+    let mut start = lo;
+    while start <= hi {
+        let end = start.saturating_add(width);
+        let part = slot_times(
+            dataset,
+            rows.clone().filter(
+                col(event::BLOCK_SLOT)
+                    .gt_eq(lit(start))
+                    .and(col(event::BLOCK_SLOT).lt(lit(end))),
+            ),
+        )?;
+        slots.0.extend(part.0);
+        slots.1.extend(part.1);
+        slots.2.extend(part.2);
+        slots.3.extend(part.3);
+        if end == i64::MAX {
+            break;
+        }
+        start = end;
+    }
     Ok(order_of(dataset, &slots, examples))
 }
 
