@@ -8,12 +8,16 @@
 //! the reader's registry (u32), where the run starts in the token's columns (u64) and its
 //! length (u64); then the runs' events column by column (time, slot and id as i64; price, base
 //! and usd as f64; buy as one byte), each column holding the runs one after another. The files
-//! live in a temporary folder of their own, removed when the reader is done or fails.
+//! live in a temporary folder of their own, removed when the reader is done or fails; where
+//! each segment starts is kept in memory, so a part's segments are read back in parallel.
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{BufWriter, Write};
+use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError};
+
+use rayon::prelude::*;
 
 use super::Events;
 use super::row_groups::RowGroupEvents;
@@ -69,10 +73,17 @@ impl Parts {
     }
 }
 
+/// One part's file being written: where the next segment starts, and every segment's place.
+struct PartFile {
+    writer: BufWriter<File>,
+    at: u64,
+    segments: Vec<(u64, usize)>,
+}
+
 /// The spill files being written, one per part.
 pub(super) struct Spill {
     dir: tempfile::TempDir,
-    writers: Vec<Mutex<BufWriter<File>>>,
+    files: Vec<Mutex<PartFile>>,
 }
 
 fn path_of(dir: &tempfile::TempDir, part: usize) -> PathBuf {
@@ -86,15 +97,18 @@ impl Spill {
             .prefix("dexlake-events-")
             .tempdir()
             .map_err(|e| Error::io("creating a spill folder in", std::env::temp_dir(), e))?;
-        let writers = (0..parts.len())
+        let files = (0..parts.len())
             .map(|p| {
                 let path = path_of(&dir, p);
-                File::create(&path)
-                    .map(|f| Mutex::new(BufWriter::with_capacity(1 << 20, f)))
-                    .map_err(|e| Error::io("creating", path, e))
+                let file = File::create(&path).map_err(|e| Error::io("creating", path, e))?;
+                Ok(Mutex::new(PartFile {
+                    writer: BufWriter::with_capacity(1 << 20, file),
+                    at: 0,
+                    segments: Vec::new(),
+                }))
             })
             .collect::<Result<_>>()?;
-        Ok(Spill { dir, writers })
+        Ok(Spill { dir, files })
     }
 
     /// Appends a row group's events to the files of their parts: one segment per part.
@@ -109,7 +123,7 @@ impl Spill {
         }
         for (p, runs) in by_part {
             let n: usize = runs.iter().map(|&l| rg.sides.counts[l]).sum();
-            let mut buf = Vec::with_capacity(4 + runs.len() * 20 + n * EVENT_BYTES);
+            let mut buf = Vec::with_capacity(4 + runs.len() * RUN_BYTES + n * EVENT_BYTES);
             buf.extend_from_slice(&(runs.len() as u32).to_le_bytes());
             for &l in &runs {
                 buf.extend_from_slice(&rg.sides.tokens[l].to_le_bytes());
@@ -138,11 +152,15 @@ impl Spill {
             for span in spans() {
                 buf.extend(e.buy[span].iter().map(|&b| u8::from(b)));
             }
-            let mut w = self.writers[p as usize]
+            let mut f = self.files[p as usize]
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            w.write_all(&buf)
+            f.writer
+                .write_all(&buf)
                 .map_err(|e| Error::io("writing", path_of(&self.dir, p as usize), e))?;
+            let at = f.at;
+            f.segments.push((at, buf.len()));
+            f.at += buf.len() as u64;
         }
         Ok(())
     }
@@ -155,20 +173,38 @@ impl Spill {
         names: Vec<String>,
         totals: Vec<usize>,
     ) -> Result<SpillReader> {
-        for (p, w) in self.writers.into_iter().enumerate() {
-            w.into_inner()
-                .unwrap_or_else(PoisonError::into_inner)
+        let mut segments = Vec::with_capacity(self.files.len());
+        for (p, f) in self.files.into_iter().enumerate() {
+            let f = f.into_inner().unwrap_or_else(PoisonError::into_inner);
+            f.writer
                 .into_inner()
                 .map_err(|e| Error::io("writing", path_of(&self.dir, p), e.into_error()))?;
+            segments.push(f.segments);
         }
         Ok(SpillReader {
             dir: self.dir,
             parts,
             names,
             totals,
+            segments,
         })
     }
 }
+
+/// Hands the allocator's free pages back to the system: glibc keeps freed heap memory
+/// resident, so without it the first pass's sides and the decoding buffers, freed by the time
+/// the parts are read, would still count in the process's memory beside each part.
+pub(super) fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `malloc_trim` only returns free pages of glibc's heaps to the system; it takes
+    // no pointer and leaves every allocation in place.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// Bytes of a run's header in a segment.
+const RUN_BYTES: usize = 4 + 8 + 8;
 
 /// The spill files, written, to read back a part at a time.
 pub(super) struct SpillReader {
@@ -178,6 +214,13 @@ pub(super) struct SpillReader {
     names: Vec<String>,
     /// Events per token, by registry number.
     totals: Vec<usize>,
+    /// Each part's segments: where each starts in its file, and its bytes.
+    segments: Vec<Vec<(u64, usize)>>,
+}
+
+/// A damaged spill file: what was found instead of a segment.
+fn damaged(what: String) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, what)
 }
 
 impl SpillReader {
@@ -186,87 +229,96 @@ impl SpillReader {
         self.parts.len()
     }
 
-    /// Part `p`'s tokens (names and columns, in the part's order), read back from its file,
-    /// which is then removed.
+    /// Part `p`'s tokens (names and columns, in the part's order), read back from its file
+    /// (its segments in parallel, each token's runs at their places), which is then removed.
     pub(super) fn read_part(&self, p: usize) -> Result<Vec<(String, Events)>> {
-        let (parts, names, totals) = (&self.parts, &self.names, &self.totals);
+        let (names, totals) = (&self.names, &self.totals);
         let path = path_of(&self.dir, p);
         let io = |e| Error::io("reading", path.clone(), e);
-        let tokens = &parts.tokens[p];
-        let mut columns: Vec<Events> = tokens
-            .iter()
-            .map(|&t| Events::zeroed(totals[t as usize]))
+        let tokens = &self.parts.tokens[p];
+        let columns: Vec<Mutex<Events>> = tokens
+            .par_iter()
+            .map(|&t| Mutex::new(Events::zeroed(totals[t as usize])))
             .collect();
         // Where each token of the part is in `columns`.
         let index =
             |t: u32| tokens.binary_search_by(|&u| names[u as usize].cmp(&names[t as usize]));
-        let mut r = BufReader::with_capacity(1 << 20, File::open(&path).map_err(io)?);
-        let mut word = [0u8; 4];
-        let mut bytes = Vec::new();
-        loop {
-            match r.read_exact(&mut word) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
-                Err(e) => return Err(io(e)),
-            }
-            let n_runs = u32::from_le_bytes(word) as usize;
-            bytes.resize(n_runs * 20, 0);
-            r.read_exact(&mut bytes).map_err(io)?;
-            let mut runs = Vec::with_capacity(n_runs);
-            for h in bytes.chunks_exact(20) {
-                let t = u32::from_le_bytes(array(&h[0..4]));
-                let start = u64::from_le_bytes(array(&h[4..12])) as usize;
-                let len = u64::from_le_bytes(array(&h[12..20])) as usize;
-                let at = index(t).map_err(|_| {
-                    io(std::io::Error::new(
-                        std::io::ErrorKind::InvalidData,
-                        format!("a segment names token {t}, not of part {p}"),
-                    ))
-                })?;
-                if start + len > columns[at].len() {
-                    return Err(io(std::io::Error::new(
-                        std::io::ErrorKind::InvalidData,
-                        format!(
-                            "a run of token {t} ends past its {} events",
-                            columns[at].len()
-                        ),
+        let file = File::open(&path).map_err(io)?;
+        self.segments[p]
+            .par_iter()
+            .try_for_each(|&(offset, len)| -> std::io::Result<()> {
+                let mut buf = vec![0u8; len];
+                file.read_exact_at(&mut buf, offset)?;
+                let n_runs = u32::from_le_bytes(array(
+                    buf.get(0..4)
+                        .ok_or_else(|| damaged(format!("a segment of {len} bytes at {offset}")))?,
+                )) as usize;
+                let header = buf
+                    .get(4..4 + n_runs * RUN_BYTES)
+                    .ok_or_else(|| damaged(format!("a segment of {n_runs} runs in {len} bytes")))?;
+                let mut runs = Vec::with_capacity(n_runs);
+                let mut total = 0usize;
+                for h in header.chunks_exact(RUN_BYTES) {
+                    let t = u32::from_le_bytes(array(&h[0..4]));
+                    let start = u64::from_le_bytes(array(&h[4..12])) as usize;
+                    let n = u64::from_le_bytes(array(&h[12..20])) as usize;
+                    let at =
+                        index(t).map_err(|_| damaged(format!("token {t} is not of part {p}")))?;
+                    runs.push((at, start, n, total));
+                    total += n;
+                }
+                let body = &buf[4 + n_runs * RUN_BYTES..];
+                if body.len() != total * EVENT_BYTES {
+                    return Err(damaged(format!(
+                        "{} bytes of events, not {}",
+                        body.len(),
+                        total * EVENT_BYTES
                     )));
                 }
-                runs.push((at, start, len));
-            }
-            macro_rules! column {
-                ($field:ident, $ty:ty) => {
-                    for &(at, start, len) in &runs {
-                        bytes.resize(len * 8, 0);
-                        r.read_exact(&mut bytes).map_err(io)?;
-                        let dest = &mut columns[at].$field[start..start + len];
-                        for (d, b) in dest.iter_mut().zip(bytes.chunks_exact(8)) {
-                            *d = <$ty>::from_le_bytes(array(b));
+                let words = |c: usize, from: usize, n: usize| {
+                    body[(c * total + from) * 8..(c * total + from + n) * 8].chunks_exact(8)
+                };
+                for &(at, start, n, from) in &runs {
+                    let mut dest = columns[at].lock().unwrap_or_else(PoisonError::into_inner);
+                    if start + n > dest.len() {
+                        return Err(damaged(format!(
+                            "a run of token {at} of part {p} ends past its {} events",
+                            dest.len()
+                        )));
+                    }
+                    let e = &mut *dest;
+                    let ints = [&mut e.time, &mut e.slot, &mut e.id];
+                    for (c, column) in ints.into_iter().enumerate() {
+                        for (d, b) in column[start..start + n].iter_mut().zip(words(c, from, n)) {
+                            *d = i64::from_le_bytes(array(b));
                         }
                     }
-                };
-            }
-            column!(time, i64);
-            column!(slot, i64);
-            column!(id, i64);
-            column!(price, f64);
-            column!(base, f64);
-            column!(usd, f64);
-            for &(at, start, len) in &runs {
-                bytes.resize(len, 0);
-                r.read_exact(&mut bytes).map_err(io)?;
-                for (d, &b) in columns[at].buy[start..start + len].iter_mut().zip(&bytes) {
-                    *d = b != 0;
+                    let floats = [&mut e.price, &mut e.base, &mut e.usd];
+                    for (c, column) in floats.into_iter().enumerate() {
+                        let c = c + 3;
+                        for (d, b) in column[start..start + n].iter_mut().zip(words(c, from, n)) {
+                            *d = f64::from_le_bytes(array(b));
+                        }
+                    }
+                    let buys = &body[6 * total * 8 + from..6 * total * 8 + from + n];
+                    for (d, &b) in e.buy[start..start + n].iter_mut().zip(buys) {
+                        *d = b != 0;
+                    }
                 }
-            }
-        }
-        drop(r);
+                Ok(())
+            })
+            .map_err(io)?;
+        drop(file);
         // Freed as soon as it is read: a part's disk is given back before the next is read.
         let _ = std::fs::remove_file(&path);
         Ok(tokens
             .iter()
             .map(|&t| names[t as usize].clone())
-            .zip(columns)
+            .zip(
+                columns
+                    .into_iter()
+                    .map(|c| c.into_inner().unwrap_or_else(PoisonError::into_inner)),
+            )
             .collect())
     }
 }

@@ -2,6 +2,8 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use arrow::array::AsArray;
+
 use crate::Result;
 use crate::lake::base::Base;
 use crate::lake::dataset::Dataset;
@@ -178,7 +180,7 @@ fn check(lake: &Base, manifest: &Manifest) -> Result<VerifyReport> {
     // Keys are checked a partition at a time: a partition's files are consecutive in path
     // order, as every path with the same folder prefix is.
     let mut duplicate_keys: Vec<(Partition, Problem)> = Vec::new();
-    let mut keys_of: Option<(Partition, Vec<Vec<u8>>)> = None;
+    let mut keys_of: Option<(Partition, Keys)> = None;
     // Datasets with an id column: each id's first partition (by number) and whether it was
     // seen in another, in buckets of ids by hash, the first while the files are read and the
     // others in passes over the id columns after.
@@ -235,10 +237,10 @@ fn check(lake: &Base, manifest: &Manifest) -> Result<VerifyReport> {
         }
         match read_keys(lake, path, entry.dataset) {
             Ok(keys) => {
-                if entry.dataset.id_column().is_some() {
+                if let Keys::Ids(file_ids) = &keys {
                     let next = partition_no.len();
                     let here = *partition_no.entry(partition.clone()).or_insert(next);
-                    ids.add(entry.dataset, here, &keys);
+                    ids.add(entry.dataset, here, file_ids);
                     id_files.push((path, entry.dataset, here));
                 }
                 match &mut keys_of {
@@ -261,7 +263,9 @@ fn check(lake: &Base, manifest: &Manifest) -> Result<VerifyReport> {
     }
     while ids.next_bucket() {
         for &(path, dataset, here) in &id_files {
-            ids.add(dataset, here, &read_keys(lake, path, dataset)?);
+            if let Keys::Ids(file_ids) = read_keys(lake, path, dataset)? {
+                ids.add(dataset, here, &file_ids);
+            }
         }
     }
     duplicate_keys.sort_by(|a, b| a.0.cmp(&b.0));
@@ -271,26 +275,71 @@ fn check(lake: &Base, manifest: &Manifest) -> Result<VerifyReport> {
     Ok(report)
 }
 
-/// The key columns of a committed file, encoded as the writer compares them.
-fn read_keys(lake: &Base, path: &str, dataset: Dataset) -> Result<Vec<Vec<u8>>> {
-    read::read_columns(lake, path, dataset.key_columns()).and_then(|b| encode_keys(dataset, &b))
+/// A file's keys: its ids where the id is the whole key (swaps and trades; a null id is
+/// `None`), else the key columns encoded as the writer compares them.
+enum Keys {
+    Ids(Vec<Option<i64>>),
+    Encoded(Vec<Vec<u8>>),
+}
+
+impl Keys {
+    /// `other`'s keys after these (of the same dataset, so of the same kind).
+    fn extend(&mut self, other: Keys) {
+        match (self, other) {
+            (Keys::Ids(a), Keys::Ids(b)) => a.extend(b),
+            (Keys::Encoded(a), Keys::Encoded(b)) => a.extend(b),
+            _ => {}
+        }
+    }
+
+    /// How many keys repeat one before them.
+    fn repeated(self) -> usize {
+        fn repeated<T: Ord>(mut keys: Vec<T>) -> usize {
+            let n = keys.len();
+            keys.sort_unstable();
+            keys.dedup();
+            n - keys.len()
+        }
+        match self {
+            Keys::Ids(k) => repeated(k),
+            Keys::Encoded(k) => repeated(k),
+        }
+    }
+}
+
+/// The keys of a committed file (see [`Keys`]).
+fn read_keys(lake: &Base, path: &str, dataset: Dataset) -> Result<Keys> {
+    match dataset.id_column() {
+        Some(id) if dataset.key_columns() == [id] => {
+            let batch = read::read_columns(lake, path, &[id])?;
+            let ids = batch
+                .column(0)
+                .as_primitive_opt::<arrow::datatypes::Int64Type>()
+                .ok_or_else(|| crate::Error::Lake {
+                    path: lake.root().join(path),
+                    message: format!("its {id} column is not of 64-bit integers"),
+                })?;
+            Ok(Keys::Ids(ids.iter().collect()))
+        }
+        _ => read::read_columns(lake, path, dataset.key_columns())
+            .and_then(|b| encode_keys(dataset, &b))
+            .map(Keys::Encoded),
+    }
 }
 
 /// The problem of a partition whose `keys` repeat, if they do.
-fn duplicates_in(partition: Partition, mut keys: Vec<Vec<u8>>) -> Option<(Partition, Problem)> {
-    let n = keys.len();
-    keys.sort_unstable();
-    keys.dedup();
-    (keys.len() < n).then(|| {
+fn duplicates_in(partition: Partition, keys: Keys) -> Option<(Partition, Problem)> {
+    let repeated = keys.repeated();
+    (repeated > 0).then(|| {
         let problem = Problem::DuplicateKeys {
             partition: partition.dir(),
-            extra_rows: (n - keys.len()) as u64,
+            extra_rows: repeated as u64,
         };
         (partition, problem)
     })
 }
 
-/// Most ids the check of ids across partitions holds at once (about 80 bytes each): a lake
+/// Most ids the check of ids across partitions holds at once (about 40 bytes each): a lake
 /// with more is checked in buckets of ids by hash, one pass over the id columns per bucket
 /// after the first.
 const IDS_AT_ONCE: u64 = 1 << 23;
@@ -300,9 +349,8 @@ const IDS_AT_ONCE: u64 = 1 << 23;
 struct IdCheck {
     buckets: u64,
     bucket: u64,
-    hasher: std::hash::BuildHasherDefault<std::hash::DefaultHasher>,
     /// The bucket's ids: first partition, and whether another holds it.
-    seen: BTreeMap<Dataset, HashMap<Vec<u8>, (usize, bool)>>,
+    seen: BTreeMap<Dataset, HashMap<Option<i64>, (usize, bool)>>,
     /// Rows of an id outside its first partition, per dataset.
     extra_rows: BTreeMap<Dataset, u64>,
     /// Ids in more than one partition, per dataset.
@@ -315,24 +363,34 @@ impl IdCheck {
         IdCheck {
             buckets: rows.div_ceil(at_once.max(1)).max(1),
             bucket: 0,
-            hasher: Default::default(),
             seen: BTreeMap::new(),
             extra_rows: BTreeMap::new(),
             moved: BTreeMap::new(),
         }
     }
 
-    /// Takes the ids of the current bucket among `keys`, rows of partition number `here`.
-    fn add(&mut self, dataset: Dataset, here: usize, keys: &[Vec<u8>]) {
-        use std::hash::BuildHasher;
+    /// The bucket of an id: a multiplicative hash (ids are often consecutive), the null id in
+    /// the first.
+    fn bucket_of(&self, id: Option<i64>) -> u64 {
+        id.map_or(0, |id| {
+            ((id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) % self.buckets
+        })
+    }
+
+    /// Takes the ids of the current bucket among `ids`, rows of partition number `here`.
+    fn add(&mut self, dataset: Dataset, here: usize, ids: &[Option<i64>]) {
+        let one = self.buckets == 1;
+        let (bucket, me) = (self.bucket, &*self);
+        let wanted: Vec<Option<i64>> = ids
+            .iter()
+            .copied()
+            .filter(|&id| one || me.bucket_of(id) == bucket)
+            .collect();
         let seen = self.seen.entry(dataset).or_default();
-        for key in keys {
-            if self.buckets > 1 && self.hasher.hash_one(key) % self.buckets != self.bucket {
-                continue;
-            }
-            match seen.get_mut(key) {
+        for key in wanted {
+            match seen.get_mut(&key) {
                 None => {
-                    seen.insert(key.clone(), (here, false));
+                    seen.insert(key, (here, false));
                 }
                 Some((first, moved)) if *first != here => {
                     *moved = true;
@@ -430,9 +488,9 @@ mod tests {
     /// number of buckets finds the same.
     #[test]
     fn ids_checked_in_buckets_give_the_problems_of_one_pass() {
-        let key = |id: u8| vec![1, id];
+        let key = |id: i64| Some(id * 1_000_003);
         // (dataset, partition number, ids)
-        let files: Vec<(Dataset, usize, Vec<Vec<u8>>)> = vec![
+        let files: Vec<(Dataset, usize, Vec<Option<i64>>)> = vec![
             (Dataset::Swaps, 0, (0..40).map(key).collect()),
             (
                 Dataset::Swaps,
@@ -442,7 +500,8 @@ mod tests {
             (Dataset::Swaps, 0, (55..58).map(key).collect()),
             (Dataset::Trades, 2, (0..10).map(key).collect()),
             (Dataset::Trades, 3, (5..12).chain([5]).map(key).collect()),
-            (Dataset::Swaps, 4, (0..3).map(key).collect()),
+            (Dataset::Swaps, 4, (0..3).map(key).chain([None]).collect()),
+            (Dataset::Swaps, 5, vec![None, None]),
         ];
         let rows = files.iter().map(|f| f.2.len() as u64).sum::<u64>();
         let run = |at_once: u64| {
@@ -460,14 +519,15 @@ mod tests {
         let (one, expected) = run(u64::MAX);
         assert_eq!(one, 1);
         // Swaps: 30..40 in 0 and 1 (10 ids, 10 rows, plus 31 twice more), 55..58 in 1 and 0
-        // (3 ids, 3 rows), 0..3 in 0 and 4 (3 rows). Trades: 5..10 in 2 and 3 (5 ids, 6 rows).
+        // (3 ids, 3 rows), 0..3 in 0 and 4 (3 rows), the null id in 4 and twice in 5 (1 id,
+        // 2 rows). Trades: 5..10 in 2 and 3 (5 ids, 6 rows).
         assert_eq!(
             expected,
             vec![
                 Problem::DuplicateIds {
                     dataset: Dataset::Swaps,
-                    ids: 16,
-                    extra_rows: 18,
+                    ids: 17,
+                    extra_rows: 20,
                 },
                 Problem::DuplicateIds {
                     dataset: Dataset::Trades,
