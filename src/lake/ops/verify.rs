@@ -8,7 +8,7 @@ use crate::Result;
 use crate::lake::base::Base;
 use crate::lake::dataset::Dataset;
 use crate::lake::layout::{self, Partition, temp_name};
-use crate::lake::log::{self, Manifest, Recovery};
+use crate::lake::log::{self, FileEntry, Manifest, Recovery};
 use crate::lake::read;
 use crate::lake::schema::{self, SCHEMA_VERSION, SCHEMA_VERSION_KEY};
 use crate::lake::write::batch::encode_keys;
@@ -192,7 +192,7 @@ fn check(lake: &Base, manifest: &Manifest) -> Result<VerifyReport> {
         .sum();
     let mut ids = IdCheck::new(id_rows, IDS_AT_ONCE);
     let mut partition_no: HashMap<Partition, usize> = HashMap::new();
-    let mut id_files: Vec<(&str, Dataset, usize)> = Vec::new();
+    let mut id_files: Vec<(&str, &FileEntry, usize, bool)> = Vec::new();
     for (path, entry) in &manifest.files {
         report.files_checked += 1;
         *report.rows.entry(entry.dataset).or_default() += entry.rows;
@@ -213,35 +213,40 @@ fn check(lake: &Base, manifest: &Manifest) -> Result<VerifyReport> {
                 continue;
             }
         };
+        let mut matches = true;
         match lake.store().head(path)? {
             None => {
                 problems.push(Problem::MissingFile { path: path.clone() });
                 continue;
             }
-            Some(bytes) if bytes != entry.bytes => problems.push(Problem::SizeMismatch {
-                path: path.clone(),
-                manifest: entry.bytes,
-                file: bytes,
-            }),
+            Some(bytes) if bytes != entry.bytes => {
+                matches = false;
+                problems.push(Problem::SizeMismatch {
+                    path: path.clone(),
+                    manifest: entry.bytes,
+                    file: bytes,
+                });
+            }
             Some(_) => {}
         }
         let Some(rows) = check_file(lake, path, entry.dataset, &mut problems) else {
             continue;
         };
         if rows != entry.rows {
+            matches = false;
             problems.push(Problem::RowCountMismatch {
                 path: path.clone(),
                 manifest: entry.rows,
                 file: rows,
             });
         }
-        match read_keys(lake, path, entry.dataset) {
+        match read_keys(lake, path, entry, matches) {
             Ok(keys) => {
                 if let Keys::Ids(file_ids) = &keys {
                     let next = partition_no.len();
                     let here = *partition_no.entry(partition.clone()).or_insert(next);
                     ids.add(entry.dataset, here, file_ids);
-                    id_files.push((path, entry.dataset, here));
+                    id_files.push((path, entry, here, matches));
                 }
                 match &mut keys_of {
                     Some((p, held)) if *p == partition => held.extend(keys),
@@ -262,9 +267,9 @@ fn check(lake: &Base, manifest: &Manifest) -> Result<VerifyReport> {
         duplicate_keys.extend(duplicates_in(p, held));
     }
     while ids.next_bucket() {
-        for &(path, dataset, here) in &id_files {
-            if let Keys::Ids(file_ids) = read_keys(lake, path, dataset)? {
-                ids.add(dataset, here, &file_ids);
+        for &(path, entry, here, matches) in &id_files {
+            if let Keys::Ids(file_ids) = read_keys(lake, path, entry, matches)? {
+                ids.add(entry.dataset, here, &file_ids);
             }
         }
     }
@@ -307,19 +312,35 @@ impl Keys {
     }
 }
 
-/// The keys of a committed file (see [`Keys`]).
-fn read_keys(lake: &Base, path: &str, dataset: Dataset) -> Result<Keys> {
+/// The keys of a committed file (see [`Keys`]), `entry` its manifest entry. The ids of a
+/// file that matches its entry are read column chunk by column chunk, not with the whole file
+/// (the buckets of the id check read them again); a file whose size or rows differ from its
+/// entry is read whole, as the other keys are.
+fn read_keys(lake: &Base, path: &str, entry: &FileEntry, matches: bool) -> Result<Keys> {
+    let dataset = entry.dataset;
+    let ints = |column: &dyn arrow::array::Array, id: &str| {
+        column
+            .as_primitive_opt::<arrow::datatypes::Int64Type>()
+            .map(|c| c.iter().collect::<Vec<_>>())
+            .ok_or_else(|| crate::Error::Lake {
+                path: lake.root().join(path),
+                message: format!("its {id} column is not of 64-bit integers"),
+            })
+    };
     match dataset.id_column() {
+        Some(id) if dataset.key_columns() == [id] && matches => {
+            let file = read::SharedFile::open(lake, path, entry)?;
+            let footer = file.footer()?;
+            let mut ids = Vec::with_capacity(entry.rows as usize);
+            for g in 0..footer.metadata().num_row_groups() {
+                let batch = file.read_row_group(&footer, g, &[id])?;
+                ids.extend(ints(batch.column(0), id)?);
+            }
+            Ok(Keys::Ids(ids))
+        }
         Some(id) if dataset.key_columns() == [id] => {
             let batch = read::read_columns(lake, path, &[id])?;
-            let ids = batch
-                .column(0)
-                .as_primitive_opt::<arrow::datatypes::Int64Type>()
-                .ok_or_else(|| crate::Error::Lake {
-                    path: lake.root().join(path),
-                    message: format!("its {id} column is not of 64-bit integers"),
-                })?;
-            Ok(Keys::Ids(ids.iter().collect()))
+            Ok(Keys::Ids(ints(batch.column(0), id)?))
         }
         _ => read::read_columns(lake, path, dataset.key_columns())
             .and_then(|b| encode_keys(dataset, &b))
