@@ -76,7 +76,7 @@ def duckdb_in_process(kind, lake, out):
     ) % (HERE, "ohlcv" if kind == "bars" else "pnl", "duckdb_bars" if kind == "bars" else "duckdb_pnl",
          lake, out)
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    wall, rss = r.stdout.split()
+    wall, rss = r.stdout.strip().splitlines()[-1].split()
     return float(wall), float(rss)
 
 
@@ -93,6 +93,8 @@ def main():
     ap.add_argument("--trades", action="append", required=True)
     ap.add_argument("--tokens", type=int, default=1000)
     ap.add_argument("--no-duckdb", action="store_true")
+    ap.add_argument("--skip", action="append", default=[],
+                    help="leave out the commands whose name starts with this (repeatable)")
     a = ap.parse_args()
     assert len(a.swaps) == len(a.trades), "give --swaps and --trades once per scale"
     out = tempfile.mkdtemp(prefix="dexlake-at-scale-")
@@ -117,6 +119,8 @@ def main():
         ]
         row = {"swaps": n_swaps, "trades": n_trades}
         for name, args in cases:
+            if any(name.startswith(k) for k in a.skip):
+                continue
             os.sync()
             row[name] = run(args)
             print(f"  {name}: {row[name][0]:.1f} s, {row[name][1]:.0f} MiB", flush=True)
@@ -130,13 +134,14 @@ def main():
             os.remove(os.path.join(out, f))
         results.append(row)
     print()
-    names = [k for k in results[0] if k not in ("swaps", "trades")]
+    names = [k for k in results[-1] if k not in ("swaps", "trades")]
     head = " | ".join(f"{r['swaps'] / 1e6:.0f}M swaps / {r['trades'] / 1e6:.0f}M trades" for r in results)
     print(f"| command | {head} | time ratio |")
     print("|---|" + "---|" * len(results) + "---|")
     for k in names:
-        cells = " | ".join(f"{r[k][0]:.1f} s, {r[k][1]:,.0f} MiB" for r in results)
-        ratio = results[-1][k][0] / results[0][k][0] if len(results) > 1 else float("nan")
+        cells = " | ".join(f"{r[k][0]:.1f} s, {r[k][1]:,.0f} MiB" if k in r else "-" for r in results)
+        ratio = (results[-1][k][0] / results[0][k][0]
+                 if len(results) > 1 and k in results[0] else float("nan"))
         print(f"| {k} | {cells} | {ratio:.1f}x |")
     print()
     print(json.dumps(results))
