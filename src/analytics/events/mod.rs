@@ -379,9 +379,10 @@ enum PartsHeld {
 impl EventParts {
     fn whole(tokens: Vec<TokenEvents>) -> EventParts {
         EventParts {
+            // Each token's events are in event order, time first: its last is its latest.
             latest: tokens
                 .iter()
-                .filter_map(|t| t.events.time.iter().max().copied())
+                .filter_map(|t| t.events.time.last().copied())
                 .max(),
             parts: PartsHeld::Whole((!tokens.is_empty()).then_some(tokens)),
             next: 0,

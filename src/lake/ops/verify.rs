@@ -365,6 +365,14 @@ fn duplicates_in(partition: Partition, keys: Keys) -> Option<(Partition, Problem
 /// after the first.
 const IDS_AT_ONCE: u64 = 1 << 23;
 
+/// The bucket of an id among `buckets`: a multiplicative hash (ids are often consecutive), the
+/// null id in the first.
+fn bucket_of(id: Option<i64>, buckets: u64) -> u64 {
+    id.map_or(0, |id| {
+        ((id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) % buckets
+    })
+}
+
 /// The check of ids across partitions: an id's rows outside the first partition (by number)
 /// that holds it, and the ids found in more than one, a bucket of ids at a time.
 struct IdCheck {
@@ -390,25 +398,14 @@ impl IdCheck {
         }
     }
 
-    /// The bucket of an id: a multiplicative hash (ids are often consecutive), the null id in
-    /// the first.
-    fn bucket_of(&self, id: Option<i64>) -> u64 {
-        id.map_or(0, |id| {
-            ((id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) % self.buckets
-        })
-    }
-
     /// Takes the ids of the current bucket among `ids`, rows of partition number `here`.
     fn add(&mut self, dataset: Dataset, here: usize, ids: &[Option<i64>]) {
-        let one = self.buckets == 1;
-        let (bucket, me) = (self.bucket, &*self);
-        let wanted: Vec<Option<i64>> = ids
-            .iter()
-            .copied()
-            .filter(|&id| one || me.bucket_of(id) == bucket)
-            .collect();
+        let (buckets, bucket) = (self.buckets, self.bucket);
         let seen = self.seen.entry(dataset).or_default();
-        for key in wanted {
+        for &key in ids {
+            if buckets > 1 && bucket_of(key, buckets) != bucket {
+                continue;
+            }
             match seen.get_mut(&key) {
                 None => {
                     seen.insert(key, (here, false));
