@@ -27,6 +27,7 @@
 //! | `intern` (crate-internal) | strings and integer pairs of many rows interned in parallel into sorted dictionaries |
 //! | `token_metrics` | the 46 window metrics of a token profile, from the lake's trades |
 //! | [`screener`] | the service's search-profiles request answered locally from cached profile snapshots, and its filter language as polars expressions |
+//! | `spill_files` (crate-internal) | the spill files of the readers in parts: a part's records appended per row group as segments, read back a part at a time |
 //! | `quality` | data-quality findings (`dexlake check`): gaps, price jumps, candles against bars, repeated ids, slot times |
 
 pub(crate) mod arrow_columns;
@@ -44,6 +45,7 @@ pub mod quality;
 pub mod screener;
 #[doc(hidden)]
 pub mod series_stats;
+pub(crate) mod spill_files;
 #[doc(hidden)]
 pub mod stats;
 #[doc(hidden)]

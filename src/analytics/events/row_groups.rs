@@ -543,7 +543,7 @@ pub(super) fn read_in_parts(
         spill.write(&parts, rg)
     })?;
     let latest = latest.into_inner();
-    spill::release_free_memory();
+    crate::analytics::spill_files::release_free_memory();
     Ok(EventParts::spilled(
         spill.finish(parts, first.names, first.totals)?,
         (latest > i64::MIN).then_some(latest),

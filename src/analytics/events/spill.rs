@@ -8,20 +8,17 @@
 //! the reader's registry (u32), where the run starts in the token's columns (u64) and its
 //! length (u64); then the runs' events column by column (time, slot and id as i64; price, base
 //! and usd as f64; buy as one byte), each column holding the runs one after another. The files
-//! live in a temporary folder of their own, removed when the reader is done or fails; where
-//! each segment starts is kept in memory, so a part's segments are read back in parallel.
+//! themselves are `analytics::spill_files`'; a part's segments are read back in parallel, each
+//! run at its place, so their order does not matter.
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
-use std::os::unix::fs::FileExt;
-use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError};
 
 use rayon::prelude::*;
 
 use super::Events;
 use super::row_groups::RowGroupEvents;
-use crate::{Error, Result};
+use crate::Result;
+use crate::analytics::spill_files::{SpillFiles, SpilledParts};
 
 /// Bytes an event takes in a spill file.
 const EVENT_BYTES: usize = 6 * 8 + 1;
@@ -73,42 +70,17 @@ impl Parts {
     }
 }
 
-/// One part's file being written: where the next segment starts, and every segment's place.
-struct PartFile {
-    writer: BufWriter<File>,
-    at: u64,
-    segments: Vec<(u64, usize)>,
-}
-
 /// The spill files being written, one per part.
 pub(super) struct Spill {
-    dir: tempfile::TempDir,
-    files: Vec<Mutex<PartFile>>,
-}
-
-fn path_of(dir: &tempfile::TempDir, part: usize) -> PathBuf {
-    dir.path().join(format!("part-{part:05}.events"))
+    files: SpillFiles,
 }
 
 impl Spill {
     /// Creates a temporary folder and an empty file per part.
     pub(super) fn new(parts: &Parts) -> Result<Spill> {
-        let dir = tempfile::Builder::new()
-            .prefix("dexlake-events-")
-            .tempdir()
-            .map_err(|e| Error::io("creating a spill folder in", std::env::temp_dir(), e))?;
-        let files = (0..parts.len())
-            .map(|p| {
-                let path = path_of(&dir, p);
-                let file = File::create(&path).map_err(|e| Error::io("creating", path, e))?;
-                Ok(Mutex::new(PartFile {
-                    writer: BufWriter::with_capacity(1 << 20, file),
-                    at: 0,
-                    segments: Vec::new(),
-                }))
-            })
-            .collect::<Result<_>>()?;
-        Ok(Spill { dir, files })
+        Ok(Spill {
+            files: SpillFiles::new("dexlake-events-", parts.len())?,
+        })
     }
 
     /// Appends a row group's events to the files of their parts: one segment per part.
@@ -152,15 +124,8 @@ impl Spill {
             for span in spans() {
                 buf.extend(e.buy[span].iter().map(|&b| u8::from(b)));
             }
-            let mut f = self.files[p as usize]
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            f.writer
-                .write_all(&buf)
-                .map_err(|e| Error::io("writing", path_of(&self.dir, p as usize), e))?;
-            let at = f.at;
-            f.segments.push((at, buf.len()));
-            f.at += buf.len() as u64;
+            // The runs say where their events go, so the segments' order does not matter.
+            self.files.append(p as usize, 0, &buf)?;
         }
         Ok(())
     }
@@ -173,33 +138,12 @@ impl Spill {
         names: Vec<String>,
         totals: Vec<usize>,
     ) -> Result<SpillReader> {
-        let mut segments = Vec::with_capacity(self.files.len());
-        for (p, f) in self.files.into_iter().enumerate() {
-            let f = f.into_inner().unwrap_or_else(PoisonError::into_inner);
-            f.writer
-                .into_inner()
-                .map_err(|e| Error::io("writing", path_of(&self.dir, p), e.into_error()))?;
-            segments.push(f.segments);
-        }
         Ok(SpillReader {
-            dir: self.dir,
+            files: self.files.finish()?,
             parts,
             names,
             totals,
-            segments,
         })
-    }
-}
-
-/// Hands the allocator's free pages back to the system: glibc keeps freed heap memory
-/// resident, so without it the first pass's sides and the decoding buffers, freed by the time
-/// the parts are read, would still count in the process's memory beside each part.
-pub(super) fn release_free_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: `malloc_trim` only returns free pages of glibc's heaps to the system; it takes
-    // no pointer and leaves every allocation in place.
-    unsafe {
-        libc::malloc_trim(0);
     }
 }
 
@@ -208,19 +152,12 @@ const RUN_BYTES: usize = 4 + 8 + 8;
 
 /// The spill files, written, to read back a part at a time.
 pub(super) struct SpillReader {
-    dir: tempfile::TempDir,
+    files: SpilledParts,
     parts: Parts,
     /// Token names, by registry number.
     names: Vec<String>,
     /// Events per token, by registry number.
     totals: Vec<usize>,
-    /// Each part's segments: where each starts in its file, and its bytes.
-    segments: Vec<Vec<(u64, usize)>>,
-}
-
-/// A damaged spill file: what was found instead of a segment.
-fn damaged(what: String) -> std::io::Error {
-    std::io::Error::new(std::io::ErrorKind::InvalidData, what)
 }
 
 impl SpillReader {
@@ -233,8 +170,6 @@ impl SpillReader {
     /// (its segments in parallel, each token's runs at their places), which is then removed.
     pub(super) fn read_part(&self, p: usize) -> Result<Vec<(String, Events)>> {
         let (names, totals) = (&self.names, &self.totals);
-        let path = path_of(&self.dir, p);
-        let io = |e| Error::io("reading", path.clone(), e);
         let tokens = &self.parts.tokens[p];
         let columns: Vec<Mutex<Events>> = tokens
             .par_iter()
@@ -243,12 +178,15 @@ impl SpillReader {
         // Where each token of the part is in `columns`.
         let index =
             |t: u32| tokens.binary_search_by(|&u| names[u as usize].cmp(&names[t as usize]));
-        let file = File::open(&path).map_err(io)?;
-        self.segments[p]
+        let file = self.files.open(p)?;
+        let damaged = |what: String| file.damaged(what);
+        self.files
+            .segments(p)
             .par_iter()
-            .try_for_each(|&(offset, len)| -> std::io::Result<()> {
-                let mut buf = vec![0u8; len];
-                file.read_exact_at(&mut buf, offset)?;
+            .try_for_each(|segment| -> Result<()> {
+                let (offset, len) = (segment.offset, segment.len);
+                let mut buf = Vec::new();
+                file.read_into(segment, &mut buf)?;
                 let n_runs = u32::from_le_bytes(array(
                     buf.get(0..4)
                         .ok_or_else(|| damaged(format!("a segment of {len} bytes at {offset}")))?,
@@ -306,11 +244,9 @@ impl SpillReader {
                     }
                 }
                 Ok(())
-            })
-            .map_err(io)?;
+            })?;
         drop(file);
-        // Freed as soon as it is read: a part's disk is given back before the next is read.
-        let _ = std::fs::remove_file(&path);
+        self.files.remove(p);
         Ok(tokens
             .iter()
             .map(|&t| names[t as usize].clone())

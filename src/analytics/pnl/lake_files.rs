@@ -11,6 +11,7 @@ use polars::prelude::PlHashSet;
 use rayon::prelude::*;
 
 use super::ledger::{LedgerEvent, TradeSide};
+use super::options::PnlOptions;
 use super::rows::{quantity_of, usd_value};
 use crate::Result;
 use crate::analytics::arrow_columns::numbers;
@@ -176,7 +177,18 @@ pub(super) struct Filter<'a> {
     pub(super) wallets: Option<PlHashSet<&'a str>>,
 }
 
-impl Filter<'_> {
+impl<'a> Filter<'a> {
+    /// The token and wallets `options` selects.
+    pub(super) fn of(options: &'a PnlOptions) -> Filter<'a> {
+        Filter {
+            token: options.token.as_deref(),
+            wallets: options
+                .wallets
+                .as_ref()
+                .map(|w| w.iter().map(String::as_str).collect()),
+        }
+    }
+
     pub(super) fn token_ok(&self, token: &str) -> bool {
         self.token.is_none_or(|t| t == token)
     }

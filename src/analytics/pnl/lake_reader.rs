@@ -3,9 +3,10 @@
 //! polars frame of the lake and no string per row is built.
 //!
 //! - **First pass:** the wallet, token and kind columns of each row group, read as Parquet
-//!   dictionaries. A row group's distinct names are numbered once in shared registries, and each
-//!   row's events are recorded as a row-group-local (wallet, token) pair. Swaps are read after
-//!   every trade: a wallet with trades (of the query's token, if any) takes no event from swaps.
+//!   dictionaries ([`GroupKeys`]: the rules of which rows give events live in `lake_keys`). A
+//!   row group's distinct names are numbered once in shared registries, and each row's events
+//!   are recorded as a row-group-local (wallet, token) pair. Swaps are read after every trade: a
+//!   wallet with trades (of the query's token, if any) takes no event from swaps.
 //! - **Ledgers:** the distinct pairs, in (wallet, token) order of the names. Each row group's
 //!   pairs get their ledger and the positions of their events in it, in file, row-group and row
 //!   order (so ties in event order keep the order a concatenation of the files would give).
@@ -13,11 +14,8 @@
 //!   straight to its place ([`EventSlots`]), then each ledger is sorted into event order.
 //!
 //! Memory: the events (56 bytes each), 4 bytes per trade row and 8 per swap row between the two
-//! passes, the ledgers' integer pairs and the names. [`lake_ledger_parts`] bounds the events:
-//! the ledgers are cut into parts of whole wallets of at most a given number of events, and the
-//! second pass runs once per part, writing only that part's events (the first part's pass
-//! reads every row group with events, for the latest prices; later ones only the row groups
-//! holding their events). Each part is sorted and handed over before the next is read.
+//! passes, the ledgers' integer pairs and the names. A lake with more events than a query takes
+//! at once is read in parts of whole wallets by `lake_parts` instead, with the same ledgers.
 //!
 //! With wallets named ([`PnlOptions::wallets`]) only the row groups that can hold them are read:
 //! their bloom filter on `wallet_address` (written by the lake's writer) or their statistics rule
@@ -25,51 +23,21 @@
 
 use std::sync::{PoisonError, RwLock};
 
-use arrow::array::RecordBatch;
 use polars::prelude::PlHashMap;
 use rayon::prelude::*;
 
 use super::grouping::{EventSlots, sort_ledgers};
 use super::lake_files::{
     DataFiles, Filter, GroupNumbers, NONE, OrderKey, SWAPS, Source, TRADES, per_row_group,
-    swap_sides,
 };
+use super::lake_keys::{GroupKeys, Traders};
 use super::lake_prices::latest_prices_of;
 use super::ledger::LedgerSet;
 use super::options::PnlOptions;
 use super::report::drop_in_background;
-use super::swaps_count;
-use crate::analytics::arrow_columns::dictionary;
 use crate::analytics::intern::NameRegistry;
-use crate::lake::cols::{event, swap, trade};
 use crate::lake::{Dataset, Lake};
 use crate::{Error, Result};
-
-/// The registry number of each name (a shared lock for the lookups, the exclusive one only for
-/// names not seen before).
-/// Names `keep` leaves out (when given) get no number: [`NONE`].
-fn numbers_of(registry: &RwLock<NameRegistry>, names: &[&str], keep: Option<&[bool]>) -> Vec<u32> {
-    let kept = |i: usize| keep.is_none_or(|k| k[i]);
-    let mut ids: Vec<u32> = {
-        let reg = registry.read().unwrap_or_else(PoisonError::into_inner);
-        (0..names.len())
-            .map(|i| match kept(i) {
-                true => reg.get(names[i]).unwrap_or(UNSEEN),
-                false => NONE,
-            })
-            .collect()
-    };
-    if ids.contains(&UNSEEN) {
-        let mut reg = registry.write().unwrap_or_else(PoisonError::into_inner);
-        for (id, name) in ids.iter_mut().zip(names).filter(|(id, _)| **id == UNSEEN) {
-            *id = reg.id(name);
-        }
-    }
-    ids
-}
-
-/// A name kept but not numbered yet.
-const UNSEEN: u32 = NONE - 1;
 
 /// A row group's events after the first pass.
 struct GroupEvents {
@@ -114,145 +82,36 @@ impl LocalPairs {
     }
 }
 
-/// The first pass over one row group of trades.
-fn trade_keys(
-    batch: &RecordBatch,
-    path: &str,
-    filter: &Filter<'_>,
-    wallets: &RwLock<NameRegistry>,
-    tokens: &RwLock<NameRegistry>,
-) -> Result<GroupEvents> {
-    let (w_codes, w_names_dict) = dictionary(batch, event::WALLET, path)?;
-    let w_names = w_names_dict.names();
-    let (t_codes, t_names_dict) = dictionary(batch, trade::TOKEN, path)?;
-    let t_names = t_names_dict.names();
-    let (d_codes, d_names_dict) = dictionary(batch, trade::DIRECTION, path)?;
-    let d_names = d_names_dict.names();
-    // Only the wallets asked for are numbered (every wallet when none is named).
-    let wallet_ok: Vec<bool> = w_names.iter().map(|w| filter.wallet_ok(w)).collect();
-    let (w_ids, t_ids) = (
-        numbers_of(wallets, &w_names, Some(&wallet_ok)),
-        numbers_of(tokens, &t_names, None),
-    );
-    let side: Vec<Option<bool>> = d_names
-        .iter()
-        .map(|d| match *d {
-            "buy" => Some(false),
-            "sell" => Some(true),
-            _ => None,
-        })
-        .collect();
-    let token_ok: Vec<bool> = t_names.iter().map(|t| filter.token_ok(t)).collect();
-    let mut trader = vec![false; w_names.len()];
+/// A row group's events after the first pass, from its keys.
+fn group_events(keys: &GroupKeys, swaps: bool) -> GroupEvents {
+    let n = keys.rows();
     let mut local = LocalPairs::default();
-    let first: Vec<u32> = (0..w_codes.len())
-        .map(|i| {
-            let (w, t) = (w_codes[i] as usize, t_codes[i] as usize);
-            if !token_ok[t] {
-                return NONE;
-            }
-            trader[w] = true;
-            match side[d_codes[i] as usize] {
-                Some(sell) if wallet_ok[w] => local.event(w_ids[w], t_ids[t], sell),
-                _ => NONE,
-            }
-        })
-        .collect();
-    let traders = trader
-        .iter()
-        .zip(&w_ids)
-        .filter(|(t, id)| **t && **id != NONE)
-        .map(|(_, &id)| id)
-        .collect();
-    Ok(GroupEvents {
-        first,
-        second: Vec::new(),
-        pairs: local.pairs,
-        counts: local.counts,
-        traders,
-        ledger: Vec::new(),
-        start: Vec::new(),
-    })
-}
-
-/// The first pass over one row group of swaps; `traders[w]` marks the wallets whose swaps are
-/// left out.
-fn swap_keys(
-    batch: &RecordBatch,
-    path: &str,
-    filter: &Filter<'_>,
-    wallets: &RwLock<NameRegistry>,
-    tokens: &RwLock<NameRegistry>,
-    traders: &[bool],
-) -> Result<GroupEvents> {
-    let (w_codes, w_names_dict) = dictionary(batch, event::WALLET, path)?;
-    let w_names = w_names_dict.names();
-    let (k_codes, k_names_dict) = dictionary(batch, event::SWAP_TYPE, path)?;
-    let k_names = k_names_dict.names();
-    let (i_codes, i_names_dict) = dictionary(batch, swap::TOKEN_IN, path)?;
-    let i_names = i_names_dict.names();
-    let (o_codes, o_names_dict) = dictionary(batch, swap::TOKEN_OUT, path)?;
-    let o_names = o_names_dict.names();
-    let asked: Vec<bool> = w_names.iter().map(|w| filter.wallet_ok(w)).collect();
-    let w_ids = numbers_of(wallets, &w_names, Some(&asked));
-    let (i_ids, o_ids) = (
-        numbers_of(tokens, &i_names, None),
-        numbers_of(tokens, &o_names, None),
-    );
-    let sides: Vec<(bool, bool)> = k_names.iter().map(|k| swap_sides(k)).collect();
-    let wallet_ok: Vec<bool> = asked
-        .iter()
-        .zip(&w_ids)
-        .map(|(&a, &id)| a && swaps_count(traders.get(id as usize).copied().unwrap_or(false)))
-        .collect();
-    let in_ok: Vec<bool> = i_names.iter().map(|t| filter.token_ok(t)).collect();
-    let out_ok: Vec<bool> = o_names.iter().map(|t| filter.token_ok(t)).collect();
-    let mut local = LocalPairs::default();
-    let n = w_codes.len();
-    let (mut first, mut second) = (Vec::with_capacity(n), Vec::with_capacity(n));
-    for i in 0..n {
-        let w = w_codes[i] as usize;
-        let (sell, buy) = sides[k_codes[i] as usize];
-        let (ti, to) = (i_codes[i] as usize, o_codes[i] as usize);
-        first.push(if wallet_ok[w] && sell && in_ok[ti] {
-            local.event(w_ids[w], i_ids[ti], true)
-        } else {
-            NONE
-        });
-        second.push(if wallet_ok[w] && buy && out_ok[to] {
-            (local.event(w_ids[w], o_ids[to], false) & !1) | u32::from(sell)
-        } else {
-            NONE
-        });
-    }
-    Ok(GroupEvents {
+    let mut first = vec![NONE; n];
+    let mut second = if swaps { vec![NONE; n] } else { Vec::new() };
+    keys.for_each(|e| {
+        let event = local.event(e.wallet, e.token, e.sell);
+        match e.side {
+            0 => first[e.row] = event,
+            _ => second[e.row] = (event & !1) | u32::from(!e.fee),
+        }
+    });
+    GroupEvents {
         first,
         second,
         pairs: local.pairs,
         counts: local.counts,
-        traders: Vec::new(),
+        traders: keys.traders(),
         ledger: Vec::new(),
         start: Vec::new(),
-    })
+    }
 }
 
 /// Where the second pass writes: each ledger's first position, its token (rank among the
-/// sorted names), the room of every event, and the ledgers whose events this pass writes
-/// (`ledgers`; the room starts at the first one's first position). With `latest`, the latest
-/// prices are tracked over the events of every ledger, written or not.
+/// sorted names), and the room of every event.
 struct Placement<'a> {
     offsets: &'a [usize],
     ledger_tokens: &'a [u32],
     slots: &'a EventSlots,
-    ledgers: std::ops::Range<u32>,
-    latest: bool,
-}
-
-impl Placement<'_> {
-    /// Whether the events of `ledger` are written by this pass.
-    fn writes(&self, ledger: u32) -> bool {
-        self.ledgers.contains(&ledger)
-    }
 }
 
 /// The latest price of each token of a row group, as (token rank, key, price): one per token,
@@ -260,7 +119,7 @@ impl Placement<'_> {
 type GroupLatest = Vec<(u32, OrderKey, f64)>;
 
 /// Keeps the later of `best` and (`key`, `price`); an earlier candidate wins ties.
-fn keep_latest(best: &mut Option<(OrderKey, f64)>, key: OrderKey, price: f64) {
+pub(super) fn keep_latest(best: &mut Option<(OrderKey, f64)>, key: OrderKey, price: f64) {
     if best.is_none_or(|(k, _)| key > k) {
         *best = Some((key, price));
     }
@@ -275,7 +134,6 @@ fn write_events(
     to: &Placement<'_>,
 ) -> Result<GroupLatest> {
     let (offsets, ledger_tokens) = (to.offsets, to.ledger_tokens);
-    let base = offsets[to.ledgers.start as usize];
     // The reader names the file of a damaged row group (see `per_row_group`).
     let damaged = |reason: String| Error::DamagedLake {
         lake: std::path::PathBuf::new(),
@@ -300,15 +158,12 @@ fn write_events(
             return Ok(());
         }
         let price = nums.price[side][i];
-        if to.latest && price.is_finite() {
+        if price.is_finite() {
             let key = nums.key(i);
             let best = &mut latest[l];
             if best.is_none_or(|b| key > b.0) {
                 *best = Some((key, 2 * i + side, price));
             }
-        }
-        if !to.writes(ledger) {
-            return Ok(());
         }
         let event = nums.event(i, side, sell, fee);
         let c = cursor[l];
@@ -318,12 +173,12 @@ fn write_events(
             ));
         }
         cursor[l] += 1;
-        // SAFETY: the positions of pair `l` are `offsets[ledger] + start[l]..+ counts[l]`
-        // (less the room's start), a range no other pair of any row group holds (the starts
-        // are running sums within each ledger), and a position past it was refused just above.
+        // SAFETY: the positions of pair `l` are `offsets[ledger] + start[l]..+ counts[l]`, a
+        // range no other pair of any row group holds (the starts are running sums within each
+        // ledger), and a position past it was refused just above.
         unsafe {
             to.slots
-                .write(offsets[ledger as usize] - base + c as usize, event)?
+                .write(offsets[ledger as usize] + c as usize, event)?
         };
         written += 1;
         Ok(())
@@ -348,7 +203,7 @@ fn write_events(
         .iter()
         .zip(&cursor)
         .zip(g.start.iter().zip(&g.counts))
-        .any(|((&ledger, &c), (&s, &n))| ledger != NONE && to.writes(ledger) && c != s + n);
+        .any(|((&ledger, &c), (&s, &n))| ledger != NONE && c != s + n);
     if short {
         return Err(damaged(
             "it gave fewer PnL events on its second read than on its first".into(),
@@ -375,7 +230,7 @@ fn write_events(
 }
 
 /// Row groups of `files` that can hold the wallets of `filter` (every row group without).
-fn candidate_groups(
+pub(super) fn candidate_groups(
     lake: &Lake,
     files: &DataFiles,
     filter: &Filter<'_>,
@@ -395,7 +250,7 @@ fn candidate_groups(
 }
 
 /// Names sorted, and the rank of each registry number among them.
-fn sorted(names: Vec<String>) -> (Vec<String>, Vec<u32>) {
+pub(super) fn sorted(names: Vec<String>) -> (Vec<String>, Vec<u32>) {
     let mut order: Vec<u32> = (0..names.len() as u32).collect();
     order.par_sort_unstable_by(|&a, &b| names[a as usize].cmp(&names[b as usize]));
     let mut rank = vec![0u32; names.len()];
@@ -410,9 +265,7 @@ fn sorted(names: Vec<String>) -> (Vec<String>, Vec<u32>) {
     (sorted, rank)
 }
 
-/// The second pass over the row groups of `groups` that hold events: every one when `to`
-/// tracks the latest prices (each token's is then over every event), else those holding
-/// events of the ledgers `to` writes.
+/// The second pass over the row groups of `groups` that hold events.
 fn second_pass(
     lake: &Lake,
     files: &DataFiles,
@@ -425,10 +278,7 @@ fn second_pass(
     let with_events: Vec<(usize, usize)> = groups
         .iter()
         .zip(keys)
-        .filter(|(_, g)| match to.latest {
-            true => !g.counts.is_empty(),
-            false => g.ledger.iter().any(|&l| to.writes(l)),
-        })
+        .filter(|(_, g)| !g.counts.is_empty())
         .map(|(&rg, _)| rg)
         .collect();
     let at: PlHashMap<(usize, usize), usize> =
@@ -456,34 +306,18 @@ pub(super) fn ledgers_of_files(
     swaps: &DataFiles,
     query: &PnlOptions,
 ) -> Result<LedgerSet> {
-    ledger_parts_of_files(lake, trades, swaps, query, usize::MAX, |_| Ok(()))
-}
-
-/// [`lake_ledgers`] handed to `part` in parts of whole wallets, in ledger order, each part
-/// holding at most `events` events (a wallet with more is a part of its own); the first part is
-/// handed over even when empty. Each part after the first reads the row groups holding its
-/// events again, so memory holds one part's events and 4 bytes per row (8 per swap) of the
-/// first pass, however many events the lake has. Every part carries the names of every wallet
-/// and token and the latest prices of every token.
-pub(super) fn lake_ledger_parts(
-    lake: &Lake,
-    query: &PnlOptions,
-    events: usize,
-    part: impl FnMut(&LedgerSet) -> Result<()>,
-) -> Result<()> {
-    let trades = DataFiles::of(lake, Dataset::Trades)?;
-    let swaps = DataFiles::of(lake, Dataset::Swaps)?;
-    let last = ledger_parts_of_files(lake, &trades, &swaps, query, events, part)?;
-    drop_in_background(last);
-    Ok(())
+    let filter = Filter::of(query);
+    let groups = [
+        candidate_groups(lake, trades, &filter)?,
+        candidate_groups(lake, swaps, &filter)?,
+    ];
+    ledgers_of_groups(lake, [trades, swaps], groups, &filter)
 }
 
 /// The first pass's answer: every row group's events, the ledgers, where each ledger's
 /// events go, and the names.
 struct FirstPass {
-    trade_groups: Vec<(usize, usize)>,
     trade_keys: Vec<GroupEvents>,
-    swap_groups: Vec<(usize, usize)>,
     swap_keys: Vec<GroupEvents>,
     wallet_names: Vec<String>,
     token_names: Vec<String>,
@@ -493,169 +327,118 @@ struct FirstPass {
     offsets: Vec<usize>,
 }
 
-/// The ledger ranges of the parts of at most `events` events each, whole wallets each.
-fn parts_of(ledgers: &[u64], offsets: &[usize], events: usize) -> Vec<std::ops::Range<u32>> {
-    let mut parts = Vec::new();
-    let (mut lo, mut hi) = (0usize, 0usize);
-    while hi < ledgers.len() {
-        // The next wallet's ledgers.
-        let wallet = ledgers[hi] >> 32;
-        let end = hi + ledgers[hi..].partition_point(|&l| l >> 32 == wallet);
-        if hi > lo && offsets[end] - offsets[lo] > events {
-            parts.push(lo as u32..hi as u32);
-            lo = hi;
-        }
-        hi = end;
-    }
-    parts.push(lo as u32..hi as u32);
-    parts
-}
-
-/// [`lake_ledger_parts`] of the trades and swaps files whose footers were read already; gives
-/// back the last part once `part` has seen it.
-fn ledger_parts_of_files(
+/// [`lake_ledgers`] of the row groups `groups` of the trades and swaps `files` (those that can
+/// hold the wallets of `filter`).
+pub(super) fn ledgers_of_groups(
     lake: &Lake,
-    trades: &DataFiles,
-    swaps: &DataFiles,
-    query: &PnlOptions,
-    events: usize,
-    mut part: impl FnMut(&LedgerSet) -> Result<()>,
+    [trades, swaps]: [&DataFiles; 2],
+    [trade_groups, swap_groups]: [Vec<(usize, usize)>; 2],
+    filter: &Filter<'_>,
 ) -> Result<LedgerSet> {
-    let filter = Filter {
-        token: query.token.as_deref(),
-        wallets: query
-            .wallets
-            .as_ref()
-            .map(|w| w.iter().map(String::as_str).collect()),
-    };
-    let first = first_pass(lake, trades, swaps, &filter)?;
     let FirstPass {
-        trade_groups,
-        mut trade_keys,
-        swap_groups,
-        mut swap_keys,
-        mut wallet_names,
-        mut token_names,
+        trade_keys,
+        swap_keys,
+        wallet_names,
+        token_names,
         ledgers,
         offsets,
-    } = first;
+    } = first_pass(lake, [trades, swaps], [&trade_groups, &swap_groups], filter)?;
     let ledger_tokens: Vec<u32> = ledgers.iter().map(|&p| p as u32).collect();
-    let parts = parts_of(&ledgers, &offsets, events);
-    let mut latest_prices: Vec<Option<f64>> = Vec::new();
-    let last = parts.len() - 1;
-    for (n, range) in parts.into_iter().enumerate() {
-        let (lo, hi) = (range.start as usize, range.end as usize);
-        let slots = EventSlots::new(offsets[hi] - offsets[lo]);
-        let to = Placement {
-            offsets: &offsets,
-            ledger_tokens: &ledger_tokens,
-            slots: &slots,
-            ledgers: range,
-            // The first part's pass reads every row group with events, for the latest prices.
-            latest: n == 0,
-        };
-        let keep_keys = n < last;
-        let trade_latest = second_pass(lake, trades, &TRADES, &trade_groups, &trade_keys, &to)?;
-        if !keep_keys {
-            trade_keys = Vec::new();
+    let slots = EventSlots::new(offsets[ledgers.len()]);
+    let to = Placement {
+        offsets: &offsets,
+        ledger_tokens: &ledger_tokens,
+        slots: &slots,
+    };
+    let trade_latest = second_pass(lake, trades, &TRADES, &trade_groups, &trade_keys, &to)?;
+    drop_in_background(trade_keys);
+    let swap_latest = second_pass(lake, swaps, &SWAPS, &swap_groups, &swap_keys, &to)?;
+    drop_in_background(swap_keys);
+    let mut events = slots.finish().map_err(|e| match e {
+        Error::Lake { message, .. } => Error::Lake {
+            path: lake.root().to_owned(),
+            message,
+        },
+        e => e,
+    })?;
+    sort_ledgers(&mut events, &offsets);
+    let latest_prices = if filter.wallets.is_some() {
+        named_wallets_prices(lake, [trades, swaps], filter, &ledger_tokens, &token_names)?
+    } else {
+        let mut best: Vec<Option<(OrderKey, f64)>> = vec![None; token_names.len()];
+        for part in trade_latest.into_iter().chain(swap_latest) {
+            for (t, k, p) in part {
+                keep_latest(&mut best[t as usize], k, p);
+            }
         }
-        let swap_latest = second_pass(lake, swaps, &SWAPS, &swap_groups, &swap_keys, &to)?;
-        if !keep_keys {
-            swap_keys = Vec::new();
-        }
-        let mut events = slots.finish().map_err(|e| match e {
-            Error::Lake { message, .. } => Error::Lake {
-                path: lake.root().to_owned(),
-                message,
-            },
-            e => e,
-        })?;
-        let base = offsets[lo];
-        let part_offsets: Vec<usize> = offsets[lo..=hi].iter().map(|&o| o - base).collect();
-        sort_ledgers(&mut events, &part_offsets);
-        if n == 0 {
-            latest_prices = if filter.wallets.is_some() {
-                // Only the named wallets' row groups were read: the prices of their tokens
-                // come from the newest row groups that can hold those tokens, every wallet's.
-                let mut traded: Vec<u32> = ledger_tokens.clone();
-                traded.sort_unstable();
-                traded.dedup();
-                let names: Vec<&str> = traded
-                    .iter()
-                    .map(|&t| token_names[t as usize].as_str())
-                    .collect();
-                let found = latest_prices_of(lake, trades, swaps, &filter, &names)?;
-                let mut prices = vec![None; token_names.len()];
-                for (&t, p) in traded.iter().zip(found) {
-                    prices[t as usize] = p.map(|(_, p)| p);
-                }
-                prices
-            } else {
-                let mut best: Vec<Option<(OrderKey, f64)>> = vec![None; token_names.len()];
-                for part in trade_latest.into_iter().chain(swap_latest) {
-                    for (t, k, p) in part {
-                        keep_latest(&mut best[t as usize], k, p);
-                    }
-                }
-                best.into_iter().map(|b| b.map(|(_, p)| p)).collect()
-            };
-        }
-        let set = LedgerSet {
-            wallet_names,
-            token_names,
-            ledger_wallets: ledgers[lo..hi].iter().map(|&p| (p >> 32) as u32).collect(),
-            ledger_tokens: ledger_tokens[lo..hi].to_vec(),
-            offsets: part_offsets,
-            events,
-            latest_prices: latest_prices.clone(),
-        };
-        part(&set)?;
-        if n == last {
-            return Ok(set);
-        }
-        (wallet_names, token_names) = (set.wallet_names, set.token_names);
-        drop_in_background(set.events);
-    }
-    // `parts_of` gives at least one part, so the loop returned.
-    Err(Error::Lake {
-        path: lake.root().to_owned(),
-        message: "the PnL reader planned no part".into(),
+        best.into_iter().map(|b| b.map(|(_, p)| p)).collect()
+    };
+    Ok(LedgerSet {
+        wallet_names,
+        token_names,
+        ledger_wallets: ledgers.iter().map(|&p| (p >> 32) as u32).collect(),
+        ledger_tokens,
+        offsets,
+        events,
+        latest_prices,
     })
+}
+
+/// The latest prices of the tokens of `ledger_tokens` (ranks among `token_names`) when only
+/// the named wallets' row groups were read: from the newest row groups that can hold those
+/// tokens, every wallet's.
+pub(super) fn named_wallets_prices(
+    lake: &Lake,
+    [trades, swaps]: [&DataFiles; 2],
+    filter: &Filter<'_>,
+    ledger_tokens: &[u32],
+    token_names: &[String],
+) -> Result<Vec<Option<f64>>> {
+    let mut traded: Vec<u32> = ledger_tokens.to_vec();
+    traded.sort_unstable();
+    traded.dedup();
+    let names: Vec<&str> = traded
+        .iter()
+        .map(|&t| token_names[t as usize].as_str())
+        .collect();
+    let found = latest_prices_of(lake, trades, swaps, filter, &names)?;
+    let mut prices = vec![None; token_names.len()];
+    for (&t, p) in traded.iter().zip(found) {
+        prices[t as usize] = p.map(|(_, p)| p);
+    }
+    Ok(prices)
 }
 
 /// The first pass: the trades, then the swaps of wallets without trades; the ledgers (the
 /// distinct pairs in (wallet, token) order) and where each one's events go.
 fn first_pass(
     lake: &Lake,
-    trades: &DataFiles,
-    swaps: &DataFiles,
+    [trades, swaps]: [&DataFiles; 2],
+    [trade_groups, swap_groups]: [&[(usize, usize)]; 2],
     filter: &Filter<'_>,
 ) -> Result<FirstPass> {
     let wallets = RwLock::new(NameRegistry::default());
     let tokens = RwLock::new(NameRegistry::default());
-    let trade_groups = candidate_groups(lake, trades, filter)?;
-    let mut trade_keys = per_row_group(lake, trades, &trade_groups, |file, k, g| {
+    let mut trade_keys = per_row_group(lake, trades, trade_groups, |file, k, g| {
         let batch = file.read_row_group(&trades.footers[k], g, TRADES.keys)?;
-        trade_keys(&batch, &trades.paths[k], filter, &wallets, &tokens)
+        let keys = GroupKeys::trades(&batch, &trades.paths[k], filter, &wallets, &tokens)?;
+        Ok(group_events(&keys, false))
     })?;
-    let mut traders = vec![
-        false;
-        wallets
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .names
-            .len()
-    ];
+    let mut traders = Traders::new(&wallets);
     for g in &mut trade_keys {
-        for &w in &g.traders {
-            traders[w as usize] = true;
-        }
-        g.traders = Vec::new();
+        traders.mark(&std::mem::take(&mut g.traders));
     }
-    let swap_groups = candidate_groups(lake, swaps, filter)?;
-    let mut swap_keys = per_row_group(lake, swaps, &swap_groups, |file, k, g| {
+    let mut swap_keys = per_row_group(lake, swaps, swap_groups, |file, k, g| {
         let batch = file.read_row_group(&swaps.footers[k], g, SWAPS.keys)?;
-        swap_keys(&batch, &swaps.paths[k], filter, &wallets, &tokens, &traders)
+        let keys = GroupKeys::swaps(
+            &batch,
+            &swaps.paths[k],
+            filter,
+            &wallets,
+            &tokens,
+            &traders.0,
+        )?;
+        Ok(group_events(&keys, true))
     })?;
     drop(traders);
     // The ledgers: the distinct pairs in (wallet, token) order.
@@ -728,9 +511,7 @@ fn first_pass(
     }
     drop(fill);
     Ok(FirstPass {
-        trade_groups,
         trade_keys,
-        swap_groups,
         swap_keys,
         wallet_names,
         token_names,

@@ -65,6 +65,8 @@ mod equity;
 mod grouping;
 mod lake_equity;
 mod lake_files;
+mod lake_keys;
+mod lake_parts;
 mod lake_prices;
 mod lake_reader;
 mod leaderboard;
@@ -177,7 +179,7 @@ pub fn pnl_report_batches(
     options.validate()?;
     let (config, positions) = (&options.config, options.positions);
     if let PnlSource::Lake(lake) = source {
-        return lake_reader::lake_ledger_parts(lake, options, options.events_at_once, |set| {
+        return lake_parts::lake_ledger_parts(lake, options, options.events_at_once, |set| {
             report_chunks(set, config, ledgers, positions, &mut sink)
         });
     }
