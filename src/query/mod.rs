@@ -334,8 +334,8 @@ impl<'a> Query<'a> {
     }
 
     /// Most events held in memory at once, with the same answers: [`Query::pnl_table_to`]
-    /// reads a lake with more in parts of whole wallets, each part reading the files that hold
-    /// its events again (see [`PnlOptions::events_at_once`](crate::analytics::pnl::PnlOptions::events_at_once));
+    /// reads a lake with more in parts of whole wallets, through temporary spill files (see
+    /// [`PnlOptions::events_at_once`](crate::analytics::pnl::PnlOptions::events_at_once));
     /// [`Query::bars_to`] (time bars), [`Query::price_stats`] and [`Query::check`] read it in
     /// parts of whole tokens, the files once, through temporary spill files
     /// ([`load_events_in_parts`](crate::analytics::events::load_events_in_parts)).

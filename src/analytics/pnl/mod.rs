@@ -38,19 +38,21 @@
 //! | `rows.rs` | the input frames read into events before grouping, wallets and tokens interned |
 //! | `grouping.rs` | the events grouped into ledgers in parallel (counting sort, huge pages, events written in place by [`LedgerSet`]'s lake reader: the folder's `unsafe`) |
 //! | `lake_files.rs` | the lake's trades and swaps files as the PnL reads them: columns, footers, row groups a window of files at a time, the query's filter (bloom filters), a row group's numbers |
-//! | `lake_reader.rs` | the lake read straight into grouped ledgers: two passes over the row groups with arrow-rs, names interned per row group, each event written once in place; past [`PnlOptions::events_at_once`] events, the second pass once per part of whole wallets |
+//! | `lake_keys.rs` | a row group's key columns as the PnL's events: which rows give an event, of which wallet and token, on which side, where a swap's fee goes (the rules both lake readers share) |
 //! | `lake_prices.rs` | the latest prices of named tokens when only named wallets' row groups were read: newest row groups first |
+//! | `lake_reader.rs` | the lake read whole straight into grouped ledgers: two passes over the row groups with arrow-rs, names interned per row group, each event written once in place |
 //! | `report.rs` | [`PnlReport`]: the ledgers, positions and lots tables, built a chunk of ledgers at a time |
+//! | `lake_parts.rs` | the lake read in parts of whole wallets, past [`PnlOptions::events_at_once`] events: a counting pass, one dealing pass to a spill file per part, then a part at a time grouped by wallet |
 //! | `leaderboard.rs` | wallets ranked by total PnL |
 //! | `equity.rs` | a wallet's equity curve and [`WalletPerformance`]: the inputs from frames, and the curve's kernel |
 //! | `lake_equity.rs` | the inputs of the curve from the lake: the wallet's ledgers by `lake_reader`, then one pass keeping each of its tokens' closing price per period and the lake's last event |
 //!
 //! A file imports only files listed above it in this order: `options`, `ledger`, `rows`,
-//! `grouping`, `lake_files`, `lake_prices`, `lake_reader`, `report`, then `leaderboard`,
-//! `equity` and `lake_equity`; `mod.rs` imports them all. Besides the crate's errors, the
-//! files may import `crate::analytics::{arrow_columns, columns, intern, metrics}`; `mod.rs`
-//! and the four `lake_*` files alone import `crate::lake` (to read the lake); nothing else of
-//! the crate.
+//! `grouping`, `lake_files`, `lake_keys`, `lake_prices`, `lake_reader`, `report`, `lake_parts`,
+//! then `leaderboard`, `equity` and `lake_equity`; `mod.rs` imports them all. Besides the
+//! crate's errors, the files may import `crate::analytics::{arrow_columns, columns, intern,
+//! metrics, spill_files}`; `mod.rs` and the `lake_*` files alone import `crate::lake` (to read
+//! the lake); nothing else of the crate.
 //!
 //! Each entry reads its [`PnlSource`]: from [`PnlSource::Lake`], the ledgers are read by
 //! `lake_reader` (no frame, no string per row, about 60 bytes per event) and a performance's

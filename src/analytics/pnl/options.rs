@@ -242,8 +242,9 @@ pub struct PnlOptions {
     pub equity: EquityConfig,
     /// Most events the lake's reader holds at once for
     /// [`pnl_report_batches`](super::pnl_report_batches): a lake with more is read and
-    /// reported in parts of whole wallets, each part reading the row groups that hold its
-    /// events again, with the same tables. Default [`EVENTS_AT_ONCE`].
+    /// reported in parts of whole wallets, with the same tables; its files are read twice
+    /// (once for the keys, once to deal the events to a temporary spill file per part) and the
+    /// parts are read back from the spill files one at a time. Default [`EVENTS_AT_ONCE`].
     pub events_at_once: usize,
 }
 

@@ -77,9 +77,9 @@ pub struct PnlArgs {
     /// or lots of every wallet).
     #[arg(long, conflicts_with_all = ["wallet", "performance", "top"])]
     pub all_wallets: bool,
-    /// With `--all-wallets --format parquet`: most events held in memory at once (about 56
-    /// bytes each); a lake with more is read in parts of whole wallets, each part reading the
-    /// files again, with the same table [default: 16777216].
+    /// With `--all-wallets --format parquet`: most events held in memory at once (about 60
+    /// bytes each); a lake with more is read in parts of whole wallets, through temporary
+    /// spill files, with the same table [default: 16777216].
     #[arg(long, conflicts_with_all = ["wallet", "performance", "top"])]
     pub events_at_once: Option<usize>,
     #[command(flatten)]
