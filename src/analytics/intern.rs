@@ -245,7 +245,55 @@ impl StrDict {
         if self.slots.is_empty() {
             return None;
         }
-        let h = hash_bytes(s);
+        self.get_hashed(s, hash_bytes(s))
+    }
+
+    /// The ids of the keys `key(0..n)` that are in the dictionary, looked up [`BATCH`] at a
+    /// time: their slots, then the records those slots name, are read before any key is
+    /// compared, so that the memory reads of several keys overlap (in a table larger than the
+    /// caches each read is a miss).
+    pub(crate) fn get_many<'k>(
+        &self,
+        n: usize,
+        key: impl Fn(usize) -> &'k [u8],
+    ) -> Vec<Option<u32>> {
+        if self.slots.is_empty() {
+            return vec![None; n];
+        }
+        let mut out = Vec::with_capacity(n);
+        let mask = self.slots.len() - 1;
+        let (mut hashes, mut slots, mut lens) = ([0u64; BATCH], [0u64; BATCH], [0u8; BATCH]);
+        let mut start = 0;
+        while start < n {
+            let m = BATCH.min(n - start);
+            for (j, h) in hashes[..m].iter_mut().enumerate() {
+                *h = hash_bytes(key(start + j));
+            }
+            for (s, &h) in slots[..m].iter_mut().zip(&hashes[..m]) {
+                *s = self.slots[h as usize & mask];
+            }
+            for j in 0..m {
+                let slot = slots[j];
+                if slot != 0 && slot >> RECORD_BITS == hashes[j] >> RECORD_BITS {
+                    lens[j] = self.records[(slot & ((1 << RECORD_BITS) - 1)) as usize - 1];
+                }
+            }
+            // The reads above are what matters, not their values.
+            std::hint::black_box(&lens);
+            for j in 0..m {
+                let k = key(start + j);
+                out.push(match self.matches(slots[j], hashes[j], k) {
+                    Some(id) => Some(id),
+                    None => self.get_hashed(k, hashes[j]),
+                });
+            }
+            start += m;
+        }
+        out
+    }
+
+    /// The id of `s` (of hash `h`), if it is in the (non-empty) dictionary.
+    fn get_hashed(&self, s: &[u8], h: u64) -> Option<u32> {
         let mask = self.slots.len() - 1;
         let mut i = h as usize & mask;
         loop {
@@ -406,6 +454,11 @@ impl NameRegistry {
         self.index.get(name.as_bytes())
     }
 
+    /// The numbers of `names` that have one, looked up together ([`StrDict::get_many`]).
+    pub(crate) fn get_many(&self, names: &[&str]) -> Vec<Option<u32>> {
+        self.index.get_many(names.len(), |i| names[i].as_bytes())
+    }
+
     /// The number of `name`, a new one if it has none.
     pub(crate) fn id(&mut self, name: &str) -> u32 {
         let k = self.index.id(name.as_bytes());
@@ -413,5 +466,29 @@ impl NameRegistry {
             self.names.push(name.to_owned());
         }
         k
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_looked_up_together_get_the_numbers_of_one_lookup_each() {
+        let mut registry = NameRegistry::default();
+        let names: Vec<String> = (0..1000).map(|i| format!("wallet-{i}")).collect();
+        for name in names.iter().step_by(2) {
+            registry.id(name);
+        }
+        // Present and absent names, in batches of every size around BATCH.
+        let asked: Vec<&str> = names.iter().rev().map(String::as_str).collect();
+        for n in [0, 1, BATCH - 1, BATCH, BATCH + 1, asked.len()] {
+            let many = registry.get_many(&asked[..n]);
+            let one: Vec<Option<u32>> = asked[..n].iter().map(|a| registry.get(a)).collect();
+            assert_eq!(many, one, "{n} names");
+        }
+        assert_eq!(NameRegistry::default().get_many(&asked[..3]), vec![None; 3]);
+        assert_eq!(registry.get_many(&["wallet-0"]), vec![Some(0)]);
+        assert_eq!(registry.get_many(&["wallet-1"]), vec![None]);
     }
 }

@@ -26,7 +26,7 @@ use rayon::prelude::*;
 
 use super::grouping::sort_ledgers;
 use super::lake_files::{
-    DataFiles, Filter, GroupNumbers, OrderKey, SWAPS, Source, TRADES, per_row_group,
+    DataFiles, Filter, GroupNumbers, NONE, OrderKey, SWAPS, Source, TRADES, per_row_group,
 };
 use super::lake_keys::{GroupKeys, Traders};
 use super::lake_reader::{
@@ -343,8 +343,11 @@ fn deal_group(
             ),
         });
     }
-    let mut by_part: Vec<(usize, Vec<u8>)> = Vec::new();
-    let mut latest: PlHashMap<u32, Option<(OrderKey, f64)>> = PlHashMap::default();
+    // Each part's segment, and each token place's rank and latest priced event.
+    let mut segments: Vec<Vec<u8>> = vec![Vec::new(); parts.len()];
+    // The latest priced event: its key, its place (2 × row + side, for ties) and its price.
+    type Latest = Option<(OrderKey, usize, f64)>;
+    let mut latest: Vec<(u32, Latest)> = vec![(NONE, None); keys.token_slots()];
     let mut unknown = false;
     keys.for_each(|e| {
         let ranks = (
@@ -358,24 +361,20 @@ fn deal_group(
         };
         let i = e.row;
         let price = nums.price[e.side][i];
-        let best = latest.entry(token).or_insert(None);
+        let (rank, best) = &mut latest[e.token_slot as usize];
+        *rank = token;
         if price.is_finite() {
             let key = nums.key(i);
-            if best.is_none_or(|(k, _)| key > k) {
-                *best = Some((key, price));
+            if best.is_none_or(|(k, _, _)| key > k) {
+                *best = Some((key, 2 * i + e.side, price));
             }
         }
         let fee = if e.fee { nums.swap_fee(i) } else { 0.0 };
         let event = nums.event(i, e.side, e.sell, fee);
-        let p = parts.of_rank(wallet);
-        let buf = match by_part.iter().position(|(q, _)| *q == p) {
-            Some(at) => &mut by_part[at].1,
-            None => {
-                let hint = keys.rows() / parts.len() + 16;
-                by_part.push((p, Vec::with_capacity(hint * EVENT_BYTES)));
-                &mut by_part.last_mut().expect("just pushed").1
-            }
-        };
+        let buf = &mut segments[parts.of_rank(wallet)];
+        if buf.capacity() == 0 {
+            buf.reserve((keys.rows() / parts.len() + 16) * EVENT_BYTES);
+        }
         encode(buf, wallet, token, &event);
     });
     if unknown {
@@ -385,23 +384,39 @@ fn deal_group(
             reason: "it gave names on its second read that its first did not".into(),
         });
     }
-    for (p, buf) in by_part {
-        spill.append(p, order, &buf)?;
+    for (p, buf) in segments.iter().enumerate().filter(|(_, b)| !b.is_empty()) {
+        spill.append(p, order, buf)?;
     }
-    Ok(latest.into_iter().collect())
+    // A token of both sides (a swap's in and out) has two places: the later event wins, the
+    // earlier place on ties, as with one place.
+    let mut per_token: PlHashMap<u32, Latest> = PlHashMap::default();
+    for (rank, found) in latest.into_iter().filter(|(rank, _)| *rank != NONE) {
+        let best = per_token.entry(rank).or_insert(None);
+        if let Some(f) = found
+            && best.is_none_or(|b| f.0 > b.0 || (f.0 == b.0 && f.1 < b.1))
+        {
+            *best = Some(f);
+        }
+    }
+    Ok(per_token
+        .into_iter()
+        .map(|(t, b)| (t, b.map(|(k, _, p)| (k, p))))
+        .collect())
 }
 
 /// Appends an event to a segment ([`EVENT_BYTES`]).
 fn encode(buf: &mut Vec<u8>, wallet: u32, token: u32, e: &LedgerEvent) {
-    buf.extend_from_slice(&wallet.to_le_bytes());
-    buf.extend_from_slice(&token.to_le_bytes());
-    for v in [e.time, e.slot, e.id] {
-        buf.extend_from_slice(&v.to_le_bytes());
+    let mut r = [0u8; EVENT_BYTES];
+    r[0..4].copy_from_slice(&wallet.to_le_bytes());
+    r[4..8].copy_from_slice(&token.to_le_bytes());
+    for (k, v) in [e.time, e.slot, e.id].into_iter().enumerate() {
+        r[8 + 8 * k..16 + 8 * k].copy_from_slice(&v.to_le_bytes());
     }
-    for v in [e.quantity, e.usd, e.fee] {
-        buf.extend_from_slice(&v.to_le_bytes());
+    for (k, v) in [e.quantity, e.usd, e.fee].into_iter().enumerate() {
+        r[32 + 8 * k..40 + 8 * k].copy_from_slice(&v.to_le_bytes());
     }
-    buf.push(u8::from(e.side == TradeSide::Sell));
+    r[56] = u8::from(e.side == TradeSide::Sell);
+    buf.extend_from_slice(&r);
 }
 
 /// The bytes of `b` (of exactly `N` bytes, as every caller slices them) as an array.
