@@ -134,11 +134,12 @@ pub(crate) struct PartReader {
 }
 
 impl PartReader {
-    /// The bytes of `segment`, into `buf` (resized to them).
+    /// Appends the bytes of `segment` to `buf`.
     pub(crate) fn read_into(&self, segment: &Segment, buf: &mut Vec<u8>) -> Result<()> {
-        buf.resize(segment.len, 0);
+        let from = buf.len();
+        buf.resize(from + segment.len, 0);
         self.file
-            .read_exact_at(buf, segment.offset)
+            .read_exact_at(&mut buf[from..], segment.offset)
             .map_err(|e| Error::io("reading", self.path.clone(), e))
     }
 

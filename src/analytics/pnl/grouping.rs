@@ -168,7 +168,7 @@ impl EventSlots {
 
 /// Asks the kernel to back the memory of `v` (not yet written) with huge pages where it can:
 /// a large buffer written at random places then takes fewer page faults and TLB misses.
-fn huge_pages<T>(v: &mut Vec<T>) {
+pub(super) fn huge_pages<T>(v: &mut Vec<T>) {
     #[cfg(target_os = "linux")]
     {
         const HUGE: usize = 2 << 20;

@@ -24,7 +24,7 @@ use std::sync::{Mutex, PoisonError, RwLock};
 use polars::prelude::PlHashMap;
 use rayon::prelude::*;
 
-use super::grouping::sort_ledgers;
+use super::grouping::{huge_pages, sort_ledgers};
 use super::lake_files::{
     DataFiles, Filter, GroupNumbers, NONE, OrderKey, SWAPS, Source, TRADES, per_row_group,
 };
@@ -478,12 +478,15 @@ fn read_part(
         usd: 0.0,
         fee: 0.0,
     };
-    let mut events = vec![zero; total];
+    // Written at random places: backed by huge pages where the kernel can.
+    let mut events = Vec::with_capacity(total);
+    huge_pages(&mut events);
+    events.resize(total, zero);
     let mut tokens = vec![0u32; total];
     let reader = spilled.open(p)?;
     let mut jobs = jobs_of(&starts, &mut events, &mut tokens);
     let segments = spilled.segments(p);
-    let mut buf = Vec::new();
+    let mut records = Vec::new();
     let mut at = 0;
     while at < segments.len() {
         // Consecutive segments, about `READ_BYTES` at most (one at least).
@@ -493,16 +496,15 @@ fn read_part(
             bytes += segments[end].len;
             end += 1;
         }
-        let mut records = Vec::with_capacity(bytes);
+        records.clear();
         for s in &segments[at..end] {
-            reader.read_into(s, &mut buf)?;
-            if buf.len() % EVENT_BYTES != 0 {
+            if s.len % EVENT_BYTES != 0 {
                 return Err(reader.damaged(format!(
                     "a segment of {} bytes, not a multiple of {EVENT_BYTES}",
-                    buf.len()
+                    s.len
                 )));
             }
-            records.extend_from_slice(&buf);
+            reader.read_into(s, &mut records)?;
         }
         jobs.par_iter_mut()
             .try_for_each(|job| job.place(&records, ranks.start, &reader))?;
