@@ -95,9 +95,7 @@ pub(super) struct KeyEvent {
     /// The wallet's code in the row group's dictionary, and its registry number.
     pub(super) wallet_code: u32,
     pub(super) wallet: u32,
-    /// The token's place among the row group's tokens ([`GroupKeys::token_slots`]: its code in
-    /// its side's dictionary, after the first side's codes), and its registry number.
-    pub(super) token_slot: u32,
+    /// The token's registry number.
     pub(super) token: u32,
     pub(super) sell: bool,
     /// Whether the swap's fee is booked on this event: on its sold side, on the bought side
@@ -232,17 +230,6 @@ impl GroupKeys {
         self.wallet_ids[code as usize]
     }
 
-    /// The number of the row group's token places (the codes of its token dictionaries, one
-    /// after the other): a [`KeyEvent::token_slot`] is below it.
-    pub(super) fn token_slots(&self) -> usize {
-        match &self.kinds {
-            Kinds::Trades { token_ids, .. } => token_ids.len(),
-            Kinds::Swaps {
-                in_ids, out_ids, ..
-            } => in_ids.len() + out_ids.len(),
-        }
-    }
-
     /// The wallets kept (registry numbers) with a trade of a token kept: those whose swaps do
     /// not count. None for swaps.
     pub(super) fn traders(&self) -> Vec<u32> {
@@ -287,7 +274,6 @@ impl GroupKeys {
                             side: 0,
                             wallet_code: w,
                             wallet: self.wallet_ids[w as usize],
-                            token_slot: t as u32,
                             token: token_ids[t],
                             sell,
                             fee: false,
@@ -319,7 +305,6 @@ impl GroupKeys {
                             side: 0,
                             wallet_code: w,
                             wallet,
-                            token_slot: ti as u32,
                             token: in_ids[ti],
                             sell: true,
                             fee: true,
@@ -331,7 +316,6 @@ impl GroupKeys {
                             side: 1,
                             wallet_code: w,
                             wallet,
-                            token_slot: (in_ids.len() + to) as u32,
                             token: out_ids[to],
                             sell: false,
                             fee: !sells,

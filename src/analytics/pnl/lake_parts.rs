@@ -2,14 +2,17 @@
 //! do not fit in memory at once: the files are read twice, whatever the number of parts.
 //!
 //! - **Counting pass:** the key columns of every row group ([`GroupKeys`], the rules of
-//!   `lake_keys`); the names are numbered in shared registries and each wallet's events
-//!   counted. Nothing is kept per row: memory holds the names and a count per wallet.
+//!   `lake_keys`); the names are numbered in shared registries, each wallet's events counted,
+//!   and each row group's events written to a spill file as keys. Nothing is kept in memory per
+//!   row: it holds the names and a count per wallet.
 //! - **Parts:** the wallets, in address order, cut into parts of at most `events` events (a
 //!   wallet with more is a part of its own).
-//! - **Dealing pass:** the keys and numbers of every row group; each event (its wallet's and
-//!   token's ranks and the ledger's numbers, 57 bytes, `EVENT_BYTES`) is appended to the spill
-//!   file of its wallet's part (`analytics::spill_files`), one segment per row group and part,
-//!   and the latest price of each token is kept.
+//! - **Dealing pass:** the numbers of every row group holding events, with the counting pass's
+//!   keys of its events (13 bytes each, kept in a spill file of their own, so the key columns
+//!   are decoded and the names looked up once); each event (its wallet's and token's ranks and
+//!   the ledger's numbers, 57 bytes, `EVENT_BYTES`) is appended to the spill file of its
+//!   wallet's part (`analytics::spill_files`), one segment per row group and part, and the
+//!   latest price of each token is kept.
 //! - **A part at a time:** its segments are read back in row-group order, each event written
 //!   to its wallet's next place (so ties in event order keep the order a concatenation of the
 //!   files gives, as in the whole read), then each wallet's events are sorted by token and event
@@ -21,7 +24,6 @@
 
 use std::sync::{Mutex, PoisonError, RwLock};
 
-use polars::prelude::PlHashMap;
 use rayon::prelude::*;
 
 use super::grouping::{huge_pages, sort_ledgers};
@@ -36,7 +38,9 @@ use super::ledger::{LedgerEvent, LedgerSet, TradeSide};
 use super::options::PnlOptions;
 use super::report::drop_in_background;
 use crate::analytics::intern::NameRegistry;
-use crate::analytics::spill_files::{PartReader, SpillFiles, SpilledParts, release_free_memory};
+use crate::analytics::spill_files::{
+    PartReader, Segment, SpillFiles, SpilledParts, release_free_memory,
+};
 use crate::lake::{Dataset, Lake};
 use crate::{Error, Result};
 
@@ -76,31 +80,16 @@ pub(super) fn lake_ledger_parts(
     }
     let counted = count_events(lake, [&trades, &swaps], [&groups[0], &groups[1]], &filter)?;
     let wallets = WalletParts::of(&counted.counts, events);
-    let dealt = deal_events(
-        lake,
-        [&trades, &swaps],
-        &groups,
-        &filter,
-        &counted,
-        &wallets,
-    )?;
+    let dealt = deal_events(lake, [&trades, &swaps], &groups, &counted, &wallets)?;
     let Counted {
-        wallets: wallet_registry,
-        tokens: token_registry,
-        traders,
         mut wallet_names,
         wallet_rank,
         mut token_names,
         token_rank,
         counts,
+        keys,
     } = counted;
-    drop((
-        wallet_registry,
-        token_registry,
-        traders,
-        wallet_rank,
-        token_rank,
-    ));
+    drop((wallet_rank, token_rank, keys));
     let latest_prices = match filter.wallets.is_some() {
         // Only the named wallets' row groups were read: their tokens' latest prices come from
         // every wallet's newest row groups.
@@ -132,18 +121,36 @@ pub(super) fn lake_ledger_parts(
     Ok(())
 }
 
-/// The counting pass's answer: the names, sorted, each one's rank by registry number, and the
-/// events of each wallet by rank.
+/// The counting pass's answer: the names, sorted, each one's rank by registry number, the
+/// events of each wallet by rank, and each row group's events as keys (`KEY_BYTES` each, one
+/// segment per row group holding events, ranked in the order of the whole read).
 struct Counted {
-    wallets: RwLock<NameRegistry>,
-    tokens: RwLock<NameRegistry>,
-    traders: Traders,
     wallet_names: Vec<String>,
     wallet_rank: Vec<u32>,
     token_names: Vec<String>,
     token_rank: Vec<u32>,
     /// Events per wallet, by rank.
     counts: Vec<u64>,
+    keys: SpilledParts,
+}
+
+/// Bytes of an event's keys in the counting pass's spill, all little-endian: its wallet's and
+/// token's registry numbers and its row (u32), then its side (bit 0), whether it sells (bit 1)
+/// and whether the swap's fee is booked on it (bit 2).
+const KEY_BYTES: usize = 3 * 4 + 1;
+
+/// A row group's events as keys ([`KEY_BYTES`] each).
+fn encode_keys(keys: &GroupKeys) -> Vec<u8> {
+    let mut buf = Vec::new();
+    keys.for_each(|e| {
+        let mut r = [0u8; KEY_BYTES];
+        r[0..4].copy_from_slice(&e.wallet.to_le_bytes());
+        r[4..8].copy_from_slice(&e.token.to_le_bytes());
+        r[8..12].copy_from_slice(&(e.row as u32).to_le_bytes());
+        r[12] = (e.side as u8 & 1) | (u8::from(e.sell) << 1) | (u8::from(e.fee) << 2);
+        buf.extend_from_slice(&r);
+    });
+    buf
 }
 
 /// The counting pass: the trades, then the swaps of wallets without trades.
@@ -157,7 +164,9 @@ fn count_events(
     let tokens = RwLock::new(NameRegistry::default());
     let counts = Mutex::new(Vec::<u64>::new());
     let traders = Mutex::new(Traders(Vec::new()));
-    let add = |keys: &GroupKeys| {
+    let spill = SpillFiles::new("dexlake-pnl-keys-", 1)?;
+    // Counts the events of a row group (ranked `order`) and keeps them as keys.
+    let add = |keys: &GroupKeys, order: usize| -> Result<()> {
         let mut local = vec![0u32; keys.wallet_codes()];
         keys.for_each(|e| local[e.wallet_code as usize] += 1);
         let mut counts = counts.lock().unwrap_or_else(PoisonError::into_inner);
@@ -168,11 +177,17 @@ fn count_events(
             }
             counts[w] += u64::from(n);
         }
+        drop(counts);
+        let buf = encode_keys(keys);
+        if !buf.is_empty() {
+            spill.append(0, order, &buf)?;
+        }
+        Ok(())
     };
     per_row_group(lake, trades, trade_groups, |file, k, g| {
         let batch = file.read_row_group(&trades.footers[k], g, TRADES.keys)?;
         let keys = GroupKeys::trades(&batch, &trades.paths[k], filter, &wallets, &tokens)?;
-        add(&keys);
+        add(&keys, trade_groups.partition_point(|&rg| rg < (k, g)))?;
         let ids = keys.traders();
         traders
             .lock()
@@ -191,24 +206,23 @@ fn count_events(
             &tokens,
             &traders.0,
         )?;
-        add(&keys);
-        Ok(())
+        add(
+            &keys,
+            trade_groups.len() + swap_groups.partition_point(|&rg| rg < (k, g)),
+        )
     })?;
-    // The registries keep their lookups for the dealing pass; their names go to the parts.
-    let take = |r: &RwLock<NameRegistry>| {
-        std::mem::take(&mut r.write().unwrap_or_else(PoisonError::into_inner).names)
-    };
-    let (wallet_names, wallet_rank) = sorted(take(&wallets));
-    let (token_names, token_rank) = sorted(take(&tokens));
+    drop(traders);
+    let into_names =
+        |r: RwLock<NameRegistry>| r.into_inner().unwrap_or_else(PoisonError::into_inner).names;
+    let (wallet_names, wallet_rank) = sorted(into_names(wallets));
+    let (token_names, token_rank) = sorted(into_names(tokens));
     let by_number = counts.into_inner().unwrap_or_else(PoisonError::into_inner);
     let mut counts = vec![0u64; wallet_names.len()];
     for (w, n) in by_number.into_iter().enumerate() {
         counts[wallet_rank[w] as usize] = n;
     }
     Ok(Counted {
-        wallets,
-        tokens,
-        traders,
+        keys: spill.finish()?,
         wallet_names,
         wallet_rank,
         token_names,
@@ -270,37 +284,38 @@ struct Dealt {
 /// Each token of a row group's events (its rank), with its latest price and that event's key.
 type GroupLatest = Vec<(u32, Option<(OrderKey, f64)>)>;
 
-/// The dealing pass: every row group's events appended to their wallets' parts' files.
+/// The dealing pass: every row group's events appended to their wallets' parts' files, from
+/// the counting pass's keys and the row group's numbers.
 fn deal_events(
     lake: &Lake,
     [trades, swaps]: [&DataFiles; 2],
     [trade_groups, swap_groups]: &[Vec<(usize, usize)>; 2],
-    filter: &Filter<'_>,
     counted: &Counted,
     parts: &WalletParts,
 ) -> Result<Dealt> {
     let spill = SpillFiles::new("dexlake-pnl-", parts.len())?;
+    let keys = counted.keys.open(0)?;
+    let segments = counted.keys.segments(0);
     let pass = |files: &DataFiles, source: &Source, groups: &[(usize, usize)], first: usize| {
         let swaps = source.dataset == Dataset::Swaps;
-        let columns = [source.keys, source.numbers].concat();
-        per_row_group(lake, files, groups, |file, k, g| {
-            let batch = file.read_row_group(&files.footers[k], g, &columns)?;
-            let path = &files.paths[k];
-            let (wallets, tokens) = (&counted.wallets, &counted.tokens);
-            let keys = match swaps {
-                true => {
-                    GroupKeys::swaps(&batch, path, filter, wallets, tokens, &counted.traders.0)?
-                }
-                false => GroupKeys::trades(&batch, path, filter, wallets, tokens)?,
-            };
-            let nums = GroupNumbers::read(&batch, path, swaps)?;
-            // The row group's rank in the order of the whole read: trades, then swaps.
-            let order = first + groups.partition_point(|&rg| rg < (k, g));
-            deal_group(&keys, &nums, order, counted, parts, &spill)
+        // The row groups holding events, and their keys' segments.
+        let (held, segments): (Vec<(usize, usize)>, Vec<Segment>) = segments
+            .iter()
+            .filter(|s| (first..first + groups.len()).contains(&s.order))
+            .map(|s| (groups[s.order - first], *s))
+            .unzip();
+        per_row_group(lake, files, &held, |file, k, g| {
+            let batch = file.read_row_group(&files.footers[k], g, source.numbers)?;
+            let nums = GroupNumbers::read(&batch, &files.paths[k], swaps)?;
+            let segment = &segments[held.partition_point(|&rg| rg < (k, g))];
+            let mut records = Vec::with_capacity(segment.len);
+            keys.read_into(segment, &mut records)?;
+            deal_group(&records, &nums, segment.order, counted, parts, &spill)
         })
     };
     let trade_latest = pass(trades, &TRADES, trade_groups, 0)?;
     let swap_latest = pass(swaps, &SWAPS, swap_groups, trade_groups.len())?;
+    drop(keys);
     let mut best: Vec<Option<(OrderKey, f64)>> = vec![None; counted.token_names.len()];
     let mut traded = vec![false; counted.token_names.len()];
     for group in trade_latest.into_iter().chain(swap_latest) {
@@ -322,86 +337,71 @@ fn deal_events(
     })
 }
 
-/// One row group of the dealing pass: its events appended to the files of their parts, one
-/// segment per part; gives the latest price of each of its tokens (the earlier event on ties).
+/// One row group of the dealing pass: its events (`records`, [`KEY_BYTES`] each, in row
+/// order) appended to the files of their parts, one segment per part; gives the latest price of
+/// each of its tokens (the earlier event on ties).
 fn deal_group(
-    keys: &GroupKeys,
+    records: &[u8],
     nums: &GroupNumbers,
     order: usize,
     counted: &Counted,
     parts: &WalletParts,
     spill: &SpillFiles,
 ) -> Result<GroupLatest> {
-    if nums.time.len() != keys.rows() {
-        return Err(Error::DamagedLake {
-            lake: std::path::PathBuf::new(),
-            file: String::new(),
-            reason: format!(
-                "a row group gave {} rows of numbers and {} of keys",
-                nums.time.len(),
-                keys.rows()
-            ),
-        });
+    let damaged = |reason: String| Error::DamagedLake {
+        lake: std::path::PathBuf::new(),
+        file: String::new(),
+        reason,
+    };
+    if records.len() % KEY_BYTES != 0 {
+        return Err(damaged(format!(
+            "its events' keys took {} bytes in the spill, not a multiple of {KEY_BYTES}",
+            records.len()
+        )));
     }
-    // Each part's segment, and each token place's rank and latest priced event.
+    let rows = nums.time.len();
     let mut segments: Vec<Vec<u8>> = vec![Vec::new(); parts.len()];
-    // The latest priced event: its key, its place (2 × row + side, for ties) and its price.
-    type Latest = Option<(OrderKey, usize, f64)>;
-    let mut latest: Vec<(u32, Latest)> = vec![(NONE, None); keys.token_slots()];
-    let mut unknown = false;
-    keys.for_each(|e| {
+    // Each token's place in `latest`, and its latest priced event (key and price).
+    let mut place = vec![NONE; counted.token_names.len()];
+    let mut latest: Vec<(u32, Option<(OrderKey, f64)>)> = Vec::new();
+    for r in records.chunks_exact(KEY_BYTES) {
+        let at = |k: usize| u32::from_le_bytes(array(&r[k..k + 4])) as usize;
+        let (wallet, token, i, flags) = (at(0), at(4), at(8), r[12]);
         let ranks = (
-            counted.wallet_rank.get(e.wallet as usize),
-            counted.token_rank.get(e.token as usize),
+            counted.wallet_rank.get(wallet),
+            counted.token_rank.get(token),
         );
-        let (Some(&wallet), Some(&token)) = ranks else {
-            // A name the counting pass did not see: the files changed between the passes.
-            unknown = true;
-            return;
+        let (Some(&wallet), Some(&token), true) = (ranks.0, ranks.1, i < rows) else {
+            return Err(damaged(format!(
+                "it gave {rows} rows on its second read, and the first pass's keys do not fit them"
+            )));
         };
-        let i = e.row;
-        let price = nums.price[e.side][i];
-        let (rank, best) = &mut latest[e.token_slot as usize];
-        *rank = token;
+        let (side, sell, fee) = (usize::from(flags & 1), flags & 2 != 0, flags & 4 != 0);
+        let slot = &mut place[token as usize];
+        if *slot == NONE {
+            *slot = latest.len() as u32;
+            latest.push((token, None));
+        }
+        let best = &mut latest[*slot as usize].1;
+        let price = nums.price[side][i];
         if price.is_finite() {
             let key = nums.key(i);
-            if best.is_none_or(|(k, _, _)| key > k) {
-                *best = Some((key, 2 * i + e.side, price));
+            if best.is_none_or(|(k, _)| key > k) {
+                *best = Some((key, price));
             }
         }
-        let fee = if e.fee { nums.swap_fee(i) } else { 0.0 };
-        let event = nums.event(i, e.side, e.sell, fee);
+        let fee = if fee { nums.swap_fee(i) } else { 0.0 };
+        let event = nums.event(i, side, sell, fee);
         let buf = &mut segments[parts.of_rank(wallet)];
         if buf.capacity() == 0 {
-            buf.reserve((keys.rows() / parts.len() + 16) * EVENT_BYTES);
+            buf.reserve((records.len() / KEY_BYTES / parts.len() + 16) * EVENT_BYTES);
         }
         encode(buf, wallet, token, &event);
-    });
-    if unknown {
-        return Err(Error::DamagedLake {
-            lake: std::path::PathBuf::new(),
-            file: String::new(),
-            reason: "it gave names on its second read that its first did not".into(),
-        });
     }
     for (p, buf) in segments.iter().enumerate().filter(|(_, b)| !b.is_empty()) {
         spill.append(p, order, buf)?;
     }
-    // A token of both sides (a swap's in and out) has two places: the later event wins, the
-    // earlier place on ties, as with one place.
-    let mut per_token: PlHashMap<u32, Latest> = PlHashMap::default();
-    for (rank, found) in latest.into_iter().filter(|(rank, _)| *rank != NONE) {
-        let best = per_token.entry(rank).or_insert(None);
-        if let Some(f) = found
-            && best.is_none_or(|b| f.0 > b.0 || (f.0 == b.0 && f.1 < b.1))
-        {
-            *best = Some(f);
-        }
-    }
-    Ok(per_token
-        .into_iter()
-        .map(|(t, b)| (t, b.map(|(k, _, p)| (k, p))))
-        .collect())
+    Ok(latest)
 }
 
 /// Appends an event to a segment ([`EVENT_BYTES`]).
