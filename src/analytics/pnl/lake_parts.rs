@@ -353,7 +353,7 @@ fn deal_group(
         file: String::new(),
         reason,
     };
-    if records.len() % KEY_BYTES != 0 {
+    if !records.len().is_multiple_of(KEY_BYTES) {
         return Err(damaged(format!(
             "its events' keys took {} bytes in the spill, not a multiple of {KEY_BYTES}",
             records.len()
@@ -498,7 +498,7 @@ fn read_part(
         }
         records.clear();
         for s in &segments[at..end] {
-            if s.len % EVENT_BYTES != 0 {
+            if !s.len.is_multiple_of(EVENT_BYTES) {
                 return Err(reader.damaged(format!(
                     "a segment of {} bytes, not a multiple of {EVENT_BYTES}",
                     s.len
