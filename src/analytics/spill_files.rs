@@ -3,10 +3,11 @@
 //! part's file as one segment, and a part's segments are then read back, in the order of the
 //! row groups they came from, while the other parts wait on disk.
 //!
-//! The files live in a temporary folder of their own (in the system's temporary folder), removed
-//! when the reader is done or fails; a part's file is removed as soon as it is read. Where each
-//! segment starts is kept in memory, so a part's segments can be read back in parallel. What a
-//! segment holds is the reader's own encoding.
+//! The files are unnamed temporary files in the system's temporary folder (`tempfile::tempfile`:
+//! unlinked as they are made), so the system takes their disk back when the reader lets go of
+//! them or the process ends in any way, killed included; a part's file is let go as soon as it
+//! is read. Where each segment starts is kept in memory, so a part's segments can be read back
+//! in parallel. What a segment holds is the reader's own encoding.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -34,25 +35,21 @@ struct PartFile {
 
 /// The spill files being written, one per part.
 pub(crate) struct SpillFiles {
-    dir: tempfile::TempDir,
     files: Vec<Mutex<PartFile>>,
 }
 
-fn path_of(dir: &tempfile::TempDir, part: usize) -> PathBuf {
-    dir.path().join(format!("part-{part:05}.spill"))
+/// Where the spill files are, for errors.
+fn spill_folder() -> PathBuf {
+    std::env::temp_dir()
 }
 
 impl SpillFiles {
-    /// Creates a temporary folder named after `prefix` and an empty file per part.
-    pub(crate) fn new(prefix: &str, parts: usize) -> Result<SpillFiles> {
-        let dir = tempfile::Builder::new()
-            .prefix(prefix)
-            .tempdir()
-            .map_err(|e| Error::io("creating a spill folder in", std::env::temp_dir(), e))?;
+    /// An empty unnamed file per part.
+    pub(crate) fn new(parts: usize) -> Result<SpillFiles> {
         let files = (0..parts)
-            .map(|p| {
-                let path = path_of(&dir, p);
-                let file = File::create(&path).map_err(|e| Error::io("creating", path, e))?;
+            .map(|_| {
+                let file = tempfile::tempfile()
+                    .map_err(|e| Error::io("creating a spill file in", spill_folder(), e))?;
                 Ok(Mutex::new(PartFile {
                     writer: BufWriter::with_capacity(1 << 20, file),
                     at: 0,
@@ -60,7 +57,7 @@ impl SpillFiles {
                 }))
             })
             .collect::<Result<_>>()?;
-        Ok(SpillFiles { dir, files })
+        Ok(SpillFiles { files })
     }
 
     /// Appends `bytes` to part `part`'s file as the segment of the row group ranked `order`.
@@ -70,7 +67,7 @@ impl SpillFiles {
             .unwrap_or_else(PoisonError::into_inner);
         f.writer
             .write_all(bytes)
-            .map_err(|e| Error::io("writing", path_of(&self.dir, part), e))?;
+            .map_err(|e| Error::io("writing a spill file in", spill_folder(), e))?;
         let offset = f.at;
         f.segments.push(Segment {
             order,
@@ -81,28 +78,28 @@ impl SpillFiles {
         Ok(())
     }
 
-    /// Flushes and closes every file; each part's segments come back in row-group order.
+    /// Flushes every file; each part's segments come back in row-group order.
     pub(crate) fn finish(self) -> Result<SpilledParts> {
+        let mut files = Vec::with_capacity(self.files.len());
         let mut segments = Vec::with_capacity(self.files.len());
-        for (p, f) in self.files.into_iter().enumerate() {
+        for f in self.files {
             let f = f.into_inner().unwrap_or_else(PoisonError::into_inner);
-            f.writer
-                .into_inner()
-                .map_err(|e| Error::io("writing", path_of(&self.dir, p), e.into_error()))?;
+            let file = f.writer.into_inner().map_err(|e| {
+                Error::io("writing a spill file in", spill_folder(), e.into_error())
+            })?;
+            files.push(Mutex::new(Some(file)));
             let mut s = f.segments;
             s.sort_by_key(|s| s.order);
             segments.push(s);
         }
-        Ok(SpilledParts {
-            dir: self.dir,
-            segments,
-        })
+        Ok(SpilledParts { files, segments })
     }
 }
 
 /// The spill files, written, to read back a part at a time.
 pub(crate) struct SpilledParts {
-    dir: tempfile::TempDir,
+    /// Each part's file, until it is let go.
+    files: Vec<Mutex<Option<File>>>,
     /// Each part's segments, in row-group order.
     segments: Vec<Vec<Segment>>,
 }
@@ -113,24 +110,37 @@ impl SpilledParts {
         &self.segments[part]
     }
 
-    /// Part `part`'s file, open for reading its segments.
+    /// Part `part`'s file, for reading its segments.
     pub(crate) fn open(&self, part: usize) -> Result<PartReader> {
-        let path = path_of(&self.dir, part);
-        let file = File::open(&path).map_err(|e| Error::io("reading", path.clone(), e))?;
-        Ok(PartReader { file, path })
+        let held = self.files[part]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let io = |e| Error::io("reading a spill file in", spill_folder(), e);
+        let file = match held.as_ref() {
+            Some(f) => f.try_clone().map_err(io)?,
+            None => {
+                return Err(io(std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    format!("part {part} was read already"),
+                )));
+            }
+        };
+        Ok(PartReader { file })
     }
 
-    /// Removes part `part`'s file once it is read, so that its disk is given back before the
-    /// next part is read (the folder goes when `self` does).
+    /// Lets go of part `part`'s file once it is read, so that the system takes its disk back
+    /// (when no [`PartReader`] of it is left) before the next part is read.
     pub(crate) fn remove(&self, part: usize) {
-        let _ = std::fs::remove_file(path_of(&self.dir, part));
+        self.files[part]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
     }
 }
 
 /// A part's file, open for reading.
 pub(crate) struct PartReader {
     file: File,
-    path: PathBuf,
 }
 
 impl PartReader {
@@ -140,14 +150,14 @@ impl PartReader {
         buf.resize(from + segment.len, 0);
         self.file
             .read_exact_at(&mut buf[from..], segment.offset)
-            .map_err(|e| Error::io("reading", self.path.clone(), e))
+            .map_err(|e| Error::io("reading a spill file in", spill_folder(), e))
     }
 
     /// The error of a segment that does not hold what its reader wrote: `what` was found.
     pub(crate) fn damaged(&self, what: String) -> Error {
         Error::io(
-            "reading",
-            self.path.clone(),
+            "reading a spill file in",
+            spill_folder(),
             std::io::Error::new(std::io::ErrorKind::InvalidData, what),
         )
     }
@@ -162,5 +172,42 @@ pub(crate) fn release_free_memory() {
     // no pointer and leaves every allocation in place.
     unsafe {
         libc::malloc_trim(0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segments_read_back_in_row_group_order_and_a_part_once() {
+        let files = SpillFiles::new(2).expect("spill");
+        files.append(1, 7, b"late").expect("append");
+        files.append(0, 3, b"abc").expect("append");
+        files.append(1, 2, b"early").expect("append");
+        let parts = files.finish().expect("finish");
+        let orders: Vec<usize> = parts.segments(1).iter().map(|s| s.order).collect();
+        assert_eq!(orders, vec![2, 7]);
+        let reader = parts.open(1).expect("open");
+        let mut buf = b"x".to_vec();
+        for s in parts.segments(1) {
+            reader.read_into(s, &mut buf).expect("read");
+        }
+        assert_eq!(buf, b"xearlylate");
+        drop(reader);
+        parts.remove(1);
+        assert!(parts.open(1).is_err(), "a part let go cannot be read again");
+        let mut buf = Vec::new();
+        let reader = parts.open(0).expect("open");
+        reader
+            .read_into(&parts.segments(0)[0], &mut buf)
+            .expect("read");
+        assert_eq!(buf, b"abc");
+        let beyond = Segment {
+            order: 0,
+            offset: 100,
+            len: 4,
+        };
+        assert!(reader.read_into(&beyond, &mut buf).is_err());
     }
 }

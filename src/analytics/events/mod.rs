@@ -434,9 +434,9 @@ impl EventParts {
 /// with more is a part alone), in address order: the parts' concatenation is what
 /// [`load_events`] gives, but a selection with more events than `events_at_once` is never all
 /// in memory. The files are read once: with more than one part, each row group's events are
-/// dealt to a temporary spill file per part (in the system's temporary folder, each removed
-/// once its part is read back), so the disk briefly holds the selection's events, 49 bytes
-/// each.
+/// dealt to a temporary spill file per part (unnamed, in the system's temporary folder, each
+/// let go once its part is read back, and taken back by the system however the process ends),
+/// so the disk briefly holds the selection's events, 49 bytes each.
 pub fn load_events_in_parts(
     lake: &Lake,
     source: EventSource,

@@ -76,10 +76,10 @@ pub(super) struct Spill {
 }
 
 impl Spill {
-    /// Creates a temporary folder and an empty file per part.
+    /// An empty unnamed spill file per part.
     pub(super) fn new(parts: &Parts) -> Result<Spill> {
         Ok(Spill {
-            files: SpillFiles::new("dexlake-events-", parts.len())?,
+            files: SpillFiles::new(parts.len())?,
         })
     }
 

@@ -164,7 +164,7 @@ fn count_events(
     let tokens = RwLock::new(NameRegistry::default());
     let counts = Mutex::new(Vec::<u64>::new());
     let traders = Mutex::new(Traders(Vec::new()));
-    let spill = SpillFiles::new("dexlake-pnl-keys-", 1)?;
+    let spill = SpillFiles::new(1)?;
     // Counts the events of a row group (ranked `order`) and keeps them as keys.
     let add = |keys: &GroupKeys, order: usize| -> Result<()> {
         let mut local = vec![0u32; keys.wallet_codes()];
@@ -293,7 +293,7 @@ fn deal_events(
     counted: &Counted,
     parts: &WalletParts,
 ) -> Result<Dealt> {
-    let spill = SpillFiles::new("dexlake-pnl-", parts.len())?;
+    let spill = SpillFiles::new(parts.len())?;
     let keys = counted.keys.open(0)?;
     let segments = counted.keys.segments(0);
     let pass = |files: &DataFiles, source: &Source, groups: &[(usize, usize)], first: usize| {
