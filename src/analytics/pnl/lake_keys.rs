@@ -2,17 +2,20 @@
 //! token (numbered in the reader's shared registries), on which side, selling or buying, and
 //! where a swap's fee is booked. Both readers of the lake's ledgers (whole, `lake_reader`, and
 //! in parts, `lake_parts`) take their events from here, so the rules of trades and swaps live
-//! once.
+//! once, and both make their first pass with [`key_pass`]: the trades' keys, then the swaps' of
+//! wallets without trades, the names numbered in shared registries and sorted at the end.
 
-use std::sync::{PoisonError, RwLock};
+use std::sync::{Mutex, PoisonError, RwLock};
 
 use arrow::array::RecordBatch;
+use rayon::prelude::*;
 
-use super::lake_files::{Filter, NONE, swap_sides};
+use super::lake_files::{DataFiles, Filter, NONE, SWAPS, TRADES, per_row_group, swap_sides};
 use super::swaps_count;
 use crate::Result;
 use crate::analytics::arrow_columns::dictionary;
 use crate::analytics::intern::NameRegistry;
+use crate::lake::Lake;
 use crate::lake::cols::{event, swap, trade};
 
 /// The registry number of each name (a shared lock for the lookups, the exclusive one only for
@@ -56,21 +59,12 @@ pub(super) fn numbers_of(
 }
 
 /// The wallets (by registry number) with a trade of a token kept, whose swaps do not count.
-pub(super) struct Traders(pub(super) Vec<bool>);
+#[derive(Default)]
+struct Traders(Vec<bool>);
 
 impl Traders {
-    /// None yet, room for the wallets numbered so far.
-    pub(super) fn new(wallets: &RwLock<NameRegistry>) -> Traders {
-        let n = wallets
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .names
-            .len();
-        Traders(vec![false; n])
-    }
-
     /// Marks the wallets `ids` ([`GroupKeys::traders`]).
-    pub(super) fn mark(&mut self, ids: &[u32]) {
+    fn mark(&mut self, ids: &[u32]) {
         for &w in ids {
             if let Some(t) = self.0.get_mut(w as usize) {
                 *t = true;
@@ -80,6 +74,98 @@ impl Traders {
             }
         }
     }
+}
+
+/// The names a [`key_pass`] numbered, sorted: `wallet_rank[n]` is the place of the wallet
+/// numbered `n` in `wallet_names` (and the same for the tokens).
+pub(super) struct SortedNames {
+    pub(super) wallet_names: Vec<String>,
+    pub(super) wallet_rank: Vec<u32>,
+    pub(super) token_names: Vec<String>,
+    pub(super) token_rank: Vec<u32>,
+}
+
+/// What a [`key_pass`] gives: `on_group`'s answer per row group (the trades' in the order of
+/// their row groups, then the swaps'), and the names.
+pub(super) struct KeyPass<T> {
+    pub(super) trades: Vec<T>,
+    pub(super) swaps: Vec<T>,
+    pub(super) names: SortedNames,
+}
+
+/// One pass over the key columns of the row groups `groups` of the trades and swaps `files`:
+/// the trades first, then, once every wallet with a trade of a kept token is known, the swaps
+/// (whose events those wallets do not take, [`swaps_count`]). Each row group's names are
+/// numbered in shared registries, and `on_group` sees its keys and its rank among the trades'
+/// row groups then the swaps' (row groups in parallel, a window of files at a time).
+pub(super) fn key_pass<T: Send>(
+    lake: &Lake,
+    [trades, swaps]: [&DataFiles; 2],
+    [trade_groups, swap_groups]: [&[(usize, usize)]; 2],
+    filter: &Filter<'_>,
+    on_group: impl Fn(&GroupKeys, usize) -> Result<T> + Sync,
+) -> Result<KeyPass<T>> {
+    let wallets = RwLock::new(NameRegistry::default());
+    let tokens = RwLock::new(NameRegistry::default());
+    let traders = Mutex::new(Traders::default());
+    let trade_answers = per_row_group(lake, trades, trade_groups, |file, k, g| {
+        let batch = file.read_row_group(&trades.footers[k], g, TRADES.keys)?;
+        let keys = GroupKeys::trades(&batch, &trades.paths[k], filter, &wallets, &tokens)?;
+        let answer = on_group(&keys, trade_groups.partition_point(|&rg| rg < (k, g)))?;
+        let ids = keys.traders();
+        traders
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .mark(&ids);
+        Ok(answer)
+    })?;
+    let traders = traders.into_inner().unwrap_or_else(PoisonError::into_inner);
+    let swap_answers = per_row_group(lake, swaps, swap_groups, |file, k, g| {
+        let batch = file.read_row_group(&swaps.footers[k], g, SWAPS.keys)?;
+        let keys = GroupKeys::swaps(
+            &batch,
+            &swaps.paths[k],
+            filter,
+            &wallets,
+            &tokens,
+            &traders.0,
+        )?;
+        on_group(
+            &keys,
+            trade_groups.len() + swap_groups.partition_point(|&rg| rg < (k, g)),
+        )
+    })?;
+    drop(traders);
+    let into_names =
+        |r: RwLock<NameRegistry>| r.into_inner().unwrap_or_else(PoisonError::into_inner).names;
+    let (wallet_names, wallet_rank) = sorted(into_names(wallets));
+    let (token_names, token_rank) = sorted(into_names(tokens));
+    Ok(KeyPass {
+        trades: trade_answers,
+        swaps: swap_answers,
+        names: SortedNames {
+            wallet_names,
+            wallet_rank,
+            token_names,
+            token_rank,
+        },
+    })
+}
+
+/// `names` in byte order, and the rank of each name (by its old place) in that order.
+fn sorted(names: Vec<String>) -> (Vec<String>, Vec<u32>) {
+    let mut order: Vec<u32> = (0..names.len() as u32).collect();
+    order.par_sort_unstable_by(|&a, &b| names[a as usize].cmp(&names[b as usize]));
+    let mut rank = vec![0u32; names.len()];
+    for (r, &k) in order.iter().enumerate() {
+        rank[k as usize] = r as u32;
+    }
+    let mut slots: Vec<Option<String>> = names.into_iter().map(Some).collect();
+    let sorted = order
+        .iter()
+        .map(|&k| slots[k as usize].take().unwrap_or_default())
+        .collect();
+    (sorted, rank)
 }
 
 /// A name kept but not numbered yet.
@@ -228,6 +314,11 @@ impl GroupKeys {
     /// The registry number of wallet code `code` ([`NONE`] for a wallet not kept).
     pub(super) fn wallet_id(&self, code: u32) -> u32 {
         self.wallet_ids[code as usize]
+    }
+
+    /// Whether the row group is of swaps (else of trades).
+    pub(super) fn is_swaps(&self) -> bool {
+        matches!(self.kinds, Kinds::Swaps { .. })
     }
 
     /// The wallets kept (registry numbers) with a trade of a token kept: those whose swaps do

@@ -22,7 +22,7 @@
 //! A lake whose trades and swaps cannot give more than `events` events (one per trade, two per
 //! swap) is read whole by `lake_reader`, in one part: the same ledgers, without the spill.
 
-use std::sync::{Mutex, PoisonError, RwLock};
+use std::sync::{Mutex, PoisonError};
 
 use rayon::prelude::*;
 
@@ -30,14 +30,11 @@ use super::grouping::{huge_pages, sort_ledgers};
 use super::lake_files::{
     DataFiles, Filter, GroupNumbers, NONE, OrderKey, SWAPS, Source, TRADES, per_row_group,
 };
-use super::lake_keys::{GroupKeys, Traders};
-use super::lake_reader::{
-    candidate_groups, keep_latest, ledgers_of_groups, named_wallets_prices, sorted,
-};
+use super::lake_keys::{GroupKeys, KeyPass, SortedNames, key_pass};
+use super::lake_reader::{candidate_groups, keep_latest, ledgers_of_groups, named_wallets_prices};
 use super::ledger::{LedgerEvent, LedgerSet, TradeSide};
 use super::options::PnlOptions;
 use super::report::drop_in_background;
-use crate::analytics::intern::NameRegistry;
 use crate::analytics::spill_files::{
     PartReader, Segment, SpillFiles, SpilledParts, release_free_memory,
 };
@@ -156,14 +153,11 @@ fn encode_keys(keys: &GroupKeys) -> Vec<u8> {
 /// The counting pass: the trades, then the swaps of wallets without trades.
 fn count_events(
     lake: &Lake,
-    [trades, swaps]: [&DataFiles; 2],
-    [trade_groups, swap_groups]: [&[(usize, usize)]; 2],
+    files: [&DataFiles; 2],
+    groups: [&[(usize, usize)]; 2],
     filter: &Filter<'_>,
 ) -> Result<Counted> {
-    let wallets = RwLock::new(NameRegistry::default());
-    let tokens = RwLock::new(NameRegistry::default());
     let counts = Mutex::new(Vec::<u64>::new());
-    let traders = Mutex::new(Traders(Vec::new()));
     let spill = SpillFiles::new(1)?;
     // Counts the events of a row group (ranked `order`) and keeps them as keys.
     let add = |keys: &GroupKeys, order: usize| -> Result<()> {
@@ -184,38 +178,16 @@ fn count_events(
         }
         Ok(())
     };
-    per_row_group(lake, trades, trade_groups, |file, k, g| {
-        let batch = file.read_row_group(&trades.footers[k], g, TRADES.keys)?;
-        let keys = GroupKeys::trades(&batch, &trades.paths[k], filter, &wallets, &tokens)?;
-        add(&keys, trade_groups.partition_point(|&rg| rg < (k, g)))?;
-        let ids = keys.traders();
-        traders
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .mark(&ids);
-        Ok(())
-    })?;
-    let traders = traders.into_inner().unwrap_or_else(PoisonError::into_inner);
-    per_row_group(lake, swaps, swap_groups, |file, k, g| {
-        let batch = file.read_row_group(&swaps.footers[k], g, SWAPS.keys)?;
-        let keys = GroupKeys::swaps(
-            &batch,
-            &swaps.paths[k],
-            filter,
-            &wallets,
-            &tokens,
-            &traders.0,
-        )?;
-        add(
-            &keys,
-            trade_groups.len() + swap_groups.partition_point(|&rg| rg < (k, g)),
-        )
-    })?;
-    drop(traders);
-    let into_names =
-        |r: RwLock<NameRegistry>| r.into_inner().unwrap_or_else(PoisonError::into_inner).names;
-    let (wallet_names, wallet_rank) = sorted(into_names(wallets));
-    let (token_names, token_rank) = sorted(into_names(tokens));
+    let KeyPass {
+        names:
+            SortedNames {
+                wallet_names,
+                wallet_rank,
+                token_names,
+                token_rank,
+            },
+        ..
+    } = key_pass(lake, files, groups, filter, add)?;
     let by_number = counts.into_inner().unwrap_or_else(PoisonError::into_inner);
     let mut counts = vec![0u64; wallet_names.len()];
     for (w, n) in by_number.into_iter().enumerate() {

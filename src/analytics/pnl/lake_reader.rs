@@ -21,8 +21,6 @@
 //! their bloom filter on `wallet_address` (written by the lake's writer) or their statistics rule
 //! the others out; the latest prices of those wallets' tokens then come from `lake_prices`.
 
-use std::sync::{PoisonError, RwLock};
-
 use polars::prelude::PlHashMap;
 use rayon::prelude::*;
 
@@ -30,12 +28,11 @@ use super::grouping::{EventSlots, sort_ledgers};
 use super::lake_files::{
     DataFiles, Filter, GroupNumbers, NONE, OrderKey, SWAPS, Source, TRADES, per_row_group,
 };
-use super::lake_keys::{GroupKeys, Traders};
+use super::lake_keys::{GroupKeys, KeyPass, SortedNames, key_pass};
 use super::lake_prices::latest_prices_of;
 use super::ledger::LedgerSet;
 use super::options::PnlOptions;
 use super::report::drop_in_background;
-use crate::analytics::intern::NameRegistry;
 use crate::lake::{Dataset, Lake};
 use crate::{Error, Result};
 
@@ -52,8 +49,6 @@ struct GroupEvents {
     pairs: Vec<(u32, u32)>,
     /// Events per pair.
     counts: Vec<u32>,
-    /// Wallets (registry numbers) with a trade of a kept token (trades only).
-    traders: Vec<u32>,
     /// Once the ledgers are known: each pair's ledger and where its events start in it.
     ledger: Vec<u32>,
     start: Vec<u32>,
@@ -83,11 +78,15 @@ impl LocalPairs {
 }
 
 /// A row group's events after the first pass, from its keys.
-fn group_events(keys: &GroupKeys, swaps: bool) -> GroupEvents {
+fn group_events(keys: &GroupKeys) -> GroupEvents {
     let n = keys.rows();
     let mut local = LocalPairs::default();
     let mut first = vec![NONE; n];
-    let mut second = if swaps { vec![NONE; n] } else { Vec::new() };
+    let mut second = if keys.is_swaps() {
+        vec![NONE; n]
+    } else {
+        Vec::new()
+    };
     keys.for_each(|e| {
         let event = local.event(e.wallet, e.token, e.sell);
         match e.side {
@@ -100,7 +99,6 @@ fn group_events(keys: &GroupKeys, swaps: bool) -> GroupEvents {
         second,
         pairs: local.pairs,
         counts: local.counts,
-        traders: keys.traders(),
         ledger: Vec::new(),
         start: Vec::new(),
     }
@@ -247,22 +245,6 @@ pub(super) fn candidate_groups(
         .zip(keep)
         .filter_map(|(g, k)| k.then_some(g))
         .collect())
-}
-
-/// Names sorted, and the rank of each registry number among them.
-pub(super) fn sorted(names: Vec<String>) -> (Vec<String>, Vec<u32>) {
-    let mut order: Vec<u32> = (0..names.len() as u32).collect();
-    order.par_sort_unstable_by(|&a, &b| names[a as usize].cmp(&names[b as usize]));
-    let mut rank = vec![0u32; names.len()];
-    for (r, &k) in order.iter().enumerate() {
-        rank[k as usize] = r as u32;
-    }
-    let mut slots: Vec<Option<String>> = names.into_iter().map(Some).collect();
-    let sorted = order
-        .iter()
-        .map(|&k| slots[k as usize].take().unwrap_or_default())
-        .collect();
-    (sorted, rank)
 }
 
 /// The second pass over the row groups of `groups` that hold events.
@@ -417,35 +399,24 @@ fn first_pass(
     [trade_groups, swap_groups]: [&[(usize, usize)]; 2],
     filter: &Filter<'_>,
 ) -> Result<FirstPass> {
-    let wallets = RwLock::new(NameRegistry::default());
-    let tokens = RwLock::new(NameRegistry::default());
-    let mut trade_keys = per_row_group(lake, trades, trade_groups, |file, k, g| {
-        let batch = file.read_row_group(&trades.footers[k], g, TRADES.keys)?;
-        let keys = GroupKeys::trades(&batch, &trades.paths[k], filter, &wallets, &tokens)?;
-        Ok(group_events(&keys, false))
-    })?;
-    let mut traders = Traders::new(&wallets);
-    for g in &mut trade_keys {
-        traders.mark(&std::mem::take(&mut g.traders));
-    }
-    let mut swap_keys = per_row_group(lake, swaps, swap_groups, |file, k, g| {
-        let batch = file.read_row_group(&swaps.footers[k], g, SWAPS.keys)?;
-        let keys = GroupKeys::swaps(
-            &batch,
-            &swaps.paths[k],
-            filter,
-            &wallets,
-            &tokens,
-            &traders.0,
-        )?;
-        Ok(group_events(&keys, true))
-    })?;
-    drop(traders);
+    let KeyPass {
+        trades: mut trade_keys,
+        swaps: mut swap_keys,
+        names:
+            SortedNames {
+                wallet_names,
+                wallet_rank,
+                token_names,
+                token_rank,
+            },
+    } = key_pass(
+        lake,
+        [trades, swaps],
+        [trade_groups, swap_groups],
+        filter,
+        |keys, _| Ok(group_events(keys)),
+    )?;
     // The ledgers: the distinct pairs in (wallet, token) order.
-    let into_names =
-        |r: RwLock<NameRegistry>| r.into_inner().unwrap_or_else(PoisonError::into_inner).names;
-    let (wallet_names, wallet_rank) = sorted(into_names(wallets));
-    let (token_names, token_rank) = sorted(into_names(tokens));
     let key = |(w, t): (u32, u32)| {
         (u64::from(wallet_rank[w as usize]) << 32) | u64::from(token_rank[t as usize])
     };
