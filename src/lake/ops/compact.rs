@@ -762,7 +762,9 @@ mod tests {
                 }
                 let entry = &manifest.files[path];
                 assert_eq!(entry.rows, batch.num_rows() as u64);
-                let meta = crate::lake::read::open(lake.base(), path).expect("open");
+                let meta = crate::lake::read::SharedFile::open(lake.base(), path, entry)
+                    .and_then(|f| f.footer())
+                    .expect("open");
                 let groups: Vec<i64> = meta
                     .metadata()
                     .row_groups()

@@ -53,15 +53,17 @@ fn reason(e: crate::Error) -> String {
     }
 }
 
-/// Checks one committed file's schema, version and row count; returns its rows.
+/// Checks one committed file's schema, version and row count (`entry` its manifest entry);
+/// returns its rows. Only the file's footer is read.
 fn check_file(
     lake: &Base,
     path: &str,
-    dataset: Dataset,
+    entry: &FileEntry,
     problems: &mut Vec<Problem>,
 ) -> Option<u64> {
-    let builder = match read::open(lake, path) {
-        Ok(b) => b,
+    let footer = read::SharedFile::open(lake, path, entry).and_then(|f| f.footer_as_is());
+    let footer = match footer {
+        Ok((footer, _)) => footer,
         Err(e) => {
             problems.push(Problem::UnreadableFile {
                 path: path.to_owned(),
@@ -70,8 +72,8 @@ fn check_file(
             return None;
         }
     };
-    let expected = schema::file_schema(dataset);
-    let got = builder.schema();
+    let expected = schema::file_schema(entry.dataset);
+    let got = footer.schema();
     let same = got.fields().len() == expected.fields().len()
         && got
             .fields()
@@ -87,7 +89,7 @@ fn check_file(
             ),
         });
     }
-    let meta = builder.metadata().file_metadata();
+    let meta = footer.metadata().file_metadata();
     let version = meta
         .key_value_metadata()
         .and_then(|kv| kv.iter().find(|k| k.key == SCHEMA_VERSION_KEY))
@@ -229,7 +231,7 @@ fn check(lake: &Base, manifest: &Manifest) -> Result<VerifyReport> {
             }
             Some(_) => {}
         }
-        let Some(rows) = check_file(lake, path, entry.dataset, &mut problems) else {
+        let Some(rows) = check_file(lake, path, entry, &mut problems) else {
             continue;
         };
         if rows != entry.rows {

@@ -36,7 +36,7 @@ fn arrow_err(context: String) -> impl FnOnce(arrow::error::ArrowError) -> Error 
 
 /// Opens a committed (or about to be committed) file of the lake for reading: its metadata,
 /// schema and a reader builder.
-pub(crate) fn open(lake: &Base, path: &str) -> Result<ParquetRecordBatchReaderBuilder<Bytes>> {
+fn open(lake: &Base, path: &str) -> Result<ParquetRecordBatchReaderBuilder<Bytes>> {
     let data = Bytes::from(
         lake.store()
             .get(path)
@@ -307,9 +307,24 @@ impl SharedFile {
     }
 
     /// The file's footer, refused when its row count or the file's size is not the
-    /// manifest's. An object's is read by one request of its tail (see [`footer_tail_bytes`];
-    /// the answer also tells the object's size), and one more when the footer is longer.
+    /// manifest's (see [`SharedFile::footer_as_is`]).
     fn load_footer(&self, options: ArrowReaderOptions) -> Result<ArrowReaderMetadata> {
+        let (footer, len) = self.footer_and_size(options)?;
+        let rows = footer.metadata().file_metadata().num_rows();
+        check_rows(&self.root, &self.path, self.rows, rows)?;
+        check_size(&self.root, &self.path, self.bytes, len)?;
+        Ok(footer)
+    }
+
+    /// The file's footer as the file has it, whatever its manifest entry says (the checks of
+    /// `verify` compare the two themselves), and the file's size: only the footer is read. An
+    /// object's is read by one request of its tail (see [`footer_tail_bytes`]; the answer also
+    /// tells the object's size), and one more when the footer is longer.
+    pub(crate) fn footer_as_is(&self) -> Result<(ArrowReaderMetadata, u64)> {
+        self.footer_and_size(ArrowReaderOptions::new())
+    }
+
+    fn footer_and_size(&self, options: ArrowReaderOptions) -> Result<(ArrowReaderMetadata, u64)> {
         let (chunks, len) = match &self.source {
             Source::Local { file, len } => (
                 Chunks::Local {
@@ -328,10 +343,7 @@ impl SharedFile {
             }
         };
         let footer = ArrowReaderMetadata::load(&chunks, options).map_err(self.perr())?;
-        let rows = footer.metadata().file_metadata().num_rows();
-        check_rows(&self.root, &self.path, self.rows, rows)?;
-        check_size(&self.root, &self.path, self.bytes, len)?;
-        Ok(footer)
+        Ok((footer, len))
     }
 
     /// The tail of an object of `len` bytes extended to hold its whole footer, which its last

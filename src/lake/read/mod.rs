@@ -33,7 +33,7 @@ mod views;
 
 pub(crate) use check::{arrow_error, parquet_error};
 pub(crate) use file::{
-    PageFault, SharedFile, decode_pages_of, open, read_batches, read_columns, read_file,
+    PageFault, SharedFile, decode_pages_of, read_batches, read_columns, read_file,
 };
 pub(crate) use prune::{
     CommittedFile, blooms_may_hold, column_blooms, committed_files, files_holding,
