@@ -1,8 +1,8 @@
 //! The Parquet form of a data file: the writer properties every data file is written with
-//! (zstd, row groups, page statistics, bloom filters on the wallet and token columns of swaps
-//! and trades, the schema version and dataset as key-value metadata, the time column as the
-//! sort order) and the encoding of a batch in memory. The writer, the
-//! streamed files of compaction and the scans' empty frames share them.
+//! (zstd, row groups, page statistics, bloom filters and room for a row group's dictionary on
+//! the wallet and token columns of swaps and trades, the schema version and dataset as
+//! key-value metadata, the time column as the sort order) and the encoding of a batch in
+//! memory. The writer, the streamed files of compaction and the scans' empty frames share them.
 
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
@@ -31,6 +31,10 @@ fn arrow_err(context: String) -> impl FnOnce(arrow::error::ArrowError) -> Error 
 
 /// The false-positive rate of the bloom filters of [`bloom_filter_columns`].
 const BLOOM_FILTER_FPP: f64 = 0.01;
+
+/// The room of one name in a dictionary page: an address of up to 60 bytes and its 4-byte
+/// length.
+const NAME_BYTES: usize = 64;
 
 /// The columns whose row groups carry a bloom filter: the wallet and token addresses of swaps
 /// and trades.
@@ -63,9 +67,17 @@ pub(crate) fn writer_properties(
     // reader looking for one wallet (or token) skips the row groups that cannot hold it: their
     // rows are in time order, so the columns' statistics span nearly every name. Sized for a
     // row group of distinct names, folded down to what the row group holds.
+    //
+    // Their dictionaries may grow to a row group of distinct names (up to 60 bytes each, with
+    // the length): past the writer's default limit (1 MiB, about 20,000 Solana addresses) the
+    // rest of the row group would fall back to plain strings, and a reader that reads the
+    // column as a dictionary (the PnL's and the bars' readers) would then rebuild one, hashing
+    // every row (see BENCHMARKS.md, "Lake: dictionaries of a row group of names").
+    let dictionary_bytes = row_group_rows.saturating_mul(NAME_BYTES).max(1 << 20);
     for column in bloom_filter_columns(dataset) {
         let path = ColumnPath::from(*column);
         builder = builder
+            .set_column_dictionary_page_size_limit(path.clone(), dictionary_bytes)
             .set_column_bloom_filter_enabled(path.clone(), true)
             .set_column_bloom_filter_fpp(path.clone(), BLOOM_FILTER_FPP)
             .set_column_bloom_filter_max_ndv(path, row_group_rows.max(1) as u64);
