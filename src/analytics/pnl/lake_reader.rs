@@ -24,7 +24,7 @@
 use polars::prelude::PlHashMap;
 use rayon::prelude::*;
 
-use super::grouping::{EventSlots, sort_ledgers};
+use super::grouping::{EventSlots, prefetch_item, sort_ledgers};
 use super::lake_files::{
     DataFiles, Filter, GroupNumbers, NONE, OrderKey, SWAPS, Source, TRADES, per_row_group,
 };
@@ -49,8 +49,10 @@ struct GroupEvents {
     pairs: Vec<(u32, u32)>,
     /// Events per pair.
     counts: Vec<u32>,
-    /// Once the ledgers are known: each pair's ledger and where its events start in it.
+    /// Once the ledgers are known: each pair's ledger, its token (rank among the sorted
+    /// names), and where its events start in its ledger.
     ledger: Vec<u32>,
+    token: Vec<u32>,
     start: Vec<u32>,
 }
 
@@ -100,15 +102,14 @@ fn group_events(keys: &GroupKeys) -> GroupEvents {
         pairs: local.pairs,
         counts: local.counts,
         ledger: Vec::new(),
+        token: Vec::new(),
         start: Vec::new(),
     }
 }
 
-/// Where the second pass writes: each ledger's first position, its token (rank among the
-/// sorted names), and the room of every event.
+/// Where the second pass writes: each ledger's first position, and the room of every event.
 struct Placement<'a> {
     offsets: &'a [usize],
-    ledger_tokens: &'a [u32],
     slots: &'a EventSlots,
 }
 
@@ -123,6 +124,10 @@ pub(super) fn keep_latest(best: &mut Option<(OrderKey, f64)>, key: OrderKey, pri
     }
 }
 
+/// How many rows (or pairs) ahead the scattered reads and writes of the passes fetch their
+/// places: enough to cover a miss to memory, few enough to stay in the first-level cache.
+const PREFETCH_AHEAD: usize = 16;
+
 /// The second pass over one row group: its events written to their places, and its latest
 /// price per token.
 fn write_events(
@@ -131,7 +136,7 @@ fn write_events(
     swaps: bool,
     to: &Placement<'_>,
 ) -> Result<GroupLatest> {
-    let (offsets, ledger_tokens) = (to.offsets, to.ledger_tokens);
+    let offsets = to.offsets;
     // The reader names the file of a damaged row group (see `per_row_group`).
     let damaged = |reason: String| Error::DamagedLake {
         lake: std::path::PathBuf::new(),
@@ -145,12 +150,32 @@ fn write_events(
             g.first.len()
         )));
     }
-    let mut cursor = g.start.clone();
+    // Each pair's first place among every event and the end of its places, gathered in one
+    // tight loop before the rows are walked: the reads of `offsets` (one per ledger, spread
+    // over the whole table) then overlap one another instead of stalling each event's write.
+    let (mut cursor, end): (Vec<usize>, Vec<usize>) = g
+        .ledger
+        .iter()
+        .zip(g.start.iter().zip(&g.counts))
+        .map(|(&ledger, (&s, &n))| match ledger {
+            NONE => (0, 0),
+            _ => {
+                let at = offsets[ledger as usize] + s as usize;
+                (at, at + n as usize)
+            }
+        })
+        .unzip();
     let mut written = 0usize;
     // The latest priced event of each pair, with its place in the row group (row, side) for
     // ties; reduced to one per token at the end.
     let mut latest: Vec<Option<(OrderKey, usize, f64)>> = vec![None; g.ledger.len()];
-    let mut put = |l: usize, sell: bool, i: usize, side: usize, fee: f64| -> Result<()> {
+    let mut put = |cursor: &mut [usize],
+                   l: usize,
+                   sell: bool,
+                   i: usize,
+                   side: usize,
+                   fee: f64|
+     -> Result<()> {
         let ledger = g.ledger[l];
         if ledger == NONE {
             return Ok(());
@@ -165,43 +190,44 @@ fn write_events(
         }
         let event = nums.event(i, side, sell, fee);
         let c = cursor[l];
-        if c >= g.start[l] + g.counts[l] {
+        if c >= end[l] {
             return Err(damaged(
                 "it gave more PnL events on its second read than on its first".into(),
             ));
         }
         cursor[l] += 1;
-        // SAFETY: the positions of pair `l` are `offsets[ledger] + start[l]..+ counts[l]`, a
-        // range no other pair of any row group holds (the starts are running sums within each
-        // ledger), and a position past it was refused just above.
-        unsafe {
-            to.slots
-                .write(offsets[ledger as usize] + c as usize, event)?
-        };
+        // SAFETY: the positions of pair `l` are `offsets[ledger] + start[l]..+ counts[l]`
+        // (`cursor[l]..end[l]`), a range no other pair of any row group holds (the starts are
+        // running sums within each ledger), and a position past it was refused just above.
+        unsafe { to.slots.write(c, event)? };
         written += 1;
         Ok(())
     };
     for i in 0..g.first.len() {
+        // The place of the first event of a row a few rows ahead, as its pair's cursor says
+        // now (exact unless that pair has events in between): its line is fetched while the
+        // rows before it are written.
+        if let Some(&ahead) = g.first.get(i + PREFETCH_AHEAD)
+            && ahead != NONE
+        {
+            to.slots.prefetch(cursor[(ahead >> 1) as usize]);
+        }
         let (a, b) = (g.first[i], g.second.get(i).copied().unwrap_or(NONE));
         if a == NONE && b == NONE {
             continue;
         }
         let fee = if swaps { nums.swap_fee(i) } else { 0.0 };
         if a != NONE {
-            put((a >> 1) as usize, a & 1 == 1, i, 0, fee)?;
+            put(&mut cursor, (a >> 1) as usize, a & 1 == 1, i, 0, fee)?;
         }
         if b != NONE {
             // A swap's fee is booked on its sold side, on the bought side only without one.
             let sold = b & 1 == 1;
-            put((b >> 1) as usize, false, i, 1, if sold { 0.0 } else { fee })?;
+            let fee = if sold { 0.0 } else { fee };
+            put(&mut cursor, (b >> 1) as usize, false, i, 1, fee)?;
         }
     }
-    let short = g
-        .ledger
-        .iter()
-        .zip(&cursor)
-        .zip(g.start.iter().zip(&g.counts))
-        .any(|((&ledger, &c), (&s, &n))| ledger != NONE && c != s + n);
+    let short = cursor.iter().zip(&end).any(|(c, e)| c != e);
     if short {
         return Err(damaged(
             "it gave fewer PnL events on its second read than on its first".into(),
@@ -211,7 +237,7 @@ fn write_events(
     let mut per_token: PlHashMap<u32, (OrderKey, usize, f64)> = PlHashMap::default();
     for (l, found) in latest.into_iter().enumerate() {
         let Some(f) = found else { continue };
-        let token = ledger_tokens[g.ledger[l] as usize];
+        let token = g.token[l];
         per_token
             .entry(token)
             .and_modify(|b| {
@@ -329,7 +355,6 @@ pub(super) fn ledgers_of_groups(
     let slots = EventSlots::new(offsets[ledgers.len()]);
     let to = Placement {
         offsets: &offsets,
-        ledger_tokens: &ledger_tokens,
         slots: &slots,
     };
     let trade_latest = second_pass(lake, trades, &TRADES, &trade_groups, &trade_keys, &to)?;
@@ -445,9 +470,12 @@ fn first_pass(
     for w in 0..wallet_names.len() {
         wallet_first[w + 1] += wallet_first[w];
     }
-    let ledger_of = |(w, t): (u32, u32)| -> u32 {
+    let wallet_run = |w: u32| {
         let w = wallet_rank[w as usize] as usize;
-        let (a, b) = (wallet_first[w] as usize, wallet_first[w + 1] as usize);
+        (wallet_first[w] as usize, wallet_first[w + 1] as usize)
+    };
+    let ledger_of = |(w, t): (u32, u32)| -> u32 {
+        let (a, b) = wallet_run(w);
         let t = token_rank[t as usize];
         ledgers[a..b]
             .binary_search_by_key(&t, |&l| l as u32)
@@ -457,7 +485,21 @@ fn first_pass(
         .par_iter_mut()
         .chain(swap_keys.par_iter_mut())
         .for_each(|g| {
-            g.ledger = g.pairs.iter().map(|&p| ledger_of(p)).collect();
+            // A row group's wallets are spread over the whole of `ledgers`: the start of the
+            // run of a pair a few ahead is fetched while this one is searched.
+            g.ledger = (0..g.pairs.len())
+                .map(|i| {
+                    if let Some(&(w, _)) = g.pairs.get(i + PREFETCH_AHEAD) {
+                        prefetch_item(&ledgers, wallet_run(w).0);
+                    }
+                    ledger_of(g.pairs[i])
+                })
+                .collect();
+            g.token = g
+                .pairs
+                .iter()
+                .map(|&(_, t)| token_rank[t as usize])
+                .collect();
             g.pairs = Vec::new();
         });
     drop(wallet_first);
