@@ -79,14 +79,16 @@ pub(super) fn lake_ledger_parts(
     let wallets = WalletParts::of(&counted.counts, events);
     let dealt = deal_events(lake, [&trades, &swaps], &groups, &counted, &wallets)?;
     let Counted {
-        mut wallet_names,
-        wallet_rank,
-        mut token_names,
-        token_rank,
+        names,
         counts,
         keys,
     } = counted;
-    drop((wallet_rank, token_rank, keys));
+    drop(keys);
+    let SortedNames {
+        mut wallet_names,
+        mut token_names,
+        ..
+    } = names;
     let latest_prices = match filter.wallets.is_some() {
         // Only the named wallets' row groups were read: their tokens' latest prices come from
         // every wallet's newest row groups.
@@ -122,10 +124,7 @@ pub(super) fn lake_ledger_parts(
 /// events of each wallet by rank, and each row group's events as keys (`KEY_BYTES` each, one
 /// segment per row group holding events, ranked in the order of the whole read).
 struct Counted {
-    wallet_names: Vec<String>,
-    wallet_rank: Vec<u32>,
-    token_names: Vec<String>,
-    token_rank: Vec<u32>,
+    names: SortedNames,
     /// Events per wallet, by rank.
     counts: Vec<u64>,
     keys: SpilledParts,
@@ -178,27 +177,15 @@ fn count_events(
         }
         Ok(())
     };
-    let KeyPass {
-        names:
-            SortedNames {
-                wallet_names,
-                wallet_rank,
-                token_names,
-                token_rank,
-            },
-        ..
-    } = key_pass(lake, files, groups, filter, add)?;
+    let KeyPass { names, .. } = key_pass(lake, files, groups, filter, add)?;
     let by_number = counts.into_inner().unwrap_or_else(PoisonError::into_inner);
-    let mut counts = vec![0u64; wallet_names.len()];
+    let mut counts = vec![0u64; names.wallet_names.len()];
     for (w, n) in by_number.into_iter().enumerate() {
-        counts[wallet_rank[w] as usize] = n;
+        counts[names.wallet_rank[w] as usize] = n;
     }
     Ok(Counted {
         keys: spill.finish()?,
-        wallet_names,
-        wallet_rank,
-        token_names,
-        token_rank,
+        names,
         counts,
     })
 }
@@ -288,8 +275,8 @@ fn deal_events(
     let trade_latest = pass(trades, &TRADES, trade_groups, 0)?;
     let swap_latest = pass(swaps, &SWAPS, swap_groups, trade_groups.len())?;
     drop(keys);
-    let mut best: Vec<Option<(OrderKey, f64)>> = vec![None; counted.token_names.len()];
-    let mut traded = vec![false; counted.token_names.len()];
+    let mut best: Vec<Option<(OrderKey, f64)>> = vec![None; counted.names.token_names.len()];
+    let mut traded = vec![false; counted.names.token_names.len()];
     for group in trade_latest.into_iter().chain(swap_latest) {
         for (t, found) in group {
             traded[t as usize] = true;
@@ -334,14 +321,14 @@ fn deal_group(
     let rows = nums.time.len();
     let mut segments: Vec<Vec<u8>> = vec![Vec::new(); parts.len()];
     // Each token's place in `latest`, and its latest priced event (key and price).
-    let mut place = vec![NONE; counted.token_names.len()];
+    let mut place = vec![NONE; counted.names.token_names.len()];
     let mut latest: Vec<(u32, Option<(OrderKey, f64)>)> = Vec::new();
     for r in records.chunks_exact(KEY_BYTES) {
         let at = |k: usize| u32::from_le_bytes(array(&r[k..k + 4])) as usize;
         let (wallet, token, i, flags) = (at(0), at(4), at(8), r[12]);
         let ranks = (
-            counted.wallet_rank.get(wallet),
-            counted.token_rank.get(token),
+            counted.names.wallet_rank.get(wallet),
+            counted.names.token_rank.get(token),
         );
         let (Some(&wallet), Some(&token), true) = (ranks.0, ranks.1, i < rows) else {
             return Err(damaged(format!(

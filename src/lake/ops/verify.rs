@@ -61,9 +61,8 @@ fn check_file(
     entry: &FileEntry,
     problems: &mut Vec<Problem>,
 ) -> Option<u64> {
-    let footer = read::SharedFile::open(lake, path, entry).and_then(|f| f.footer_as_is());
-    let footer = match footer {
-        Ok((footer, _)) => footer,
+    let footer = match read::SharedFile::open(lake, path, entry).and_then(|f| f.footer_as_is()) {
+        Ok(footer) => footer,
         Err(e) => {
             problems.push(Problem::UnreadableFile {
                 path: path.to_owned(),

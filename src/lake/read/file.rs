@@ -307,7 +307,7 @@ impl SharedFile {
     }
 
     /// The file's footer, refused when its row count or the file's size is not the
-    /// manifest's (see [`SharedFile::footer_as_is`]).
+    /// manifest's (see [`SharedFile::footer_and_size`]).
     fn load_footer(&self, options: ArrowReaderOptions) -> Result<ArrowReaderMetadata> {
         let (footer, len) = self.footer_and_size(options)?;
         let rows = footer.metadata().file_metadata().num_rows();
@@ -317,13 +317,14 @@ impl SharedFile {
     }
 
     /// The file's footer as the file has it, whatever its manifest entry says (the checks of
-    /// `verify` compare the two themselves), and the file's size: only the footer is read. An
-    /// object's is read by one request of its tail (see [`footer_tail_bytes`]; the answer also
-    /// tells the object's size), and one more when the footer is longer.
-    pub(crate) fn footer_as_is(&self) -> Result<(ArrowReaderMetadata, u64)> {
-        self.footer_and_size(ArrowReaderOptions::new())
+    /// `verify` compare the two themselves): only the footer is read.
+    pub(crate) fn footer_as_is(&self) -> Result<ArrowReaderMetadata> {
+        Ok(self.footer_and_size(ArrowReaderOptions::new())?.0)
     }
 
+    /// The file's footer and the file's size. An object's is read by one request of its tail
+    /// (see [`footer_tail_bytes`]; the answer also tells the object's size), and one more when
+    /// the footer is longer.
     fn footer_and_size(&self, options: ArrowReaderOptions) -> Result<(ArrowReaderMetadata, u64)> {
         let (chunks, len) = match &self.source {
             Source::Local { file, len } => (
