@@ -61,7 +61,7 @@ fn fetch_pages(n: usize) -> Vec<Bytes> {
                     .bytes()
                     .await
                     .expect("the page's bytes");
-                let page: Page<Swap> = serde_json::from_slice(&bytes).expect("a page of swaps");
+                let page = decode(&bytes);
                 if !page.data.is_empty() {
                     pages.push(bytes);
                 }
@@ -80,7 +80,7 @@ fn fetch_pages(n: usize) -> Vec<Bytes> {
 
 /// The client's decode of a page.
 fn decode(bytes: &[u8]) -> Page<Swap> {
-    serde_json::from_slice(bytes).expect("a page of swaps")
+    dexlake::api::client::decode_body(bytes).expect("a page of swaps")
 }
 
 /// A page's swaps as the Arrow batch a job hands off.

@@ -685,7 +685,9 @@ impl Client {
         }
         // Read chunk by chunk so that a body without a length (or with a false one) stops at
         // the limit instead of filling memory.
-        let mut body = Vec::new();
+        // Sized from the length when there is one (already checked against the limit), so the
+        // chunks are copied once.
+        let mut body = Vec::with_capacity(response.content_length().unwrap_or(0) as usize);
         while let Some(chunk) = response.chunk().await.map_err(transport)? {
             if (body.len() + chunk.len()) as u64 > limit {
                 return Err(too_large());
@@ -697,7 +699,7 @@ impl Client {
         // service (or a proxy) that echoes the request's header must not print the key.
         let key = self.inner.config.api_key.as_deref();
         if status.is_success() {
-            return serde_json::from_slice(&body)
+            return decode_body(&body)
                 .map(|value| Dated {
                     value,
                     date: answered_at,
@@ -738,6 +740,19 @@ impl Client {
 
 /// Text quoted from a service's answer with every occurrence of the API key replaced by
 /// `***` (nothing to do without a key).
+/// The client's decode of a successful answer's body into `T`.
+///
+/// The body is checked as UTF-8 once and parsed as a `str`: a parse of bytes checks every
+/// string it reads again, 4 to 5 % of a sync's time on the large market's swaps (see
+/// BENCHMARKS.md, "Sync at scale"). A body that is not UTF-8 goes to the parse of bytes, for
+/// its error.
+pub fn decode_body<T: DeserializeOwned>(body: &[u8]) -> serde_json::Result<T> {
+    match std::str::from_utf8(body) {
+        Ok(text) => serde_json::from_str(text),
+        Err(_) => serde_json::from_slice(body),
+    }
+}
+
 fn redact_key(text: &str, key: Option<&str>) -> String {
     match key {
         Some(key) if !key.is_empty() && text.contains(key) => text.replace(key, "***"),

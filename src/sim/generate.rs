@@ -477,9 +477,10 @@ fn generate_chain(
         Arc::new(continuation(&shape, &mut after_now))
     });
     let streams = if lazy {
+        let lens: Vec<usize> = offsets.windows(2).map(|w| (w[1] - w[0]) as usize).collect();
         SwapStreams::Lazy {
             source: Box::new(source),
-            cache: Mutex::new(StreamCache::new(LAZY_CACHE_RECORDS)),
+            cache: Mutex::new(StreamCache::new(lazy_cache_budget(&lens))),
         }
     } else {
         SwapStreams::Memory(
@@ -557,9 +558,34 @@ fn token_pools_latest<'a>(
         .filter_map(move |&p| latest_by_pool[p as usize].as_ref())
 }
 
-/// Most swap records a lazy chain keeps in its cache of regenerated token streams (about
+/// Fewest swap records a lazy chain keeps in its cache of regenerated token streams (about
 /// 100 bytes each).
 pub(crate) const LAZY_CACHE_RECORDS: usize = 2_500_000;
+
+/// Token streams a client's requests may be paging through at once: a sync's default plan runs
+/// 4 jobs with 8 requests in flight.
+const STREAMS_IN_USE: usize = 8;
+
+/// Most swap records a lazy chain keeps in its cache (about 1 GB), whatever its streams.
+const LAZY_CACHE_MAX_RECORDS: usize = 10_000_000;
+
+/// Swap records a lazy chain's cache keeps, for token streams of `lens` records: room for the
+/// [`STREAMS_IN_USE`] largest streams at once, at least [`LAZY_CACHE_RECORDS`] and at most
+/// [`LAZY_CACHE_MAX_RECORDS`].
+///
+/// A stream is regenerated whole (its walk runs from its first swap), so a cache smaller than
+/// the streams being paged through at once evicts one of them on every miss and regenerates it
+/// again a few pages later. A sync of the large market's pools, the largest first, paged
+/// through its four largest tokens (3.25 M records) with room for 2.5 M: the simulator
+/// regenerated 46 M records, 4.6 times the chain (see BENCHMARKS.md, "Sync at scale").
+fn lazy_cache_budget(lens: &[usize]) -> usize {
+    let mut lens = lens.to_vec();
+    lens.sort_unstable_by(|a, b| b.cmp(a));
+    lens.iter()
+        .take(STREAMS_IN_USE)
+        .sum::<usize>()
+        .clamp(LAZY_CACHE_RECORDS, LAZY_CACHE_MAX_RECORDS)
+}
 
 fn capitalise(s: &str) -> String {
     let mut c = s.chars();
@@ -606,6 +632,19 @@ mod tests {
             assert_eq!(k.latest_by_token, l.latest_by_token);
             assert_eq!(k.latest_by_pool, l.latest_by_pool);
         }
+    }
+
+    #[test]
+    fn the_lazy_cache_holds_the_largest_streams_in_use_at_once() {
+        // Small chains keep the floor.
+        assert_eq!(lazy_cache_budget(&[10, 30, 20]), LAZY_CACHE_RECORDS);
+        // Large ones room for the eight largest streams together.
+        let mut lens = vec![1_000_000; 3];
+        lens.extend([5; 100]);
+        lens.extend([900_000; 6]);
+        assert_eq!(lazy_cache_budget(&lens), 3_000_000 + 5 * 900_000);
+        // The largest within a bound.
+        assert_eq!(lazy_cache_budget(&[5_000_000; 8]), LAZY_CACHE_MAX_RECORDS);
     }
 
     #[test]

@@ -70,8 +70,9 @@
 //! Tiny to medium keep every token's swap stream in memory. Large keeps only compact indexes
 //! (about 20 bytes per swap: the slot, the wallet's quote balance, the pool and wallet
 //! indexes) and regenerates a token's stream from `(seed, chain, token)` when it is asked
-//! for, with a cache bounded in records; the regenerated stream is identical to the one the
-//! indexes were built from.
+//! for, with a cache bounded in records (room for the eight largest streams at once, so that a
+//! client paging through several large tokens together does not evict one on every miss);
+//! the regenerated stream is identical to the one the indexes were built from.
 //!
 //! # Decisions where the interface is silent
 //!

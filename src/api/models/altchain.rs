@@ -142,6 +142,7 @@ pub struct Swap {
     /// Slot of the swap.
     pub block_slot: i64,
     /// Time of that slot.
+    #[serde(deserialize_with = "super::common::wire_time::deserialize")]
     pub block_time: DateTime<Utc>,
     /// Transaction hash.
     pub tx_hash: String,
@@ -189,6 +190,7 @@ pub struct Trade {
     /// Slot of the trade.
     pub block_slot: i64,
     /// Time of that slot.
+    #[serde(deserialize_with = "super::common::wire_time::deserialize")]
     pub block_time: DateTime<Utc>,
     /// Transaction hash.
     pub tx_hash: String,

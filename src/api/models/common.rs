@@ -292,8 +292,91 @@ impl<T> Page<T> {
     }
 }
 
+/// The time of a swap or trade as the service writes it: RFC 3339, read without chrono's
+/// general parser when it has the service's own form (`2025-04-18T05:24:36Z`), with it
+/// otherwise. A sync reads one per record (see BENCHMARKS.md, "Sync at scale").
+pub(crate) mod wire_time {
+    use chrono::{DateTime, NaiveDate, Utc};
+    use serde::de::{self, Deserializer, Visitor};
+
+    /// `YYYY-MM-DDTHH:MM:SSZ`, or `None` for any other form (which chrono then reads).
+    pub(crate) fn parse_plain(s: &str) -> Option<DateTime<Utc>> {
+        let b = s.as_bytes();
+        if b.len() != 20
+            || b[4] != b'-'
+            || b[7] != b'-'
+            || b[10] != b'T'
+            || b[13] != b':'
+            || b[16] != b':'
+            || b[19] != b'Z'
+        {
+            return None;
+        }
+        let num = |from: usize, to: usize| -> Option<u32> {
+            b[from..to].iter().try_fold(0u32, |n, &c| {
+                c.is_ascii_digit().then(|| n * 10 + u32::from(c - b'0'))
+            })
+        };
+        let year = i32::try_from(num(0, 4)?).ok()?;
+        NaiveDate::from_ymd_opt(year, num(5, 7)?, num(8, 10)?)?
+            .and_hms_opt(num(11, 13)?, num(14, 16)?, num(17, 19)?)
+            .map(|t| t.and_utc())
+    }
+
+    struct WireTime;
+
+    impl Visitor<'_> for WireTime {
+        type Value = DateTime<Utc>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("an RFC 3339 date and time")
+        }
+
+        fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
+            match parse_plain(s) {
+                Some(t) => Ok(t),
+                None => s.parse().map_err(E::custom),
+            }
+        }
+    }
+
+    /// Reads the time (serde's `deserialize_with`).
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<DateTime<Utc>, D::Error> {
+        d.deserialize_str(WireTime)
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::wire_time;
+
+    #[test]
+    fn wire_times_read_as_chrono_reads_them() {
+        for s in [
+            "2025-04-18T05:24:36Z",
+            "2024-02-29T23:59:59Z",
+            "1970-01-01T00:00:00Z",
+            "2025-04-18T05:24:36.5Z",
+            "2025-04-18T07:24:36+02:00",
+        ] {
+            let ours: DateTime<Utc> =
+                wire_time::deserialize(serde_json::Value::String(s.into())).unwrap();
+            assert_eq!(ours, s.parse::<DateTime<Utc>>().unwrap(), "{s}");
+        }
+        assert_eq!(wire_time::parse_plain("2025-04-18T05:24:36.5Z"), None);
+        for bad in [
+            "2025-02-30T00:00:00Z",
+            "2025-04-18T25:00:00Z",
+            "2025-04-18",
+            "x",
+        ] {
+            assert!(
+                wire_time::deserialize(serde_json::Value::String(bad.into())).is_err(),
+                "{bad}"
+            );
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -18,12 +18,13 @@
 //! Memory: 16 bytes per committed id (160 MB for 10 million swaps), in sorted arrays plus a
 //! small hash map of recent ids that is merged into them as it grows.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use arrow::array::AsArray;
 use arrow::datatypes::{Int64Type, TimestampMicrosecondType};
 use rayon::prelude::*;
+use rustc_hash::FxHashMap;
 
 use crate::lake::base::Base;
 use crate::lake::dataset::Dataset;
@@ -101,7 +102,7 @@ pub(crate) struct IdIndex {
     /// The time (microseconds) of each id of `ids`.
     times: Vec<i64>,
     /// Ids committed since the sorted arrays were last rebuilt; they win over them.
-    recent: HashMap<i64, i64>,
+    recent: FxHashMap<i64, i64>,
 }
 
 impl IdIndex {
@@ -116,7 +117,7 @@ impl IdIndex {
             version: manifest.version,
             ids,
             times,
-            recent: HashMap::new(),
+            recent: FxHashMap::default(),
         })
     }
 
@@ -222,7 +223,7 @@ mod tests {
             version: 1,
             ids: vec![1, 3, 5],
             times: vec![10, 30, 50],
-            recent: HashMap::new(),
+            recent: FxHashMap::default(),
         };
         index.insert([(3, 31), (4, 40)]);
         assert_eq!(index.time_of(3), Some(31));
