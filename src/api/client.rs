@@ -738,8 +738,6 @@ impl Client {
     }
 }
 
-/// Text quoted from a service's answer with every occurrence of the API key replaced by
-/// `***` (nothing to do without a key).
 /// The client's decode of a successful answer's body into `T`.
 ///
 /// The body is checked as UTF-8 once and parsed as a `str`: a parse of bytes checks every
@@ -753,6 +751,8 @@ pub fn decode_body<T: DeserializeOwned>(body: &[u8]) -> serde_json::Result<T> {
     }
 }
 
+/// Text quoted from a service's answer with every occurrence of the API key replaced by
+/// `***` (nothing to do without a key).
 fn redact_key(text: &str, key: Option<&str>) -> String {
     match key {
         Some(key) if !key.is_empty() && text.contains(key) => text.replace(key, "***"),

@@ -348,7 +348,7 @@ pub(crate) mod wire_time {
 
 #[cfg(test)]
 mod tests {
-    use super::wire_time;
+    use super::*;
 
     #[test]
     fn wire_times_read_as_chrono_reads_them() {
@@ -376,8 +376,6 @@ mod tests {
             );
         }
     }
-
-    use super::*;
 
     #[test]
     fn open_enums_keep_unknown_values_and_pad_like_strings() {
