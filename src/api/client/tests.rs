@@ -68,7 +68,7 @@ fn credentials_are_redacted_from_urls() {
 fn excerpt_is_short_and_char_safe() {
     let long = "é".repeat(500);
     let e = excerpt(long.as_bytes(), None);
-    assert_eq!(e.chars().count(), EXCERPT_CHARS + 1);
+    assert_eq!(e.chars().count(), body::EXCERPT_CHARS + 1);
     assert_eq!(excerpt(b"short", None), "short");
 }
 
