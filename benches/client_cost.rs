@@ -10,8 +10,8 @@
 
 use std::hint::black_box;
 
-use arrow::array::RecordBatch;
-use arrow::compute::concat_batches;
+use arrow_array::RecordBatch;
+use arrow_select::concat::concat_batches;
 use bytes::Bytes;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use dexlake::api::models::{Page, Swap};

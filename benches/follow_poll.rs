@@ -46,10 +46,8 @@ fn cpu_seconds() -> f64 {
 /// Writes `rows` swaps of 100 other tokens over the 92 days before the simulated market's
 /// fixed now into a new lake at `root`, a million rows per commit, then compacts it.
 fn write_big_lake(root: &Path, rows: i64) {
-    use arrow::array::{
-        ArrayRef, Float64Array, Int64Array, StringArray, TimestampMicrosecondArray,
-    };
-    use arrow::record_batch::RecordBatch;
+    use arrow_array::RecordBatch;
+    use arrow_array::{ArrayRef, Float64Array, Int64Array, StringArray, TimestampMicrosecondArray};
     use dexlake::lake::{Dataset, schema};
     const FIRST_ID: i64 = 1_000_000_000_000;
     let lake = Lake::open(root).unwrap();

@@ -207,7 +207,7 @@ pub enum Error {
         context: String,
         /// The Arrow error.
         #[source]
-        source: arrow::error::ArrowError,
+        source: arrow_schema::ArrowError,
     },
 
     /// A Parquet file could not be written or read.

@@ -636,7 +636,7 @@ const RANGE_TEST_ROW_GROUP_ROWS: usize = 2048;
 fn same_lake_twice(
     dir: &Path,
     s3_root: &str,
-    batches: &[(Dataset, arrow::array::RecordBatch)],
+    batches: &[(Dataset, arrow_array::RecordBatch)],
 ) -> (Lake, Lake) {
     let options = LakeOptions {
         row_group_rows: RANGE_TEST_ROW_GROUP_ROWS,
@@ -684,7 +684,7 @@ fn chunk_bytes(
 
 /// Whether a string column of row group `group` of a file holds `value`.
 fn row_group_holds(data: &bytes::Bytes, group: usize, columns: &[&str], value: &str) -> bool {
-    use arrow::array::{Array, AsArray};
+    use arrow_array::{Array, cast::AsArray};
     let builder =
         parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(data.clone())
             .expect("a reader");
@@ -700,12 +700,24 @@ fn row_group_holds(data: &bytes::Bytes, group: usize, columns: &[&str], value: &
         .expect("a reader");
     reader.into_iter().any(|batch| {
         let batch = batch.expect("a batch");
-        batch.columns().iter().any(|column| {
-            let strings =
-                arrow::compute::cast(column, &arrow::datatypes::DataType::Utf8).expect("strings");
-            let strings = strings.as_string::<i32>();
-            (0..strings.len()).any(|i| strings.is_valid(i) && strings.value(i) == value)
-        })
+        batch
+            .columns()
+            .iter()
+            .any(|column| match column.data_type() {
+                arrow_schema::DataType::Utf8 => {
+                    column.as_string::<i32>().iter().any(|v| v == Some(value))
+                }
+                arrow_schema::DataType::Utf8View => {
+                    column.as_string_view().iter().any(|v| v == Some(value))
+                }
+                arrow_schema::DataType::Dictionary(..) => {
+                    let dictionary = column.as_any_dictionary();
+                    let values = dictionary.values().as_string::<i32>();
+                    let keys = dictionary.normalized_keys();
+                    (0..column.len()).any(|i| column.is_valid(i) && values.value(keys[i]) == value)
+                }
+                other => panic!("column of {other}, not strings"),
+            })
     })
 }
 

@@ -676,7 +676,9 @@ def sync(
 
 class Simulator:
     """The service simulated on 127.0.0.1 (a free port): a deterministic market of ``seed``
-    at ``scale`` (``tiny``, ``small``, ``medium``, ``large``), for tests and notebooks.
+    at ``scale`` (``tiny``, ``small``, ``medium``, ``large``; ``xlarge``, 100 million swaps
+    whose generation takes about 5 GB of memory, is for benchmarks at the limit), for tests and
+    notebooks.
 
     A context manager; :meth:`close` stops it. ``fail_rate`` and ``throttle_rate`` answer that
     share of requests 500 and 429; ``rate_limit`` allows that many requests per second per

@@ -6,8 +6,15 @@
 
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, ArrowPrimitiveType, AsArray, PrimitiveArray, RecordBatch};
-use arrow::datatypes::{DataType as ArrowType, Int32Type, Int64Type, TimeUnit as ArrowUnit};
+use arrow_array::builder::StringDictionaryBuilder;
+use arrow_array::types::{
+    Int32Type, Int64Type, TimestampMicrosecondType, TimestampMillisecondType,
+    TimestampNanosecondType, TimestampSecondType,
+};
+use arrow_array::{
+    Array, ArrayRef, ArrowPrimitiveType, PrimitiveArray, RecordBatch, cast::AsArray,
+};
+use arrow_schema::{DataType as ArrowType, TimeUnit as ArrowUnit};
 
 use crate::{Error, Result};
 
@@ -29,15 +36,12 @@ pub(crate) fn column<'a>(batch: &'a RecordBatch, name: &str, path: &str) -> Resu
         .ok_or_else(|| damaged(path, format!("it lacks column {name}")))
 }
 
-/// The error of a column `name` of `path` that does not cast to the type read.
-fn cast_error(path: &str, name: &str) -> impl FnOnce(arrow::error::ArrowError) -> Error {
-    let reason = format!("its column {name} is not of the dataset's type");
-    move |source| {
-        damaged(
-            path,
-            format!("{reason}: {}", crate::error::escaped(&source.to_string())),
-        )
-    }
+/// The error of a column `name` of `path` whose type is not the one read (`expected`).
+fn type_error(path: &str, name: &str, found: &ArrowType, expected: &str) -> Error {
+    damaged(
+        path,
+        format!("its column {name} is not of the dataset's type: it holds {found}, not {expected}"),
+    )
 }
 
 /// The distinct values of a string column read as a dictionary (see [`dictionary`]).
@@ -75,13 +79,26 @@ pub(crate) fn dictionary(
     path: &str,
 ) -> Result<(Vec<u32>, DictionaryValues)> {
     let array = column(batch, name, path)?;
-    let dict_type = ArrowType::Dictionary(Box::new(ArrowType::Int32), Box::new(ArrowType::Utf8));
-    let cast;
-    let array = if array.data_type() == &dict_type {
-        array
-    } else {
-        cast = arrow::compute::cast(array, &dict_type).map_err(cast_error(path, name))?;
-        &cast
+    let built;
+    let array = match array.data_type() {
+        ArrowType::Dictionary(key, value)
+            if **key == ArrowType::Int32 && **value == ArrowType::Utf8 =>
+        {
+            array
+        }
+        ArrowType::Utf8 => {
+            built = encode_dictionary(array.as_string::<i32>().iter());
+            &built
+        }
+        ArrowType::LargeUtf8 => {
+            built = encode_dictionary(array.as_string::<i64>().iter());
+            &built
+        }
+        ArrowType::Utf8View => {
+            built = encode_dictionary(array.as_string_view().iter());
+            &built
+        }
+        other => return Err(type_error(path, name, other, "a string column")),
     };
     let dict = array.as_dictionary::<Int32Type>();
     let keys = dict.keys();
@@ -103,7 +120,16 @@ pub(crate) fn dictionary(
     Ok((codes, values))
 }
 
-/// The values of a primitive column as `T` (cast if stored otherwise), nulls as `null`.
+/// Strings as a `Dictionary(Int32, Utf8)` array: each distinct value once, in order of first
+/// appearance, and nulls kept as nulls.
+fn encode_dictionary<'a>(strings: impl Iterator<Item = Option<&'a str>>) -> ArrayRef {
+    let mut builder = StringDictionaryBuilder::<Int32Type>::new();
+    builder.extend(strings);
+    Arc::new(builder.finish())
+}
+
+/// The values of a primitive column stored as `T`, nulls as `null`; a timestamp column read as
+/// `Int64` gives microseconds, whatever its unit. Any other type is an error naming both.
 pub(crate) fn numbers<T: ArrowPrimitiveType>(
     batch: &RecordBatch,
     name: &str,
@@ -111,21 +137,30 @@ pub(crate) fn numbers<T: ArrowPrimitiveType>(
     null: T::Native,
 ) -> Result<PrimitiveArray<T>> {
     let array = column(batch, name, path)?;
-    let array = if let ArrowType::Timestamp(unit, _) = array.data_type() {
-        let raw = arrow::compute::cast(array, &ArrowType::Int64).map_err(cast_error(path, name))?;
-        let raw = raw.as_primitive::<Int64Type>();
-        let micros: PrimitiveArray<Int64Type> = match unit {
-            ArrowUnit::Second => raw.unary(|x| x * 1_000_000),
-            ArrowUnit::Millisecond => raw.unary(|x| x * 1000),
-            ArrowUnit::Microsecond => raw.clone(),
-            ArrowUnit::Nanosecond => raw.unary(|x| x.div_euclid(1000)),
-        };
-        Arc::new(micros) as ArrayRef
-    } else {
-        Arc::clone(array)
+    let micros: ArrayRef;
+    let array = match array.data_type() {
+        ArrowType::Timestamp(unit, _) if T::DATA_TYPE == ArrowType::Int64 => {
+            // The same buffers read as plain integers, then scaled to microseconds.
+            micros = Arc::new(match unit {
+                ArrowUnit::Second => array
+                    .as_primitive::<TimestampSecondType>()
+                    .unary::<_, Int64Type>(|x| x * 1_000_000),
+                ArrowUnit::Millisecond => array
+                    .as_primitive::<TimestampMillisecondType>()
+                    .unary::<_, Int64Type>(|x| x * 1000),
+                ArrowUnit::Microsecond => array
+                    .as_primitive::<TimestampMicrosecondType>()
+                    .reinterpret_cast::<Int64Type>(),
+                ArrowUnit::Nanosecond => array
+                    .as_primitive::<TimestampNanosecondType>()
+                    .unary::<_, Int64Type>(|x| x.div_euclid(1000)),
+            });
+            &micros
+        }
+        found if *found == T::DATA_TYPE => array,
+        found => return Err(type_error(path, name, found, &T::DATA_TYPE.to_string())),
     };
-    let cast = arrow::compute::cast(&array, &T::DATA_TYPE).map_err(cast_error(path, name))?;
-    let values = cast.as_primitive::<T>();
+    let values = array.as_primitive::<T>();
     Ok(if values.null_count() == 0 {
         values.clone()
     } else {

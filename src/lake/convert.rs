@@ -7,12 +7,12 @@
 
 use std::sync::Arc;
 
-use arrow::array::{
+use arrow_array::{
     ArrayRef, BooleanArray, Float64Array, Int64Array, ListArray, RecordBatch, StringArray,
     StructArray, TimestampMicrosecondArray,
 };
-use arrow::buffer::{NullBuffer, OffsetBuffer};
-use arrow::datatypes::{DataType, Fields};
+use arrow_buffer::{NullBuffer, OffsetBuffer};
+use arrow_schema::{DataType, Fields};
 use chrono::{DateTime, Utc};
 
 use super::dataset::Dataset;
@@ -64,7 +64,7 @@ fn f64_req<T, F: Fn(&T) -> f64>(rows: &[T], f: F) -> ArrayRef {
     Arc::new(rows.iter().map(f).collect::<Float64Array>())
 }
 
-fn arrow_err(context: &str) -> impl FnOnce(arrow::error::ArrowError) -> Error + '_ {
+fn arrow_err(context: &str) -> impl FnOnce(arrow_schema::ArrowError) -> Error + '_ {
     move |source| Error::Arrow {
         context: context.to_owned(),
         source,
@@ -100,7 +100,7 @@ fn list_array(
     } else {
         None
     };
-    let field = Arc::new(arrow::datatypes::Field::new_list_field(item, true));
+    let field = Arc::new(arrow_schema::Field::new_list_field(item, true));
     Ok(Arc::new(
         ListArray::try_new(field, offsets, values, nulls).map_err(arrow_err(context))?,
     ))
@@ -711,8 +711,8 @@ to_batch!(
 mod tests {
     use super::*;
     use crate::lake::sample::Samples;
-    use arrow::array::{Array, AsArray};
-    use arrow::datatypes::Int64Type;
+    use arrow_array::types::Int64Type;
+    use arrow_array::{Array, cast::AsArray};
 
     #[test]
     fn every_batch_has_its_record_schema_and_one_row_per_record() {

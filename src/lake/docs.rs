@@ -1,7 +1,7 @@
 //! Documentation of every column (type, unit, meaning), generated from the schemas so that
 //! `docs/datasets.md` and `dexlake schema` cannot drift from the code.
 
-use arrow::datatypes::{DataType, Field};
+use arrow_schema::{DataType, Field};
 
 use super::dataset::Dataset;
 use super::schema::{self, SCHEMA_VERSION, record_schema};

@@ -4,8 +4,8 @@
 //! key-value metadata, the time column as the sort order) and the encoding of a batch in
 //! memory. The writer, the streamed files of compaction and the scans' empty frames share them.
 
-use arrow::array::RecordBatch;
-use arrow::datatypes::SchemaRef;
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::metadata::{KeyValue, SortingColumn};
@@ -25,7 +25,7 @@ use crate::{Error, Result};
 /// groups (at 512Ki a day's file is one row group and only whole files are skipped).
 pub const DEFAULT_ROW_GROUP_ROWS: usize = 65_536;
 
-fn arrow_err(context: String) -> impl FnOnce(arrow::error::ArrowError) -> Error {
+fn arrow_err(context: String) -> impl FnOnce(arrow_schema::ArrowError) -> Error {
     move |source| Error::Arrow { context, source }
 }
 

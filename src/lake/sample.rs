@@ -18,7 +18,7 @@ use crate::api::models::{
     PriceChanges, PriceHistorySeries, PricePoint, ROI_BUCKETS, Swap, SwapType, TimeWindow,
     TokenMetadata, Trade, WindowMetrics,
 };
-use arrow::record_batch::RecordBatch;
+use arrow_array::RecordBatch;
 
 /// A set of sample records of every dataset (serialised with the service's wire names, so
 /// other readers can compare the lake against the records).

@@ -14,7 +14,7 @@
 
 use std::sync::Arc;
 
-use arrow::datatypes::{DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
+use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
 
 use super::dataset::Dataset;
 use crate::api::models::{PriceChanges, ROI_BUCKETS, TimeWindow, WindowMetrics};

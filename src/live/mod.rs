@@ -58,8 +58,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use arrow::array::{ArrayRef, Float64Array, Int64Array, StringArray, TimestampMicrosecondArray};
-use arrow::record_batch::RecordBatch;
+use arrow_array::RecordBatch;
+use arrow_array::{ArrayRef, Float64Array, Int64Array, StringArray, TimestampMicrosecondArray};
 use chrono::{DateTime, Utc};
 use polars::prelude::*;
 use serde_json::json;

@@ -14,7 +14,7 @@ use std::pin::pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use arrow::record_batch::RecordBatch;
+use arrow_array::RecordBatch;
 use serde_json::Value;
 use tokio::sync::Notify;
 

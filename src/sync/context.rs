@@ -2,7 +2,7 @@
 //! recorded states, its counters and where to report them, and the hand-off of its rows to the
 //! run's commit buffer.
 
-use arrow::record_batch::RecordBatch;
+use arrow_array::RecordBatch;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::Value;
 

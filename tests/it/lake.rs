@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use arrow::compute::concat_batches;
+use arrow_select::concat::concat_batches;
 use chrono::{Duration as ChronoDuration, TimeZone, Utc};
 use common::lake::{
     batches_of, bounded, check_after_kill, commit_overlapping_small_files, committed_ids,
@@ -925,8 +925,8 @@ fn swaps_on(day: u32, ids: &[i64], slot: i64) -> Vec<Swap> {
 /// `(id, block_slot)` of every swap in every Parquet file under `swaps/` on disk, committed
 /// or not: what a `read_parquet('<lake>/swaps/**/*.parquet')` glob reads.
 fn swaps_on_disk(root: &Path) -> Vec<(i64, i64)> {
-    use arrow::array::AsArray;
-    use arrow::datatypes::Int64Type;
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Int64Type;
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
     let mut out = Vec::new();
     let mut stack = vec![root.join("swaps")];
@@ -1359,13 +1359,13 @@ fn compacting_more_files_than_the_merge_fan_in_keeps_every_row_in_sorted_bounded
                     .column_by_name("block_time")
                     .expect("time")
                     .as_any()
-                    .downcast_ref::<arrow::array::TimestampMicrosecondArray>()
+                    .downcast_ref::<arrow_array::TimestampMicrosecondArray>()
                     .expect("micros");
                 let file_ids = batch
                     .column_by_name("id")
                     .expect("id")
                     .as_any()
-                    .downcast_ref::<arrow::array::Int64Array>()
+                    .downcast_ref::<arrow_array::Int64Array>()
                     .expect("i64");
                 for r in 0..batch.num_rows() {
                     let key = (times.value(r), file_ids.value(r));

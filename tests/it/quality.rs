@@ -7,11 +7,10 @@ use std::fs::File;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
-use arrow::array::{
-    Array, AsArray, BooleanArray, Float64Array, Int64Array, TimestampMicrosecondArray,
-};
-use arrow::datatypes::{Float64Type, Int64Type, TimestampMicrosecondType};
-use arrow::record_batch::RecordBatch;
+use arrow_array::RecordBatch;
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, Int64Type, TimestampMicrosecondType};
+use arrow_array::{Array, BooleanArray, Float64Array, Int64Array, TimestampMicrosecondArray};
 use chrono::{DateTime, Duration};
 use dexlake::analytics::quality::{CheckOptions, CheckReport, check};
 use dexlake::analytics::{EventSource, Selection, TimeRange, load_events};
@@ -127,8 +126,8 @@ fn swap_files(lake: &Lake) -> Vec<SwapFile> {
                 .build()
                 .expect("reader");
             let batches: Vec<RecordBatch> = reader.map(|b| b.expect("batch")).collect();
-            let batch =
-                arrow::compute::concat_batches(&batches[0].schema(), &batches).expect("concat");
+            let batch = arrow_select::concat::concat_batches(&batches[0].schema(), &batches)
+                .expect("concat");
             SwapFile {
                 path: path.clone(),
                 batch,
@@ -155,7 +154,7 @@ fn find_swap(files: &[SwapFile], id: i64) -> (&SwapFile, usize) {
 fn i64_at(batch: &RecordBatch, name: &str, row: usize) -> i64 {
     let c = batch.column_by_name(name).unwrap();
     match c.data_type() {
-        arrow::datatypes::DataType::Timestamp(..) => {
+        arrow_schema::DataType::Timestamp(..) => {
             c.as_primitive::<TimestampMicrosecondType>().value(row)
         }
         _ => c.as_primitive::<Int64Type>().value(row),
@@ -193,12 +192,12 @@ fn with_column(batch: &RecordBatch, name: &str, column: Arc<dyn Array>) -> Recor
 fn set(batch: &RecordBatch, name: &str, row: usize, value: f64) -> RecordBatch {
     let c = batch.column_by_name(name).unwrap();
     let column: Arc<dyn Array> = match c.data_type() {
-        arrow::datatypes::DataType::Float64 => {
+        arrow_schema::DataType::Float64 => {
             let mut v: Vec<f64> = c.as_primitive::<Float64Type>().values().to_vec();
             v[row] = value;
             Arc::new(Float64Array::from(v))
         }
-        arrow::datatypes::DataType::Int64 => {
+        arrow_schema::DataType::Int64 => {
             let mut v: Vec<i64> = c.as_primitive::<Int64Type>().values().to_vec();
             v[row] = value as i64;
             Arc::new(Int64Array::from(v))
@@ -229,6 +228,7 @@ fn commit_swaps(lake: &Lake, date: &str, batch: &RecordBatch, replaces: Option<&
             .unwrap()
             .as_primitive::<TimestampMicrosecondType>();
         let utc = |m: i64| DateTime::from_timestamp_micros(m).unwrap();
+        let micros = || times.values().iter().copied();
         files.push(NewFile {
             path: format!(
                 "swaps/chain=altchain/date={date}/{}",
@@ -238,8 +238,8 @@ fn commit_swaps(lake: &Lake, date: &str, batch: &RecordBatch, replaces: Option<&
                 dataset: Dataset::Swaps,
                 rows: batch.num_rows() as u64,
                 bytes: data.len() as u64,
-                min_time: utc(arrow::compute::min(times).unwrap()),
-                max_time: utc(arrow::compute::max(times).unwrap()),
+                min_time: utc(micros().min().unwrap()),
+                max_time: utc(micros().max().unwrap()),
                 schema_version: dexlake::lake::schema::SCHEMA_VERSION,
                 min_id: None,
                 max_id: None,
@@ -273,7 +273,7 @@ fn edit_swap(lake: &Lake, id: i64, edit: impl FnOnce(&RecordBatch, usize) -> Rec
 /// `batch` without the rows `drop` picks.
 fn without(batch: &RecordBatch, drop: impl Fn(usize) -> bool) -> RecordBatch {
     let keep: BooleanArray = (0..batch.num_rows()).map(|i| Some(!drop(i))).collect();
-    arrow::compute::filter_record_batch(batch, &keep).expect("filter")
+    arrow_select::filter::filter_record_batch(batch, &keep).expect("filter")
 }
 
 /// The token's swaps (token sides) in event order.

@@ -10,8 +10,8 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Mutex, PoisonError, RwLock};
 
-use arrow::array::RecordBatch;
-use arrow::datatypes::{Float64Type, Int64Type};
+use arrow_array::RecordBatch;
+use arrow_array::types::{Float64Type, Int64Type};
 use parquet::arrow::arrow_reader::ArrowReaderMetadata;
 use polars::prelude::PlHashMap;
 use rayon::prelude::*;

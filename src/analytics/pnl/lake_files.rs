@@ -3,9 +3,9 @@
 //! time and in parallel ([`per_row_group`]), the query's filter, and a row group's numbers as the
 //! ledger takes them ([`GroupNumbers`]).
 
-use arrow::array::RecordBatch;
-use arrow::buffer::ScalarBuffer;
-use arrow::datatypes::{Float64Type, Int64Type};
+use arrow_array::RecordBatch;
+use arrow_array::types::{Float64Type, Int64Type};
+use arrow_buffer::ScalarBuffer;
 use parquet::arrow::arrow_reader::ArrowReaderMetadata;
 use polars::prelude::PlHashSet;
 use rayon::prelude::*;

@@ -7,7 +7,7 @@
 
 use std::sync::{Mutex, PoisonError, RwLock};
 
-use arrow::array::RecordBatch;
+use arrow_array::RecordBatch;
 use rayon::prelude::*;
 
 use super::lake_files::{DataFiles, Filter, NONE, SWAPS, TRADES, per_row_group, swap_sides};

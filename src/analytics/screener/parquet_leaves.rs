@@ -13,11 +13,9 @@
 
 use std::collections::BTreeMap;
 
-use arrow::array::{Array, AsArray, RecordBatch};
-use arrow::datatypes::{
-    ArrowPrimitiveType, DataType as ArrowType, Float64Type, Int64Type, TimeUnit as ArrowUnit,
-    TimestampMicrosecondType,
-};
+use arrow_array::types::{ArrowPrimitiveType, Float64Type, Int64Type, TimestampMicrosecondType};
+use arrow_array::{Array, RecordBatch, cast::AsArray};
+use arrow_schema::{DataType as ArrowType, TimeUnit as ArrowUnit};
 use chrono::{DateTime, Utc};
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, RowSelection};
@@ -328,7 +326,7 @@ fn read_file(
 
 /// The batches of a reader as one polars frame (see [`frame_of`]).
 fn collect_frames(
-    reader: impl Iterator<Item = std::result::Result<RecordBatch, arrow::error::ArrowError>>,
+    reader: impl Iterator<Item = std::result::Result<RecordBatch, arrow_schema::ArrowError>>,
     lake: &Lake,
     path: &str,
     schema: &Schema,
@@ -436,12 +434,12 @@ mod pa {
 }
 
 /// The validity of an arrow-rs array as a polars bitmap; `None` when every value is valid.
-fn validity(nulls: Option<&arrow::buffer::NullBuffer>) -> Option<pa::Bitmap> {
+fn validity(nulls: Option<&arrow_buffer::NullBuffer>) -> Option<pa::Bitmap> {
     let nulls = nulls.filter(|n| n.null_count() > 0)?;
     Some(bitmap(nulls.inner()))
 }
 
-fn bitmap(bits: &arrow::buffer::BooleanBuffer) -> pa::Bitmap {
+fn bitmap(bits: &arrow_buffer::BooleanBuffer) -> pa::Bitmap {
     let (offset, len) = (bits.offset(), bits.len());
     pa::Bitmap::from_u8_slice(bits.values(), offset + len).sliced(offset, len)
 }

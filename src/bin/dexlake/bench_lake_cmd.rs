@@ -102,7 +102,7 @@ fn day_files<T>(
     lake: &Lake,
     dataset: Dataset,
     days: BTreeMap<NaiveDate, Vec<T>>,
-    to_batch: impl Fn(&[T]) -> dexlake::Result<arrow::array::RecordBatch>,
+    to_batch: impl Fn(&[T]) -> dexlake::Result<arrow_array::RecordBatch>,
     key: impl Fn(&T) -> (i64, DateTime<Utc>),
     version: u64,
     seq: &mut usize,

@@ -21,10 +21,10 @@
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 
-use arrow::array::RecordBatch;
-use arrow::compute::{SortOptions, interleave_record_batch};
-use arrow::datatypes::SchemaRef;
-use arrow::row::{OwnedRow, Row, RowConverter, Rows, SortField};
+use arrow_array::RecordBatch;
+use arrow_row::{OwnedRow, Row, RowConverter, Rows};
+use arrow_schema::SchemaRef;
+use arrow_select::interleave::interleave_record_batch;
 use chrono::{DateTime, Utc};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReader;
 
@@ -35,7 +35,7 @@ use crate::lake::log::{self, FileEntry, Journal, Manifest};
 use crate::lake::read::read_batches;
 use crate::lake::schema::{self, SCHEMA_VERSION};
 use crate::lake::write::FileWriter;
-use crate::lake::write::batch::{id_range, time_range};
+use crate::lake::write::batch::{id_range, order_encoder, time_range};
 use crate::lake::write::writer::{FileData, NewFile, commit_files};
 use crate::{Error, Result};
 
@@ -427,41 +427,6 @@ impl Outputs<'_> {
     }
 }
 
-/// The columns of the dataset's order in its file schema (the time column, then the natural
-/// key), and the encoder whose byte order is that order: ascending, nulls first, exactly as
-/// the writer's `sort_batch` sorts.
-fn order_encoder(dataset: Dataset, schema: &SchemaRef) -> Result<(Vec<usize>, RowConverter)> {
-    let arrow_err = |source| Error::Arrow {
-        context: format!("{dataset} sort order"),
-        source,
-    };
-    let mut names = vec![dataset.time_column()];
-    names.extend(
-        dataset
-            .key_columns()
-            .iter()
-            .filter(|k| **k != dataset.time_column()),
-    );
-    let columns = names
-        .iter()
-        .map(|name| schema.index_of(name).map_err(arrow_err))
-        .collect::<Result<Vec<usize>>>()?;
-    let fields = columns
-        .iter()
-        .map(|&i| {
-            SortField::new_with_options(
-                schema.field(i).data_type().clone(),
-                SortOptions {
-                    descending: false,
-                    nulls_first: true,
-                },
-            )
-        })
-        .collect();
-    let converter = RowConverter::new(fields).map_err(arrow_err)?;
-    Ok((columns, converter))
-}
-
 /// One merged file, read a batch at a time.
 struct Cursor {
     /// The file (a data file or the temporary name of a run).
@@ -658,8 +623,9 @@ mod tests {
     use crate::lake::handle::Lake;
     use crate::lake::sample::Samples;
     use crate::lake::write::batch::sort_batch;
-    use arrow::array::UInt32Array;
-    use arrow::compute::{concat_batches, take_record_batch};
+    use arrow_array::UInt32Array;
+    use arrow_select::concat::concat_batches;
+    use arrow_select::take::take_record_batch;
 
     /// Swaps committed as `files` small files per partition with overlapping time ranges
     /// (file `k` holds every `files`-th record).

@@ -28,9 +28,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use arrow::array::RecordBatchReader;
-use arrow::compute::concat_batches;
-use arrow::datatypes::{DataType, TimeUnit};
+use arrow_array::RecordBatchReader;
+use arrow_schema::{DataType, TimeUnit};
+use arrow_select::concat::concat_batches;
 use bytes::Bytes;
 use chrono::Utc;
 use parquet::arrow::ProjectionMask;

@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use arrow::array::AsArray;
+use arrow_array::cast::AsArray;
 
 use crate::Result;
 use crate::lake::base::Base;
@@ -319,9 +319,9 @@ impl Keys {
 /// entry is read whole, as the other keys are.
 fn read_keys(lake: &Base, path: &str, entry: &FileEntry, matches: bool) -> Result<Keys> {
     let dataset = entry.dataset;
-    let ints = |column: &dyn arrow::array::Array, id: &str| {
+    let ints = |column: &dyn arrow_array::Array, id: &str| {
         column
-            .as_primitive_opt::<arrow::datatypes::Int64Type>()
+            .as_primitive_opt::<arrow_array::types::Int64Type>()
             .map(|c| c.iter().collect::<Vec<_>>())
             .ok_or_else(|| crate::Error::Lake {
                 path: lake.root().join(path),

@@ -106,7 +106,7 @@ pub(crate) fn parquet_error(
 pub(crate) fn arrow_error(
     root: &Path,
     path: &str,
-) -> impl FnOnce(arrow::error::ArrowError) -> Error {
+) -> impl FnOnce(arrow_schema::ArrowError) -> Error {
     let (root, path) = (root.to_owned(), path.to_owned());
     move |source| damaged(&root, &path, escaped(&source.to_string()))
 }

@@ -7,9 +7,9 @@
 use std::fs::File;
 use std::sync::Arc;
 
-use arrow::array::RecordBatch;
-use arrow::compute::concat_batches;
-use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow_array::RecordBatch;
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use arrow_select::concat::concat_batches;
 use bytes::Bytes;
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{
@@ -30,7 +30,7 @@ use crate::lake::storage::Store;
 use crate::lake::storage::read_at;
 use crate::{Error, Result};
 
-fn arrow_err(context: String) -> impl FnOnce(arrow::error::ArrowError) -> Error {
+fn arrow_err(context: String) -> impl FnOnce(arrow_schema::ArrowError) -> Error {
     move |source| Error::Arrow { context, source }
 }
 
@@ -302,7 +302,7 @@ impl SharedFile {
     }
 
     /// The error of this file when its pages do not decode (see [`arrow_error`]).
-    fn aerr(&self) -> impl FnOnce(arrow::error::ArrowError) -> Error {
+    fn aerr(&self) -> impl FnOnce(arrow_schema::ArrowError) -> Error {
         arrow_error(&self.root, &self.path)
     }
 

@@ -10,7 +10,7 @@ use std::io::Cursor;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow::record_batch::RecordBatch;
+use arrow_array::RecordBatch;
 use polars::prelude::*;
 use rayon::prelude::*;
 

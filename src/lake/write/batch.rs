@@ -4,10 +4,12 @@
 
 use std::collections::BTreeMap;
 
-use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
-use arrow::compute::{SortColumn, SortOptions, lexsort_to_indices, take_record_batch};
-use arrow::datatypes::{Int64Type, TimestampMicrosecondType};
-use arrow::row::{RowConverter, SortField};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Int64Type, TimestampMicrosecondType};
+use arrow_array::{Array, ArrayRef, ArrowPrimitiveType, PrimitiveArray, RecordBatch, UInt32Array};
+use arrow_row::{RowConverter, SortField};
+use arrow_schema::{SchemaRef, SortOptions};
+use arrow_select::take::take_record_batch;
 use chrono::{DateTime, NaiveDate, Utc};
 
 use crate::api::models::ChainFamily;
@@ -60,7 +62,7 @@ pub fn check_batch(dataset: Dataset, batch: &RecordBatch) -> Result<()> {
 
 pub(crate) fn arrow_err(
     context: impl Into<String>,
-) -> impl FnOnce(arrow::error::ArrowError) -> Error {
+) -> impl FnOnce(arrow_schema::ArrowError) -> Error {
     let context = context.into();
     move |source| Error::Arrow { context, source }
 }
@@ -154,26 +156,57 @@ pub(crate) fn encode_keys(dataset: Dataset, batch: &RecordBatch) -> Result<Vec<V
     Ok(rows.iter().map(|r| r.as_ref().to_vec()).collect())
 }
 
-/// Sorts a batch by time, then by the natural key.
-pub(crate) fn sort_batch(dataset: Dataset, batch: &RecordBatch) -> Result<RecordBatch> {
-    let mut cols = vec![column(batch, dataset.time_column(), dataset)?.clone()];
-    for k in dataset.key_columns() {
-        if *k != dataset.time_column() {
-            cols.push(column(batch, k, dataset)?.clone());
-        }
-    }
-    let sort: Vec<SortColumn> = cols
-        .into_iter()
-        .map(|values| SortColumn {
-            values,
-            options: Some(SortOptions {
-                descending: false,
-                nulls_first: true,
-            }),
+/// The columns of the dataset's order in `schema` (the time column, then the natural key),
+/// and the encoder whose byte order is that order: ascending, nulls first. The writer sorts
+/// by it ([`sort_batch`]) and compaction merges sorted files by it, so the two agree.
+pub(crate) fn order_encoder(
+    dataset: Dataset,
+    schema: &SchemaRef,
+) -> Result<(Vec<usize>, RowConverter)> {
+    let context = || format!("{dataset} sort order");
+    let mut names = vec![dataset.time_column()];
+    names.extend(
+        dataset
+            .key_columns()
+            .iter()
+            .filter(|k| **k != dataset.time_column()),
+    );
+    let columns = names
+        .iter()
+        .map(|name| schema.index_of(name).map_err(arrow_err(context())))
+        .collect::<Result<Vec<usize>>>()?;
+    let fields = columns
+        .iter()
+        .map(|&i| {
+            SortField::new_with_options(
+                schema.field(i).data_type().clone(),
+                SortOptions {
+                    descending: false,
+                    nulls_first: true,
+                },
+            )
         })
         .collect();
-    let idx = lexsort_to_indices(&sort, None).map_err(arrow_err(format!("sorting {dataset}")))?;
-    take_record_batch(batch, &idx).map_err(arrow_err(format!("sorting {dataset}")))
+    let converter = RowConverter::new(fields).map_err(arrow_err(context()))?;
+    Ok((columns, converter))
+}
+
+/// Sorts a batch by time, then by the natural key (the byte order of [`order_encoder`]'s
+/// rows; natural keys are unique, so the order has no ties).
+pub(crate) fn sort_batch(dataset: Dataset, batch: &RecordBatch) -> Result<RecordBatch> {
+    let context = || format!("sorting {dataset}");
+    let (columns, converter) = order_encoder(dataset, &batch.schema())?;
+    let columns: Vec<ArrayRef> = columns.iter().map(|&i| batch.column(i).clone()).collect();
+    let rows = converter
+        .convert_columns(&columns)
+        .map_err(arrow_err(context()))?;
+    let rows_count = u32::try_from(batch.num_rows()).map_err(|_| Error::Lake {
+        path: dataset.name().into(),
+        message: format!("a batch of {} rows is too large to sort", batch.num_rows()),
+    })?;
+    let mut order: Vec<u32> = (0..rows_count).collect();
+    order.sort_by(|&a, &b| rows.row(a as usize).cmp(&rows.row(b as usize)));
+    take_record_batch(batch, &UInt32Array::from(order)).map_err(arrow_err(context()))
 }
 
 /// Drops the path-only columns, giving a batch with the dataset's file schema.
@@ -211,16 +244,10 @@ pub(crate) fn time_range(
 ) -> Result<(DateTime<Utc>, DateTime<Utc>)> {
     let t =
         column(batch, dataset.time_column(), dataset)?.as_primitive::<TimestampMicrosecondType>();
-    let (min, max) = (
-        arrow::compute::min(t).ok_or_else(|| Error::Lake {
-            path: dataset.name().into(),
-            message: "empty batch has no time range".into(),
-        })?,
-        arrow::compute::max(t).ok_or_else(|| Error::Lake {
-            path: dataset.name().into(),
-            message: "empty batch has no time range".into(),
-        })?,
-    );
+    let (min, max) = value_range(t).ok_or_else(|| Error::Lake {
+        path: dataset.name().into(),
+        message: "empty batch has no time range".into(),
+    })?;
     Ok((micros_to_time(min)?, micros_to_time(max)?))
 }
 
@@ -230,5 +257,26 @@ pub(crate) fn id_range(dataset: Dataset, batch: &RecordBatch) -> Result<Option<(
         return Ok(None);
     };
     let ids = column(batch, name, dataset)?.as_primitive::<Int64Type>();
-    Ok(arrow::compute::min(ids).zip(arrow::compute::max(ids)))
+    Ok(value_range(ids))
+}
+
+/// The smallest and largest non-null value of an integer column; `None` when it has none.
+pub(crate) fn value_range<T: ArrowPrimitiveType>(
+    values: &PrimitiveArray<T>,
+) -> Option<(T::Native, T::Native)>
+where
+    T::Native: Ord,
+{
+    let widen = |(lo, hi): (T::Native, T::Native), x: T::Native| (lo.min(x), hi.max(x));
+    if values.null_count() == 0 {
+        let (&first, rest) = values.values().split_first()?;
+        Some(
+            rest.iter()
+                .fold((first, first), |range, &x| widen(range, x)),
+        )
+    } else {
+        let mut present = values.iter().flatten();
+        let first = present.next()?;
+        Some(present.fold((first, first), widen))
+    }
 }

@@ -3,7 +3,7 @@
 
 use std::fs::File;
 
-use arrow::array::RecordBatch;
+use arrow_array::RecordBatch;
 use parquet::arrow::ArrowWriter;
 
 use crate::lake::base::Base;

@@ -21,8 +21,8 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use arrow::array::AsArray;
-use arrow::datatypes::{Int64Type, TimestampMicrosecondType};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Int64Type, TimestampMicrosecondType};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 

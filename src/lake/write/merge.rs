@@ -13,8 +13,8 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use arrow::array::RecordBatch;
-use arrow::compute::concat_batches;
+use arrow_array::RecordBatch;
+use arrow_select::concat::concat_batches;
 
 use super::batch::{arrow_err, sort_batch, to_file_batch};
 use crate::Result;

@@ -7,7 +7,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use arrow::record_batch::RecordBatch;
+use arrow_array::RecordBatch;
 
 use super::batch::check_batch;
 use super::ids::IdCache;

@@ -3,16 +3,17 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use arrow::array::{Array, AsArray, RecordBatch};
-use arrow::compute::{concat_batches, take_record_batch};
-use arrow::datatypes::{Int64Type, TimestampMicrosecondType};
-use arrow::row::{RowConverter, SortField};
+use arrow_array::types::{Int64Type, TimestampMicrosecondType};
+use arrow_array::{Array, RecordBatch, cast::AsArray};
+use arrow_row::{RowConverter, SortField};
+use arrow_select::concat::concat_batches;
+use arrow_select::take::take_record_batch;
 use bytes::Bytes;
 use chrono::Utc;
 
 use super::batch::{
     arrow_err, column, encode_keys, id_range, key_columns, key_converter, micros_to_time,
-    partition_rows, sort_batch, time_range, to_file_batch,
+    partition_rows, sort_batch, time_range, to_file_batch, value_range,
 };
 use super::ids::{IdCache, IdIndex};
 use super::merge::{self, MergeSmall};
@@ -122,7 +123,7 @@ pub struct Prepared {
 }
 
 /// One tag per row (null for untagged rows), carried beside a batch through de-duplication.
-type Tags = arrow::array::UInt64Array;
+type Tags = arrow_array::UInt64Array;
 
 /// Adds the rows of each tag present in `tags` to `out`.
 fn count_tags(tags: &Tags, out: &mut BTreeMap<u64, u64>) {
@@ -216,17 +217,17 @@ pub(crate) fn prepare_files(
             let keys_checked = checked
                 .as_ref()
                 .is_some_and(|moved| rows.iter().all(|&r| !moved[r as usize]));
-            let idx = arrow::array::UInt32Array::from(rows);
+            let idx = arrow_array::UInt32Array::from(rows);
             let part =
                 take_record_batch(&all, &idx).map_err(arrow_err(format!("splitting {dataset}")))?;
-            let part_tags = arrow::compute::take(&all_tags, &idx, None)
+            let part_tags = arrow_select::take::take(&all_tags, &idx, None)
                 .map_err(arrow_err(format!("splitting {dataset}")))?;
-            let part_tags = part_tags.as_primitive::<arrow::datatypes::UInt64Type>();
+            let part_tags = part_tags.as_primitive::<arrow_array::types::UInt64Type>();
             let (fresh, added) = if dataset.replaces_on_write() {
                 let merged = replace_known_keys(lake, manifest, &gone, &partition, &part)?;
                 out.remove.extend(merged.remove);
-                let added_idx = arrow::array::UInt32Array::from(merged.added_rows);
-                let added_tags = arrow::compute::take(part_tags, &added_idx, None)
+                let added_idx = arrow_array::UInt32Array::from(merged.added_rows);
+                let added_tags = arrow_select::take::take(part_tags, &added_idx, None)
                     .map_err(arrow_err(format!("counting new {dataset} rows")))?;
                 count_tags(added_tags.as_primitive(), &mut out.rows_added_by_tag);
                 (merged.batch, added_idx.len() as u64)
@@ -239,7 +240,7 @@ pub(crate) fn prepare_files(
                 match keep {
                     None => count_tags(part_tags, &mut out.rows_added_by_tag),
                     Some(keep) => {
-                        let kept = arrow::compute::filter(part_tags, &keep)
+                        let kept = arrow_select::filter::filter(part_tags, &keep)
                             .map_err(arrow_err(format!("counting new {dataset} rows")))?;
                         count_tags(kept.as_primitive(), &mut out.rows_added_by_tag);
                     }
@@ -340,11 +341,11 @@ fn displace_moved_ids(
         let keep: Vec<bool> = (0..all.num_rows())
             .map(|row| winner[&ids.value(row)] == row)
             .collect();
-        let keep = arrow::array::BooleanArray::from(keep);
+        let keep = arrow_array::BooleanArray::from(keep);
         let context = || format!("keeping the last {dataset} record of each id");
         let staged =
-            arrow::compute::filter_record_batch(all, &keep).map_err(arrow_err(context()))?;
-        let tags = arrow::compute::filter(all_tags, &keep).map_err(arrow_err(context()))?;
+            arrow_select::filter::filter_record_batch(all, &keep).map_err(arrow_err(context()))?;
+        let tags = arrow_select::filter::filter(all_tags, &keep).map_err(arrow_err(context()))?;
         (staged, tags.as_primitive().clone())
     };
     let staged_time: HashMap<i64, i64> = winner
@@ -416,10 +417,7 @@ fn displace_moved_ids(
         let file_times =
             column(&keys, time_name, dataset)?.as_primitive::<TimestampMicrosecondType>();
         let unranged = entry.min_id.is_none() || entry.max_id.is_none();
-        if let (true, Some(range)) = (
-            unranged,
-            arrow::compute::min(file_ids).zip(arrow::compute::max(file_ids)),
-        ) {
+        if let (true, Some(range)) = (unranged, value_range(file_ids)) {
             id_ranges.insert(path.clone(), range);
         }
         let moved: Vec<bool> = (0..keys.num_rows())
@@ -440,9 +438,9 @@ fn displace_moved_ids(
         let committed = RecordBatch::try_new(schema.clone(), committed.columns().to_vec())
             .map_err(arrow_err(format!("{dataset} file {path}")))?;
         let keep: Vec<bool> = moved.iter().map(|m| !m).collect();
-        let kept = arrow::compute::filter_record_batch(
+        let kept = arrow_select::filter::filter_record_batch(
             &committed,
-            &arrow::array::BooleanArray::from(keep),
+            &arrow_array::BooleanArray::from(keep),
         )
         .map_err(arrow_err(format!("rewriting {path}")))?;
         not_new += (kept.num_rows() + n_moved) as u64;
@@ -512,10 +510,11 @@ fn drop_indexed_repeats(
     if keep.iter().all(|k| *k) {
         return Ok((staged.clone(), tags.clone(), moved));
     }
-    let keep = arrow::array::BooleanArray::from(keep);
+    let keep = arrow_array::BooleanArray::from(keep);
     let context = || format!("dropping committed {dataset} ids");
-    let kept = arrow::compute::filter_record_batch(staged, &keep).map_err(arrow_err(context()))?;
-    let kept_tags = arrow::compute::filter(tags, &keep).map_err(arrow_err(context()))?;
+    let kept =
+        arrow_select::filter::filter_record_batch(staged, &keep).map_err(arrow_err(context()))?;
+    let kept_tags = arrow_select::filter::filter(tags, &keep).map_err(arrow_err(context()))?;
     Ok((kept, kept_tags.as_primitive().clone(), moved))
 }
 
@@ -602,16 +601,16 @@ fn replace_known_keys(
         .map(|i| winners.contains(&i) && same_in[i].is_none_or(|f| dirty[f]))
         .collect();
     pieces.push(
-        arrow::compute::filter_record_batch(&staged, &arrow::array::BooleanArray::from(take))
+        arrow_select::filter::filter_record_batch(&staged, &arrow_array::BooleanArray::from(take))
             .map_err(arrow_err(format!("selecting {dataset} records")))?,
     );
     let mut remove = Vec::new();
     for ((path, committed, keep), changed) in files.into_iter().zip(dirty) {
         if changed {
             pieces.push(
-                arrow::compute::filter_record_batch(
+                arrow_select::filter::filter_record_batch(
                     &committed,
-                    &arrow::array::BooleanArray::from(keep),
+                    &arrow_array::BooleanArray::from(keep),
                 )
                 .map_err(arrow_err(format!("rewriting {path}")))?,
             );
@@ -639,7 +638,7 @@ fn drop_known_keys(
     gone: &HashSet<String>,
     partition: &Partition,
     part: &RecordBatch,
-) -> Result<(RecordBatch, Option<arrow::array::BooleanArray>)> {
+) -> Result<(RecordBatch, Option<arrow_array::BooleanArray>)> {
     let dataset = partition.dataset;
     let (lo, hi) = time_range(dataset, part)?;
     let conv = key_converter(dataset, part)?;
@@ -667,8 +666,8 @@ fn drop_known_keys(
     if keep.iter().all(|k| *k) {
         return Ok((part.clone(), None));
     }
-    let keep = arrow::array::BooleanArray::from(keep);
-    let kept = arrow::compute::filter_record_batch(part, &keep)
+    let keep = arrow_array::BooleanArray::from(keep);
+    let kept = arrow_select::filter::filter_record_batch(part, &keep)
         .map_err(arrow_err(format!("dropping duplicate {dataset} keys")))?;
     Ok((kept, Some(keep)))
 }

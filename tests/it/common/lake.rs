@@ -5,8 +5,8 @@ use std::io::Cursor;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use arrow::array::RecordBatch;
-use arrow::compute::concat_batches;
+use arrow_array::RecordBatch;
+use arrow_select::concat::concat_batches;
 use chrono::{Duration as ChronoDuration, TimeZone, Utc};
 use dexlake::api::models::{Swap, SwapType};
 use dexlake::lake::sample::Samples;
