@@ -167,3 +167,63 @@ pub(crate) fn numbers<T: ArrowPrimitiveType>(
         values.iter().map(|v| Some(v.unwrap_or(null))).collect()
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use arrow_array::{
+        Float64Array, Int32Array, LargeStringArray, StringArray, TimestampMillisecondArray,
+    };
+
+    use super::*;
+
+    fn batch(name: &str, array: ArrayRef) -> RecordBatch {
+        RecordBatch::try_from_iter([(name, array)]).expect("batch")
+    }
+
+    /// Plain strings read as the dictionary a lake file gives: codes in order of first
+    /// appearance, a null as the empty string.
+    #[test]
+    fn strings_of_any_encoding_read_as_a_dictionary() {
+        let plain: ArrayRef = Arc::new(StringArray::from(vec![
+            Some("b"),
+            None,
+            Some("a"),
+            Some("b"),
+        ]));
+        let large: ArrayRef = Arc::new(LargeStringArray::from(vec![
+            Some("b"),
+            None,
+            Some("a"),
+            Some("b"),
+        ]));
+        for array in [plain, large] {
+            let (codes, values) = dictionary(&batch("wallet", array), "wallet", "f").expect("read");
+            let names = values.names();
+            let read: Vec<&str> = codes.iter().map(|&c| names[c as usize]).collect();
+            assert_eq!(read, ["b", "", "a", "b"]);
+        }
+        let numbers: ArrayRef = Arc::new(Int32Array::from(vec![1]));
+        let Err(err) = dictionary(&batch("wallet", numbers), "wallet", "f") else {
+            panic!("integers read as strings");
+        };
+        assert!(err.to_string().contains("column wallet"), "{err}");
+    }
+
+    /// A timestamp of any unit reads as microseconds; any other type than the one asked for
+    /// is refused, naming both.
+    #[test]
+    fn numbers_read_timestamps_as_micros_and_refuse_other_types() {
+        let millis: ArrayRef =
+            Arc::new(TimestampMillisecondArray::from(vec![Some(1_500), None]).with_timezone("UTC"));
+        let read = numbers::<Int64Type>(&batch("block_time", millis), "block_time", "f", -1)
+            .expect("read");
+        assert_eq!(read.values().as_ref(), [1_500_000, -1]);
+        let floats: ArrayRef = Arc::new(Float64Array::from(vec![1.5]));
+        let err = numbers::<Int64Type>(&batch("id", floats), "id", "f", 0).unwrap_err();
+        let message = err.to_string();
+        assert!(
+            message.contains("Float64") && message.contains("Int64"),
+            "{message}"
+        );
+    }
+}

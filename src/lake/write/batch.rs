@@ -280,3 +280,75 @@ where
         Some(present.fold((first, first), widen))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::{Int64Array, StringArray, TimestampMicrosecondArray};
+    use arrow_schema::{DataType, Field, Schema, TimeUnit};
+
+    use super::*;
+
+    #[test]
+    fn value_range_skips_nulls_and_has_none_without_values() {
+        assert_eq!(
+            value_range(&Int64Array::from(vec![3, -7, 12, 0])),
+            Some((-7, 12))
+        );
+        assert_eq!(
+            value_range(&Int64Array::from(vec![None, Some(5), None, Some(2)])),
+            Some((2, 5))
+        );
+        assert_eq!(value_range(&Int64Array::from(vec![None, None])), None);
+        assert_eq!(value_range(&Int64Array::from(Vec::<i64>::new())), None);
+    }
+
+    /// Candles sort by time, then token, pool (nulls first), exactly as the tuples sort.
+    #[test]
+    fn sort_batch_orders_by_time_then_the_natural_key() {
+        let times = [30, 10, 30, 10, 20, 30, 10];
+        let tokens = ["b", "b", "a", "a", "c", "a", "a"];
+        let pools = [
+            Some("p"),
+            Some("q"),
+            Some("q"),
+            Some("p"),
+            Some("p"),
+            None,
+            None,
+        ];
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("token", DataType::Utf8, false),
+            Field::new("pool", DataType::Utf8, true),
+            Field::new(
+                "timestamp",
+                DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+                false,
+            ),
+            Field::new("row", DataType::Int64, false),
+        ]));
+        let batch = RecordBatch::try_new(
+            schema,
+            vec![
+                Arc::new(StringArray::from(tokens.to_vec())),
+                Arc::new(StringArray::from(pools.to_vec())),
+                Arc::new(TimestampMicrosecondArray::from(times.to_vec()).with_timezone("UTC")),
+                Arc::new(Int64Array::from_iter_values(0..times.len() as i64)),
+            ],
+        )
+        .expect("batch");
+        let sorted = sort_batch(Dataset::Candles, &batch).expect("sort");
+        let mut expected: Vec<usize> = (0..times.len()).collect();
+        expected.sort_by_key(|&i| (times[i], tokens[i], pools[i]));
+        let rows: Vec<usize> = sorted
+            .column_by_name("row")
+            .expect("row")
+            .as_primitive::<Int64Type>()
+            .values()
+            .iter()
+            .map(|&r| r as usize)
+            .collect();
+        assert_eq!(rows, expected);
+    }
+}
