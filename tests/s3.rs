@@ -684,7 +684,7 @@ fn chunk_bytes(
 
 /// Whether a string column of row group `group` of a file holds `value`.
 fn row_group_holds(data: &bytes::Bytes, group: usize, columns: &[&str], value: &str) -> bool {
-    use arrow_array::{Array, cast::AsArray};
+    use arrow_array::cast::AsArray;
     let builder =
         parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(data.clone())
             .expect("a reader");
@@ -704,17 +704,9 @@ fn row_group_holds(data: &bytes::Bytes, group: usize, columns: &[&str], value: &
             .columns()
             .iter()
             .any(|column| match column.data_type() {
+                // The lake's string columns are plain `Utf8` (`lake::schema`).
                 arrow_schema::DataType::Utf8 => {
                     column.as_string::<i32>().iter().any(|v| v == Some(value))
-                }
-                arrow_schema::DataType::Utf8View => {
-                    column.as_string_view().iter().any(|v| v == Some(value))
-                }
-                arrow_schema::DataType::Dictionary(..) => {
-                    let dictionary = column.as_any_dictionary();
-                    let values = dictionary.values().as_string::<i32>();
-                    let keys = dictionary.normalized_keys();
-                    (0..column.len()).any(|i| column.is_valid(i) && values.value(keys[i]) == value)
                 }
                 other => panic!("column of {other}, not strings"),
             })
