@@ -1,6 +1,7 @@
 //! The client's own cost per swap, on the simulator's JSON: a page's bytes decoded into the
-//! service's models (the client's decode), the models converted into an Arrow batch (what a
-//! sync job hands to the commit buffer), and the batches of a commit sorted and encoded into
+//! service's models (the client's decode, with owned text and, as a sync reads swaps, with
+//! text shared with the page's bytes), the models converted into an Arrow batch (what a sync
+//! job hands to the commit buffer), and the batches of a commit sorted and encoded into
 //! zstd Parquet bytes (what a commit writes); against serde_json's parse of the same bytes into
 //! a `serde_json::Value`, the bound no decode of the JSON beats by much.
 //!
@@ -13,6 +14,7 @@ use std::hint::black_box;
 use arrow_array::RecordBatch;
 use arrow_select::concat::concat_batches;
 use bytes::Bytes;
+use bytestring::ByteString;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use dexlake::api::models::{Page, Swap};
 use dexlake::lake::test_support::{DEFAULT_ROW_GROUP_ROWS, encode_records};
@@ -83,9 +85,14 @@ fn decode(bytes: &[u8]) -> Page<Swap> {
     dexlake::api::client::decode_body(bytes).expect("a page of swaps")
 }
 
+/// A sync's decode of a page: the swaps' text shares the page's bytes.
+fn decode_shared(bytes: &Bytes) -> Page<Swap<ByteString>> {
+    dexlake::api::client::decode_page_shared(bytes).expect("a page of swaps")
+}
+
 /// A page's swaps as the Arrow batch a job hands off.
-fn to_batch(bytes: &[u8]) -> RecordBatch {
-    convert::swaps_to_batch(&decode(bytes).data).expect("convert")
+fn to_batch(bytes: &Bytes) -> RecordBatch {
+    convert::swaps_to_batch(&decode_shared(bytes).data).expect("convert")
 }
 
 fn client_cost(c: &mut Criterion) {
@@ -115,6 +122,13 @@ fn client_cost(c: &mut Criterion) {
         b.iter(|| {
             for p in &pages {
                 black_box(decode(black_box(p)));
+            }
+        })
+    });
+    group.bench_function("json_to_shared_models", |b| {
+        b.iter(|| {
+            for p in &pages {
+                black_box(decode_shared(black_box(p)));
             }
         })
     });

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
+use bytes::Bytes;
 use futures::stream::{self, Stream, StreamExt};
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
 use serde::Serialize;
@@ -37,7 +38,7 @@ use crate::error::{ApiStatus, Error, Result, printable};
 mod body;
 mod config;
 
-pub use body::decode_body;
+pub use body::{SharesBody, decode_body, decode_page_shared};
 use body::{excerpt, redact_decode_error, redact_key};
 
 pub use config::{
@@ -306,8 +307,16 @@ impl Client {
     }
 
     async fn swaps_dated(&self, req: &SwapsRequest) -> Result<Dated<Page<Swap>>> {
+        self.swaps_decoded(req, |body| decode_body(body)).await
+    }
+
+    async fn swaps_decoded<R>(
+        &self,
+        req: &SwapsRequest,
+        decode: fn(&Bytes) -> serde_json::Result<Page<R>>,
+    ) -> Result<Dated<Page<R>>> {
         req.validate()?;
-        self.call_dated(Operation::AltGetSwaps, req).await
+        self.call_decoded(Operation::AltGetSwaps, req, decode).await
     }
 
     /// Altchain get-trades (4.8): one page of trades (newest first at the simulator; the
@@ -317,8 +326,17 @@ impl Client {
     }
 
     async fn trades_dated(&self, req: &TradesRequest) -> Result<Dated<Page<Trade>>> {
+        self.trades_decoded(req, |body| decode_body(body)).await
+    }
+
+    async fn trades_decoded<R>(
+        &self,
+        req: &TradesRequest,
+        decode: fn(&Bytes) -> serde_json::Result<Page<R>>,
+    ) -> Result<Dated<Page<R>>> {
         req.validate()?;
-        self.call_dated(Operation::AltGetTrades, req).await
+        self.call_decoded(Operation::AltGetTrades, req, decode)
+            .await
     }
 
     /// Altchain get-price-stats (4.9): at most 1000 tokens and 1000 pools.
@@ -347,21 +365,22 @@ impl Client {
         &self,
         req: SwapsRequest,
     ) -> impl Stream<Item = Result<Page<Swap>>> + Send + use<> {
-        undated(self.swap_pages_dated(req))
+        undated(self.swap_pages_dated(req, |body| decode_body(body)))
     }
 
-    /// [`Self::swap_pages`], each page with its answer's `Date`.
-    pub(crate) fn swap_pages_dated(
+    /// [`Self::swap_pages`], each page with its answer's `Date`, decoded by `decode`.
+    pub(crate) fn swap_pages_dated<R: Send + 'static>(
         &self,
         req: SwapsRequest,
-    ) -> impl Stream<Item = Result<Dated<Page<Swap>>>> + Send + use<> {
+        decode: fn(&Bytes) -> serde_json::Result<Page<R>>,
+    ) -> impl Stream<Item = Result<Dated<Page<R>>>> + Send + use<R> {
         let client = self.clone();
         let start = req.cursor.clone();
         pages(Operation::AltGetSwaps, start, move |cursor| {
             let client = client.clone();
             let mut req = req.clone();
             req.cursor = cursor;
-            async move { client.swaps_dated(&req).await }
+            async move { client.swaps_decoded(&req, decode).await }
         })
     }
 
@@ -371,21 +390,22 @@ impl Client {
         &self,
         req: TradesRequest,
     ) -> impl Stream<Item = Result<Page<Trade>>> + Send + use<> {
-        undated(self.trade_pages_dated(req))
+        undated(self.trade_pages_dated(req, |body| decode_body(body)))
     }
 
-    /// [`Self::trade_pages`], each page with its answer's `Date`.
-    pub(crate) fn trade_pages_dated(
+    /// [`Self::trade_pages`], each page with its answer's `Date`, decoded by `decode`.
+    pub(crate) fn trade_pages_dated<R: Send + 'static>(
         &self,
         req: TradesRequest,
-    ) -> impl Stream<Item = Result<Dated<Page<Trade>>>> + Send + use<> {
+        decode: fn(&Bytes) -> serde_json::Result<Page<R>>,
+    ) -> impl Stream<Item = Result<Dated<Page<R>>>> + Send + use<R> {
         let client = self.clone();
         let start = req.cursor.clone();
         pages(Operation::AltGetTrades, start, move |cursor| {
             let client = client.clone();
             let mut req = req.clone();
             req.cursor = cursor;
-            async move { client.trades_dated(&req).await }
+            async move { client.trades_decoded(&req, decode).await }
         })
     }
 
@@ -550,30 +570,44 @@ impl Client {
         B: Serialize + ?Sized,
         R: DeserializeOwned,
     {
+        self.call_decoded(op, body, |body| decode_body(body)).await
+    }
+
+    /// [`Self::call_dated`], the answer's body decoded by `decode`.
+    async fn call_decoded<B, R>(
+        &self,
+        op: Operation,
+        body: &B,
+        decode: fn(&Bytes) -> serde_json::Result<R>,
+    ) -> Result<Dated<R>>
+    where
+        B: Serialize + ?Sized,
+    {
         let payload = serde_json::to_vec(body).map_err(|e| Error::InvalidRequest {
             operation: op.name(),
             member: "(body)".into(),
             reason: format!("cannot be encoded as JSON: {e}"),
         })?;
         let url = self.url(op);
-        let result = self.call_with_retries(op, &url, payload).await;
+        let result = self.call_with_retries(op, &url, payload, decode).await;
         if result.is_err() {
             Counters::bump(&self.inner.counters.failures);
         }
         result
     }
 
-    async fn call_with_retries<R: DeserializeOwned>(
+    async fn call_with_retries<R>(
         &self,
         op: Operation,
         url: &str,
         payload: Vec<u8>,
+        decode: fn(&Bytes) -> serde_json::Result<R>,
     ) -> Result<Dated<R>> {
         let retry = &self.inner.config.retry;
         let started = Instant::now();
         let mut retries = 0u32;
         loop {
-            let failure = match self.attempt(op, url, payload.clone()).await {
+            let failure = match self.attempt(op, url, payload.clone(), decode).await {
                 Ok(value) => return Ok(value),
                 Err(failure) => failure,
             };
@@ -605,11 +639,12 @@ impl Client {
     }
 
     /// One HTTP attempt under a permit.
-    async fn attempt<R: DeserializeOwned>(
+    async fn attempt<R>(
         &self,
         op: Operation,
         url: &str,
         payload: Vec<u8>,
+        decode: fn(&Bytes) -> serde_json::Result<R>,
     ) -> std::result::Result<Dated<R>, Failure> {
         let transport = |source: reqwest::Error| {
             // Connection failures, timeouts and broken exchanges may pass on another attempt;
@@ -699,8 +734,9 @@ impl Client {
         // Whatever of the body a message quotes, the API key is taken out of it first: a
         // service (or a proxy) that echoes the request's header must not print the key.
         let key = self.inner.config.api_key.as_deref();
+        let body = Bytes::from(body);
         if status.is_success() {
-            return decode_body(&body)
+            return decode(&body)
                 .map(|value| Dated {
                     value,
                     date: answered_at,

@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use arrow_array::builder::StringBuilder;
 use arrow_array::{
     ArrayRef, BooleanArray, Float64Array, Int64Array, ListArray, RecordBatch, StringArray,
     StructArray, TimestampMicrosecondArray,
@@ -44,8 +45,14 @@ fn strs<'a, I: IntoIterator<Item = Option<&'a str>>>(it: I) -> ArrayRef {
     Arc::new(it.into_iter().collect::<StringArray>())
 }
 
+/// A string column of every row, its buffer sized once (the strings are read twice).
 fn str_req<'a, T, F: Fn(&'a T) -> &'a str>(rows: &'a [T], f: F) -> ArrayRef {
-    strs(rows.iter().map(|r| Some(f(r))))
+    let bytes = rows.iter().map(|r| f(r).len()).sum();
+    let mut column = StringBuilder::with_capacity(rows.len(), bytes);
+    for r in rows {
+        column.append_value(f(r));
+    }
+    Arc::new(column.finish())
 }
 
 fn i64s<I: IntoIterator<Item = Option<i64>>>(it: I) -> ArrayRef {
@@ -122,18 +129,18 @@ fn batch(dataset: Dataset, columns: Vec<ArrayRef>) -> Result<RecordBatch> {
 }
 
 /// Swaps (interface 2.8) to a `swaps` batch.
-pub fn swaps_to_batch(swaps: &[Swap]) -> Result<RecordBatch> {
+pub fn swaps_to_batch<S: AsRef<str>>(swaps: &[Swap<S>]) -> Result<RecordBatch> {
     let s = swaps;
     batch(
         Dataset::Swaps,
         vec![
             i64_req(s, |r| r.id),
             str_req(s, |r| r.swap_type.as_str()),
-            str_req(s, |r| &r.protocol),
-            str_req(s, |r| &r.wallet_address),
-            str_req(s, |r| &r.pool_address),
-            str_req(s, |r| &r.token_address_in),
-            str_req(s, |r| &r.token_address_out),
+            str_req(s, |r| r.protocol.as_ref()),
+            str_req(s, |r| r.wallet_address.as_ref()),
+            str_req(s, |r| r.pool_address.as_ref()),
+            str_req(s, |r| r.token_address_in.as_ref()),
+            str_req(s, |r| r.token_address_out.as_ref()),
             f64_req(s, |r| r.token_amount_in),
             f64_req(s, |r| r.token_amount_out),
             f64_req(s, |r| r.token_price_in),
@@ -146,24 +153,24 @@ pub fn swaps_to_batch(swaps: &[Swap]) -> Result<RecordBatch> {
             f64_req(s, |r| r.usd_amount_out),
             i64_req(s, |r| r.block_slot),
             ts_req(s, |r| r.block_time),
-            str_req(s, |r| &r.tx_hash),
+            str_req(s, |r| r.tx_hash.as_ref()),
         ],
     )
 }
 
 /// Trades (interface 2.9) to a `trades` batch.
-pub fn trades_to_batch(trades: &[Trade]) -> Result<RecordBatch> {
+pub fn trades_to_batch<S: AsRef<str>>(trades: &[Trade<S>]) -> Result<RecordBatch> {
     let t = trades;
     batch(
         Dataset::Trades,
         vec![
             i64_req(t, |r| r.id),
-            str_req(t, |r| &r.protocol),
+            str_req(t, |r| r.protocol.as_ref()),
             str_req(t, |r| r.swap_type.as_str()),
-            str_req(t, |r| &r.wallet_address),
-            str_req(t, |r| &r.token_address),
-            str_req(t, |r| &r.quote_address),
-            str_req(t, |r| &r.position_address),
+            str_req(t, |r| r.wallet_address.as_ref()),
+            str_req(t, |r| r.token_address.as_ref()),
+            str_req(t, |r| r.quote_address.as_ref()),
+            str_req(t, |r| r.position_address.as_ref()),
             str_req(t, |r| r.direction.as_str()),
             str_req(t, |r| r.position_state.as_str()),
             f64_req(t, |r| r.token_amount),
@@ -177,7 +184,7 @@ pub fn trades_to_batch(trades: &[Trade]) -> Result<RecordBatch> {
             f64_req(t, |r| r.token_mcap),
             i64_req(t, |r| r.block_slot),
             ts_req(t, |r| r.block_time),
-            str_req(t, |r| &r.tx_hash),
+            str_req(t, |r| r.tx_hash.as_ref()),
         ],
     )
 }
@@ -665,8 +672,21 @@ macro_rules! to_batch {
     };
 }
 
-to_batch!(Swap, (), Dataset::Swaps, |r, _c| swaps_to_batch(r));
-to_batch!(Trade, (), Dataset::Trades, |r, _c| trades_to_batch(r));
+impl<S: AsRef<str>> ToBatch for Swap<S> {
+    type Context = ();
+    const DATASET: Dataset = Dataset::Swaps;
+    fn to_batch(records: &[Self], _: &()) -> Result<RecordBatch> {
+        swaps_to_batch(records)
+    }
+}
+
+impl<S: AsRef<str>> ToBatch for Trade<S> {
+    type Context = ();
+    const DATASET: Dataset = Dataset::Trades;
+    fn to_batch(records: &[Self], _: &()) -> Result<RecordBatch> {
+        trades_to_batch(records)
+    }
+}
 to_batch!(Candle, CandleSeries, Dataset::Candles, |r, c| {
     candles_to_batch(c.token.as_deref(), c.pool.as_deref(), c.interval, r)
 });
@@ -756,7 +776,7 @@ mod tests {
     #[test]
     fn empty_pages_give_empty_batches() {
         let t = Utc::now();
-        assert_eq!(swaps_to_batch(&[]).expect("swaps").num_rows(), 0);
+        assert_eq!(swaps_to_batch::<String>(&[]).expect("swaps").num_rows(), 0);
         assert_eq!(
             portfolios_to_batch(&[], t).expect("portfolios").num_rows(),
             0

@@ -1,5 +1,6 @@
 //! The generated market: chains, tokens, pools, wallets and the swap stream, with indexes.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -557,6 +558,12 @@ impl Chain {
 
     /// The swap at `index` as the wire model (interface 2.8).
     pub fn swap(&self, index: u32) -> Swap {
+        self.swap_view(index).map_strings(Cow::into_owned)
+    }
+
+    /// [`Self::swap`] with the market's names borrowed, not copied: what a page of swaps
+    /// encodes, and what a lake of the market is written from.
+    pub fn swap_view(&self, index: u32) -> Swap<Cow<'_, str>> {
         let s = self.record(index);
         let token = &self.tokens[s.token as usize].address;
         let quote = &self.quotes[s.quote as usize].address;
@@ -591,11 +598,11 @@ impl Chain {
         Swap {
             id: self.swap_id(index),
             swap_type,
-            protocol: pool.protocol.to_owned(),
-            wallet_address: self.wallets[s.wallet as usize].address.clone(),
-            pool_address: pool.address.clone(),
-            token_address_in: t_in.clone(),
-            token_address_out: t_out.clone(),
+            protocol: Cow::Borrowed(pool.protocol),
+            wallet_address: Cow::Borrowed(&self.wallets[s.wallet as usize].address),
+            pool_address: Cow::Borrowed(&pool.address),
+            token_address_in: Cow::Borrowed(t_in),
+            token_address_out: Cow::Borrowed(t_out),
             token_amount_in: a_in,
             token_amount_out: a_out,
             token_price_in: p_in,
@@ -608,26 +615,31 @@ impl Chain {
             usd_amount_out: usd,
             block_slot: s.slot,
             block_time: utc(s.time),
-            tx_hash: self.tx_hash(index),
+            tx_hash: Cow::Owned(self.tx_hash(index)),
         }
     }
 
     /// The trade of the swap at `index`, from the wallet's side (interface 2.9).
     pub fn trade(&self, index: u32) -> Trade {
+        self.trade_view(index).map_strings(Cow::into_owned)
+    }
+
+    /// [`Self::trade`] with the market's names borrowed, not copied.
+    pub fn trade_view(&self, index: u32) -> Trade<Cow<'_, str>> {
         let s = self.record(index);
         let usd = s.usd();
         Trade {
             id: self.swap_id(index),
-            protocol: self.pools[s.pool as usize].protocol.to_owned(),
+            protocol: Cow::Borrowed(self.pools[s.pool as usize].protocol),
             swap_type: if s.buy {
                 SwapType::QuoteToken
             } else {
                 SwapType::TokenQuote
             },
-            wallet_address: self.wallets[s.wallet as usize].address.clone(),
-            token_address: self.tokens[s.token as usize].address.clone(),
-            quote_address: self.quotes[s.quote as usize].address.clone(),
-            position_address: self.position_address(s.wallet, s.token),
+            wallet_address: Cow::Borrowed(&self.wallets[s.wallet as usize].address),
+            token_address: Cow::Borrowed(&self.tokens[s.token as usize].address),
+            quote_address: Cow::Borrowed(&self.quotes[s.quote as usize].address),
+            position_address: Cow::Owned(self.position_address(s.wallet, s.token)),
             direction: if s.buy {
                 Direction::Buy
             } else {
@@ -645,7 +657,7 @@ impl Chain {
             token_mcap: self.mcap(s.token, s.token_price),
             block_slot: s.slot,
             block_time: utc(s.time),
-            tx_hash: self.tx_hash(index),
+            tx_hash: Cow::Owned(self.tx_hash(index)),
         }
     }
 

@@ -783,7 +783,7 @@ fn answer(state: &State, op: Operation, body: &[u8]) -> Result<Vec<u8>, Reject> 
                 &Page {
                     count: page.count,
                     cursor: page.cursor,
-                    data: page.items.iter().map(|&i| alt.swap(i)).collect(),
+                    data: page.items.iter().map(|&i| alt.swap_view(i)).collect(),
                 },
                 capacity,
             )
@@ -804,7 +804,7 @@ fn answer(state: &State, op: Operation, body: &[u8]) -> Result<Vec<u8>, Reject> 
                 &Page {
                     count: page.count,
                     cursor: page.cursor,
-                    data: page.items.iter().map(|&i| alt.trade(i)).collect(),
+                    data: page.items.iter().map(|&i| alt.trade_view(i)).collect(),
                 },
                 capacity,
             )

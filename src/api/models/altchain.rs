@@ -103,22 +103,28 @@ pub struct AltPriceStats {
 }
 
 /// One swap (interface 2.8).
+///
+/// Its names and hashes are `S`: `String` by default. A reader that only passes a record on
+/// may hold them as borrowed or shared text instead (the simulator's pages borrow its
+/// market's names, a sync's records share the bytes of the answer they came in), and
+/// [`Swap::map_strings`] turns one form into another.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Swap {
+#[serde(bound(serialize = "S: Serialize", deserialize = "S: Deserialize<'de>"))]
+pub struct Swap<S = String> {
     /// Unique id.
     pub id: i64,
     /// Which side is the quote token.
     pub swap_type: SwapType,
     /// DEX protocol.
-    pub protocol: String,
+    pub protocol: S,
     /// Wallet that swapped.
-    pub wallet_address: String,
+    pub wallet_address: S,
     /// Pool swapped in.
-    pub pool_address: String,
+    pub pool_address: S,
     /// Token paid in.
-    pub token_address_in: String,
+    pub token_address_in: S,
     /// Token received.
-    pub token_address_out: String,
+    pub token_address_out: S,
     /// Amount paid in, tokens.
     pub token_amount_in: f64,
     /// Amount received, tokens.
@@ -145,26 +151,29 @@ pub struct Swap {
     #[serde(deserialize_with = "super::common::wire_time::deserialize")]
     pub block_time: DateTime<Utc>,
     /// Transaction hash.
-    pub tx_hash: String,
+    pub tx_hash: S,
 }
 
 /// One trade, a swap seen from the wallet's side (interface 2.9).
+///
+/// Its names and hashes are `S`, as in [`Swap`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Trade {
+#[serde(bound(serialize = "S: Serialize", deserialize = "S: Deserialize<'de>"))]
+pub struct Trade<S = String> {
     /// Unique id.
     pub id: i64,
     /// DEX protocol.
-    pub protocol: String,
+    pub protocol: S,
     /// Which side is the quote token.
     pub swap_type: SwapType,
     /// Wallet that traded.
-    pub wallet_address: String,
+    pub wallet_address: S,
     /// Token traded.
-    pub token_address: String,
+    pub token_address: S,
     /// Quote token.
-    pub quote_address: String,
+    pub quote_address: S,
     /// Address identifying the wallet's position in the token.
-    pub position_address: String,
+    pub position_address: S,
     /// Buy or sell, from the wallet's side.
     pub direction: Direction,
     /// Place of the trade in the position's lifecycle.
@@ -193,7 +202,64 @@ pub struct Trade {
     #[serde(deserialize_with = "super::common::wire_time::deserialize")]
     pub block_time: DateTime<Utc>,
     /// Transaction hash.
-    pub tx_hash: String,
+    pub tx_hash: S,
+}
+
+impl<S> Swap<S> {
+    /// The same swap with each of its names and hashes passed through `f`.
+    pub fn map_strings<T>(self, mut f: impl FnMut(S) -> T) -> Swap<T> {
+        Swap {
+            id: self.id,
+            swap_type: self.swap_type,
+            protocol: f(self.protocol),
+            wallet_address: f(self.wallet_address),
+            pool_address: f(self.pool_address),
+            token_address_in: f(self.token_address_in),
+            token_address_out: f(self.token_address_out),
+            token_amount_in: self.token_amount_in,
+            token_amount_out: self.token_amount_out,
+            token_price_in: self.token_price_in,
+            token_price_out: self.token_price_out,
+            pre_token_balance_in: self.pre_token_balance_in,
+            pre_token_balance_out: self.pre_token_balance_out,
+            post_token_balance_in: self.post_token_balance_in,
+            post_token_balance_out: self.post_token_balance_out,
+            usd_amount_in: self.usd_amount_in,
+            usd_amount_out: self.usd_amount_out,
+            block_slot: self.block_slot,
+            block_time: self.block_time,
+            tx_hash: f(self.tx_hash),
+        }
+    }
+}
+
+impl<S> Trade<S> {
+    /// The same trade with each of its names and hashes passed through `f`.
+    pub fn map_strings<T>(self, mut f: impl FnMut(S) -> T) -> Trade<T> {
+        Trade {
+            id: self.id,
+            protocol: f(self.protocol),
+            swap_type: self.swap_type,
+            wallet_address: f(self.wallet_address),
+            token_address: f(self.token_address),
+            quote_address: f(self.quote_address),
+            position_address: f(self.position_address),
+            direction: self.direction,
+            position_state: self.position_state,
+            token_amount: self.token_amount,
+            quote_amount: self.quote_amount,
+            native_amount: self.native_amount,
+            usd_amount: self.usd_amount,
+            pre_token_balance: self.pre_token_balance,
+            post_token_balance: self.post_token_balance,
+            token_price: self.token_price,
+            quote_price: self.quote_price,
+            token_mcap: self.token_mcap,
+            block_slot: self.block_slot,
+            block_time: self.block_time,
+            tx_hash: f(self.tx_hash),
+        }
+    }
 }
 
 /// One holding of a portfolio.

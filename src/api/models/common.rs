@@ -62,8 +62,18 @@ macro_rules! open_enum {
 
         impl<'de> Deserialize<'de> for $name {
             fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                let s = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
-                Ok(Self::from_wire(&s))
+                // Read from the decoder's own string: a documented value allocates nothing.
+                struct Wire;
+                impl serde::de::Visitor<'_> for Wire {
+                    type Value = $name;
+                    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                        f.write_str("a string")
+                    }
+                    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<$name, E> {
+                        Ok($name::from_wire(s))
+                    }
+                }
+                deserializer.deserialize_str(Wire)
             }
         }
     };

@@ -32,6 +32,7 @@
 //! conversion and writer as `dexlake sync price-history` (partitions
 //! `chain=evm-<id>/interval=<s>/date=<day>`), one commit per day (memory holds one day of
 //! points), then the lake is compacted and vacuumed.
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -91,10 +92,11 @@ pub struct BenchLakeArgs {
 /// Chunks committed together in `--small-files` mode: fewer manifest rewrites.
 const CHUNKS_PER_COMMIT: usize = 8;
 
-/// Records of one chunk, as models, grouped by the UTC day of their `block_time`.
-enum Chunk {
-    Swaps(BTreeMap<NaiveDate, Vec<dexlake::api::models::Swap>>),
-    Trades(BTreeMap<NaiveDate, Vec<dexlake::api::models::Trade>>),
+/// Records of one chunk, as models that borrow the market's names, grouped by the UTC day of
+/// their `block_time`.
+enum Chunk<'a> {
+    Swaps(BTreeMap<NaiveDate, Vec<dexlake::api::models::Swap<Cow<'a, str>>>>),
+    Trades(BTreeMap<NaiveDate, Vec<dexlake::api::models::Trade<Cow<'a, str>>>>),
 }
 
 /// One file per day of `records`: sorted and encoded as the writer does.
@@ -175,14 +177,14 @@ pub fn run(_global: &Global, args: BenchLakeArgs) -> anyhow::Result<ExitCode> {
         for c in 0..count {
             let range = (c..n).step_by(count).map(|i| i as u32);
             let parts = match dataset {
-                Dataset::Trades => Chunk::Trades(range.map(|i| chain.trade(i)).fold(
+                Dataset::Trades => Chunk::Trades(range.map(|i| chain.trade_view(i)).fold(
                     BTreeMap::new(),
                     |mut days: BTreeMap<NaiveDate, Vec<_>>, t| {
                         days.entry(t.block_time.date_naive()).or_default().push(t);
                         days
                     },
                 )),
-                _ => Chunk::Swaps(range.map(|i| chain.swap(i)).fold(
+                _ => Chunk::Swaps(range.map(|i| chain.swap_view(i)).fold(
                     BTreeMap::new(),
                     |mut days: BTreeMap<NaiveDate, Vec<_>>, s| {
                         days.entry(s.block_time.date_naive()).or_default().push(s);
@@ -243,9 +245,9 @@ pub fn run(_global: &Global, args: BenchLakeArgs) -> anyhow::Result<ExitCode> {
         let range = start as u32..end as u32;
         let batch = match dataset {
             Dataset::Trades => {
-                convert::trades_to_batch(&range.map(|i| chain.trade(i)).collect::<Vec<_>>())?
+                convert::trades_to_batch(&range.map(|i| chain.trade_view(i)).collect::<Vec<_>>())?
             }
-            _ => convert::swaps_to_batch(&range.map(|i| chain.swap(i)).collect::<Vec<_>>())?,
+            _ => convert::swaps_to_batch(&range.map(|i| chain.swap_view(i)).collect::<Vec<_>>())?,
         };
         let mut tx = lake.transaction()?;
         tx.write(dataset, batch)?;

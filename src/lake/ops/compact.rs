@@ -7,8 +7,9 @@
 //! a new file starting every [`max_rows_per_file`](crate::lake::LakeOptions::max_rows_per_file) rows.
 //! At most [`MERGE_FAN_IN`] files are merged at once: a partition with more files is first
 //! merged in groups into intermediate runs (temporary files, merged again and deleted), so
-//! memory holds at most that many read batches plus the row group being encoded. Partitions
-//! are compacted one after another.
+//! memory holds at most that many read batches plus the row group being encoded, per
+//! partition being merged. Partitions are merged in parallel on rayon's threads, one per
+//! thread.
 //!
 //! Crash safety: before any file is written, the commit journal names every file the
 //! compaction will write (its output files and its intermediate runs, all named up front from
@@ -27,11 +28,13 @@ use arrow_schema::SchemaRef;
 use arrow_select::interleave::interleave_record_batch;
 use chrono::{DateTime, Utc};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReader;
+use rayon::prelude::*;
 
 use crate::lake::base::Base;
 use crate::lake::dataset::Dataset;
 use crate::lake::layout::{Partition, data_file_name, temp_name};
 use crate::lake::log::{self, FileEntry, Journal, Manifest};
+use crate::lake::parquet::TRANSIENT_ZSTD_LEVEL;
 use crate::lake::read::read_batches;
 use crate::lake::schema::{self, SCHEMA_VERSION};
 use crate::lake::write::FileWriter;
@@ -48,9 +51,6 @@ const READ_BATCH_ROWS: usize = 2_048;
 
 /// Rows handed to the Parquet writer at a time (at most).
 const WRITE_BATCH_ROWS: usize = 8_192;
-
-/// zstd level of intermediate runs, which are read once and deleted: fast beats small.
-const RUN_ZSTD_LEVEL: i32 = 1;
 
 /// What [`Lake::compact`](crate::lake::Lake::compact) did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -184,17 +184,23 @@ fn compact_once(
     journal(&current, &plans).store(lake.store())?;
     let mut added = Vec::new();
     let mut removed = Vec::new();
-    for plan in plans {
-        let files = match merge_partition(lake, &plan, fan_in) {
-            Ok(files) => files,
-            Err(e) => {
-                // The journal names every file written so far. The error that stopped the
-                // compaction is the one to report; a failing cleanup is retried by the next
-                // writer's recovery.
-                let _ = log::recover(lake.store());
-                return Err(e);
-            }
-        };
+    // Partitions merge on rayon's threads, each streaming its own files (a merge is bound by
+    // one core's decode and encode); the first error stops the merges not yet started.
+    let merged = plans
+        .par_iter()
+        .map(|plan| merge_partition(lake, plan, fan_in))
+        .collect::<Result<Vec<_>>>();
+    let merged = match merged {
+        Ok(merged) => merged,
+        Err(e) => {
+            // The journal names every file any merge wrote. The error that stopped the
+            // compaction is the one to report; a failing cleanup is retried by the next
+            // writer's recovery.
+            let _ = log::recover(lake.store());
+            return Err(e);
+        }
+    };
+    for (plan, files) in plans.into_iter().zip(merged) {
         let dataset = plan.partition.dataset;
         report.partitions += 1;
         report.files_removed += plan.inputs.len();
@@ -280,8 +286,13 @@ fn merge_partition(lake: &Base, plan: &Plan, fan_in: usize) -> Result<Vec<NewFil
     for pass in &plan.passes {
         let mut next = Vec::with_capacity(pass.len());
         for (group, run) in inputs.chunks(fan_in).zip(pass) {
-            let mut writer =
-                FileWriter::create(lake, dataset, run, opts.row_group_rows, RUN_ZSTD_LEVEL)?;
+            let mut writer = FileWriter::create(
+                lake,
+                dataset,
+                run,
+                opts.row_group_rows,
+                TRANSIENT_ZSTD_LEVEL,
+            )?;
             merge(lake, dataset, group, |batch| writer.write(batch))?;
             writer.finish()?;
             next.push(temp_name(run));

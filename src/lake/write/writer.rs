@@ -22,7 +22,7 @@ use crate::lake::base::Base;
 use crate::lake::dataset::Dataset;
 use crate::lake::layout::{Partition, data_file_name, temp_name};
 use crate::lake::log::{Commit, FileEntry, Journal, Manifest, clear_journal};
-use crate::lake::parquet::encode_parquet;
+use crate::lake::parquet::{TRANSIENT_ZSTD_LEVEL, encode_parquet};
 use crate::lake::read::{read_columns, read_file};
 use crate::lake::schema::SCHEMA_VERSION;
 use crate::{Error, Result};
@@ -63,7 +63,9 @@ impl From<Bytes> for FileData {
 }
 
 /// Encodes one sorted partition batch (record or file schema) into files of at most
-/// `max_rows_per_file` rows each.
+/// `max_rows_per_file` rows each. A file below
+/// [`compact_below_rows`](crate::lake::LakeOptions::compact_below_rows) is small: a later merge
+/// rewrites it, so it is written at the [transient level](TRANSIENT_ZSTD_LEVEL).
 pub(crate) fn encode_partition(
     lake: &Base,
     partition: &Partition,
@@ -81,7 +83,12 @@ pub(crate) fn encode_partition(
         let len = max.min(file_batch.num_rows() - offset);
         let chunk = file_batch.slice(offset, len);
         offset += len;
-        let data = encode_parquet(dataset, &chunk, opts.row_group_rows, opts.zstd_level)?;
+        let level = if len < opts.compact_below_rows {
+            opts.zstd_level.min(TRANSIENT_ZSTD_LEVEL)
+        } else {
+            opts.zstd_level
+        };
+        let data = encode_parquet(dataset, &chunk, opts.row_group_rows, level)?;
         let (min_time, max_time) = time_range(dataset, &chunk)?;
         let ids = id_range(dataset, &chunk)?;
         let path = format!("{}/{}", partition.dir(), data_file_name(version, *seq));

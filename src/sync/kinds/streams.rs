@@ -4,7 +4,9 @@ use chrono::{DateTime, Utc};
 use futures::{Stream, StreamExt};
 
 use super::FetchEnd;
-use crate::api::client::{Client, Dated};
+use bytestring::ByteString;
+
+use crate::api::client::{Client, Dated, decode_page_shared};
 use crate::api::models::{Page, Swap, Trade};
 use crate::api::requests::{Operation, SwapsRequest, TradesRequest};
 use crate::error::{ApiStatus, Error, Result};
@@ -21,7 +23,7 @@ pub(crate) trait Streamed: ToBatch<Context = ()> + Clone + Send + 'static {
     fn time(&self) -> DateTime<Utc>;
 }
 
-impl Streamed for Swap {
+impl<S: AsRef<str> + Clone + Send + 'static> Streamed for Swap<S> {
     fn key(&self) -> EventKey {
         EventKey {
             slot: self.block_slot,
@@ -34,7 +36,7 @@ impl Streamed for Swap {
     }
 }
 
-impl Streamed for Trade {
+impl<S: AsRef<str> + Clone + Send + 'static> Streamed for Trade<S> {
     fn key(&self) -> EventKey {
         EventKey {
             slot: self.block_slot,
@@ -61,33 +63,41 @@ pub(crate) trait StreamRequest: Clone + Send + Sync + 'static {
     ) -> impl Stream<Item = Result<Dated<Page<Self::Item>>>> + Send + 'static;
 }
 
+// A sync's records keep their names as views of the page they came in (see
+// `SharesBody`): one buffer per page, not six strings per swap.
 impl StreamRequest for SwapsRequest {
-    type Item = Swap;
+    type Item = Swap<ByteString>;
     const OPERATION: Operation = Operation::AltGetSwaps;
     fn pages(
         &self,
         client: &Client,
         cursor: Option<String>,
-    ) -> impl Stream<Item = Result<Dated<Page<Swap>>>> + Send + 'static {
-        client.swap_pages_dated(SwapsRequest {
-            cursor,
-            ..self.clone()
-        })
+    ) -> impl Stream<Item = Result<Dated<Page<Self::Item>>>> + Send + 'static {
+        client.swap_pages_dated(
+            SwapsRequest {
+                cursor,
+                ..self.clone()
+            },
+            decode_page_shared,
+        )
     }
 }
 
 impl StreamRequest for TradesRequest {
-    type Item = Trade;
+    type Item = Trade<ByteString>;
     const OPERATION: Operation = Operation::AltGetTrades;
     fn pages(
         &self,
         client: &Client,
         cursor: Option<String>,
-    ) -> impl Stream<Item = Result<Dated<Page<Trade>>>> + Send + 'static {
-        client.trade_pages_dated(TradesRequest {
-            cursor,
-            ..self.clone()
-        })
+    ) -> impl Stream<Item = Result<Dated<Page<Self::Item>>>> + Send + 'static {
+        client.trade_pages_dated(
+            TradesRequest {
+                cursor,
+                ..self.clone()
+            },
+            decode_page_shared,
+        )
     }
 }
 
