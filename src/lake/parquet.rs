@@ -28,9 +28,9 @@ pub const DEFAULT_ROW_GROUP_ROWS: usize = 65_536;
 /// The zstd level of files the lake expects to read once more and replace: compaction's
 /// intermediate runs, and a commit's small files (fewer rows than
 /// [`compact_below_rows`](crate::lake::LakeOptions::compact_below_rows)), which the next
-/// merge of their partition rewrites. Fast beats small there: level 1 compresses swaps about
-/// twice as fast as level 3 for a few per cent more bytes (see BENCHMARKS.md, "Sync: small
-/// files at zstd level 1"). A lake whose level is lower still keeps its own.
+/// merge of their partition rewrites. Fast beats small there: such a file is read once more
+/// and deleted (see BENCHMARKS.md, "Fast small files, shared text, parallel compaction"). A
+/// lake whose own level is lower keeps it.
 pub(crate) const TRANSIENT_ZSTD_LEVEL: i32 = 1;
 
 fn arrow_err(context: String) -> impl FnOnce(arrow_schema::ArrowError) -> Error {
