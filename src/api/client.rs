@@ -303,14 +303,10 @@ impl Client {
     /// Altchain get-swaps (4.7): one page of swaps (newest first at the simulator; the
     /// interface does not define the order).
     pub async fn swaps(&self, req: &SwapsRequest) -> Result<Page<Swap>> {
-        Ok(self.swaps_dated(req).await?.value)
+        Ok(self.swaps_dated(req, |body| decode_body(body)).await?.value)
     }
 
-    async fn swaps_dated(&self, req: &SwapsRequest) -> Result<Dated<Page<Swap>>> {
-        self.swaps_decoded(req, |body| decode_body(body)).await
-    }
-
-    async fn swaps_decoded<R>(
+    async fn swaps_dated<R>(
         &self,
         req: &SwapsRequest,
         decode: fn(&Bytes) -> serde_json::Result<Page<R>>,
@@ -322,14 +318,13 @@ impl Client {
     /// Altchain get-trades (4.8): one page of trades (newest first at the simulator; the
     /// interface does not define the order).
     pub async fn trades(&self, req: &TradesRequest) -> Result<Page<Trade>> {
-        Ok(self.trades_dated(req).await?.value)
+        Ok(self
+            .trades_dated(req, |body| decode_body(body))
+            .await?
+            .value)
     }
 
-    async fn trades_dated(&self, req: &TradesRequest) -> Result<Dated<Page<Trade>>> {
-        self.trades_decoded(req, |body| decode_body(body)).await
-    }
-
-    async fn trades_decoded<R>(
+    async fn trades_dated<R>(
         &self,
         req: &TradesRequest,
         decode: fn(&Bytes) -> serde_json::Result<Page<R>>,
@@ -380,7 +375,7 @@ impl Client {
             let client = client.clone();
             let mut req = req.clone();
             req.cursor = cursor;
-            async move { client.swaps_decoded(&req, decode).await }
+            async move { client.swaps_dated(&req, decode).await }
         })
     }
 
@@ -405,7 +400,7 @@ impl Client {
             let client = client.clone();
             let mut req = req.clone();
             req.cursor = cursor;
-            async move { client.trades_decoded(&req, decode).await }
+            async move { client.trades_dated(&req, decode).await }
         })
     }
 

@@ -30,7 +30,7 @@ pub const DEFAULT_ROW_GROUP_ROWS: usize = 65_536;
 /// [`compact_below_rows`](crate::lake::LakeOptions::compact_below_rows)), which the next
 /// merge of their partition rewrites. Fast beats small there: such a file is read once more
 /// and deleted (see BENCHMARKS.md, "Fast small files, shared text, parallel compaction"). A
-/// lake whose own level is lower keeps it.
+/// commit in a lake whose own level is lower (zstd's negative levels) keeps that.
 pub(crate) const TRANSIENT_ZSTD_LEVEL: i32 = 1;
 
 fn arrow_err(context: String) -> impl FnOnce(arrow_schema::ArrowError) -> Error {
