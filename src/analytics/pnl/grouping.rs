@@ -111,45 +111,45 @@ pub(super) fn prefetch_item<T>(items: &[T], i: usize) {
     }
 }
 
-/// The events of many ledgers written in place by parallel writers, into memory not filled
+/// Items (events, their keys) written in place by parallel writers, into memory not filled
 /// beforehand: the lake's row groups each write their own positions. A writer owns
-/// positions it was handed (ranges no other writer holds); [`EventSlots::finish`] takes the
-/// events only when as many were written as there are positions, so every position was
-/// written exactly once.
-pub(super) struct EventSlots {
-    events: Vec<LedgerEvent>,
+/// positions it was handed (ranges no other writer holds); [`Slots::finish`] takes the items
+/// only when as many were written as there are positions, so every position was written
+/// exactly once.
+pub(super) struct Slots<T> {
+    items: Vec<T>,
     total: usize,
-    ptr: *mut LedgerEvent,
+    ptr: *mut T,
     written: std::sync::atomic::AtomicUsize,
 }
 
 // SAFETY: the writers write disjoint positions (see `write`), and the vector is only read or
 // resized by `finish`, which takes `self` by value once every writer is done.
-unsafe impl Sync for EventSlots {}
-unsafe impl Send for EventSlots {}
+unsafe impl<T: Send> Sync for Slots<T> {}
+unsafe impl<T: Send> Send for Slots<T> {}
 
-impl EventSlots {
-    /// Room for `total` events.
-    pub(super) fn new(total: usize) -> EventSlots {
-        let mut events: Vec<LedgerEvent> = Vec::with_capacity(total);
-        huge_pages(&mut events);
-        let ptr = events.as_mut_ptr();
-        EventSlots {
-            events,
+impl<T: Copy> Slots<T> {
+    /// Room for `total` items.
+    pub(super) fn new(total: usize) -> Slots<T> {
+        let mut items: Vec<T> = Vec::with_capacity(total);
+        huge_pages(&mut items);
+        let ptr = items.as_mut_ptr();
+        Slots {
+            items,
             total,
             ptr,
             written: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
-    /// Writes `event` at `position`. Refused (nothing written) when the position lies beyond
-    /// the room. Each writer then counts its writes ([`EventSlots::count`]).
+    /// Writes `item` at `position`. Refused (nothing written) when the position lies beyond
+    /// the room. Each writer then counts its writes ([`Slots::count`]).
     ///
     /// # Safety
     /// Each position is written by one call only, over all writers: the callers hand out
     /// disjoint ranges of positions.
     #[inline]
-    pub(super) unsafe fn write(&self, position: usize, event: LedgerEvent) -> Result<()> {
+    pub(super) unsafe fn write(&self, position: usize, item: T) -> Result<()> {
         if position >= self.total {
             // The reader names the file (see `per_row_group`).
             return Err(Error::DamagedLake {
@@ -160,30 +160,19 @@ impl EventSlots {
         }
         // SAFETY: `position` is inside the allocation (checked above) and no other writer
         // writes it (the caller's contract), so the write does not race.
-        unsafe { self.ptr.add(position).write(event) };
+        unsafe { self.ptr.add(position).write(item) };
         Ok(())
     }
 
-    /// Asks the processor to bring the cache line of `position` in ahead of its write (a
-    /// hint: nothing is read or written, and a position beyond the room is ignored). The
-    /// writes land all over the events, so each would otherwise wait for its line.
-    #[inline]
-    pub(super) fn prefetch(&self, position: usize) {
-        if position < self.total {
-            // SAFETY: the pointer stays inside the allocation (checked above).
-            prefetch_line(unsafe { self.ptr.add(position) });
-        }
-    }
-
-    /// Adds `n` to the count of events written.
+    /// Adds `n` to the count of items written.
     pub(super) fn count(&self, n: usize) {
         self.written
             .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// The events, once every position was written.
-    pub(super) fn finish(self) -> Result<Vec<LedgerEvent>> {
-        let (mut events, total) = (self.events, self.total);
+    /// The items, once every position was written.
+    pub(super) fn finish(self) -> Result<Vec<T>> {
+        let (mut items, total) = (self.items, self.total);
         let written = self.written.into_inner();
         if written != total {
             // Each row group's count was checked as it was read, so no file is to blame.
@@ -196,8 +185,8 @@ impl EventSlots {
         }
         // SAFETY: `total` writes, each at a distinct position below `total` (the writers'
         // contract), initialized every element of `0..total`.
-        unsafe { events.set_len(total) };
-        Ok(events)
+        unsafe { items.set_len(total) };
+        Ok(items)
     }
 }
 

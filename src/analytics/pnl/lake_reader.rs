@@ -7,15 +7,21 @@
 //!   row group's distinct names are numbered once in shared registries, and each row's events
 //!   are recorded as a row-group-local (wallet, token) pair. Swaps are read after every trade: a
 //!   wallet with trades (of the query's token, if any) takes no event from swaps.
-//! - **Ledgers:** the distinct pairs, in (wallet, token) order of the names. Each row group's
-//!   pairs get their ledger and the positions of their events in it, in file, row-group and row
-//!   order (so ties in event order keep the order a concatenation of the files would give).
-//! - **Second pass:** the numbers of the row groups holding events; each event is written once,
-//!   straight to its place ([`EventSlots`]), then each ledger is sorted into event order.
+//! - **Buckets:** the wallets, in name order, cut into runs of about [`BUCKET_EVENTS`] events
+//!   ([`Buckets`]). Each row group's pairs get their bucket and their key in it, and the row
+//!   group a run of positions in each bucket, after the row groups before it (file, row-group
+//!   and row order, so ties in event order keep the order a concatenation of the files would
+//!   give).
+//! - **Second pass:** the numbers of the row groups holding events; each event is appended to
+//!   its bucket with its key ([`Slots`]): a few hundred sequential streams of writes, not one
+//!   random write per event.
+//! - **Ledgers:** each bucket, on its own and in the caches, sorted by key (stable) into its
+//!   ledgers, then each ledger into event order.
 //!
-//! Memory: the events (56 bytes each), 4 bytes per trade row and 8 per swap row between the two
-//! passes, the ledgers' integer pairs and the names. A lake with more events than a query takes
-//! at once is read in parts of whole wallets by `lake_parts` instead, with the same ledgers.
+//! Memory: the events (56 bytes each) and their keys (4), 4 bytes per trade row and 8 per swap
+//! row between the two passes, the pairs' buckets and keys, and the names. A lake with more
+//! events than a query takes at once is read in parts of whole wallets by `lake_parts` instead,
+//! with the same ledgers.
 //!
 //! With wallets named ([`PnlOptions::wallets`]) only the row groups that can hold them are read:
 //! their bloom filter on `wallet_address` (written by the lake's writer) or their statistics rule
@@ -24,13 +30,13 @@
 use polars::prelude::PlHashMap;
 use rayon::prelude::*;
 
-use super::grouping::{EventSlots, prefetch_item, sort_ledgers};
+use super::grouping::{Slots, prefetch_item};
 use super::lake_files::{
     DataFiles, Filter, GroupNumbers, NONE, OrderKey, SWAPS, Source, TRADES, per_row_group,
 };
 use super::lake_keys::{GroupKeys, KeyPass, SortedNames, key_pass};
 use super::lake_prices::latest_prices_of;
-use super::ledger::LedgerSet;
+use super::ledger::{LedgerEvent, LedgerSet};
 use super::options::PnlOptions;
 use super::report::drop_in_background;
 use crate::lake::{Dataset, Lake};
@@ -49,11 +55,14 @@ struct GroupEvents {
     pairs: Vec<(u32, u32)>,
     /// Events per pair.
     counts: Vec<u32>,
-    /// Once the ledgers are known: each pair's ledger, its token (rank among the sorted
-    /// names), and where its events start in its ledger.
-    ledger: Vec<u32>,
+    /// Once the buckets are known: each pair's bucket, its key in the bucket ([`Buckets`]),
+    /// and its token (rank among the sorted names).
+    bucket: Vec<u32>,
+    key: Vec<u32>,
     token: Vec<u32>,
-    start: Vec<u32>,
+    /// Events per bucket, and where they start among every event.
+    in_bucket: Vec<u32>,
+    start: Vec<usize>,
 }
 
 /// The local pairs of a row group, numbered in order of first sight.
@@ -101,16 +110,18 @@ fn group_events(keys: &GroupKeys) -> GroupEvents {
         second,
         pairs: local.pairs,
         counts: local.counts,
-        ledger: Vec::new(),
+        bucket: Vec::new(),
+        key: Vec::new(),
         token: Vec::new(),
+        in_bucket: Vec::new(),
         start: Vec::new(),
     }
 }
 
-/// Where the second pass writes: each ledger's first position, and the room of every event.
+/// Where the second pass writes: the room of every event, and of its key in its bucket.
 struct Placement<'a> {
-    offsets: &'a [usize],
-    slots: &'a EventSlots,
+    slots: &'a Slots<LedgerEvent>,
+    keys: &'a Slots<u32>,
 }
 
 /// The latest price of each token of a row group, as (token rank, key, price): one per token,
@@ -124,19 +135,18 @@ pub(super) fn keep_latest(best: &mut Option<(OrderKey, f64)>, key: OrderKey, pri
     }
 }
 
-/// How many rows (or pairs) ahead the scattered reads and writes of the passes fetch their
-/// places: enough to cover a miss to memory, few enough to stay in the first-level cache.
+/// How many pairs ahead the first pass's lookups of wallets fetch their places: enough to
+/// cover a miss to memory, few enough to stay in the first-level cache.
 const PREFETCH_AHEAD: usize = 16;
 
-/// The second pass over one row group: its events written to their places, and its latest
-/// price per token.
+/// The second pass over one row group: its events appended to their buckets (the row group's
+/// own run of positions in each), and its latest price per token.
 fn write_events(
     g: &GroupEvents,
     nums: &GroupNumbers,
     swaps: bool,
     to: &Placement<'_>,
 ) -> Result<GroupLatest> {
-    let offsets = to.offsets;
     // The reader names the file of a damaged row group (see `per_row_group`).
     let damaged = |reason: String| Error::DamagedLake {
         lake: std::path::PathBuf::new(),
@@ -150,25 +160,17 @@ fn write_events(
             g.first.len()
         )));
     }
-    // Each pair's first place among every event and the end of its places, gathered in one
-    // tight loop before the rows are walked: the reads of `offsets` (one per ledger, spread
-    // over the whole table) then overlap one another instead of stalling each event's write.
-    let (mut cursor, end): (Vec<usize>, Vec<usize>) = g
-        .ledger
+    let mut cursor = g.start.clone();
+    let end: Vec<usize> = g
+        .start
         .iter()
-        .zip(g.start.iter().zip(&g.counts))
-        .map(|(&ledger, (&s, &n))| match ledger {
-            NONE => (0, 0),
-            _ => {
-                let at = offsets[ledger as usize] + s as usize;
-                (at, at + n as usize)
-            }
-        })
-        .unzip();
+        .zip(&g.in_bucket)
+        .map(|(&s, &n)| s + n as usize)
+        .collect();
     let mut written = 0usize;
     // The latest priced event of each pair, with its place in the row group (row, side) for
     // ties; reduced to one per token at the end.
-    let mut latest: Vec<Option<(OrderKey, usize, f64)>> = vec![None; g.ledger.len()];
+    let mut latest: Vec<Option<(OrderKey, usize, f64)>> = vec![None; g.bucket.len()];
     let mut put = |cursor: &mut [usize],
                    l: usize,
                    sell: bool,
@@ -176,10 +178,6 @@ fn write_events(
                    side: usize,
                    fee: f64|
      -> Result<()> {
-        let ledger = g.ledger[l];
-        if ledger == NONE {
-            return Ok(());
-        }
         let price = nums.price[side][i];
         if price.is_finite() {
             let key = nums.key(i);
@@ -188,30 +186,25 @@ fn write_events(
                 *best = Some((key, 2 * i + side, price));
             }
         }
-        let event = nums.event(i, side, sell, fee);
-        let c = cursor[l];
-        if c >= end[l] {
+        let b = g.bucket[l] as usize;
+        let c = cursor[b];
+        if c >= end[b] {
             return Err(damaged(
                 "it gave more PnL events on its second read than on its first".into(),
             ));
         }
-        cursor[l] += 1;
-        // SAFETY: the positions of pair `l` are `offsets[ledger] + start[l]..+ counts[l]`
-        // (`cursor[l]..end[l]`), a range no other pair of any row group holds (the starts are
-        // running sums within each ledger), and a position past it was refused just above.
-        unsafe { to.slots.write(c, event)? };
+        cursor[b] += 1;
+        // SAFETY: the row group's positions in bucket `b` are `start[b]..start[b] +
+        // in_bucket[b]` (`cursor[b]..end[b]`), a range no other row group holds (the starts
+        // are running sums within each bucket), and a position past it was refused just above.
+        unsafe {
+            to.slots.write(c, nums.event(i, side, sell, fee))?;
+            to.keys.write(c, g.key[l])?;
+        }
         written += 1;
         Ok(())
     };
     for i in 0..g.first.len() {
-        // The place of the first event of a row a few rows ahead, as its pair's cursor says
-        // now (exact unless that pair has events in between): its line is fetched while the
-        // rows before it are written.
-        if let Some(&ahead) = g.first.get(i + PREFETCH_AHEAD)
-            && ahead != NONE
-        {
-            to.slots.prefetch(cursor[(ahead >> 1) as usize]);
-        }
         let (a, b) = (g.first[i], g.second.get(i).copied().unwrap_or(NONE));
         if a == NONE && b == NONE {
             continue;
@@ -227,13 +220,13 @@ fn write_events(
             put(&mut cursor, (b >> 1) as usize, false, i, 1, fee)?;
         }
     }
-    let short = cursor.iter().zip(&end).any(|(c, e)| c != e);
-    if short {
+    if cursor != end {
         return Err(damaged(
             "it gave fewer PnL events on its second read than on its first".into(),
         ));
     }
     to.slots.count(written);
+    to.keys.count(written);
     let mut per_token: PlHashMap<u32, (OrderKey, usize, f64)> = PlHashMap::default();
     for (l, found) in latest.into_iter().enumerate() {
         let Some(f) = found else { continue };
@@ -322,17 +315,13 @@ pub(super) fn ledgers_of_files(
     ledgers_of_groups(lake, [trades, swaps], groups, &filter)
 }
 
-/// The first pass's answer: every row group's events, the ledgers, where each ledger's
-/// events go, and the names.
+/// The first pass's answer: every row group's events, the buckets and the names.
 struct FirstPass {
     trade_keys: Vec<GroupEvents>,
     swap_keys: Vec<GroupEvents>,
     wallet_names: Vec<String>,
     token_names: Vec<String>,
-    /// The ledgers in (wallet, token) order, as `wallet rank << 32 | token rank`.
-    ledgers: Vec<u64>,
-    /// Each ledger's first position among every event, plus the end.
-    offsets: Vec<usize>,
+    buckets: Buckets,
 }
 
 /// [`lake_ledgers`] of the row groups `groups` of the trades and swaps `files` (those that can
@@ -348,29 +337,39 @@ pub(super) fn ledgers_of_groups(
         swap_keys,
         wallet_names,
         token_names,
-        ledgers,
-        offsets,
+        buckets,
     } = first_pass(lake, [trades, swaps], [&trade_groups, &swap_groups], filter)?;
-    let ledger_tokens: Vec<u32> = ledgers.iter().map(|&p| p as u32).collect();
-    let slots = EventSlots::new(offsets[ledgers.len()]);
+    let total = buckets.offsets[buckets.len()];
+    let slots = Slots::new(total);
+    let keys = Slots::new(total);
     let to = Placement {
-        offsets: &offsets,
         slots: &slots,
+        keys: &keys,
     };
     let trade_latest = second_pass(lake, trades, &TRADES, &trade_groups, &trade_keys, &to)?;
     drop_in_background(trade_keys);
     let swap_latest = second_pass(lake, swaps, &SWAPS, &swap_groups, &swap_keys, &to)?;
     drop_in_background(swap_keys);
-    let mut events = slots.finish().map_err(|e| match e {
+    // A count that disagrees is the lake's.
+    let in_lake = |e| match e {
         Error::Lake { message, .. } => Error::Lake {
             path: lake.root().to_owned(),
             message,
         },
         e => e,
-    })?;
-    sort_ledgers(&mut events, &offsets);
+    };
+    let mut events = slots.finish().map_err(in_lake)?;
+    let keys = keys.finish().map_err(in_lake)?;
+    let grouped = buckets.group(&mut events, &keys)?;
+    drop_in_background(keys);
     let latest_prices = if filter.wallets.is_some() {
-        named_wallets_prices(lake, [trades, swaps], filter, &ledger_tokens, &token_names)?
+        named_wallets_prices(
+            lake,
+            [trades, swaps],
+            filter,
+            &grouped.ledger_tokens,
+            &token_names,
+        )?
     } else {
         let mut best: Vec<Option<(OrderKey, f64)>> = vec![None; token_names.len()];
         for part in trade_latest.into_iter().chain(swap_latest) {
@@ -383,9 +382,9 @@ pub(super) fn ledgers_of_groups(
     Ok(LedgerSet {
         wallet_names,
         token_names,
-        ledger_wallets: ledgers.iter().map(|&p| (p >> 32) as u32).collect(),
-        ledger_tokens,
-        offsets,
+        ledger_wallets: grouped.ledger_wallets,
+        ledger_tokens: grouped.ledger_tokens,
+        offsets: grouped.offsets,
         events,
         latest_prices,
     })
@@ -416,8 +415,8 @@ pub(super) fn named_wallets_prices(
     Ok(prices)
 }
 
-/// The first pass: the trades, then the swaps of wallets without trades; the ledgers (the
-/// distinct pairs in (wallet, token) order) and where each one's events go.
+/// The first pass: the trades, then the swaps of wallets without trades; the buckets, and
+/// where each row group's events go in each.
 fn first_pass(
     lake: &Lake,
     [trades, swaps]: [&DataFiles; 2],
@@ -441,94 +440,330 @@ fn first_pass(
         filter,
         |keys, _| Ok(group_events(keys)),
     )?;
-    // The ledgers: the distinct pairs in (wallet, token) order.
-    let key = |(w, t): (u32, u32)| {
-        (u64::from(wallet_rank[w as usize]) << 32) | u64::from(token_rank[t as usize])
-    };
-    let mut ledgers: Vec<u64> = trade_keys
-        .par_iter()
-        .chain(swap_keys.par_iter())
-        .flat_map_iter(|g| g.pairs.iter().map(|&p| key(p)))
-        .collect();
-    ledgers.par_sort_unstable();
-    ledgers.dedup();
-    if u32::try_from(ledgers.len()).is_err() {
-        return Err(Error::InvalidArgument {
-            argument: "trades".into(),
-            reason: format!(
-                "{} (wallet, token) pairs are more than one computation takes (2^32)",
-                ledgers.len()
-            ),
-        });
+    // Events per wallet (by rank), for the cut of the buckets.
+    let mut per_wallet = vec![0u64; wallet_names.len()];
+    for g in trade_keys.iter().chain(&swap_keys) {
+        for (&(w, _), &n) in g.pairs.iter().zip(&g.counts) {
+            per_wallet[wallet_rank[w as usize] as usize] += u64::from(n);
+        }
     }
-    // A pair's ledger: its wallet's ledgers are a run of `ledgers` (where `wallet_first`
-    // says), its token found in that short run.
-    let mut wallet_first = vec![0u32; wallet_names.len() + 1];
-    for &l in &ledgers {
-        wallet_first[(l >> 32) as usize + 1] += 1;
-    }
-    for w in 0..wallet_names.len() {
-        wallet_first[w + 1] += wallet_first[w];
-    }
-    let wallet_run = |w: u32| {
-        let w = wallet_rank[w as usize] as usize;
-        (wallet_first[w] as usize, wallet_first[w + 1] as usize)
-    };
-    let ledger_of = |(w, t): (u32, u32)| -> u32 {
-        let (a, b) = wallet_run(w);
-        let t = token_rank[t as usize];
-        ledgers[a..b]
-            .binary_search_by_key(&t, |&l| l as u32)
-            .map_or(NONE, |i| (a + i) as u32)
-    };
+    let buckets = Buckets::cut(&per_wallet, token_names.len())?;
+    drop(per_wallet);
+    // Each wallet's bucket and place in it, by the registry's number.
+    let place: Vec<(u32, u32)> = wallet_rank.iter().map(|&r| buckets.place_of(r)).collect();
+    let tokens = buckets.tokens;
+    let count = buckets.len();
     trade_keys
         .par_iter_mut()
         .chain(swap_keys.par_iter_mut())
         .for_each(|g| {
-            // A row group's wallets are spread over the whole of `ledgers`: the start of the
-            // run of a pair a few ahead is fetched while this one is searched.
-            g.ledger = (0..g.pairs.len())
-                .map(|i| {
-                    if let Some(&(w, _)) = g.pairs.get(i + PREFETCH_AHEAD) {
-                        prefetch_item(&ledgers, wallet_run(w).0);
-                    }
-                    ledger_of(g.pairs[i])
-                })
-                .collect();
-            g.token = g
-                .pairs
-                .iter()
-                .map(|&(_, t)| token_rank[t as usize])
-                .collect();
+            let n = g.pairs.len();
+            let (mut bucket, mut key, mut token) = (
+                Vec::with_capacity(n),
+                Vec::with_capacity(n),
+                Vec::with_capacity(n),
+            );
+            let mut in_bucket = vec![0u32; count];
+            for (i, (&(w, t), &c)) in g.pairs.iter().zip(&g.counts).enumerate() {
+                // A row group's wallets are spread over the whole of `place`: the place of a
+                // pair a few ahead is fetched while this one is looked up.
+                if let Some(&(w, _)) = g.pairs.get(i + PREFETCH_AHEAD) {
+                    prefetch_item(&place, w as usize);
+                }
+                let (b, p) = place[w as usize];
+                let t = token_rank[t as usize];
+                bucket.push(b);
+                // The key fits: a bucket holds at most `2^32 / tokens` wallets.
+                key.push((u64::from(p) * tokens + u64::from(t)) as u32);
+                token.push(t);
+                in_bucket[b as usize] += c;
+            }
+            (g.bucket, g.key, g.token, g.in_bucket) = (bucket, key, token, in_bucket);
             g.pairs = Vec::new();
         });
-    drop(wallet_first);
-    // Each pair's events follow those of the row groups before it, in file order.
-    let mut fill = vec![0u32; ledgers.len()];
+    drop(place);
+    // Each row group's events in a bucket follow those of the row groups before it, in file
+    // order (trades, then swaps).
+    let mut fill: Vec<usize> = buckets.offsets[..count].to_vec();
     for g in trade_keys.iter_mut().chain(swap_keys.iter_mut()) {
-        g.start = Vec::with_capacity(g.ledger.len());
-        for (&l, &c) in g.ledger.iter().zip(&g.counts) {
-            let f = &mut fill[l as usize];
-            g.start.push(*f);
-            *f = f.checked_add(c).ok_or_else(|| Error::InvalidArgument {
-                argument: "trades".into(),
-                reason: "a (wallet, token) pair has more events than one ledger takes (2^32)"
-                    .into(),
-            })?;
+        g.start = fill.clone();
+        for (f, &n) in fill.iter_mut().zip(&g.in_bucket) {
+            *f += n as usize;
         }
     }
-    let mut offsets = Vec::with_capacity(ledgers.len() + 1);
-    offsets.push(0usize);
-    for &c in &fill {
-        offsets.push(offsets[offsets.len() - 1] + c as usize);
+    if fill[..] != buckets.offsets[1..] {
+        return Err(Error::Lake {
+            path: lake.root().to_owned(),
+            message:
+                "the PnL's events per wallet and per row group disagree; run the command again"
+                    .into(),
+        });
     }
-    drop(fill);
     Ok(FirstPass {
         trade_keys,
         swap_keys,
         wallet_names,
         token_names,
-        ledgers,
-        offsets,
+        buckets,
     })
+}
+
+/// About how many events a bucket holds: a bucket's events, its copy and its sort keys stay
+/// in the caches while its ledgers are formed.
+const BUCKET_EVENTS: u64 = 1 << 15;
+
+/// The ledgers' buckets: runs of whole wallets in name order, of about [`BUCKET_EVENTS`]
+/// events each. The second pass appends each event to its bucket (a few hundred sequential
+/// streams instead of a write to a random place), and each bucket is then grouped into its
+/// ledgers on its own, in the caches ([`Buckets::group`]).
+///
+/// A pair's key in its bucket is `place × tokens + token`, its wallet's place among the
+/// bucket's wallets and its token's rank: a bucket holds at most `2^32 / tokens` wallets, so
+/// the key fits 32 bits, and the keys' order is the ledgers' (wallet, token) order.
+struct Buckets {
+    /// Each bucket's first wallet (rank), plus the number of wallets.
+    first_wallet: Vec<u32>,
+    /// Each bucket's first position among every event, plus the total.
+    offsets: Vec<usize>,
+    /// The number of tokens (at least 1).
+    tokens: u64,
+}
+
+/// The ledgers of grouped buckets, in (wallet, token) order, as [`LedgerSet`] holds them.
+struct Grouped {
+    ledger_wallets: Vec<u32>,
+    ledger_tokens: Vec<u32>,
+    offsets: Vec<usize>,
+}
+
+impl Buckets {
+    /// The buckets of wallets with `per_wallet` events each (by rank), of `tokens` tokens.
+    fn cut(per_wallet: &[u64], tokens: usize) -> Result<Buckets> {
+        let tokens = (tokens as u64).max(1);
+        let most_wallets = (1u64 << 32) / tokens;
+        let (mut first_wallet, mut offsets) = (Vec::new(), vec![0usize]);
+        let (mut fill, mut wallets) = (0u64, 0u64);
+        for (r, &n) in per_wallet.iter().enumerate() {
+            let full = wallets == most_wallets || (wallets > 0 && fill + n > BUCKET_EVENTS);
+            if r == 0 || full {
+                if r > 0 {
+                    offsets.push(offsets[offsets.len() - 1] + fill as usize);
+                }
+                first_wallet.push(r as u32);
+                (fill, wallets) = (0, 0);
+            }
+            fill += n;
+            wallets += 1;
+            if fill > u64::from(u32::MAX) {
+                return Err(Error::InvalidArgument {
+                    argument: "trades".into(),
+                    reason: format!(
+                        "a wallet has {fill} PnL events, more than one computation takes (2^32)"
+                    ),
+                });
+            }
+        }
+        if !per_wallet.is_empty() {
+            offsets.push(offsets[offsets.len() - 1] + fill as usize);
+        }
+        first_wallet.push(per_wallet.len() as u32);
+        Ok(Buckets {
+            first_wallet,
+            offsets,
+            tokens,
+        })
+    }
+
+    /// The number of buckets.
+    fn len(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    /// The bucket of the wallet of rank `rank`, and the wallet's place in it.
+    fn place_of(&self, rank: u32) -> (u32, u32) {
+        let b = self.first_wallet.partition_point(|&f| f <= rank) - 1;
+        (b as u32, rank - self.first_wallet[b])
+    }
+
+    /// Groups each bucket's events (`events`, with their `keys`, bucket after bucket, each in
+    /// file order) into its ledgers, buckets in parallel: the events of a ledger together, in
+    /// (wallet, token) order, each ledger then sorted into event order (a stable sort, so ties
+    /// keep file order).
+    fn group(&self, events: &mut [LedgerEvent], keys: &[u32]) -> Result<Grouped> {
+        let mut parts: Vec<(&mut [LedgerEvent], &[u32])> = Vec::with_capacity(self.len());
+        let (mut events, mut keys) = (events, keys);
+        for w in self.offsets.windows(2) {
+            let (e, e_rest) = events.split_at_mut(w[1] - w[0]);
+            let (k, k_rest) = keys.split_at(w[1] - w[0]);
+            parts.push((e, k));
+            (events, keys) = (e_rest, k_rest);
+        }
+        let ledgers: Vec<Vec<(u32, u32)>> = parts
+            .into_par_iter()
+            .map_init(
+                || (Vec::new(), Vec::new()),
+                |(copy, order), (events, keys)| group_bucket(events, keys, copy, order),
+            )
+            .collect();
+        let count: usize = ledgers.iter().map(Vec::len).sum();
+        if u32::try_from(count).is_err() {
+            return Err(Error::InvalidArgument {
+                argument: "trades".into(),
+                reason: format!(
+                    "{count} (wallet, token) pairs are more than one computation takes (2^32)"
+                ),
+            });
+        }
+        let mut out = Grouped {
+            ledger_wallets: Vec::with_capacity(count),
+            ledger_tokens: Vec::with_capacity(count),
+            offsets: Vec::with_capacity(count + 1),
+        };
+        out.offsets.push(0);
+        let mut at = 0usize;
+        for (b, part) in ledgers.iter().enumerate() {
+            for &(key, n) in part {
+                out.ledger_wallets
+                    .push(self.first_wallet[b] + (u64::from(key) / self.tokens) as u32);
+                out.ledger_tokens
+                    .push((u64::from(key) % self.tokens) as u32);
+                at += n as usize;
+                out.offsets.push(at);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// One bucket grouped in place ([`Buckets::group`]): its ledgers as (key, number of events),
+/// in key order. `copy` and `order` are room reused from bucket to bucket.
+fn group_bucket(
+    events: &mut [LedgerEvent],
+    keys: &[u32],
+    copy: &mut Vec<LedgerEvent>,
+    order: &mut Vec<u64>,
+) -> Vec<(u32, u32)> {
+    // Each event as `key << 32 | position`: sorted, the events of a key come together, in
+    // the order they were written (a bucket holds fewer than 2^32 events, see `cut`).
+    order.clear();
+    order.extend(
+        keys.iter()
+            .enumerate()
+            .map(|(i, &k)| (u64::from(k) << 32) | i as u64),
+    );
+    order.sort_unstable();
+    copy.clear();
+    copy.extend_from_slice(events);
+    let mut ledgers: Vec<(u32, u32)> = Vec::new();
+    for (slot, &o) in events.iter_mut().zip(order.iter()) {
+        *slot = copy[o as u32 as usize];
+        let key = (o >> 32) as u32;
+        match ledgers.last_mut() {
+            Some((k, n)) if *k == key => *n += 1,
+            _ => ledgers.push((key, 1)),
+        }
+    }
+    let mut at = 0usize;
+    for &(_, n) in &ledgers {
+        let ledger = &mut events[at..at + n as usize];
+        if !ledger.is_sorted_by_key(LedgerEvent::order_key) {
+            ledger.sort_by_key(LedgerEvent::order_key);
+        }
+        at += n as usize;
+    }
+    ledgers
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analytics::pnl::TradeSide;
+
+    fn event(time: i64, id: i64) -> LedgerEvent {
+        LedgerEvent {
+            time,
+            slot: 0,
+            id,
+            side: TradeSide::Buy,
+            quantity: 1.0,
+            usd: 1.0,
+            fee: 0.0,
+        }
+    }
+
+    #[test]
+    fn buckets_hold_whole_wallets_and_keys_fit_32_bits() {
+        // No wallet: no bucket.
+        let none = Buckets::cut(&[], 3).unwrap();
+        assert_eq!((none.len(), none.offsets.clone()), (0, vec![0]));
+        // A wallet above the target alone takes a bucket of its own; the rest fill up to it.
+        let big = BUCKET_EVENTS + 5;
+        let b = Buckets::cut(&[1, big, 2, 3], 10).unwrap();
+        assert_eq!(b.first_wallet, vec![0, 1, 2, 4]);
+        assert_eq!(b.offsets, vec![0, 1, 1 + big as usize, 6 + big as usize]);
+        assert_eq!(b.place_of(3), (2, 1));
+        // With 2^31 tokens a bucket holds two wallets at most, whatever their events.
+        let b = Buckets::cut(&[1, 1, 1, 1, 1], 1 << 31).unwrap();
+        assert_eq!(b.first_wallet, vec![0, 2, 4, 5]);
+        let (_, place) = b.place_of(3);
+        assert!(u64::from(place) * b.tokens + (b.tokens - 1) <= u64::from(u32::MAX));
+    }
+
+    #[test]
+    fn a_bucket_groups_by_key_and_sorts_each_ledger_stably() {
+        // Keys 7 and 2 interleaved; ledger 2's events out of time order, with a tie at time 5
+        // (same time, slot and id) whose written order (quantity 3 before quantity 5) is kept.
+        let keys = [7, 2, 2, 7, 2, 2];
+        let mut events = [
+            event(1, 10),
+            event(9, 2),
+            event(5, 1),
+            event(2, 11),
+            event(5, 1),
+            event(4, 4),
+        ];
+        events[2].quantity = 3.0;
+        events[4].quantity = 5.0;
+        let (mut copy, mut order) = (Vec::new(), Vec::new());
+        let ledgers = group_bucket(&mut events, &keys, &mut copy, &mut order);
+        assert_eq!(ledgers, vec![(2, 4), (7, 2)]);
+        let got: Vec<(i64, i64, f64)> = events.iter().map(|e| (e.time, e.id, e.quantity)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (4, 4, 1.0),
+                (5, 1, 3.0),
+                (5, 1, 5.0),
+                (9, 2, 1.0),
+                (1, 10, 1.0),
+                (2, 11, 1.0)
+            ]
+        );
+    }
+
+    #[test]
+    fn grouped_buckets_give_ledgers_in_wallet_then_token_order() {
+        // Two buckets: wallets 0-1 (3 events), wallet 2 (2 events); 3 tokens.
+        let b = Buckets {
+            first_wallet: vec![0, 2, 3],
+            offsets: vec![0, 3, 5],
+            tokens: 3,
+        };
+        let mut events = [
+            event(1, 1),
+            event(2, 2),
+            event(3, 3),
+            event(4, 4),
+            event(5, 5),
+        ];
+        // Bucket 0: (wallet 1, token 0), (wallet 0, token 2), (wallet 1, token 0);
+        // bucket 1: (wallet 2, token 1) twice.
+        let keys = [3, 2, 3, 1, 1];
+        let g = b.group(&mut events, &keys).unwrap();
+        assert_eq!(g.ledger_wallets, vec![0, 1, 2]);
+        assert_eq!(g.ledger_tokens, vec![2, 0, 1]);
+        assert_eq!(g.offsets, vec![0, 1, 3, 5]);
+        let ids: Vec<i64> = events.iter().map(|e| e.id).collect();
+        assert_eq!(ids, vec![2, 1, 3, 4, 5]);
+    }
 }

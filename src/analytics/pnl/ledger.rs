@@ -145,6 +145,18 @@ impl Book {
         }
     }
 
+    /// The book as [`Book::new`] makes it, its room kept.
+    fn reset(&mut self) {
+        match self {
+            Book::Queue(q) => q.clear(),
+            Book::Stack(s) => s.clear(),
+            Book::Heap(h, seq) => {
+                h.clear();
+                *seq = 0;
+            }
+        }
+    }
+
     fn push(&mut self, lot: Lot) {
         match self {
             Book::Queue(q) => q.push_back(lot),
@@ -277,6 +289,25 @@ impl Ledger {
             positions: Vec::new(),
             lots: config.lots.then(Vec::new),
             last_time: None,
+        }
+    }
+
+    /// The ledger made empty under `config`, as [`Ledger::new`] makes it, keeping the room of
+    /// its book, positions and lots: for running many ledgers one after another.
+    fn reset(&mut self, config: &PnlConfig) {
+        let mut book = std::mem::replace(&mut self.book, Book::Stack(Vec::new()));
+        let mut positions = std::mem::take(&mut self.positions);
+        let lots = self.lots.take();
+        *self = Ledger::new(config);
+        if std::mem::discriminant(&book) == std::mem::discriminant(&self.book) {
+            book.reset();
+            self.book = book;
+        }
+        positions.clear();
+        self.positions = positions;
+        if let (Some(mut lots), true) = (lots, config.lots) {
+            lots.clear();
+            self.lots = Some(lots);
         }
     }
 
@@ -554,16 +585,43 @@ impl LedgerSet {
     ) -> Result<Vec<Ledger>> {
         range
             .into_par_iter()
-            .map(|k| {
-                run_ledger(self.events_of(k), config).map_err(|o| Error::Oversell {
-                    wallet: self.wallet(k).to_owned(),
-                    token: self.token(k).to_owned(),
-                    trade_id: o.id,
-                    held: o.held,
-                    sold: o.sold,
-                })
-            })
+            .map(|k| run_ledger(self.events_of(k), config).map_err(|o| self.oversell(k, o)))
             .collect()
+    }
+
+    /// Runs the ledgers of `range` in parallel and hands each, once run, to `row` (with its
+    /// number): the results come in ledger order. Each thread runs its ledgers in one
+    /// [`Ledger`] reset between them, so no ledger allocates a book or positions of its own.
+    pub(super) fn run_rows<R: Send>(
+        &self,
+        range: std::ops::Range<usize>,
+        config: &PnlConfig,
+        row: impl Fn(usize, &Ledger) -> R + Sync,
+    ) -> Result<Vec<R>> {
+        range
+            .into_par_iter()
+            .map_init(
+                || Ledger::new(config),
+                |ledger, k| {
+                    ledger.reset(config);
+                    for e in self.events_of(k) {
+                        ledger.apply(e).map_err(|o| self.oversell(k, o))?;
+                    }
+                    Ok(row(k, ledger))
+                },
+            )
+            .collect()
+    }
+
+    /// The error of ledger `k`'s oversell `o`.
+    fn oversell(&self, k: usize, o: Oversold) -> Error {
+        Error::Oversell {
+            wallet: self.wallet(k).to_owned(),
+            token: self.token(k).to_owned(),
+            trade_id: o.id,
+            held: o.held,
+            sold: o.sold,
+        }
     }
 
     /// The mark of `token` under `mark` (`None` when the latest price is unknown).

@@ -36,11 +36,11 @@
 //! | `options.rs` | [`PnlOptions`], the one options type of the entries: the selection (wallets, token), [`PnlConfig`] (with [`CostMethod`], [`OversellPolicy`], [`Mark`]), the tables built, [`EquityConfig`]; [`PnlTable`] |
 //! | `ledger.rs` | the cost-basis books (FIFO queue, LIFO stack, HIFO heap) and [`Ledger`], its events and results ([`LedgerEvent`], [`LotMatch`], [`Position`], [`Oversold`]), [`run_ledger`], [`LedgerSet`] |
 //! | `rows.rs` | the input frames read into events before grouping, wallets and tokens interned |
-//! | `grouping.rs` | the events grouped into ledgers in parallel (counting sort, huge pages, events written in place by [`LedgerSet`]'s lake reader: the folder's `unsafe`) |
+//! | `grouping.rs` | the events grouped into ledgers in parallel (counting sort, huge pages, events written in place by parallel writers for [`LedgerSet`]'s lake reader: the folder's `unsafe`) |
 //! | `lake_files.rs` | the lake's trades and swaps files as the PnL reads them: columns, footers, row groups a window of files at a time, the query's filter (bloom filters), a row group's numbers |
 //! | `lake_keys.rs` | a row group's key columns as the PnL's events: which rows give an event, of which wallet and token, on which side, where a swap's fee goes (the rules both lake readers share), and the first pass over the keys both make |
 //! | `lake_prices.rs` | the latest prices of named tokens when only named wallets' row groups were read: newest row groups first |
-//! | `lake_reader.rs` | the lake read whole straight into grouped ledgers: two passes over the row groups with arrow-rs, names interned per row group, each event written once in place |
+//! | `lake_reader.rs` | the lake read whole straight into grouped ledgers: two passes over the row groups with arrow-rs, names interned per row group, each event appended to its bucket of wallets, each bucket grouped into its ledgers in the caches |
 //! | `report.rs` | [`PnlReport`]: the ledgers, positions and lots tables, built a chunk of ledgers at a time |
 //! | `lake_parts.rs` | the lake read in parts of whole wallets, past [`PnlOptions::events_at_once`] events: a counting pass, one dealing pass to a spill file per part, then a part at a time grouped by wallet |
 //! | `leaderboard.rs` | wallets ranked by total PnL |

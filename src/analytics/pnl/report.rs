@@ -104,6 +104,10 @@ pub(super) fn run_report_in(
 /// Runs the ledgers of `set` `chunk` at a time and hands each chunk's report to `sink`, in
 /// ledger order; `sink` is not called when there is no ledger. Without `positions`, the
 /// positions tables are left empty (their columns, no row).
+///
+/// The next chunk is run and reported while `sink` takes the one before (a writer encoding a
+/// file, most often), so at most two chunks' reports are held at once. The first error, of a
+/// chunk or of `sink`, stops the others.
 pub(super) fn report_chunks(
     set: &LedgerSet,
     config: &PnlConfig,
@@ -111,14 +115,38 @@ pub(super) fn report_chunks(
     positions: bool,
     mut sink: impl FnMut(PnlReport) -> Result<()>,
 ) -> Result<()> {
-    for start in (0..set.len()).step_by(chunk.max(1)) {
-        let range = start..(start + chunk.max(1)).min(set.len());
-        let ledgers = set.run_range(range, config)?;
-        let part = report_range(set, start, &ledgers, config, positions)?;
-        drop_in_background(ledgers);
-        sink(part)?;
-    }
-    Ok(())
+    let chunk = chunk.max(1);
+    std::thread::scope(|scope| {
+        // A rendezvous: the next chunk waits, built, until `sink` asks for it.
+        let (parts, received) = std::sync::mpsc::sync_channel::<Result<PnlReport>>(0);
+        scope.spawn(move || {
+            for start in (0..set.len()).step_by(chunk) {
+                let range = start..(start + chunk).min(set.len());
+                let part = if positions || config.lots {
+                    set.run_range(range, config).and_then(|ledgers| {
+                        let part = report_range(set, start, &ledgers, config, positions);
+                        drop_in_background(ledgers);
+                        part
+                    })
+                } else {
+                    // Only the ledgers table: each ledger's row is taken as it is run.
+                    set.run_rows(range, config, |k, l| LedgerRow::of(set, k, l, config))
+                        .and_then(|rows| report_rows(set, start, &rows, &[], config, false))
+                };
+                let failed = part.is_err();
+                // A closed channel: `sink` failed, and its error is the one returned.
+                if parts.send(part).is_err() || failed {
+                    break;
+                }
+            }
+        });
+        // On an error the receiver is dropped before the scope waits for the chunks' thread,
+        // which then stops at its next hand-over.
+        for part in received {
+            sink(part?)?;
+        }
+        Ok(())
+    })
 }
 
 impl PnlReport {
@@ -150,6 +178,71 @@ impl PnlReport {
     }
 }
 
+/// The row of one computed ledger in the ledgers table, but its names and method.
+struct LedgerRow {
+    mark: Option<f64>,
+    unrealized: Option<f64>,
+    total: Option<f64>,
+    roi: Option<f64>,
+    buy_count: u64,
+    sell_count: u64,
+    bought: f64,
+    sold: f64,
+    open: f64,
+    buy_cost: f64,
+    proceeds: f64,
+    cost_basis: f64,
+    realized: f64,
+    fees: f64,
+    net: f64,
+    realized_roi: Option<f64>,
+    holding: Option<f64>,
+    opened: u64,
+    closed: u64,
+    wins: u64,
+    losses: u64,
+    oversold: f64,
+    ignored: f64,
+}
+
+impl LedgerRow {
+    /// The row of `l`, ledger `k` of `set`, computed under `config`.
+    fn of(set: &LedgerSet, k: usize, l: &Ledger, config: &PnlConfig) -> LedgerRow {
+        let m = set.mark_of_ledger(k, config.mark);
+        let u = if l.open_quantity() == 0.0 {
+            Some(l.unrealized(0.0))
+        } else {
+            m.map(|m| l.unrealized(m))
+        };
+        let (wins, losses) = l.wins_losses();
+        LedgerRow {
+            mark: m,
+            unrealized: u,
+            total: u.map(|u| l.realized + u),
+            roi: u.and_then(|u| pct(l.realized + u, l.buy_cost)),
+            buy_count: l.buys,
+            sell_count: l.sells,
+            bought: l.buy_quantity,
+            sold: l.sold_quantity,
+            open: l.open_quantity(),
+            buy_cost: l.buy_cost,
+            proceeds: l.proceeds,
+            cost_basis: l.open_cost(),
+            realized: l.realized,
+            fees: l.fees,
+            net: l.realized - l.fees,
+            realized_roi: pct(l.realized, l.sold_cost),
+            holding: l.holding_seconds(),
+            opened: l.positions.len() as u64,
+            closed: l.positions.iter().filter(|p| p.closed_at.is_some()).count() as u64,
+            wins,
+            losses,
+            oversold: l.oversold_quantity,
+            ignored: l.ignored_quantity,
+        }
+    }
+}
+
 /// [`report`] of `ledgers`, the computed ledgers `start..start + ledgers.len()` of `set`.
 fn report_range(
     set: &LedgerSet,
@@ -158,7 +251,26 @@ fn report_range(
     config: &PnlConfig,
     positions: bool,
 ) -> Result<PnlReport> {
-    let n = ledgers.len();
+    let rows: Vec<LedgerRow> = ledgers
+        .iter()
+        .enumerate()
+        .map(|(k, l)| LedgerRow::of(set, start + k, l, config))
+        .collect();
+    report_rows(set, start, &rows, ledgers, config, positions)
+}
+
+/// The report of the ledgers `start..start + rows.len()` of `set`, of their `rows`: the
+/// positions and lots tables are those of `ledgers`, the computed ledgers (none when neither
+/// table is asked for).
+fn report_rows(
+    set: &LedgerSet,
+    start: usize,
+    rows: &[LedgerRow],
+    ledgers: &[Ledger],
+    config: &PnlConfig,
+    positions: bool,
+) -> Result<PnlReport> {
+    let n = rows.len();
     // The ledgers' wallets and tokens once; the other tables take rows of them, which shares
     // the strings instead of copying them.
     let wallet_ca = StringChunked::from_iter_values(
@@ -178,77 +290,36 @@ fn report_range(
     };
     // The three tables are built at the same time.
     let ledgers_table = || -> Result<DataFrame> {
-        // The ledgers' columns in one pass over the ledgers.
-        let f = || Vec::<f64>::with_capacity(n);
-        let o = || Vec::<Option<f64>>::with_capacity(n);
-        let c = || Vec::<u64>::with_capacity(n);
-        let (mut buy_count, mut sell_count) = (c(), c());
-        let (mut bought, mut sold, mut open, mut buy_cost, mut proceeds) =
-            (f(), f(), f(), f(), f());
-        let (mut cost_basis, mut realized, mut fees, mut net) = (f(), f(), f(), f());
-        let (mut mark, mut unrealized, mut total, mut roi) = (o(), o(), o(), o());
-        let (mut realized_roi, mut holding) = (o(), o());
-        let (mut opened, mut closed, mut wins, mut losses) = (c(), c(), c(), c());
-        let (mut oversold, mut ignored) = (f(), f());
-        for (k, l) in ledgers.iter().enumerate() {
-            let m = set.mark_of_ledger(start + k, config.mark);
-            let u = if l.open_quantity() == 0.0 {
-                Some(l.unrealized(0.0))
-            } else {
-                m.map(|m| l.unrealized(m))
-            };
-            mark.push(m);
-            unrealized.push(u);
-            total.push(u.map(|u| l.realized + u));
-            roi.push(u.and_then(|u| pct(l.realized + u, l.buy_cost)));
-            buy_count.push(l.buys);
-            sell_count.push(l.sells);
-            bought.push(l.buy_quantity);
-            sold.push(l.sold_quantity);
-            open.push(l.open_quantity());
-            buy_cost.push(l.buy_cost);
-            proceeds.push(l.proceeds);
-            cost_basis.push(l.open_cost());
-            realized.push(l.realized);
-            fees.push(l.fees);
-            net.push(l.realized - l.fees);
-            realized_roi.push(pct(l.realized, l.sold_cost));
-            holding.push(l.holding_seconds());
-            opened.push(l.positions.len() as u64);
-            closed.push(l.positions.iter().filter(|p| p.closed_at.is_some()).count() as u64);
-            let (w, lo) = l.wins_losses();
-            wins.push(w);
-            losses.push(lo);
-            oversold.push(l.oversold_quantity);
-            ignored.push(l.ignored_quantity);
-        }
+        let f = |v: fn(&LedgerRow) -> f64| rows.iter().map(v).collect::<Vec<f64>>();
+        let o = |v: fn(&LedgerRow) -> Option<f64>| rows.iter().map(v).collect::<Vec<_>>();
+        let c = |v: fn(&LedgerRow) -> u64| rows.iter().map(v).collect::<Vec<u64>>();
         let cols = vec![
             wallet_ca.clone().into_column(),
             token_ca.clone().into_column(),
             Column::new("method".into(), vec![config.method.as_str(); n]),
-            Column::new("buy_count".into(), buy_count),
-            Column::new("sell_count".into(), sell_count),
-            Column::new("bought_quantity".into(), bought),
-            Column::new("sold_quantity".into(), sold),
-            Column::new("open_quantity".into(), open),
-            Column::new("buy_cost".into(), buy_cost),
-            Column::new("sell_proceeds".into(), proceeds),
-            Column::new("cost_basis".into(), cost_basis),
-            Column::new("mark_price".into(), mark),
-            Column::new("realized_pnl".into(), realized),
-            Column::new("unrealized_pnl".into(), unrealized),
-            Column::new("total_pnl".into(), total),
-            Column::new("fees".into(), fees),
-            Column::new("realized_pnl_net".into(), net),
-            Column::new("roi".into(), roi),
-            Column::new("realized_roi".into(), realized_roi),
-            Column::new("avg_holding_seconds".into(), holding),
-            Column::new("positions_opened".into(), opened),
-            Column::new("positions_closed".into(), closed),
-            Column::new("wins".into(), wins),
-            Column::new("losses".into(), losses),
-            Column::new("oversold_quantity".into(), oversold),
-            Column::new("ignored_quantity".into(), ignored),
+            Column::new("buy_count".into(), c(|r| r.buy_count)),
+            Column::new("sell_count".into(), c(|r| r.sell_count)),
+            Column::new("bought_quantity".into(), f(|r| r.bought)),
+            Column::new("sold_quantity".into(), f(|r| r.sold)),
+            Column::new("open_quantity".into(), f(|r| r.open)),
+            Column::new("buy_cost".into(), f(|r| r.buy_cost)),
+            Column::new("sell_proceeds".into(), f(|r| r.proceeds)),
+            Column::new("cost_basis".into(), f(|r| r.cost_basis)),
+            Column::new("mark_price".into(), o(|r| r.mark)),
+            Column::new("realized_pnl".into(), f(|r| r.realized)),
+            Column::new("unrealized_pnl".into(), o(|r| r.unrealized)),
+            Column::new("total_pnl".into(), o(|r| r.total)),
+            Column::new("fees".into(), f(|r| r.fees)),
+            Column::new("realized_pnl_net".into(), f(|r| r.net)),
+            Column::new("roi".into(), o(|r| r.roi)),
+            Column::new("realized_roi".into(), o(|r| r.realized_roi)),
+            Column::new("avg_holding_seconds".into(), o(|r| r.holding)),
+            Column::new("positions_opened".into(), c(|r| r.opened)),
+            Column::new("positions_closed".into(), c(|r| r.closed)),
+            Column::new("wins".into(), c(|r| r.wins)),
+            Column::new("losses".into(), c(|r| r.losses)),
+            Column::new("oversold_quantity".into(), f(|r| r.oversold)),
+            Column::new("ignored_quantity".into(), f(|r| r.ignored)),
         ];
         DataFrame::new(n, cols).map_err(Error::polars("building the ledgers table"))
     };
