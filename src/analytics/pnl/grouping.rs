@@ -80,11 +80,15 @@ pub(super) fn sort_ledgers(events: &mut [LedgerEvent], offsets: &[usize]) {
         chunks.push(head);
         rest = tail;
     }
-    chunks.par_iter_mut().for_each(|c| {
-        if !c.is_sorted_by_key(LedgerEvent::order_key) {
-            c.sort_by_key(LedgerEvent::order_key);
-        }
-    });
+    chunks.par_iter_mut().for_each(|c| sort_into_event_order(c));
+}
+
+/// Sorts one ledger's events into event order (already so, most often: it is checked first);
+/// a stable sort, so ties keep the order they were written in.
+pub(super) fn sort_into_event_order(ledger: &mut [LedgerEvent]) {
+    if !ledger.is_sorted_by_key(LedgerEvent::order_key) {
+        ledger.sort_by_key(LedgerEvent::order_key);
+    }
 }
 
 /// Asks the processor to bring the cache line of `at` in (a hint: nothing is read or written,

@@ -26,7 +26,7 @@ use std::sync::{Mutex, PoisonError};
 
 use rayon::prelude::*;
 
-use super::grouping::{huge_pages, sort_ledgers};
+use super::grouping::{huge_pages, sort_into_event_order};
 use super::lake_files::{
     DataFiles, Filter, GroupNumbers, NONE, OrderKey, SWAPS, Source, TRADES, per_row_group,
 };
@@ -577,7 +577,7 @@ fn sort_wallets(
                 return Vec::new();
             };
             if tokens.iter().all(|&t| t == t0) {
-                sort_ledgers(events, &[0, events.len()]);
+                sort_into_event_order(events);
                 return vec![(t0, events.len())];
             }
             let mut order: Vec<u32> = (0..events.len() as u32).collect();

@@ -30,7 +30,7 @@
 use polars::prelude::PlHashMap;
 use rayon::prelude::*;
 
-use super::grouping::{Slots, prefetch_item};
+use super::grouping::{Slots, prefetch_item, sort_into_event_order};
 use super::lake_files::{
     DataFiles, Filter, GroupNumbers, NONE, OrderKey, SWAPS, Source, TRADES, per_row_group,
 };
@@ -665,10 +665,7 @@ fn group_bucket(
     }
     let mut at = 0usize;
     for &(_, n) in &ledgers {
-        let ledger = &mut events[at..at + n as usize];
-        if !ledger.is_sorted_by_key(LedgerEvent::order_key) {
-            ledger.sort_by_key(LedgerEvent::order_key);
-        }
+        sort_into_event_order(&mut events[at..at + n as usize]);
         at += n as usize;
     }
     ledgers
