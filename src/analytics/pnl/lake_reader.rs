@@ -66,7 +66,6 @@ struct GroupEvents {
 }
 
 /// The local pairs of a row group, numbered in order of first sight.
-#[derive(Default)]
 struct LocalPairs {
     index: PlHashMap<u64, u32>,
     pairs: Vec<(u32, u32)>,
@@ -74,6 +73,16 @@ struct LocalPairs {
 }
 
 impl LocalPairs {
+    /// Room for `events` pairs: a row group holds about as many pairs as events, and growing
+    /// the index to that size rehashed it a dozen times.
+    fn with_capacity(events: usize) -> LocalPairs {
+        LocalPairs {
+            index: PlHashMap::with_capacity_and_hasher(events, Default::default()),
+            pairs: Vec::with_capacity(events),
+            counts: Vec::with_capacity(events),
+        }
+    }
+
     /// The event of a row's side: `pair << 1 | sell`.
     fn event(&mut self, wallet: u32, token: u32, sell: bool) -> u32 {
         let key = (u64::from(wallet) << 32) | u64::from(token);
@@ -91,7 +100,7 @@ impl LocalPairs {
 /// A row group's events after the first pass, from its keys.
 fn group_events(keys: &GroupKeys) -> GroupEvents {
     let n = keys.rows();
-    let mut local = LocalPairs::default();
+    let mut local = LocalPairs::with_capacity(n);
     let mut first = vec![NONE; n];
     let mut second = if keys.is_swaps() {
         vec![NONE; n]

@@ -592,12 +592,19 @@ impl LedgerSet {
     /// Runs the ledgers of `range` in parallel and hands each, once run, to `row` (with its
     /// number): the results come in ledger order. Each thread runs its ledgers in one
     /// [`Ledger`] reset between them, so no ledger allocates a book or positions of its own.
-    pub(super) fn run_rows<R: Send>(
+    ///
+    /// The results are written in place, each where it goes (a fallible parallel collect
+    /// would gather them in pieces and copy them into one vector on the calling thread). An
+    /// oversold ledger's result is `R::default()` until the first oversell in ledger order is
+    /// returned as the error.
+    pub(super) fn run_rows<R: Send + Default>(
         &self,
         range: std::ops::Range<usize>,
         config: &PnlConfig,
         row: impl Fn(usize, &Ledger) -> R + Sync,
     ) -> Result<Vec<R>> {
+        let first_oversell: std::sync::Mutex<Option<(usize, Oversold)>> = Default::default();
+        let mut rows = Vec::with_capacity(range.len());
         range
             .into_par_iter()
             .map_init(
@@ -605,12 +612,27 @@ impl LedgerSet {
                 |ledger, k| {
                     ledger.reset(config);
                     for e in self.events_of(k) {
-                        ledger.apply(e).map_err(|o| self.oversell(k, o))?;
+                        if let Err(o) = ledger.apply(e) {
+                            let mut first = first_oversell
+                                .lock()
+                                .unwrap_or_else(std::sync::PoisonError::into_inner);
+                            if first.as_ref().is_none_or(|&(j, _)| k < j) {
+                                *first = Some((k, o));
+                            }
+                            return R::default();
+                        }
                     }
-                    Ok(row(k, ledger))
+                    row(k, ledger)
                 },
             )
-            .collect()
+            .collect_into_vec(&mut rows);
+        let first = first_oversell
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match first {
+            Some((k, o)) => Err(self.oversell(k, o)),
+            None => Ok(rows),
+        }
     }
 
     /// The error of ledger `k`'s oversell `o`.

@@ -397,6 +397,38 @@ fn a_report_built_chunk_by_chunk_equals_the_whole_report() {
     assert_eq!(none.ledgers.width(), PnlReport::LEDGER_COLUMNS.len());
 }
 
+/// Chunk by chunk without positions (each ledger's row taken as it runs), an oversell under
+/// the error policy stops the report with the first oversold ledger in ledger order, wherever
+/// the chunks fall; with the other policies every ledger has its row.
+#[test]
+fn the_first_oversold_ledger_is_the_error_whatever_the_chunks() {
+    let wallets: Vec<String> = (0..40).map(|w| format!("w{w:02}")).collect();
+    let mut rows = Vec::new();
+    for (i, w) in wallets.iter().enumerate() {
+        let id = i as i64 * 10;
+        rows.push((w.as_str(), "A", "buy", 2.0, 1.0, id, id));
+        // w07 and w31 sell more than they bought.
+        let sold = if i == 7 || i == 31 { 3.0 } else { 1.0 };
+        rows.push((w.as_str(), "A", "sell", sold, 1.5, id + 1, id + 1));
+    }
+    let set = ledger_set(frames(&frame(&rows), None), &PnlOptions::default()).expect("set");
+    assert_eq!(set.len(), 40);
+    let strict = PnlConfig {
+        oversell: OversellPolicy::Error,
+        ..PnlConfig::default()
+    };
+    for chunk in [1, 5, 8, 64] {
+        match run_report_in(&set, &strict, chunk, false) {
+            Err(Error::Oversell {
+                wallet, trade_id, ..
+            }) => assert_eq!((wallet.as_str(), trade_id), ("w07", 71), "chunk {chunk}"),
+            other => panic!("chunk {chunk}: {other:?}"),
+        }
+    }
+    let allowed = run_report_in(&set, &PnlConfig::default(), 8, false).expect("allowed");
+    assert_eq!(allowed.ledgers.height(), 40);
+}
+
 /// A trade row of [`grouping_equals_a_plain_grouping`]: wallet, token (`None` for null),
 /// direction, amount, USD, price, time, slot, id.
 type TradeRow = (
