@@ -66,28 +66,44 @@ struct GroupEvents {
 }
 
 /// The local pairs of a row group, numbered in order of first sight.
+///
+/// Most of a row group's wallets trade one token in it: each wallet's first pair is kept in
+/// a table by the wallet's code in the row group's dictionary (small and dense, so it stays in
+/// the caches), and only a wallet's other pairs go through a hash table.
 struct LocalPairs {
-    index: PlHashMap<u64, u32>,
+    /// Per wallet code: its first pair, as (token, pair), or `NONE` for the pair.
+    first: Vec<(u32, u32)>,
+    /// The pairs beyond each wallet's first, by `wallet << 32 | token`.
+    others: PlHashMap<u64, u32>,
     pairs: Vec<(u32, u32)>,
     counts: Vec<u32>,
 }
 
 impl LocalPairs {
-    /// Room for `events` pairs: a row group holds about as many pairs as events, and growing
-    /// the index to that size rehashed it a dozen times.
-    fn with_capacity(events: usize) -> LocalPairs {
+    /// Room for the pairs of `events` events of `wallet_codes` wallets.
+    fn with_capacity(events: usize, wallet_codes: usize) -> LocalPairs {
         LocalPairs {
-            index: PlHashMap::with_capacity_and_hasher(events, Default::default()),
+            first: vec![(0, NONE); wallet_codes],
+            others: PlHashMap::default(),
             pairs: Vec::with_capacity(events),
             counts: Vec::with_capacity(events),
         }
     }
 
     /// The event of a row's side: `pair << 1 | sell`.
-    fn event(&mut self, wallet: u32, token: u32, sell: bool) -> u32 {
-        let key = (u64::from(wallet) << 32) | u64::from(token);
+    fn event(&mut self, wallet_code: u32, wallet: u32, token: u32, sell: bool) -> u32 {
         let next = self.pairs.len() as u32;
-        let l = *self.index.entry(key).or_insert(next);
+        let l = match self.first.get_mut(wallet_code as usize) {
+            Some(first) if first.1 == NONE => {
+                *first = (token, next);
+                next
+            }
+            Some(&mut (t, l)) if t == token => l,
+            _ => {
+                let key = (u64::from(wallet) << 32) | u64::from(token);
+                *self.others.entry(key).or_insert(next)
+            }
+        };
         if l == next {
             self.pairs.push((wallet, token));
             self.counts.push(0);
@@ -100,7 +116,7 @@ impl LocalPairs {
 /// A row group's events after the first pass, from its keys.
 fn group_events(keys: &GroupKeys) -> GroupEvents {
     let n = keys.rows();
-    let mut local = LocalPairs::with_capacity(n);
+    let mut local = LocalPairs::with_capacity(n, keys.wallet_codes());
     let mut first = vec![NONE; n];
     let mut second = if keys.is_swaps() {
         vec![NONE; n]
@@ -108,7 +124,7 @@ fn group_events(keys: &GroupKeys) -> GroupEvents {
         Vec::new()
     };
     keys.for_each(|e| {
-        let event = local.event(e.wallet, e.token, e.sell);
+        let event = local.event(e.wallet_code, e.wallet, e.token, e.sell);
         match e.side {
             0 => first[e.row] = event,
             _ => second[e.row] = (event & !1) | u32::from(!e.fee),
