@@ -583,10 +583,14 @@ impl LedgerSet {
         range: std::ops::Range<usize>,
         config: &PnlConfig,
     ) -> Result<Vec<Ledger>> {
+        // Written in place, then the first oversell in ledger order is the error, as in
+        // `run_rows` (a fallible parallel collect copies its pieces and returns any error).
+        let mut ledgers = Vec::with_capacity(range.len());
         range
             .into_par_iter()
             .map(|k| run_ledger(self.events_of(k), config).map_err(|o| self.oversell(k, o)))
-            .collect()
+            .collect_into_vec(&mut ledgers);
+        ledgers.into_iter().collect()
     }
 
     /// Runs the ledgers of `range` in parallel and hands each, once run, to `row` (with its

@@ -453,10 +453,11 @@ impl MaybeColumn {
         self.present.push(x.is_some());
     }
 
-    fn into_column(self, name: &str) -> Column {
+    /// The column, unnamed.
+    fn into_column(self) -> Column {
         // As polars' builder leaves it: no mask when nothing is missing.
         let present = (self.present.unset_bits() > 0).then(|| self.present.freeze());
-        Float64Chunked::from_vec_validity(name.into(), self.values, present).into_column()
+        Float64Chunked::from_vec_validity(PlSmallStr::EMPTY, self.values, present).into_column()
     }
 }
 
@@ -548,59 +549,38 @@ impl LedgerColumns {
 
     /// The columns, named as [`PnlReport::LEDGER_COLUMNS`] from the fourth on.
     fn into_columns(self) -> Vec<Column> {
-        let [
-            _,
-            _,
-            _,
-            buy_count,
-            sell_count,
-            bought,
-            sold,
-            open,
-            buy_cost,
-            proceeds,
-            cost_basis,
-            mark,
-            realized,
-            unrealized,
-            total,
-            fees,
-            net,
-            roi,
-            realized_roi,
-            holding,
-            opened,
-            closed,
-            wins,
-            losses,
-            oversold,
-            ignored,
-        ] = PnlReport::LEDGER_COLUMNS;
-        vec![
-            Column::new(buy_count.into(), self.buy_count),
-            Column::new(sell_count.into(), self.sell_count),
-            Column::new(bought.into(), self.bought),
-            Column::new(sold.into(), self.sold),
-            Column::new(open.into(), self.open),
-            Column::new(buy_cost.into(), self.buy_cost),
-            Column::new(proceeds.into(), self.proceeds),
-            Column::new(cost_basis.into(), self.cost_basis),
-            self.mark.into_column(mark),
-            Column::new(realized.into(), self.realized),
-            self.unrealized.into_column(unrealized),
-            self.total.into_column(total),
-            Column::new(fees.into(), self.fees),
-            Column::new(net.into(), self.net),
-            self.roi.into_column(roi),
-            self.realized_roi.into_column(realized_roi),
-            self.holding.into_column(holding),
-            Column::new(opened.into(), self.opened),
-            Column::new(closed.into(), self.closed),
-            Column::new(wins.into(), self.wins),
-            Column::new(losses.into(), self.losses),
-            Column::new(oversold.into(), self.oversold),
-            Column::new(ignored.into(), self.ignored),
-        ]
+        let numbers = |v: Vec<f64>| Column::new(PlSmallStr::EMPTY, v);
+        let counts = |v: Vec<u64>| Column::new(PlSmallStr::EMPTY, v);
+        let columns: [Column; PnlReport::LEDGER_COLUMNS.len() - 3] = [
+            counts(self.buy_count),
+            counts(self.sell_count),
+            numbers(self.bought),
+            numbers(self.sold),
+            numbers(self.open),
+            numbers(self.buy_cost),
+            numbers(self.proceeds),
+            numbers(self.cost_basis),
+            self.mark.into_column(),
+            numbers(self.realized),
+            self.unrealized.into_column(),
+            self.total.into_column(),
+            numbers(self.fees),
+            numbers(self.net),
+            self.roi.into_column(),
+            self.realized_roi.into_column(),
+            self.holding.into_column(),
+            counts(self.opened),
+            counts(self.closed),
+            counts(self.wins),
+            counts(self.losses),
+            numbers(self.oversold),
+            numbers(self.ignored),
+        ];
+        columns
+            .into_iter()
+            .zip(&PnlReport::LEDGER_COLUMNS[3..])
+            .map(|(c, &name)| c.with_name(name.into()))
+            .collect()
     }
 }
 

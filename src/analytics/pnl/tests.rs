@@ -397,9 +397,10 @@ fn a_report_built_chunk_by_chunk_equals_the_whole_report() {
     assert_eq!(none.ledgers.width(), PnlReport::LEDGER_COLUMNS.len());
 }
 
-/// Chunk by chunk without positions (each ledger's row taken as it runs), an oversell under
-/// the error policy stops the report with the first oversold ledger in ledger order, wherever
-/// the chunks fall; with the other policies every ledger has its row.
+/// Chunk by chunk, without positions (each ledger's row taken as it runs) or with them (the
+/// ledgers kept), an oversell under the error policy stops the report with the first oversold
+/// ledger in ledger order, wherever the chunks fall; with the other policies every ledger has
+/// its row.
 #[test]
 fn the_first_oversold_ledger_is_the_error_whatever_the_chunks() {
     let wallets: Vec<String> = (0..40).map(|w| format!("w{w:02}")).collect();
@@ -417,12 +418,19 @@ fn the_first_oversold_ledger_is_the_error_whatever_the_chunks() {
         oversell: OversellPolicy::Error,
         ..PnlConfig::default()
     };
-    for chunk in [1, 5, 8, 64] {
-        match run_report_in(&set, &strict, chunk, false) {
+    for (chunk, positions) in [1, 5, 8, 64]
+        .into_iter()
+        .flat_map(|c| [(c, false), (c, true)])
+    {
+        match run_report_in(&set, &strict, chunk, positions) {
             Err(Error::Oversell {
                 wallet, trade_id, ..
-            }) => assert_eq!((wallet.as_str(), trade_id), ("w07", 71), "chunk {chunk}"),
-            other => panic!("chunk {chunk}: {other:?}"),
+            }) => assert_eq!(
+                (wallet.as_str(), trade_id),
+                ("w07", 71),
+                "chunk {chunk}, positions {positions}"
+            ),
+            other => panic!("chunk {chunk}, positions {positions}: {other:?}"),
         }
     }
     let allowed = run_report_in(&set, &PnlConfig::default(), 8, false).expect("allowed");
