@@ -3,6 +3,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use arrow_array::cast::AsArray;
+use rayon::prelude::*;
 
 use crate::Result;
 use crate::lake::base::Base;
@@ -182,9 +183,8 @@ fn check(lake: &Base, manifest: &Manifest) -> Result<VerifyReport> {
     // order, as every path with the same folder prefix is.
     let mut duplicate_keys: Vec<(Partition, Problem)> = Vec::new();
     let mut keys_of: Option<(Partition, Keys)> = None;
-    // Datasets with an id column: each id's first partition (by number) and whether it was
-    // seen in another, in buckets of ids by hash, the first while the files are read and the
-    // others in passes over the id columns after.
+    // Datasets with an id column: each id's partitions, in buckets of ids by hash, the first
+    // while the files are read and the others in passes over the id columns after.
     let id_rows: u64 = manifest
         .files
         .values()
@@ -192,86 +192,57 @@ fn check(lake: &Base, manifest: &Manifest) -> Result<VerifyReport> {
         .map(|e| e.rows)
         .sum();
     let mut ids = IdCheck::new(id_rows, IDS_AT_ONCE);
-    let mut partition_no: HashMap<Partition, usize> = HashMap::new();
-    let mut id_files: Vec<(&str, &FileEntry, usize, bool)> = Vec::new();
-    for (path, entry) in &manifest.files {
-        report.files_checked += 1;
-        *report.rows.entry(entry.dataset).or_default() += entry.rows;
-        let partition = match Partition::from_file_path(path) {
-            Ok(p) if p.dataset == entry.dataset => p,
-            Ok(p) => {
-                problems.push(Problem::BadPath {
-                    path: path.clone(),
-                    message: format!("in {} but recorded as {}", p.dataset, entry.dataset),
-                });
+    let mut partition_no: HashMap<Partition, u32> = HashMap::new();
+    let mut id_files: Vec<(&str, &FileEntry, u32, bool)> = Vec::new();
+    let files: Vec<(&String, &FileEntry)> = manifest.files.iter().collect();
+    // The files are read a window at a time, in parallel, and what each gave is taken in path
+    // order: the problems, partitions and keys come in the order of a read one file at a time.
+    for window in files.chunks(FILES_AT_ONCE) {
+        let read: Vec<FileRead> = window
+            .par_iter()
+            .map(|&(path, entry)| read_file(lake, path, entry))
+            .collect::<Result<_>>()?;
+        for (&(path, entry), read) in window.iter().zip(read) {
+            report.files_checked += 1;
+            *report.rows.entry(entry.dataset).or_default() += entry.rows;
+            problems.extend(read.problems);
+            let (Some(partition), Some(keys)) = (read.partition, read.keys) else {
                 continue;
+            };
+            if let Keys::Ids(file_ids) = &keys {
+                let next = partition_no.len() as u32;
+                let here = *partition_no.entry(partition.clone()).or_insert(next);
+                ids.add(entry.dataset, here, file_ids);
+                id_files.push((path, entry, here, read.matches));
             }
-            Err(e) => {
-                problems.push(Problem::BadPath {
-                    path: path.clone(),
-                    message: e.to_string(),
-                });
-                continue;
-            }
-        };
-        let mut matches = true;
-        match lake.store().head(path)? {
-            None => {
-                problems.push(Problem::MissingFile { path: path.clone() });
-                continue;
-            }
-            Some(bytes) if bytes != entry.bytes => {
-                matches = false;
-                problems.push(Problem::SizeMismatch {
-                    path: path.clone(),
-                    manifest: entry.bytes,
-                    file: bytes,
-                });
-            }
-            Some(_) => {}
-        }
-        let Some(rows) = check_file(lake, path, entry, &mut problems) else {
-            continue;
-        };
-        if rows != entry.rows {
-            matches = false;
-            problems.push(Problem::RowCountMismatch {
-                path: path.clone(),
-                manifest: entry.rows,
-                file: rows,
-            });
-        }
-        match read_keys(lake, path, entry, matches) {
-            Ok(keys) => {
-                if let Keys::Ids(file_ids) = &keys {
-                    let next = partition_no.len();
-                    let here = *partition_no.entry(partition.clone()).or_insert(next);
-                    ids.add(entry.dataset, here, file_ids);
-                    id_files.push((path, entry, here, matches));
-                }
-                match &mut keys_of {
-                    Some((p, held)) if *p == partition => held.extend(keys),
-                    _ => {
-                        if let Some((p, held)) = keys_of.replace((partition, keys)) {
-                            duplicate_keys.extend(duplicates_in(p, held));
-                        }
+            match &mut keys_of {
+                Some((p, held)) if *p == partition => held.extend(keys),
+                _ => {
+                    if let Some((p, held)) = keys_of.replace((partition, keys)) {
+                        duplicate_keys.extend(duplicates_in(p, held));
                     }
                 }
             }
-            Err(e) => problems.push(Problem::UnreadableFile {
-                path: path.clone(),
-                message: reason(e),
-            }),
         }
     }
     if let Some((p, held)) = keys_of.take() {
         duplicate_keys.extend(duplicates_in(p, held));
     }
     while ids.next_bucket() {
-        for &(path, entry, here, matches) in &id_files {
-            if let Keys::Ids(file_ids) = read_keys(lake, path, entry, matches)? {
-                ids.add(entry.dataset, here, &file_ids);
-            }
+        let (buckets, bucket) = (ids.buckets, ids.bucket);
+        // Each file's ids of the bucket, read in parallel (only they are held past the read).
+        let taken: Vec<(Dataset, BucketIds)> = id_files
+            .par_iter()
+            .map(|&(path, entry, here, matches)| {
+                let mut taken = BucketIds::default();
+                if let Keys::Ids(file_ids) = read_keys(lake, path, entry, matches)? {
+                    taken.add(here, &file_ids, buckets, bucket);
+                }
+                Ok((entry.dataset, taken))
+            })
+            .collect::<Result<_>>()?;
+        for (dataset, taken) in taken {
+            ids.held.entry(dataset).or_default().append(taken);
         }
     }
     duplicate_keys.sort_by(|a, b| a.0.cmp(&b.0));
@@ -279,6 +250,87 @@ fn check(lake: &Base, manifest: &Manifest) -> Result<VerifyReport> {
     problems.extend(ids.problems());
     report.problems = problems;
     Ok(report)
+}
+
+/// Committed files read at once (in parallel) by [`check`]: each holds its keys until its
+/// window is taken in order.
+const FILES_AT_ONCE: usize = 8;
+
+/// What reading one committed file found: its problems, in the order they are found, its
+/// partition (unless its path names none) and its keys (unless the file could not be read).
+struct FileRead {
+    problems: Vec<Problem>,
+    partition: Option<Partition>,
+    keys: Option<Keys>,
+    /// Whether the file's size and rows are those of its manifest entry.
+    matches: bool,
+}
+
+/// Checks one committed file (`entry` its manifest entry) against its entry and reads its
+/// keys: its path, its size, its footer (schema, version, rows), then its key columns.
+fn read_file(lake: &Base, path: &str, entry: &FileEntry) -> Result<FileRead> {
+    let mut read = FileRead {
+        problems: Vec::new(),
+        partition: None,
+        keys: None,
+        matches: true,
+    };
+    let partition = match Partition::from_file_path(path) {
+        Ok(p) if p.dataset == entry.dataset => p,
+        Ok(p) => {
+            read.problems.push(Problem::BadPath {
+                path: path.to_owned(),
+                message: format!("in {} but recorded as {}", p.dataset, entry.dataset),
+            });
+            return Ok(read);
+        }
+        Err(e) => {
+            read.problems.push(Problem::BadPath {
+                path: path.to_owned(),
+                message: e.to_string(),
+            });
+            return Ok(read);
+        }
+    };
+    match lake.store().head(path)? {
+        None => {
+            read.problems.push(Problem::MissingFile {
+                path: path.to_owned(),
+            });
+            return Ok(read);
+        }
+        Some(bytes) if bytes != entry.bytes => {
+            read.matches = false;
+            read.problems.push(Problem::SizeMismatch {
+                path: path.to_owned(),
+                manifest: entry.bytes,
+                file: bytes,
+            });
+        }
+        Some(_) => {}
+    }
+    let Some(rows) = check_file(lake, path, entry, &mut read.problems) else {
+        return Ok(read);
+    };
+    if rows != entry.rows {
+        read.matches = false;
+        read.problems.push(Problem::RowCountMismatch {
+            path: path.to_owned(),
+            manifest: entry.rows,
+            file: rows,
+        });
+    }
+    match read_keys(lake, path, entry, read.matches) {
+        Ok(keys) => {
+            read.partition = Some(partition);
+            read.keys = Some(keys);
+        }
+        Err(e) => read.problems.push(Problem::UnreadableFile {
+            path: path.to_owned(),
+            message: reason(e),
+        }),
+    }
+    Ok(read)
 }
 
 /// A file's keys: its ids where the id is the whole key (swaps and trades; a null id is
@@ -361,10 +413,10 @@ fn duplicates_in(partition: Partition, keys: Keys) -> Option<(Partition, Problem
     })
 }
 
-/// Most ids the check of ids across partitions holds at once (about 40 bytes each): a lake
+/// Most ids the check of ids across partitions holds at once (16 bytes each, 512 MiB): a lake
 /// with more is checked in buckets of ids by hash, one pass over the id columns per bucket
 /// after the first.
-const IDS_AT_ONCE: u64 = 1 << 23;
+const IDS_AT_ONCE: u64 = 1 << 25;
 
 /// The bucket of an id among `buckets`: a multiplicative hash (ids are often consecutive), the
 /// null id in the first.
@@ -374,13 +426,61 @@ fn bucket_of(id: Option<i64>, buckets: u64) -> u64 {
     })
 }
 
+/// The rows of one bucket's ids: each id with the number of the partition holding the row.
+#[derive(Default)]
+struct BucketIds {
+    ids: Vec<(i64, u32)>,
+    /// The partitions of the rows whose id is null (in the first bucket).
+    nulls: Vec<u32>,
+}
+
+impl BucketIds {
+    /// Takes the ids of bucket `bucket` (of `buckets`) among `ids`, rows of partition `here`.
+    fn add(&mut self, here: u32, ids: &[Option<i64>], buckets: u64, bucket: u64) {
+        for &key in ids {
+            if buckets > 1 && bucket_of(key, buckets) != bucket {
+                continue;
+            }
+            match key {
+                Some(id) => self.ids.push((id, here)),
+                None => self.nulls.push(here),
+            }
+        }
+    }
+
+    fn append(&mut self, mut other: BucketIds) {
+        self.ids.append(&mut other.ids);
+        self.nulls.append(&mut other.nulls);
+    }
+
+    /// The ids held by more than one partition and their rows outside the first partition (by
+    /// number) that holds them: sorted by id and partition, each id's rows are a run whose
+    /// first row is in that partition.
+    fn moved(mut self) -> (u64, u64) {
+        self.ids.par_sort_unstable();
+        let (mut moved, mut extra_rows) = (0, 0);
+        let mut count = |first: u32, partitions: &mut dyn Iterator<Item = u32>| {
+            let extra = partitions.filter(|&p| p != first).count() as u64;
+            moved += u64::from(extra > 0);
+            extra_rows += extra;
+        };
+        for run in self.ids.chunk_by(|a, b| a.0 == b.0) {
+            count(run[0].1, &mut run.iter().map(|r| r.1));
+        }
+        if let Some(&first) = self.nulls.iter().min() {
+            count(first, &mut self.nulls.iter().copied());
+        }
+        (moved, extra_rows)
+    }
+}
+
 /// The check of ids across partitions: an id's rows outside the first partition (by number)
 /// that holds it, and the ids found in more than one, a bucket of ids at a time.
 struct IdCheck {
     buckets: u64,
     bucket: u64,
-    /// The bucket's ids: first partition, and whether another holds it.
-    seen: BTreeMap<Dataset, HashMap<Option<i64>, (usize, bool)>>,
+    /// The current bucket's ids, per dataset.
+    held: BTreeMap<Dataset, BucketIds>,
     /// Rows of an id outside its first partition, per dataset.
     extra_rows: BTreeMap<Dataset, u64>,
     /// Ids in more than one partition, per dataset.
@@ -393,38 +493,29 @@ impl IdCheck {
         IdCheck {
             buckets: rows.div_ceil(at_once.max(1)).max(1),
             bucket: 0,
-            seen: BTreeMap::new(),
+            held: BTreeMap::new(),
             extra_rows: BTreeMap::new(),
             moved: BTreeMap::new(),
         }
     }
 
     /// Takes the ids of the current bucket among `ids`, rows of partition number `here`.
-    fn add(&mut self, dataset: Dataset, here: usize, ids: &[Option<i64>]) {
+    fn add(&mut self, dataset: Dataset, here: u32, ids: &[Option<i64>]) {
         let (buckets, bucket) = (self.buckets, self.bucket);
-        let seen = self.seen.entry(dataset).or_default();
-        for &key in ids {
-            if buckets > 1 && bucket_of(key, buckets) != bucket {
-                continue;
-            }
-            match seen.get_mut(&key) {
-                None => {
-                    seen.insert(key, (here, false));
-                }
-                Some((first, moved)) if *first != here => {
-                    *moved = true;
-                    *self.extra_rows.entry(dataset).or_default() += 1;
-                }
-                Some(_) => {}
-            }
-        }
+        self.held
+            .entry(dataset)
+            .or_default()
+            .add(here, ids, buckets, bucket);
     }
 
     /// Closes the current bucket; whether there is another to read.
     fn next_bucket(&mut self) -> bool {
-        for (dataset, seen) in std::mem::take(&mut self.seen) {
-            *self.moved.entry(dataset).or_default() +=
-                seen.values().filter(|(_, moved)| *moved).count() as u64;
+        for (dataset, held) in std::mem::take(&mut self.held) {
+            let (moved, extra_rows) = held.moved();
+            if extra_rows > 0 {
+                *self.moved.entry(dataset).or_default() += moved;
+                *self.extra_rows.entry(dataset).or_default() += extra_rows;
+            }
         }
         self.bucket += 1;
         self.bucket < self.buckets
@@ -509,7 +600,7 @@ mod tests {
     fn ids_checked_in_buckets_give_the_problems_of_one_pass() {
         let key = |id: i64| Some(id * 1_000_003);
         // (dataset, partition number, ids)
-        let files: Vec<(Dataset, usize, Vec<Option<i64>>)> = vec![
+        let files: Vec<(Dataset, u32, Vec<Option<i64>>)> = vec![
             (Dataset::Swaps, 0, (0..40).map(key).collect()),
             (
                 Dataset::Swaps,
