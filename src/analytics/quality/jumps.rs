@@ -158,11 +158,21 @@ pub(super) fn judge(prices: &[f64], rule: &JumpRule) -> Vec<Judged> {
             }
             continue;
         }
-        let (m, bound) = window_bound(&mut window, rule);
-        let deviation = (!x.is_nan()).then_some(x - m);
         // The nearest prices before and after, both departed from in the median's direction.
         let nearest_before = logs[lo..i].iter().rev().find(|x| !x.is_nan());
         let nearest_after = logs[i + 1..=hi].iter().find(|x| !x.is_nan());
+        // A price within the floor of a neighbour is no spike whatever the window's median:
+        // the bound is never under the floor. Most prices are, and skip the two medians.
+        if !x.is_nan()
+            && [nearest_before, nearest_after]
+                .into_iter()
+                .flatten()
+                .any(|&y| (x - y).abs() <= rule.floor)
+        {
+            continue;
+        }
+        let (m, bound) = window_bound(&mut window, rule);
+        let deviation = (!x.is_nan()).then_some(x - m);
         let spike = |d: f64| {
             [nearest_before, nearest_after]
                 .into_iter()

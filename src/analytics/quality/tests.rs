@@ -205,6 +205,115 @@ fn unpriced_events_are_jumps_without_a_median() {
     }
 }
 
+/// The jump rule read straight from its definition (every event's window sorted, its median
+/// and MAD, then the bound and the spike test): the judged indices, medians and bounds.
+fn jumps_by_definition(prices: &[f64], rule: &JumpRule) -> Vec<(usize, Option<f64>, f64)> {
+    let k = rule.half_window.max(1);
+    let logs: Vec<f64> = prices
+        .iter()
+        .map(|&p| {
+            if p.is_finite() && p > 0.0 {
+                p.ln()
+            } else {
+                f64::NAN
+            }
+        })
+        .collect();
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        }
+    };
+    let mut out = Vec::new();
+    for i in 0..logs.len() {
+        let (lo, hi) = (i.saturating_sub(k), (i + k).min(logs.len() - 1));
+        if i - lo < k.div_ceil(2) || hi - i < k.div_ceil(2) {
+            continue;
+        }
+        let mut window: Vec<f64> = (lo..=hi)
+            .filter(|&j| j != i && !logs[j].is_nan())
+            .map(|j| logs[j])
+            .collect();
+        let x = logs[i];
+        if window.is_empty() {
+            if x.is_nan() {
+                out.push((i, None, rule.floor));
+            }
+            continue;
+        }
+        let m = median(&mut window);
+        let mut dev: Vec<f64> = window.iter().map(|w| (w - m).abs()).collect();
+        let bound = (rule.z * 1.4826 * median(&mut dev)).max(rule.floor);
+        let before = (lo..i).rev().map(|j| logs[j]).find(|y| !y.is_nan());
+        let after = (i + 1..=hi).map(|j| logs[j]).find(|y| !y.is_nan());
+        let d = x - m;
+        let spike = [before, after]
+            .into_iter()
+            .flatten()
+            .all(|y| (x - y) * d.signum() > bound);
+        if x.is_nan() || (d.abs() > bound && spike) {
+            out.push((i, Some(m), bound));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_jumps_found_are_those_of_the_rule_read_by_its_definition() {
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    for round in 0..40 {
+        // A walk with steps of every size, doctored prices alone and in pairs, unpriced events.
+        let step = [0.001, 0.05, 0.4, 1.0][round % 4];
+        let mut x = 0.0f64;
+        let prices: Vec<f64> = (0..600)
+            .map(|_| {
+                x += rng.random_range(-step..step);
+                match rng.random_range(0..100) {
+                    0..3 => (x + rng.random_range(-4.0..4.0)).exp(),
+                    3 => f64::NAN,
+                    4 => 0.0,
+                    _ => x.exp(),
+                }
+            })
+            .collect();
+        for rule in [
+            JumpRule::default(),
+            JumpRule {
+                half_window: 5,
+                z: 3.0,
+                floor: 0.05,
+            },
+            JumpRule {
+                half_window: 16,
+                z: 2.0,
+                floor: 0.0,
+            },
+        ] {
+            let found: Vec<(usize, Option<f64>, f64)> = super::jumps::judge(&prices, &rule)
+                .into_iter()
+                .map(|j| (j.index, j.median, j.bound))
+                .collect();
+            let expected = jumps_by_definition(&prices, &rule);
+            let indices =
+                |v: &[(usize, Option<f64>, f64)]| v.iter().map(|j| j.0).collect::<Vec<_>>();
+            assert_eq!(
+                indices(&found),
+                indices(&expected),
+                "round {round}, {rule:?}"
+            );
+            for (f, e) in found.iter().zip(&expected) {
+                let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * a.abs().max(1.0);
+                assert!(f.1.zip(e.1).is_none_or(|(a, b)| close(a, b)), "{f:?} {e:?}");
+                assert!(close(f.2, e.2), "{f:?} {e:?}");
+            }
+        }
+    }
+}
+
 #[test]
 fn a_level_shift_of_the_market_is_not_a_jump() {
     // The price rises 2.5 times at once and stays: the windows around the step hold both
