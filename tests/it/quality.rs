@@ -465,6 +465,31 @@ fn a_duplicated_id_is_found() {
     assert_eq!(d.count, 1, "{d:#?}");
     assert_eq!((d.examples[0].id, d.examples[0].copies), (id, 2));
     assert!(d.examples[0].differing.is_empty(), "{d:?}");
+
+    // Checking the token alone finds it too, in one pass and in passes, over the swaps that
+    // involve the token.
+    let involving: u64 = swap_files(&lake)
+        .iter()
+        .map(|f| {
+            (0..f.batch.num_rows())
+                .filter(|&r| {
+                    str_at(&f.batch, "token_address_in", r) == token
+                        || str_at(&f.batch, "token_address_out", r) == token
+                })
+                .count() as u64
+        })
+        .sum();
+    for events_at_once in [usize::MAX, (involving as usize / 3).max(1)] {
+        let options = CheckOptions {
+            tokens: Some(vec![token.clone()]),
+            events_at_once,
+            ..CheckOptions::default()
+        };
+        let of_token = check(&lake, &options).expect("check of the token");
+        assert_eq!(of_token.rows["swaps"], involving, "{events_at_once}");
+        let d = &of_token.findings.duplicate_ids;
+        assert_eq!((d.count, d.examples[0].id), (1, id), "{events_at_once}");
+    }
 }
 
 #[test]

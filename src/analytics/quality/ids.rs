@@ -10,11 +10,13 @@
 //! - **duplicated** otherwise: the same event stored twice, identical or not (`differing`
 //!   names the columns whose values differ between the copies; empty when they are equal).
 //!
-//! The counts come from one grouped pass over the `id`, `block_time` and `date` columns; only
-//! the examples' rows are read whole.
+//! The counts come from the `id` and `block_time` columns and the `date` partition of every
+//! row, sorted by id (in passes of id residues); only the examples' rows are read whole.
 
 use polars::prelude::*;
+use rayon::prelude::*;
 
+use super::key_rows::KeyRows;
 use crate::lake::cols::event;
 use crate::{Error, Result};
 
@@ -57,93 +59,87 @@ pub(super) struct RepeatedIds {
     pub(super) moved: (u64, Vec<MovedId>),
 }
 
-/// [`repeated_ids`] in `passes` passes over `rows` (of `n` rows), each grouping the ids of
-/// one residue modulo `passes`, so that a pass holds about `n / passes` rows: the same counts
-/// and examples (the first by id) as one pass.
+/// One row of an id: (id, block time, `date` partition as days since the Unix epoch).
+type IdRow = (i64, i64, i32);
+
+/// The repeated ids of the rows of `keys` (a dataset's), in `passes` passes over their `id`
+/// and `block_time` columns, each grouping the ids of one residue modulo `passes` (by sorting
+/// them), so that a pass holds about a `passes`-th of the rows, 24 bytes each; then the rows
+/// of the examples (the first of each kind by id) read whole from `rows`, the same rows as a
+/// scan. Also returns the rows read (those of the named tokens, when `keys` names some).
 pub(super) fn repeated_ids_in_passes(
     dataset: &'static str,
+    keys: &KeyRows<'_>,
     rows: LazyFrame,
     examples: usize,
     passes: u64,
-) -> Result<RepeatedIds> {
-    if passes <= 1 {
-        return repeated_ids(dataset, rows, examples);
-    }
-    let k = passes as i64;
+) -> Result<(RepeatedIds, u64)> {
+    let k = passes.max(1) as i64;
     let mut out = RepeatedIds::default();
+    // (id, copies) of the first examples of each kind.
+    let mut moved_ids: Vec<(i64, u64)> = Vec::new();
+    let mut duplicate_ids: Vec<(i64, u64)> = Vec::new();
+    let mut read = 0u64;
     for residue in 0..k {
-        // `rem_euclid`: negative ids fall in a residue too.
-        let ids = ((col(event::ID) % lit(k)) + lit(k)) % lit(k);
-        let part = repeated_ids(dataset, rows.clone().filter(ids.eq(lit(residue))), examples)?;
-        out.duplicates.0 += part.duplicates.0;
-        out.duplicates.1.extend(part.duplicates.1);
-        out.moved.0 += part.moved.0;
-        out.moved.1.extend(part.moved.1);
+        let found: Vec<(Vec<IdRow>, u64)> = keys.map(
+            &[event::ID, event::BLOCK_TIME],
+            |_, _| true,
+            |batch| {
+                let ids = batch.ints(event::ID)?;
+                let times = batch.ints(event::BLOCK_TIME)?;
+                let n = ids.len() as u64;
+                // `rem_euclid`: negative ids fall in a residue too.
+                let rows = ids
+                    .into_iter()
+                    .zip(times)
+                    .filter(|(id, _)| id.rem_euclid(k) == residue)
+                    .map(|(id, t)| (id, t, batch.date))
+                    .collect();
+                Ok((rows, n))
+            },
+        )?;
+        if residue == 0 {
+            read = found.iter().map(|(_, n)| n).sum();
+        }
+        let mut held: Vec<IdRow> = found.into_iter().flat_map(|(rows, _)| rows).collect();
+        held.par_sort_unstable();
+        for run in held.chunk_by(|a, b| a.0 == b.0).filter(|r| r.len() > 1) {
+            let moved = run.iter().any(|r| r.1 != run[0].1 || r.2 != run[0].2);
+            let (count, kept) = match moved {
+                true => (&mut out.moved.0, &mut moved_ids),
+                false => (&mut out.duplicates.0, &mut duplicate_ids),
+            };
+            *count += 1;
+            if kept.len() < examples {
+                kept.push((run[0].0, run.len() as u64));
+            }
+        }
     }
-    out.duplicates.1.sort_by_key(|d| d.id);
-    out.duplicates.1.truncate(examples);
-    out.moved.1.sort_by_key(|m| m.id);
-    out.moved.1.truncate(examples);
-    Ok(out)
+    for kept in [&mut moved_ids, &mut duplicate_ids] {
+        kept.sort_unstable();
+        kept.truncate(examples);
+    }
+    examples_of(dataset, rows, moved_ids, duplicate_ids, &mut out)?;
+    Ok((out, read))
 }
 
-/// The repeated ids of `rows` (a scan of `dataset`, with its hive `date` column).
-pub(super) fn repeated_ids(
+/// The rows of the example ids, read whole from `rows`: their times, dates and the columns
+/// whose values differ between the copies.
+fn examples_of(
     dataset: &'static str,
     rows: LazyFrame,
-    examples: usize,
-) -> Result<RepeatedIds> {
+    moved_ids: Vec<(i64, u64)>,
+    duplicate_ids: Vec<(i64, u64)>,
+    out: &mut RepeatedIds,
+) -> Result<()> {
     let err = || Error::polars(format!("finding repeated ids of {dataset}"));
-    let grouped = rows
-        .clone()
-        .group_by([col(event::ID)])
-        .agg([
-            len().alias("copies"),
-            col(event::BLOCK_TIME).n_unique().alias("times"),
-            col("date").n_unique().alias("dates"),
-        ])
-        .filter(col("copies").gt(lit(1u32)))
-        .with_column(
-            col("times")
-                .gt(lit(1u32))
-                .or(col("dates").gt(lit(1u32)))
-                .alias("moved"),
-        )
-        .sort([event::ID], SortMultipleOptions::default())
-        .collect()
-        .map_err(err())?;
-    let mut out = RepeatedIds::default();
-    if grouped.height() == 0 {
-        return Ok(out);
-    }
-    let ids = crate::analytics::columns::i64_col(&grouped, event::ID)?;
-    let copies = crate::analytics::columns::i64_col(&grouped, "copies")?;
-    let moved: Vec<bool> = grouped
-        .column("moved")
-        .and_then(|c| c.bool())
-        .map_err(err())?
-        .iter()
-        .map(|m| m.unwrap_or(false))
-        .collect();
-    let n_moved = moved.iter().filter(|m| **m).count() as u64;
-    out.moved.0 = n_moved;
-    out.duplicates.0 = ids.len() as u64 - n_moved;
-    // The first examples of each kind, by id.
-    let pick = |want: bool| -> Vec<(i64, u64)> {
-        (0..ids.len())
-            .filter(|&i| moved[i] == want)
-            .take(examples)
-            .map(|i| (ids[i], copies[i] as u64))
-            .collect()
-    };
-    let (moved_ids, duplicate_ids) = (pick(true), pick(false));
     let wanted: Vec<i64> = moved_ids
         .iter()
         .chain(&duplicate_ids)
         .map(|p| p.0)
         .collect();
     if wanted.is_empty() {
-        return Ok(out);
+        return Ok(());
     }
     let set = lit(Series::new("ids".into(), wanted.as_slice())).implode(false);
     let copies_df = rows
@@ -189,8 +185,7 @@ pub(super) fn repeated_ids(
             differing: differing(&copies_df, &rows)?,
         });
     }
-    out.duplicates.1.sort_by_key(|d| d.id);
-    Ok(out)
+    Ok(())
 }
 
 /// The columns of `df` whose values differ between `rows`.

@@ -16,7 +16,8 @@
 //! Gaps and jumps are found on the token side of the swaps ([`load_events`]), per token in
 //! event order, tokens in parallel; the reconciliation runs the crate's own time bars
 //! ([`bars_of_events`](crate::analytics::ohlcv::bars_of_events)); ids and slots are grouped
-//! polars scans of `swaps` and `trades`. A token's fetched ranges narrow the gaps and the
+//! by sorting the key columns of `swaps` and `trades`, read row group by row group
+//! (`key_rows.rs`), in passes of bounded size. A token's fetched ranges narrow the gaps and the
 //! reconciliation to what the lake was meant to hold ([`CheckOptions::fetched`]); without
 //! them, a token's swaps are taken to cover its first to its last swap. The stored series'
 //! gaps and jumps are found series by series in time order, the gaps inside a price history's
@@ -30,6 +31,7 @@ mod candles;
 mod gaps;
 mod ids;
 mod jumps;
+mod key_rows;
 mod series;
 mod slots;
 #[cfg(test)]
@@ -612,28 +614,19 @@ pub fn check_with(
         progress(&format!(
             "looking for repeated ids and slot times in {name}"
         ));
-        let scan = rows_of(lake, dataset, options.tokens.as_deref())?;
-        let n = scan
-            .clone()
-            .select([len()])
-            .collect()
-            .map_err(Error::polars(format!("counting {name}")))?;
-        rows.insert(
-            name,
-            crate::analytics::columns::i64_col(&n, "len")?
-                .first()
-                .map_or(0, |&n| n as u64),
-        );
-        // A pass of the grouped scans holds at most half the events a part may: a group takes
-        // more memory than an event.
-        let total = rows.get(name).copied().unwrap_or(0);
-        let passes = total
-            .div_ceil((options.events_at_once as u64 / 2).max(1))
+        let keys = key_rows::KeyRows::of(lake, dataset, options.tokens.as_deref())?;
+        // A pass holds at most as many rows as a part may hold events: a row takes 24 bytes
+        // (ids) or 16 (slots), half an event's or less.
+        let passes = keys
+            .committed_rows()
+            .div_ceil((options.events_at_once as u64).max(1))
             .max(1);
-        let repeated = ids::repeated_ids_in_passes(name, scan.clone(), keep, passes)?;
+        let scan = rows_of(lake, dataset, options.tokens.as_deref())?;
+        let (repeated, read) = ids::repeated_ids_in_passes(name, &keys, scan, keep, passes)?;
+        rows.insert(name, read);
         findings.duplicate_ids.add(repeated.duplicates, keep);
         findings.moved_ids.add(repeated.moved, keep);
-        let order = slots::slot_order_in_passes(name, scan, keep, passes)?;
+        let order = slots::slot_order_in_passes(name, &keys, keep, passes)?;
         findings.split_slots.add(order.split, keep);
         findings.time_backwards.add(order.backwards, keep);
     }

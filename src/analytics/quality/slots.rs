@@ -14,11 +14,13 @@
 //! every slot until the clock catches up. Equal times in consecutive slots are fine (several
 //! slots fall in one second).
 
-use polars::prelude::*;
+use std::sync::atomic::{AtomicI64, Ordering};
 
-use crate::analytics::columns::{i64_col, micros_col};
+use rayon::prelude::*;
+
+use super::key_rows::{KeyRows, slot_bounds};
+use crate::Result;
 use crate::lake::cols::event;
-use crate::{Error, Result};
 
 /// A slot whose rows carry several block times.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -58,118 +60,156 @@ pub(super) struct SlotOrder {
 }
 
 /// Per slot, in slot order: (slot, earliest time, latest time, rows).
+#[cfg(test)]
 pub(super) type SlotTimes = (Vec<i64>, Vec<i64>, Vec<i64>, Vec<i64>);
 
-/// The time order of `rows` (a scan of `dataset`).
-pub(super) fn slot_order(
-    dataset: &'static str,
-    rows: LazyFrame,
-    examples: usize,
-) -> Result<SlotOrder> {
-    Ok(order_of(dataset, &slot_times(dataset, rows)?, examples))
-}
+/// One slot's rows: (slot, earliest time, latest time, rows).
+type Slot = (i64, i64, i64, u64);
 
-/// Per slot of `rows`, in slot order: its earliest and latest times and its rows.
-fn slot_times(dataset: &'static str, rows: LazyFrame) -> Result<SlotTimes> {
-    let df = rows
-        .group_by([col(event::BLOCK_SLOT)])
-        .agg([
-            col(event::BLOCK_TIME).min().alias("first"),
-            col(event::BLOCK_TIME).max().alias("last"),
-            len().alias("rows"),
-        ])
-        .sort([event::BLOCK_SLOT], SortMultipleOptions::default())
-        .collect()
-        .map_err(Error::polars(format!("reading the slots of {dataset}")))?;
-    Ok((
-        i64_col(&df, event::BLOCK_SLOT)?,
-        micros_col(&df, "first")?,
-        micros_col(&df, "last")?,
-        i64_col(&df, "rows")?,
-    ))
-}
-
-/// [`slot_order`] in `passes` passes over `rows`, each grouping the slots of one range (from
-/// the smallest slot to the largest, in ranges of equal width), so that a pass holds about a
-/// `passes`-th of the slots: the same findings as one pass.
+/// The time order of the rows of `keys` (a dataset's), in `passes` passes, each over the slots
+/// of one range (from the smallest slot to the largest, by the row groups' statistics, in
+/// ranges of equal width) and reading only the row groups whose slots meet it: a pass holds
+/// the slots of about a `passes`-th of the rows.
 pub(super) fn slot_order_in_passes(
     dataset: &'static str,
-    rows: LazyFrame,
+    keys: &KeyRows<'_>,
     examples: usize,
     passes: u64,
 ) -> Result<SlotOrder> {
-    if passes <= 1 {
-        return slot_order(dataset, rows, examples);
-    }
-    let err = || Error::polars(format!("reading the slots of {dataset}"));
-    let bounds = rows
-        .clone()
-        .select([
-            col(event::BLOCK_SLOT).min().alias("lo"),
-            col(event::BLOCK_SLOT).max().alias("hi"),
-        ])
-        .collect()
-        .map_err(err())?;
-    let (Some(&lo), Some(&hi)) = (
-        i64_col(&bounds, "lo")?.first(),
-        i64_col(&bounds, "hi")?.first(),
-    ) else {
-        return slot_order(dataset, rows, examples);
+    // The range of the slots, from the footers alone (no row group is read).
+    let (lo, hi) = (AtomicI64::new(i64::MAX), AtomicI64::new(i64::MIN));
+    keys.map(
+        &[],
+        |footer, g| {
+            let (a, b) = slot_bounds(footer, g);
+            lo.fetch_min(a, Ordering::Relaxed);
+            hi.fetch_max(b, Ordering::Relaxed);
+            false
+        },
+        |_| Ok(()),
+    )?;
+    let (lo, hi) = (lo.into_inner(), hi.into_inner());
+    // Pass `i` takes the slots from `bounds[i]` (included) to `bounds[i + 1]` (excluded; the
+    // last pass takes every slot from its start, the first every slot before its end, so rows
+    // outside their row groups' statistics still count once).
+    let passes = if lo == i64::MIN || hi == i64::MAX || lo > hi {
+        1
+    } else {
+        passes.max(1)
     };
-    let width = ((i128::from(hi) - i128::from(lo)) / i128::from(passes) + 1) as i64;
-    let mut slots: SlotTimes = Default::default();
-    let mut start = lo;
-    while start <= hi {
-        let end = start.saturating_add(width);
-        let part = slot_times(
-            dataset,
-            rows.clone().filter(
-                col(event::BLOCK_SLOT)
-                    .gt_eq(lit(start))
-                    .and(col(event::BLOCK_SLOT).lt(lit(end))),
-            ),
+    let width = if passes > 1 {
+        ((i128::from(hi) - i128::from(lo)) / i128::from(passes) + 1) as i64
+    } else {
+        0
+    };
+    let mut order = OrderScan::new(dataset, examples);
+    for pass in 0..passes {
+        let from = match pass {
+            0 => i64::MIN,
+            _ => lo.saturating_add(width.saturating_mul(pass as i64)),
+        };
+        let to = match pass + 1 {
+            p if p == passes => None,
+            p => Some(lo.saturating_add(width.saturating_mul(p as i64))),
+        };
+        let in_range = |s: i64| s >= from && to.is_none_or(|to| s < to);
+        let found: Vec<Vec<Slot>> = keys.map(
+            &[event::BLOCK_SLOT, event::BLOCK_TIME],
+            |footer, g| {
+                let (a, b) = slot_bounds(footer, g);
+                b >= from && to.is_none_or(|to| a < to)
+            },
+            |rows| {
+                let slots = rows.ints(event::BLOCK_SLOT)?;
+                let times = rows.ints(event::BLOCK_TIME)?;
+                let mut pairs: Vec<(i64, i64)> = slots
+                    .into_iter()
+                    .zip(times)
+                    .filter(|(s, _)| in_range(*s))
+                    .collect();
+                pairs.sort_unstable();
+                Ok(runs(&pairs))
+            },
         )?;
-        slots.0.extend(part.0);
-        slots.1.extend(part.1);
-        slots.2.extend(part.2);
-        slots.3.extend(part.3);
-        if end == i64::MAX {
-            break;
+        let mut slots: Vec<Slot> = found.into_iter().flatten().collect();
+        slots.par_sort_unstable_by_key(|s| s.0);
+        for run in slots.chunk_by(|a, b| a.0 == b.0) {
+            let merged = run
+                .iter()
+                .skip(1)
+                .fold(run[0], |m, s| (m.0, m.1.min(s.1), m.2.max(s.2), m.3 + s.3));
+            order.push(merged);
         }
-        start = end;
     }
-    Ok(order_of(dataset, &slots, examples))
+    Ok(order.out)
 }
 
-/// The findings of slots in slot order (see the module documentation).
-pub(super) fn order_of(dataset: &'static str, slots: &SlotTimes, examples: usize) -> SlotOrder {
-    let (slot, first, last, rows) = slots;
-    let mut out = SlotOrder::default();
-    for i in 0..slot.len() {
-        if first[i] != last[i] {
+/// Each slot's earliest and latest time and rows among `pairs` (slot, time), sorted.
+fn runs(pairs: &[(i64, i64)]) -> Vec<Slot> {
+    pairs
+        .chunk_by(|a, b| a.0 == b.0)
+        .map(|run| (run[0].0, run[0].1, run[run.len() - 1].1, run.len() as u64))
+        .collect()
+}
+
+/// The findings of slots taken in slot order (see the module documentation), one at a time.
+struct OrderScan {
+    dataset: &'static str,
+    examples: usize,
+    /// The previous slot holding rows, and its latest time.
+    previous: Option<(i64, i64)>,
+    out: SlotOrder,
+}
+
+impl OrderScan {
+    fn new(dataset: &'static str, examples: usize) -> OrderScan {
+        OrderScan {
+            dataset,
+            examples,
+            previous: None,
+            out: SlotOrder::default(),
+        }
+    }
+
+    fn push(&mut self, (slot, first, last, rows): Slot) {
+        let (dataset, examples, out) = (self.dataset, self.examples, &mut self.out);
+        if first != last {
             out.split.0 += 1;
             if out.split.1.len() < examples {
                 out.split.1.push(SplitSlot {
                     dataset,
-                    block_slot: slot[i],
-                    rows: rows[i] as u64,
-                    first_time: super::utc(first[i]),
-                    last_time: super::utc(last[i]),
+                    block_slot: slot,
+                    rows,
+                    first_time: super::utc(first),
+                    last_time: super::utc(last),
                 });
             }
         }
-        if i > 0 && first[i] < last[i - 1] {
+        if let Some((previous_slot, previous_time)) = self.previous
+            && first < previous_time
+        {
             out.backwards.0 += 1;
             if out.backwards.1.len() < examples {
                 out.backwards.1.push(TimeBackwards {
                     dataset,
-                    previous_slot: slot[i - 1],
-                    previous_time: super::utc(last[i - 1]),
-                    block_slot: slot[i],
-                    block_time: super::utc(first[i]),
+                    previous_slot,
+                    previous_time: super::utc(previous_time),
+                    block_slot: slot,
+                    block_time: super::utc(first),
                 });
             }
         }
+        self.previous = Some((slot, last));
     }
-    out
+}
+
+/// The findings of slots in slot order (see the module documentation).
+#[cfg(test)]
+pub(super) fn order_of(dataset: &'static str, slots: &SlotTimes, examples: usize) -> SlotOrder {
+    let (slot, first, last, rows) = slots;
+    let mut order = OrderScan::new(dataset, examples);
+    for i in 0..slot.len() {
+        order.push((slot[i], first[i], last[i], rows[i] as u64));
+    }
+    order.out
 }

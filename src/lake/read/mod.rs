@@ -36,7 +36,7 @@ pub(crate) use file::{
     PageFault, SharedFile, decode_pages_of, read_batches, read_columns, read_file,
 };
 pub(crate) use prune::{
-    CommittedFile, blooms_may_hold, column_blooms, committed_files, files_holding,
+    CommittedFile, blooms_may_hold, column_blooms, committed_files, files_holding, int_bounds,
     may_hold_strings, may_hold_times, may_hold_values, time_bounds,
 };
 pub(crate) use scan::name_damaged_file;

@@ -65,11 +65,17 @@ pub(crate) fn files_holding(
 /// The smallest and largest `block_time` of a row group from its statistics (`i64::MIN` and
 /// `i64::MAX` where they are absent), in the file's unit (microseconds in the lake).
 pub(crate) fn time_bounds(footer: &ArrowReaderMetadata, group: usize) -> (i64, i64) {
+    int_bounds(footer, group, event::BLOCK_TIME)
+}
+
+/// The smallest and largest value of a 64-bit integer (or timestamp) column of a row group
+/// from its statistics (`i64::MIN` and `i64::MAX` where they are absent).
+pub(crate) fn int_bounds(footer: &ArrowReaderMetadata, group: usize, column: &str) -> (i64, i64) {
     let rg = footer.metadata().row_group(group);
     let stats = rg
         .columns()
         .iter()
-        .find(|c| c.column_path().parts() == [event::BLOCK_TIME])
+        .find(|c| c.column_path().parts() == [column])
         .and_then(|c| match c.statistics() {
             Some(Statistics::Int64(s)) => Some((s.min_opt().copied(), s.max_opt().copied())),
             _ => None,
