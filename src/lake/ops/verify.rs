@@ -200,7 +200,7 @@ fn check(lake: &Base, manifest: &Manifest) -> Result<VerifyReport> {
     for window in files.chunks(FILES_AT_ONCE) {
         let read: Vec<FileRead> = window
             .par_iter()
-            .map(|&(path, entry)| read_file(lake, path, entry))
+            .map(|&(path, entry)| read_file(lake, path, entry, ids.buckets))
             .collect::<Result<_>>()?;
         for (&(path, entry), read) in window.iter().zip(read) {
             report.files_checked += 1;
@@ -209,10 +209,11 @@ fn check(lake: &Base, manifest: &Manifest) -> Result<VerifyReport> {
             let (Some(partition), Some(keys)) = (read.partition, read.keys) else {
                 continue;
             };
-            if let Keys::Ids(file_ids) = &keys {
+            if let Some(mut first) = read.first_bucket {
                 let next = partition_no.len() as u32;
                 let here = *partition_no.entry(partition.clone()).or_insert(next);
-                ids.add(entry.dataset, here, file_ids);
+                first.in_partition(here);
+                ids.held.entry(entry.dataset).or_default().append(first);
                 id_files.push((path, entry, here, read.matches));
             }
             match &mut keys_of {
@@ -264,16 +265,20 @@ struct FileRead {
     keys: Option<Keys>,
     /// Whether the file's size and rows are those of its manifest entry.
     matches: bool,
+    /// Its ids of the first bucket of the id check (with partition number 0), when it has ids.
+    first_bucket: Option<BucketIds>,
 }
 
 /// Checks one committed file (`entry` its manifest entry) against its entry and reads its
-/// keys: its path, its size, its footer (schema, version, rows), then its key columns.
-fn read_file(lake: &Base, path: &str, entry: &FileEntry) -> Result<FileRead> {
+/// keys: its path, its size, its footer (schema, version, rows), then its key columns (and
+/// its ids of the id check's first bucket, of `buckets`).
+fn read_file(lake: &Base, path: &str, entry: &FileEntry, buckets: u64) -> Result<FileRead> {
     let mut read = FileRead {
         problems: Vec::new(),
         partition: None,
         keys: None,
         matches: true,
+        first_bucket: None,
     };
     let partition = match Partition::from_file_path(path) {
         Ok(p) if p.dataset == entry.dataset => p,
@@ -322,6 +327,11 @@ fn read_file(lake: &Base, path: &str, entry: &FileEntry) -> Result<FileRead> {
     }
     match read_keys(lake, path, entry, read.matches) {
         Ok(keys) => {
+            if let Keys::Ids(ids) = &keys {
+                let mut first = BucketIds::default();
+                first.add(0, ids, buckets, 0);
+                read.first_bucket = Some(first);
+            }
             read.partition = Some(partition);
             read.keys = Some(keys);
         }
@@ -352,9 +362,9 @@ impl Keys {
 
     /// How many keys repeat one before them.
     fn repeated(self) -> usize {
-        fn repeated<T: Ord>(mut keys: Vec<T>) -> usize {
+        fn repeated<T: Ord + Send>(mut keys: Vec<T>) -> usize {
             let n = keys.len();
-            keys.sort_unstable();
+            keys.par_sort_unstable();
             keys.dedup();
             n - keys.len()
         }
@@ -448,6 +458,12 @@ impl BucketIds {
         }
     }
 
+    /// Sets the partition number of every row.
+    fn in_partition(&mut self, here: u32) {
+        self.ids.iter_mut().for_each(|r| r.1 = here);
+        self.nulls.iter_mut().for_each(|p| *p = here);
+    }
+
     fn append(&mut self, mut other: BucketIds) {
         self.ids.append(&mut other.ids);
         self.nulls.append(&mut other.nulls);
@@ -499,7 +515,9 @@ impl IdCheck {
         }
     }
 
-    /// Takes the ids of the current bucket among `ids`, rows of partition number `here`.
+    /// Takes the ids of the current bucket among `ids`, rows of partition number `here` (the
+    /// check takes each file's ids as its read gives them; the tests one list at a time).
+    #[cfg(test)]
     fn add(&mut self, dataset: Dataset, here: u32, ids: &[Option<i64>]) {
         let (buckets, bucket) = (self.buckets, self.bucket);
         self.held
