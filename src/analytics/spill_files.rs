@@ -153,6 +153,23 @@ impl PartReader {
             .map_err(|e| Error::io("reading a spill file in", spill_folder(), e))
     }
 
+    /// The bytes of `segment`, read into `buf`, a buffer reused from segment to segment: grown
+    /// when a segment needs more, never zeroed again.
+    pub(crate) fn read_reusing<'b>(
+        &self,
+        segment: &Segment,
+        buf: &'b mut Vec<u8>,
+    ) -> Result<&'b [u8]> {
+        if buf.len() < segment.len {
+            buf.resize(segment.len, 0);
+        }
+        let bytes = &mut buf[..segment.len];
+        self.file
+            .read_exact_at(bytes, segment.offset)
+            .map_err(|e| Error::io("reading a spill file in", spill_folder(), e))?;
+        Ok(bytes)
+    }
+
     /// The error of a segment that does not hold what its reader wrote: `what` was found.
     pub(crate) fn damaged(&self, what: String) -> Error {
         Error::io(
@@ -209,5 +226,14 @@ mod tests {
             len: 4,
         };
         assert!(reader.read_into(&beyond, &mut buf).is_err());
+        // A reused buffer gives each segment's bytes alone, longer or shorter than the last.
+        let mut reused = b"0123456789".to_vec();
+        assert_eq!(
+            reader
+                .read_reusing(&parts.segments(0)[0], &mut reused)
+                .expect("read"),
+            b"abc"
+        );
+        assert!(reader.read_reusing(&beyond, &mut reused).is_err());
     }
 }

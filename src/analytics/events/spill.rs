@@ -34,6 +34,8 @@ fn array<const N: usize>(b: &[u8]) -> [u8; N] {
 pub(super) struct Parts {
     /// Part of each token, by registry number.
     part_of: Vec<u32>,
+    /// Place of each token among its part's tokens, by registry number.
+    place_in_part: Vec<u32>,
     /// Each part's tokens.
     tokens: Vec<Vec<u32>>,
 }
@@ -48,6 +50,7 @@ impl Parts {
             .collect();
         order.sort_unstable_by(|&a, &b| names[a as usize].cmp(&names[b as usize]));
         let mut part_of = vec![u32::MAX; names.len()];
+        let mut place_in_part = vec![u32::MAX; names.len()];
         let mut tokens: Vec<Vec<u32>> = Vec::new();
         let mut held = 0usize;
         for t in order {
@@ -58,10 +61,15 @@ impl Parts {
             }
             held += n;
             let part = tokens.len() - 1;
+            place_in_part[t as usize] = tokens[part].len() as u32;
             tokens[part].push(t);
             part_of[t as usize] = part as u32;
         }
-        Parts { part_of, tokens }
+        Parts {
+            part_of,
+            place_in_part,
+            tokens,
+        }
     }
 
     /// The number of parts.
@@ -175,18 +183,25 @@ impl SpillReader {
             .par_iter()
             .map(|&t| Mutex::new(Events::zeroed(totals[t as usize])))
             .collect();
-        // Where each token of the part is in `columns`.
-        let index =
-            |t: u32| tokens.binary_search_by(|&u| names[u as usize].cmp(&names[t as usize]));
+        // Where each token of the part is in `columns` (by number: a run names its token by
+        // its registry number, and a part holds thousands of tokens).
+        let index = |t: u32| -> std::result::Result<usize, ()> {
+            let (part, place) = (
+                self.parts.part_of.get(t as usize),
+                self.parts.place_in_part.get(t as usize),
+            );
+            match (part, place) {
+                (Some(&q), Some(&at)) if q as usize == p => Ok(at as usize),
+                _ => Err(()),
+            }
+        };
         let file = self.files.open(p)?;
         let damaged = |what: String| file.damaged(what);
-        self.files
-            .segments(p)
-            .par_iter()
-            .try_for_each(|segment| -> Result<()> {
+        self.files.segments(p).par_iter().try_for_each_init(
+            Vec::new,
+            |buf, segment| -> Result<()> {
                 let (offset, len) = (segment.offset, segment.len);
-                let mut buf = Vec::new();
-                file.read_into(segment, &mut buf)?;
+                let buf = file.read_reusing(segment, buf)?;
                 let n_runs = u32::from_le_bytes(array(
                     buf.get(0..4)
                         .ok_or_else(|| damaged(format!("a segment of {len} bytes at {offset}")))?,
@@ -244,7 +259,8 @@ impl SpillReader {
                     }
                 }
                 Ok(())
-            })?;
+            },
+        )?;
         drop(file);
         self.files.remove(p);
         Ok(tokens
