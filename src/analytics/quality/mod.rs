@@ -86,7 +86,8 @@ pub struct CheckOptions {
     /// Examples kept of each kind of finding.
     pub examples: usize,
     /// Most swap events held in memory at once: a lake with more is read in parts of whole
-    /// tokens ([`load_events_in_parts`]), with the same findings. Default [`EVENTS_AT_ONCE`].
+    /// tokens ([`load_events_in_parts`]), and its ids and slots grouped in passes of at most
+    /// as many rows, with the same findings. Default [`EVENTS_AT_ONCE`].
     pub events_at_once: usize,
 }
 
