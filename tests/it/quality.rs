@@ -493,6 +493,38 @@ fn a_duplicated_id_is_found() {
 }
 
 #[test]
+fn the_examples_of_repeated_ids_are_the_smallest_ids_whatever_the_passes() {
+    let (_dir, lake, _) = lake_copy();
+    let files = swap_files(&lake);
+    let file = &files[0];
+    // Eight rows stored twice: eight duplicated ids, spread over the passes' residues.
+    commit_swaps(&lake, &date_of(&file.path), &file.batch.slice(0, 8), None);
+    let mut ids: Vec<i64> = (0..8).map(|r| i64_at(&file.batch, "id", r)).collect();
+    ids.sort_unstable();
+    let options = CheckOptions {
+        examples: 3,
+        ..CheckOptions::default()
+    };
+    let whole = check(&lake, &options).expect("check");
+    let d = &whole.findings.duplicate_ids;
+    assert_eq!(d.count, 8, "{d:#?}");
+    let examples: Vec<i64> = d.examples.iter().map(|e| e.id).collect();
+    assert_eq!(examples, ids[..3], "{d:#?}");
+    let rows = whole.rows["swaps"] as usize;
+    for passes in [3, 7] {
+        let parts = CheckOptions {
+            events_at_once: rows / passes,
+            ..options.clone()
+        };
+        assert_eq!(
+            check(&lake, &parts).expect("check in passes"),
+            whole,
+            "{passes}"
+        );
+    }
+}
+
+#[test]
 fn a_moved_id_is_found() {
     let (_dir, lake, token) = lake_copy();
     let events = token_events(&lake, &token);

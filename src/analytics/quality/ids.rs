@@ -103,21 +103,24 @@ pub(super) fn repeated_ids_in_passes(
         }
         let mut held: Vec<IdRow> = found.into_iter().flat_map(|(rows, _)| rows).collect();
         held.par_sort_unstable();
+        // A pass's ids come in order, so its first examples of each kind are its smallest;
+        // with those of the passes before, the smallest are kept.
+        let counted = (out.moved.0, out.duplicates.0);
         for run in held.chunk_by(|a, b| a.0 == b.0).filter(|r| r.len() > 1) {
             let moved = run.iter().any(|r| r.1 != run[0].1 || r.2 != run[0].2);
-            let (count, kept) = match moved {
-                true => (&mut out.moved.0, &mut moved_ids),
-                false => (&mut out.duplicates.0, &mut duplicate_ids),
+            let (count, before, kept) = match moved {
+                true => (&mut out.moved.0, counted.0, &mut moved_ids),
+                false => (&mut out.duplicates.0, counted.1, &mut duplicate_ids),
             };
-            *count += 1;
-            if kept.len() < examples {
+            if *count - before < examples as u64 {
                 kept.push((run[0].0, run.len() as u64));
             }
+            *count += 1;
         }
-    }
-    for kept in [&mut moved_ids, &mut duplicate_ids] {
-        kept.sort_unstable();
-        kept.truncate(examples);
+        for kept in [&mut moved_ids, &mut duplicate_ids] {
+            kept.sort_unstable();
+            kept.truncate(examples);
+        }
     }
     examples_of(dataset, rows, moved_ids, duplicate_ids, &mut out)?;
     Ok((out, read))

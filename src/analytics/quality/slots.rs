@@ -89,9 +89,9 @@ pub(super) fn slot_order_in_passes(
         |_| Ok(()),
     )?;
     let (lo, hi) = (lo.into_inner(), hi.into_inner());
-    // Pass `i` takes the slots from `bounds[i]` (included) to `bounds[i + 1]` (excluded; the
-    // last pass takes every slot from its start, the first every slot before its end, so rows
-    // outside their row groups' statistics still count once).
+    // Pass `i` takes the slots from `lo + i × width` (included) to `lo + (i + 1) × width`
+    // (excluded); the first pass takes every slot before its end and the last every slot from
+    // its start, so a row outside its row group's statistics still counts once.
     let passes = if lo == i64::MIN || hi == i64::MAX || lo > hi {
         1
     } else {
