@@ -115,12 +115,9 @@ pub(super) struct Judged {
     pub(super) bound: f64,
 }
 
-/// The jumps among `prices` (in the order of their events or records): the rule itself, for
-/// the swaps' events and the stored series' records alike.
-pub(super) fn judge(prices: &[f64], rule: &JumpRule) -> Vec<Judged> {
-    let k = rule.half_window.max(1);
-    let n = prices.len();
-    let logs: Vec<f64> = prices
+/// The log of each price, NaN for a price that is not finite and positive (it has none).
+pub(super) fn log_prices(prices: &[f64]) -> Vec<f64> {
+    prices
         .iter()
         .map(|&p| {
             if p.is_finite() && p > 0.0 {
@@ -129,7 +126,15 @@ pub(super) fn judge(prices: &[f64], rule: &JumpRule) -> Vec<Judged> {
                 f64::NAN
             }
         })
-        .collect();
+        .collect()
+}
+
+/// The jumps among `prices` (in the order of their events or records): the rule itself, for
+/// the swaps' events and the stored series' records alike.
+pub(super) fn judge(prices: &[f64], rule: &JumpRule) -> Vec<Judged> {
+    let k = rule.half_window.max(1);
+    let n = prices.len();
+    let logs = log_prices(prices);
     let mut out = Vec::new();
     let mut window = Vec::with_capacity(2 * k);
     for i in 0..n {

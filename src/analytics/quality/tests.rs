@@ -209,16 +209,7 @@ fn unpriced_events_are_jumps_without_a_median() {
 /// and MAD, then the bound and the spike test): the judged indices, medians and bounds.
 fn jumps_by_definition(prices: &[f64], rule: &JumpRule) -> Vec<(usize, Option<f64>, f64)> {
     let k = rule.half_window.max(1);
-    let logs: Vec<f64> = prices
-        .iter()
-        .map(|&p| {
-            if p.is_finite() && p > 0.0 {
-                p.ln()
-            } else {
-                f64::NAN
-            }
-        })
-        .collect();
+    let logs = super::jumps::log_prices(prices);
     let median = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);
         let n = v.len();

@@ -213,7 +213,7 @@ fn check(lake: &Base, manifest: &Manifest) -> Result<VerifyReport> {
                 let next = partition_no.len() as u32;
                 let here = *partition_no.entry(partition.clone()).or_insert(next);
                 first.in_partition(here);
-                ids.held.entry(entry.dataset).or_default().append(first);
+                ids.take(entry.dataset, first);
                 id_files.push((path, entry, here, read.matches));
             }
             match &mut keys_of {
@@ -243,7 +243,7 @@ fn check(lake: &Base, manifest: &Manifest) -> Result<VerifyReport> {
             })
             .collect::<Result<_>>()?;
         for (dataset, taken) in taken {
-            ids.held.entry(dataset).or_default().append(taken);
+            ids.take(dataset, taken);
         }
     }
     duplicate_keys.sort_by(|a, b| a.0.cmp(&b.0));
@@ -515,15 +515,9 @@ impl IdCheck {
         }
     }
 
-    /// Takes the ids of the current bucket among `ids`, rows of partition number `here` (the
-    /// check takes each file's ids as its read gives them; the tests one list at a time).
-    #[cfg(test)]
-    fn add(&mut self, dataset: Dataset, here: u32, ids: &[Option<i64>]) {
-        let (buckets, bucket) = (self.buckets, self.bucket);
-        self.held
-            .entry(dataset)
-            .or_default()
-            .add(here, ids, buckets, bucket);
+    /// Takes `dataset`'s ids of the current bucket read from a file.
+    fn take(&mut self, dataset: Dataset, ids: BucketIds) {
+        self.held.entry(dataset).or_default().append(ids);
     }
 
     /// Closes the current bucket; whether there is another to read.
@@ -636,7 +630,9 @@ mod tests {
             let mut ids = IdCheck::new(rows, at_once);
             loop {
                 for (dataset, here, keys) in &files {
-                    ids.add(*dataset, *here, keys);
+                    let mut taken = BucketIds::default();
+                    taken.add(*here, keys, ids.buckets, ids.bucket);
+                    ids.take(*dataset, taken);
                 }
                 if !ids.next_bucket() {
                     break;
